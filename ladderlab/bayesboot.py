@@ -1,0 +1,81 @@
+"""The engine shared by BayesBootLadder and BayesBootLadderBoot (Chaibub Neto et al. 2016, Algs. 5–6).
+
+A submission replaces the best one when the posterior odds of improvement,
+PO = P(H₁|D) / (1 − P(H₁|D)) from B paired Bayesian-bootstrap replicates of
+Δs = s(ŷ_t) − s(ŷ_best), reach the threshold PO_thr = (1 − α)/α (NOTES.md 7). The
+test needs only weighted scores, so it works for any scorer and either orientation.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+
+from ladderlab.bootstrap import posterior_probability_of_improvement
+from ladderlab.mechanism import FloatArray, Mechanism, require, require_count
+from ladderlab.validation import check_prediction_matrix
+
+
+def posterior_odds(probability: float) -> float:
+    """P / (1 − P), infinite when P = 1."""
+    return np.inf if probability >= 1.0 else probability / (1.0 - probability)
+
+
+class BayesBootLadderBase(Mechanism):
+    """Abstract Bayesian-bootstrap Ladder; subclasses choose what is released.
+
+    Parameters shared by both algorithms: ``B`` replicates for the test, ``alpha``
+    or ``po_threshold`` (which overrides ``alpha``), and ``initial_prediction``
+    ŷ₀; when it is None the first submission is accepted unconditionally (NOTES.md 9).
+    """
+
+    def _check_params(self) -> None:
+        require_count("B", self.B)
+        if self.po_threshold is not None:
+            require(self.po_threshold > 0, f"po_threshold must be positive, got {self.po_threshold}")
+            self.po_threshold_ = float(self.po_threshold)
+        else:
+            require(
+                self.alpha is not None and 0.0 < self.alpha < 1.0,
+                f"alpha must lie in (0, 1), got {self.alpha}",
+            )
+            self.po_threshold_ = (1.0 - self.alpha) / self.alpha
+
+    def _start(self) -> None:
+        self.best_index_: int | None = None
+        self.submissions_ = 0
+        if self.initial_prediction is None:
+            self.best_prediction_: FloatArray | None = None
+        else:
+            self.best_prediction_ = check_prediction_matrix(
+                self.initial_prediction, self.n_, self.scorer_.prediction_kind, self.classes_
+            )[0]
+        self.best_score_ = (
+            np.nan
+            if self.best_prediction_ is None
+            else self.scorer_.score(self.labels_, self.best_prediction_)
+        )
+
+    def _release(self, P: FloatArray) -> FloatArray:
+        released = np.empty(P.shape[0])
+        for row, prediction in enumerate(P):
+            if self._improves(prediction):
+                self.best_prediction_ = prediction
+                self.best_score_ = self.scorer_.score(self.labels_, prediction)
+                self.best_index_ = self.submissions_
+            self.submissions_ += 1
+            released[row] = self._released_score()
+        return released
+
+    def _improves(self, prediction: FloatArray) -> bool:
+        if self.best_prediction_ is None:
+            return True
+        probability = posterior_probability_of_improvement(
+            self.scorer_, self.labels_, prediction, self.best_prediction_, self.B, self.rng_
+        )
+        return posterior_odds(probability) >= self.po_threshold_
+
+    @abstractmethod
+    def _released_score(self) -> float:
+        """The score released after the best has been updated."""

@@ -1,0 +1,160 @@
+"""The two sides of a leaderboard: the organiser's :class:`Leaderboard` and the participant's :class:`Board`.
+
+A participant predicts the whole holdout (public and final rows, in the order of
+the holdout inputs it was given, not knowing which rows are public), as on Kaggle.
+The :class:`Leaderboard` passes the public rows to the bound mechanism and records,
+for the organiser, the exact public and final scores of every submission.
+
+The :class:`Board` is all an attack holds: it validates predictions, meters the
+budget and keeps the transcript of released scores. Its public attributes lead to
+no labels; the leaderboard behind it is private. This keeps honest attack code from
+touching labels by accident; it is not a sandbox against hostile code in the same
+process.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ladderlab.mechanism import FloatArray, Mechanism
+from ladderlab.validation import check_prediction_matrix
+
+
+class BudgetExceeded(RuntimeError):
+    """A submission would exceed the participant's budget; nothing was submitted."""
+
+
+class Leaderboard:
+    """The organiser's side: a bound mechanism, the split of the holdout, and the records.
+
+    ``public_rows`` are the holdout positions scored by the mechanism (default: all
+    of them); ``final_rows`` and ``final_labels`` the private set, scored only for
+    the record. For every submission the records keep the released score, the
+    exact public score and the final score (NaN without a final set).
+    """
+
+    def __init__(
+        self,
+        mechanism: Mechanism,
+        public_rows: ArrayLike | None = None,
+        final_rows: ArrayLike | None = None,
+        final_labels: ArrayLike | None = None,
+    ):
+        if not hasattr(mechanism, "labels_"):
+            raise ValueError("the leaderboard needs a bound mechanism: call mechanism.bind(...) first")
+        n_public = mechanism.n_
+        self.mechanism = mechanism
+        self.public_rows = np.arange(n_public) if public_rows is None else np.asarray(public_rows)
+        if self.public_rows.size != n_public:
+            raise ValueError(
+                f"{self.public_rows.size} public rows for a mechanism bound to {n_public} labels"
+            )
+        if (final_rows is None) != (final_labels is None):
+            raise ValueError("give final_rows and final_labels together")
+        self.final_rows = np.asarray([], dtype=int) if final_rows is None else np.asarray(final_rows)
+        self.final_labels = (
+            np.asarray([], dtype=float) if final_labels is None else np.asarray(final_labels, dtype=float)
+        )
+        if self.final_rows.size != self.final_labels.size:
+            raise ValueError(
+                f"{self.final_rows.size} final rows but {self.final_labels.size} final labels"
+            )
+        self.holdout_size = self.public_rows.size + self.final_rows.size
+        covered = np.sort(np.concatenate([self.public_rows, self.final_rows]))
+        if not np.array_equal(covered, np.arange(self.holdout_size)):
+            raise ValueError("public_rows and final_rows must partition 0 … holdout_size − 1")
+        self._released: list[FloatArray] = []
+        self._public: list[FloatArray] = []
+        self._final: list[FloatArray] = []
+
+    def check(self, predictions: ArrayLike) -> FloatArray:
+        """Validate whole-holdout predictions against the mechanism's scorer and label set."""
+        return check_prediction_matrix(
+            predictions,
+            self.holdout_size,
+            self.mechanism.scorer_.prediction_kind,
+            self.mechanism.classes_,
+        )
+
+    def submit_many(self, P: FloatArray) -> FloatArray:
+        """Score validated whole-holdout predictions; return the released scores."""
+        public = P[:, self.public_rows]
+        released = self.mechanism.submit_many(public)
+        scorer = self.mechanism.scorer_
+        self._released.append(released)
+        self._public.append(scorer.score_many(self.mechanism.labels_, public))
+        if self.final_rows.size:
+            self._final.append(scorer.score_many(self.final_labels, P[:, self.final_rows]))
+        else:
+            self._final.append(np.full(P.shape[0], np.nan))
+        return released
+
+    def records(self) -> dict[str, FloatArray]:
+        """Per submission: ``released``, ``public`` (exact) and ``final`` scores."""
+        def joined(parts: list[FloatArray]) -> FloatArray:
+            return np.concatenate(parts) if parts else np.empty(0)
+
+        return {
+            "released": joined(self._released),
+            "public": joined(self._public),
+            "final": joined(self._final),
+        }
+
+
+class Board:
+    """The participant's client of a leaderboard: submit, read the transcript, see the budget.
+
+    ``holdout_size`` is the length of a prediction vector; ``budget`` the number of
+    submissions allowed (None: unlimited); ``classes`` the task's label set, public
+    knowledge for a classification task.
+    """
+
+    __slots__ = ("_leaderboard", "_transcript", "budget", "holdout_size", "classes")
+
+    def __init__(self, leaderboard: Leaderboard, budget: int | None = None):
+        if budget is not None and budget < 0:
+            raise ValueError(f"budget must be ≥ 0 or None, got {budget}")
+        self._leaderboard = leaderboard
+        self._transcript: list[float] = []
+        self.budget = budget
+        self.holdout_size = leaderboard.holdout_size
+        self.classes = leaderboard.mechanism.classes_.copy()
+
+    @property
+    def submissions(self) -> int:
+        """How many submissions have been scored."""
+        return len(self._transcript)
+
+    @property
+    def remaining(self) -> int | None:
+        """Submissions left in the budget (None: unlimited)."""
+        return None if self.budget is None else self.budget - self.submissions
+
+    @property
+    def transcript(self) -> NDArray[np.float64]:
+        """The released scores so far, oldest first (a copy)."""
+        return np.array(self._transcript)
+
+    def submit(self, prediction: ArrayLike) -> float:
+        """Submit one whole-holdout prediction vector; return its released score."""
+        prediction = np.asarray(prediction)
+        if prediction.ndim != 1:
+            raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
+        return float(self.submit_many(prediction[None, :])[0])
+
+    def submit_many(self, predictions: ArrayLike) -> NDArray[np.float64]:
+        """Submit the rows of a matrix in order; same result as ``submit`` on each row.
+
+        The batch is validated and checked against the budget first; if any of that
+        fails, nothing is submitted.
+        """
+        P = self._leaderboard.check(predictions)
+        if self.remaining is not None and P.shape[0] > self.remaining:
+            raise BudgetExceeded(
+                f"{P.shape[0]} submissions would exceed the budget of {self.budget} "
+                f"({self.remaining} left)"
+            )
+        released = self._leaderboard.submit_many(P)
+        self._transcript.extend(released.tolist())
+        return released.copy()

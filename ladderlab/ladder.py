@@ -1,0 +1,131 @@
+"""The engine shared by the Ladder mechanisms (Blum & Hardt Figs. 1–2; Chaibub Neto Algs. 1–4).
+
+Every Ladder keeps a best submission and accepts a new one when its risk (the score
+oriented so that smaller is better) is below a reference value by a margin:
+
+    accept  ⇔  R(ŷ_t) < reference − margin_t.
+
+Variants differ in the margin (fixed η, or c·sd(l_t − l_best)/√n), in the reference
+(the last released value, or the unrounded risk of the best: NOTES.md 4) and in what
+they release on acceptance and otherwise. Between acceptances the margin of every
+row depends only on the current best, so the engine tests whole blocks of rows at
+once and only restarts at an acceptance; blocks grow geometrically while nothing is
+accepted. Per-row reductions run along contiguous rows, so a row's decision is
+bit-identical whichever block it is tested in.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import ClassVar
+
+import numpy as np
+from scipy import stats
+
+from ladderlab.mechanism import FloatArray, Mechanism, require, round_to_multiple
+
+_FIRST_BLOCK = 16
+_BLOCK_ELEMENTS = 1 << 21
+
+
+class Ladder(Mechanism):
+    """Abstract Ladder: accepts a submission that beats the reference by a margin."""
+
+    compares_with_release: ClassVar[bool] = True
+    """True: the reference is the last released value R_{t−1} (Algs. 1–3).
+    False: it is the unrounded risk of the best submission (Alg. 4, line 11)."""
+
+    def _start(self) -> None:
+        self.best_index_: int | None = None
+        self.best_risk_ = np.inf
+        self.best_loss_ = np.zeros(self.n_)
+        self.current_release_ = np.nan
+        self.submissions_ = 0
+
+    @property
+    def _reference(self) -> float:
+        if self.best_index_ is None:
+            return np.inf
+        if self.compares_with_release:
+            return self.scorer_.sign * self.current_release_
+        return self.best_risk_
+
+    def _release(self, P: FloatArray) -> FloatArray:
+        sign = self.scorer_.sign
+        if self.requires_loss:
+            losses = self.scorer_.loss(self.labels_, P)
+            risks = losses.mean(axis=1)
+        else:
+            losses = None
+            risks = sign * self.scorer_.score_many(self.labels_, P)
+        m = P.shape[0]
+        released = np.empty(m)
+        max_block = max(_FIRST_BLOCK, _BLOCK_ELEMENTS // self.n_)
+        start, block = 0, _FIRST_BLOCK
+        while start < m:
+            stop = min(m, start + block)
+            block_losses = None if losses is None else losses[start:stop]
+            margins = self._margins(block_losses, stop - start)
+            hits = np.flatnonzero(risks[start:stop] < self._reference - margins)
+            held_until = start + hits[0] if hits.size else stop
+            released[start:held_until] = self._held_releases(held_until - start)
+            if hits.size:
+                accepted = held_until
+                self.best_index_ = self.submissions_ + accepted
+                self.best_risk_ = risks[accepted]
+                if losses is not None:
+                    self.best_loss_ = losses[accepted]
+                self.current_release_ = sign * self._accepted_release(self.best_risk_)
+                released[accepted] = self.current_release_
+                start, block = accepted + 1, _FIRST_BLOCK
+            else:
+                start, block = stop, min(2 * block, max_block)
+        self.submissions_ += m
+        return released
+
+    @abstractmethod
+    def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray | float:
+        """The margin each of the next ``rows`` submissions must beat the reference by."""
+
+    @abstractmethod
+    def _accepted_release(self, risk: float) -> float:
+        """The released risk when the best's risk becomes ``risk``."""
+
+    def _held_releases(self, rows: int) -> FloatArray:
+        """Releases for ``rows`` submissions that did not beat the best: the previous release."""
+        return np.full(rows, self.current_release_)
+
+
+class PairedTTestLadder(Ladder):
+    """Abstract Ladder whose margin is a one-sided paired t-test (Chaibub Neto Eq. 2).
+
+    Accept when R(ŷ_t) < reference − c·sd(l_t − l_best)/√n, with l_best = 0 before
+    the first acceptance (NOTES.md 2). Releases are rounded to 1/n (NOTES.md 3).
+    """
+
+    requires_loss = True
+
+    def _start(self) -> None:
+        super()._start()
+        self.critical_value_ = self._critical_value()
+
+    def _critical_value(self) -> float:
+        """c from the ``alpha`` and ``critical_value`` parameters."""
+        return t_critical_value(self.alpha, self.critical_value, self.n_)
+
+    def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray:
+        assert losses is not None
+        sd = np.std(losses - self.best_loss_, axis=1, ddof=1)
+        return self.critical_value_ * sd / np.sqrt(self.n_)
+
+    def _accepted_release(self, risk: float) -> float:
+        return float(round_to_multiple(risk, 1.0 / self.n_))
+
+
+def t_critical_value(alpha: float | None, critical_value: float | None, n: int) -> float:
+    """c_α = t⁻¹_{n−1}(1 − α) (NOTES.md 1: the upper quantile); a given critical value wins."""
+    if critical_value is not None:
+        require(np.isfinite(critical_value), f"critical_value must be finite, got {critical_value}")
+        return float(critical_value)
+    require(alpha is not None and 0.0 < alpha < 1.0, f"alpha must lie in (0, 1), got {alpha}")
+    return float(stats.t.ppf(1.0 - alpha, n - 1))

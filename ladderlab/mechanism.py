@@ -1,0 +1,114 @@
+"""The base class of leaderboard mechanisms.
+
+A mechanism is bound to the public holdout labels, a scorer and a
+``numpy.random.Generator`` (``bind``, the analogue of scikit-learn's ``fit``), then
+answers submissions with released scores. ``submit_many(P)`` has exactly the
+semantics of ``submit`` called on the rows of ``P`` in order, including the random
+stream, so a batch and a loop give bit-identical transcripts.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import ClassVar, Self
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ladderlab.plugin import Plugin
+from ladderlab.scoring import LossScorer, Scorer, get_scorer
+from ladderlab.validation import check_prediction_matrix
+
+FloatArray = NDArray[np.float64]
+
+
+class Mechanism(Plugin):
+    """A leaderboard mechanism: turns submissions into released scores."""
+
+    requires_loss: ClassVar[bool] = False
+    """True when the mechanism needs a per-sample loss (the paired-t-test family)."""
+
+    def bind(
+        self,
+        labels: ArrayLike,
+        scorer: str | Scorer,
+        rng: np.random.Generator,
+        classes: ArrayLike | None = None,
+    ) -> Self:
+        """Attach the holdout labels, the scorer and the random stream; reset all state.
+
+        ``classes`` is the task's label set, against which label predictions are
+        validated; it defaults to the distinct values of ``labels``.
+        """
+        scorer = get_scorer(scorer)
+        if self.requires_loss and not isinstance(scorer, LossScorer):
+            raise ValueError(
+                f"mechanism {self.id!r} needs a per-sample loss (its paired t-test compares "
+                f"loss vectors), but {scorer.name!r} is a whole-vector metric; use "
+                "'bayesboot-ladder' or 'bayesboot-ladderboot' for it"
+            )
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        labels = np.asarray(labels, dtype=float)
+        if labels.ndim != 1 or labels.size < 2:
+            raise ValueError(f"labels must be a vector of at least 2 values, got shape {labels.shape}")
+        if not np.isfinite(labels).all():
+            raise ValueError("labels must be finite")
+        labels.setflags(write=False)
+        self.labels_ = labels
+        self.n_ = labels.size
+        self.scorer_ = scorer
+        self.rng_ = rng
+        self.classes_ = np.unique(labels if classes is None else np.asarray(classes, dtype=float))
+        self.released_: list[float] = []
+        self._check_params()
+        self._start()
+        return self
+
+    def submit(self, prediction: ArrayLike) -> float:
+        """Score one prediction vector and return the released score."""
+        return float(self.submit_many(np.asarray(prediction)[None, :])[0])
+
+    def submit_many(self, predictions: ArrayLike) -> FloatArray:
+        """Score the rows of ``predictions`` in order; return their released scores.
+
+        The whole batch is validated before any of it is scored: a bad row raises
+        ``ValueError`` and changes nothing.
+        """
+        if not hasattr(self, "labels_"):
+            raise RuntimeError(f"mechanism {self.id!r} is not bound: call bind(labels, scorer, rng)")
+        P = check_prediction_matrix(
+            predictions, self.n_, self.scorer_.prediction_kind, self.classes_
+        )
+        released = self._release(P)
+        self.released_.extend(released.tolist())
+        return released
+
+    def _check_params(self) -> None:
+        """Raise ``ValueError`` for parameter values the mechanism cannot use."""
+
+    def _start(self) -> None:
+        """Initialise the per-leaderboard state (called by ``bind``)."""
+
+    @abstractmethod
+    def _release(self, P: FloatArray) -> FloatArray:
+        """Released scores for the validated rows of ``P``, updating the state."""
+
+
+def round_to_multiple(x: ArrayLike, step: float) -> FloatArray:
+    """``[x]_step``: x rounded to the nearest integer multiple of ``step`` (Blum & Hardt Fig. 1)."""
+    return np.round(np.asarray(x, dtype=float) / step) * step
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise ``ValueError(message)`` unless ``condition`` holds (parameter checks)."""
+    if not condition:
+        raise ValueError(message)
+
+
+def require_count(name: str, value: object) -> None:
+    """Raise ``ValueError`` unless ``value`` is a whole number ≥ 1."""
+    require(
+        isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1,
+        f"{name} must be a whole number ≥ 1, got {value!r}",
+    )

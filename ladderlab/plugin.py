@@ -1,0 +1,37 @@
+"""The common base of every plugin family, following scikit-learn's estimator conventions.
+
+Parameters are keyword arguments of ``__init__`` stored unchanged under their own
+names; ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr come from
+:class:`sklearn.base.BaseEstimator`. Validation of parameter values happens when the
+plugin is put to work (``bind`` for mechanisms, ``run`` for attacks), never in
+``__init__``. State created by work carries a trailing underscore.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar
+
+from sklearn.base import BaseEstimator
+
+
+class Plugin(BaseEstimator):
+    """A mechanism or attack: an ``id``, a paper ``reference`` and parameters."""
+
+    id: ClassVar[str]
+    """The registry id, e.g. ``"ladder-t"``."""
+    reference: ClassVar[str]
+    """Where the algorithm is specified, e.g. ``"Chaibub Neto et al. 2016, Alg. 3"``."""
+    version: ClassVar[str] = "1"
+    """Bumped when the plugin's results change for the same parameters and seed."""
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the class docstring."""
+        return (inspect.getdoc(cls) or "").splitlines()[0]
+
+    @classmethod
+    def parameter_defaults(cls) -> dict[str, Any]:
+        """Every ``__init__`` parameter with its default value."""
+        signature = inspect.signature(cls.__init__)
+        return {name: p.default for name, p in signature.parameters.items() if name != "self"}

@@ -1,0 +1,135 @@
+"""Registries of plugins by id, after Gymnasium's ``make(id)``.
+
+A plugin is named by one of:
+
+- a built-in id (``"ladder-t"``): a module of ``ladderlab.mechanisms`` or
+  ``ladderlab.attacks`` defining a subclass with that ``id``;
+- a third-party id, advertised under the entry-point group ``ladderlab.mechanisms``
+  or ``ladderlab.attacks`` (``my-mech = my_package.module:MyMechanism``);
+- a local file, ``path/to/file.py:ClassName``, or an importable ``module:ClassName``.
+
+An unknown id raises ``ValueError`` with "did you mean" suggestions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import sys
+from functools import cache
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from ladderlab.mechanism import Mechanism
+from ladderlab.naming import unknown_name_error
+from ladderlab.plugin import Plugin
+
+P = TypeVar("P", bound=Plugin)
+
+
+class Registry(Generic[P]):
+    """One plugin family: its base class, built-in package and entry-point group."""
+
+    def __init__(self, kind: str, base: type[P], package: str, group: str):
+        self.kind = kind
+        self.base = base
+        self.package = package
+        self.group = group
+
+    @cache
+    def builtins(self) -> dict[str, type[P]]:
+        """The built-in plugins, by id."""
+        package = importlib.import_module(self.package)
+        found: dict[str, type[P]] = {}
+        for module_info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{self.package}.{module_info.name}")
+            for cls in self._plugin_classes(module):
+                found[cls.id] = cls
+        return found
+
+    def _plugin_classes(self, module: object) -> list[type[P]]:
+        return [
+            cls
+            for _, cls in inspect.getmembers(module, inspect.isclass)
+            if issubclass(cls, self.base)
+            and not inspect.isabstract(cls)
+            and "id" in vars(cls)
+            and cls.__module__ == getattr(module, "__name__", None)
+        ]
+
+    def third_party(self) -> dict[str, Any]:
+        """Entry points advertised by installed distributions, by id (not yet loaded)."""
+        return {ep.name: ep for ep in entry_points(group=self.group)}
+
+    def ids(self) -> list[str]:
+        """Every id that ``get`` accepts without a path: built-in and third-party."""
+        return sorted({*self.builtins(), *self.third_party()})
+
+    def get(self, spec: str) -> type[P]:
+        """The plugin class named by ``spec`` (an id, ``file.py:Class`` or ``module:Class``)."""
+        if ":" in spec:
+            return self._check_class(_load_class(spec), spec)
+        if spec in self.builtins():
+            return self.builtins()[spec]
+        third_party = self.third_party()
+        if spec in third_party:
+            return self._check_class(third_party[spec].load(), spec)
+        raise unknown_name_error(self.kind, spec, self.ids())
+
+    def make(self, spec: str, **params: Any) -> P:
+        """An instance of the plugin named by ``spec`` with the given parameters."""
+        cls = self.get(spec)
+        known = cls.parameter_defaults()
+        for name in params:
+            if name not in known:
+                raise unknown_name_error(f"parameter of {self.kind} {spec!r}", name, known)
+        return cls(**params)
+
+    def _check_class(self, obj: object, spec: str) -> type[P]:
+        if not (inspect.isclass(obj) and issubclass(obj, self.base)):
+            raise ValueError(f"{spec!r} is not a {self.kind}: expected a subclass of {self.base.__name__}")
+        return obj
+
+
+def _load_class(spec: str) -> type:
+    """The class named by ``path/to/file.py:ClassName`` or ``package.module:ClassName``."""
+    location, _, class_name = spec.rpartition(":")
+    if location.endswith(".py"):
+        path = Path(location).resolve()
+        if not path.is_file():
+            raise ValueError(f"plugin file not found: {location!r} (from {spec!r})")
+        module_name = "ladderlab_local_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+        if module_name not in sys.modules:
+            spec_ = importlib.util.spec_from_file_location(module_name, path)
+            assert spec_ is not None and spec_.loader is not None
+            module = importlib.util.module_from_spec(spec_)
+            sys.modules[module_name] = module
+            try:
+                spec_.loader.exec_module(module)
+            except Exception:
+                del sys.modules[module_name]
+                raise
+        module = sys.modules[module_name]
+    else:
+        try:
+            module = importlib.import_module(location)
+        except ImportError as error:
+            raise ValueError(f"cannot import module {location!r} (from {spec!r}): {error}") from error
+    if not hasattr(module, class_name):
+        classes = [name for name, _ in inspect.getmembers(module, inspect.isclass)]
+        raise unknown_name_error(f"class in {location!r}", class_name, classes)
+    return getattr(module, class_name)
+
+
+MECHANISMS: Registry[Mechanism] = Registry(
+    "mechanism", Mechanism, "ladderlab.mechanisms", "ladderlab.mechanisms"
+)
+
+
+def make_mechanism(spec: str, **params: Any) -> Mechanism:
+    """``make`` for mechanisms: ``make_mechanism("ladder-t", alpha=0.01)``."""
+    return MECHANISMS.make(spec, **params)

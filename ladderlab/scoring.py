@@ -1,0 +1,285 @@
+"""Scorers: per-sample losses and whole-vector metrics, each with a weighted form.
+
+Every scorer works on a matrix of predictions ``P`` (m submissions × n samples) and
+a label vector ``y`` (n). ``weighted(y, P, W)`` evaluates the metric under each row
+of a weight matrix ``W`` (B × n, rows summing to one) for all m predictions at once
+and returns a B × m matrix: the Bayesian bootstrap of Chaibub Neto et al. (Methods,
+Δs under Dirichlet weights) and the ordinary bootstrap (integer count weights / n)
+are both matrix products on it. The unweighted score is the weighted one under the
+uniform weight vector, so there is exactly one implementation of each metric.
+
+A :class:`LossScorer` is the mean of a per-sample loss (Chaibub Neto Eq. 1); the
+paired-t-test mechanisms need one. A :class:`MetricScorer` is any other function of
+weighted sample moments (Pearson, Lin's CCC, ...), usable with the Bayesian-bootstrap
+mechanisms.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.stats import rankdata
+
+from ladderlab.naming import unknown_name_error
+
+FloatArray = NDArray[np.float64]
+
+
+class PredictionKind(Enum):
+    """What a scorer accepts as a prediction; the leaderboard validates against it."""
+
+    LABEL = "label"
+    """A class label from the task's label set (0/1 loss, accuracy)."""
+    PROBABILITY = "probability"
+    """A probability in [0, 1] of the positive class (log loss)."""
+    REAL = "real"
+    """Any finite real number (regression, ranking scores)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scorer(ABC):
+    """A score of predictions against labels; ``greater_is_better`` gives its orientation."""
+
+    name: str
+    greater_is_better: bool
+    prediction_kind: PredictionKind
+
+    @abstractmethod
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        """Scores of every row of ``P`` (m × n) under every weight row of ``W`` (B × n): B × m."""
+
+    def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
+        """Unweighted scores of the m rows of ``P``: a vector of length m."""
+        y = np.asarray(y, dtype=float)
+        P = np.atleast_2d(np.asarray(P, dtype=float))
+        uniform = np.full((1, y.shape[0]), 1.0 / y.shape[0])
+        return self.weighted(y, P, uniform)[0]
+
+    def score(self, y: ArrayLike, prediction: ArrayLike) -> float:
+        """Unweighted score of one prediction vector."""
+        return float(self.score_many(y, np.asarray(prediction, dtype=float)[None, :])[0])
+
+    @property
+    def sign(self) -> float:
+        """+1 when smaller is better, −1 when larger is better: ``sign * score`` is a risk."""
+        return -1.0 if self.greater_is_better else 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class LossScorer(Scorer):
+    """The mean of a per-sample loss ℓ(ŷᵢ, yᵢ) (Chaibub Neto Eq. 1): smaller is better."""
+
+    greater_is_better: bool = False
+
+    @abstractmethod
+    def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        """Per-sample losses of every row of ``P``: same shape as ``P``."""
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        return W @ self.loss(y, P).T
+
+    def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
+        y = np.asarray(y, dtype=float)
+        P = np.atleast_2d(np.asarray(P, dtype=float))
+        return self.loss(y, P).mean(axis=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroOneLoss(LossScorer):
+    """Classification error: ℓ = 1{ŷ ≠ y} (Blum & Hardt §2)."""
+
+    name: str = "zero-one"
+    prediction_kind: PredictionKind = PredictionKind.LABEL
+
+    def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        return (P != y).astype(float)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SquaredLoss(LossScorer):
+    """Squared error ℓ = (ŷ − y)²; its mean is the MSE of Chaibub Neto."""
+
+    name: str = "squared"
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        return (P - y) ** 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbsoluteLoss(LossScorer):
+    """Absolute error ℓ = |ŷ − y|; its mean is the MAE."""
+
+    name: str = "absolute"
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        return np.abs(P - y)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogLoss(LossScorer):
+    """Binary cross-entropy of a probability clipped to [ε, 1 − ε]."""
+
+    name: str = "log-loss"
+    prediction_kind: PredictionKind = PredictionKind.PROBABILITY
+    eps: float = 1e-15
+
+    def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        p = np.clip(P, self.eps, 1.0 - self.eps)
+        return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricScorer(Scorer):
+    """A whole-vector metric, computed from weighted moments."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RootMeanSquaredError(MetricScorer):
+    name: str = "rmse"
+    greater_is_better: bool = False
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        return np.sqrt(W @ ((P - y) ** 2).T)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Accuracy(MetricScorer):
+    """Fraction of correct labels; 1 − the 0/1 loss, so larger is better."""
+
+    name: str = "accuracy"
+    greater_is_better: bool = True
+    prediction_kind: PredictionKind = PredictionKind.LABEL
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        return W @ (P == y).astype(float).T
+
+
+def _weighted_moments(
+    y: FloatArray, P: FloatArray, W: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Weighted means, variances and covariance of (y, ŷ) for all B × m pairs.
+
+    Returns ``mean_y`` (B × 1), ``mean_p`` (B × m), ``var_y`` (B × 1), ``var_p`` and
+    ``cov`` (B × m), all population (weights-sum-to-one) moments.
+    """
+    mean_y = (W @ y)[:, None]
+    var_y = (W @ (y * y))[:, None] - mean_y**2
+    mean_p = W @ P.T
+    var_p = W @ (P * P).T - mean_p**2
+    cov = W @ (P * y).T - mean_y * mean_p
+    return mean_y, mean_p, var_y, var_p, cov
+
+
+@dataclass(frozen=True, kw_only=True)
+class PearsonCorrelation(MetricScorer):
+    """Pearson's r; weighted form as in Chaibub Neto, Methods (ΔCOR)."""
+
+    name: str = "pearson"
+    greater_is_better: bool = True
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        _, _, var_y, var_p, cov = _weighted_moments(y, P, W)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return cov / np.sqrt(var_y * var_p)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpearmanCorrelation(MetricScorer):
+    """Spearman's ρ: Pearson's r of mid-ranks.
+
+    The weighted form ranks once, unweighted, and weights the Pearson moments of the
+    ranks; with uniform weights it is exactly Spearman's ρ.
+    """
+
+    name: str = "spearman"
+    greater_is_better: bool = True
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        return PEARSON.weighted(rankdata(y), rankdata(P, axis=1), W)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConcordanceCorrelation(MetricScorer):
+    """Lin's concordance correlation coefficient (Lin 1989; Chaibub Neto Suppl. S2)."""
+
+    name: str = "ccc"
+    greater_is_better: bool = True
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        mean_y, mean_p, var_y, var_p, cov = _weighted_moments(y, P, W)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return 2.0 * cov / (var_y + var_p + (mean_y - mean_p) ** 2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocAuc(MetricScorer):
+    """Area under the ROC curve of scores for binary labels {0, 1}, ties counted half.
+
+    Weighted form: AUC = Σ_{i pos, j neg} wᵢ wⱼ (1{sᵢ > sⱼ} + ½·1{sᵢ = sⱼ}) / (W₊ W₋).
+    Each prediction is sorted once; the weight of negatives below each tie group is a
+    cumulative sum over the sorted weight matrix, so all B weight rows cost O(B·n).
+    """
+
+    name: str = "roc-auc"
+    greater_is_better: bool = True
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        positive = y == 1
+        out = np.empty((W.shape[0], P.shape[0]))
+        w_pos_total = W @ positive
+        w_neg_total = W @ ~positive
+        for j, p in enumerate(P):
+            order = np.argsort(p, kind="stable")
+            sorted_p = p[order]
+            group_starts = np.flatnonzero(np.r_[True, sorted_p[1:] != sorted_p[:-1]])
+            Ws = W[:, order]
+            neg_w = Ws * ~positive[order]
+            pos_w = Ws * positive[order]
+            neg_in_group = np.add.reduceat(neg_w, group_starts, axis=1)
+            pos_in_group = np.add.reduceat(pos_w, group_starts, axis=1)
+            neg_below_group = np.cumsum(neg_in_group, axis=1) - neg_in_group
+            pairs = (pos_in_group * (neg_below_group + 0.5 * neg_in_group)).sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[:, j] = pairs / (w_pos_total * w_neg_total)
+        return out
+
+
+PEARSON = PearsonCorrelation()
+
+SCORERS: dict[str, Scorer] = {
+    s.name: s
+    for s in (
+        ZeroOneLoss(),
+        SquaredLoss(),
+        AbsoluteLoss(),
+        LogLoss(),
+        RootMeanSquaredError(),
+        Accuracy(),
+        PEARSON,
+        SpearmanCorrelation(),
+        ConcordanceCorrelation(),
+        RocAuc(),
+    )
+}
+ALIASES: dict[str, str] = {"mse": "squared", "mae": "absolute", "error": "zero-one"}
+
+
+def get_scorer(scorer: str | Scorer) -> Scorer:
+    """The scorer with this name (or alias); a scorer instance is returned as it is."""
+    if isinstance(scorer, Scorer):
+        return scorer
+    name = ALIASES.get(scorer, scorer)
+    if name in SCORERS:
+        return SCORERS[name]
+    raise unknown_name_error("scorer", scorer, [*SCORERS, *ALIASES])

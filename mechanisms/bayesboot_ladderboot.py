@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from numpy.typing import ArrayLike
+
+from ladderlab.bayesboot import BayesBootLadderBase
+from ladderlab.bootstrap import bootstrap_mean_score
+from ladderlab.mechanism import require_count
+
+
+class BayesBootLadderBoot(BayesBootLadderBase):
+    """BayesBootLadderBoot: the Bayesian-bootstrap test; releases the mean of b bootstrap replicates of the best score.
+
+    Chaibub Neto et al. 2016, Alg. 6. The released value is the mean of b ordinary
+    bootstrap replicates of the statistic, resampling (ŷ, y) pairs (NOTES.md 8),
+    drawn afresh for every submission.
+    """
+
+    id = "bayesboot-ladderboot"
+    reference = "Chaibub Neto et al. 2016, Alg. 6"
+
+    def __init__(
+        self,
+        B: int = 1000,
+        b: int = 1000,
+        alpha: float | None = 0.15,
+        po_threshold: float | None = None,
+        initial_prediction: ArrayLike | None = None,
+    ):
+        self.B = B
+        self.b = b
+        self.alpha = alpha
+        self.po_threshold = po_threshold
+        self.initial_prediction = initial_prediction
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        require_count("b", self.b)
+
+    def _released_score(self) -> float:
+        return bootstrap_mean_score(self.scorer_, self.labels_, self.best_prediction_, self.b, self.rng_)

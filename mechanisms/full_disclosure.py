@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from ladderlab.mechanism import FloatArray, Mechanism
+
+
+class FullDisclosure(Mechanism):
+    """Releases the exact empirical score of every submission.
+
+    Chaibub Neto et al. 2016, Introduction: the baseline that offers no protection
+    against adaptive overfitting.
+    """
+
+    id = "full-disclosure"
+    reference = "Chaibub Neto et al. 2016, Introduction (Full-disclosure)"
+
+    def _release(self, P: FloatArray) -> FloatArray:
+        return self.scorer_.score_many(self.labels_, P)

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from ladderlab.mechanism import FloatArray, Mechanism, require, round_to_multiple
+
+
+class Kaggle(Mechanism):
+    """Releases every submission's empirical score rounded to a multiple of ``alpha``.
+
+    Blum & Hardt 2015, Fig. 7: output [R_S(f_t)]_α, α = 10⁻⁵ on Kaggle.
+    """
+
+    id = "kaggle"
+    reference = "Blum & Hardt 2015, Fig. 7"
+
+    def __init__(self, alpha: float = 1e-5):
+        self.alpha = alpha
+
+    def _check_params(self) -> None:
+        require(self.alpha > 0, f"alpha must be positive, got {self.alpha}")
+
+    def _release(self, P: FloatArray) -> FloatArray:
+        return round_to_multiple(self.scorer_.score_many(self.labels_, P), self.alpha)

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from ladderlab.ladder import Ladder
+from ladderlab.mechanism import FloatArray, require, round_to_multiple
+
+
+class FixedLadder(Ladder):
+    """The Ladder with a fixed step η: release [R]_η only when R < R_{t−1} − η.
+
+    Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1. R_0 = ∞, so the
+    first submission is always released. Needs only the score, so it works with any
+    scorer; for larger-is-better scores the test is mirrored.
+    """
+
+    id = "ladder"
+    reference = "Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1"
+
+    def __init__(self, eta: float = 0.01):
+        self.eta = eta
+
+    def _check_params(self) -> None:
+        require(self.eta > 0, f"eta must be positive, got {self.eta}")
+
+    def _margins(self, losses: FloatArray | None, rows: int) -> float:
+        return self.eta
+
+    def _accepted_release(self, risk: float) -> float:
+        return float(round_to_multiple(risk, self.eta))
