@@ -123,9 +123,20 @@ class PairedTTestLadder(Ladder):
 
 
 def t_critical_value(alpha: float | None, critical_value: float | None, n: int) -> float:
-    """c_α = t⁻¹_{n−1}(1 − α) (NOTES.md 1: the upper quantile); a given critical value wins."""
+    """c_α = t⁻¹_{n−1}(1 − α) (NOTES.md 1: the upper quantile); a given critical value wins.
+
+    α must lie in (0, 0.5] and c must be ≥ 0: a negative c would accept, and
+    release, submissions that are worse than the best.
+    """
     if critical_value is not None:
-        require(np.isfinite(critical_value), f"critical_value must be finite, got {critical_value}")
+        require(
+            np.isfinite(critical_value) and critical_value >= 0,
+            f"critical_value must be finite and ≥ 0, got {critical_value}",
+        )
         return float(critical_value)
-    require(alpha is not None and 0.0 < alpha < 1.0, f"alpha must lie in (0, 1), got {alpha}")
+    require(
+        alpha is not None and 0.0 < alpha <= 0.5,
+        f"alpha must lie in (0, 0.5], got {alpha} (α > 0.5 makes c_α negative, so worse "
+        "submissions would be accepted)",
+    )
     return float(stats.t.ppf(1.0 - alpha, n - 1))

@@ -34,4 +34,8 @@ class Plugin(BaseEstimator):
     def parameter_defaults(cls) -> dict[str, Any]:
         """Every ``__init__`` parameter with its default value."""
         signature = inspect.signature(cls.__init__)
-        return {name: p.default for name, p in signature.parameters.items() if name != "self"}
+        return {
+            name: p.default
+            for name, p in signature.parameters.items()
+            if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        }

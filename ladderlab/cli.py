@@ -1,0 +1,70 @@
+"""The ``ladderlab`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ladderlab import benchmark
+from ladderlab.registry import MECHANISMS, Registry
+
+
+def _describe(registry: Registry) -> str:
+    lines = []
+    for plugin_id in registry.ids():
+        cls = registry.get(plugin_id)
+        params = ", ".join(f"{k}={v!r}" for k, v in cls.parameter_defaults().items()) or "no parameters"
+        lines.append(f"  {plugin_id:<22} {cls.summary()}")
+        lines.append(f"  {'':<22} parameters: {params}")
+        lines.append(f"  {'':<22} reference: {cls.reference}")
+    return "\n".join(lines)
+
+
+def _list(args: argparse.Namespace) -> int:
+    families = {"mechanisms": MECHANISMS}
+    for name in args.what or families:
+        if name not in families:
+            raise ValueError(f"cannot list {name!r}; choose from {', '.join(families)}")
+        print(f"{name}:")
+        print(_describe(families[name]))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    print(f"{'mechanism':<22} {'n':>6} {'batched /s':>12} {'one at a time /s':>17}")
+    for result in benchmark.run(tuple(args.n), args.seconds):
+        print(
+            f"{result.mechanism:<22} {result.n:>6} {result.batched_per_second:>12,.0f} "
+            f"{result.single_per_second:>17,.0f}",
+            flush=True,
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ladderlab", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
+    list_parser.add_argument("what", nargs="*", help="which families (default: all)")
+    list_parser.set_defaults(handler=_list)
+
+    bench = commands.add_parser("bench", help="submissions per second of every mechanism")
+    bench.add_argument("--n", type=int, nargs="+", default=[200, 4000], help="holdout sizes")
+    bench.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    bench.set_defaults(handler=_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except ValueError as error:
+        print(f"ladderlab: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Shared test fixtures: labels and streams of submissions that sometimes improve."""
+
+import numpy as np
+
+from ladderlab.registry import MECHANISMS
+
+FAST_PARAMS = {
+    "ladder-boot": {"b": 20},
+    "bayesboot-ladder": {"B": 50},
+    "bayesboot-ladderboot": {"B": 50, "b": 20},
+}
+
+
+def improving_stream(rng: np.random.Generator, labels: np.ndarray, m: int) -> np.ndarray:
+    """m random 0/1 submissions, each copying a random share of the true labels.
+
+    Some submissions are much better than others, so every Ladder accepts several.
+    """
+    n = labels.size
+    share = rng.uniform(0, 0.6, m)[:, None]
+    copy = rng.uniform(size=(m, n)) < share
+    return np.where(copy, labels, rng.integers(0, 2, (m, n))).astype(float)
+
+
+def bound(mechanism_id: str, labels: np.ndarray, seed: int, scorer: str = "zero-one", **params):
+    """A fresh mechanism with the test's fast parameters, bound with a seeded Generator."""
+    params = {**FAST_PARAMS.get(mechanism_id, {}), **params}
+    return MECHANISMS.make(mechanism_id, **params).bind(labels, scorer, np.random.default_rng(seed))

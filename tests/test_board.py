@@ -1,0 +1,108 @@
+"""The participant's Board and the organiser's Leaderboard."""
+
+import numpy as np
+import pytest
+
+from ladderlab import Board, BudgetExceeded, Leaderboard
+from tests.helpers import bound, improving_stream
+
+
+def safe_getattr(obj, name):
+    try:
+        return getattr(obj, name)
+    except Exception:  # properties that need optional packages (e.g. Generator.cffi)
+        return None
+
+
+def reachable_arrays(root, depth=4):
+    """Every numpy array reachable from ``root`` through public attributes and containers."""
+    seen, stack, found = set(), [(root, 0)], []
+    while stack:
+        obj, level = stack.pop()
+        if id(obj) in seen or level > depth:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            found.append(obj)
+            continue
+        if isinstance(obj, (str, bytes, int, float, type(None))):
+            continue
+        if isinstance(obj, dict):
+            children = list(obj.values())
+        elif isinstance(obj, (list, tuple, set)):
+            children = list(obj)
+        else:
+            children = [safe_getattr(obj, name) for name in dir(obj) if not name.startswith("_")]
+        stack.extend((child, level + 1) for child in children if not callable(child))
+    return found
+
+
+def holdout(seed=0, n_public=60, n_final=40):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n_public + n_final).astype(float)
+    public_rows = rng.permutation(n_public + n_final)[:n_public]
+    final_rows = np.setdiff1d(np.arange(n_public + n_final), public_rows)
+    mechanism = bound("ladder-free", labels[public_rows], seed)
+    leaderboard = Leaderboard(mechanism, public_rows, final_rows, labels[final_rows])
+    return labels, public_rows, final_rows, leaderboard, rng
+
+
+def test_no_label_vector_is_reachable_from_the_boards_public_attributes():
+    labels, public_rows, final_rows, leaderboard, rng = holdout()
+    board = Board(leaderboard, budget=10)
+    board.submit_many(improving_stream(rng, labels, 5))
+    for array in reachable_arrays(board):
+        assert not np.shares_memory(array, leaderboard.mechanism.labels_)
+        assert not np.shares_memory(array, leaderboard.final_labels)
+        assert array.shape != labels[public_rows].shape or not np.array_equal(array, labels[public_rows])
+
+
+def test_the_walk_would_find_labels_on_a_public_attribute():
+    """The check above can fail: the same walk finds the labels on the organiser's side."""
+    _, _, _, leaderboard, _ = holdout()
+    assert any(np.shares_memory(a, leaderboard.mechanism.labels_) for a in reachable_arrays(leaderboard))
+
+
+def test_records_hold_released_exact_public_and_final_scores():
+    labels, public_rows, final_rows, leaderboard, rng = holdout()
+    board = Board(leaderboard)
+    P = improving_stream(rng, labels, 30)
+    released = board.submit_many(P)
+    records = leaderboard.records()
+    np.testing.assert_array_equal(records["released"], released)
+    np.testing.assert_allclose(records["public"], (P[:, public_rows] != labels[public_rows]).mean(axis=1))
+    np.testing.assert_allclose(records["final"], (P[:, final_rows] != labels[final_rows]).mean(axis=1))
+    np.testing.assert_array_equal(board.transcript, released)
+
+
+def test_budget_is_enforced_without_partial_submission():
+    labels, _, _, leaderboard, rng = holdout()
+    board = Board(leaderboard, budget=5)
+    board.submit_many(improving_stream(rng, labels, 3))
+    with pytest.raises(BudgetExceeded, match="3 submissions would exceed the budget of 5 \\(2 left\\)"):
+        board.submit_many(improving_stream(rng, labels, 3))
+    assert board.submissions == 3 and board.remaining == 2
+    assert leaderboard.records()["released"].size == 3
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.zeros(99), "length 99, the holdout has 100"),
+        (np.full(100, 0.5), "not one of the task's labels"),
+        (np.zeros((2, 2)), "length 2"),
+    ],
+)
+def test_board_rejects_bad_predictions_with_a_clear_error(bad, message):
+    _, _, _, leaderboard, _ = holdout()
+    board = Board(leaderboard, budget=3)
+    with pytest.raises(ValueError, match=message):
+        board.submit_many(bad)
+    assert board.submissions == 0 and board.transcript.size == 0
+
+
+def test_leaderboard_refuses_a_split_that_does_not_partition_the_holdout():
+    labels = np.arange(10.0) % 2
+    mechanism = bound("kaggle", labels[:6], 0)
+    with pytest.raises(ValueError, match="partition"):
+        Leaderboard(mechanism, np.arange(6), np.arange(5, 9), labels[5:9])

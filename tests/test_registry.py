@@ -1,0 +1,66 @@
+"""Plugins by id, by entry point and by file, with "did you mean"."""
+
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from ladderlab import registry
+from ladderlab.cli import main
+from ladderlab.registry import MECHANISMS
+
+LOCAL_PLUGIN = '''
+from ladderlab.mechanism import Mechanism
+
+class Constant(Mechanism):
+    """Always releases the same value."""
+    id = "constant"
+    reference = "a test"
+
+    def __init__(self, value=0.5):
+        self.value = value
+
+    def _release(self, P):
+        return P[:, 0] * 0 + self.value
+'''
+
+
+def test_unknown_id_suggests_the_nearest_ids():
+    with pytest.raises(ValueError, match="unknown mechanism 'ladder_t'; did you mean 'ladder-t'"):
+        MECHANISMS.get("ladder_t")
+
+
+def test_unknown_parameter_is_named_with_a_suggestion():
+    with pytest.raises(ValueError, match="unknown parameter of mechanism 'ladder-t' 'alpah'; did you mean 'alpha'"):
+        MECHANISMS.make("ladder-t", alpah=0.1)
+
+
+def test_local_file_plugin(tmp_path):
+    path = tmp_path / "my_mechanism.py"
+    path.write_text(LOCAL_PLUGIN)
+    mechanism = MECHANISMS.make(f"{path}:Constant", value=0.25)
+    assert mechanism.get_params() == {"value": 0.25}
+    with pytest.raises(ValueError, match="did you mean 'Constant'"):
+        MECHANISMS.get(f"{path}:Constnt")
+    with pytest.raises(ValueError, match="plugin file not found"):
+        MECHANISMS.get(f"{tmp_path / 'missing.py'}:Constant")
+
+
+def test_a_class_of_the_wrong_family_is_refused():
+    with pytest.raises(ValueError, match="is not a mechanism"):
+        MECHANISMS.get("ladderlab.board:Board")
+
+
+def test_entry_point_plugins_are_listed_and_loaded(monkeypatch):
+    advertised = EntryPoint("third-party-kaggle", "ladderlab.mechanisms.kaggle:Kaggle", "ladderlab.mechanisms")
+    monkeypatch.setattr(registry, "entry_points", lambda group: [advertised] if group == "ladderlab.mechanisms" else [])
+    assert "third-party-kaggle" in MECHANISMS.ids()
+    assert MECHANISMS.make("third-party-kaggle", alpha=0.1).alpha == 0.1
+
+
+def test_cli_lists_every_mechanism_with_parameters_and_reference(capsys):
+    assert main(["list", "mechanisms"]) == 0
+    out = capsys.readouterr().out
+    for mechanism_id in MECHANISMS.ids():
+        assert f"  {mechanism_id} " in out
+    assert "parameters: alpha=0.15, b=1000, critical_value=None" in out
+    assert "reference: Chaibub Neto et al. 2016, Alg. 4" in out
