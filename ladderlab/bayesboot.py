@@ -30,6 +30,8 @@ class BayesBootLadderBase(Mechanism):
     ŷ₀; when it is None the first submission is accepted unconditionally (NOTES.md 9).
     """
 
+    releases_best = True
+
     def _check_params(self) -> None:
         require_count("B", self.B)
         if self.po_threshold is not None:
@@ -44,6 +46,7 @@ class BayesBootLadderBase(Mechanism):
 
     def _start(self) -> None:
         self.best_index_: int | None = None
+        self.acceptances_: list[int] = []
         self.submissions_ = 0
         if self.initial_prediction is None:
             self.best_prediction_: FloatArray | None = None
@@ -64,6 +67,7 @@ class BayesBootLadderBase(Mechanism):
                 self.best_prediction_ = prediction
                 self.best_score_ = self.scorer_.score(self.labels_, prediction)
                 self.best_index_ = self.submissions_
+                self.acceptances_.append(self.best_index_)
             self.submissions_ += 1
             released[row] = self._released_score()
         return released

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ladderlab.registry import MECHANISMS
+from ladderlab.duel import duel
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 
 BENCHMARK_PARAMS = {"ladder-boot": {"b": 1000}, "bayesboot-ladder": {"B": 1000}, "bayesboot-ladderboot": {"B": 1000, "b": 1000}}
 
@@ -60,3 +61,35 @@ def run(sizes: tuple[int, ...] = (200, 4000), seconds: float = 1.0) -> Iterator[
     for mechanism_id in MECHANISMS.ids():
         for n in sizes:
             yield measure(mechanism_id, n, seconds)
+
+
+DUELS = [
+    ("gaussian-regression", {}, "ladder-boot", {"b": 1000}, "step-forward", {"iterations": 5, "jump": "binseg", "changepoints": 1}),
+    ("gaussian-regression", {}, "ladder-t", {}, "freedman", {"k": 10}),
+    ("random-labels", {}, "kaggle", {}, "boosting", {"k": 400}),
+    ("random-labels", {}, "ladder-free", {}, "boosting", {"k": 400, "variant": "ladder"}),
+]
+
+
+@dataclass(frozen=True)
+class DuelTiming:
+    description: str
+    submissions: int
+    seconds_per_replication: float
+
+
+def time_duels(replications: int = 5) -> Iterator[DuelTiming]:
+    """Wall time of one replication of the papers' duels (task drawn, attack played, scored)."""
+    for task_id, task_params, mechanism_id, mechanism_params, attack_id, attack_params in DUELS:
+        task = TASKS.make(task_id, **task_params)
+        start = time.perf_counter()
+        for replication in range(replications):
+            result = duel(
+                task,
+                MECHANISMS.make(mechanism_id, **mechanism_params),
+                ATTACKS.make(attack_id, **attack_params),
+                replication=replication,
+            )
+        elapsed = (time.perf_counter() - start) / replications
+        described = f"{attack_id}{attack_params} vs {mechanism_id}{mechanism_params} on {task_id}"
+        yield DuelTiming(described, result.submissions, elapsed)

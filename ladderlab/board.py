@@ -110,12 +110,13 @@ class Board:
     knowledge for a classification task.
     """
 
-    __slots__ = ("_leaderboard", "_transcript", "budget", "holdout_size", "classes")
+    __slots__ = ("_leaderboard", "_oracle", "_transcript", "budget", "holdout_size", "classes")
 
-    def __init__(self, leaderboard: Leaderboard, budget: int | None = None):
+    def __init__(self, leaderboard: Leaderboard, budget: int | None = None, oracle: bool = False):
         if budget is not None and budget < 0:
             raise ValueError(f"budget must be ≥ 0 or None, got {budget}")
         self._leaderboard = leaderboard
+        self._oracle = oracle
         self._transcript: list[float] = []
         self.budget = budget
         self.holdout_size = leaderboard.holdout_size
@@ -135,6 +136,20 @@ class Board:
     def transcript(self) -> NDArray[np.float64]:
         """The released scores so far, oldest first (a copy)."""
         return np.array(self._transcript)
+
+    def oracle_jumps(self, since: int) -> int:
+        """How many submissions from number ``since`` on became the mechanism's new best.
+
+        The paper's oracle (Chaibub Neto et al., Fig. 5: "we informed the true number
+        of jumps to the change-point detection method"): organiser knowledge, given
+        only to boards created with ``oracle=True``.
+        """
+        if not self._oracle:
+            raise PermissionError("this board was not created with oracle=True")
+        acceptances = getattr(self._leaderboard.mechanism, "acceptances_", None)
+        if acceptances is None:
+            raise ValueError(f"mechanism {self._leaderboard.mechanism.id!r} has no notion of a best submission")
+        return sum(1 for index in acceptances if index >= since)
 
     def submit(self, prediction: ArrayLike) -> float:
         """Submit one whole-holdout prediction vector; return its released score."""

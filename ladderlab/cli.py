@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from ladderlab import benchmark
-from ladderlab.registry import MECHANISMS, Registry
+from ladderlab.duel import duel
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
 
 def _describe(registry: Registry) -> str:
@@ -22,7 +23,7 @@ def _describe(registry: Registry) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    families = {"mechanisms": MECHANISMS}
+    families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS}
     for name in args.what or families:
         if name not in families:
             raise ValueError(f"cannot list {name!r}; choose from {', '.join(families)}")
@@ -39,6 +40,23 @@ def _bench(args: argparse.Namespace) -> int:
             f"{result.single_per_second:>17,.0f}",
             flush=True,
         )
+    print(f"\n{'duel (one replication)':<90} {'submissions':>11} {'seconds':>8}")
+    for timing in benchmark.time_duels():
+        print(f"{timing.description:<90} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}", flush=True)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    task = TASKS.make("random-labels", n_public=args.n, n_holdout=3 * args.n)
+    print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
+    print(f"{'mechanism':<14} {'public (released)':>18} {'final (private)':>16} {'leaderboard error':>18}")
+    for mechanism_id, variant in [("kaggle", "kaggle"), ("ladder-free", "ladder")]:
+        result = duel(task, MECHANISMS.make(mechanism_id), ATTACKS.make("boosting", k=args.k, variant=variant), seed=args.seed)
+        print(
+            f"{mechanism_id:<14} {result.final_released:>18.4f} {result.final_final:>16.4f} "
+            f"{result.leaderboard_error:>18.4f}"
+        )
+    print("A 0/1 loss of 0.5 is chance: Kaggle's public score is overfitted, the Ladder's is not.")
     return 0
 
 
@@ -49,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
     list_parser.add_argument("what", nargs="*", help="which families (default: all)")
     list_parser.set_defaults(handler=_list)
+
+    demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
+    demo.add_argument("--k", type=int, default=400, help="number of attack submissions")
+    demo.add_argument("--n", type=int, default=4000, help="public holdout size")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
     bench.add_argument("--n", type=int, nargs="+", default=[200, 4000], help="holdout sizes")

@@ -31,12 +31,14 @@ _BLOCK_ELEMENTS = 1 << 21
 class Ladder(Mechanism):
     """Abstract Ladder: accepts a submission that beats the reference by a margin."""
 
+    releases_best = True
     compares_with_release: ClassVar[bool] = True
     """True: the reference is the last released value R_{t−1} (Algs. 1–3).
     False: it is the unrounded risk of the best submission (Alg. 4, line 11)."""
 
     def _start(self) -> None:
         self.best_index_: int | None = None
+        self.acceptances_: list[int] = []
         self.best_risk_ = np.inf
         self.best_loss_ = np.zeros(self.n_)
         self.current_release_ = np.nan
@@ -72,6 +74,7 @@ class Ladder(Mechanism):
             if hits.size:
                 accepted = held_until
                 self.best_index_ = self.submissions_ + accepted
+                self.acceptances_.append(self.best_index_)
                 self.best_risk_ = risks[accepted]
                 if losses is not None:
                     self.best_loss_ = losses[accepted]

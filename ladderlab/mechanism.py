@@ -27,6 +27,10 @@ class Mechanism(Plugin):
 
     requires_loss: ClassVar[bool] = False
     """True when the mechanism needs a per-sample loss (the paired-t-test family)."""
+    releases_best: ClassVar[bool] = False
+    """True when each release estimates the best submission so far (the Ladders);
+    False when it scores the submission itself, so the leaderboard shows the best
+    release so far (Kaggle, Full-disclosure)."""
 
     def bind(
         self,

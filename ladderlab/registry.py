@@ -4,8 +4,8 @@ A plugin is named by one of:
 
 - a built-in id (``"ladder-t"``): a module of ``ladderlab.mechanisms`` or
   ``ladderlab.attacks`` defining a subclass with that ``id``;
-- a third-party id, advertised under the entry-point group ``ladderlab.mechanisms``
-  or ``ladderlab.attacks`` (``my-mech = my_package.module:MyMechanism``);
+- a third-party id, advertised under the entry-point group ``ladderlab.mechanisms``,
+  ``ladderlab.attacks`` or ``ladderlab.tasks`` (``my-mech = my_package.module:MyMechanism``);
 - a local file, ``path/to/file.py:ClassName``, or an importable ``module:ClassName``.
 
 An unknown id raises ``ValueError`` with "did you mean" suggestions.
@@ -24,9 +24,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from ladderlab.attack import Attack
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
 from ladderlab.plugin import Plugin
+from ladderlab.tasks import Task
 
 P = TypeVar("P", bound=Plugin)
 
@@ -44,12 +46,13 @@ class Registry(Generic[P]):
     def builtins(self) -> dict[str, type[P]]:
         """The built-in plugins, by id."""
         package = importlib.import_module(self.package)
-        found: dict[str, type[P]] = {}
-        for module_info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{self.package}.{module_info.name}")
-            for cls in self._plugin_classes(module):
-                found[cls.id] = cls
-        return found
+        modules = [package]
+        if hasattr(package, "__path__"):
+            modules = [
+                importlib.import_module(f"{self.package}.{info.name}")
+                for info in pkgutil.iter_modules(package.__path__)
+            ]
+        return {cls.id: cls for module in modules for cls in self._plugin_classes(module)}
 
     def _plugin_classes(self, module: object) -> list[type[P]]:
         return [
@@ -128,6 +131,10 @@ def _load_class(spec: str) -> type:
 MECHANISMS: Registry[Mechanism] = Registry(
     "mechanism", Mechanism, "ladderlab.mechanisms", "ladderlab.mechanisms"
 )
+
+
+ATTACKS: Registry[Attack] = Registry("attack", Attack, "ladderlab.attacks", "ladderlab.attacks")
+TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks")
 
 
 def make_mechanism(spec: str, **params: Any) -> Mechanism:

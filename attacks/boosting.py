@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import numpy as np
+
+from ladderlab.attack import Attack, FloatArray
+from ladderlab.board import Board
+from ladderlab.mechanism import require, require_count
+from ladderlab.scoring import get_scorer
+from ladderlab.tasks import PublicData
+
+
+class Boosting(Attack):
+    """The boosting attack: submit k random label vectors, output the coordinate-wise majority of the useful ones.
+
+    Blum & Hardt 2015, §5 (Theorem 5.1, Fig. 3) and NOTES.md 10. ``variant="kaggle"``
+    keeps the vectors with released 0/1 loss ≤ 1/2; ``variant="ladder"`` keeps those
+    that lowered the best released loss so far, the variant the paper uses against
+    the Ladder. A tied vote gives 1 (as in Ladder.jl). Vectors are drawn and
+    submitted in batches; never more than the board's budget.
+    """
+
+    id = "boosting"
+    reference = "Blum & Hardt 2015, §5"
+    task_types = frozenset({"classification"})
+
+    def __init__(self, k: int = 400, variant: str = "kaggle", batch: int = 1000):
+        self.k = k
+        self.variant = variant
+        self.batch = batch
+
+    def incompatibility(self, data: PublicData) -> str | None:
+        if data.scorer not in ("zero-one", "error", "accuracy"):
+            return f"boosting needs the 0/1 loss or accuracy, not {data.scorer!r}"
+        if data.classes is None or set(data.classes.tolist()) != {0.0, 1.0}:
+            return "boosting needs binary labels {0, 1}"
+        return super().incompatibility(data)
+
+    def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        require_count("k", self.k)
+        require_count("batch", self.batch)
+        require(self.variant in ("kaggle", "ladder"), f"variant must be 'kaggle' or 'ladder', got {self.variant!r}")
+        sign = get_scorer(data.scorer).sign
+        k = self.k if board.remaining is None else min(self.k, board.remaining)
+        votes = np.zeros(board.holdout_size)
+        kept, best = 0, np.inf
+        for start in range(0, k, self.batch):
+            U = rng.integers(0, 2, (min(self.batch, k - start), board.holdout_size))
+            loss = sign * board.submit_many(U) + (0.0 if sign > 0 else 1.0)
+            if self.variant == "kaggle":
+                keep = loss <= 0.5
+            else:
+                previous_best = np.minimum.accumulate(np.concatenate([[best], loss[:-1]]))
+                keep = loss < previous_best
+                best = min(best, loss.min())
+            votes += U[keep].sum(axis=0)
+            kept += int(keep.sum())
+        return (2 * votes >= kept).astype(float)

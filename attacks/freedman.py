@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import numpy as np
+
+from ladderlab.attack import Attack, FloatArray
+from ladderlab.board import Board
+from ladderlab.mechanism import require_count
+from ladderlab.regression import forward_step_predictions, ols_predictions
+from ladderlab.scoring import get_scorer
+from ladderlab.tasks import PublicData
+
+
+class Freedman(Attack):
+    """Freedman's attack: submit every univariate regression, refit on the k best by released score.
+
+    Chaibub Neto et al. 2016, Results ("Freedman's attack", Fig. 2), after Freedman
+    (1983). Ties in the released scores go to the earliest feature, as in the paper
+    (Fig. 1b). The p submissions are one batch; with a budget smaller than p, only
+    the first features are submitted.
+    """
+
+    id = "freedman"
+    reference = "Chaibub Neto et al. 2016, Results (Freedman's attack)"
+    task_types = frozenset({"regression"})
+
+    def __init__(self, k: int = 10):
+        self.k = k
+
+    def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        require_count("k", self.k)
+        p = data.X_train.shape[1]
+        submitted = np.arange(p if board.remaining is None else min(p, board.remaining))
+        predictions = forward_step_predictions(data.X_train, data.y_train, data.X_holdout, [], submitted)
+        released = board.submit_many(predictions)
+        ranking = np.argsort(get_scorer(data.scorer).sign * released, kind="stable")
+        top = sorted(submitted[ranking[: self.k]].tolist())
+        return ols_predictions(data.X_train, data.y_train, data.X_holdout, top)

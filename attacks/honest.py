@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.linear_model import Lasso, LogisticRegression, Ridge
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+from ladderlab.attack import Attack, FloatArray
+from ladderlab.board import Board
+from ladderlab.naming import unknown_name_error
+from ladderlab.scoring import PredictionKind, get_scorer
+from ladderlab.tasks import PublicData
+
+
+def _models(task_type: str, seed: int) -> dict[str, BaseEstimator]:
+    if task_type == "regression":
+        return {
+            "ridge": Ridge(alpha=1.0),
+            "lasso": Lasso(alpha=0.1),
+            "knn": KNeighborsRegressor(n_neighbors=10),
+            "random-forest": RandomForestRegressor(n_estimators=50, random_state=seed),
+        }
+    return {
+        "ridge": LogisticRegression(C=1.0, max_iter=1000),
+        "lasso": LogisticRegression(C=0.1, penalty="l1", solver="liblinear"),
+        "knn": KNeighborsClassifier(n_neighbors=10),
+        "random-forest": RandomForestClassifier(n_estimators=50, random_state=seed),
+    }
+
+
+class Honest(Attack):
+    """Honest participants: a few standard models fit on the training data, each submitted once.
+
+    The control for utility and for "no overfitting": the leaderboard is used only
+    to pick the best of ``models`` (ridge / L2-logistic, lasso / L1-logistic,
+    k-nearest neighbours, random forest), whose prediction is the final one.
+    """
+
+    id = "honest"
+    reference = "Control participant (Blum & Hardt §6; Chaibub Neto et al., Discussion)"
+
+    def __init__(self, models: tuple[str, ...] = ("ridge", "lasso", "knn", "random-forest")):
+        self.models = models
+
+    def incompatibility(self, data: PublicData) -> str | None:
+        if data.X_train.shape[0] < 10 or data.X_train.shape[1] == 0:
+            return "honest participants need training data with features"
+        return super().incompatibility(data)
+
+    def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        available = _models(data.task_type, int(rng.integers(2**31)))
+        for name in self.models:
+            if name not in available:
+                raise unknown_name_error("honest model", name, available)
+        scorer = get_scorer(data.scorer)
+        predictions = []
+        for name in self.models:
+            model = available[name].fit(data.X_train, data.y_train)
+            if scorer.prediction_kind is PredictionKind.LABEL:
+                predictions.append(model.predict(data.X_holdout))
+            elif data.task_type == "classification":
+                predictions.append(model.predict_proba(data.X_holdout)[:, 1])
+            else:
+                predictions.append(model.predict(data.X_holdout))
+        budget = len(predictions) if board.remaining is None else min(len(predictions), board.remaining)
+        if budget == 0:
+            return predictions[0]
+        released = board.submit_many(np.stack(predictions[:budget]))
+        return predictions[int(np.argmin(scorer.sign * released))]

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import numpy as np
+
+from ladderlab.attack import Attack, FloatArray
+from ladderlab.board import Board
+from ladderlab.changepoint import binary_segmentation
+from ladderlab.mechanism import require, require_count
+from ladderlab.regression import forward_step_predictions, ols_predictions
+from ladderlab.scoring import get_scorer
+from ladderlab.tasks import PublicData
+
+
+SUBMISSION_CHUNK_ELEMENTS = 1 << 22
+
+
+def last_record(trace: FloatArray, best_before: float) -> int | None:
+    """Index of the last value that beat every earlier one and ``best_before`` (smaller is better)."""
+    previous_best = np.minimum.accumulate(np.concatenate([[best_before], trace[:-1]]))
+    records = np.flatnonzero(trace < previous_best)
+    return int(records[-1]) if records.size else None
+
+
+def noise_scale(trace: FloatArray) -> float:
+    """Robust sd of i.i.d. noise around a piecewise-constant mean: MAD of first differences / (0.6745·√2)."""
+    if trace.size < 2:
+        return 0.0
+    return float(np.median(np.abs(np.diff(trace))) / (0.6745 * np.sqrt(2)))
+
+
+class StepForward(Attack):
+    """Step-forward Freedman's attack: grow a feature set by the feature responsible for the last jump.
+
+    Chaibub Neto et al. 2016, Alg. 7 (NOTES.md 11: lines 4 and 5 are one loop; with
+    nothing selected it submits the univariate models). Each iteration submits the
+    model [selected + x_j] for every remaining feature j (regressions fit all at once,
+    Frisch–Waugh–Lovell) and selects the feature at the last jump of the released
+    scores:
+
+    - ``jump="last-record"``: the last submission that beat every earlier released
+      score; for a deterministic Ladder, exactly its last change;
+    - ``jump="binseg"``: the last changepoint of binary segmentation (``rules``
+      "textbook" or "r", NOTES.md 12), with ``changepoints`` an integer Q,
+      ``"oracle"`` (the true number of new bests in the iteration, as in the
+      paper's Fig. 5, not counting the first model's, which no changepoint can
+      show; needs an oracle board) or ``"penalty"`` (a change must cut
+      the squared error by ``penalty_scale``·σ̂²·log m, σ̂ the noise sd estimated
+      from first differences).
+
+    ``repeats`` = T > 1 is the repeated-submission averaging attack (Discussion):
+    every model is submitted T times and the T released scores averaged first.
+    An iteration without a jump ends the attack early: the leaderboard gave no
+    evidence for any further feature. The final model is the least-squares fit on
+    the selected features. After ``run``, ``selected_`` lists them in order and
+    ``iteration_starts_`` the number of submissions made before each iteration.
+    """
+
+    id = "step-forward"
+    reference = "Chaibub Neto et al. 2016, Alg. 7 and Discussion (repeated submissions)"
+    task_types = frozenset({"regression"})
+
+    def __init__(
+        self,
+        iterations: int = 5,
+        jump: str = "last-record",
+        changepoints: int | str = "penalty",
+        penalty_scale: float = 3.0,
+        rules: str = "textbook",
+        repeats: int = 1,
+    ):
+        self.iterations = iterations
+        self.jump = jump
+        self.changepoints = changepoints
+        self.penalty_scale = penalty_scale
+        self.rules = rules
+        self.repeats = repeats
+
+    def _check(self) -> None:
+        require_count("iterations", self.iterations)
+        require_count("repeats", self.repeats)
+        require(self.jump in ("last-record", "binseg"), f"jump must be 'last-record' or 'binseg', got {self.jump!r}")
+        require(self.rules in ("textbook", "r"), f"rules must be 'textbook' or 'r', got {self.rules!r}")
+        require(
+            self.changepoints in ("oracle", "penalty")
+            or (isinstance(self.changepoints, int) and self.changepoints >= 1),
+            f"changepoints must be a whole number ≥ 1, 'oracle' or 'penalty', got {self.changepoints!r}",
+        )
+
+    def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        self._check()
+        sign = get_scorer(data.scorer).sign
+        selected: list[int] = []
+        self.iteration_starts_: list[int] = []
+        remaining = np.arange(data.X_train.shape[1])
+        for _ in range(self.iterations):
+            if remaining.size == 0 or (
+                board.remaining is not None and board.remaining < remaining.size * self.repeats
+            ):
+                break
+            first = board.submissions
+            self.iteration_starts_.append(first)
+            best_before = float(np.min(sign * board.transcript)) if first else np.inf
+            predictions = forward_step_predictions(data.X_train, data.y_train, data.X_holdout, selected, remaining)
+            trace = sign * self._submit_averaged(board, predictions)
+            position = self._last_jump(trace, best_before, board, first)
+            if position is None:
+                break
+            selected.append(int(remaining[position]))
+            remaining = np.delete(remaining, position)
+        self.selected_ = selected
+        return ols_predictions(data.X_train, data.y_train, data.X_holdout, selected)
+
+    def _submit_averaged(self, board: Board, predictions: FloatArray) -> FloatArray:
+        """Submit each prediction ``repeats`` times in a row; the mean released score of each."""
+        per_chunk = max(1, SUBMISSION_CHUNK_ELEMENTS // (self.repeats * predictions.shape[1]))
+        means = [
+            board.submit_many(np.repeat(chunk, self.repeats, axis=0)).reshape(-1, self.repeats).mean(axis=1)
+            for chunk in np.array_split(predictions, range(per_chunk, len(predictions), per_chunk))
+        ]
+        return np.concatenate(means)
+
+    def _last_jump(self, trace: FloatArray, best_before: float, board: Board, first: int) -> int | None:
+        if self.jump == "last-record":
+            return last_record(trace, best_before)
+        if self.changepoints == "oracle":
+            jumps = board.oracle_jumps(first + self.repeats)
+            if jumps == 0:
+                return None
+            found = binary_segmentation(trace, n_changepoints=jumps, rules=self.rules)
+        elif self.changepoints == "penalty":
+            penalty = self.penalty_scale * noise_scale(trace) ** 2 * np.log(trace.size)
+            if self.rules == "r":
+                found = binary_segmentation(trace, n_changepoints=trace.size // 2, penalty=penalty, rules="r")
+            else:
+                found = binary_segmentation(trace, penalty=penalty)
+        else:
+            found = binary_segmentation(trace, n_changepoints=self.changepoints, rules=self.rules)
+        return found[-1] if found else None

@@ -1,0 +1,37 @@
+"""The base class of attacks: adaptive participants who hold a Board and public data only.
+
+``run(board, data, rng)`` plays against the leaderboard through ``board`` and returns
+the attack's final whole-holdout prediction, which the organiser then scores on the
+public leaderboard and on the final set. An attack never sees holdout labels.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ladderlab.board import Board
+from ladderlab.plugin import Plugin
+from ladderlab.tasks import PublicData, TaskType
+
+FloatArray = NDArray[np.float64]
+
+
+class Attack(Plugin):
+    """An adaptive participant."""
+
+    task_types: ClassVar[frozenset[TaskType]] = frozenset({"classification", "regression"})
+    """The kinds of task the attack can play."""
+
+    def incompatibility(self, data: PublicData) -> str | None:
+        """Why the attack cannot play on ``data`` (None: it can). The runner records it as skipped."""
+        if data.task_type not in self.task_types:
+            return f"attack {self.id!r} plays {' or '.join(sorted(self.task_types))} tasks, not {data.task_type}"
+        return None
+
+    @abstractmethod
+    def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        """Play against ``board``; return the final whole-holdout prediction."""

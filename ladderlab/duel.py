@@ -1,0 +1,124 @@
+"""One duel: one attack against one mechanism on one replication of one task.
+
+The organiser's view of a duel (per submission: released, exact public and final
+scores) and the two measures of the papers:
+
+- leaderboard error (Blum & Hardt, Definition 2.1):
+  max_t |min_{i≤t} R_true(f_i) − R_t|, with R_t the leaderboard's value at t
+  (the release itself for the Ladders, the best release so far for Kaggle and
+  Full-disclosure) and R_true the population score where the task knows it,
+  otherwise the final-set score; both oriented so that smaller is better; the
+  attack's final submission counts (Corollary 5.2's sequence ends with it);
+- for the attack's final submission: the released public score, the final score,
+  and Δ = released public − final (ΔMSE of Chaibub Neto et al.; negative means
+  overfitting for a loss). ``optimism`` = how much better the public release
+  looks than the final score, in either orientation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ladderlab.attack import Attack
+from ladderlab.board import Board, Leaderboard
+from ladderlab.mechanism import FloatArray, Mechanism
+from ladderlab.scoring import get_scorer
+from ladderlab.seeding import stream
+from ladderlab.tasks import Split, Task
+
+
+@dataclass
+class DuelResult:
+    """What happened in one duel; ``records`` has one entry per submission, the final one last."""
+
+    released: FloatArray
+    public: FloatArray
+    final: FloatArray
+    population: float | None
+    leaderboard_error: float
+    final_released: float
+    final_public: float
+    final_final: float
+    delta: float
+    optimism: float
+    submissions: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, releases_best: bool) -> float:
+    """Blum & Hardt Definition 2.1 for scores oriented by ``sign`` (+1: smaller is better)."""
+    if released.size == 0:
+        return float("nan")
+    estimate = sign * released
+    if not releases_best:
+        estimate = np.minimum.accumulate(estimate)
+    best_true = np.minimum.accumulate(sign * true)
+    return float(np.max(np.abs(best_true - estimate)))
+
+
+def play(
+    split: Split,
+    mechanism: Mechanism,
+    attack: Attack,
+    mechanism_rng: np.random.Generator,
+    attack_rng: np.random.Generator,
+    budget: int | None = None,
+    oracle: bool = False,
+) -> DuelResult:
+    """Bind ``mechanism`` to the split's public labels, let ``attack`` play, score its final prediction."""
+    data = split.public
+    mechanism.bind(split.y_public, data.scorer, mechanism_rng, classes=data.classes)
+    leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
+    board = Board(leaderboard, budget=budget, oracle=oracle)
+    final_prediction = attack.run(board, data, attack_rng)
+    submissions = board.submissions
+    leaderboard.submit_many(leaderboard.check(final_prediction))
+    records = leaderboard.records()
+    scorer = get_scorer(data.scorer)
+    true = records["final"] if split.population_score is None else np.full(records["final"].size, split.population_score)
+    final_released, final_final = records["released"][-1], records["final"][-1]
+    return DuelResult(
+        released=records["released"],
+        public=records["public"],
+        final=records["final"],
+        population=split.population_score,
+        leaderboard_error=leaderboard_error(records["released"], true, scorer.sign, mechanism.releases_best),
+        final_released=float(final_released),
+        final_public=float(records["public"][-1]),
+        final_final=float(final_final),
+        delta=float(final_released - final_final),
+        optimism=float(scorer.sign * (final_final - final_released)),
+        submissions=submissions,
+    )
+
+
+def duel(
+    task: Task,
+    mechanism: Mechanism,
+    attack: Attack,
+    seed: int = 0,
+    replication: int = 0,
+    budget: int | None = None,
+    oracle: bool = False,
+) -> DuelResult:
+    """One duel with every random stream derived from (seed, what it serves, replication).
+
+    The task's data depend on (task, replication) only and the attacker's coins on
+    (attack, replication) only: common random numbers across mechanisms.
+    """
+    task_spec = (task.id, task.get_params())
+    attack_spec = (attack.id, attack.get_params())
+    mechanism_spec = (mechanism.id, mechanism.get_params())
+    split = task.split(stream(seed, "task", task_spec, replication))
+    return play(
+        split,
+        mechanism,
+        attack,
+        stream(seed, "mechanism", mechanism_spec, task_spec, attack_spec, replication),
+        stream(seed, "attack", attack_spec, task_spec, replication),
+        budget=budget,
+        oracle=oracle,
+    )

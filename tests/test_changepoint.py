@@ -1,0 +1,89 @@
+"""Binary segmentation: planted changes, ruptures' textbook rules, R changepoint's BinSeg rules."""
+
+import math
+
+import numpy as np
+import pytest
+import ruptures
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ladderlab.changepoint import binary_segmentation
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+def planted(rng, n, n_changes, jump=5.0, noise=1.0):
+    changes = np.sort(rng.choice(np.arange(5, n - 5), n_changes, replace=False))
+    while n_changes > 1 and np.min(np.diff(changes)) < 15:
+        changes = np.sort(rng.choice(np.arange(5, n - 5), n_changes, replace=False))
+    levels = -jump * np.arange(n_changes + 1)  # a staircase, like a Ladder's released scores
+    mean = np.repeat(levels, np.diff(np.concatenate([[0], changes, [n]])))
+    return changes.tolist(), mean + noise * rng.standard_normal(n)
+
+
+@given(seed=seeds, n_changes=st.integers(1, 4))
+def test_recovers_planted_changepoints(seed, n_changes):
+    """A staircase with steps of 8 sd 15 or more apart: each step found within one index
+    (closer steps can mislead binary segmentation's greedy first split)."""
+    changes, x = planted(np.random.default_rng(seed), 120, n_changes, jump=8.0)
+    for rules in ("textbook", "r"):
+        found = binary_segmentation(x, n_changepoints=n_changes, rules=rules)
+        assert len(found) == n_changes
+        assert all(abs(f - c) <= 1 for f, c in zip(found, changes))
+
+
+@given(seed=seeds, n=st.integers(10, 150), n_changes=st.integers(1, 5), jump=st.floats(0.0, 3.0))
+def test_textbook_mode_matches_ruptures_with_a_fixed_number_of_changepoints(seed, n, n_changes, jump):
+    _, x = planted(np.random.default_rng(seed), max(n, 20), 1, jump=jump)
+    expected = ruptures.Binseg(model="l2", min_size=1, jump=1).fit(x).predict(n_bkps=n_changes)[:-1]
+    assert binary_segmentation(x, n_changepoints=n_changes) == expected
+
+
+@given(seed=seeds, penalty=st.floats(0.5, 50.0))
+def test_textbook_mode_matches_ruptures_with_a_penalty(seed, penalty):
+    _, x = planted(np.random.default_rng(seed), 80, 3, jump=2.0)
+    expected = ruptures.Binseg(model="l2", min_size=1, jump=1).fit(x).predict(pen=penalty)[:-1]
+    assert binary_segmentation(x, penalty=penalty) == expected
+
+
+def test_r_rules_never_split_at_1_or_the_last_two_positions():
+    """A single outlier at either end: textbook splits it off, R's loop (j = 2 … n−3) cannot."""
+    x = np.zeros(30)
+    x[0] = 10.0
+    assert binary_segmentation(x, n_changepoints=1) == [1]
+    assert binary_segmentation(x, n_changepoints=1, rules="r") == [2]
+    x = np.zeros(30)
+    x[-1] = 10.0
+    assert binary_segmentation(x, n_changepoints=1) == [29]
+    assert binary_segmentation(x, n_changepoints=1, rules="r") == [27]
+
+
+def test_r_rules_need_a_left_segment_of_min_size_plus_one():
+    x = np.r_[np.zeros(3), np.full(27, 5.0)]
+    assert binary_segmentation(x, n_changepoints=1, rules="r", min_size=1) == [3]
+    assert binary_segmentation(x, n_changepoints=1, rules="r", min_size=3) == [4]
+
+
+def test_ties_go_to_the_first_index_in_r_and_the_last_in_ruptures():
+    x = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    expected = ruptures.Binseg(model="l2", min_size=1, jump=1).fit(x).predict(n_bkps=1)[:-1]
+    assert binary_segmentation(x, n_changepoints=1) == expected
+    r_choice = binary_segmentation(x, n_changepoints=1, rules="r")
+    assert r_choice[0] < expected[0]
+
+
+def test_r_mbic_drops_small_unstandardised_jumps_and_keeps_standardised_ones():
+    """NOTES.md 12: MBIC assumes unit variance; a Ladder-sized jump of 0.01 is below 3·log n."""
+    rng = np.random.default_rng(0)
+    x = np.r_[np.full(100, 1.0), np.full(100, 0.99)] + 0.001 * rng.standard_normal(200)
+    assert binary_segmentation(x, n_changepoints=3, rules="r", mbic=True) == []
+    standardised = x / (np.median(np.abs(np.diff(x))) / (0.6745 * math.sqrt(2)))
+    assert binary_segmentation(standardised, n_changepoints=1, rules="r", mbic=True) == [100]
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="exactly one of n_changepoints and penalty"):
+        binary_segmentation(np.zeros(10))
+    with pytest.raises(ValueError, match="rules must be"):
+        binary_segmentation(np.zeros(10), n_changepoints=1, rules="python")
