@@ -6,7 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ladderlab import benchmark
+import pandas as pd
+
+from ladderlab import benchmark, runner, scenario
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
@@ -22,13 +24,36 @@ def _describe(registry: Registry) -> str:
     return "\n".join(lines)
 
 
+def _describe_scenarios() -> str:
+    lines = []
+    for name, path in sorted(scenario.builtin_scenarios().items()):
+        loaded = scenario.load(path)
+        lines.append(f"  {name:<22} {len(scenario.cells(loaded))} cells × {loaded.replications} replications")
+        lines.append(f"  {'':<22} source: {loaded.source}")
+    return "\n".join(lines)
+
+
 def _list(args: argparse.Namespace) -> int:
-    families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS}
+    families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS, "scenarios": None}
     for name in args.what or families:
         if name not in families:
             raise ValueError(f"cannot list {name!r}; choose from {', '.join(families)}")
         print(f"{name}:")
-        print(_describe(families[name]))
+        print(_describe_scenarios() if name == "scenarios" else _describe(families[name]))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    loaded = scenario.load(args.scenario, args.replications)
+    out = args.out or f"runs/{loaded.name}"
+    total = len(scenario.cells(loaded))
+    print(f"scenario {loaded.name}: {total} cells × {loaded.replications} replications → {out}", flush=True)
+    results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler)
+    table = runner.summary(results)
+    columns = ["task", "mechanism", "mechanism_params", "attack", "attack_params", "n_ok", "n_failed",
+               "n_skipped", "delta_median", "lberr_median"]
+    with pd.option_context("display.width", 250, "display.max_colwidth", 48, "display.max_rows", 500):
+        print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
 
 
@@ -67,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
     list_parser.add_argument("what", nargs="*", help="which families (default: all)")
     list_parser.set_defaults(handler=_list)
+
+    run = commands.add_parser("run", help="run (or resume) a scenario: a file or a built-in name")
+    run.add_argument("scenario", help="path to a TOML scenario, or a built-in name (see 'ladderlab list scenarios')")
+    run.add_argument("--out", help="run directory (default: runs/<scenario name>)")
+    run.add_argument("--jobs", type=int, default=1, help="parallel cells (loky backend)")
+    run.add_argument("--backend", choices=["loky", "dask"], default="loky")
+    run.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    run.add_argument("--replications", type=int, help="override the scenario's replication count")
+    run.set_defaults(handler=_run)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=int, default=400, help="number of attack submissions")

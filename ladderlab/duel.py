@@ -25,9 +25,25 @@ import numpy as np
 from ladderlab.attack import Attack
 from ladderlab.board import Board, Leaderboard
 from ladderlab.mechanism import FloatArray, Mechanism
-from ladderlab.scoring import get_scorer
+from ladderlab.scoring import LossScorer, get_scorer
 from ladderlab.seeding import stream
 from ladderlab.tasks import Split, Task
+
+
+class Incompatible(Exception):
+    """This mechanism and attack cannot play on this task; the message says why."""
+
+
+def incompatibility(split: Split, mechanism: Mechanism, attack: Attack) -> str | None:
+    """Why the duel cannot run (a t-test mechanism on a whole-vector metric, an attack on the
+    wrong kind of task), or None."""
+    scorer = get_scorer(split.public.scorer)
+    if mechanism.requires_loss and not isinstance(scorer, LossScorer):
+        return (
+            f"mechanism {mechanism.id!r} needs a per-sample loss, but the task is scored with "
+            f"{scorer.name!r}; use 'bayesboot-ladder' or 'bayesboot-ladderboot'"
+        )
+    return attack.incompatibility(split.public)
 
 
 @dataclass
@@ -68,7 +84,13 @@ def play(
     budget: int | None = None,
     oracle: bool = False,
 ) -> DuelResult:
-    """Bind ``mechanism`` to the split's public labels, let ``attack`` play, score its final prediction."""
+    """Bind ``mechanism`` to the split's public labels, let ``attack`` play, score its final prediction.
+
+    Raises :class:`Incompatible` when the pair cannot play on this split.
+    """
+    reason = incompatibility(split, mechanism, attack)
+    if reason:
+        raise Incompatible(reason)
     data = split.public
     mechanism.bind(split.y_public, data.scorer, mechanism_rng, classes=data.classes)
     leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
@@ -95,6 +117,11 @@ def play(
     )
 
 
+def spec(plugin: Task | Mechanism | Attack) -> tuple[str, dict[str, Any]]:
+    """A plugin's identity: its id and all its parameters, defaults included."""
+    return plugin.id, plugin.get_params()
+
+
 def duel(
     task: Task,
     mechanism: Mechanism,
@@ -107,11 +134,9 @@ def duel(
     """One duel with every random stream derived from (seed, what it serves, replication).
 
     The task's data depend on (task, replication) only and the attacker's coins on
-    (attack, replication) only: common random numbers across mechanisms.
+    (attack, task, replication) only: common random numbers across mechanisms.
     """
-    task_spec = (task.id, task.get_params())
-    attack_spec = (attack.id, attack.get_params())
-    mechanism_spec = (mechanism.id, mechanism.get_params())
+    task_spec, mechanism_spec, attack_spec = spec(task), spec(mechanism), spec(attack)
     split = task.split(stream(seed, "task", task_spec, replication))
     return play(
         split,

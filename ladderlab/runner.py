@@ -1,0 +1,226 @@
+"""The scenario runner: every cell of a scenario, replication by replication, into a run directory.
+
+Layout of a run directory (asv-style results as files):
+
+- ``manifest.json``: the resolved scenario, its hash, the package version and the
+  version of every plugin it uses. A run directory belongs to one scenario: running
+  a different one into it is refused.
+- ``cells/<key>.parquet``: one file per completed cell, one row per replication,
+  written to a temporary file and renamed, so a killed run loses at most the cells
+  in flight. A re-run skips the cells whose file exists.
+
+Each cell is one job (joblib: ``loky`` locally, ``dask`` for a cluster). Jobs get
+plain specs and seeds, build their plugins themselves and write their own file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+import ladderlab
+from ladderlab.duel import Incompatible, duel
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.scenario import Cell, Scenario, cells, load
+
+SUBMISSION_COLUMNS = ("released", "public", "final")
+
+
+class RunDirectoryError(ValueError):
+    """The run directory holds another scenario's results."""
+
+
+def _versions(scenario: Scenario) -> dict[str, str]:
+    versions = {"ladderlab": ladderlab.__version__}
+    for cell in cells(scenario):
+        for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
+            versions[f"{registry.kind}:{plugin_id}"] = registry.get(plugin_id).version
+    return versions
+
+
+def prepare(scenario: Scenario, out: Path) -> None:
+    """Create ``out`` with its manifest, or check that it belongs to this scenario."""
+    manifest_path = out / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("scenario_hash") != scenario.identity():
+            raise RunDirectoryError(
+                f"{out} holds results of a different scenario (hash {manifest.get('scenario_hash')}, "
+                f"this one {scenario.identity()}): choose another --out, or delete the directory"
+            )
+        return
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "scenario": scenario.model_dump(mode="json"),
+        "scenario_hash": scenario.identity(),
+        "versions": _versions(scenario),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
+        handle.write(data)
+        temporary = Path(handle.name)
+    os.replace(temporary, path)
+
+
+def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
+    """One replication of a cell: a row of the cell's table (status ok, failed or skipped)."""
+    task = TASKS.make(cell.task[0], **cell.task[1])
+    mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
+    attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
+    row: dict[str, Any] = {"replication": replication, "status": "ok", "error": None}
+    start = time.perf_counter()
+    try:
+        result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle)
+    except Incompatible as reason:
+        row.update(status="skipped", error=str(reason))
+    except Exception as error:  # a failing cell is recorded, and the run goes on
+        row.update(status="failed", error="".join(traceback.format_exception_only(error)).strip())
+    else:
+        row.update(
+            submissions=result.submissions,
+            leaderboard_error=result.leaderboard_error,
+            final_released=result.final_released,
+            final_public=result.final_public,
+            final_final=result.final_final,
+            delta=result.delta,
+            optimism=result.optimism,
+            population=result.population,
+            released=result.released,
+            public=result.public,
+            final=result.final,
+        )
+    row["wall_time"] = time.perf_counter() - start
+    return row
+
+
+def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
+    rows = []
+    for replication in range(replications):
+        row = run_replication(cell, seed, replication)
+        if row["status"] == "skipped":
+            rows = [{**row, "replication": r} for r in range(replications)]
+            break
+        rows.append(row)
+    columns: dict[str, list[Any]] = {
+        "cell": [cell.key] * len(rows),
+        "task": [cell.task[0]] * len(rows),
+        "task_params": [json.dumps(cell.task[1], sort_keys=True)] * len(rows),
+        "mechanism": [cell.mechanism[0]] * len(rows),
+        "mechanism_params": [json.dumps(cell.mechanism[1], sort_keys=True)] * len(rows),
+        "attack": [cell.attack[0]] * len(rows),
+        "attack_params": [json.dumps(cell.attack[1], sort_keys=True)] * len(rows),
+        "budget": [cell.budget] * len(rows),
+        "seed": [seed] * len(rows),
+    }
+    for name in ("replication", "status", "error", "wall_time", "submissions", "leaderboard_error",
+                 "final_released", "final_public", "final_final", "delta", "optimism", "population"):
+        columns[name] = [row.get(name) for row in rows]
+    for name in SUBMISSION_COLUMNS:
+        columns[name] = [None if row.get(name) is None else np.asarray(row[name]).tolist() for row in rows]
+    schema = pa.schema(
+        [(name, pa.string()) for name in ("cell", "task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params")]
+        + [("budget", pa.int64()), ("seed", pa.int64()), ("replication", pa.int64()), ("status", pa.string()),
+           ("error", pa.string()), ("wall_time", pa.float64()), ("submissions", pa.int64())]
+        + [(name, pa.float64()) for name in ("leaderboard_error", "final_released", "final_public", "final_final",
+                                             "delta", "optimism", "population")]
+        + [(name, pa.list_(pa.float64())) for name in SUBMISSION_COLUMNS]
+    )
+    return pa.table(columns, schema=schema)
+
+
+def run_cell(cell: Cell, seed: int, replications: int, out: str) -> str:
+    """Run every replication of ``cell`` and write its Parquet file atomically; return the path."""
+    path = Path(out) / "cells" / f"{cell.key}.parquet"
+    table = _cell_table(cell, seed, replications)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    _write_atomically(path, sink.getvalue().to_pybytes())
+    return str(path)
+
+
+def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
+    """The scenario's cells that have no result file yet."""
+    return [cell for cell in cells(scenario) if not (out / "cells" / f"{cell.key}.parquet").exists()]
+
+
+def run(
+    scenario: Scenario | str | Path,
+    out: str | Path | None = None,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    replications: int | None = None,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """Run (or resume) a scenario into ``out``; return one row per cell × replication.
+
+    ``backend="dask"`` runs the cells on the Dask cluster at ``scheduler`` through
+    joblib's dask backend. Results do not depend on the backend or on ``jobs``.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load(scenario, replications)
+    elif replications is not None:
+        scenario = scenario.model_copy(update={"replications": replications})
+    out = Path(out) if out is not None else Path("runs") / scenario.name
+    prepare(scenario, out)
+    todo = pending_cells(scenario, out)
+    show = sys.stderr.isatty() if progress is None else progress
+    tasks = (joblib.delayed(run_cell)(cell, scenario.seed, scenario.replications, str(out)) for cell in todo)
+    if backend == "dask":
+        from dask.distributed import Client
+
+        with Client(scheduler) if scheduler else Client(processes=False):
+            with joblib.parallel_backend("dask"):
+                _drain(joblib.Parallel(return_as="generator")(tasks), len(todo), show)
+    elif backend == "loky":
+        _drain(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks), len(todo), show)
+    else:
+        raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
+    return load_results(out)
+
+
+def _drain(results, total: int, show: bool) -> None:
+    for _ in tqdm(results, total=total, desc="cells", unit="cell", disable=not show):
+        pass
+
+
+def load_results(out: str | Path, submissions: bool = False) -> pd.DataFrame:
+    """Every completed cell's rows; ``submissions=True`` keeps the per-submission score lists."""
+    files = sorted((Path(out) / "cells").glob("*.parquet"))
+    if not files:
+        return pd.DataFrame()
+    names = pq.read_schema(files[0]).names
+    columns = names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
+    frames = [pq.read_table(f, columns=columns).to_pandas() for f in files]
+    return pd.concat(frames, ignore_index=True).sort_values(["cell", "replication"], ignore_index=True)
+
+
+def summary(results: pd.DataFrame) -> pd.DataFrame:
+    """Median Δ and leaderboard error per task × mechanism × attack (with parameters), and counts."""
+    keys = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
+    ok = results[results.status == "ok"]
+    medians = ok.groupby(keys, dropna=False)[["delta", "leaderboard_error", "final_released", "final_final"]].median()
+    counts = results.groupby(keys, dropna=False).status.value_counts().unstack(fill_value=0)
+    table = counts.join(medians, how="left").reset_index()
+    for status in ("ok", "failed", "skipped"):
+        if status not in table:
+            table[status] = 0
+    return table.rename(columns={"ok": "n_ok", "failed": "n_failed", "skipped": "n_skipped",
+                                 "delta": "delta_median", "leaderboard_error": "lberr_median"})
