@@ -70,7 +70,6 @@ def test_step_forward_with_oracle_changepoints_locates_jumps_in_ladder_boot():
     """With b large the bootstrap noise is small: binary segmentation told the true number of
     jumps selects the same features as the exact last jump."""
     split = PERMUTED.split(stream(0, "task", 1))
-    p = split.public.X_train.shape[1]
     selections = []
     for attack in [
         ATTACKS.make("step-forward", iterations=3, jump="binseg", changepoints="oracle"),

@@ -1,7 +1,6 @@
 """The scenario runner: reproducible, resumable, parallel, with clear errors."""
 
 import math
-import textwrap
 
 import numpy as np
 import pandas as pd
