@@ -45,9 +45,6 @@ class BayesBootLadderBase(Mechanism):
             self.po_threshold_ = (1.0 - self.alpha) / self.alpha
 
     def _start(self) -> None:
-        self.best_index_: int | None = None
-        self.acceptances_: list[int] = []
-        self.submissions_ = 0
         if self.initial_prediction is None:
             self.best_prediction_: FloatArray | None = None
         else:
@@ -66,9 +63,7 @@ class BayesBootLadderBase(Mechanism):
             if self._improves(prediction):
                 self.best_prediction_ = prediction
                 self.best_score_ = self.scorer_.score(self.labels_, prediction)
-                self.best_index_ = self.submissions_
-                self.acceptances_.append(self.best_index_)
-            self.submissions_ += 1
+                self.acceptances_.append(len(self.released_) + row)
             released[row] = self._released_score()
         return released
 

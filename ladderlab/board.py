@@ -64,7 +64,6 @@ class Leaderboard:
         covered = np.sort(np.concatenate([self.public_rows, self.final_rows]))
         if not np.array_equal(covered, np.arange(self.holdout_size)):
             raise ValueError("public_rows and final_rows must partition 0 … holdout_size − 1")
-        self._released: list[FloatArray] = []
         self._public: list[FloatArray] = []
         self._final: list[FloatArray] = []
 
@@ -78,11 +77,10 @@ class Leaderboard:
         )
 
     def submit_many(self, P: FloatArray) -> FloatArray:
-        """Score validated whole-holdout predictions; return the released scores."""
+        """Score whole-holdout predictions validated by ``check``; return the released scores."""
         public = P[:, self.public_rows]
-        released = self.mechanism.submit_many(public)
+        released = self.mechanism.submit_validated(public)
         scorer = self.mechanism.scorer_
-        self._released.append(released)
         self._public.append(scorer.score_many(self.mechanism.labels_, public))
         if self.final_rows.size:
             self._final.append(scorer.score_many(self.final_labels, P[:, self.final_rows]))
@@ -96,7 +94,7 @@ class Leaderboard:
             return np.concatenate(parts) if parts else np.empty(0)
 
         return {
-            "released": joined(self._released),
+            "released": np.array(self.mechanism.released_),
             "public": joined(self._public),
             "final": joined(self._final),
         }
@@ -146,10 +144,10 @@ class Board:
         """
         if not self._oracle:
             raise PermissionError("this board was not created with oracle=True")
-        acceptances = getattr(self._leaderboard.mechanism, "acceptances_", None)
-        if acceptances is None:
-            raise ValueError(f"mechanism {self._leaderboard.mechanism.id!r} has no notion of a best submission")
-        return sum(1 for index in acceptances if index >= since)
+        mechanism = self._leaderboard.mechanism
+        if not mechanism.releases_best:
+            raise ValueError(f"mechanism {mechanism.id!r} has no notion of a best submission")
+        return sum(1 for index in mechanism.acceptances_ if index >= since)
 
     def submit(self, prediction: ArrayLike) -> float:
         """Submit one whole-holdout prediction vector; return its released score."""

@@ -37,12 +37,9 @@ class Ladder(Mechanism):
     False: it is the unrounded risk of the best submission (Alg. 4, line 11)."""
 
     def _start(self) -> None:
-        self.best_index_: int | None = None
-        self.acceptances_: list[int] = []
         self.best_risk_ = np.inf
         self.best_loss_ = np.zeros(self.n_)
         self.current_release_ = np.nan
-        self.submissions_ = 0
 
     @property
     def _reference(self) -> float:
@@ -73,8 +70,7 @@ class Ladder(Mechanism):
             released[start:held_until] = self._held_releases(held_until - start)
             if hits.size:
                 accepted = held_until
-                self.best_index_ = self.submissions_ + accepted
-                self.acceptances_.append(self.best_index_)
+                self.acceptances_.append(len(self.released_) + accepted)
                 self.best_risk_ = risks[accepted]
                 if losses is not None:
                     self.best_loss_ = losses[accepted]
@@ -83,7 +79,6 @@ class Ladder(Mechanism):
                 start, block = accepted + 1, _FIRST_BLOCK
             else:
                 start, block = stop, min(2 * block, max_block)
-        self.submissions_ += m
         return released
 
     @abstractmethod

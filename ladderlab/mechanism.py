@@ -28,7 +28,8 @@ class Mechanism(Plugin):
     requires_loss: ClassVar[bool] = False
     """True when the mechanism needs a per-sample loss (the paired-t-test family)."""
     releases_best: ClassVar[bool] = False
-    """True when each release estimates the best submission so far (the Ladders);
+    """True when each release estimates the best submission so far (the Ladders, which
+    record their new bests in ``acceptances_``);
     False when it scores the submission itself, so the leaderboard shows the best
     release so far (Kaggle, Full-disclosure)."""
 
@@ -65,6 +66,7 @@ class Mechanism(Plugin):
         self.rng_ = rng
         self.classes_ = np.unique(labels if classes is None else np.asarray(classes, dtype=float))
         self.released_: list[float] = []
+        self.acceptances_: list[int] = []
         self._check_params()
         self._start()
         return self
@@ -81,12 +83,20 @@ class Mechanism(Plugin):
         """
         if not hasattr(self, "labels_"):
             raise RuntimeError(f"mechanism {self.id!r} is not bound: call bind(labels, scorer, rng)")
-        P = check_prediction_matrix(
-            predictions, self.n_, self.scorer_.prediction_kind, self.classes_
+        return self.submit_validated(
+            check_prediction_matrix(predictions, self.n_, self.scorer_.prediction_kind, self.classes_)
         )
+
+    def submit_validated(self, P: FloatArray) -> FloatArray:
+        """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted."""
         released = self._release(P)
         self.released_.extend(released.tolist())
         return released
+
+    @property
+    def best_index_(self) -> int | None:
+        """The submission that is the current best (None before the first acceptance)."""
+        return self.acceptances_[-1] if self.acceptances_ else None
 
     def _check_params(self) -> None:
         """Raise ``ValueError`` for parameter values the mechanism cannot use."""
@@ -96,7 +106,12 @@ class Mechanism(Plugin):
 
     @abstractmethod
     def _release(self, P: FloatArray) -> FloatArray:
-        """Released scores for the validated rows of ``P``, updating the state."""
+        """Released scores for the validated rows of ``P``, updating the state.
+
+        A mechanism with a notion of a best submission appends the index of each
+        submission that becomes the new best to ``acceptances_``; submissions before
+        this batch number ``len(self.released_)``.
+        """
 
 
 def round_to_multiple(x: ArrayLike, step: float) -> FloatArray:
