@@ -45,7 +45,8 @@ class Boosting(Attack):
         kept, best = 0, np.inf
         for start in range(0, k, self.batch):
             U = rng.integers(0, 2, (min(self.batch, k - start), board.holdout_size))
-            loss = sign * board.submit_many(U) + (0.0 if sign > 0 else 1.0)
+            released = board.submit_many(U)
+            loss = released if sign > 0 else 1.0 - released  # accuracy → 0/1 loss
             if self.variant == "kaggle":
                 keep = loss <= 0.5
             else:

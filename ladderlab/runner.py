@@ -111,13 +111,7 @@ def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
 
 
 def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
-    rows = []
-    for replication in range(replications):
-        row = run_replication(cell, seed, replication)
-        if row["status"] == "skipped":
-            rows = [{**row, "replication": r} for r in range(replications)]
-            break
-        rows.append(row)
+    rows = [run_replication(cell, seed, replication) for replication in range(replications)]
     columns: dict[str, list[Any]] = {
         "cell": [cell.key] * len(rows),
         "task": [cell.task[0]] * len(rows),
