@@ -10,7 +10,6 @@ from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
-
 SUBMISSION_CHUNK_ELEMENTS = 1 << 22
 ROUND_OFF = 1e-9
 """Smallest penalty, relative to the trace's sum of squares: on a noiseless trace the
@@ -56,7 +55,8 @@ class StepForward(Attack):
     An iteration without a jump ends the attack early: the leaderboard gave no
     evidence for any further feature. The final model is the least-squares fit on
     the selected features. After ``run``, ``selected_`` lists them in order and
-    ``iteration_starts_`` the number of submissions made before each iteration.
+    ``iteration_starts_`` the number of submissions made before each iteration and
+    ``located_jumps_`` the index of the submission at each iteration's located jump.
     """
 
     id = "step-forward"
@@ -95,6 +95,7 @@ class StepForward(Attack):
         sign = get_scorer(data.scorer).sign
         selected: list[int] = []
         self.iteration_starts_: list[int] = []
+        self.located_jumps_: list[int] = []
         remaining = np.arange(data.X_train.shape[1])
         for _ in range(self.iterations):
             if remaining.size == 0 or (
@@ -110,9 +111,14 @@ class StepForward(Attack):
             if position is None:
                 break
             selected.append(int(remaining[position]))
+            self.located_jumps_.append(first + position * self.repeats)
             remaining = np.delete(remaining, position)
         self.selected_ = selected
         return ols_predictions(data.X_train, data.y_train, data.X_holdout, selected)
+
+    def marks(self) -> dict[str, list[int]]:
+        """Iteration starts and located jumps, as the red lines of Chaibub Neto et al. Figs. 1, 3, 5."""
+        return {"iteration start": self.iteration_starts_, "located jump": self.located_jumps_}
 
     def _submit_averaged(self, board: Board, predictions: FloatArray) -> FloatArray:
         """Submit each prediction ``repeats`` times in a row; the mean released score of each."""

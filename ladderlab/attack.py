@@ -32,6 +32,11 @@ class Attack(Plugin):
             return f"attack {self.id!r} plays {' or '.join(sorted(self.task_types))} tasks, not {data.task_type}"
         return None
 
+    def marks(self) -> dict[str, list[int]]:
+        """After ``run``: named lists of submission indices (0-based) that a trace plot should
+        mark, such as the jumps the attack located. None by default."""
+        return {}
+
     @abstractmethod
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         """Play against ``board``; return the final whole-holdout prediction."""

@@ -108,7 +108,7 @@ class Board:
     knowledge for a classification task.
     """
 
-    __slots__ = ("_leaderboard", "_oracle", "_transcript", "budget", "holdout_size", "classes")
+    __slots__ = ("_leaderboard", "_oracle", "_transcript", "budget", "classes", "holdout_size")
 
     def __init__(self, leaderboard: Leaderboard, budget: int | None = None, oracle: bool = False):
         if budget is not None and budget < 0:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-import pandas as pd
-
-from ladderlab import benchmark, runner, scenario
+from ladderlab import benchmark, plots, report, runner, scenario
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
@@ -49,11 +48,29 @@ def _run(args: argparse.Namespace) -> int:
     total = len(scenario.cells(loaded))
     print(f"scenario {loaded.name}: {total} cells × {loaded.replications} replications → {out}", flush=True)
     results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler)
-    table = runner.summary(results)
-    columns = ["task", "mechanism", "mechanism_params", "attack", "attack_params", "n_ok", "n_failed",
-               "n_skipped", "delta_median", "lberr_median"]
-    with pd.option_context("display.width", 250, "display.max_colwidth", 48, "display.max_rows", 500):
-        print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(report.text_table(report.summary(results)))
+    print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    run = report.load_run(args.run_dir)
+    table = report.summary(run.results)
+    for line in run.status.lines():
+        print(line, file=sys.stderr)
+    text = report.write_table(table, args.format)
+    if args.out:
+        Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
+    else:
+        print(text)
+    if args.html:
+        Path(args.html).write_text(report.html_page(run), encoding="utf-8")
+        print(f"HTML report written to {args.html}", file=sys.stderr)
+    if args.plots:
+        folder = Path(args.plots)
+        folder.mkdir(parents=True, exist_ok=True)
+        for number, figure in enumerate(plots.report_figures(run.results), start=1):
+            (folder / f"{number:02d}-{figure.slug}.png").write_bytes(figure.png())
     return 0
 
 
@@ -101,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     run.add_argument("--replications", type=int, help="override the scenario's replication count")
     run.set_defaults(handler=_run)
+
+    report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
+    report_parser.add_argument("run_dir", help="a run directory written by 'ladderlab run' (finished or not)")
+    report_parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="summary table format")
+    report_parser.add_argument("--out", help="write the summary table to this file instead of the terminal")
+    report_parser.add_argument("--html", help="write a self-contained HTML report to this file")
+    report_parser.add_argument("--plots", help="write the plots as PNG files into this folder")
+    report_parser.set_defaults(handler=_report)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=int, default=400, help="number of attack submissions")

@@ -61,7 +61,8 @@ class DuelResult:
     delta: float
     optimism: float
     submissions: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    marks: dict[str, list[int]] = field(default_factory=dict)
+    """The attack's named submission indices (see :meth:`Attack.marks`)."""
 
 
 def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, releases_best: bool) -> float:
@@ -114,6 +115,7 @@ def play(
         delta=float(final_released - final_final),
         optimism=float(scorer.sign * (final_final - final_released)),
         submissions=submissions,
+        marks=attack.marks(),
     )
 
 

@@ -1,9 +1,12 @@
-"""Errors for unknown names, with "did you mean" suggestions (as in Gymnasium's registry)."""
+"""Names of plugins for people: labels with parameters, and errors for unknown names with
+"did you mean" suggestions (as in Gymnasium's registry)."""
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable
+from typing import Any
 
 
 def unknown_name_error(kind: str, name: str, known: Iterable[str]) -> ValueError:
@@ -12,3 +15,11 @@ def unknown_name_error(kind: str, name: str, known: Iterable[str]) -> ValueError
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
     return ValueError(f"unknown {kind} {name!r}{hint} Known: {', '.join(known)}")
+
+
+def plugin_label(plugin_id: str, params: str | dict[str, Any]) -> str:
+    """``ladder-t(alpha=0.15)`` from a plugin id and its parameters (a dict or its JSON);
+    floats to 4 significant digits."""
+    values = json.loads(params) if isinstance(params, str) else params
+    inside = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}" for name, value in values.items())
+    return f"{plugin_id}({inside})" if inside else plugin_id

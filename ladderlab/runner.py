@@ -2,8 +2,9 @@
 
 Layout of a run directory (asv-style results as files):
 
-- ``manifest.json``: the resolved scenario, its hash, the package version and the
-  version of every plugin it uses. A run directory belongs to one scenario: running
+- ``manifest.json``: the resolved scenario, its hash, every cell it expands to, the
+  package version and the version of every plugin it uses (so that a report needs
+  nothing but the directory). A run directory belongs to one scenario: running
   a different one into it is refused.
 - ``cells/<key>.parquet``: one file per completed cell, one row per replication,
   written to a temporary file and renamed, so a killed run loses at most the cells
@@ -15,6 +16,7 @@ plain specs and seeds, build their plugins themselves and write their own file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -67,6 +69,7 @@ def prepare(scenario: Scenario, out: Path) -> None:
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
         "versions": _versions(scenario),
+        "cells": [{"key": cell.key, **dataclasses.asdict(cell)} for cell in cells(scenario)],
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
@@ -105,6 +108,7 @@ def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
             released=result.released,
             public=result.public,
             final=result.final,
+            marks=json.dumps(result.marks),
         )
     row["wall_time"] = time.perf_counter() - start
     return row
@@ -123,7 +127,7 @@ def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
         "budget": [cell.budget] * len(rows),
         "seed": [seed] * len(rows),
     }
-    for name in ("replication", "status", "error", "wall_time", "submissions", "leaderboard_error",
+    for name in ("replication", "status", "error", "marks", "wall_time", "submissions", "leaderboard_error",
                  "final_released", "final_public", "final_final", "delta", "optimism", "population"):
         columns[name] = [row.get(name) for row in rows]
     for name in SUBMISSION_COLUMNS:
@@ -131,7 +135,7 @@ def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
     schema = pa.schema(
         [(name, pa.string()) for name in ("cell", "task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params")]
         + [("budget", pa.int64()), ("seed", pa.int64()), ("replication", pa.int64()), ("status", pa.string()),
-           ("error", pa.string()), ("wall_time", pa.float64()), ("submissions", pa.int64())]
+           ("error", pa.string()), ("marks", pa.string()), ("wall_time", pa.float64()), ("submissions", pa.int64())]
         + [(name, pa.float64()) for name in ("leaderboard_error", "final_released", "final_public", "final_final",
                                              "delta", "optimism", "population")]
         + [(name, pa.list_(pa.float64())) for name in SUBMISSION_COLUMNS]
@@ -205,16 +209,3 @@ def load_results(out: str | Path, submissions: bool = False) -> pd.DataFrame:
     frames = [pq.read_table(f, columns=columns).to_pandas() for f in files]
     return pd.concat(frames, ignore_index=True).sort_values(["cell", "replication"], ignore_index=True)
 
-
-def summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Median Δ and leaderboard error per task × mechanism × attack (with parameters), and counts."""
-    keys = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
-    ok = results[results.status == "ok"]
-    medians = ok.groupby(keys, dropna=False)[["delta", "leaderboard_error", "final_released", "final_final"]].median()
-    counts = results.groupby(keys, dropna=False).status.value_counts().unstack(fill_value=0)
-    table = counts.join(medians, how="left").reset_index()
-    for status in ("ok", "failed", "skipped"):
-        if status not in table:
-            table[status] = 0
-    return table.rename(columns={"ok": "n_ok", "failed": "n_failed", "skipped": "n_skipped",
-                                 "delta": "delta_median", "leaderboard_error": "lberr_median"})

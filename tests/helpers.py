@@ -26,3 +26,22 @@ def bound(mechanism_id: str, labels: np.ndarray, seed: int, scorer: str = "zero-
     """A fresh mechanism with the test's fast parameters, bound with a seeded Generator."""
     params = {**FAST_PARAMS.get(mechanism_id, {}), **params}
     return MECHANISMS.make(mechanism_id, **params).bind(labels, scorer, np.random.default_rng(seed))
+
+
+SMALL = """
+schema_version = 1
+name = "small"
+replications = 3
+seed = 7
+
+[[matrix]]
+tasks = [{ id = "random-labels", params = { n_public = 200, n_holdout = 600 } }]
+mechanisms = [MECHANISMS]
+attacks = [{ id = "boosting", params = { k = [50, 100], variant = "kaggle" } }]
+"""
+
+
+def scenario_file(tmp_path, mechanisms='{ id = "kaggle" }, { id = "ladder-boot", params = { b = 5 } }', name="small.toml", text=SMALL):
+    path = tmp_path / name
+    path.write_text(text.replace("MECHANISMS", mechanisms))
+    return path

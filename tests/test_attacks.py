@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from ladderlab.duel import duel, play
-from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.seeding import stream
 from tests.test_board import reachable_arrays
 

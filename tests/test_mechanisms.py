@@ -132,7 +132,7 @@ def test_ladder_boot_release_has_the_distribution_of_the_direct_bootstrap(seed):
     loss = (prediction != labels).astype(float)
     direct = loss[rng.integers(0, n, (N, b, n))].mean(axis=(1, 2))
     grid = np.union1d(released, direct)
-    ecdf = lambda x: np.searchsorted(np.sort(x), grid, side="right") / N  # noqa: E731
+    ecdf = lambda x: np.searchsorted(np.sort(x), grid, side="right") / N
     distance = np.max(np.abs(ecdf(released) - ecdf(direct)))
     assert distance <= math.sqrt(2 * math.log(4 / 1e-9) / N)
 

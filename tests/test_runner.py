@@ -6,27 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import runner
+from ladderlab import report, runner
 from ladderlab.cli import main
 from ladderlab.scenario import ScenarioError, cells, load
-
-SMALL = """
-schema_version = 1
-name = "small"
-replications = 3
-seed = 7
-
-[[matrix]]
-tasks = [{ id = "random-labels", params = { n_public = 200, n_holdout = 600 } }]
-mechanisms = [MECHANISMS]
-attacks = [{ id = "boosting", params = { k = [50, 100], variant = "kaggle" } }]
-"""
-
-
-def scenario_file(tmp_path, mechanisms='{ id = "kaggle" }, { id = "ladder-boot", params = { b = 5 } }', name="small.toml", text=SMALL):
-    path = tmp_path / name
-    path.write_text(text.replace("MECHANISMS", mechanisms))
-    return path
+from tests.helpers import SMALL, scenario_file
 
 
 def comparable(results: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +77,7 @@ def test_incompatible_pairs_are_skipped_with_the_reason(tmp_path):
     skipped = results[results.mechanism == "ladder-t"]
     assert (skipped.status == "skipped").all() and skipped.error.str.contains("bayesboot-ladder").all()
     assert (results[results.mechanism == "bayesboot-ladder"].status == "ok").all()
-    table = runner.summary(results)
+    table = report.summary(results)
     assert table.set_index("mechanism").loc["ladder-t", "n_skipped"] == 3
 
 
@@ -148,7 +131,7 @@ def test_quickstart_reproduces_the_papers_findings(tmp_path, capsys):
     Ladder falls to step-forward further than LadderBoot (Chaibub Neto Fig. 6). Hoeffding at
     δ = 1e-9: a vector chosen without looking has public loss ≥ ½ − 0.051 at n = 4000."""
     assert main(["run", "quickstart", "--out", str(tmp_path / "qs")]) == 0
-    assert "delta_median" in capsys.readouterr().out
+    assert "Δ median [95%]" in capsys.readouterr().out
     results = runner.load_results(tmp_path / "qs")
     assert (results.status == "ok").all()
     median = results.groupby(["mechanism", "attack_params"]).median(numeric_only=True)
