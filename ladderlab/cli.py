@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ladderlab import benchmark, plots, report, runner, scenario
+import numpy as np
+
+from ladderlab import benchmark, plots, report, runner, scenario, stats
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
@@ -88,6 +91,45 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sota(args: argparse.Namespace) -> int:
+    if args.scores:
+        if args.n is None:
+            raise ValueError("--scores needs --n, the size of the test set the scores were measured on")
+        rho = 0.6 if args.rho is None else args.rho
+        estimate = stats.estimate_sota(
+            stats.read_numbers(args.scores, "scores"), args.n, np.random.default_rng(args.seed), rho=rho,
+            alpha=args.alpha, target=args.target, repetitions=args.repetitions or 1_000, bootstrap=args.bootstrap,
+        )
+        result: dict[str, object] = {"model": "cropped observations, dependent through Y0 (v2, Sec. 5)",
+                                     "n": args.n, "rho": rho, "alpha": args.alpha, **estimate.as_dict()}
+    else:
+        if args.n is None or (args.theta is None) == (args.thetas is None):
+            raise ValueError("give --n and either --theta (with --m) or --thetas FILE; or --scores FILE --n N")
+        thetas = stats.read_numbers(args.thetas, "thetas") if args.thetas else np.array([args.theta])
+        m = args.m if args.theta is not None else None
+        if args.theta is not None and m is None:
+            raise ValueError("--theta needs --m, the number of classifiers")
+        if args.rho is None:
+            distribution = stats.best_of_m(thetas, args.n, m)
+            model = "independent, identical (Eq. 2-3)" if thetas.size == 1 else "independent, non-identical (Eq. 8-9)"
+            result = {"model": model, "m": distribution.m, "n": args.n, "alpha": args.alpha,
+                      **distribution.summary(args.alpha)}
+        else:
+            best = stats.simulate_best_of_m(thetas, args.n, args.rho, np.random.default_rng(args.seed), m=m,
+                                            y0=args.y0, repetitions=args.repetitions or 10_000)
+            result = {"model": f"dependent through Y0 (Eq. 10-12), {args.y0} y0, simulated", "m": m or thetas.size,
+                      "n": args.n, "rho": args.rho, "alpha": args.alpha, "repetitions": args.repetitions or 10_000,
+                      "seed": args.seed, "mean": float(best.mean()), "sd": float(best.std(ddof=1)),
+                      "upper": float(np.quantile(best, 1 - args.alpha / 2)),
+                      "lower": float(np.quantile(best, args.alpha / 2)), "median": float(np.median(best))}
+    if args.format == "json":
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key:<24} {value:.6g}" if isinstance(value, float) else f"{key:<24} {value}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     task = TASKS.make("random-labels", n_public=args.n, n_holdout=3 * args.n)
     print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
@@ -126,6 +168,29 @@ def build_parser() -> argparse.ArgumentParser:
     report_parser.add_argument("--html", help="write a self-contained HTML report to this file")
     report_parser.add_argument("--plots", help="write the plots as PNG files into this folder")
     report_parser.set_defaults(handler=_report)
+
+    sota = commands.add_parser(
+        "sota", help="distribution of the best of m accuracies, or a multiplicity-adjusted state of the art",
+        description="Møllersen & Holsbø: the best observed accuracy among m classifiers on n test points "
+                    "(--m --n --theta, or --thetas FILE; --rho for dependent classifiers), or the state of the "
+                    "art estimated from a leaderboard's accuracies (--scores FILE --n N).",
+    )
+    sota.add_argument("--m", type=int, help="number of classifiers (with --theta)")
+    sota.add_argument("--n", type=int, help="test set size")
+    sota.add_argument("--theta", type=float, help="probability of a correct prediction, shared by all m")
+    sota.add_argument("--thetas", help="file of one probability per classifier (white space or commas)")
+    sota.add_argument("--scores", help="file of observed leaderboard accuracies, one per team")
+    sota.add_argument("--alpha", type=float, default=0.05, help="1 - confidence of the interval (default 0.05)")
+    sota.add_argument("--rho", type=float, help="correlation with the latent Y0 (dependent classifiers; 0.6 for --scores)")
+    sota.add_argument("--y0", choices=["random", "fixed"], default="random", help="latent Y0 random or fixed")
+    sota.add_argument("--target", choices=["expected", "upper"], default="expected",
+                      help="crop so that the expected (or upper-limit) maximum equals the observed one")
+    sota.add_argument("--repetitions", type=int,
+                      help="simulated test sets (default 10000 for --rho, 1000 per search step for --scores)")
+    sota.add_argument("--bootstrap", type=int, default=30, help="bootstrap resamples of the teams (--scores)")
+    sota.add_argument("--seed", type=int, default=0)
+    sota.add_argument("--format", choices=["text", "json"], default="text")
+    sota.set_defaults(handler=_sota)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=int, default=400, help="number of attack submissions")

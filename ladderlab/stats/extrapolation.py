@@ -1,0 +1,97 @@
+"""Extrapolating multi-class accuracy from k classes to more (Zheng, Achanta & Benjamini).
+
+Classes are drawn at random from a population and each class's scoring function is
+learned from that class alone (marginal classifiers). For a test point of class i,
+V = the number of the other k − 1 classes that its own class outscores;
+V ~ Binomial(k − 1, U) given the conditional accuracy U (Theorem 3.2), and the
+expected accuracy with t classes is p_t = E[U^{t−1}] (Theorem 3.1).
+
+- :func:`outscored_counts` — V from a score matrix or from the rank of the true label;
+- :func:`unbiased_accuracy` — p̂ᵗ_UN = mean C(V, t−1)/C(k−1, t−1), t = 1…k (Eq. 5, with
+  C(k−1, t−1) where the paper prints C(k, t−1): with V ≤ k − 1 only k − 1 makes p̂ᵏ
+  the observed accuracy, and Theorem 3.2 says Binomial(k − 1, U));
+- :func:`exponential_extrapolation` — p̂ᵗ_EXP: p_t = ∫ e^{−κ(t−1)} dα(κ) with α ≥ 0
+  on a grid of κ = −log u, fitted to p̂ᵗ_UN, t = 2…k, by non-negative least squares
+  (Sec. 4.1);
+- :func:`high_dimensional_extrapolation` — p̂ᴷ_HD = π̄_K(π̄_k⁻¹(p̂ᵏ_UN)) with
+  π̄_k(c) = ∫ φ(z − c) Φ(z)^{k−1} dz (Sec. 4.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import integrate, optimize, special, stats
+
+FloatArray = NDArray[np.float64]
+KAPPA_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 20.0, 400)])
+"""κ = −log u for the discretised mixing measure: u from 1 down to e⁻²⁰."""
+
+
+def outscored_counts(scores: ArrayLike | None = None, labels: ArrayLike | None = None,
+                     ranks: ArrayLike | None = None, k: int | None = None) -> NDArray[np.int64]:
+    """V per test point: how many of the other classes its true class strictly outscores.
+
+    Either ``scores`` (instances × k, larger is more likely) with ``labels`` (column of
+    the true class), or ``ranks`` (1 = the true label scored highest) with ``k``.
+    """
+    if scores is not None:
+        matrix = np.asarray(scores, dtype=float)
+        if matrix.ndim != 2 or matrix.shape[1] < 2:
+            raise ValueError(f"scores must be an instances × classes matrix with ≥ 2 classes, got shape {matrix.shape}")
+        truth = np.asarray(labels)
+        if truth.shape != (matrix.shape[0],) or not np.issubdtype(truth.dtype, np.integer):
+            raise ValueError("labels must give the true class's column (an integer) for every row of scores")
+        if truth.min() < 0 or truth.max() >= matrix.shape[1]:
+            raise ValueError(f"labels must lie in 0…{matrix.shape[1] - 1}")
+        own = matrix[np.arange(matrix.shape[0]), truth]
+        return np.sum(matrix < own[:, None], axis=1)
+    if ranks is None or k is None:
+        raise ValueError("give scores and labels, or ranks and k")
+    rank = np.asarray(ranks)
+    if k < 2 or rank.min() < 1 or rank.max() > k:
+        raise ValueError(f"ranks must lie in 1…k with k ≥ 2, got k = {k}, ranks {rank.min()}…{rank.max()}")
+    return (k - rank).astype(np.int64)
+
+
+def unbiased_accuracy(outscored: ArrayLike, k: int) -> FloatArray:
+    """p̂ᵗ_UN for t = 1…k (index t − 1): the unbiased estimate of the t-class accuracy (Eq. 5)."""
+    counts = np.bincount(np.asarray(outscored, dtype=np.int64), minlength=k)
+    if counts.size > k:
+        raise ValueError(f"outscored counts must lie in 0…{k - 1}")
+    v = np.arange(k)[:, None]
+    draws = np.arange(k)[None, :]  # t − 1
+    with np.errstate(invalid="ignore"):
+        log_ratio = (special.gammaln(v + 1) - special.gammaln(v - draws + 1)
+                     - special.gammaln(k) + special.gammaln(k - draws))
+    ratio = np.where(v >= draws, np.exp(log_ratio), 0.0)  # C(v, t−1) / C(k−1, t−1)
+    return counts @ ratio / counts.sum()
+
+
+def exponential_extrapolation(unbiased: ArrayLike, K: int, kappas: FloatArray = KAPPA_GRID) -> FloatArray:
+    """p̂ᵗ_EXP for t = 1…K (Sec. 4.1): p̂ᵗ_UN up to k, the fitted mixture of exponentials beyond."""
+    p = np.asarray(unbiased, dtype=float)
+    k = p.size
+    if K < k:
+        raise ValueError(f"K must be at least k = {k}, got {K}")
+    t = np.arange(2, k + 1)[:, None]
+    weights, _ = optimize.nnls(np.exp(-kappas[None, :] * (t - 1)), p[1:])
+    beyond = np.exp(-kappas[None, :] * (np.arange(k + 1, K + 1)[:, None] - 1)) @ weights
+    return np.concatenate([p, beyond])
+
+
+def pi_bar(k: int, c: float) -> float:
+    """π̄_k(c) = ∫ φ(z − c) Φ(z)^{k−1} dz: the k-class accuracy at signal strength c (Sec. 4.3)."""
+    def integrand(z: float) -> float:
+        return float(np.exp(stats.norm.logpdf(z - c) + (k - 1) * special.log_ndtr(z)))
+
+    value, _ = integrate.quad(integrand, c - 12.0, c + 12.0, points=[c], limit=200)
+    return value
+
+
+def high_dimensional_extrapolation(accuracy_k: float, k: int, K: int) -> float:
+    """p̂ᴷ_HD = π̄_K(π̄_k⁻¹(p̂ᵏ)) (Sec. 4.3)."""
+    if not 0 < accuracy_k < 1:
+        raise ValueError(f"accuracy at k classes must lie in (0, 1), got {accuracy_k!r}")
+    c = optimize.brentq(lambda c: pi_bar(k, c) - accuracy_k, -20.0, 40.0, xtol=1e-10)
+    return pi_bar(K, c)
