@@ -17,13 +17,13 @@ def _models(task_type: str, seed: int) -> dict[str, BaseEstimator]:
     if task_type == "regression":
         return {
             "ridge": Ridge(alpha=1.0),
-            "lasso": Lasso(alpha=0.1),
+            "lasso": Lasso(alpha=0.1, random_state=seed),
             "knn": KNeighborsRegressor(n_neighbors=10),
             "random-forest": RandomForestRegressor(n_estimators=50, random_state=seed),
         }
     return {
         "ridge": LogisticRegression(C=1.0, max_iter=1000),
-        "lasso": LogisticRegression(C=0.1, penalty="l1", solver="liblinear"),
+        "lasso": LogisticRegression(C=0.1, penalty="l1", solver="liblinear", random_state=seed),
         "knn": KNeighborsClassifier(n_neighbors=10),
         "random-forest": RandomForestClassifier(n_estimators=50, random_state=seed),
     }
@@ -38,6 +38,7 @@ class Honest(Attack):
     """
 
     id = "honest"
+    version = "2"  # 2: lasso models seeded from the attack's Generator, not numpy's global state
     reference = "Control participant (Blum & Hardt §6; Chaibub Neto et al., Discussion)"
 
     def __init__(self, models: tuple[str, ...] = ("ridge", "lasso", "knn", "random-forest")):

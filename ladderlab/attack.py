@@ -25,6 +25,8 @@ class Attack(Plugin):
 
     task_types: ClassVar[frozenset[TaskType]] = frozenset({"classification", "regression"})
     """The kinds of task the attack can play."""
+    expected_check_failures: ClassVar[dict[str, str]] = {}
+    """Conformance checks (``ladderlab.testing``) this attack is known to fail, with why."""
 
     def incompatibility(self, data: PublicData) -> str | None:
         """Why the attack cannot play on ``data`` (None: it can). The runner records it as skipped."""

@@ -32,6 +32,11 @@ class Mechanism(Plugin):
     record their new bests in ``acceptances_``);
     False when it scores the submission itself, so the leaderboard shows the best
     release so far (Kaggle, Full-disclosure)."""
+    monotone: ClassVar[bool] = False
+    """True when released scores never get worse (the deterministic Ladders); checked by
+    ``ladderlab.testing`` against adaptive analysts."""
+    expected_check_failures: ClassVar[dict[str, str]] = {}
+    """Conformance checks (``ladderlab.testing``) this mechanism is known to fail, with why."""
 
     def bind(
         self,

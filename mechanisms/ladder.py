@@ -13,6 +13,7 @@ class FixedLadder(Ladder):
     """
 
     id = "ladder"
+    monotone = True
     reference = "Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1"
 
     def __init__(self, eta: float = 0.01):

@@ -11,6 +11,7 @@ class ParameterFreeLadder(PairedTTestLadder):
     """
 
     id = "ladder-free"
+    monotone = True
     reference = "Blum & Hardt 2015, Fig. 2; Chaibub Neto et al. 2016, Alg. 2"
 
     def _critical_value(self) -> float:

@@ -13,6 +13,7 @@ class TTestLadder(PairedTTestLadder):
     """
 
     id = "ladder-t"
+    monotone = True
     reference = "Chaibub Neto et al. 2016, Alg. 3"
 
     def __init__(self, alpha: float | None = 0.15, critical_value: float | None = None):

@@ -10,7 +10,7 @@ from ladderlab.duel import duel, play
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.seeding import stream
-from tests.test_board import reachable_arrays
+from ladderlab.testing import reachable_arrays
 
 PERMUTED = TASKS.make("gaussian-regression", preset="ad-challenge")
 

@@ -4,37 +4,8 @@ import numpy as np
 import pytest
 
 from ladderlab import Board, BudgetExceeded, Leaderboard
+from ladderlab.testing import reachable_arrays
 from tests.helpers import bound, improving_stream
-
-
-def safe_getattr(obj, name):
-    try:
-        return getattr(obj, name)
-    except Exception:  # properties that need optional packages (e.g. Generator.cffi)
-        return None
-
-
-def reachable_arrays(root, depth=4):
-    """Every numpy array reachable from ``root`` through public attributes and containers."""
-    seen, stack, found = set(), [(root, 0)], []
-    while stack:
-        obj, level = stack.pop()
-        if id(obj) in seen or level > depth:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, np.ndarray):
-            found.append(obj)
-            continue
-        if isinstance(obj, (str, bytes, int, float, type(None))):
-            continue
-        if isinstance(obj, dict):
-            children = list(obj.values())
-        elif isinstance(obj, (list, tuple, set)):
-            children = list(obj)
-        else:
-            children = [safe_getattr(obj, name) for name in dir(obj) if not name.startswith("_")]
-        stack.extend((child, level + 1) for child in children if not callable(child))
-    return found
 
 
 def holdout(seed=0, n_public=60, n_final=40):

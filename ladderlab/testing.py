@@ -1,0 +1,352 @@
+"""Conformance checks for mechanism and attack plugins, in the manner of scikit-learn's ``check_estimator``.
+
+``mechanism_checks(mechanism)`` and ``attack_checks(attack)`` yield ``(name, check)``
+pairs; ``check_mechanism`` / ``check_attack`` run them all and raise the first
+failure. In a test suite, one test per check::
+
+    from ladderlab.testing import parametrize_checks
+
+    @parametrize_checks(MyMechanism(), MyAttack())
+    def test_conforms(plugin, check):
+        check(plugin)
+
+A plugin that is expected to fail a check says so, with the reason, in its class
+attribute ``expected_check_failures = {"check name": "why"}``; the check is then
+reported as an expected failure (``xfail``) instead of run.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+from sklearn.base import clone
+
+from ladderlab.attack import Attack
+from ladderlab.board import Board, BudgetExceeded
+from ladderlab.duel import play
+from ladderlab.mechanism import Mechanism
+from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.tasks import Split
+
+Check = Callable[[Any], None]
+CHECK_SIZE = 60
+"""Holdout size of the conformance checks: small, so that every check takes milliseconds."""
+
+
+class ConformanceError(AssertionError):
+    """A plugin broke a conformance check; the message names the check and what went wrong."""
+
+
+def _labels(seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=CHECK_SIZE)
+
+
+def _bound(mechanism: Mechanism, seed: int = 1) -> Mechanism:
+    return clone(mechanism).bind(_labels(), "squared", np.random.default_rng(seed))
+
+
+def _submissions(seed: int = 2, m: int = 25) -> np.ndarray:
+    """Predictions of varying quality: a random share of each is the truth plus noise."""
+    rng = np.random.default_rng(seed)
+    labels = _labels()
+    quality = rng.uniform(0, 1, (m, 1))
+    return quality * labels + (1 - quality) * rng.normal(size=(m, CHECK_SIZE))
+
+
+def check_get_params_round_trip(plugin: Mechanism | Attack) -> None:
+    """Parameters live in ``__init__`` only: ``get_params`` rebuilds an equal plugin."""
+    params = plugin.get_params()
+    rebuilt = type(plugin)(**params)
+    if rebuilt.get_params() != params or clone(plugin).get_params() != params:
+        raise ConformanceError(f"{plugin.id}: get_params() does not round-trip: {params} vs {rebuilt.get_params()}")
+
+
+def check_same_seed_same_transcript(mechanism: Mechanism) -> None:
+    """Bound with equal seeds, the mechanism releases bit-identical scores, batched or one by one."""
+    predictions = _submissions()
+    first = _bound(mechanism).submit_many(predictions)
+    second = _bound(mechanism).submit_many(predictions)
+    if not np.array_equal(first, second):
+        raise ConformanceError(f"{mechanism.id}: the same seed gave different releases")
+
+
+def check_leaves_global_rng_alone(plugin: Mechanism | Attack) -> None:
+    """Neither numpy's nor Python's global random state is read or changed."""
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    if isinstance(plugin, Mechanism):
+        _bound(plugin).submit_many(_submissions())
+    else:
+        _play_attack(plugin)
+    after = np.random.get_state()
+    changed = any(not np.array_equal(a, b) if isinstance(a, np.ndarray) else a != b for a, b in zip(numpy_state, after))
+    if changed or random.getstate() != python_state:
+        raise ConformanceError(f"{plugin.id}: the global random state changed; draw from the Generator you are given")
+
+
+def check_picklable(mechanism: Mechanism) -> None:
+    """A bound mechanism pickles mid-stream and its copy continues exactly as the original."""
+    predictions = _submissions()
+    original = _bound(mechanism)
+    original.submit_many(predictions[:10])
+    try:
+        restored = pickle.loads(pickle.dumps(original))
+    except Exception as error:
+        raise ConformanceError(f"{mechanism.id}: cannot be pickled: {error}") from error
+    if not np.array_equal(original.submit_many(predictions[10:]), restored.submit_many(predictions[10:])):
+        raise ConformanceError(f"{mechanism.id}: the unpickled copy releases different scores")
+
+
+BAD_SUBMISSIONS = {
+    "wrong length": np.zeros((1, CHECK_SIZE + 1)),
+    "not finite": np.full((1, CHECK_SIZE), np.nan),
+    "three dimensions": np.zeros((1, 1, CHECK_SIZE)),
+}
+
+
+def check_bad_input_changes_nothing(mechanism: Mechanism) -> None:
+    """A bad submission raises ValueError and leaves the mechanism as it was."""
+    predictions = _submissions()
+    clean, probed = _bound(mechanism), _bound(mechanism)
+    clean.submit_many(predictions[:10])
+    probed.submit_many(predictions[:10])
+    for what, bad in BAD_SUBMISSIONS.items():
+        try:
+            probed.submit_many(bad)
+        except ValueError:
+            continue
+        raise ConformanceError(f"{mechanism.id}: a submission with {what} was accepted")
+    if not np.array_equal(clean.submit_many(predictions[10:]), probed.submit_many(predictions[10:])):
+        raise ConformanceError(f"{mechanism.id}: rejected submissions changed later releases")
+
+
+class AdaptiveAnalyst(RuleBasedStateMachine):
+    """An analyst who picks each next submission from the released scores (Blum & Hardt §2):
+    it perturbs its best-looking prediction, keeps what looks better, and sometimes
+    resubmits or submits fresh noise. The mechanism under test is a class attribute."""
+
+    mechanism: Mechanism
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bound = _bound(self.mechanism)
+        self.sign = self.bound.scorer_.sign
+        self.best = np.zeros(CHECK_SIZE)
+        self.best_released = np.inf
+        self.releases: list[float] = []
+
+    def _submit(self, prediction: np.ndarray) -> None:
+        released = float(self.bound.submit(prediction))
+        self.releases.append(released)
+        if self.sign * released < self.best_released:
+            self.best, self.best_released = prediction, self.sign * released
+
+    @rule(seed=st.integers(0, 2**32 - 1), scale=st.floats(0.01, 2.0))
+    def perturb_the_best(self, seed: int, scale: float) -> None:
+        self._submit(self.best + scale * np.random.default_rng(seed).normal(size=CHECK_SIZE))
+
+    @rule()
+    def resubmit_the_best(self) -> None:
+        self._submit(self.best.copy())
+
+    @rule(seed=st.integers(0, 2**32 - 1))
+    def fresh_noise(self, seed: int) -> None:
+        self._submit(np.random.default_rng(seed).normal(size=CHECK_SIZE))
+
+    @invariant()
+    def releases_are_finite(self) -> None:
+        if not np.isfinite(self.releases).all():
+            raise ConformanceError(f"{self.mechanism.id}: released a non-finite score")
+
+    @invariant()
+    def declared_monotone_releases_never_get_worse(self) -> None:
+        if self.mechanism.monotone and len(self.releases) > 1:
+            oriented = self.sign * np.asarray(self.releases)
+            if np.any(np.diff(oriented) > 1e-12):
+                raise ConformanceError(f"{self.mechanism.id}: declares monotone releases, but a release got worse")
+
+
+def check_against_an_adaptive_analyst(mechanism: Mechanism) -> None:
+    """Hypothesis-driven adaptive analysts: releases stay finite, and never get worse when
+    the mechanism declares ``monotone = True``."""
+    machine = type("AnalystOf" + type(mechanism).__name__, (AdaptiveAnalyst,), {"mechanism": mechanism})
+    run_state_machine_as_test(
+        machine,
+        settings=settings(max_examples=15, stateful_step_count=20, deadline=None,
+                          suppress_health_check=list(HealthCheck)),
+    )
+
+
+def _split(attack: Attack) -> Split:
+    """A small task the attack can play: random labels for classification attacks, a null
+    Gaussian regression for regression ones."""
+    if "regression" in attack.task_types:
+        task = TASKS.make("gaussian-regression", n_samples=3 * CHECK_SIZE, n_features=40)
+    else:
+        task = TASKS.make("random-labels", n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE)
+    return task.split(np.random.default_rng(0))
+
+
+def _play_attack(attack: Attack, budget: int | None = None, seed: int = 3) -> tuple[np.ndarray, Split, list[Any]]:
+    split = _split(attack)
+    received: list[Any] = []
+    spy = copy.deepcopy(attack)
+    original_run = spy.run
+
+    def run(board: Board, data: Any, rng: np.random.Generator) -> np.ndarray:
+        received.extend([board, data, rng])
+        return original_run(board, data, rng)
+
+    spy.run = run  # type: ignore[method-assign]
+    result = play(split, MECHANISMS.make("kaggle"), spy, np.random.default_rng(seed), np.random.default_rng(seed + 1),
+                  budget=budget)
+    received.append(spy)
+    return result.released, split, received
+
+
+def check_attack_same_seed_same_transcript(attack: Attack) -> None:
+    """Played with equal seeds, the attack submits exactly the same transcript."""
+    first, _, _ = _play_attack(attack)
+    second, _, _ = _play_attack(attack)
+    if not np.array_equal(first, second):
+        raise ConformanceError(f"{attack.id}: the same seed gave a different transcript")
+
+
+def check_attack_respects_the_budget(attack: Attack) -> None:
+    """With a budget of 7 submissions the attack stops in time instead of overrunning it."""
+    try:
+        released, _, _ = _play_attack(attack, budget=7)
+    except BudgetExceeded as error:
+        raise ConformanceError(f"{attack.id}: exceeded its budget: {error}") from error
+    if released.size > 8:  # the budget plus the organiser's scoring of the final prediction
+        raise ConformanceError(f"{attack.id}: made {released.size - 1} submissions on a budget of 7")
+
+
+def check_attack_never_holds_labels(attack: Attack) -> None:
+    """No array reachable from the attack, or from anything it was given, is or equals the
+    holdout labels."""
+    _, split, received = _play_attack(attack)
+    labels = [split.y_holdout, split.y_public, split.y_final]
+    for array in (a for obj in received for a in reachable_arrays(obj, private=True)):
+        for y in labels:
+            if np.shares_memory(array, y) or (array.shape == y.shape and np.array_equal(array, y)):
+                raise ConformanceError(f"{attack.id}: an array it can reach holds the holdout labels")
+
+
+def safe_getattr(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name)
+    except Exception:  # properties that need optional packages (e.g. Generator.cffi)
+        return None
+
+
+def reachable_arrays(root: Any, depth: int = 4, private: bool = False) -> list[np.ndarray]:
+    """Every numpy array reachable from ``root`` through attributes (public ones only, unless
+    ``private``) and containers, up to ``depth`` steps."""
+    seen, stack, found = set(), [(root, 0)], []
+    while stack:
+        obj, level = stack.pop()
+        if id(obj) in seen or level > depth:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            found.append(obj)
+            continue
+        if isinstance(obj, (str, bytes, int, float, type(None), np.random.Generator)):
+            continue
+        if isinstance(obj, dict):
+            children = list(obj.values())
+        elif isinstance(obj, (list, tuple, set)):
+            children = list(obj)
+        else:
+            names = set(vars(obj)) if private and hasattr(obj, "__dict__") else set()
+            names |= {name for name in dir(obj) if not name.startswith("_")}
+            children = [safe_getattr(obj, name) for name in names]
+        stack.extend((child, level + 1) for child in children if not callable(child))
+    return found
+
+
+MECHANISM_CHECKS: dict[str, Check] = {
+    "get_params_round_trip": check_get_params_round_trip,
+    "same_seed_same_transcript": check_same_seed_same_transcript,
+    "leaves_global_rng_alone": check_leaves_global_rng_alone,
+    "picklable": check_picklable,
+    "bad_input_changes_nothing": check_bad_input_changes_nothing,
+    "adaptive_analyst": check_against_an_adaptive_analyst,
+}
+ATTACK_CHECKS: dict[str, Check] = {
+    "get_params_round_trip": check_get_params_round_trip,
+    "same_seed_same_transcript": check_attack_same_seed_same_transcript,
+    "leaves_global_rng_alone": check_leaves_global_rng_alone,
+    "respects_the_budget": check_attack_respects_the_budget,
+    "never_holds_labels": check_attack_never_holds_labels,
+}
+
+
+def plugin_checks(plugin: Mechanism | Attack) -> Iterator[tuple[str, Check]]:
+    """The checks that apply to ``plugin``, as (name, check) pairs."""
+    checks = MECHANISM_CHECKS if isinstance(plugin, Mechanism) else ATTACK_CHECKS
+    if not isinstance(plugin, (Mechanism, Attack)):
+        raise TypeError(f"expected a Mechanism or an Attack, got {type(plugin).__name__}")
+    yield from checks.items()
+
+
+def expected_failure(plugin: Mechanism | Attack, name: str) -> str | None:
+    """Why ``plugin`` declares that it fails check ``name`` (None: it should pass)."""
+    return getattr(plugin, "expected_check_failures", {}).get(name)
+
+
+def _check_all(plugin: Mechanism | Attack) -> None:
+    for name, check in plugin_checks(plugin):
+        if expected_failure(plugin, name) is None:
+            check(plugin)
+
+
+def check_mechanism(mechanism: Mechanism) -> None:
+    """Run every mechanism check (except those the plugin declares it fails); raise the first failure."""
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"expected a Mechanism, got {type(mechanism).__name__}")
+    _check_all(mechanism)
+
+
+def check_attack(attack: Attack) -> None:
+    """Run every attack check (except those the plugin declares it fails); raise the first failure."""
+    if not isinstance(attack, Attack):
+        raise TypeError(f"expected an Attack, got {type(attack).__name__}")
+    _check_all(attack)
+
+
+def parametrize_checks(*plugins: Mechanism | Attack) -> Callable[[Callable[..., Any]], Any]:
+    """A pytest decorator: one test per plugin × check, with arguments ``plugin`` and ``check``;
+    declared failures are marked ``xfail`` with their reason."""
+    import pytest
+
+    cases = []
+    for plugin in plugins:
+        for name, check in plugin_checks(plugin):
+            reason = expected_failure(plugin, name)
+            marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+            cases.append(pytest.param(plugin, check, id=f"{plugin.id}-{name}", marks=marks))
+    return pytest.mark.parametrize(("plugin", "check"), cases)
+
+
+__all__ = [
+    "ConformanceError",
+    "check_attack",
+    "check_mechanism",
+    "parametrize_checks",
+    "plugin_checks",
+    "reachable_arrays",
+]
