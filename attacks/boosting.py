@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ladderlab.attack import Attack, FloatArray
@@ -27,6 +29,11 @@ class Boosting(Attack):
         self.k = k
         self.variant = variant
         self.batch = batch
+
+    @classmethod
+    def budget_params(cls, budget: int) -> dict[str, Any]:
+        """k = the whole budget."""
+        return {"k": budget}
 
     def incompatibility(self, data: PublicData) -> str | None:
         if data.scorer not in ("zero-one", "error", "accuracy"):

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ladderlab.attack import Attack, FloatArray
@@ -115,6 +117,12 @@ class StepForward(Attack):
             remaining = np.delete(remaining, position)
         self.selected_ = selected
         return ols_predictions(data.X_train, data.y_train, data.X_holdout, selected)
+
+    @classmethod
+    def budget_params(cls, budget: int) -> dict[str, Any]:
+        """As many iterations as the budget allows (each stops the attack once the
+        remaining budget cannot cover a full pass over the features)."""
+        return {"iterations": budget}
 
     def marks(self) -> dict[str, list[int]]:
         """Iteration starts and located jumps, as the red lines of Chaibub Neto et al. Figs. 1, 3, 5."""

@@ -8,7 +8,7 @@ public leaderboard and on the final set. An attack never sees holdout labels.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +33,12 @@ class Attack(Plugin):
         if data.task_type not in self.task_types:
             return f"attack {self.id!r} plays {' or '.join(sorted(self.task_types))} tasks, not {data.task_type}"
         return None
+
+    @classmethod
+    def budget_params(cls, budget: int) -> dict[str, Any]:
+        """Parameters that let the attack use a budget of ``budget`` submissions (for
+        ``ladderlab certify``); by default none, for attacks that read ``board.remaining``."""
+        return {}
 
     def marks(self) -> dict[str, list[int]]:
         """After ``run``: named lists of submission indices (0-based) that a trace plot should

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import benchmark, plots, report, runner, scenario, stats
+from ladderlab import benchmark, certify, plots, report, runner, scenario, stats
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
@@ -130,6 +130,35 @@ def _sota(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_params(pairs: list[str]) -> dict[str, object]:
+    params: dict[str, object] = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key:
+            raise ValueError(f"--param takes KEY=VALUE, got {pair!r}")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+def _certify(args: argparse.Namespace) -> int:
+    result = certify.certify(
+        args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=args.attack,
+        replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
+        run_dir=args.run_dir,
+    )
+    text = certify.markdown(result)
+    if args.out:
+        out = Path(args.out)
+        out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        out.with_suffix(".md").write_text(text)
+        print(f"certificate written to {out} and {out.with_suffix('.md')}", file=sys.stderr)
+    print(text)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     task = TASKS.make("random-labels", n_public=args.n, n_holdout=3 * args.n)
     print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
@@ -191,6 +220,21 @@ def build_parser() -> argparse.ArgumentParser:
     sota.add_argument("--seed", type=int, default=0)
     sota.add_argument("--format", choices=["text", "json"], default="text")
     sota.set_defaults(handler=_sota)
+
+    cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
+    cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
+    cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
+    cert.add_argument("--n", type=int, default=200, help="public holdout size (default 200)")
+    cert.add_argument("--budgets", type=int, nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
+    cert.add_argument("--attack", action="append", default=[], help="an extra attack: third-party id or file.py:Class")
+    cert.add_argument("--replications", type=int, default=100)
+    cert.add_argument("--seed", type=int, default=0)
+    cert.add_argument("--tau", type=float, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
+    cert.add_argument("--epsilon", type=float, default=0.05, help="largest tolerated median leaderboard error")
+    cert.add_argument("--jobs", type=int, default=1, help="parallel cells")
+    cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
+    cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
+    cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=int, default=400, help="number of attack submissions")

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import LossScorer, Scorer, get_scorer
+from ladderlab.bounds import TheoreticalBound
 from ladderlab.validation import check_prediction_matrix
 
 FloatArray = NDArray[np.float64]
@@ -75,6 +76,11 @@ class Mechanism(Plugin):
         self._check_params()
         self._start()
         return self
+
+    def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound | None:
+        """The theory's bound on the leaderboard error after ``k`` submissions on ``n``
+        holdout points, where there is one (None by default)."""
+        return None
 
     def submit(self, prediction: ArrayLike) -> float:
         """Score one prediction vector and return the released score."""

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import math
+
+from ladderlab.bounds import TheoreticalBound, kaggle_boosting_order
 from ladderlab.mechanism import FloatArray, Mechanism, require, round_to_multiple
 
 
@@ -17,6 +20,10 @@ class Kaggle(Mechanism):
 
     def _check_params(self) -> None:
         require(self.alpha > 0, f"alpha must be positive, got {self.alpha}")
+
+    def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound | None:
+        """Theorem 5.1's Ω(√(k/n)) against boosting, which needs α ≤ 1/√n."""
+        return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
     def _release(self, P: FloatArray) -> FloatArray:
         return round_to_multiple(self.scorer_.score_many(self.labels_, P), self.alpha)

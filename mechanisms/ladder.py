@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from ladderlab.bounds import TheoreticalBound, ladder_error_bound
 from ladderlab.ladder import Ladder
 from ladderlab.mechanism import FloatArray, require, round_to_multiple
 
@@ -21,6 +22,10 @@ class FixedLadder(Ladder):
 
     def _check_params(self) -> None:
         require(self.eta > 0, f"eta must be positive, got {self.eta}")
+
+    def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound:
+        """Theorem 3.1 at this η."""
+        return ladder_error_bound(n, k, self.eta)
 
     def _margins(self, losses: FloatArray | None, rows: int) -> float:
         return self.eta

@@ -7,7 +7,14 @@ from ladderlab.stats.extrapolation import (
     outscored_counts,
     unbiased_accuracy,
 )
-from ladderlab.stats.sota import BestOfM, SotaEstimate, best_of_m, estimate_sota, read_numbers, simulate_best_of_m
+from ladderlab.stats.sota import (
+    BestOfM,
+    SotaEstimate,
+    best_of_m,
+    estimate_sota,
+    read_numbers,
+    simulate_best_of_m,
+)
 
 __all__ = [
     "BestOfM",
