@@ -125,13 +125,14 @@ def certify(
         run = report.load_run(out)
     wall_time = time.perf_counter() - start
     table = report.summary(run.results)
+    certified = MECHANISMS.make(mechanism, **params)
     battery = []
     for row in report.summary_records(table[(table.mechanism == mechanism) & (table.attack != "honest")]):
         reference = table[(table.mechanism == REFERENCE) & (table.attack == row["attack"])
                           & (table.budget == row["params"]["budget"])]
         row["reference_delta_median"] = float(reference.delta_median.iloc[0]) if len(reference) else None
         row["passes"] = bool(row["n_ok"] and row["delta_median"] > -tau and row["lberr_median"] < epsilon)
-        bound = MECHANISMS.make(mechanism, **params).leaderboard_error_bound(n, row["params"]["budget"])
+        bound = certified.leaderboard_error_bound(n, row["params"]["budget"])
         row["theoretical_bound"] = None if bound is None else {
             "kind": bound.kind, "value": bound.value, "statement": bound.statement, "reference": bound.reference}
         battery.append(row)
@@ -139,7 +140,7 @@ def certify(
     honest_rows = table[table.attack == "honest"].set_index("mechanism")
     return {
         "mechanism": mechanism,
-        "params": MECHANISMS.make(mechanism, **params).get_params(),
+        "params": certified.get_params(),
         "n": n,
         "budgets": budgets,
         "replications": replications,
@@ -221,6 +222,4 @@ def _float(value: float | None) -> str:
 
 
 def _interval(row: dict[str, Any], measure: str) -> str:
-    if row[f"{measure}_median"] is None:
-        return "–"
-    return f"{row[f'{measure}_median']:.4f} [{row[f'{measure}_lo']:.4f}, {row[f'{measure}_hi']:.4f}]"
+    return report.interval_text(row[f"{measure}_median"], row[f"{measure}_lo"], row[f"{measure}_hi"])

@@ -15,9 +15,9 @@ from typing import ClassVar, Self
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ladderlab.bounds import TheoreticalBound
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import LossScorer, Scorer, get_scorer
-from ladderlab.bounds import TheoreticalBound
 from ladderlab.validation import check_prediction_matrix
 
 FloatArray = NDArray[np.float64]

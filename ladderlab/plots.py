@@ -239,6 +239,6 @@ def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
         figures += [scores_figure(sweep), delta_figure(sweep)]
         if sweep.results.groupby("cell").submissions.median().nunique() > 1 and sweep.x_name is not None:
             figures.append(submissions_figure(sweep))
-        if "released" in sweep.results and sweep.results.marks.map(lambda m: bool(m) and m != "{}").any():
+        if "marks" in sweep.results and sweep.results.marks.map(lambda m: bool(m) and m != "{}").any():
             figures.append(trace_figure(sweep))
     return figures

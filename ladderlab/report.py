@@ -25,8 +25,8 @@ import pandas as pd
 
 from ladderlab import plots
 from ladderlab.naming import plugin_label
-from ladderlab.runner import RunDirectoryError, load_results
-from ladderlab.scenario import Scenario, cells
+from ladderlab.runner import RunDirectoryError, cell_records, load_results
+from ladderlab.scenario import Scenario
 
 GROUP_KEYS = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
 MEASURES = {"delta": "delta", "lberr": "leaderboard_error", "final_released": "final_released", "final_final": "final_final"}
@@ -83,6 +83,11 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def interval_text(median: float | None, lo: float | None, hi: float | None) -> str:
+    """``median [lo, hi]`` to four decimals, or a dash when nothing finished."""
+    return "–" if _missing(median) else f"{median:.4f} [{lo:.4f}, {hi:.4f}]"
+
+
 @dataclass(frozen=True)
 class RunStatus:
     """What a run directory holds compared with what its scenario asks for."""
@@ -106,43 +111,39 @@ class RunStatus:
         lines = [f"{len(self.finished)} of {len(self.expected)} cells finished"]
         if self.missing:
             lines.append(f"{len(self.missing)} cells have no results yet (still running, interrupted, or not started):")
-            lines += [f"  - {_cell_label(cell)}" for cell in self.missing]
+            lines += [f"  - {_cell_label(cell['task'], cell['mechanism'], cell['attack'], cell['budget'])}"
+                      for cell in self.missing]
         if self.results.empty:
             return lines
         for status, verb in (("failed", "failed"), ("skipped", "were skipped")):
             rows = self.results[self.results.status == status]
             for (_, error), group in rows.groupby(["cell", "error"], sort=True):
                 first = group.iloc[0]
-                label = " × ".join(plugin_label(first[name], first[f"{name}_params"]) for name in ("task", "mechanism", "attack"))
-                lines.append(f"{len(group)} replications {verb} in {label}: {error}")
+                pairs = [(first[name], first[f"{name}_params"]) for name in ("task", "mechanism", "attack")]
+                lines.append(f"{len(group)} replications {verb} in {_cell_label(*pairs)}: {error}")
         return lines
 
 
-def _cell_label(cell: dict[str, Any]) -> str:
-    parts = [plugin_label(*cell[name]) for name in ("task", "mechanism", "attack")]
-    budget = "" if cell["budget"] is None else f", budget {cell['budget']}"
-    return " × ".join(parts) + budget
+def _cell_label(task: tuple[str, Any], mechanism: tuple[str, Any], attack: tuple[str, Any], budget: Any = None) -> str:
+    """``task × mechanism × attack``, each with its parameters, and the budget if there is one."""
+    label = " × ".join(plugin_label(*pair) for pair in (task, mechanism, attack))
+    return label if budget is None else f"{label}, budget {budget}"
 
 
 @dataclass(frozen=True)
 class Run:
-    """A run directory read back: its manifest and every finished replication."""
+    """A run directory read back: its manifest, the cells its scenario expands to, and every
+    finished replication (in the scenario's cell order)."""
 
     directory: Path
     manifest: dict[str, Any]
+    expected_cells: list[dict[str, Any]]
     results: pd.DataFrame
 
     @property
     def status(self) -> RunStatus:
-        expected = self.manifest.get("cells")
-        if expected is None:
-            expected = [
-                {"key": cell.key, "task": cell.task, "mechanism": cell.mechanism, "attack": cell.attack,
-                 "budget": cell.budget, "oracle": cell.oracle}
-                for cell in cells(Scenario.model_validate(self.manifest["scenario"]))
-            ]
         finished = frozenset(self.results.cell) if not self.results.empty else frozenset()
-        return RunStatus(expected, finished, self.results)
+        return RunStatus(self.expected_cells, finished, self.results)
 
 
 def load_run(directory: str | Path) -> Run:
@@ -155,12 +156,15 @@ def load_run(directory: str | Path) -> Run:
         manifest = json.loads(manifest_path.read_text())
     except json.JSONDecodeError as error:
         raise RunDirectoryError(f"{manifest_path}: not valid JSON: {error}") from None
+    expected = manifest.get("cells")
+    if expected is None:  # written before manifests listed their cells: needs the plugins installed
+        expected = cell_records(Scenario.model_validate(manifest["scenario"]))
     results = load_results(directory, submissions=True)
-    if not results.empty and "cells" in manifest:
-        order = {cell["key"]: position for position, cell in enumerate(manifest["cells"])}
+    if not results.empty:
+        order = {cell["key"]: position for position, cell in enumerate(expected)}
         results = results.sort_values(["cell", "replication"], key=lambda c: c.map(order) if c.name == "cell" else c,
                                       ignore_index=True)
-    return Run(directory, manifest, results)
+    return Run(directory, manifest, expected, results)
 
 
 MEASURE_TITLES = {"delta": "Δ", "lberr": "lb error", "final_released": "released", "final_final": "final"}
@@ -184,8 +188,7 @@ def text_table(table: pd.DataFrame) -> str:
     shown = _labelled(table)
     for short, title in MEASURE_TITLES.items():
         shown[f"{title} median [95%]"] = [
-            "–" if _missing(m) else f"{m:.4f} [{lo:.4f}, {hi:.4f}]"
-            for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
+            interval_text(m, lo, hi) for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
         ]
     with pd.option_context("display.width", 400, "display.max_colwidth", 60, "display.max_rows", 1000):
         return shown.to_string(index=False)

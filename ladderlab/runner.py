@@ -69,10 +69,16 @@ def prepare(scenario: Scenario, out: Path) -> None:
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
         "versions": _versions(scenario),
-        "cells": [{"key": cell.key, **dataclasses.asdict(cell)} for cell in cells(scenario)],
+        "cells": cell_records(scenario),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
+
+
+def cell_records(scenario: Scenario) -> list[dict[str, Any]]:
+    """Every cell of ``scenario`` as plain data (key, task, mechanism, attack, budget, oracle),
+    as the manifest lists them."""
+    return [{"key": cell.key, **dataclasses.asdict(cell)} for cell in cells(scenario)]
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

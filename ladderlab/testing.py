@@ -297,10 +297,9 @@ ATTACK_CHECKS: dict[str, Check] = {
 
 def plugin_checks(plugin: Mechanism | Attack) -> Iterator[tuple[str, Check]]:
     """The checks that apply to ``plugin``, as (name, check) pairs."""
-    checks = MECHANISM_CHECKS if isinstance(plugin, Mechanism) else ATTACK_CHECKS
     if not isinstance(plugin, (Mechanism, Attack)):
         raise TypeError(f"expected a Mechanism or an Attack, got {type(plugin).__name__}")
-    yield from checks.items()
+    yield from (MECHANISM_CHECKS if isinstance(plugin, Mechanism) else ATTACK_CHECKS).items()
 
 
 def expected_failure(plugin: Mechanism | Attack, name: str) -> str | None:
@@ -308,7 +307,9 @@ def expected_failure(plugin: Mechanism | Attack, name: str) -> str | None:
     return getattr(plugin, "expected_check_failures", {}).get(name)
 
 
-def _check_all(plugin: Mechanism | Attack) -> None:
+def _check_all(plugin: Mechanism | Attack, kind: type) -> None:
+    if not isinstance(plugin, kind):
+        raise TypeError(f"expected {kind.__name__}, got {type(plugin).__name__}")
     for name, check in plugin_checks(plugin):
         if expected_failure(plugin, name) is None:
             check(plugin)
@@ -316,16 +317,12 @@ def _check_all(plugin: Mechanism | Attack) -> None:
 
 def check_mechanism(mechanism: Mechanism) -> None:
     """Run every mechanism check (except those the plugin declares it fails); raise the first failure."""
-    if not isinstance(mechanism, Mechanism):
-        raise TypeError(f"expected a Mechanism, got {type(mechanism).__name__}")
-    _check_all(mechanism)
+    _check_all(mechanism, Mechanism)
 
 
 def check_attack(attack: Attack) -> None:
     """Run every attack check (except those the plugin declares it fails); raise the first failure."""
-    if not isinstance(attack, Attack):
-        raise TypeError(f"expected an Attack, got {type(attack).__name__}")
-    _check_all(attack)
+    _check_all(attack, Attack)
 
 
 def parametrize_checks(*plugins: Mechanism | Attack) -> Callable[[Callable[..., Any]], Any]:

@@ -73,7 +73,9 @@ def test_a_bad_mechanism_parameter_is_refused_before_running(capsys):
 def test_theorem_3_1_bounds_the_ladders_error_against_adaptive_boosting(seed, eta, variant):
     """Over 40 replications of a boosting analyst (k = 300, n = 3000 public labels, population
     loss ½), the number whose leaderboard error exceeds ε + η is consistent, by an exact
-    binomial test at level 1e-6, with Theorem 3.1's probability bound (union over t ≤ k)."""
+    binomial test at level 1e-6, with Theorem 3.1's probability bound (union over t ≤ k).
+    At sizes a test can afford the bound is loose (ε + η ≈ 0.24 here, above what boosting
+    does even to Kaggle), so this guards the theorem's statement; the next test is the sharp one."""
     n, k, replications, bound_probability = 3000, 300, 40, 0.5
     bound = ladder_error_bound(n, k, eta, delta=bound_probability)
     task = TASKS.make("random-labels", n_public=n, n_holdout=2 * n)
@@ -89,13 +91,15 @@ def test_theorem_3_1_tail_is_a_probability_and_shrinks_with_n():
 
 
 @settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), eta=st.sampled_from([0.02, 0.05, 0.1]))
+@given(seed=st.integers(0, 2**32 - 1), eta=st.sampled_from([0.05, 0.1, 0.2]))
 def test_the_ladder_moves_at_most_1_over_eta_times(seed, eta):
-    """The description-length core of Theorem 3.1's proof: after the first release every
-    release is a multiple of η at least η below the last, so a loss in [0, 1] takes at most
-    1/η + 1 values, whatever the analyst does."""
+    """The description-length core of Theorem 3.1's proof: the Ladder accepts a new best only
+    η below the last, so on a loss in [0, 1] it changes state at most 1/η + 1 times, whatever
+    the analyst does. (A Ladder without the margin accepts 69 times at η = 0.1 here.)"""
     task = TASKS.make("random-labels", n_public=500, n_holdout=1000)
-    result = duel(task, MECHANISMS.make("ladder", eta=eta), ATTACKS.make("boosting", k=400, variant="ladder"), seed=seed)
+    ladder = MECHANISMS.make("ladder", eta=eta)
+    result = duel(task, ladder, ATTACKS.make("boosting", k=400, variant="ladder"), seed=seed)
+    assert len(ladder.acceptances_) <= 1 / eta + 1
     assert len(np.unique(result.released)) <= 1 / eta + 1
 
 
