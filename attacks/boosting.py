@@ -6,7 +6,7 @@ import numpy as np
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.mechanism import require, require_count
+from ladderlab.params import Interval, Options
 from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
@@ -24,6 +24,11 @@ class Boosting(Attack):
     id = "boosting"
     reference = "Blum & Hardt 2015, §5"
     task_types = frozenset({"classification"})
+    _parameter_constraints = {
+        "k": [Interval(int, 1, None)],
+        "variant": [Options({"kaggle", "ladder"})],
+        "batch": [Interval(int, 1, None)],
+    }
 
     def __init__(self, k: int = 400, variant: str = "kaggle", batch: int = 1000):
         self.k = k
@@ -43,9 +48,6 @@ class Boosting(Attack):
         return super().incompatibility(data)
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        require_count("k", self.k)
-        require_count("batch", self.batch)
-        require(self.variant in ("kaggle", "ladder"), f"variant must be 'kaggle' or 'ladder', got {self.variant!r}")
         sign = get_scorer(data.scorer).sign
         k = self.k if board.remaining is None else min(self.k, board.remaining)
         votes = np.zeros(board.holdout_size)

@@ -40,6 +40,14 @@ class Attack(Plugin):
         ``ladderlab certify``); by default none, for attacks that read ``board.remaining``."""
         return {}
 
+    @classmethod
+    def strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
+        """The parameter settings to try at a budget of ``budget`` submissions on ``n``
+        public holdout points, from weaker to stronger; ``certify`` reports an attack's
+        worst case over them. Each entry includes what ``budget_params`` gives. By
+        default the one setting of ``budget_params``."""
+        return [cls.budget_params(budget)]
+
     def marks(self) -> dict[str, list[int]]:
         """After ``run``: named lists of submission indices (0-based) that a trace plot should
         mark, such as the jumps the attack located. None by default."""

@@ -93,6 +93,7 @@ def play(
     if reason:
         raise Incompatible(reason)
     data = split.public
+    attack.validate_params()
     mechanism.bind(split.y_public, data.scorer, mechanism_rng, classes=data.classes)
     leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
     board = Board(leaderboard, budget=budget, oracle=oracle)
@@ -138,6 +139,7 @@ def duel(
     The task's data depend on (task, replication) only and the attacker's coins on
     (attack, task, replication) only: common random numbers across mechanisms.
     """
+    task.validate_params()
     task_spec, mechanism_spec, attack_spec = spec(task), spec(mechanism), spec(attack)
     split = task.split(stream(seed, "task", task_spec, replication))
     return play(

@@ -73,6 +73,7 @@ class Mechanism(Plugin):
         self.classes_ = np.unique(labels if classes is None else np.asarray(classes, dtype=float))
         self.released_: list[float] = []
         self.acceptances_: list[int] = []
+        self.validate_params()
         self._check_params()
         self._start()
         return self
@@ -110,7 +111,9 @@ class Mechanism(Plugin):
         return self.acceptances_[-1] if self.acceptances_ else None
 
     def _check_params(self) -> None:
-        """Raise ``ValueError`` for parameter values the mechanism cannot use."""
+        """Raise ``ValueError`` for parameter values the declaration cannot express (relations
+        between parameters, or with the bound labels); single values are declared in
+        ``_parameter_constraints``."""
 
     def _start(self) -> None:
         """Initialise the per-leaderboard state (called by ``bind``)."""

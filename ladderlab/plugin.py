@@ -2,8 +2,9 @@
 
 Parameters are keyword arguments of ``__init__`` stored unchanged under their own
 names; ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr come from
-:class:`sklearn.base.BaseEstimator`. Validation of parameter values happens when the
-plugin is put to work (``bind`` for mechanisms, ``run`` for attacks), never in
+:class:`sklearn.base.BaseEstimator`. Each class declares the admissible values of its
+parameters in ``_parameter_constraints`` (:mod:`ladderlab.params`); they are checked in
+one place, :meth:`Plugin.validate_params`, when the plugin is put to work, never in
 ``__init__``. State created by work carries a trailing underscore.
 """
 
@@ -13,6 +14,8 @@ import inspect
 from typing import Any, ClassVar
 
 from sklearn.base import BaseEstimator
+
+from ladderlab.params import Constraint, validate_params
 
 
 class Plugin(BaseEstimator):
@@ -24,6 +27,12 @@ class Plugin(BaseEstimator):
     """Where the algorithm is specified, e.g. ``"Chaibub Neto et al. 2016, Alg. 3"``."""
     version: ClassVar[str] = "1"
     """Bumped when the plugin's results change for the same parameters and seed."""
+    _parameter_constraints: ClassVar[dict[str, list[Constraint | None]]] = {}
+    """Admissible values of each ``__init__`` parameter (see :mod:`ladderlab.params`)."""
+
+    def validate_params(self) -> None:
+        """Raise :class:`ladderlab.params.ParameterError` for a parameter value outside its declaration."""
+        validate_params(self)
 
     @classmethod
     def summary(cls) -> str:

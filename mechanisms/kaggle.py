@@ -3,7 +3,8 @@ from __future__ import annotations
 import math
 
 from ladderlab.bounds import TheoreticalBound, kaggle_boosting_order
-from ladderlab.mechanism import FloatArray, Mechanism, require, round_to_multiple
+from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
+from ladderlab.params import Interval
 
 
 class Kaggle(Mechanism):
@@ -14,12 +15,10 @@ class Kaggle(Mechanism):
 
     id = "kaggle"
     reference = "Blum & Hardt 2015, Fig. 7"
+    _parameter_constraints = {"alpha": [Interval(float, 0, None, closed="neither")]}
 
     def __init__(self, alpha: float = 1e-5):
         self.alpha = alpha
-
-    def _check_params(self) -> None:
-        require(self.alpha > 0, f"alpha must be positive, got {self.alpha}")
 
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound | None:
         """Theorem 5.1's Ω(√(k/n)) against boosting, which needs α ≤ 1/√n."""

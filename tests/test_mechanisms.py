@@ -238,7 +238,7 @@ def test_t_test_mechanisms_refuse_whole_vector_metrics(mechanism_id):
 @pytest.mark.parametrize(
     "mechanism_id, params, message",
     [
-        ("kaggle", {"alpha": 0}, "alpha must be positive"),
+        ("kaggle", {"alpha": 0}, "'alpha' = 0 is invalid"),
         ("ladder", {"eta": -1}, "eta must be positive"),
         ("ladder-t", {"alpha": 1.5}, "alpha must lie in"),
         ("ladder-boot", {"b": 0}, "b must be a whole number"),
