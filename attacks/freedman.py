@@ -4,7 +4,7 @@ import numpy as np
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.mechanism import require_count
+from ladderlab.params import Interval
 from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
@@ -22,12 +22,12 @@ class Freedman(Attack):
     id = "freedman"
     reference = "Chaibub Neto et al. 2016, Results (Freedman's attack)"
     task_types = frozenset({"regression"})
+    _parameter_constraints = {"k": [Interval(int, 1, None)]}
 
     def __init__(self, k: int = 10):
         self.k = k
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        require_count("k", self.k)
         p = data.X_train.shape[1]
         submitted = np.arange(p if board.remaining is None else min(p, board.remaining))
         predictions = forward_step_predictions(data.X_train, data.y_train, data.X_holdout, [], submitted)

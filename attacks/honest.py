@@ -8,9 +8,12 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.naming import unknown_name_error
+from ladderlab.params import ListOf, Options
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.tasks import PublicData
+
+
+MODELS = ("ridge", "lasso", "knn", "random-forest")
 
 
 def _models(task_type: str, seed: int) -> dict[str, BaseEstimator]:
@@ -40,8 +43,9 @@ class Honest(Attack):
     id = "honest"
     version = "2"  # 2: lasso models seeded from the attack's Generator, not numpy's global state
     reference = "Control participant (Blum & Hardt §6; Chaibub Neto et al., Discussion)"
+    _parameter_constraints = {"models": [ListOf(Options(MODELS), min_length=1)]}
 
-    def __init__(self, models: tuple[str, ...] = ("ridge", "lasso", "knn", "random-forest")):
+    def __init__(self, models: tuple[str, ...] = MODELS):
         self.models = models
 
     def incompatibility(self, data: PublicData) -> str | None:
@@ -51,9 +55,6 @@ class Honest(Attack):
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         available = _models(data.task_type, int(rng.integers(2**31)))
-        for name in self.models:
-            if name not in available:
-                raise unknown_name_error("honest model", name, available)
         scorer = get_scorer(data.scorer)
         predictions = []
         for name in self.models:

@@ -7,7 +7,7 @@ import numpy as np
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
 from ladderlab.changepoint import binary_segmentation
-from ladderlab.mechanism import require, require_count
+from ladderlab.params import Interval, Options
 from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
@@ -64,6 +64,14 @@ class StepForward(Attack):
     id = "step-forward"
     reference = "Chaibub Neto et al. 2016, Alg. 7 and Discussion (repeated submissions)"
     task_types = frozenset({"regression"})
+    _parameter_constraints = {
+        "iterations": [Interval(int, 1, None)],
+        "jump": [Options({"last-record", "binseg"})],
+        "changepoints": [Interval(int, 1, None), Options({"oracle", "penalty"})],
+        "penalty_scale": [Interval(float, 0, None)],
+        "rules": [Options({"textbook", "r"})],
+        "repeats": [Interval(int, 1, None)],
+    }
 
     def __init__(
         self,
@@ -81,19 +89,7 @@ class StepForward(Attack):
         self.rules = rules
         self.repeats = repeats
 
-    def _check(self) -> None:
-        require_count("iterations", self.iterations)
-        require_count("repeats", self.repeats)
-        require(self.jump in ("last-record", "binseg"), f"jump must be 'last-record' or 'binseg', got {self.jump!r}")
-        require(self.rules in ("textbook", "r"), f"rules must be 'textbook' or 'r', got {self.rules!r}")
-        require(
-            self.changepoints in ("oracle", "penalty")
-            or (isinstance(self.changepoints, int) and self.changepoints >= 1),
-            f"changepoints must be a whole number ≥ 1, 'oracle' or 'penalty', got {self.changepoints!r}",
-        )
-
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        self._check()
         sign = get_scorer(data.scorer).sign
         selected: list[int] = []
         self.iteration_starts_: list[int] = []

@@ -13,7 +13,8 @@ from abc import abstractmethod
 import numpy as np
 
 from ladderlab.bootstrap import posterior_probability_of_improvement
-from ladderlab.mechanism import FloatArray, Mechanism, require, require_count
+from ladderlab.mechanism import FloatArray, Mechanism
+from ladderlab.params import Interval, Vector
 from ladderlab.validation import check_prediction_matrix
 
 
@@ -31,20 +32,21 @@ class BayesBootLadderBase(Mechanism):
     """
 
     releases_best = True
+    _parameter_constraints = {
+        "B": [Interval(int, 1, None)],
+        "alpha": [Interval(float, 0, 1, closed="neither"), None],
+        "po_threshold": [Interval(float, 0, None, closed="neither"), None],
+        "initial_prediction": [Vector(), None],
+    }
 
     def _check_params(self) -> None:
-        require_count("B", self.B)
-        if self.po_threshold is not None:
-            require(self.po_threshold > 0, f"po_threshold must be positive, got {self.po_threshold}")
-            self.po_threshold_ = float(self.po_threshold)
-        else:
-            require(
-                self.alpha is not None and 0.0 < self.alpha < 1.0,
-                f"alpha must lie in (0, 1), got {self.alpha}",
-            )
-            self.po_threshold_ = (1.0 - self.alpha) / self.alpha
+        if self.alpha is None and self.po_threshold is None:
+            raise ValueError(f"{self.id}: give alpha or po_threshold (both are None)")
 
     def _start(self) -> None:
+        self.po_threshold_ = (
+            float(self.po_threshold) if self.po_threshold is not None else (1.0 - self.alpha) / self.alpha
+        )
         if self.initial_prediction is None:
             self.best_prediction_: FloatArray | None = None
         else:

@@ -22,7 +22,8 @@ from typing import ClassVar
 import numpy as np
 from scipy import stats
 
-from ladderlab.mechanism import FloatArray, Mechanism, require, round_to_multiple
+from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
+from ladderlab.params import Interval
 
 _FIRST_BLOCK = 16
 _BLOCK_ELEMENTS = 1 << 21
@@ -102,6 +103,16 @@ class PairedTTestLadder(Ladder):
     """
 
     requires_loss = True
+    _parameter_constraints = {
+        "alpha": [Interval(float, 0, 0.5, closed="right"), None],
+        "critical_value": [Interval(float, 0, None), None],
+    }
+    """α must lie in (0, 0.5]: α > 0.5 makes c_α negative, so worse submissions would be
+    accepted; for the same reason a given c must be ≥ 0."""
+
+    def _check_params(self) -> None:
+        if self.alpha is None and self.critical_value is None:
+            raise ValueError(f"{self.id}: give alpha or critical_value (both are None)")
 
     def _start(self) -> None:
         super()._start()
@@ -121,20 +132,7 @@ class PairedTTestLadder(Ladder):
 
 
 def t_critical_value(alpha: float | None, critical_value: float | None, n: int) -> float:
-    """c_α = t⁻¹_{n−1}(1 − α) (NOTES.md 1: the upper quantile); a given critical value wins.
-
-    α must lie in (0, 0.5] and c must be ≥ 0: a negative c would accept, and
-    release, submissions that are worse than the best.
-    """
+    """c_α = t⁻¹_{n−1}(1 − α) (NOTES.md 1: the upper quantile); a given critical value wins."""
     if critical_value is not None:
-        require(
-            np.isfinite(critical_value) and critical_value >= 0,
-            f"critical_value must be finite and ≥ 0, got {critical_value}",
-        )
         return float(critical_value)
-    require(
-        alpha is not None and 0.0 < alpha <= 0.5,
-        f"alpha must lie in (0, 0.5], got {alpha} (α > 0.5 makes c_α negative, so worse "
-        "submissions would be accepted)",
-    )
     return float(stats.t.ppf(1.0 - alpha, n - 1))

@@ -74,7 +74,6 @@ class Mechanism(Plugin):
         self.released_: list[float] = []
         self.acceptances_: list[int] = []
         self.validate_params()
-        self._check_params()
         self._start()
         return self
 
@@ -110,13 +109,9 @@ class Mechanism(Plugin):
         """The submission that is the current best (None before the first acceptance)."""
         return self.acceptances_[-1] if self.acceptances_ else None
 
-    def _check_params(self) -> None:
-        """Raise ``ValueError`` for parameter values the declaration cannot express (relations
-        between parameters, or with the bound labels); single values are declared in
-        ``_parameter_constraints``."""
-
     def _start(self) -> None:
-        """Initialise the per-leaderboard state (called by ``bind``)."""
+        """Initialise the per-leaderboard state (called by ``bind``); raise ``ValueError`` for a
+        parameter that does not fit the bound labels."""
 
     @abstractmethod
     def _release(self, P: FloatArray) -> FloatArray:

@@ -26,13 +26,25 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 
 class ParameterError(ValueError):
     """A plugin parameter with a value the plugin cannot use; the message names both."""
 
+    def __init__(self, message: str, parameter: str):
+        super().__init__(message)
+        self.parameter = parameter
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.parameter)
+
 
 class Constraint:
     """One admissible form of a parameter value."""
+
+    single_value_list: bool = False
+    """True when a list satisfying this constraint is one value (a scenario grid must not expand it)."""
 
     def accepts(self, value: Any) -> bool:
         raise NotImplementedError
@@ -147,6 +159,7 @@ class ListOf(Constraint):
 
     item: Constraint
     min_length: int = 0
+    single_value_list = True
 
     def accepts(self, value: Any) -> bool:
         return (
@@ -158,6 +171,28 @@ class ListOf(Constraint):
     def describe(self) -> str:
         at_least = f"at least {self.min_length} " if self.min_length else ""
         return f"a list of {at_least}items, each {self.item.describe()}"
+
+
+@dataclass(frozen=True)
+class Vector(Constraint):
+    """A one-dimensional sequence of finite real numbers (a list, tuple or numpy vector).
+
+    Its length is a relation with the data (checked when the plugin is bound); a
+    parameter declared this way is a single value, never expanded into a grid.
+    """
+
+    single_value_list = True
+
+    def accepts(self, value: Any) -> bool:
+        if not isinstance(value, (list, tuple, np.ndarray)):
+            return False
+        array = np.asarray(value)
+        if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+            return False
+        return array.ndim == 1 and array.size > 0 and bool(np.isfinite(array).all())
+
+    def describe(self) -> str:
+        return "a vector of finite numbers"
 
 
 @dataclass(frozen=True)
@@ -185,7 +220,7 @@ def describe(constraints: list[Constraint | None]) -> str:
 def list_valued(cls: type, name: str) -> bool:
     """True when ``cls`` declares parameter ``name`` as a list (a scenario grid must not expand it)."""
     constraints = getattr(cls, "_parameter_constraints", {}).get(name, [])
-    return any(isinstance(c, ListOf) for c in constraints)
+    return any(c is not None and c.single_value_list for c in constraints)
 
 
 def check_value(owner: str, name: str, value: Any, constraints: list[Constraint | None]) -> None:
@@ -195,7 +230,7 @@ def check_value(owner: str, name: str, value: Any, constraints: list[Constraint 
     hints = [c.hint(value) for c in constraints if c is not None]
     hint = next((h for h in hints if h), "")
     message = f"{owner}: parameter {name!r} = {value!r} is invalid; it must be {describe(constraints)}"
-    raise ParameterError(f"{message} ({hint})" if hint else message)
+    raise ParameterError(f"{message} ({hint})" if hint else message, name)
 
 
 def validate_params(plugin: Any) -> None:
@@ -213,6 +248,6 @@ def validate_params(plugin: Any) -> None:
     for name, value in plugin.get_params(deep=False).items():
         if name not in declared:
             raise ParameterError(
-                f"{owner}: parameter {name!r} has no entry in {cls.__name__}._parameter_constraints"
+                f"{owner}: parameter {name!r} has no entry in {cls.__name__}._parameter_constraints", name
             )
         check_value(owner, name, value, declared[name])

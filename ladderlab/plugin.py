@@ -31,8 +31,15 @@ class Plugin(BaseEstimator):
     """Admissible values of each ``__init__`` parameter (see :mod:`ladderlab.params`)."""
 
     def validate_params(self) -> None:
-        """Raise :class:`ladderlab.params.ParameterError` for a parameter value outside its declaration."""
+        """Raise :class:`ladderlab.params.ParameterError` for a parameter value outside its
+        declaration, or ``ValueError`` from :meth:`_check_params` for values that do not go together."""
         validate_params(self)
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Raise ``ValueError`` for relations between parameters that the declaration cannot
+        express (e.g. "n_public < n_holdout"); single values are declared in
+        ``_parameter_constraints``. Runs after the declared checks, with no data at hand."""
 
     @classmethod
     def summary(cls) -> str:

@@ -48,10 +48,14 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
             counts[status] = 0
     table = results.drop_duplicates("cell").set_index("cell")[GROUP_KEYS]
     table = table.join(counts[["ok", "failed", "skipped"]].rename(columns=lambda s: f"n_{s}"))
-    by_cell = results[results.status == "ok"].groupby("cell")
+    finished = results[results.status == "ok"]
     for short, column in MEASURES.items():
-        quantiles = by_cell[column].quantile([0.5, *INTERVAL]).unstack()
-        quantiles.columns = [f"{short}_median", f"{short}_lo", f"{short}_hi"]
+        names = [f"{short}_median", f"{short}_lo", f"{short}_hi"]
+        if finished.empty:  # every replication failed or was skipped: nothing to summarise
+            table[names] = float("nan")
+            continue
+        quantiles = finished.groupby("cell")[column].quantile([0.5, *INTERVAL]).unstack()
+        quantiles.columns = names
         table = table.join(quantiles, how="left")
     return table.reset_index()[columns]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -36,7 +37,7 @@ from tqdm import tqdm
 import ladderlab
 from ladderlab.duel import Incompatible, duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.scenario import Cell, Scenario, cells, load
+from ladderlab.scenario import Cell, Scenario, cells, load, preflight
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
 
@@ -182,6 +183,8 @@ def run(
         scenario = load(scenario, replications)
     elif replications is not None:
         scenario = scenario.model_copy(update={"replications": replications})
+    check_backend(backend, scheduler, jobs)
+    preflight(scenario)
     out = Path(out) if out is not None else Path("runs") / scenario.name
     prepare(scenario, out)
     todo = pending_cells(scenario, out)
@@ -190,14 +193,42 @@ def run(
     if backend == "dask":
         from dask.distributed import Client
 
-        with Client(scheduler) if scheduler else Client(processes=False):
+        with Client(scheduler, timeout=SCHEDULER_TIMEOUT) if scheduler else Client(processes=False):
             with joblib.parallel_backend("dask"):
                 _drain(joblib.Parallel(return_as="generator")(tasks), len(todo), show)
-    elif backend == "loky":
-        _drain(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks), len(todo), show)
     else:
-        raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
+        _drain(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks), len(todo), show)
     return load_results(out)
+
+
+SCHEDULER_TIMEOUT = 10
+"""Seconds to wait for a Dask scheduler that accepted the connection to answer."""
+
+
+class BackendError(ValueError):
+    """A backend, scheduler or worker count that cannot run the scenario."""
+
+
+def check_backend(backend: str, scheduler: str | None, jobs: int) -> None:
+    """Refuse a bad backend setup before any work: an unknown backend, a scheduler without
+    the dask backend, a worker count below 1 (or -1, every core), an unreachable scheduler."""
+    if backend not in ("loky", "dask"):
+        raise BackendError(f"backend must be 'loky' or 'dask', got {backend!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not (jobs >= 1 or jobs == -1):
+        raise BackendError(f"jobs must be a whole number ≥ 1 (or -1 for every core), got {jobs!r}")
+    if scheduler is None:
+        return
+    if backend != "dask":
+        raise BackendError(f"a scheduler ({scheduler!r}) needs the dask backend, not {backend!r}")
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        protocol, location = parse_address(scheduler)
+        if protocol in ("tcp", "tls"):
+            with socket.create_connection(parse_host_port(location), timeout=SCHEDULER_TIMEOUT):
+                pass
+    except (OSError, ValueError, TypeError) as error:
+        raise BackendError(f"cannot reach the Dask scheduler at {scheduler!r}: {error}") from None
 
 
 def _drain(results, total: int, show: bool) -> None:

@@ -2,7 +2,9 @@
 
 A scenario holds one or more ``[[matrix]]`` tables; each crosses its tasks,
 mechanisms and attacks. A parameter whose value is a list expands into a grid
-(asv-style); to pass one list as a value, wrap it: ``models = [["ridge", "knn"]]``.
+(asv-style), except a parameter the plugin declares list-valued
+(:class:`ladderlab.params.ListOf`, e.g. honest's ``models = ["ridge", "knn"]``),
+which is one value; a list of such lists is a grid of them.
 
 ```toml
 schema_version = 1
@@ -16,8 +18,15 @@ mechanisms = [{ id = "ladder-t", params = { alpha = [0.01, 0.15, 0.5] } }]
 attacks = [{ id = "step-forward", params = { iterations = [2, 3, 4, 5] }, budget = 2000 }]
 ```
 
-Errors name the file, the table and the key; unknown keys, plugin ids and
-parameters are errors with "did you mean" suggestions.
+Loading validates everything that can be known without data, before anything
+runs: types are strict (no string, bool or float for an integer), every cell's
+plugins are built and their parameters checked against their declarations
+(:mod:`ladderlab.params`) and relations, an empty grid and a cell listed twice (the
+same plugins and parameters, defaults included) are errors. :func:`preflight`
+then draws each task's first replication and binds every cell's mechanism to it,
+and says which cells cannot play (recorded as skipped, with the reason). Errors
+name the file, the matrix, the table, the key and the value; unknown keys, plugin
+ids, parameters and option values come with "did you mean" suggestions.
 """
 
 from __future__ import annotations
@@ -31,10 +40,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
-from ladderlab.naming import unknown_name_error
+from ladderlab.duel import incompatibility, spec
+from ladderlab.naming import plugin_label, unknown_name_error
+from ladderlab.params import ParameterError, list_valued
+from ladderlab.plugin import Plugin
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.seeding import stream
 
 SCHEMA_VERSION = 1
 
@@ -48,13 +62,13 @@ class _Strict(BaseModel):
 
 
 class PluginEntry(_Strict):
-    id: str
+    id: StrictStr
     params: dict[str, Any] = Field(default_factory=dict)
 
 
 class AttackEntry(PluginEntry):
-    budget: int | None = Field(default=None, ge=0, description="submissions allowed (None: unlimited)")
-    oracle: bool = Field(default=False, description="give the attack the paper's jump-count oracle")
+    budget: StrictInt | None = Field(default=None, ge=0, description="submissions allowed (None: unlimited)")
+    oracle: StrictBool = Field(default=False, description="give the attack the paper's jump-count oracle")
 
 
 class Matrix(_Strict):
@@ -65,19 +79,21 @@ class Matrix(_Strict):
 
 class Scenario(_Strict):
     schema_version: Literal[1]
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = ""
-    source: str = ""
-    replications: int = Field(ge=1)
-    seed: int = Field(default=0, ge=0)
+    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: StrictStr = ""
+    source: StrictStr = ""
+    replications: StrictInt = Field(ge=1)
+    seed: StrictInt = Field(default=0, ge=0)
     matrix: list[Matrix] = Field(min_length=1)
+    _source: str = PrivateAttr(default="scenario")
 
     @model_validator(mode="after")
-    def _known_plugins(self) -> Scenario:
+    def _valid_cells(self) -> Scenario:
         for i, matrix in enumerate(self.matrix):
             for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
                 for j, entry in enumerate(getattr(matrix, key)):
                     _check_entry(entry, registry, f"matrix[{i}].{key}[{j}]")
+        _check_duplicates(self)
         return self
 
     def identity(self) -> str:
@@ -90,6 +106,8 @@ _KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.mod
 
 
 def _check_entry(entry: PluginEntry, registry: Registry, where: str) -> None:
+    """The plugin exists, every parameter is known, and every combination of the entry's
+    grid builds a plugin whose parameters pass its declared and relational checks."""
     try:
         cls = registry.get(entry.id)
     except ValueError as error:
@@ -98,6 +116,39 @@ def _check_entry(entry: PluginEntry, registry: Registry, where: str) -> None:
     for name in entry.params:
         if name not in known:
             raise ValueError(f"{where}.params: {unknown_name_error(f'parameter of {entry.id!r}', name, known)}")
+    for name, value in entry.params.items():
+        if not grid_values(cls, name, value):
+            raise ValueError(
+                f"{where}.params.{name}: an empty list is an empty grid (no cells); give at least one value"
+            )
+    for params in expand(entry.params, cls):
+        try:
+            cls(**params).validate_params()
+        except ParameterError as error:
+            raise ValueError(f"{where}.params.{error.parameter}: {error}") from None
+        except ValueError as error:
+            raise ValueError(f"{where}.params: {error}") from None
+
+
+def _identity(cell: Cell) -> str:
+    """What a cell computes: its plugins with every parameter, defaults included."""
+    parts = [
+        spec(registry.make(plugin_id, **params))
+        for registry, (plugin_id, params) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack))
+    ]
+    return json.dumps([parts, cell.budget, cell.oracle], sort_keys=True, default=repr)
+
+
+def _check_duplicates(scenario: Scenario) -> None:
+    first_seen: dict[str, str] = {}
+    for where, cell in _located_cells(scenario):
+        identity = _identity(cell)
+        if identity in first_seen:
+            raise ValueError(
+                f"{where}: the cell {cell.label} is listed twice (also in {first_seen[identity]}; the same "
+                "plugins and parameters, defaults included): remove one"
+            )
+        first_seen[identity] = where
 
 
 @dataclass(frozen=True)
@@ -111,28 +162,88 @@ class Cell:
     oracle: bool
 
     @property
+    def label(self) -> str:
+        """``task × mechanism × attack`` with parameters (and the budget)."""
+        text = " × ".join(plugin_label(plugin_id, params) for plugin_id, params in (self.task, self.mechanism, self.attack))
+        return text if self.budget is None else f"{text}, budget {self.budget}"
+
+    @property
     def key(self) -> str:
         """A stable file name for the cell's results."""
         text = json.dumps([self.task, self.mechanism, self.attack, self.budget, self.oracle], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """The grid of a parameter table: one dict per combination of list values."""
+def grid_values(cls: type[Plugin] | None, name: str, value: Any) -> list[Any]:
+    """The values a parameter table entry stands for: a list is a grid of its items, except
+    for a parameter ``cls`` declares list-valued, where a list is one value and only a
+    list of lists is a grid."""
+    if not isinstance(value, list):
+        return [value]
+    if cls is not None and list_valued(cls, name):
+        return value if value and all(isinstance(v, list) for v in value) else [value]
+    return value
+
+
+def expand(params: dict[str, Any], cls: type[Plugin] | None = None) -> list[dict[str, Any]]:
+    """The grid of a parameter table: one dict per combination of grid values (see :func:`grid_values`)."""
     names = list(params)
-    values = [v if isinstance(v, list) else [v] for v in params.values()]
+    values = [grid_values(cls, name, value) for name, value in params.items()]
     return [dict(zip(names, combination)) for combination in itertools.product(*values)]
 
 
-def cells(scenario: Scenario) -> list[Cell]:
-    """Every cell of every matrix, in file order, without duplicates."""
-    found: dict[str, Cell] = {}
-    for matrix in scenario.matrix:
+def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
+    """Every cell of every matrix in file order, with the matrix it comes from."""
+    located = []
+    for i, matrix in enumerate(scenario.matrix):
         for task, mechanism, attack in itertools.product(matrix.tasks, matrix.mechanisms, matrix.attacks):
-            for tp, mp, ap in itertools.product(expand(task.params), expand(mechanism.params), expand(attack.params)):
-                cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)
-                found.setdefault(cell.key, cell)
+            grids = (
+                expand(task.params, TASKS.get(task.id)),
+                expand(mechanism.params, MECHANISMS.get(mechanism.id)),
+                expand(attack.params, ATTACKS.get(attack.id)),
+            )
+            for tp, mp, ap in itertools.product(*grids):
+                located.append((f"matrix[{i}]", Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)))
+    return located
+
+
+def cells(scenario: Scenario) -> list[Cell]:
+    """Every cell of every matrix, in file order (a valid scenario lists each cell once)."""
+    found: dict[str, Cell] = {}
+    for _, cell in _located_cells(scenario):
+        found.setdefault(cell.key, cell)
     return list(found.values())
+
+
+def preflight(scenario: Scenario) -> dict[str, str]:
+    """Check every cell against data before any replication runs; return the cells that
+    cannot play, by key, with the reason (the runner records them as skipped).
+
+    Each task draws its first replication (the same draw the run makes); every cell's
+    mechanism is bound to its public labels, which checks the parameters that relate
+    to the data (e.g. the length of an initial prediction). A failure raises
+    :class:`ScenarioError` naming the file, the matrix and the cell.
+    """
+    splits: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for where, cell in _located_cells(scenario):
+        try:
+            task = TASKS.make(cell.task[0], **cell.task[1])
+            task_key = json.dumps(spec(task), sort_keys=True, default=repr)
+            if task_key not in splits:
+                splits[task_key] = task.split(stream(scenario.seed, "task", spec(task), 0))
+            split = splits[task_key]
+            mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
+            attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
+            reason = incompatibility(split, mechanism, attack)
+            if reason:
+                skipped[cell.key] = reason
+                continue
+            data = split.public
+            mechanism.bind(split.y_public, data.scorer, np.random.default_rng(0), classes=data.classes)
+        except ValueError as error:
+            raise ScenarioError(f"{scenario._source}: {where}: cell {cell.label}: {error}") from None
+    return skipped
 
 
 def builtin_scenarios() -> dict[str, Path]:
@@ -155,8 +266,16 @@ def load(source: str | Path, replications: int | None = None) -> Scenario:
         raise ScenarioError(f"{path}: not valid TOML: {error}") from None
     if replications is not None:
         raw["replications"] = replications
+    loaded = validate(raw, str(path))
+    loaded._source = str(path)
+    return loaded
+
+
+def validate(raw: dict[str, Any], source: str = "scenario") -> Scenario:
+    """A :class:`Scenario` from plain data, or :class:`ScenarioError` with one line per problem,
+    each naming ``source``, the location, the problem and the value given."""
     try:
-        return Scenario.model_validate(raw)
+        scenario = Scenario.model_validate(raw)
     except ValidationError as error:
         problems = []
         for problem in error.errors():
@@ -164,5 +283,9 @@ def load(source: str | Path, replications: int | None = None) -> Scenario:
             message = problem["msg"].removeprefix("Value error, ")
             if problem["type"] == "extra_forbidden":
                 message = str(unknown_name_error("key", str(problem["loc"][-1]), _KEYS))
-            problems.append(f"{path}: {where or 'top level'}: {message}")
+            elif problem["type"] not in ("value_error", "missing") and "input" in problem:
+                message = f"{message}, got {problem['input']!r}"
+            problems.append(f"{source}: {where or 'top level'}: {message}")
         raise ScenarioError("\n".join(problems)) from None
+    scenario._source = source
+    return scenario

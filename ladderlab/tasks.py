@@ -27,9 +27,9 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn import datasets
 
-from ladderlab.mechanism import require, require_count
+from ladderlab.params import Interval, Options
 from ladderlab.plugin import Plugin
-from ladderlab.scoring import get_scorer
+from ladderlab.scoring import ALIASES, SCORERS, PredictionKind, get_scorer
 
 FloatArray = NDArray[np.float64]
 TaskType = Literal["classification", "regression"]
@@ -68,11 +68,25 @@ class Split:
         return self.y_holdout[self.final_rows]
 
 
+SCORER_NAMES = frozenset({*SCORERS, *ALIASES})
+MODES = frozenset({"permuted", "random-split"})
+
+
 class Task(Plugin):
     """A family of data sets; ``split(rng)`` draws one replication."""
 
     task_type: ClassVar[TaskType]
     default_scorer: ClassVar[str]
+
+    def _check_params(self) -> None:
+        """The scorer must suit the task: label scorers (0/1 loss, accuracy) and probability
+        scorers (log loss) need a classification task."""
+        scorer = get_scorer(getattr(self, "scorer", None) or self.default_scorer)
+        if self.task_type == "regression" and scorer.prediction_kind is not PredictionKind.REAL:
+            raise ValueError(
+                f"{self.id}: parameter 'scorer' = {scorer.name!r} scores class labels or probabilities, "
+                "but this is a regression task (use e.g. 'squared', 'absolute', 'pearson' or 'ccc')"
+            )
 
     def split(self, rng: np.random.Generator) -> Split:
         """One replication's training, public and final sets."""
@@ -118,18 +132,26 @@ class RandomLabels(Task):
     task_type = "classification"
     default_scorer = "zero-one"
 
+    _parameter_constraints = {
+        "n_public": [Interval(int, 2, None)],
+        "n_holdout": [Interval(int, 3, None)],
+        "scorer": [Options({"zero-one", "error", "accuracy"})],
+    }
+
     def __init__(self, n_public: int = 4000, n_holdout: int = 12000, scorer: str = "zero-one"):
         self.n_public = n_public
         self.n_holdout = n_holdout
         self.scorer = scorer
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.n_public >= self.n_holdout:
+            raise ValueError(
+                f"{self.id}: n_public ({self.n_public}) must be smaller than n_holdout ({self.n_holdout}): "
+                "the rest of the holdout is the final set"
+            )
+
     def split(self, rng: np.random.Generator) -> Split:
-        require_count("n_public", self.n_public)
-        require(
-            self.n_public < self.n_holdout,
-            f"n_public ({self.n_public}) must be smaller than n_holdout ({self.n_holdout})",
-        )
-        require(self.scorer in ("zero-one", "accuracy"), f"random-labels scores labels: zero-one or accuracy, not {self.scorer!r}")
         labels = rng.integers(0, 2, self.n_holdout).astype(float)
         empty = np.empty((0, 0))
         public = PublicData(empty, np.empty(0), np.empty((self.n_holdout, 0)), "classification", self.scorer, np.array([0.0, 1.0]))
@@ -143,7 +165,6 @@ class TabularTask(Task):
         raise NotImplementedError
 
     def split(self, rng: np.random.Generator) -> Split:
-        require(self.mode in ("permuted", "random-split"), f"mode must be 'permuted' or 'random-split', got {self.mode!r}")
         scorer = get_scorer(self.scorer or self.default_scorer).name
         fixed = np.random.default_rng(self.data_seed)
         X, y = self._data(fixed)
@@ -182,6 +203,20 @@ class GaussianRegression(TabularTask):
     reference = "Chaibub Neto et al. 2016, Results (simulated and AD Challenge data)"
     task_type = "regression"
     default_scorer = "squared"
+    _parameter_constraints = {
+        "preset": [Options(GAUSSIAN_PRESETS)],
+        "n_samples": [Interval(int, 9, None), None],
+        "n_features": [Interval(int, 1, None), None],
+        "correlation": [Options({"ar1", "blocks"})],
+        "rho": [Interval(float, 0, 1, closed="left")],
+        "block_size": [Interval(int, 1, None)],
+        "n_signal": [Interval(int, 0, None)],
+        "snr": [Interval(float, 0, None, closed="neither")],
+        "mode": [Options(MODES)],
+        "data_seed": [Interval(int, 0, None)],
+        "scorer": [Options(SCORER_NAMES)],
+    }
+    """At least 9 samples: three sets (training, public, final) of at least three."""
 
     def __init__(
         self,
@@ -209,13 +244,21 @@ class GaussianRegression(TabularTask):
         self.data_seed = data_seed
         self.scorer = scorer
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(samples, features): the explicit values, else the preset's."""
+        preset = GAUSSIAN_PRESETS[self.preset]
+        return self.n_samples or preset["n_samples"], self.n_features or preset["n_features"]
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.n_signal > self.shape[1]:
+            raise ValueError(
+                f"{self.id}: n_signal ({self.n_signal}) must not exceed the number of features ({self.shape[1]})"
+            )
+
     def _data(self, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
-        require(self.preset in GAUSSIAN_PRESETS, f"preset must be one of {sorted(GAUSSIAN_PRESETS)}, got {self.preset!r}")
-        n = self.n_samples or GAUSSIAN_PRESETS[self.preset]["n_samples"]
-        p = self.n_features or GAUSSIAN_PRESETS[self.preset]["n_features"]
-        require(n >= 9, f"n_samples must be at least 9 (three sets of three), got {n}")
-        require(0 <= self.rho < 1, f"rho must lie in [0, 1), got {self.rho}")
-        require(0 <= self.n_signal <= p, f"n_signal must lie in 0 … n_features ({p}), got {self.n_signal}")
+        n, p = self.shape
         noise = rng.standard_normal((n, p))
         if self.correlation == "ar1":
             X = np.empty((n, p))
@@ -223,15 +266,11 @@ class GaussianRegression(TabularTask):
             innovation = np.sqrt(1 - self.rho**2)
             for j in range(1, p):
                 X[:, j] = self.rho * X[:, j - 1] + innovation * noise[:, j]
-        elif self.correlation == "blocks":
-            require_count("block_size", self.block_size)
+        else:
             shared = rng.standard_normal((n, -(-p // self.block_size))).repeat(self.block_size, axis=1)[:, :p]
             X = np.sqrt(self.rho) * shared + np.sqrt(1 - self.rho) * noise
-        else:
-            raise ValueError(f"correlation must be 'ar1' or 'blocks', got {self.correlation!r}")
         y = rng.standard_normal(n)
         if self.n_signal:
-            require(self.snr > 0, f"snr must be positive, got {self.snr}")
             signal = X[:, np.linspace(0, p - 1, self.n_signal).astype(int)].sum(axis=1)
             y = signal + y * np.sqrt(signal.var() / self.snr)
         return X, y
@@ -241,6 +280,11 @@ class SklearnDataset(TabularTask):
     """A data set that scikit-learn ships (no download), split and permuted like the others."""
 
     loader: ClassVar[str]
+    _parameter_constraints = {
+        "mode": [Options(MODES)],
+        "data_seed": [Interval(int, 0, None)],
+        "scorer": [Options(SCORER_NAMES), None],
+    }
 
     def __init__(self, mode: str = "permuted", data_seed: int = 0, scorer: str | None = None):
         self.mode = mode

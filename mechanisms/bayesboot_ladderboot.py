@@ -4,7 +4,7 @@ from numpy.typing import ArrayLike
 
 from ladderlab.bayesboot import BayesBootLadderBase
 from ladderlab.bootstrap import bootstrap_mean_score
-from ladderlab.mechanism import require_count
+from ladderlab.params import Interval
 
 
 class BayesBootLadderBoot(BayesBootLadderBase):
@@ -17,6 +17,7 @@ class BayesBootLadderBoot(BayesBootLadderBase):
 
     id = "bayesboot-ladderboot"
     reference = "Chaibub Neto et al. 2016, Alg. 6"
+    _parameter_constraints = {**BayesBootLadderBase._parameter_constraints, "b": [Interval(int, 1, None)]}
 
     def __init__(
         self,
@@ -31,10 +32,6 @@ class BayesBootLadderBoot(BayesBootLadderBase):
         self.alpha = alpha
         self.po_threshold = po_threshold
         self.initial_prediction = initial_prediction
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        require_count("b", self.b)
 
     def _released_score(self) -> float:
         return bootstrap_mean_score(self.scorer_, self.labels_, self.best_prediction_, self.b, self.rng_)

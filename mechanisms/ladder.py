@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from ladderlab.bounds import TheoreticalBound, ladder_error_bound
 from ladderlab.ladder import Ladder
-from ladderlab.mechanism import FloatArray, require, round_to_multiple
+from ladderlab.mechanism import FloatArray, round_to_multiple
+from ladderlab.params import Interval
 
 
 class FixedLadder(Ladder):
@@ -16,12 +17,10 @@ class FixedLadder(Ladder):
     id = "ladder"
     monotone = True
     reference = "Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1"
+    _parameter_constraints = {"eta": [Interval(float, 0, None, closed="neither")]}
 
     def __init__(self, eta: float = 0.01):
         self.eta = eta
-
-    def _check_params(self) -> None:
-        require(self.eta > 0, f"eta must be positive, got {self.eta}")
 
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound:
         """Theorem 3.1 at this η."""

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from ladderlab.bootstrap import bootstrap_mean_losses
 from ladderlab.ladder import PairedTTestLadder
-from ladderlab.mechanism import FloatArray, require_count
+from ladderlab.mechanism import FloatArray
+from ladderlab.params import Interval
 
 
 class LadderBoot(PairedTTestLadder):
@@ -18,14 +19,12 @@ class LadderBoot(PairedTTestLadder):
     id = "ladder-boot"
     reference = "Chaibub Neto et al. 2016, Alg. 4"
     compares_with_release = False
+    _parameter_constraints = {**PairedTTestLadder._parameter_constraints, "b": [Interval(int, 1, None)]}
 
     def __init__(self, alpha: float | None = 0.15, b: int = 1000, critical_value: float | None = None):
         self.alpha = alpha
         self.b = b
         self.critical_value = critical_value
-
-    def _check_params(self) -> None:
-        require_count("b", self.b)
 
     def _accepted_release(self, risk: float) -> float:
         return float(self._held_releases(1)[0])

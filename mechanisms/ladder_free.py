@@ -13,6 +13,10 @@ class ParameterFreeLadder(PairedTTestLadder):
     id = "ladder-free"
     monotone = True
     reference = "Blum & Hardt 2015, Fig. 2; Chaibub Neto et al. 2016, Alg. 2"
+    _parameter_constraints = {}
+
+    def _check_params(self) -> None:
+        """No parameters: c = 1."""
 
     def _critical_value(self) -> float:
         return 1.0

@@ -45,3 +45,24 @@ def scenario_file(tmp_path, mechanisms='{ id = "kaggle" }, { id = "ladder-boot",
     path = tmp_path / name
     path.write_text(text.replace("MECHANISMS", mechanisms))
     return path
+
+
+FAILING_PLUGIN = '''
+from ladderlab.mechanisms.kaggle import Kaggle
+
+
+class Failing(Kaggle):
+    """Kaggle that fails at every release: a run-time failure that no check before the run can see."""
+
+    id = "failing"
+
+    def _release(self, P):
+        raise RuntimeError("the release failed on purpose")
+'''
+
+
+def failing_mechanism(tmp_path) -> str:
+    """A scenario entry for a local mechanism plugin whose every replication fails."""
+    path = tmp_path / "failing_plugin.py"
+    path.write_text(FAILING_PLUGIN)
+    return f'{{ id = "{path}:Failing" }}'

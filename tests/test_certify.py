@@ -63,7 +63,7 @@ def test_cli_writes_json_and_markdown(tmp_path, capsys):
 
 def test_a_bad_mechanism_parameter_is_refused_before_running(capsys):
     assert main(["certify", "ladder", "--param", "eta=-1", "--replications", "1"]) == 2
-    assert "eta must be positive" in capsys.readouterr().err
+    assert "'eta' = -1 is invalid" in capsys.readouterr().err
 
 
 # Theorem 3.1: the fixed Ladder against adaptive analysts.

@@ -239,11 +239,12 @@ def test_t_test_mechanisms_refuse_whole_vector_metrics(mechanism_id):
     "mechanism_id, params, message",
     [
         ("kaggle", {"alpha": 0}, "'alpha' = 0 is invalid"),
-        ("ladder", {"eta": -1}, "eta must be positive"),
-        ("ladder-t", {"alpha": 1.5}, "alpha must lie in"),
-        ("ladder-boot", {"b": 0}, "b must be a whole number"),
-        ("bayesboot-ladder", {"B": 2.5}, "B must be a whole number"),
-        ("bayesboot-ladderboot", {"alpha": None}, "alpha must lie in"),
+        ("ladder", {"eta": -1}, r"'eta' = -1 is invalid; it must be a finite real number in \(0, inf\)"),
+        ("ladder-t", {"alpha": 1.5}, r"'alpha' = 1.5 is invalid; it must be a finite real number in \(0, 0.5\]"),
+        ("ladder-t", {"alpha": None}, "give alpha or critical_value"),
+        ("ladder-boot", {"b": 0}, "'b' = 0 is invalid; it must be a whole number in"),
+        ("bayesboot-ladder", {"B": 2.5}, "'B' = 2.5 is invalid; it must be a whole number"),
+        ("bayesboot-ladderboot", {"alpha": None}, "give alpha or po_threshold"),
     ],
 )
 def test_bad_parameters_are_named_when_bound(mechanism_id, params, message):

@@ -11,11 +11,10 @@ import pytest
 from ladderlab import plots, report, runner
 from ladderlab.cli import main
 from ladderlab.scenario import cells, load
-from tests.helpers import scenario_file
+from tests.helpers import failing_mechanism, scenario_file
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-FAILING_MECHANISM = '{ id = "kaggle" }, { id = "ladder", params = { eta = -1.0 } }'
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +61,7 @@ def test_csv_has_one_line_per_cell(finished_run, tmp_path):
 
 
 def test_a_partial_run_says_which_cells_are_missing_and_which_replications_failed(tmp_path):
-    path = scenario_file(tmp_path, FAILING_MECHANISM)
+    path = scenario_file(tmp_path, '{ id = "kaggle" }, ' + failing_mechanism(tmp_path))
     runner.run(path, tmp_path / "run")
     missing = next((tmp_path / "run" / "cells").glob("*.parquet"))
     missing.unlink()
@@ -71,9 +70,9 @@ def test_a_partial_run_says_which_cells_are_missing_and_which_replications_faile
     assert [cell["key"] for cell in status.missing] == [missing.stem]
     text = "\n".join(status.lines())
     assert "3 of 4 cells finished" in text and "1 cells have no results yet" in text
-    assert "replications failed in" in text and "eta must be positive" in text
+    assert "replications failed in" in text and "the release failed on purpose" in text
     page = report.html_page(report.load_run(tmp_path / "run"))
-    assert "eta must be positive" in page and "have no results yet" in page
+    assert "the release failed on purpose" in page and "have no results yet" in page
 
 
 def test_a_run_with_no_finished_cell_is_reported_without_plots(tmp_path):
@@ -124,7 +123,7 @@ def test_plots_name_mechanism_and_parameters(finished_run):
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
-    path = scenario_file(tmp_path, FAILING_MECHANISM)
+    path = scenario_file(tmp_path, '{ id = "kaggle" }, ' + failing_mechanism(tmp_path))
     runner.run(path, tmp_path / "run")
     page_file = tmp_path / "report.html"
     assert main(["report", str(tmp_path / "run"), "--html", str(page_file)]) == 0

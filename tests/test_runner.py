@@ -9,7 +9,7 @@ import pytest
 from ladderlab import report, runner
 from ladderlab.cli import main
 from ladderlab.scenario import ScenarioError, cells, load
-from tests.helpers import SMALL, scenario_file
+from tests.helpers import SMALL, failing_mechanism, scenario_file
 
 
 def comparable(results: pd.DataFrame) -> pd.DataFrame:
@@ -61,12 +61,12 @@ def test_adding_a_mechanism_changes_no_other_result(tmp_path):
 
 
 def test_a_failing_cell_is_recorded_and_the_rest_completes(tmp_path):
-    path = scenario_file(tmp_path, '{ id = "kaggle", params = { alpha = -1.0 } }, { id = "kaggle" }')
+    path = scenario_file(tmp_path, failing_mechanism(tmp_path) + ', { id = "kaggle" }')
     results = runner.run(path, tmp_path / "run")
-    failed = results[results.mechanism_params.str.contains("-1.0")]
-    assert (failed.status == "failed").all()
-    assert failed.error.str.contains("alpha must be positive").all()
-    assert (results[~results.mechanism_params.str.contains("-1.0")].status == "ok").all()
+    failed = results[results.mechanism.str.endswith(":Failing")]
+    assert len(failed) and (failed.status == "failed").all()
+    assert failed.error.str.contains("the release failed on purpose").all()
+    assert (results[results.mechanism == "kaggle"].status == "ok").all()
 
 
 def test_incompatible_pairs_are_skipped_with_the_reason(tmp_path):
