@@ -50,9 +50,12 @@ class BayesBootLadderBase(Mechanism):
         if self.initial_prediction is None:
             self.best_prediction_: FloatArray | None = None
         else:
-            self.best_prediction_ = check_prediction_matrix(
-                self.initial_prediction, self.n_, self.scorer_.prediction_kind, self.classes_
-            )[0]
+            try:
+                self.best_prediction_ = check_prediction_matrix(
+                    self.initial_prediction, self.n_, self.scorer_.prediction_kind, self.classes_
+                )[0]
+            except ValueError as error:
+                raise ValueError(f"{self.id}: parameter 'initial_prediction': {error}") from None
         self.best_score_ = (
             np.nan
             if self.best_prediction_ is None
@@ -60,6 +63,7 @@ class BayesBootLadderBase(Mechanism):
         )
 
     def _release(self, P: FloatArray) -> FloatArray:
+        self.scorer_.score_many(self.labels_, P)  # raises for a non-finite score before any state changes
         released = np.empty(P.shape[0])
         for row, prediction in enumerate(P):
             if self._improves(prediction):

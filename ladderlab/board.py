@@ -79,13 +79,15 @@ class Leaderboard:
     def submit_many(self, P: FloatArray) -> FloatArray:
         """Score whole-holdout predictions validated by ``check``; return the released scores."""
         public = P[:, self.public_rows]
-        released = self.mechanism.submit_validated(public)
         scorer = self.mechanism.scorer_
-        self._public.append(scorer.score_many(self.mechanism.labels_, public))
+        public_scores = scorer.score_many(self.mechanism.labels_, public)
         if self.final_rows.size:
-            self._final.append(scorer.score_many(self.final_labels, P[:, self.final_rows]))
+            final_scores = scorer.score_many(self.final_labels, P[:, self.final_rows])
         else:
-            self._final.append(np.full(P.shape[0], np.nan))
+            final_scores = np.full(P.shape[0], np.nan)
+        released = self.mechanism.submit_validated(public)
+        self._public.append(public_scores)
+        self._final.append(final_scores)
         return released
 
     def records(self) -> dict[str, FloatArray]:

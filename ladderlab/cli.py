@@ -1,10 +1,18 @@
-"""The ``ladderlab`` command line."""
+"""The ``ladderlab`` command line.
+
+A user error (a bad argument, scenario, parameter or output path) is one line on
+standard error, ``ladderlab: error: …`` naming the argument, and exit code 2,
+found before any work starts; output paths are checked first. A closed pipe
+(``ladderlab list | head``) ends quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +20,7 @@ import numpy as np
 
 from ladderlab import benchmark, certify, plots, report, runner, scenario, stats
 from ladderlab.duel import duel
+from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
 
@@ -19,11 +28,78 @@ def _describe(registry: Registry) -> str:
     lines = []
     for plugin_id in registry.ids():
         cls = registry.get(plugin_id)
-        params = ", ".join(f"{k}={v!r}" for k, v in cls.parameter_defaults().items()) or "no parameters"
+        defaults = cls.parameter_defaults()
+        params = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "no parameters"
+        declared = getattr(cls, "_parameter_constraints", {})
         lines.append(f"  {plugin_id:<22} {cls.summary()}")
         lines.append(f"  {'':<22} parameters: {params}")
+        for name in defaults:
+            constraint = describe(declared[name]) if name in declared else "not declared"
+            lines.append(f"  {'':<22}   {name}: {constraint}")
         lines.append(f"  {'':<22} reference: {cls.reference}")
     return "\n".join(lines)
+
+
+class ArgumentError(ValueError):
+    """A command-line argument that cannot be used; the message names it."""
+
+
+def _output_file(option: str, value: str | None) -> None:
+    """Refuse an output file path that is a directory or cannot be written, before any work."""
+    if value is None:
+        return
+    path = Path(value)
+    if path.is_dir():
+        raise ArgumentError(f"{option} {value}: is a directory; give a file name")
+    _writable_folder(option, value, path.parent)
+
+
+def _output_folder(option: str, value: str | None) -> None:
+    """Refuse an output folder path that is a file or cannot be written, before any work."""
+    if value is None:
+        return
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise ArgumentError(f"{option} {value}: is a file, not a directory")
+    _writable_folder(option, value, path)
+
+
+def _writable_folder(option: str, value: str, folder: Path) -> None:
+    existing = folder.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ArgumentError(f"{option} {value}: {existing} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise ArgumentError(f"{option} {value}: cannot write in {existing}: {error.strerror or error}") from None
+
+
+def _count(minimum: int, every_core: bool = False):
+    """An argparse type: a whole number ≥ ``minimum`` (or -1 for every core)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not (value >= minimum or (every_core and value == -1)):
+            extra = " (or -1 for every core)" if every_core else ""
+            raise argparse.ArgumentTypeError(f"must be a whole number ≥ {minimum}{extra}, got {text!r}")
+        return value
+    return parse
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a finite real number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return value
 
 
 def _describe_scenarios() -> str:
@@ -46,17 +122,35 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.scheduler and args.backend != "dask":
+        raise ArgumentError(f"--scheduler {args.scheduler} needs --backend dask (the loky backend runs locally)")
+    _output_folder("--out", args.out)
     loaded = scenario.load(args.scenario, args.replications)
     out = args.out or f"runs/{loaded.name}"
-    total = len(scenario.cells(loaded))
-    print(f"scenario {loaded.name}: {total} cells × {loaded.replications} replications → {out}", flush=True)
+    _output_folder("--out", out)
+    try:
+        runner.check_backend(args.backend, args.scheduler, args.jobs)
+    except runner.BackendError as error:
+        raise ArgumentError(f"--scheduler {args.scheduler}: {error}" if args.scheduler else str(error)) from None
+    all_cells = scenario.cells(loaded)
+    skipped = scenario.preflight(loaded)
+    print(f"scenario {loaded.name}: {len(all_cells)} cells × {loaded.replications} replications → {out}", flush=True)
+    for cell in all_cells:
+        if cell.key in skipped:
+            print(f"skipped (cannot play): {cell.label}: {skipped[cell.key]}", file=sys.stderr)
     results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler)
     print(report.text_table(report.summary(results)))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
-    return 0
+    failures = report.failure_lines(results)
+    for line in failures:
+        print(line, file=sys.stderr)
+    return 1 if failures else 0
 
 
 def _report(args: argparse.Namespace) -> int:
+    _output_file("--out", args.out)
+    _output_file("--html", args.html)
+    _output_folder("--plots", args.plots)
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
     for line in run.status.lines():
@@ -144,6 +238,10 @@ def _parse_params(pairs: list[str]) -> dict[str, object]:
 
 
 def _certify(args: argparse.Namespace) -> int:
+    _output_file("--out", args.out)
+    if args.out:
+        _output_file("--out", str(Path(args.out).with_suffix(".md")))
+    _output_folder("--run-dir", args.run_dir)
     result = certify.certify(
         args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=args.attack,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
@@ -173,9 +271,16 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``ladderlab: error: argument --jobs: …``, exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ArgumentError(f"{message} (see '{self.prog} --help')")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ladderlab", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="ladderlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
     list_parser.add_argument("what", nargs="*", help="which families (default: all)")
@@ -184,10 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run (or resume) a scenario: a file or a built-in name")
     run.add_argument("scenario", help="path to a TOML scenario, or a built-in name (see 'ladderlab list scenarios')")
     run.add_argument("--out", help="run directory (default: runs/<scenario name>)")
-    run.add_argument("--jobs", type=int, default=1, help="parallel cells (loky backend)")
+    run.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (loky backend; -1: every core)")
     run.add_argument("--backend", choices=["loky", "dask"], default="loky")
     run.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
-    run.add_argument("--replications", type=int, help="override the scenario's replication count")
+    run.add_argument("--replications", type=_count(1), help="override the scenario's replication count")
     run.set_defaults(handler=_run)
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
@@ -237,25 +342,49 @@ def build_parser() -> argparse.ArgumentParser:
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
-    demo.add_argument("--k", type=int, default=400, help="number of attack submissions")
-    demo.add_argument("--n", type=int, default=4000, help="public holdout size")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--k", type=_count(1), default=400, help="number of attack submissions")
+    demo.add_argument("--n", type=_count(2), default=4000, help="public holdout size")
+    demo.add_argument("--seed", type=_count(0), default=0)
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
-    bench.add_argument("--n", type=int, nargs="+", default=[200, 4000], help="holdout sizes")
-    bench.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes")
+    bench.add_argument("--seconds", type=_positive, default=1.0, help="time per measurement")
     bench.set_defaults(handler=_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run the command line; return the exit code (0 success, 1 some replications failed,
+    2 a user error, reported as one line ``ladderlab: error: …``)."""
     try:
+        args = build_parser().parse_args(argv)
         return args.handler(args)
     except ValueError as error:
-        print(f"ladderlab: error: {error}", file=sys.stderr)
-        return 2
+        return _error(str(error))
+    except OSError as error:
+        if isinstance(error, BrokenPipeError):
+            return _closed_pipe()
+        where = f"{error.filename}: " if error.filename else ""
+        return _error(f"{where}{error.strerror or error}")
+    except KeyboardInterrupt:
+        return _error("interrupted", code=130)
+
+
+def _error(message: str, code: int = 2) -> int:
+    print(f"ladderlab: error: {message}", file=sys.stderr)
+    return code
+
+
+def _closed_pipe() -> int:
+    """The reader of standard output went away (``| head``): stop quietly. Python's documented
+    recipe: point stdout at devnull so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1
 
 
 if __name__ == "__main__":

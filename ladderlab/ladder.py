@@ -24,6 +24,7 @@ from scipy import stats
 
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
+from ladderlab.scoring import require_finite_scores
 
 _FIRST_BLOCK = 16
 _BLOCK_ELEMENTS = 1 << 21
@@ -53,8 +54,9 @@ class Ladder(Mechanism):
     def _release(self, P: FloatArray) -> FloatArray:
         sign = self.scorer_.sign
         if self.requires_loss:
-            losses = self.scorer_.loss(self.labels_, P)
-            risks = losses.mean(axis=1)
+            with np.errstate(over="ignore", invalid="ignore"):
+                losses = self.scorer_.loss(self.labels_, P)
+                risks = require_finite_scores(self.scorer_.name, losses.mean(axis=1))
         else:
             losses = None
             risks = sign * self.scorer_.score_many(self.labels_, P)

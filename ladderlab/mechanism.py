@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.bounds import TheoreticalBound
 from ladderlab.plugin import Plugin
-from ladderlab.scoring import LossScorer, Scorer, get_scorer
+from ladderlab.scoring import LossScorer, Scorer, get_scorer, require_finite_scores
 from ladderlab.validation import check_prediction_matrix
 
 FloatArray = NDArray[np.float64]
@@ -70,7 +70,7 @@ class Mechanism(Plugin):
         self.n_ = labels.size
         self.scorer_ = scorer
         self.rng_ = rng
-        self.classes_ = np.unique(labels if classes is None else np.asarray(classes, dtype=float))
+        self.classes_ = np.unique(labels if classes is None else _label_set(classes, labels))
         self.released_: list[float] = []
         self.acceptances_: list[int] = []
         self.validate_params()
@@ -84,7 +84,13 @@ class Mechanism(Plugin):
 
     def submit(self, prediction: ArrayLike) -> float:
         """Score one prediction vector and return the released score."""
-        return float(self.submit_many(np.asarray(prediction)[None, :])[0])
+        vector = np.asarray(prediction)
+        if vector.ndim != 1:
+            raise ValueError(
+                f"submit takes one prediction vector of length {getattr(self, 'n_', 'n')}, got "
+                f"{prediction!r}" + (f" of shape {vector.shape}; use submit_many" if vector.ndim > 1 else "")
+            )
+        return float(self.submit_many(vector[None, :])[0])
 
     def submit_many(self, predictions: ArrayLike) -> FloatArray:
         """Score the rows of ``predictions`` in order; return their released scores.
@@ -99,8 +105,14 @@ class Mechanism(Plugin):
         )
 
     def submit_validated(self, P: FloatArray) -> FloatArray:
-        """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted."""
+        """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted.
+
+        A mechanism never releases a non-finite score: a score that overflows or is
+        undefined raises :class:`ladderlab.scoring.ScoreError` before any state changes
+        (the built-in mechanisms score the whole batch before updating anything)."""
         released = self._release(P)
+        if not np.isfinite(released).all():
+            require_finite_scores(f"{self.id} release", released)
         self.released_.extend(released.tolist())
         return released
 
@@ -123,20 +135,21 @@ class Mechanism(Plugin):
         """
 
 
+def _label_set(classes: ArrayLike, labels: FloatArray) -> FloatArray:
+    """``classes`` as a float vector, or ``ValueError`` unless it holds every label."""
+    try:
+        label_set = np.asarray(classes, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ValueError(f"classes must be numbers, got {classes!r}") from None
+    missing = np.setdiff1d(labels, label_set)
+    if missing.size:
+        raise ValueError(
+            f"classes {sorted(set(label_set.tolist()))} must contain every label, but not "
+            f"{', '.join(f'{v:g}' for v in missing[:5])}"
+        )
+    return label_set
+
+
 def round_to_multiple(x: ArrayLike, step: float) -> FloatArray:
     """``[x]_step``: x rounded to the nearest integer multiple of ``step`` (Blum & Hardt Fig. 1)."""
     return np.round(np.asarray(x, dtype=float) / step) * step
-
-
-def require(condition: bool, message: str) -> None:
-    """Raise ``ValueError(message)`` unless ``condition`` holds (parameter checks)."""
-    if not condition:
-        raise ValueError(message)
-
-
-def require_count(name: str, value: object) -> None:
-    """Raise ``ValueError`` unless ``value`` is a whole number ≥ 1."""
-    require(
-        isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1,
-        f"{name} must be a whole number ≥ 1, got {value!r}",
-    )

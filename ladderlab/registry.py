@@ -113,15 +113,22 @@ def _load_class(spec: str) -> type:
             sys.modules[module_name] = module
             try:
                 spec_.loader.exec_module(module)
-            except Exception:
+            except SyntaxError as error:
                 del sys.modules[module_name]
-                raise
+                raise ValueError(f"plugin file {location}: syntax error at line {error.lineno}: {error.msg}") from None
+            except Exception as error:
+                del sys.modules[module_name]
+                raise ValueError(
+                    f"plugin file {location} failed while being imported: {type(error).__name__}: {error}"
+                ) from error
         module = sys.modules[module_name]
     else:
         try:
             module = importlib.import_module(location)
         except ImportError as error:
             raise ValueError(f"cannot import module {location!r} (from {spec!r}): {error}") from error
+        except SyntaxError as error:
+            raise ValueError(f"module {location!r}: syntax error in {error.filename} at line {error.lineno}: {error.msg}") from None
     if not hasattr(module, class_name):
         classes = [name for name, _ in inspect.getmembers(module, inspect.isclass)]
         raise unknown_name_error(f"class in {location!r}", class_name, classes)

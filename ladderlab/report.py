@@ -128,6 +128,22 @@ class RunStatus:
         return lines
 
 
+def failure_lines(results: pd.DataFrame) -> list[str]:
+    """The failures of a run in words: a count line, then per cell with failed replications
+    how many failed and the first error message (empty when nothing failed)."""
+    if results.empty or not (results.status == "failed").any():
+        return []
+    failed = results[results.status == "failed"]
+    lines = [f"{len(failed)} of {len(results)} replications failed, in {failed.cell.nunique()} cells:"]
+    for cell, group in failed.groupby("cell", sort=False):
+        first = group.sort_values("replication").iloc[0]
+        pairs = [(first[name], first[f"{name}_params"]) for name in ("task", "mechanism", "attack")]
+        total = int((results.cell == cell).sum())
+        budget = None if _missing(first["budget"]) else int(first["budget"])
+        lines.append(f"  {len(group)} of {total} failed in {_cell_label(*pairs, budget)}: first error: {first['error']}")
+    return lines
+
+
 def _cell_label(task: tuple[str, Any], mechanism: tuple[str, Any], attack: tuple[str, Any], budget: Any = None) -> str:
     """``task × mechanism × attack``, each with its parameters, and the budget if there is one."""
     label = " × ".join(plugin_label(*pair) for pair in (task, mechanism, attack))

@@ -285,7 +285,8 @@ def validate(raw: dict[str, Any], source: str = "scenario") -> Scenario:
                 message = str(unknown_name_error("key", str(problem["loc"][-1]), _KEYS))
             elif problem["type"] not in ("value_error", "missing") and "input" in problem:
                 message = f"{message}, got {problem['input']!r}"
-            problems.append(f"{source}: {where or 'top level'}: {message}")
+            location = where or ("" if problem["type"] == "value_error" else "top level")
+            problems.append(f"{source}: {location}: {message}" if location else f"{source}: {message}")
         raise ScenarioError("\n".join(problems)) from None
     scenario._source = source
     return scenario

@@ -40,6 +40,26 @@ class PredictionKind(Enum):
     """Any finite real number (regression, ranking scores)."""
 
 
+class ScoreError(ValueError):
+    """A submission whose score is not a finite number (an overflow, or an undefined metric)."""
+
+
+def require_finite_scores(name: str, scores: FloatArray) -> FloatArray:
+    """Return ``scores``, or raise :class:`ScoreError` naming the first submission whose
+    ``name`` score is infinite (an overflow: predictions too large for this score) or NaN
+    (undefined, e.g. a correlation of a constant prediction)."""
+    finite = np.isfinite(scores)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        why = (
+            "overflows: the predictions are too large for this score"
+            if np.isinf(scores[row])
+            else "is undefined for these predictions (e.g. a correlation of a constant prediction)"
+        )
+        raise ScoreError(f"the {name} score of submission {row} is {scores[row]}: it {why}; nothing was released")
+    return scores
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scorer(ABC):
     """A score of predictions against labels; ``greater_is_better`` gives its orientation."""
@@ -53,11 +73,13 @@ class Scorer(ABC):
         """Scores of every row of ``P`` (m × n) under every weight row of ``W`` (B × n): B × m."""
 
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
-        """Unweighted scores of the m rows of ``P``: a vector of length m."""
+        """Unweighted scores of the m rows of ``P``: a vector of length m; :class:`ScoreError`
+        when one of them is not finite."""
         y = np.asarray(y, dtype=float)
         P = np.atleast_2d(np.asarray(P, dtype=float))
         uniform = np.full((1, y.shape[0]), 1.0 / y.shape[0])
-        return self.weighted(y, P, uniform)[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            return require_finite_scores(self.name, self.weighted(y, P, uniform)[0])
 
     def score(self, y: ArrayLike, prediction: ArrayLike) -> float:
         """Unweighted score of one prediction vector."""
@@ -85,7 +107,8 @@ class LossScorer(Scorer):
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
         y = np.asarray(y, dtype=float)
         P = np.atleast_2d(np.asarray(P, dtype=float))
-        return self.loss(y, P).mean(axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return require_finite_scores(self.name, self.loss(y, P).mean(axis=1))
 
 
 @dataclass(frozen=True, kw_only=True)

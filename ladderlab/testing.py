@@ -38,6 +38,8 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.duel import play
 from ladderlab.mechanism import Mechanism
+from ladderlab.params import describe
+from ladderlab.plugin import Plugin
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.tasks import Split
 
@@ -72,6 +74,30 @@ def check_get_params_round_trip(plugin: Mechanism | Attack) -> None:
     rebuilt = type(plugin)(**params)
     if rebuilt.get_params() != params or clone(plugin).get_params() != params:
         raise ConformanceError(f"{plugin.id}: get_params() does not round-trip: {params} vs {rebuilt.get_params()}")
+
+
+def check_parameters_declared(plugin: Plugin) -> None:
+    """Every ``__init__`` parameter has an entry in ``_parameter_constraints`` (and nothing
+    else does), every default satisfies its entry, and so do the current values."""
+    cls = type(plugin)
+    declared = getattr(cls, "_parameter_constraints", {})
+    defaults = cls.parameter_defaults()
+    if set(declared) != set(defaults):
+        undeclared, unknown = sorted(set(defaults) - set(declared)), sorted(set(declared) - set(defaults))
+        raise ConformanceError(
+            f"{plugin.id}: _parameter_constraints must declare exactly the __init__ parameters"
+            + (f"; undeclared: {', '.join(undeclared)}" if undeclared else "")
+            + (f"; declared but not parameters: {', '.join(unknown)}" if unknown else "")
+        )
+    for name, default in defaults.items():
+        if not any(default is None if c is None else c.accepts(default) for c in declared[name]):
+            raise ConformanceError(
+                f"{plugin.id}: the default {name}={default!r} is not {describe(declared[name])}"
+            )
+    try:
+        plugin.validate_params()
+    except ValueError as error:
+        raise ConformanceError(f"{plugin.id}: its parameters fail their own checks: {error}") from error
 
 
 def check_same_seed_same_transcript(mechanism: Mechanism) -> None:
@@ -279,6 +305,7 @@ def reachable_arrays(root: Any, depth: int = 4, private: bool = False) -> list[n
 
 
 MECHANISM_CHECKS: dict[str, Check] = {
+    "parameters_declared": check_parameters_declared,
     "get_params_round_trip": check_get_params_round_trip,
     "same_seed_same_transcript": check_same_seed_same_transcript,
     "leaves_global_rng_alone": check_leaves_global_rng_alone,
@@ -287,6 +314,7 @@ MECHANISM_CHECKS: dict[str, Check] = {
     "adaptive_analyst": check_against_an_adaptive_analyst,
 }
 ATTACK_CHECKS: dict[str, Check] = {
+    "parameters_declared": check_parameters_declared,
     "get_params_round_trip": check_get_params_round_trip,
     "same_seed_same_transcript": check_attack_same_seed_same_transcript,
     "leaves_global_rng_alone": check_leaves_global_rng_alone,
@@ -343,6 +371,7 @@ __all__ = [
     "ConformanceError",
     "check_attack",
     "check_mechanism",
+    "check_parameters_declared",
     "parametrize_checks",
     "plugin_checks",
     "reachable_arrays",
