@@ -50,7 +50,7 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def _environment() -> dict[str, str]:
-    env = dict(os.environ, MPLBACKEND="Agg")
+    env = dict(os.environ, MPLBACKEND="Agg", NO_MKDOCS_2_WARNING="1")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
 
