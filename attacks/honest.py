@@ -26,7 +26,7 @@ def _models(task_type: str, seed: int) -> dict[str, BaseEstimator]:
         }
     return {
         "ridge": LogisticRegression(C=1.0, max_iter=1000),
-        "lasso": LogisticRegression(C=0.1, penalty="l1", solver="liblinear", random_state=seed),
+        "lasso": LogisticRegression(C=0.1, l1_ratio=1.0, solver="liblinear", random_state=seed),
         "knn": KNeighborsClassifier(n_neighbors=10),
         "random-forest": RandomForestClassifier(n_estimators=50, random_state=seed),
     }

@@ -18,10 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import benchmark, certify, plots, report, runner, scenario, stats
+from ladderlab import __version__, benchmark, certify, plots, report, runner, scenario, stats
 from ladderlab.duel import duel
 from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+
+DESCRIPTION = (
+    "Pit leaderboard mechanisms against adaptive attacks: run scenario matrices, report them, "
+    "certify a mechanism, and compute statistics of the winner."
+)
 
 
 def _describe(registry: Registry) -> str:
@@ -111,11 +116,12 @@ def _describe_scenarios() -> str:
     return "\n".join(lines)
 
 
+LIST_FAMILIES = ("mechanisms", "attacks", "tasks", "scenarios")
+
+
 def _list(args: argparse.Namespace) -> int:
     families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS, "scenarios": None}
-    for name in args.what or families:
-        if name not in families:
-            raise ValueError(f"cannot list {name!r}; choose from {', '.join(families)}")
+    for name in args.what or LIST_FAMILIES:
         print(f"{name}:")
         print(_describe_scenarios() if name == "scenarios" else _describe(families[name]))
     return 0
@@ -138,8 +144,9 @@ def _run(args: argparse.Namespace) -> int:
     for cell in all_cells:
         if cell.key in skipped:
             print(f"skipped (cannot play): {cell.label}: {skipped[cell.key]}", file=sys.stderr)
-    results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler)
-    print(report.text_table(report.summary(results)))
+    results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
+                         progress=False if args.quiet else None)
+    print(report.text_table(report.summary(report.load_run(out).results)))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
     for line in failures:
@@ -279,18 +286,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ladderlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog="ladderlab", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"ladderlab {__version__}")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are shown only on a terminal anyway)")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
-    list_parser.add_argument("what", nargs="*", help="which families (default: all)")
+    list_parser.add_argument("what", nargs="*", choices=LIST_FAMILIES, metavar="FAMILY",
+                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (default: all)")
     list_parser.set_defaults(handler=_list)
 
     run = commands.add_parser("run", help="run (or resume) a scenario: a file or a built-in name")
     run.add_argument("scenario", help="path to a TOML scenario, or a built-in name (see 'ladderlab list scenarios')")
     run.add_argument("--out", help="run directory (default: runs/<scenario name>)")
     run.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (loky backend; -1: every core)")
-    run.add_argument("--backend", choices=["loky", "dask"], default="loky")
+    run.add_argument("--backend", choices=["loky", "dask"], default="loky",
+                     help="how cells run in parallel: loky processes on this machine, or a Dask cluster (default loky)")
     run.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     run.add_argument("--replications", type=_count(1), help="override the scenario's replication count")
     run.set_defaults(handler=_run)
@@ -322,8 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     sota.add_argument("--repetitions", type=int,
                       help="simulated test sets (default 10000 for --rho, 1000 per search step for --scores)")
     sota.add_argument("--bootstrap", type=int, default=30, help="bootstrap resamples of the teams (--scores)")
-    sota.add_argument("--seed", type=int, default=0)
-    sota.add_argument("--format", choices=["text", "json"], default="text")
+    sota.add_argument("--seed", type=int, default=0, help="root seed of the simulations (default 0)")
+    sota.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     sota.set_defaults(handler=_sota)
 
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
@@ -332,8 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--n", type=int, default=200, help="public holdout size (default 200)")
     cert.add_argument("--budgets", type=int, nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
     cert.add_argument("--attack", action="append", default=[], help="an extra attack: third-party id or file.py:Class")
-    cert.add_argument("--replications", type=int, default=100)
-    cert.add_argument("--seed", type=int, default=0)
+    cert.add_argument("--replications", type=int, default=100, help="replications per battery cell (default 100)")
+    cert.add_argument("--seed", type=int, default=0, help="root seed of the battery (default 0)")
     cert.add_argument("--tau", type=float, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
     cert.add_argument("--epsilon", type=float, default=0.05, help="largest tolerated median leaderboard error")
     cert.add_argument("--jobs", type=int, default=1, help="parallel cells")
@@ -344,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=_count(1), default=400, help="number of attack submissions")
     demo.add_argument("--n", type=_count(2), default=4000, help="public holdout size")
-    demo.add_argument("--seed", type=_count(0), default=0)
+    demo.add_argument("--seed", type=_count(0), default=0, help="root seed of the duels (default 0)")
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")

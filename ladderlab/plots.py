@@ -101,10 +101,11 @@ def sweeps(results: pd.DataFrame) -> list[Sweep]:
 
 
 def _grid(panels: int, width: float = 4.0, height: float = 3.2) -> tuple[Figure, list[Axes]]:
+    """Panels on one shared y scale, so that a difference between mechanisms reads at a glance."""
     columns = min(panels, PANELS_PER_ROW)
     rows = -(-panels // columns)
     figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
-    axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
+    axes = figure.subplots(rows, columns, squeeze=False, sharey=True).ravel().tolist()
     for unused in axes[panels:]:
         unused.set_visible(False)
     return figure, axes[:panels]

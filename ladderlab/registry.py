@@ -6,7 +6,10 @@ A plugin is named by one of:
   ``ladderlab.attacks`` defining a subclass with that ``id``;
 - a third-party id, advertised under the entry-point group ``ladderlab.mechanisms``,
   ``ladderlab.attacks`` or ``ladderlab.tasks`` (``my-mech = my_package.module:MyMechanism``);
-- a local file, ``path/to/file.py:ClassName``, or an importable ``module:ClassName``.
+- a local file, ``path/to/file.py:ClassName`` (relative to the working directory, or,
+  in a scenario file, to the scenario file; the file's folder is importable while it
+  loads, so sibling plugin files can import each other), or an importable
+  ``module:ClassName``.
 
 An unknown id raises ``ValueError`` with "did you mean" suggestions.
 """
@@ -111,6 +114,7 @@ def _load_class(spec: str) -> type:
             assert spec_ is not None and spec_.loader is not None
             module = importlib.util.module_from_spec(spec_)
             sys.modules[module_name] = module
+            sys.path.insert(0, str(path.parent))  # sibling local plugin files can import each other
             try:
                 spec_.loader.exec_module(module)
             except SyntaxError as error:
@@ -121,6 +125,8 @@ def _load_class(spec: str) -> type:
                 raise ValueError(
                     f"plugin file {location} failed while being imported: {type(error).__name__}: {error}"
                 ) from error
+            finally:
+                sys.path.remove(str(path.parent))
         module = sys.modules[module_name]
     else:
         try:

@@ -17,6 +17,8 @@ import base64
 import html
 import json
 import math
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,8 +212,9 @@ def text_table(table: pd.DataFrame) -> str:
         shown[f"{title} median [95%]"] = [
             interval_text(m, lo, hi) for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
         ]
-    with pd.option_context("display.width", 400, "display.max_colwidth", 60, "display.max_rows", 1000):
-        return shown.to_string(index=False)
+    width = shutil.get_terminal_size((400, 24)).columns if sys.stdout.isatty() else 400
+    with pd.option_context("display.max_colwidth", 60, "display.max_rows", 1000):
+        return shown.to_string(index=False, line_width=width)
 
 
 def write_table(table: pd.DataFrame, form: str) -> str:

@@ -252,6 +252,18 @@ def builtin_scenarios() -> dict[str, Path]:
     return {Path(entry.name).stem: Path(str(entry)) for entry in folder.iterdir() if entry.name.endswith(".toml")}
 
 
+def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
+    """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder."""
+    for matrix in raw.get("matrix", []) if isinstance(raw.get("matrix"), list) else []:
+        for key in ("tasks", "mechanisms", "attacks"):
+            for entry in matrix.get(key, []) if isinstance(matrix, dict) and isinstance(matrix.get(key), list) else []:
+                plugin_id = entry.get("id") if isinstance(entry, dict) else None
+                if isinstance(plugin_id, str) and ".py:" in plugin_id:
+                    location, _, name = plugin_id.rpartition(":")
+                    if not Path(location).is_absolute():
+                        entry["id"] = f"{(folder / location).resolve()}:{name}"
+
+
 def load(source: str | Path, replications: int | None = None) -> Scenario:
     """Read and validate a scenario from a path or a built-in name; ``replications`` overrides."""
     path = Path(source)
@@ -266,6 +278,7 @@ def load(source: str | Path, replications: int | None = None) -> Scenario:
         raise ScenarioError(f"{path}: not valid TOML: {error}") from None
     if replications is not None:
         raw["replications"] = replications
+    _resolve_local_plugins(raw, path.parent)
     loaded = validate(raw, str(path))
     loaded._source = str(path)
     return loaded

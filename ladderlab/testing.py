@@ -106,20 +106,75 @@ def check_same_seed_same_transcript(mechanism: Mechanism) -> None:
     first = _bound(mechanism).submit_many(predictions)
     second = _bound(mechanism).submit_many(predictions)
     if not np.array_equal(first, second):
-        raise ConformanceError(f"{mechanism.id}: the same seed gave different releases")
+        raise ConformanceError(
+            f"{mechanism.id}: rule 'same seed, same transcript' broken: two mechanisms bound with "
+            "the same seed released different scores"
+        )
+
+
+def _run_plugin(plugin: Mechanism | Attack) -> np.ndarray:
+    """One standard run: the mechanism's releases for the standard submissions, or the
+    transcript of the attack played against ``kaggle``."""
+    if isinstance(plugin, Mechanism):
+        return _bound(plugin).submit_many(_submissions())
+    return _play_attack(plugin)[0]
+
+
+GLOBAL_SEEDS = (20150204, 20160712)
+"""Two arbitrary seeds for numpy's and Python's global generators, set before each run of the
+global-RNG check, so that its outcome does not depend on what earlier checks left behind."""
 
 
 def check_leaves_global_rng_alone(plugin: Mechanism | Attack) -> None:
-    """Neither numpy's nor Python's global random state is read or changed."""
-    numpy_state, python_state = np.random.get_state(), random.getstate()
-    if isinstance(plugin, Mechanism):
-        _bound(plugin).submit_many(_submissions())
-    else:
-        _play_attack(plugin)
-    after = np.random.get_state()
-    changed = any(not np.array_equal(a, b) if isinstance(a, np.ndarray) else a != b for a, b in zip(numpy_state, after))
-    if changed or random.getstate() != python_state:
-        raise ConformanceError(f"{plugin.id}: the global random state changed; draw from the Generator you are given")
+    """Neither numpy's nor Python's global random state is read or changed.
+
+    The plugin runs twice, from two different global states that this check sets (and
+    restores afterwards): each global state must be untouched after the run, and the two
+    runs must give the same releases. A plugin that reseeds the global generator, draws
+    from it, or depends on it is caught whatever ran before this check.
+    """
+    saved_numpy, saved_python = np.random.get_state(), random.getstate()
+    try:
+        runs = []
+        for seed in GLOBAL_SEEDS:
+            np.random.seed(seed)
+            random.seed(seed)
+            numpy_state, python_state = np.random.get_state(), random.getstate()
+            runs.append(_run_plugin(plugin))
+            after = np.random.get_state()
+            changed = any(
+                not np.array_equal(a, b) if isinstance(a, np.ndarray) else a != b
+                for a, b in zip(numpy_state, after)
+            )
+            if changed or random.getstate() != python_state:
+                raise ConformanceError(
+                    f"{plugin.id}: rule 'leave the global random state alone' broken: numpy's or "
+                    "Python's global generator was seeded or drawn from; draw from the Generator "
+                    "you are given"
+                )
+        if not np.array_equal(runs[0], runs[1]):
+            raise ConformanceError(
+                f"{plugin.id}: rule 'leave the global random state alone' broken: its results depend "
+                "on the global random state"
+            )
+    finally:
+        np.random.set_state(saved_numpy)
+        random.setstate(saved_python)
+
+
+def check_batch_equals_loop(mechanism: Mechanism) -> None:
+    """``submit_many`` on a batch releases exactly what ``submit`` releases row by row, on the
+    same seed (random streams included)."""
+    predictions = _submissions()
+    batched = _bound(mechanism).submit_many(predictions)
+    one_by_one = _bound(mechanism)
+    looped = np.array([one_by_one.submit(row) for row in predictions])
+    if not np.array_equal(batched, looped, equal_nan=True):
+        first = int(np.flatnonzero(~((batched == looped) | (np.isnan(batched) & np.isnan(looped))))[0])
+        raise ConformanceError(
+            f"{mechanism.id}: rule 'submit_many equals a loop of submit' broken: submission {first} "
+            f"released {batched[first]!r} in a batch but {looped[first]!r} on its own"
+        )
 
 
 def check_picklable(mechanism: Mechanism) -> None:
@@ -308,6 +363,7 @@ MECHANISM_CHECKS: dict[str, Check] = {
     "parameters_declared": check_parameters_declared,
     "get_params_round_trip": check_get_params_round_trip,
     "same_seed_same_transcript": check_same_seed_same_transcript,
+    "batch_equals_loop": check_batch_equals_loop,
     "leaves_global_rng_alone": check_leaves_global_rng_alone,
     "picklable": check_picklable,
     "bad_input_changes_nothing": check_bad_input_changes_nothing,

@@ -7,9 +7,13 @@ import pytest
 from ladderlab.mechanisms.kaggle import Kaggle
 
 from ladderlab.registry import ATTACKS, MECHANISMS
+from ladderlab.attacks.freedman import Freedman
 from ladderlab.testing import (
     ConformanceError,
     check_attack,
+    check_attack_same_seed_same_transcript,
+    check_batch_equals_loop,
+    check_leaves_global_rng_alone,
     check_mechanism,
     parametrize_checks,
 )
@@ -46,18 +50,72 @@ class KnownFlawKaggle(GlobalRandomKaggle):
     expected_check_failures: ClassVar[dict[str, str]] = {
         "leaves_global_rng_alone": "demonstrates declared failures",
         "same_seed_same_transcript": "demonstrates declared failures",
+        "batch_equals_loop": "a batch and a loop draw different global noise",
         "picklable": "the global draws make its copy diverge",
         "bad_input_changes_nothing": "the global draws make later releases differ",
     }
 
 
 @pytest.mark.parametrize(("mechanism", "message"), [
-    (GlobalRandomKaggle(), "same seed gave different releases"),
+    (GlobalRandomKaggle(), "rule 'same seed, same transcript' broken"),
     (WorseningKaggle(), "declares monotone releases, but a release got worse"),
 ])
 def test_checks_catch_broken_mechanisms(mechanism, message):
     with pytest.raises(ConformanceError, match=message):
         check_mechanism(mechanism)
+
+
+class NoisePerBatchKaggle(Kaggle):
+    """Seeded, but draws one noise value per batch instead of one per submission."""
+
+    id = "noise-per-batch-kaggle"
+
+    def _release(self, P):
+        return super()._release(P) + self.rng_.normal(0, 1e-3)
+
+
+class ReseedingFreedman(Freedman):
+    """Reseeds numpy's global generator and draws its tie-breaking from it."""
+
+    id = "reseeding-freedman"
+
+    def run(self, board, data, rng):
+        np.random.seed(0)
+        np.random.permutation(3)
+        return super().run(board, data, rng)
+
+
+def test_a_mechanism_with_one_noise_draw_per_batch_breaks_batch_equals_loop():
+    check_mechanism(Kaggle())
+    with pytest.raises(ConformanceError, match="rule 'submit_many equals a loop of submit' broken"):
+        check_batch_equals_loop(NoisePerBatchKaggle())
+    with pytest.raises(ConformanceError, match="submit_many equals a loop"):
+        check_mechanism(NoisePerBatchKaggle())
+
+
+def test_a_mechanism_drawing_global_noise_is_named_by_the_global_rng_rule():
+    with pytest.raises(ConformanceError, match="rule 'leave the global random state alone' broken"):
+        check_leaves_global_rng_alone(GlobalRandomKaggle())
+
+
+@pytest.mark.parametrize("earlier_global_seed", [0, None])
+def test_an_attack_reseeding_the_global_generator_is_caught_whatever_ran_before(earlier_global_seed):
+    check_attack_same_seed_same_transcript(ReseedingFreedman())  # leaves the global state at seed 0 …
+    if earlier_global_seed is not None:
+        np.random.seed(earlier_global_seed)
+    before = np.random.get_state()[1].copy()
+    with pytest.raises(ConformanceError, match="leave the global random state alone"):
+        check_leaves_global_rng_alone(ReseedingFreedman())
+    assert np.array_equal(np.random.get_state()[1], before), "the check restores the caller's global state"
+
+
+@parametrize_checks(ReseedingFreedman())
+def test_parametrized_checks_catch_global_reseeding(plugin, check, request):
+    if request.node.callspec.id.endswith("leaves_global_rng_alone"):
+        with pytest.raises(ConformanceError, match="leave the global random state alone"):
+            check(plugin)
+    else:
+        check(plugin)
 
 
 def test_declared_failures_are_skipped_by_check_mechanism():
@@ -70,8 +128,6 @@ def test_declared_failures_become_strict_expected_failures(plugin, check):
 
 
 def test_an_attack_that_peeks_at_labels_is_caught():
-    from ladderlab.attacks.freedman import Freedman
-
     class Peeking(Freedman):
         id = "peeking"
 

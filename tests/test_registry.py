@@ -64,3 +64,30 @@ def test_cli_lists_every_mechanism_with_parameters_and_reference(capsys):
         assert f"  {mechanism_id} " in out
     assert "parameters: alpha=0.15, b=1000, critical_value=None" in out
     assert "reference: Chaibub Neto et al. 2016, Alg. 4" in out
+
+
+def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_import_their_siblings(tmp_path, monkeypatch):
+    from ladderlab.scenario import cells, load
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "shared_rule.py").write_text("ALPHA = 0.25\n")
+    (folder / "my_kaggle.py").write_text(
+        "from shared_rule import ALPHA\n"
+        "from ladderlab.mechanisms.kaggle import Kaggle\n\n"
+        "class CoarseKaggle(Kaggle):\n"
+        "    id = 'coarse-kaggle'\n\n"
+        "    def __init__(self, alpha: float = ALPHA):\n"
+        "        super().__init__(alpha)\n"
+    )
+    (folder / "study.toml").write_text(
+        'schema_version = 1\nname = "local"\nreplications = 1\n[[matrix]]\n'
+        'tasks = [{ id = "random-labels", params = { n_public = 20, n_holdout = 60 } }]\n'
+        'mechanisms = [{ id = "my_kaggle.py:CoarseKaggle" }]\n'
+        'attacks = [{ id = "boosting", params = { k = 5 } }]\n'
+    )
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder
+    (cell,) = cells(load(folder / "study.toml"))
+    mechanism_id = cell.mechanism[0]
+    assert mechanism_id == f"{folder / 'my_kaggle.py'}:CoarseKaggle"
+    assert MECHANISMS.make(mechanism_id).alpha == 0.25

@@ -154,3 +154,12 @@ def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
     assert problems == []
     assert all(url.startswith(("file:", "data:")) for url in requests)
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_mechanism_panels_share_one_y_scale():
+    from ladderlab.plots import _grid
+
+    figure, axes = _grid(3)
+    axes[0].plot([0, 1], [0.0, 0.02])
+    axes[2].plot([0, 1], [-0.2, 0.0])
+    assert axes[0].get_ylim() == axes[1].get_ylim() == axes[2].get_ylim()
