@@ -20,7 +20,6 @@ from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
-from scipy import stats
 
 from ladderlab.mechanism import FloatArray, Mechanism, require, round_to_multiple
 
@@ -113,11 +112,21 @@ class PairedTTestLadder(Ladder):
 
     def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray:
         assert losses is not None
-        sd = np.std(losses - self.best_loss_, axis=1, ddof=1)
-        return self.critical_value_ * sd / np.sqrt(self.n_)
+        return self.critical_value_ * paired_sd(losses, self.best_loss_) / np.sqrt(self.n_)
 
     def _accepted_release(self, risk: float) -> float:
         return float(round_to_multiple(risk, 1.0 / self.n_))
+
+
+def paired_sd(losses: FloatArray, best_loss: FloatArray) -> FloatArray:
+    """``np.std(losses - best_loss, axis=1, ddof=1)``, the same operations in place, without
+    its per-call overhead (half the cost of a t-test Ladder's submission at n = 4000)."""
+    differences = losses - best_loss
+    mean = np.add.reduce(differences, axis=1, keepdims=True)
+    mean /= differences.shape[1]
+    differences -= mean
+    np.multiply(differences, differences, out=differences)
+    return np.sqrt(np.add.reduce(differences, axis=1) / (differences.shape[1] - 1))
 
 
 def t_critical_value(alpha: float | None, critical_value: float | None, n: int) -> float:
@@ -137,4 +146,6 @@ def t_critical_value(alpha: float | None, critical_value: float | None, n: int) 
         f"alpha must lie in (0, 0.5], got {alpha} (α > 0.5 makes c_α negative, so worse "
         "submissions would be accepted)",
     )
+    from scipy import stats  # imported here: scipy.stats is slow to import
+
     return float(stats.t.ppf(1.0 - alpha, n - 1))

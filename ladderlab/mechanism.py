@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from ladderlab.bounds import TheoreticalBound
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import LossScorer, Scorer, get_scorer
-from ladderlab.validation import check_prediction_matrix
+from ladderlab.validation import check_prediction_matrix, rows_per_block
 
 FloatArray = NDArray[np.float64]
 
@@ -85,7 +85,10 @@ class Mechanism(Plugin):
 
     def submit(self, prediction: ArrayLike) -> float:
         """Score one prediction vector and return the released score."""
-        return float(self.submit_many(np.asarray(prediction)[None, :])[0])
+        prediction = np.asarray(prediction)
+        if prediction.ndim != 1:
+            raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
+        return float(self.submit_many(prediction)[0])
 
     def submit_many(self, predictions: ArrayLike) -> FloatArray:
         """Score the rows of ``predictions`` in order; return their released scores.
@@ -100,10 +103,23 @@ class Mechanism(Plugin):
         )
 
     def submit_validated(self, P: FloatArray) -> FloatArray:
-        """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted."""
-        released = self._release(P)
-        self.released_.extend(released.tolist())
-        return released
+        """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted.
+
+        The rows go to ``_release`` in cache-sized blocks, in order: a batch streams
+        through memory once, and ``_release``'s sequential semantics make the result
+        the same as one call on the whole batch.
+        """
+        step = rows_per_block(self.n_)
+        if P.shape[0] <= step:
+            released = self._release(P)
+            self.released_.extend(released.tolist())
+            return released
+        blocks = []
+        for start in range(0, P.shape[0], step):
+            block = self._release(P[start : start + step])
+            self.released_.extend(block.tolist())
+            blocks.append(block)
+        return np.concatenate(blocks)
 
     @property
     def best_index_(self) -> int | None:
