@@ -52,11 +52,13 @@ class Ladder(Mechanism):
         sign = self.scorer_.sign
         if self.requires_loss:
             losses = self.scorer_.loss(self.labels_, P)
-            risks = losses.mean(axis=1)
+            risks = np.add.reduce(losses, axis=1) / self.n_  # the bits of .mean(axis=1)
         else:
             losses = None
             risks = sign * self.scorer_.score_many(self.labels_, P)
         m = P.shape[0]
+        if m == 1:
+            return self._release_one(losses, risks[0])
         released = np.empty(m)
         max_block = max(_FIRST_BLOCK, _BLOCK_ELEMENTS // self.n_)
         start, block = 0, _FIRST_BLOCK
@@ -79,6 +81,18 @@ class Ladder(Mechanism):
             else:
                 start, block = stop, min(2 * block, max_block)
         return released
+
+    def _release_one(self, losses: FloatArray | None, risk: float) -> FloatArray:
+        """``_release`` for one row, without the block bookkeeping (the same decisions and draws)."""
+        margin = self._margins(losses, 1)
+        if risk < self._reference - (margin if isinstance(margin, float) else margin[0]):
+            self.acceptances_.append(len(self.released_))
+            self.best_risk_ = risk
+            if losses is not None:
+                self.best_loss_ = losses[0]
+            self.current_release_ = self.scorer_.sign * self._accepted_release(risk)
+            return np.array([self.current_release_])
+        return self._held_releases(1)
 
     @abstractmethod
     def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray | float:

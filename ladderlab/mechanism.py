@@ -18,9 +18,10 @@ from numpy.typing import ArrayLike, NDArray
 from ladderlab.bounds import TheoreticalBound
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import LossScorer, Scorer, get_scorer
-from ladderlab.validation import check_prediction_matrix, rows_per_block
+from ladderlab.validation import check_prediction_matrix, quick_row_check, rows_per_block
 
 FloatArray = NDArray[np.float64]
+FLOAT64 = np.dtype(np.float64)
 
 
 class Mechanism(Plugin):
@@ -71,6 +72,8 @@ class Mechanism(Plugin):
         self.scorer_ = scorer
         self.rng_ = rng
         self.classes_ = np.unique(labels if classes is None else np.asarray(classes, dtype=float))
+        self.row_shape_ = (self.n_,)
+        self.row_is_valid_ = quick_row_check(scorer.prediction_kind, self.classes_)
         self.released_: list[float] = []
         self.acceptances_: list[int] = []
         self.validate_params()
@@ -84,7 +87,21 @@ class Mechanism(Plugin):
         return None
 
     def submit(self, prediction: ArrayLike) -> float:
-        """Score one prediction vector and return the released score."""
+        """Score one prediction vector and return the released score.
+
+        A float64 vector that passes the quick check of its kind skips the general
+        validation (sequential attacks pay this call on every submission); anything
+        else takes the path of ``submit_many``, with its errors.
+        """
+        if (
+            type(prediction) is np.ndarray
+            and prediction.dtype is FLOAT64
+            and prediction.shape == self.row_shape_
+            and self.row_is_valid_(prediction)
+        ):
+            value = float(self._release(prediction[None, :])[0])
+            self.released_.append(value)
+            return value
         prediction = np.asarray(prediction)
         if prediction.ndim != 1:
             raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
@@ -145,8 +162,10 @@ class Mechanism(Plugin):
 
 
 def round_to_multiple(x: ArrayLike, step: float) -> FloatArray:
-    """``[x]_step``: x rounded to the nearest integer multiple of ``step`` (Blum & Hardt Fig. 1)."""
-    return np.round(np.asarray(x, dtype=float) / step) * step
+    """``[x]_step``: x rounded to the nearest integer multiple of ``step`` (Blum & Hardt Fig. 1).
+
+    ``np.rint`` is what ``np.round`` does at 0 decimals (ties to even), without its overhead."""
+    return np.rint(np.asarray(x, dtype=float) / step) * step
 
 
 def require(condition: bool, message: str) -> None:

@@ -8,6 +8,9 @@ cache, so validating costs a small fraction of scoring.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -73,6 +76,18 @@ def _check_block(
             _raise_first_invalid(block, valid, first_row, None)
     elif not np.isfinite(block.sum()) and not np.isfinite(block).all():
         _raise_first_invalid(block, np.isfinite(block), first_row, None)
+
+
+def quick_row_check(kind: PredictionKind, classes: NDArray[np.float64] | None) -> Callable[[NDArray[np.float64]], bool]:
+    """A cheap test that a float64 vector is a valid prediction of ``kind``: True only when
+    ``check_prediction_matrix`` would accept it (False sends it to the full check and its error)."""
+    if kind is PredictionKind.LABEL and classes is not None:
+        if classes.size == 2 and classes[0] == 0.0 and classes[1] == 1.0:
+            return lambda row: bool((row * row == row).all())  # x² = x only for 0 and 1
+        return lambda row: bool(_is_one_of(row[None, :], classes).all())
+    if kind is PredictionKind.PROBABILITY:
+        return lambda row: bool(row.min() >= 0.0 and row.max() <= 1.0)
+    return lambda row: math.isfinite(row.sum())
 
 
 def _is_one_of(block: NDArray[np.float64], classes: NDArray[np.float64]) -> NDArray[np.bool_]:
