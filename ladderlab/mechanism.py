@@ -96,7 +96,7 @@ class Mechanism(Plugin):
         if (
             type(prediction) is np.ndarray
             and prediction.dtype is FLOAT64
-            and prediction.shape == self.row_shape_
+            and prediction.shape == getattr(self, "row_shape_", None)
             and self.row_is_valid_(prediction)
         ):
             value = float(self._release(prediction[None, :])[0])
