@@ -16,13 +16,17 @@ class Freedman(Attack):
     Chaibub Neto et al. 2016, Results ("Freedman's attack", Fig. 2), after Freedman
     (1983). Ties in the released scores go to the earliest feature, as in the paper
     (Fig. 1b). The p submissions are one batch; with a budget smaller than p, only
-    the first features are submitted.
+    the first features are submitted. ``k`` changes only the final regression, so the
+    duels at every k of a replication share one transcript (:mod:`ladderlab.sharing`;
+    version 2: the random streams no longer depend on k).
     """
 
     id = "freedman"
     reference = "Chaibub Neto et al. 2016, Results (Freedman's attack)"
     task_types = frozenset({"regression"})
     _parameter_constraints = {"k": [Interval(int, 1, None)]}
+    final_only_params = frozenset({"k"})
+    version = "2"
 
     def __init__(self, k: int = 10):
         self.k = k

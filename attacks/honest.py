@@ -1,10 +1,8 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-from sklearn.linear_model import Lasso, LogisticRegression, Ridge
-from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
@@ -16,7 +14,12 @@ from ladderlab.tasks import PublicData
 MODELS = ("ridge", "lasso", "knn", "random-forest")
 
 
-def _models(task_type: str, seed: int) -> dict[str, BaseEstimator]:
+def _models(task_type: str, seed: int) -> dict[str, Any]:
+    # scikit-learn is imported here, when the attack plays: it is slow to import
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    from sklearn.linear_model import Lasso, LogisticRegression, Ridge
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
     if task_type == "regression":
         return {
             "ridge": Ridge(alpha=1.0),

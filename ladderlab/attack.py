@@ -27,6 +27,9 @@ class Attack(Plugin):
     """The kinds of task the attack can play."""
     expected_check_failures: ClassVar[dict[str, str]] = {}
     """Conformance checks (``ladderlab.testing``) this attack is known to fail, with why."""
+    final_only_params: ClassVar[frozenset[str]] = frozenset()
+    """Parameters that change only the final prediction, never a submission: duels that
+    differ only in them share one transcript (:mod:`ladderlab.sharing`)."""
 
     def incompatibility(self, data: PublicData) -> str | None:
         """Why the attack cannot play on ``data`` (None: it can). The runner records it as skipped."""

@@ -4,6 +4,8 @@ A submission replaces the best one when the posterior odds of improvement,
 PO = P(H₁|D) / (1 − P(H₁|D)) from B paired Bayesian-bootstrap replicates of
 Δs = s(ŷ_t) − s(ŷ_best), reach the threshold PO_thr = (1 − α)/α (NOTES.md 7). The
 test needs only weighted scores, so it works for any scorer and either orientation.
+It is sequential (:func:`ladderlab.bootstrap.improves_sequentially`): replicates are
+drawn until the decision of all B is settled, the same decision on the same draws.
 """
 
 from __future__ import annotations
@@ -12,15 +14,10 @@ from abc import abstractmethod
 
 import numpy as np
 
-from ladderlab.bootstrap import posterior_probability_of_improvement
+from ladderlab.bootstrap import improvements_needed, improves_sequentially
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Vector
 from ladderlab.validation import check_prediction_matrix
-
-
-def posterior_odds(probability: float) -> float:
-    """P / (1 − P), infinite when P = 1."""
-    return np.inf if probability >= 1.0 else probability / (1.0 - probability)
 
 
 class BayesBootLadderBase(Mechanism):
@@ -38,6 +35,8 @@ class BayesBootLadderBase(Mechanism):
         "po_threshold": [Interval(float, 0, None, closed="neither"), None],
         "initial_prediction": [Vector(), None],
     }
+    version = "2"
+    """Version 2: the sequential test draws fewer replicates, so the random stream changed."""
 
     def _check_params(self) -> None:
         if self.alpha is None and self.po_threshold is None:
@@ -53,22 +52,26 @@ class BayesBootLadderBase(Mechanism):
             try:
                 self.best_prediction_ = check_prediction_matrix(
                     self.initial_prediction, self.n_, self.scorer_.prediction_kind, self.classes_
-                )[0]
+                )[0].copy()
             except ValueError as error:
                 raise ValueError(f"{self.id}: parameter 'initial_prediction': {error}") from None
+        self.improvements_needed_ = improvements_needed(self.B, self.po_threshold_)
         self.best_score_ = (
             np.nan
             if self.best_prediction_ is None
             else self.scorer_.score(self.labels_, self.best_prediction_)
         )
+        if self.best_prediction_ is not None:
+            self._new_best()
 
     def _release(self, P: FloatArray) -> FloatArray:
         self.scorer_.score_many(self.labels_, P)  # raises for a non-finite score before any state changes
         released = np.empty(P.shape[0])
         for row, prediction in enumerate(P):
             if self._improves(prediction):
-                self.best_prediction_ = prediction
+                self.best_prediction_ = prediction.copy()
                 self.best_score_ = self.scorer_.score(self.labels_, prediction)
+                self._new_best()
                 self.acceptances_.append(len(self.released_) + row)
             released[row] = self._released_score()
         return released
@@ -76,10 +79,13 @@ class BayesBootLadderBase(Mechanism):
     def _improves(self, prediction: FloatArray) -> bool:
         if self.best_prediction_ is None:
             return True
-        probability = posterior_probability_of_improvement(
-            self.scorer_, self.labels_, prediction, self.best_prediction_, self.B, self.rng_
+        return improves_sequentially(
+            self.scorer_, self.labels_, prediction, self.best_prediction_, self.B,
+            self.improvements_needed_, self.rng_,
         )
-        return posterior_odds(probability) >= self.po_threshold_
+
+    def _new_best(self) -> None:
+        """Called after the best submission changed (to prepare its releases)."""
 
     @abstractmethod
     def _released_score(self) -> float:

@@ -1,14 +1,26 @@
-"""Throughput of every mechanism: submissions per second, batched and one at a time.
+"""Throughput of every mechanism, batched and one at a time, against a plain numpy loop and the bare loss.
 
 The workload is the boosting attack's (Blum & Hardt §5): random 0/1 vectors scored
 with the 0/1 loss against random labels, so the Ladders accept rarely, as under
-attack. Each measurement repeats until it has run for ``seconds``.
+attack, and every submission is tested against a fixed best. In the same process
+each mechanism is compared with
+
+- a *plain loop*: a direct numpy transcription of its algorithm that handles one
+  submission at a time (``REFERENCE_LOOPS``; LadderBoot's draws the b × n bootstrap
+  indices, the Bayesian-bootstrap Ladders call ``rng.dirichlet`` for every
+  submission, as the papers' pseudo-code reads);
+- the *bare loss*: the mean 0/1 loss of every row of the batch, one numpy expression,
+  the least any mechanism must compute.
+
+Each rate is the best of repeated timings (fresh mechanisms, ``seconds`` per
+measurement), the usual way to time code on a shared machine.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,44 +28,176 @@ import numpy as np
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 
+FloatArray = np.ndarray
 BENCHMARK_PARAMS = {"ladder-boot": {"b": 1000}, "bayesboot-ladder": {"B": 1000}, "bayesboot-ladderboot": {"B": 1000, "b": 1000}}
+CHEAP = ("kaggle", "full-disclosure", "ladder", "ladder-free", "ladder-t")
+"""Mechanisms whose work is the loss itself plus a comparison: batched should be within 3× of the bare loss."""
+SINGLE_ROWS = 100
+"""Submissions per timing of one-at-a-time ``submit``."""
+
+
+def _t_critical(alpha: float, n: int) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(1 - alpha, n - 1))
+
+
+def _score_loop(release: Callable[[float], float]) -> Callable:
+    def loop(y: FloatArray, P: FloatArray, rng: np.random.Generator) -> FloatArray:
+        out = np.empty(len(P))
+        for i, p in enumerate(P):
+            out[i] = release(np.mean(p != y))
+        return out
+
+    return loop
+
+
+def _ladder_loop(y: FloatArray, P: FloatArray, rng: np.random.Generator, eta: float = 0.01) -> FloatArray:
+    """Blum & Hardt Fig. 1."""
+    out, current = np.empty(len(P)), np.inf
+    for i, p in enumerate(P):
+        risk = np.mean(p != y)
+        if risk < current - eta:
+            current = round(risk / eta) * eta
+        out[i] = current
+    return out
+
+
+def _t_test_loop(critical: Callable[[int], float], b: int | None = None) -> Callable:
+    """Chaibub Neto Algs. 2–4: the paired t-test Ladder; with ``b``, LadderBoot's release
+    from b × n resampled indices (Alg. 4, lines 12–16)."""
+
+    def loop(y: FloatArray, P: FloatArray, rng: np.random.Generator) -> FloatArray:
+        n = y.size
+        c = critical(n)
+        out, current, best_risk, best_loss = np.empty(len(P)), np.inf, np.inf, np.zeros(n)
+        for i, p in enumerate(P):
+            loss = (p != y).astype(float)
+            risk = loss.mean()
+            reference = best_risk if b else current
+            if risk < reference - c * np.std(loss - best_loss, ddof=1) / math.sqrt(n):
+                best_loss, best_risk, current = loss, risk, round(risk * n) / n
+            out[i] = best_loss[rng.integers(0, n, (b, n))].mean() if b else current
+        return out
+
+    return loop
+
+
+def _bayesboot_loop(b: int | None = None, B: int = 1000, alpha: float = 0.15) -> Callable:
+    """Chaibub Neto Algs. 5–6: B Dirichlet weight vectors per submission; with ``b``, the
+    release is the mean of b bootstrap replicates of the best loss from b × n indices."""
+
+    def loop(y: FloatArray, P: FloatArray, rng: np.random.Generator) -> FloatArray:
+        n = y.size
+        out, best_loss = np.empty(len(P)), None
+        for i, p in enumerate(P):
+            loss = (p != y).astype(float)
+            if best_loss is None:
+                improved = True
+            else:
+                W = rng.dirichlet(np.ones(n), B)
+                probability = np.mean(W @ loss - W @ best_loss < 0)
+                improved = probability < 1 and probability / (1 - probability) >= (1 - alpha) / alpha or probability == 1
+            if improved:
+                best_loss = loss
+            out[i] = best_loss[rng.integers(0, n, (b, n))].mean() if b else round(best_loss.mean() * n) / n
+        return out
+
+    return loop
+
+
+REFERENCE_LOOPS: dict[str, Callable[[FloatArray, FloatArray, np.random.Generator], FloatArray]] = {
+    "full-disclosure": _score_loop(lambda risk: risk),
+    "kaggle": _score_loop(lambda risk: round(risk / 1e-5) * 1e-5),
+    "ladder": _ladder_loop,
+    "ladder-free": _t_test_loop(lambda n: 1.0),
+    "ladder-t": _t_test_loop(lambda n: _t_critical(0.15, n)),
+    "ladder-boot": _t_test_loop(lambda n: _t_critical(0.15, n), b=1000),
+    "bayesboot-ladder": _bayesboot_loop(),
+    "bayesboot-ladderboot": _bayesboot_loop(b=1000),
+}
+"""Plain per-submission numpy transcriptions of the built-in mechanisms at ``BENCHMARK_PARAMS``."""
 
 
 @dataclass(frozen=True)
 class Throughput:
+    """Submissions per second of one mechanism at holdout size n, and the references beside it."""
+
     mechanism: str
     n: int
     batched_per_second: float
     single_per_second: float
+    loop_per_second: float | None
+    bare_loss_per_second: float
+
+    @property
+    def batched_over_loop(self) -> float | None:
+        """How many times faster ``submit_many`` is than the plain loop."""
+        return None if self.loop_per_second is None else self.batched_per_second / self.loop_per_second
+
+    @property
+    def single_over_loop(self) -> float | None:
+        """How many times faster one-at-a-time ``submit`` is than the plain loop."""
+        return None if self.loop_per_second is None else self.single_per_second / self.loop_per_second
+
+    @property
+    def batched_cost_over_bare_loss(self) -> float:
+        """How many times the bare loss computation one batched submission costs."""
+        return self.bare_loss_per_second / self.batched_per_second
 
 
-def _rate(submit, predictions: np.ndarray, seconds: float, batched: bool) -> float:
-    done, start = 0, time.perf_counter()
-    while True:
-        if batched:
-            submit(predictions)
-            done += predictions.shape[0]
-        else:
-            for row in predictions[: max(1, predictions.shape[0] // 10)]:
-                submit(row)
-                done += 1
+def _best_rate(run: Callable[[], None], count: int, seconds: float, prepare: Callable[[], object] | None = None) -> float:
+    """``count`` / the shortest of repeated timings of ``run`` (at least three, ``seconds`` in all)."""
+    best, spent, repeats = math.inf, 0.0, 0
+    while repeats < 3 or spent < seconds:
+        if prepare is not None:
+            prepare()
+        start = time.perf_counter()
+        run()
         elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return done / elapsed
+        best, spent, repeats = min(best, elapsed), spent + elapsed, repeats + 1
+    return count / best
 
 
 def measure(mechanism_id: str, n: int, seconds: float = 1.0, batch: int = 1000) -> Throughput:
-    """Submissions per second of one mechanism at holdout size n."""
+    """Submissions per second of one mechanism at holdout size n, with its references."""
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 2, n).astype(float)
     predictions = rng.integers(0, 2, (batch, n)).astype(float)
     params = BENCHMARK_PARAMS.get(mechanism_id, {})
-    rates = []
-    for batched in (True, False):
-        mechanism = MECHANISMS.make(mechanism_id, **params).bind(labels, "zero-one", np.random.default_rng(1))
-        submit = mechanism.submit_many if batched else mechanism.submit
-        rates.append(_rate(submit, predictions, seconds, batched))
-    return Throughput(mechanism_id, n, *rates)
+    state: dict[str, object] = {}
+
+    def fresh() -> None:
+        state["mechanism"] = MECHANISMS.make(mechanism_id, **params).bind(labels, "zero-one", np.random.default_rng(1))
+
+    def one_at_a_time() -> None:
+        submit = state["mechanism"].submit
+        for row in single_rows:
+            submit(row)
+
+    single_rows = predictions[:SINGLE_ROWS]
+
+    budget = seconds / 4
+    fresh()
+    rows = _rows_for(lambda rows: state["mechanism"].submit_many(predictions[:rows]), batch, budget)
+    batched = _best_rate(lambda: state["mechanism"].submit_many(predictions[:rows]), rows, budget, fresh)
+    single_rows = predictions[: min(rows, SINGLE_ROWS)]
+    single = _best_rate(one_at_a_time, len(single_rows), budget, fresh)
+    loop_rate = None
+    if mechanism_id in REFERENCE_LOOPS:
+        loop = REFERENCE_LOOPS[mechanism_id]
+        loop_rows = _rows_for(lambda rows: loop(labels, predictions[:rows], np.random.default_rng(1)), SINGLE_ROWS, budget)
+        loop_rate = _best_rate(lambda: loop(labels, predictions[:loop_rows], np.random.default_rng(1)), loop_rows, budget)
+    bare = _best_rate(lambda: (predictions != labels).astype(float).mean(axis=1), batch, budget)
+    return Throughput(mechanism_id, n, batched, single, loop_rate, bare)
+
+
+def _rows_for(run: Callable[[int], object], most: int, budget: float, probe: int = 4) -> int:
+    """How many submissions one timing can hold: three timings fit in ``budget`` (at least ``probe``)."""
+    start = time.perf_counter()
+    run(probe)
+    per_row = (time.perf_counter() - start) / probe
+    return int(min(most, max(probe, budget / 3 / max(per_row, 1e-9))))
 
 
 def run(sizes: tuple[int, ...] = (200, 4000), seconds: float = 1.0) -> Iterator[Throughput]:

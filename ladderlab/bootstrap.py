@@ -19,38 +19,63 @@ CHUNK_ELEMENTS = 1 << 20
 """Largest random matrix drawn at once (8 MiB of float64)."""
 
 
+INDEX_DRAW_FACTOR = 12
+"""Draw b·n indices instead of a multinomial over K cells when b·n ≤ this × K."""
+
+
+class BootstrapMeanSampler:
+    """Exact draws of the mean of b bootstrap means of one loss vector, in O(K) each.
+
+    Resampling b times n indices and averaging the b means is ``C·l / (b·n)`` where
+    C, the summed count vectors, is ``Multinomial(b·n, (1/n, …, 1/n))`` (Chaibub Neto
+    Alg. 4, lines 12–16). Samples with equal losses can be merged: the counts of the K
+    distinct values v_k, present c_k times, are ``Multinomial(b·n, c_k/n)``, so the
+    release is ``Σ_k v_k·G_k / (b·n)``, the same distribution. For a 0/1 loss (K = 2)
+    it is one ``Binomial(b·n, k/n)`` draw. When b·n is small against K, drawing the
+    b·n indices and summing their losses is cheaper than K binomial draws; both are
+    exact, and the choice depends only on (loss, b), so a transcript does not depend
+    on how submissions are batched.
+    """
+
+    def __init__(self, loss: FloatArray, b: int):
+        self.values, counts = np.unique(loss, return_counts=True)
+        self.b = b
+        self.total = b * loss.size
+        self.pvals = counts / loss.size
+        self.loss = loss
+        self.by_index = self.total <= INDEX_DRAW_FACTOR * self.values.size
+
+    def draw(self, rng: np.random.Generator, draws: int = 1) -> FloatArray:
+        """``draws`` independent releases, in order (the values do not depend on how draws are grouped)."""
+        out = np.empty(draws)
+        if self.values.size == 1:
+            out[:] = self.values[0]
+            return out
+        if self.values.size == 2:
+            high = rng.binomial(self.total, self.pvals[1], size=draws)
+            out[:] = (self.values[0] * (self.total - high) + self.values[1] * high) / self.total
+            return out
+        if self.by_index:
+            rows_per_chunk = max(1, CHUNK_ELEMENTS // self.total)
+            for start in range(0, draws, rows_per_chunk):
+                rows = min(rows_per_chunk, draws - start)
+                indices = rng.integers(0, self.loss.size, size=(rows, self.total))
+                out[start : start + rows] = self.loss[indices].sum(axis=1) / self.total
+            return out
+        rows_per_chunk = max(1, CHUNK_ELEMENTS // self.values.size)
+        for start in range(0, draws, rows_per_chunk):
+            rows = min(rows_per_chunk, draws - start)
+            counts = rng.multinomial(self.total, self.pvals, size=rows)
+            out[start : start + rows] = (counts * self.values).sum(axis=1) / self.total
+        return out
+
+
 def bootstrap_mean_losses(
     loss: FloatArray, b: int, rng: np.random.Generator, draws: int = 1
 ) -> FloatArray:
-    """``draws`` independent values of the mean of b bootstrap means of the loss vector, in O(n) each.
-
-    Resampling b times n indices and averaging the b means is ``C·l / (b·n)`` where
-    C, the summed count vectors, is ``Multinomial(b·n, (1/n, …, 1/n))`` (NOTES.md 6):
-    one multinomial draw replaces b·n index draws. Draws are made in order, so the
-    values do not depend on how they are batched.
-    """
-    n = loss.size
-    pvals = np.full(n, 1.0 / n)
-    out = np.empty(draws)
-    rows_per_chunk = max(1, CHUNK_ELEMENTS // n)
-    for start in range(0, draws, rows_per_chunk):
-        rows = min(rows_per_chunk, draws - start)
-        counts = rng.multinomial(b * n, pvals, size=rows)
-        out[start : start + rows] = (counts * loss).sum(axis=1) / (b * n)
-    return out
-
-
-def bootstrap_count_weights(rng: np.random.Generator, replicates: int, n: int) -> Iterator[FloatArray]:
-    """Weight matrices (rows = count vectors / n) of ordinary bootstrap resamples, in chunks.
-
-    Row j weights sample i by how often i was drawn in resample j, so a weighted
-    moment equals the moment of the resampled (ŷ, y) pairs.
-    """
-    rows_per_chunk = max(1, CHUNK_ELEMENTS // n)
-    for start in range(0, replicates, rows_per_chunk):
-        rows = min(rows_per_chunk, replicates - start)
-        draws = rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]
-        yield np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n) / n
+    """``draws`` independent values of the mean of b bootstrap means of the loss vector
+    (see :class:`BootstrapMeanSampler`, which a caller drawing repeatedly should keep)."""
+    return BootstrapMeanSampler(loss, b).draw(rng, draws)
 
 
 def dirichlet_weights(rng: np.random.Generator, replicates: int, n: int) -> Iterator[FloatArray]:
@@ -62,21 +87,40 @@ def dirichlet_weights(rng: np.random.Generator, replicates: int, n: int) -> Iter
         yield exponentials / exponentials.sum(axis=1, keepdims=True)
 
 
-def bootstrap_mean_score(
-    scorer: Scorer, y: FloatArray, prediction: FloatArray, b: int, rng: np.random.Generator
-) -> float:
-    """The mean of b ordinary bootstrap replicates of the score of ``prediction``.
+class BootstrapScoreSampler:
+    """Draws of the mean of b ordinary bootstrap replicates of the score of one prediction.
 
     Chaibub Neto Alg. 4 lines 12–16 and Alg. 6 lines 12–16 (NOTES.md 8). For a mean
-    loss it is the O(n) multinomial form; any other metric is evaluated on b
-    resampled weight rows.
+    loss it is the exact :class:`BootstrapMeanSampler`; any other metric is evaluated
+    on b resampled count rows (``Scorer.weighted_by_counts``: one product with a small
+    moment matrix for the moment metrics).
     """
-    if isinstance(scorer, LossScorer):
-        return float(bootstrap_mean_losses(scorer.loss(y, prediction[None, :])[0], b, rng)[0])
-    total = 0.0
-    for W in bootstrap_count_weights(rng, b, y.size):
-        total += float(np.nansum(scorer.weighted(y, prediction[None, :], W)))
-    return total / b
+
+    def __init__(self, scorer: Scorer, y: FloatArray, prediction: FloatArray, b: int):
+        self.scorer, self.y, self.prediction, self.b = scorer, y, prediction[None, :], b
+        self.losses = (
+            BootstrapMeanSampler(scorer.loss(y, self.prediction)[0], b) if isinstance(scorer, LossScorer) else None
+        )
+
+    def draw(self, rng: np.random.Generator) -> float:
+        """One release."""
+        if self.losses is not None:
+            return float(self.losses.draw(rng)[0])
+        total = 0.0
+        for counts in bootstrap_counts(rng, self.b, self.y.size):
+            total += float(np.nansum(self.scorer.weighted_by_counts(self.y, self.prediction, counts)))
+        return total / self.b
+
+
+def bootstrap_counts(rng: np.random.Generator, replicates: int, n: int) -> Iterator[FloatArray]:
+    """Count matrices (row j: how often each sample was drawn in resample j) of ordinary
+    bootstrap resamples, in chunks: a weighted moment under row j / n is the moment of
+    the resampled (ŷ, y) pairs."""
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // n)
+    for start in range(0, replicates, rows_per_chunk):
+        rows = min(rows_per_chunk, replicates - start)
+        draws = rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]
+        yield np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n).astype(float)
 
 
 def posterior_probability_of_improvement(
@@ -100,3 +144,67 @@ def posterior_probability_of_improvement(
         scores = scorer.weighted(y, pair, W)
         improved += int(np.count_nonzero(scorer.sign * (scores[:, 0] - scores[:, 1]) < 0))
     return improved / replicates
+
+
+FIRST_REPLICATES = 16
+"""Replicates drawn before the first look at the sequential test; the chunks then double."""
+
+
+def posterior_odds(probability: float) -> float:
+    """P / (1 − P), infinite when P = 1."""
+    return np.inf if probability >= 1.0 else probability / (1.0 - probability)
+
+
+def improvements_needed(replicates: int, po_threshold: float) -> int:
+    """The smallest count k of improved replicates out of B with
+    ``posterior_odds(k / B) ≥ po_threshold`` (B + 1 when no count reaches it). The odds,
+    even rounded, never fall as k grows, so the B-replicate test accepts ⇔ count ≥ k."""
+    return next((k for k in range(replicates + 1) if posterior_odds(k / replicates) >= po_threshold), replicates + 1)
+
+
+def improves_sequentially(
+    scorer: Scorer,
+    y: FloatArray,
+    new: FloatArray,
+    best: FloatArray,
+    replicates: int,
+    needed: int,
+    rng: np.random.Generator,
+) -> bool:
+    """The decision of the B-replicate posterior-odds test, drawing replicates only until it is settled.
+
+    Replicates are drawn in order, as the full test draws them, in chunks that double;
+    after each chunk the test stops once ``needed`` improvements are reached or can no
+    longer be reached with the replicates left. The decision is therefore the one the
+    full B replicates give on the same draws; only fewer are drawn. Weights are
+    standard exponentials, the unnormalised Dirichlet(1, …, 1) (NOTES.md 7): for a
+    per-sample loss the sign of w·(l_new − l_best) does not depend on the normalisation,
+    and metrics divide their weighted moments by the row totals
+    (``Scorer.weighted_by_counts``).
+    """
+    if needed > replicates:
+        return False
+    n = y.size
+    if isinstance(scorer, LossScorer):
+        difference = scorer.loss(y, new[None, :])[0] - scorer.loss(y, best[None, :])[0]
+
+        def improved_in(E: FloatArray) -> int:
+            return int(np.count_nonzero(E @ difference < 0))
+    else:
+        pair = np.stack([new, best])
+
+        def improved_in(E: FloatArray) -> int:
+            scores = scorer.weighted_by_counts(y, pair, E)
+            return int(np.count_nonzero(scorer.sign * (scores[:, 0] - scores[:, 1]) < 0))
+
+    largest = max(1, CHUNK_ELEMENTS // n)
+    improved, drawn, rows = 0, 0, FIRST_REPLICATES
+    while True:
+        rows = min(rows, largest, replicates - drawn)
+        improved += improved_in(rng.standard_exponential((rows, n)))
+        drawn += rows
+        if improved >= needed:
+            return True
+        if improved + replicates - drawn < needed:
+            return False
+        rows *= 2

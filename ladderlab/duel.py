@@ -17,6 +17,8 @@ scores) and the two measures of the papers:
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +28,8 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, Leaderboard
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.scoring import LossScorer, get_scorer
-from ladderlab.seeding import stream
+from ladderlab.seeding import identity_key, stream
+from ladderlab.sharing import TRANSCRIPTS, RecordingBoard, ReplayBoard, Transcript, TranscriptMismatch, shared_identity
 from ladderlab.tasks import Split, Task
 
 
@@ -84,10 +87,15 @@ def play(
     attack_rng: np.random.Generator,
     budget: int | None = None,
     oracle: bool = False,
+    shared: Transcript | None = None,
+    record: Callable[[RecordingBoard, Leaderboard], None] | None = None,
 ) -> DuelResult:
     """Bind ``mechanism`` to the split's public labels, let ``attack`` play, score its final prediction.
 
-    Raises :class:`Incompatible` when the pair cannot play on this split.
+    With ``shared``, the attack replays that transcript instead of playing the
+    mechanism (:mod:`ladderlab.sharing`); ``record`` receives the board and the
+    leaderboard after the attack's last submission. Raises :class:`Incompatible`
+    when the pair cannot play on this split.
     """
     reason = incompatibility(split, mechanism, attack)
     if reason:
@@ -96,8 +104,20 @@ def play(
     attack.validate_params()
     mechanism.bind(split.y_public, data.scorer, mechanism_rng, classes=data.classes)
     leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
-    board = Board(leaderboard, budget=budget, oracle=oracle)
-    final_prediction = attack.run(board, data, attack_rng)
+    if shared is not None:
+        leaderboard = copy.deepcopy(shared.leaderboard)
+        mechanism = leaderboard.mechanism
+        board: Board = ReplayBoard(leaderboard, shared.batches, budget=budget, oracle=oracle)
+        final_prediction = attack.run(board, data, attack_rng)
+        if not board.finished:
+            raise TranscriptMismatch("the attack submitted less than the shared transcript holds")
+    else:
+        board = Board(leaderboard, budget=budget, oracle=oracle) if record is None else RecordingBoard(
+            leaderboard, budget=budget, oracle=oracle
+        )
+        final_prediction = attack.run(board, data, attack_rng)
+        if record is not None:
+            record(board, leaderboard)
     submissions = board.submissions
     leaderboard.submit_many(leaderboard.check(final_prediction))
     records = leaderboard.records()
@@ -137,11 +157,22 @@ def duel(
     """One duel with every random stream derived from (seed, what it serves, replication).
 
     The task's data depend on (task, replication) only and the attacker's coins on
-    (attack, task, replication) only: common random numbers across mechanisms.
+    (attack, task, replication) only: common random numbers across mechanisms. The
+    attack's identity leaves out its ``final_only_params``, and duels that differ only
+    in them share one transcript (:mod:`ladderlab.sharing`).
     """
     task.validate_params()
-    task_spec, mechanism_spec, attack_spec = spec(task), spec(mechanism), spec(attack)
-    split = task.split(stream(seed, "task", task_spec, replication))
+    task_spec, mechanism_spec = spec(task), spec(mechanism)
+    attack_spec = shared_identity(attack.id, attack.get_params(), attack.final_only_params)
+    key = None
+    if attack.final_only_params:
+        key = identity_key(seed, task_spec, mechanism_spec, attack_spec, replication, budget, oracle)
+    shared = None if key is None else TRANSCRIPTS.get(key)
+    split = shared.split if shared is not None else task.split(stream(seed, "task", task_spec, replication))
+
+    def record(board: RecordingBoard, leaderboard: Leaderboard) -> None:
+        TRANSCRIPTS.put(key, split, board, leaderboard)
+
     return play(
         split,
         mechanism,
@@ -150,4 +181,6 @@ def duel(
         stream(seed, "attack", attack_spec, task_spec, replication),
         budget=budget,
         oracle=oracle,
+        shared=shared,
+        record=None if key is None or shared is not None else record,
     )

@@ -20,7 +20,6 @@ from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
-from scipy import stats
 
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
@@ -54,13 +53,17 @@ class Ladder(Mechanism):
     def _release(self, P: FloatArray) -> FloatArray:
         sign = self.scorer_.sign
         if self.requires_loss:
+            losses = self.scorer_.loss(self.labels_, P)
             with np.errstate(over="ignore", invalid="ignore"):
-                losses = self.scorer_.loss(self.labels_, P)
-                risks = require_finite_scores(self.scorer_.name, losses.mean(axis=1))
+                risks = np.add.reduce(losses, axis=1) / self.n_  # the bits of .mean(axis=1)
+            if not np.isfinite(risks).all():
+                require_finite_scores(self.scorer_.name, risks)
         else:
             losses = None
             risks = sign * self.scorer_.score_many(self.labels_, P)
         m = P.shape[0]
+        if m == 1:
+            return self._release_one(losses, risks[0])
         released = np.empty(m)
         max_block = max(_FIRST_BLOCK, _BLOCK_ELEMENTS // self.n_)
         start, block = 0, _FIRST_BLOCK
@@ -83,6 +86,18 @@ class Ladder(Mechanism):
             else:
                 start, block = stop, min(2 * block, max_block)
         return released
+
+    def _release_one(self, losses: FloatArray | None, risk: float) -> FloatArray:
+        """``_release`` for one row, without the block bookkeeping (the same decisions and draws)."""
+        margin = self._margins(losses, 1)
+        if risk < self._reference - (margin if isinstance(margin, float) else margin[0]):
+            self.acceptances_.append(len(self.released_))
+            self.best_risk_ = risk
+            if losses is not None:
+                self.best_loss_ = losses[0]
+            self.current_release_ = self.scorer_.sign * self._accepted_release(risk)
+            return np.array([self.current_release_])
+        return self._held_releases(1)
 
     @abstractmethod
     def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray | float:
@@ -126,15 +141,27 @@ class PairedTTestLadder(Ladder):
 
     def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray:
         assert losses is not None
-        sd = np.std(losses - self.best_loss_, axis=1, ddof=1)
-        return self.critical_value_ * sd / np.sqrt(self.n_)
+        return self.critical_value_ * paired_sd(losses, self.best_loss_) / np.sqrt(self.n_)
 
     def _accepted_release(self, risk: float) -> float:
         return float(round_to_multiple(risk, 1.0 / self.n_))
+
+
+def paired_sd(losses: FloatArray, best_loss: FloatArray) -> FloatArray:
+    """``np.std(losses - best_loss, axis=1, ddof=1)``, the same operations in place, without
+    its per-call overhead (half the cost of a t-test Ladder's submission at n = 4000)."""
+    differences = losses - best_loss
+    mean = np.add.reduce(differences, axis=1, keepdims=True)
+    mean /= differences.shape[1]
+    differences -= mean
+    np.multiply(differences, differences, out=differences)
+    return np.sqrt(np.add.reduce(differences, axis=1) / (differences.shape[1] - 1))
 
 
 def t_critical_value(alpha: float | None, critical_value: float | None, n: int) -> float:
     """c_α = t⁻¹_{n−1}(1 − α) (NOTES.md 1: the upper quantile); a given critical value wins."""
     if critical_value is not None:
         return float(critical_value)
+    from scipy import stats  # imported here: scipy.stats is slow to import
+
     return float(stats.t.ppf(1.0 - alpha, n - 1))

@@ -1,8 +1,11 @@
 """The common base of every plugin family, following scikit-learn's estimator conventions.
 
 Parameters are keyword arguments of ``__init__`` stored unchanged under their own
-names; ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr come from
-:class:`sklearn.base.BaseEstimator`. Each class declares the admissible values of its
+names; ``get_params`` and ``set_params`` behave as scikit-learn's ``BaseEstimator``'s
+(nested ``name__param`` keys included), so ``sklearn.base.clone`` works on every
+plugin, and the repr shows the parameters that differ from their defaults. The base
+is written here rather than inherited so that ``import ladderlab`` does not import
+scikit-learn (most of the time of ``ladderlab --help``). Each class declares the admissible values of its
 parameters in ``_parameter_constraints`` (:mod:`ladderlab.params`); they are checked in
 one place, :meth:`Plugin.validate_params`, when the plugin is put to work, never in
 ``__init__``. State created by work carries a trailing underscore.
@@ -11,14 +14,12 @@ one place, :meth:`Plugin.validate_params`, when the plugin is put to work, never
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar
-
-from sklearn.base import BaseEstimator
+from typing import Any, ClassVar, Self
 
 from ladderlab.params import Constraint, validate_params
 
 
-class Plugin(BaseEstimator):
+class Plugin:
     """A mechanism or attack: an ``id``, a paper ``reference`` and parameters."""
 
     id: ClassVar[str]
@@ -29,6 +30,50 @@ class Plugin(BaseEstimator):
     """Bumped when the plugin's results change for the same parameters and seed."""
     _parameter_constraints: ClassVar[dict[str, list[Constraint | None]]] = {}
     """Admissible values of each ``__init__`` parameter (see :mod:`ladderlab.params`)."""
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The ``__init__`` parameter names, sorted (scikit-learn's convention)."""
+        return sorted(cls.parameter_defaults())
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters by name; with ``deep``, also ``name__param`` for parameters that have parameters."""
+        params: dict[str, Any] = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                params.update((f"{name}__{key}", inner) for key, inner in value.get_params().items())
+            params[name] = value
+        return params
+
+    def set_params(self, **params: Any) -> Self:
+        """Set parameters by name (``name__param`` sets a nested one); return ``self``."""
+        valid = self.get_params(deep=True)
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            name, delimiter, inner = key.partition("__")
+            if name not in valid:
+                raise ValueError(
+                    f"Invalid parameter {name!r} for {type(self).__name__}. "
+                    f"Valid parameters are: {self._get_param_names()!r}."
+                )
+            if delimiter:
+                nested.setdefault(name, {})[inner] = value
+            else:
+                setattr(self, name, value)
+                valid[name] = value
+        for name, inner_params in nested.items():
+            valid[name].set_params(**inner_params)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = self.parameter_defaults()
+        changed = [
+            f"{name}={value!r}"
+            for name, value in ((name, getattr(self, name)) for name in defaults)
+            if value is not defaults[name] and repr(value) != repr(defaults[name])
+        ]
+        return f"{type(self).__name__}({', '.join(changed)})"
 
     def validate_params(self) -> None:
         """Raise :class:`ladderlab.params.ParameterError` for a parameter value outside its

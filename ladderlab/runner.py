@@ -10,8 +10,15 @@ Layout of a run directory (asv-style results as files):
   written to a temporary file and renamed, so a killed run loses at most the cells
   in flight. A re-run skips the cells whose file exists.
 
-Each cell is one job (joblib: ``loky`` locally, ``dask`` for a cluster). Jobs get
-plain specs and seeds, build their plugins themselves and write their own file.
+Each job is one cell, or the cells that share one transcript per replication (they
+differ only in their attack's ``final_only_params``, :mod:`ladderlab.sharing`), run
+replication by replication (joblib: ``loky`` locally, ``dask`` for a cluster). Jobs
+get plain specs and seeds, build their plugins themselves and write their own files.
+With several local workers, replication 0 of every job is played first (in parallel);
+its CPU time estimates the job's cost, and the jobs start longest first, so no
+worker is left with a long job at the end. Each worker's BLAS uses
+cpu_count / jobs threads. None of this changes a result: every replication depends
+only on (cell, seed, replication).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import sys
 import tempfile
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +40,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 import ladderlab
 from ladderlab.duel import Incompatible, duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
+from ladderlab.sharing import shared_identity
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
 
@@ -121,8 +131,7 @@ def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
     return row
 
 
-def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
-    rows = [run_replication(cell, seed, replication) for replication in range(replications)]
+def _cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
     columns: dict[str, list[Any]] = {
         "cell": [cell.key] * len(rows),
         "task": [cell.task[0]] * len(rows),
@@ -152,12 +161,66 @@ def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
 
 def run_cell(cell: Cell, seed: int, replications: int, out: str) -> str:
     """Run every replication of ``cell`` and write its Parquet file atomically; return the path."""
-    path = Path(out) / "cells" / f"{cell.key}.parquet"
-    table = _cell_table(cell, seed, replications)
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    _write_atomically(path, sink.getvalue().to_pybytes())
-    return str(path)
+    return run_cells([cell], seed, replications, out)[0]
+
+
+def run_cells(
+    group: list[Cell],
+    seed: int,
+    replications: int,
+    out: str,
+    blas_threads: int | None = None,
+    first_rows: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
+    """Run the cells of a transcript group replication by replication (each replication's
+    cells together, so they share its transcript); write each cell's file; return the paths.
+    ``first_rows`` holds replication 0's rows where they were already played."""
+    rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
+    with threadpool_limits(blas_threads) if blas_threads else nullcontext():
+        for replication in range(replications):
+            for cell in group:
+                if replication == 0 and first_rows and cell.key in first_rows:
+                    rows[cell.key].append(first_rows[cell.key])
+                else:
+                    rows[cell.key].append(run_replication(cell, seed, replication))
+    paths = []
+    for cell in group:
+        path = Path(out) / "cells" / f"{cell.key}.parquet"
+        sink = pa.BufferOutputStream()
+        pq.write_table(_cell_table(cell, seed, rows[cell.key]), sink)
+        _write_atomically(path, sink.getvalue().to_pybytes())
+        paths.append(str(path))
+    return paths
+
+
+def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
+    """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order."""
+    groups: dict[str, list[Cell]] = {}
+    for cell in todo:
+        final_only = ATTACKS.get(cell.attack[0]).final_only_params
+        identity = shared_identity(*cell.attack, final_only)
+        key = json.dumps([cell.task, cell.mechanism, identity, cell.budget, cell.oracle], sort_keys=True, default=str)
+        groups.setdefault(key, []).append(cell)
+    return list(groups.values())
+
+
+def first_replication(group: list[Cell], seed: int, blas_threads: int | None) -> tuple[float, dict[str, dict[str, Any]]]:
+    """Replication 0 of every cell of a group: its CPU seconds, and the rows, by cell key."""
+    with threadpool_limits(blas_threads) if blas_threads else nullcontext():
+        start = time.process_time()
+        rows = {cell.key: run_replication(cell, seed, 0) for cell in group}
+        return time.process_time() - start, rows
+
+
+def longest_first(
+    groups: list[list[Cell]], seed: int, jobs: int, blas_threads: int | None
+) -> tuple[list[list[Cell]], dict[str, dict[str, Any]]]:
+    """The groups ordered by estimated cost, longest first, and the rows of replication 0
+    that estimate it (played in parallel first, and kept)."""
+    pilots = joblib.Parallel(n_jobs=jobs)(joblib.delayed(first_replication)(group, seed, blas_threads) for group in groups)
+    first_rows = {key: row for _, rows in pilots for key, row in rows.items()}
+    order = sorted(range(len(groups)), key=lambda i: -pilots[i][0])
+    return [groups[i] for i in order], first_rows
 
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
@@ -187,17 +250,29 @@ def run(
     preflight(scenario)
     out = Path(out) if out is not None else Path("runs") / scenario.name
     prepare(scenario, out)
-    todo = pending_cells(scenario, out)
+    groups = transcript_groups(pending_cells(scenario, out))
     show = sys.stderr.isatty() if progress is None else progress
-    tasks = (joblib.delayed(run_cell)(cell, scenario.seed, scenario.replications, str(out)) for cell in todo)
+    first_rows: dict[str, dict[str, Any]] = {}
+    blas_threads = None
+    if backend == "loky" and jobs != 1:
+        blas_threads = max(1, (os.cpu_count() or 1) // joblib.effective_n_jobs(jobs))
+        if len(groups) > 1:
+            groups, first_rows = longest_first(groups, scenario.seed, jobs, blas_threads)
+    tasks = (
+        joblib.delayed(run_cells)(
+            group, scenario.seed, scenario.replications, str(out), blas_threads,
+            {cell.key: first_rows[cell.key] for cell in group if cell.key in first_rows},
+        )
+        for group in groups
+    )
     if backend == "dask":
         from dask.distributed import Client
 
         with Client(scheduler, timeout=SCHEDULER_TIMEOUT) if scheduler else Client(processes=False):
             with joblib.parallel_backend("dask"):
-                _drain(joblib.Parallel(return_as="generator")(tasks), len(todo), show)
+                _drain(joblib.Parallel(return_as="generator")(tasks), len(groups), show)
     else:
-        _drain(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks), len(todo), show)
+        _drain(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks), len(groups), show)
     return load_results(out)
 
 

@@ -22,7 +22,6 @@ from enum import Enum
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import rankdata
 
 from ladderlab.naming import unknown_name_error
 
@@ -72,6 +71,12 @@ class Scorer(ABC):
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
         """Scores of every row of ``P`` (m × n) under every weight row of ``W`` (B × n): B × m."""
 
+    def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
+        """``weighted`` under the rows of ``C`` normalised to sum to one (bootstrap counts,
+        or standard exponentials for the Bayesian bootstrap): B × m. Scorers built on
+        weighted moments divide the moments instead of the B × n matrix."""
+        return self.weighted(y, P, C / C.sum(axis=1, keepdims=True))
+
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
         """Unweighted scores of the m rows of ``P``: a vector of length m; :class:`ScoreError`
         when one of them is not finite."""
@@ -104,11 +109,16 @@ class LossScorer(Scorer):
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
         return W @ self.loss(y, P).T
 
+    def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
+        return (C @ self.loss(y, P).T) / C.sum(axis=1)[:, None]
+
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
-        y = np.asarray(y, dtype=float)
-        P = np.atleast_2d(np.asarray(P, dtype=float))
+        if not (type(P) is np.ndarray and P.ndim == 2 and P.dtype == np.float64 and type(y) is np.ndarray):
+            y = np.asarray(y, dtype=float)
+            P = np.atleast_2d(np.asarray(P, dtype=float))
         with np.errstate(over="ignore", invalid="ignore"):
-            return require_finite_scores(self.name, self.loss(y, P).mean(axis=1))
+            scores = np.add.reduce(self.loss(y, P), axis=1) / y.shape[0]  # the bits of .mean(axis=1)
+        return scores if np.isfinite(scores).all() else require_finite_scores(self.name, scores)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +210,29 @@ def _weighted_moments(
     return mean_y, mean_p, var_y, var_p, cov
 
 
+def _moments_by_counts(
+    y: FloatArray, P: FloatArray, C: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``_weighted_moments`` under the normalised rows of ``C``, as one product C·M with the
+    n × (2 + 3m) moment matrix M = [1, y, y², ŷ, ŷ², ŷy] and a division by the row totals:
+    ``C`` is read once, and never normalised."""
+    m = P.shape[0]
+    M = np.empty((y.size, 3 + 3 * m))
+    M[:, 0] = 1.0
+    M[:, 1] = y
+    M[:, 2] = y * y
+    M[:, 3 : 3 + m] = P.T
+    M[:, 3 + m : 3 + 2 * m] = (P * P).T
+    M[:, 3 + 2 * m :] = (P * y).T
+    R = C @ M
+    R[:, 1:] /= R[:, :1]
+    mean_y, mean_p = R[:, 1:2], R[:, 3 : 3 + m]
+    var_y = R[:, 2:3] - mean_y**2
+    var_p = R[:, 3 + m : 3 + 2 * m] - mean_p**2
+    cov = R[:, 3 + 2 * m :] - mean_y * mean_p
+    return mean_y, mean_p, var_y, var_p, cov
+
+
 @dataclass(frozen=True, kw_only=True)
 class PearsonCorrelation(MetricScorer):
     """Pearson's r; weighted form as in Chaibub Neto, Methods (ΔCOR)."""
@@ -209,9 +242,22 @@ class PearsonCorrelation(MetricScorer):
     prediction_kind: PredictionKind = PredictionKind.REAL
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
-        _, _, var_y, var_p, cov = _weighted_moments(y, P, W)
+        return self._from_moments(*_weighted_moments(y, P, W))
+
+    def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
+        return self._from_moments(*_moments_by_counts(y, P, C))
+
+    @staticmethod
+    def _from_moments(mean_y, mean_p, var_y, var_p, cov) -> FloatArray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return cov / np.sqrt(var_y * var_p)
+
+
+def _ranks(y: FloatArray, P: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Mid-ranks of ``y`` and of each row of ``P``."""
+    from scipy.stats import rankdata  # imported here: scipy.stats is slow to import
+
+    return rankdata(y), rankdata(P, axis=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,7 +273,10 @@ class SpearmanCorrelation(MetricScorer):
     prediction_kind: PredictionKind = PredictionKind.REAL
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
-        return PEARSON.weighted(rankdata(y), rankdata(P, axis=1), W)
+        return PEARSON.weighted(*_ranks(y, P), W)
+
+    def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
+        return PEARSON.weighted_by_counts(*_ranks(y, P), C)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,7 +288,13 @@ class ConcordanceCorrelation(MetricScorer):
     prediction_kind: PredictionKind = PredictionKind.REAL
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
-        mean_y, mean_p, var_y, var_p, cov = _weighted_moments(y, P, W)
+        return self._from_moments(*_weighted_moments(y, P, W))
+
+    def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
+        return self._from_moments(*_moments_by_counts(y, P, C))
+
+    @staticmethod
+    def _from_moments(mean_y, mean_p, var_y, var_p, cov) -> FloatArray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return 2.0 * cov / (var_y + var_p + (mean_y - mean_p) ** 2)
 

@@ -20,12 +20,12 @@ MSE of about 1 means no skill.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn import datasets
 
 from ladderlab.params import Interval, Options
 from ladderlab.plugin import Plugin
@@ -166,18 +166,41 @@ class TabularTask(Task):
 
     def split(self, rng: np.random.Generator) -> Split:
         scorer = get_scorer(self.scorer or self.default_scorer).name
-        fixed = np.random.default_rng(self.data_seed)
-        X, y = self._data(fixed)
-        sets = np.array_split(fixed.permutation(len(y)) if self.mode == "permuted" else rng.permutation(len(y)), 3)
-        X_sets, y_sets = [], []
-        for rows in sets:
-            X_part, y_part = X[rows], y[rows]
-            if self.mode == "permuted":
-                y_part = y_part[rng.permutation(len(rows))]
-            X_sets.append(_standardise(X_part))
-            y_sets.append(y_part if self.task_type == "classification" else _standardise(y_part))
+        X, y, fixed_sets = _fixed_data(self)
+        if self.mode == "permuted":
+            X_sets, y_parts = fixed_sets
+            y_parts = [y_part[rng.permutation(len(y_part))] for y_part in y_parts]
+        else:
+            sets = np.array_split(rng.permutation(len(y)), 3)
+            X_sets = [_standardise(X[rows]) for rows in sets]
+            y_parts = [y[rows] for rows in sets]
+        y_sets = [y_part if self.task_type == "classification" else _standardise(y_part) for y_part in y_parts]
         classes = np.unique(y) if self.task_type == "classification" else None
         return _assemble(tuple(X_sets), tuple(y_sets), self, scorer, rng, classes)
+
+
+_FIXED_DATA: dict[tuple[type, str], tuple[FloatArray, FloatArray, tuple[list[FloatArray], list[FloatArray]] | None]] = {}
+_FIXED_DATA_LIMIT = 8
+
+
+def _fixed_data(task: TabularTask) -> tuple[FloatArray, FloatArray, tuple[list[FloatArray], list[FloatArray]] | None]:
+    """What ``data_seed`` fixes: (X, y) and, in permuted mode, the split's standardised X
+    sets and unpermuted y sets. Cached per task class and parameters (a few entries, read-only
+    arrays): the same values every replication would rebuild, so results are bit-identical."""
+    key = (type(task), json.dumps(task.get_params(), sort_keys=True, default=str))
+    if key not in _FIXED_DATA:
+        fixed = np.random.default_rng(task.data_seed)
+        X, y = task._data(fixed)
+        sets = None
+        if task.mode == "permuted":
+            rows = np.array_split(fixed.permutation(len(y)), 3)
+            sets = ([_standardise(X[r]) for r in rows], [y[r] for r in rows])
+        for array in (X, y, *(sets[0] if sets else ()), *(sets[1] if sets else ())):
+            array.setflags(write=False)
+        if len(_FIXED_DATA) >= _FIXED_DATA_LIMIT:
+            del _FIXED_DATA[next(iter(_FIXED_DATA))]
+        _FIXED_DATA[key] = (X, y, sets)
+    return _FIXED_DATA[key]
 
 
 GAUSSIAN_PRESETS = {
@@ -292,6 +315,8 @@ class SklearnDataset(TabularTask):
         self.scorer = scorer
 
     def _data(self, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+        from sklearn import datasets  # imported here: scikit-learn is slow to import
+
         X, y = getattr(datasets, self.loader)(return_X_y=True)
         return X.astype(float), y.astype(float)
 

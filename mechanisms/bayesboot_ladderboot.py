@@ -3,7 +3,7 @@ from __future__ import annotations
 from numpy.typing import ArrayLike
 
 from ladderlab.bayesboot import BayesBootLadderBase
-from ladderlab.bootstrap import bootstrap_mean_score
+from ladderlab.bootstrap import BootstrapScoreSampler
 from ladderlab.params import Interval
 
 
@@ -33,5 +33,8 @@ class BayesBootLadderBoot(BayesBootLadderBase):
         self.po_threshold = po_threshold
         self.initial_prediction = initial_prediction
 
+    def _new_best(self) -> None:
+        self.release_sampler_ = BootstrapScoreSampler(self.scorer_, self.labels_, self.best_prediction_, self.b)
+
     def _released_score(self) -> float:
-        return bootstrap_mean_score(self.scorer_, self.labels_, self.best_prediction_, self.b, self.rng_)
+        return self.release_sampler_.draw(self.rng_)

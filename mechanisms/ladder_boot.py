@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ladderlab.bootstrap import bootstrap_mean_losses
+from ladderlab.bootstrap import BootstrapMeanSampler
 from ladderlab.ladder import PairedTTestLadder
 from ladderlab.mechanism import FloatArray
 from ladderlab.params import Interval
@@ -12,22 +12,30 @@ class LadderBoot(PairedTTestLadder):
     Chaibub Neto et al. 2016, Alg. 4. The test compares with the unrounded risk of
     the best submission (line 11, NOTES.md 4), and every submission draws fresh
     bootstrap noise, also when the best does not change (lines 15–16, NOTES.md 5).
-    The release costs O(n): one Multinomial(b·n) count vector instead of b·n
-    resampled indices (NOTES.md 6).
+    The release is drawn exactly without resampling b·n indices: one binomial for a
+    0/1 loss, a multinomial over the distinct loss values otherwise
+    (:class:`ladderlab.bootstrap.BootstrapMeanSampler`). Version 2: that sampler's
+    random stream.
     """
 
     id = "ladder-boot"
     reference = "Chaibub Neto et al. 2016, Alg. 4"
     compares_with_release = False
     _parameter_constraints = {**PairedTTestLadder._parameter_constraints, "b": [Interval(int, 1, None)]}
+    version = "2"
 
     def __init__(self, alpha: float | None = 0.15, b: int = 1000, critical_value: float | None = None):
         self.alpha = alpha
         self.b = b
         self.critical_value = critical_value
 
+    def _start(self) -> None:
+        super()._start()
+        self.release_sampler_ = BootstrapMeanSampler(self.best_loss_, self.b)
+
     def _accepted_release(self, risk: float) -> float:
+        self.release_sampler_ = BootstrapMeanSampler(self.best_loss_, self.b)
         return float(self._held_releases(1)[0])
 
     def _held_releases(self, rows: int) -> FloatArray:
-        return bootstrap_mean_losses(self.best_loss_, self.b, self.rng_, rows)
+        return self.release_sampler_.draw(self.rng_, rows)

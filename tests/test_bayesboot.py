@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ladderlab.bayesboot import posterior_odds
-from ladderlab.bootstrap import posterior_probability_of_improvement
+from ladderlab.bootstrap import posterior_odds, posterior_probability_of_improvement
 from ladderlab.scoring import get_scorer
 from tests.helpers import bound
 

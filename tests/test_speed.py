@@ -1,0 +1,255 @@
+"""The fast paths are exact: same distribution, same decision, or the same bits as the direct computation."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+from ladderlab.attack import Attack
+from ladderlab.bootstrap import (
+    BootstrapMeanSampler,
+    improvements_needed,
+    improves_sequentially,
+    posterior_odds,
+    posterior_probability_of_improvement,
+)
+from ladderlab.duel import duel
+from ladderlab.ladder import paired_sd
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.scoring import get_scorer
+from ladderlab.sharing import TRANSCRIPTS, TranscriptMismatch
+from ladderlab.tasks import _FIXED_DATA
+from ladderlab.validation import rows_per_block
+from tests.helpers import bound, improving_stream
+
+seeds = st.integers(0, 2**32 - 1)
+DELTA = 1e-9
+
+
+def ks_bound(N: int) -> float:
+    """Two-sample KS distance two samples of N draws from one distribution exceed with
+    probability ≤ δ: DKW (Massart) on each sample and the triangle inequality."""
+    return math.sqrt(2 * math.log(4 / DELTA) / N)
+
+
+def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
+    grid = np.union1d(a, b)
+    ecdf = lambda x: np.searchsorted(np.sort(x), grid, side="right") / x.size
+    return float(np.max(np.abs(ecdf(a) - ecdf(b))))
+
+
+def direct_bootstrap(loss: np.ndarray, b: int, N: int, rng: np.random.Generator) -> np.ndarray:
+    """N means of b bootstrap means, each from b × n resampled indices (Alg. 4, lines 12–16)."""
+    return np.array([loss[rng.integers(0, loss.size, (b, loss.size))].mean() for _ in range(N)])
+
+
+LOSSES = {
+    "zero-one (one binomial)": (lambda rng: (rng.uniform(size=40) < 0.3).astype(float), 5, "binomial"),
+    "three values (multinomial over values)": (lambda rng: rng.integers(0, 3, 40) / 2.0, 5, "multinomial"),
+    "continuous, small b (index draws)": (lambda rng: rng.exponential(size=40), 2, "index"),
+    "continuous, large b (multinomial over samples)": (lambda rng: rng.exponential(size=40), 20, "multinomial"),
+}
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@settings(max_examples=5, deadline=None)
+@given(seed=seeds)
+def test_bootstrap_mean_sampler_has_the_distribution_of_the_direct_bootstrap(name, seed):
+    make_loss, b, path = LOSSES[name]
+    rng = np.random.default_rng(seed)
+    loss = make_loss(rng)
+    sampler = BootstrapMeanSampler(loss, b)
+    assert path == ("binomial" if sampler.values.size == 2 else "index" if sampler.by_index else "multinomial")
+    N = 3000
+    assert ks_distance(sampler.draw(rng, N), direct_bootstrap(loss, b, N, rng)) <= ks_bound(N)
+
+
+def test_the_distribution_check_rejects_a_sampler_that_resamples_b_instead_of_b_times_n():
+    """A plausible slip, Binomial(b, k/n)/b, has n times the variance: the same check fails."""
+    rng = np.random.default_rng(0)
+    loss = (rng.uniform(size=40) < 0.3).astype(float)
+    b, N = 5, 3000
+    wrong = rng.binomial(b, loss.mean(), size=N) / b
+    assert ks_distance(wrong, direct_bootstrap(loss, b, N, rng)) > ks_bound(N)
+
+
+@given(seed=seeds, draws=st.integers(1, 40), cut=st.integers(0, 40))
+def test_bootstrap_mean_sampler_draws_do_not_depend_on_grouping(seed, draws, cut):
+    cut = min(cut, draws)
+    loss = np.random.default_rng(seed).exponential(size=30)
+    for b in (1, 50):
+        sampler = BootstrapMeanSampler(loss, b)
+        together = sampler.draw(np.random.default_rng(seed), draws)
+        rng = np.random.default_rng(seed)
+        parts = np.concatenate([sampler.draw(rng, cut), sampler.draw(rng, draws - cut)])
+        np.testing.assert_array_equal(together, parts)
+
+
+@pytest.mark.parametrize("replicates", [1, 2, 7, 100, 1000])
+@pytest.mark.parametrize("threshold", [99.0, (1 - 0.15) / 0.15, 1.0, 0.3, 1e6])
+def test_improvements_needed_is_where_the_full_test_starts_to_accept(replicates, threshold):
+    needed = improvements_needed(replicates, threshold)
+    for count in range(replicates + 1):
+        assert (count >= needed) == (posterior_odds(count / replicates) >= threshold)
+
+
+def full_decision(scorer, y, new, best, B, threshold, seed):
+    probability = posterior_probability_of_improvement(scorer, y, new, best, B, np.random.default_rng(seed))
+    return posterior_odds(probability) >= threshold
+
+
+def sequential_decision(scorer, y, new, best, B, threshold, seed):
+    needed = improvements_needed(B, threshold)
+    return improves_sequentially(scorer, y, new, best, B, needed, np.random.default_rng(seed))
+
+
+def borderline_pair(seed: int, effect: float, n: int = 60):
+    """A best prediction and a new one whose improvement is uncertain: P(H₁|D) spreads over (0, 1)."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=n)
+    best = y + rng.normal(size=n)
+    new = best + effect * (y - best) + 0.5 * rng.normal(size=n)
+    return y, new, best
+
+
+@pytest.mark.parametrize("scorer", ["squared", "ccc", "pearson"])
+@pytest.mark.parametrize("alpha", [0.01, 0.15, 0.5])
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, effect=st.floats(-0.3, 0.5))
+def test_sequential_test_decides_as_the_full_b_replicates_on_the_same_draws(scorer, alpha, seed, effect):
+    y, new, best = borderline_pair(seed, effect)
+    threshold = (1 - alpha) / alpha
+    scorer = get_scorer(scorer)
+    assert sequential_decision(scorer, y, new, best, 300, threshold, seed) == full_decision(
+        scorer, y, new, best, 300, threshold, seed
+    )
+
+
+def test_the_decision_check_rejects_stopping_on_the_running_fraction():
+    """A tempting but wrong rule, deciding after the first chunk by its fraction of improvements,
+    disagrees with the full test on borderline pairs; the exact rule never does."""
+    scorer, B, threshold = get_scorer("squared"), 300, (1 - 0.15) / 0.15
+    disagreements = 0
+    for seed in range(40):
+        y, new, best = borderline_pair(seed, 0.15)
+        E = np.random.default_rng(seed).standard_exponential((16, y.size))
+        fraction = np.mean(E @ ((new - y) ** 2 - (best - y) ** 2) < 0)
+        wrong = posterior_odds(fraction) >= threshold
+        disagreements += wrong != full_decision(scorer, y, new, best, B, threshold, seed)
+        assert sequential_decision(scorer, y, new, best, B, threshold, seed) == full_decision(
+            scorer, y, new, best, B, threshold, seed
+        )
+    assert disagreements > 0
+
+
+@given(seed=seeds)
+@settings(max_examples=20, deadline=None)
+def test_paired_sd_is_bit_identical_to_numpy_std(seed):
+    rng = np.random.default_rng(seed)
+    rows, n = rng.integers(1, 6), rng.integers(2, 300)
+    losses, best = rng.normal(size=(rows, n)), rng.normal(size=n)
+    np.testing.assert_array_equal(paired_sd(losses, best), np.std(losses - best, axis=1, ddof=1))
+
+
+@pytest.mark.parametrize("mechanism_id", MECHANISMS.ids())
+def test_batches_longer_than_a_block_equal_one_at_a_time_submission(mechanism_id):
+    """``submit_many`` streams a batch in cache-sized blocks; the transcript is the loop's, bit for bit."""
+    n = 50
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, n).astype(float)
+    m = 2 * rows_per_block(n) + 7 if mechanism_id not in ("bayesboot-ladder", "bayesboot-ladderboot") else 40
+    P = improving_stream(rng, labels, m)
+    batched = bound(mechanism_id, labels, 5)
+    single = bound(mechanism_id, labels, 5)
+    np.testing.assert_array_equal(batched.submit_many(P), [single.submit(p) for p in P])
+    assert batched.acceptances_ == single.acceptances_
+
+
+FREEDMAN_TASK = {"preset": "ad-challenge", "n_samples": 90, "n_features": 40}
+
+
+@pytest.mark.parametrize("mechanism", [("ladder-t", {}), ("bayesboot-ladderboot", {"B": 50, "b": 20})])
+def test_a_shared_transcript_gives_each_duel_the_result_it_has_alone(mechanism):
+    task = TASKS.make("gaussian-regression", **FREEDMAN_TASK, scorer="ccc" if "bayes" in mechanism[0] else "squared")
+
+    def play(k):
+        return duel(task, MECHANISMS.make(mechanism[0], **mechanism[1]), ATTACKS.make("freedman", k=k), 3, 1)
+
+    TRANSCRIPTS.clear()
+    alone = play(7)
+    TRANSCRIPTS.clear()
+    play(2)
+    shared = play(7)
+    assert len(TRANSCRIPTS) == 1  # k = 7 replayed the transcript recorded at k = 2
+    for field in ("released", "public", "final"):
+        np.testing.assert_array_equal(getattr(alone, field), getattr(shared, field))
+    assert alone.leaderboard_error == shared.leaderboard_error and alone.delta == shared.delta
+
+
+class SeededNoise(Attack):
+    """Wrongly declares ``scale`` final-only: its submissions depend on it."""
+
+    id = "seeded-noise"
+    reference = "test"
+    final_only_params = frozenset({"scale"})
+
+    def __init__(self, scale: float = 1.0):
+        self.scale = scale
+
+    def run(self, board, data, rng):
+        P = self.scale * rng.normal(size=(3, board.holdout_size))
+        board.submit_many(P)
+        return P[0]
+
+
+def test_a_wrong_final_only_declaration_is_caught_on_replay():
+    task = TASKS.make("gaussian-regression", **FREEDMAN_TASK)
+    TRANSCRIPTS.clear()
+    duel(task, MECHANISMS.make("ladder-t"), SeededNoise(scale=1.0), 0, 0)
+    with pytest.raises(TranscriptMismatch, match="differs from the shared transcript"):
+        duel(task, MECHANISMS.make("ladder-t"), SeededNoise(scale=2.0), 0, 0)
+
+
+@pytest.mark.parametrize("mode", ["permuted", "random-split"])
+def test_cached_fixed_data_give_bit_identical_splits(mode):
+    task = TASKS.make("gaussian-regression", **FREEDMAN_TASK, mode=mode)
+    _FIXED_DATA.clear()
+    first = task.split(np.random.default_rng(11))
+    again = task.split(np.random.default_rng(11))
+    _FIXED_DATA.clear()
+    rebuilt = task.split(np.random.default_rng(11))
+    for split in (again, rebuilt):
+        np.testing.assert_array_equal(first.y_holdout, split.y_holdout)
+        np.testing.assert_array_equal(first.public.X_train, split.public.X_train)
+        np.testing.assert_array_equal(first.public.X_holdout, split.public.X_holdout)
+        np.testing.assert_array_equal(first.public_rows, split.public_rows)
+
+
+def test_plugins_clone_and_set_nested_parameters_as_scikit_learn_estimators():
+    mechanism = MECHANISMS.make("ladder-t", alpha=0.01)
+    copy = clone(mechanism)
+    assert copy is not mechanism and copy.get_params() == mechanism.get_params()
+    assert repr(copy) == "TTestLadder(alpha=0.01)"
+    assert copy.set_params(alpha=0.5) is copy and copy.alpha == 0.5
+    with pytest.raises(ValueError, match="Invalid parameter 'beta'"):
+        copy.set_params(beta=1)
+
+
+def test_the_command_line_imports_no_heavy_library_for_help_and_list():
+    """``ladderlab --help`` and ``ladderlab list`` must start fast: scikit-learn, scipy.stats,
+    pandas, pyarrow and matplotlib are imported only by the commands that use them."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from ladderlab import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli.main(['list'])\n"
+        "heavy = [m for m in ('sklearn', 'scipy.stats', 'pandas', 'pyarrow', 'matplotlib') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
