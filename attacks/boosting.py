@@ -35,6 +35,7 @@ class Boosting(Attack):
         "batch": [Interval(int, 1, None)],
         "keep_first": [Options({"always", "below-half"})],
     }
+    _added_parameters = frozenset({"keep_first"})
 
     def __init__(self, k: int = 400, variant: str = "kaggle", batch: int = 1000, keep_first: str = "always"):
         self.k = k

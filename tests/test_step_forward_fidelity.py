@@ -77,3 +77,13 @@ def test_keep_first_below_half_drops_a_first_vector_that_is_not_below_one_half()
 def test_keep_first_is_a_declared_parameter():
     with pytest.raises(ValueError, match="keep_first"):
         ATTACKS.make("boosting", keep_first="never").validate_params()
+
+
+def test_the_new_keep_first_parameter_leaves_existing_boosting_streams_unchanged():
+    """A parameter added to a plugin stays out of its seeding identity at its default, so every
+    earlier boosting result is reproduced bit for bit; a non-default value is part of it."""
+    from ladderlab.duel import spec
+
+    assert spec(ATTACKS.make("boosting", k=400)) == ("boosting", {"k": 400, "variant": "kaggle", "batch": 1000})
+    assert spec(ATTACKS.make("boosting", keep_first="always")) == spec(ATTACKS.make("boosting"))
+    assert spec(ATTACKS.make("boosting", keep_first="below-half"))[1]["keep_first"] == "below-half"
