@@ -19,6 +19,11 @@ class Boosting(Attack):
     that lowered the best released loss so far, the variant the paper uses against
     the Ladder. A tied vote gives 1 (as in Ladder.jl). Vectors are drawn and
     submitted in batches; never more than the board's budget.
+
+    ``keep_first`` says when the ladder variant keeps the very first vector, which
+    has no earlier release to beat: ``"always"`` (it lowered the best from +∞), or
+    ``"below-half"``, only if its released loss is below ½, as the authors' code for
+    Fig. 3 does (Ladder.jl, ``examples/attacks.jl``).
     """
 
     id = "boosting"
@@ -28,17 +33,27 @@ class Boosting(Attack):
         "k": [Interval(int, 1, None)],
         "variant": [Options({"kaggle", "ladder"})],
         "batch": [Interval(int, 1, None)],
+        "keep_first": [Options({"always", "below-half"})],
     }
+    _added_parameters = frozenset({"keep_first"})
 
-    def __init__(self, k: int = 400, variant: str = "kaggle", batch: int = 1000):
+    def __init__(self, k: int = 400, variant: str = "kaggle", batch: int = 1000, keep_first: str = "always"):
         self.k = k
         self.variant = variant
         self.batch = batch
+        self.keep_first = keep_first
 
     @classmethod
     def budget_params(cls, budget: int) -> dict[str, Any]:
         """k = the whole budget."""
         return {"k": budget}
+
+    @classmethod
+    def strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
+        """Both variants with k = the whole budget: keeping the vectors with loss ≤ ½
+        breaks a mechanism that releases every score, keeping those that lowered the
+        best breaks one that releases only improvements."""
+        return [{**cls.budget_params(budget), "variant": variant} for variant in ("kaggle", "ladder")]
 
     def incompatibility(self, data: PublicData) -> str | None:
         if data.scorer not in ("zero-one", "error", "accuracy"):
@@ -60,6 +75,8 @@ class Boosting(Attack):
                 keep = loss <= 0.5
             else:
                 previous_best = np.minimum.accumulate(np.concatenate([[best], loss[:-1]]))
+                if start == 0 and self.keep_first == "below-half":
+                    previous_best[0] = 0.5
                 keep = loss < previous_best
                 best = min(best, loss.min())
             votes += U[keep].sum(axis=0)

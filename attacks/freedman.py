@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ladderlab.attack import Attack, FloatArray
@@ -30,6 +32,12 @@ class Freedman(Attack):
 
     def __init__(self, k: int = 10):
         self.k = k
+
+    @classmethod
+    def strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
+        """k = 1, 2, 5, 10, 20, 50 features refit (k ≤ budget): few features overfit
+        the public set hardest per feature, more of them add up (Fig. 2)."""
+        return [{**cls.budget_params(budget), "k": k} for k in (1, 2, 5, 10, 20, 50) if k <= budget]
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         p = data.X_train.shape[1]

@@ -13,9 +13,8 @@ from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
 SUBMISSION_CHUNK_ELEMENTS = 1 << 22
-ROUND_OFF = 1e-9
-"""Smallest penalty, relative to the trace's sum of squares: on a noiseless trace the
-estimated noise is 0, and gains of flat segments are round-off, not changes."""
+ROUND_OFF_ULPS = 64
+"""How many units in the last place count as round-off (see :func:`round_off_gain`)."""
 
 
 def last_record(trace: FloatArray, best_before: float) -> int | None:
@@ -32,6 +31,24 @@ def noise_scale(trace: FloatArray) -> float:
     return float(np.median(np.abs(np.diff(trace))) / (0.6745 * np.sqrt(2)))
 
 
+def round_off_gain(trace: FloatArray) -> float:
+    """The largest gain in squared error that a split of ``trace`` can owe to round-off.
+
+    Two sources, both relative to the trace's scale rather than its variance (a
+    constant trace has variance 0, and so would every threshold): values that differ
+    by at most ``ROUND_OFF_ULPS`` units in the last place of max|trace| (the same
+    score summed in another order), whose splits gain at most m·(64·ε·max|trace|)²;
+    and the cancellation in the segment costs Σx² − (Σx)²/len computed from prefix
+    sums of the trace centred on its first value, of order m·64·ε·Σx².
+    """
+    if trace.size == 0:
+        return 0.0
+    eps = np.finfo(float).eps
+    scale = float(np.max(np.abs(trace)))
+    centred = trace - trace[0]
+    return trace.size * max((ROUND_OFF_ULPS * eps * scale) ** 2, ROUND_OFF_ULPS * eps * float(centred @ centred))
+
+
 class StepForward(Attack):
     """Step-forward Freedman's attack: grow a feature set by the feature responsible for the last jump.
 
@@ -44,13 +61,16 @@ class StepForward(Attack):
     - ``jump="last-record"``: the last submission that beat every earlier released
       score; for a deterministic Ladder, exactly its last change;
     - ``jump="binseg"``: the last changepoint of binary segmentation (``rules``
-      "textbook" or "r", NOTES.md 12), with ``changepoints`` an integer Q,
-      ``"oracle"`` (the true number of new bests in the iteration, as in the
-      paper's Fig. 5, not counting the first model's, which no changepoint can
-      show; needs an oracle board) or ``"penalty"`` (a change must cut
-      the squared error by ``penalty_scale``·σ̂²·log m, σ̂ the noise sd estimated
-      from first differences, and by more than round-off: on a deterministic
-      trace it finds exactly the last change).
+      "textbook", or "r" for R changepoint's BinSeg, see
+      :mod:`ladderlab.changepoint`), with ``changepoints`` an integer Q,
+      ``"oracle"`` (the true number of visible jumps in the iteration, as in the
+      paper's Fig. 5: new bests whose release differs from the release before,
+      not counting the first model's, which no changepoint can show; needs an
+      oracle board) or ``"penalty"`` (a change must cut the squared error by
+      ``penalty_scale``·σ̂²·log m, σ̂ the noise sd estimated from first
+      differences, and by more than round-off at the trace's scale: a constant
+      trace has no changepoint, and on a deterministic trace it finds exactly the
+      last change). A changepoint 0 (R's answer when no split gains) is none.
 
     ``repeats`` = T > 1 is the repeated-submission averaging attack (Discussion):
     every model is submitted T times and the T released scores averaged first.
@@ -62,6 +82,7 @@ class StepForward(Attack):
     """
 
     id = "step-forward"
+    version = "2"  # 2: oracle Q counts visible jumps; a constant trace has no penalty changepoint; R-exact BinSeg
     reference = "Chaibub Neto et al. 2016, Alg. 7 and Discussion (repeated submissions)"
     task_types = frozenset({"regression"})
     _parameter_constraints = {
@@ -120,6 +141,15 @@ class StepForward(Attack):
         remaining budget cannot cover a full pass over the features)."""
         return {"iterations": budget}
 
+    @classmethod
+    def strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
+        """As many iterations as fit, with each model submitted T = 1, 2, 4, 8 times
+        (T ≤ budget): more repeats average away more of a randomised mechanism's noise
+        (Discussion) but leave budget for fewer iterations. A point whose first pass
+        over the features does not fit the budget submits nothing; ``certify``
+        reports it as not played."""
+        return [{**cls.budget_params(budget), "repeats": repeats} for repeats in (1, 2, 4, 8) if repeats <= budget]
+
     def marks(self) -> dict[str, list[int]]:
         """Iteration starts and located jumps, as the red lines of Chaibub Neto et al. Figs. 1, 3, 5."""
         return {"iteration start": self.iteration_starts_, "located jump": self.located_jumps_}
@@ -142,14 +172,13 @@ class StepForward(Attack):
                 return None
             found = binary_segmentation(trace, n_changepoints=jumps, rules=self.rules)
         elif self.changepoints == "penalty":
-            penalty = max(
-                self.penalty_scale * noise_scale(trace) ** 2 * np.log(trace.size),
-                ROUND_OFF * float(np.sum((trace - trace.mean()) ** 2)),
-            )
+            penalty = max(self.penalty_scale * noise_scale(trace) ** 2 * np.log(trace.size), round_off_gain(trace))
+            centred = trace - trace[0]  # exact zeros for a constant trace: no cancellation in the prefix sums
             if self.rules == "r":
-                found = binary_segmentation(trace, n_changepoints=trace.size // 2, penalty=penalty, rules="r")
+                found = binary_segmentation(centred, n_changepoints=trace.size // 2, penalty=penalty, rules="r")
             else:
-                found = binary_segmentation(trace, penalty=penalty)
+                found = binary_segmentation(centred, penalty=penalty)
         else:
             found = binary_segmentation(trace, n_changepoints=self.changepoints, rules=self.rules)
+        found = [k for k in found if k > 0]  # R reports 0 when no split has a positive gain
         return found[-1] if found else None

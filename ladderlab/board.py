@@ -138,18 +138,26 @@ class Board:
         return np.array(self._transcript)
 
     def oracle_jumps(self, since: int) -> int:
-        """How many submissions from number ``since`` on became the mechanism's new best.
+        """How many submissions from number ``since`` on became the mechanism's new best
+        with a release that differs from the one before it: the visible jumps.
 
         The paper's oracle (Chaibub Neto et al., Fig. 5: "we informed the true number
         of jumps to the change-point detection method"): organiser knowledge, given
-        only to boards created with ``oracle=True``.
+        only to boards created with ``oracle=True``. Changepoint detection sees only
+        the released values, so an acceptance whose release rounds to the previous
+        release is no jump; counting it would make binary segmentation place
+        spurious changepoints late in the trace.
         """
         if not self._oracle:
             raise PermissionError("this board was not created with oracle=True")
         mechanism = self._leaderboard.mechanism
         if not mechanism.releases_best:
             raise ValueError(f"mechanism {mechanism.id!r} has no notion of a best submission")
-        return sum(1 for index in mechanism.acceptances_ if index >= since)
+        released = mechanism.released_
+        return sum(
+            1 for index in mechanism.acceptances_
+            if index >= since and index > 0 and released[index] != released[index - 1]
+        )
 
     def submit(self, prediction: ArrayLike) -> float:
         """Submit one whole-holdout prediction vector; return its released score."""

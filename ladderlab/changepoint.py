@@ -8,12 +8,20 @@ changepoint package (BinSeg). Two rule sets are offered (NOTES.md 12):
   the largest cost reduction over all segments is added (ties: the later index in a
   segment, the earlier segment); with ``penalty``, splits are added while the
   reduction exceeds it.
-- ``rules="r"``: R changepoint's BinSeg (``binseg`` in its C code): candidate
-  splits j = 2 … n−3 only, a left segment of at least ``min_size + 1`` points, ties
-  to the first index, Q splits found greedily and the first ones kept while
-  2·gain ≥ penalty (gains made non-increasing). ``mbic=True`` adds log(segment
-  length) to each segment's cost and defaults the penalty to 3·log n, as R's
-  default MBIC does for a change in mean of unit-variance data.
+- ``rules="r"``: R changepoint's BinSeg (``binseg`` in its C code), reproduced to
+  the last bit: candidate splits j = 2 … n−3 only, a left segment of at least
+  ``min_size + 1`` points, ties to the first index, Q splits found greedily and the
+  first ones kept while 2·gain ≥ penalty (gains made non-increasing). ``mbic=True``
+  adds log(segment length) to each segment's cost and defaults the penalty to
+  3·log n, as R's default MBIC does for a change in mean of unit-variance data.
+  Floating point follows R: the prefix sums are R's ``c(0, cumsum(x))``, whose
+  running sum is kept in long double and stored as double at each step (on a
+  noiseless trace the extra changepoints are decided by gains of order 1e-13, so
+  plain double prefix sums choose others); the gain of a split is computed in R's
+  order of operations. When no split has a positive gain, R's maximum search stays
+  on index 0 and it reports changepoint 0, and then only 0s for the rest of Q (a 0
+  in the segment bounds stops the scan); this is reproduced, so a result may hold
+  0s, which mean "no changepoint".
 
 A changepoint k is the index at which a new segment starts (ruptures' breakpoints
 without the final n; R's cpts are the same numbers).
@@ -90,30 +98,36 @@ def _textbook(x: np.ndarray, n_changepoints: int | None, penalty: float | None, 
     return bounds[1:-1]
 
 
+def _r_prefix_sums(x: np.ndarray) -> np.ndarray:
+    """R's ``c(0, cumsum(x))``: the running sum is accumulated in long double and each
+    partial sum stored as a double."""
+    return np.concatenate([[0.0], np.cumsum(x.astype(np.longdouble)).astype(float)])
+
+
 def _r_binseg(x: np.ndarray, q_max: int, penalty: float, min_size: int, mbic: bool) -> list[int]:
     n = x.size
-    s1 = np.concatenate([[0.0], np.cumsum(x)])
-    s2 = np.concatenate([[0.0], np.cumsum(x * x)])
+    s1 = _r_prefix_sums(x)
+    s2 = _r_prefix_sums(x * x)
+    log_length = np.array([0.0] + [math.log(length) for length in range(1, n + 1)])
 
-    def cost(start: int, stops: np.ndarray) -> np.ndarray:
-        rss = _segment_costs(s1, s2, start, stops)
-        return rss + np.log(stops - start) if mbic else rss
-
-    def cost_from(starts: np.ndarray, end: int) -> np.ndarray:
-        rss = (s2[end] - s2[starts]) - (s1[end] - s1[starts]) ** 2 / (end - starts)
-        return rss + np.log(end - starts) if mbic else rss
+    def cost(sum1: np.ndarray, sum2: np.ndarray, length: np.ndarray) -> np.ndarray:
+        rss = sum2 - (sum1 * sum1) / length
+        return rss + log_length[length] if mbic else rss
 
     tau = [0, n]
     found, gains = [], []
     old_max = 1.7e308
     for _ in range(q_max):
         gain = np.zeros(n)
-        for start, end in zip(tau[:-1], tau[1:]):
-            j = np.arange(max(start + 1, 2), min(end, n - 2))
-            j = j[(j - start - 1 >= min_size) & (end - j >= min_size)]
-            if j.size:
-                null = cost(start, np.array([end]))[0]
-                gain[j] = 0.5 * (null - cost(start, j) - cost_from(j, end))
+        if tau[1] > 0:  # a 0 among the bounds ends R's scan: no split is evaluated again
+            for start, end in zip(tau[:-1], tau[1:]):
+                j = np.arange(max(start + 1, 2), min(end, n - 2))
+                j = j[(j - start - 1 >= min_size) & (end - j >= min_size)]
+                if j.size:
+                    null = -0.5 * cost(s1[end] - s1[start], s2[end] - s2[start], np.array(end - start))
+                    left = -0.5 * cost(s1[j] - s1[start], s2[j] - s2[start], j - start)
+                    right = -0.5 * cost(s1[end] - s1[j], s2[end] - s2[j], end - j)
+                    gain[j] = (left + right) - null
         best = int(np.argmax(gain))
         old_max = min(old_max, float(gain[best]))
         found.append(best)

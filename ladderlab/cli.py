@@ -267,24 +267,24 @@ def _parse_params(pairs: list[str]) -> dict[str, object]:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    _output_file("--out", args.out)
-    if args.out:
-        _output_file("--out", str(Path(args.out).with_suffix(".md")))
-    _output_folder("--run-dir", args.run_dir)
     from ladderlab import certify
 
+    _output_folder("--run-dir", args.run_dir)
+    attacks = [certify.parse_attack(text) for text in args.attack]
+    out = certify.check_output(args.out) if args.out else None
     result = certify.certify(
-        args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=args.attack,
+        args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
-        run_dir=args.run_dir,
+        run_dir=args.run_dir, default_battery=not args.only,
     )
-    text = certify.markdown(result)
-    if args.out:
-        out = Path(args.out)
-        out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-        out.with_suffix(".md").write_text(text)
-        print(f"certificate written to {out} and {out.with_suffix('.md')}", file=sys.stderr)
-    print(text)
+    print(certify.markdown(result))
+    if out:
+        try:
+            written = certify.write_certificate(result, out)
+        except OSError as error:
+            print(f"ladderlab: error: {error}", file=sys.stderr)
+            return 1
+        print(f"certificate written to {written[0]} and {written[1]}", file=sys.stderr)
     return 0
 
 
@@ -366,9 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
     cert.add_argument("--n", type=int, default=200, help="public holdout size (default 200)")
     cert.add_argument("--budgets", type=int, nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
-    cert.add_argument("--attack", action="append", default=[], help="an extra attack: third-party id or file.py:Class")
-    cert.add_argument("--replications", type=int, default=100, help="replications per battery cell (default 100)")
-    cert.add_argument("--seed", type=int, default=0, help="root seed of the battery (default 0)")
+    cert.add_argument("--attack", action="append", default=[],
+                      help="an extra attack (repeatable): an id or file.py:Class, optionally with parameters run "
+                           "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
+    cert.add_argument("--only", action="store_true",
+                      help="run only the attacks given with --attack, not the default battery of every attack")
+    cert.add_argument("--replications", type=_count(1), default=100, help="replications per battery cell (default 100)")
+    cert.add_argument("--seed", type=_count(0), default=0, help="root seed of the battery (default 0)")
     cert.add_argument("--tau", type=float, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
     cert.add_argument("--epsilon", type=float, default=0.05, help="largest tolerated median leaderboard error")
     cert.add_argument("--jobs", type=int, default=1, help="parallel cells")

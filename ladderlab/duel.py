@@ -141,8 +141,9 @@ def play(
 
 
 def spec(plugin: Task | Mechanism | Attack) -> tuple[str, dict[str, Any]]:
-    """A plugin's identity: its id and all its parameters, defaults included."""
-    return plugin.id, plugin.get_params()
+    """A plugin's identity: its id and all its parameters, defaults included (except
+    parameters added later, at their default: see ``Plugin.identity_params``)."""
+    return plugin.id, plugin.identity_params()
 
 
 def duel(

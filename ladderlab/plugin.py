@@ -30,6 +30,19 @@ class Plugin:
     """Bumped when the plugin's results change for the same parameters and seed."""
     _parameter_constraints: ClassVar[dict[str, list[Constraint | None]]] = {}
     """Admissible values of each ``__init__`` parameter (see :mod:`ladderlab.params`)."""
+    _added_parameters: ClassVar[frozenset[str]] = frozenset()
+    """Parameters added after results were recorded: at their default value they are left
+    out of the plugin's identity (:meth:`identity_params`), so the random streams derived
+    from it, and with them earlier results, stay bit-identical."""
+
+    def identity_params(self) -> dict[str, Any]:
+        """The parameters that identify this plugin for seeding: all of them, except added
+        parameters (``_added_parameters``) at their default value."""
+        defaults = self.parameter_defaults()
+        return {
+            name: value for name, value in self.get_params().items()
+            if not (name in self._added_parameters and value == defaults.get(name))
+        }
 
     @classmethod
     def _get_param_names(cls) -> list[str]:

@@ -2,6 +2,8 @@
 
 import json
 import math
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,24 +26,55 @@ def kaggle_certificate():
 
 
 def test_certificate_has_the_documented_keys(kaggle_certificate):
-    assert {"mechanism", "params", "n", "safe_budget", "battery", "versions", "seed"} <= set(kaggle_certificate)
+    assert {"mechanism", "params", "n", "safe_budget", "battery", "versions", "seed", "broken_by"} <= set(kaggle_certificate)
     attacks = {(row["attack"], row["params"]["budget"]) for row in kaggle_certificate["battery"]}
-    assert attacks == {(a, b) for a in ("boosting", "freedman", "step-forward") for b in (20, 200)}
-    assert all(row["n_ok"] == 6 for row in kaggle_certificate["battery"])
+    assert attacks == {(a, b) for a in set(ATTACKS.ids()) - {"honest"} for b in (20, 200)}
+    for row in kaggle_certificate["battery"]:
+        assert {"budget", "submissions_used", "worst_params", "verdict", "grid"} <= set(row)
+        assert row["budget"] == row["params"]["budget"]
+        if row["verdict"] != "did not play":
+            assert row["n_ok"] == 6
+            assert row["worst_params"] == row["params"]["attack"]
+            assert row["worst_params"] in [point["params"] for point in row["grid"]]
 
 
 def test_kaggle_is_not_safe_against_boosting_at_a_budget_of_200(kaggle_certificate):
     boosting = next(row for row in kaggle_certificate["battery"]
                     if row["attack"] == "boosting" and row["params"]["budget"] == 200)
-    assert boosting["delta_median"] < -0.05 and not boosting["passes"]
+    assert boosting["delta_median"] < -0.05 and not boosting["passes"] and boosting["verdict"] == "fails"
+    assert boosting["worst_params"]["k"] == 200 and boosting["worst_params"]["variant"] in ("kaggle", "ladder")
+    assert boosting["submissions_used"] == 200
+    assert {point["params"]["variant"] for point in boosting["grid"]} == {"kaggle", "ladder"}
     assert kaggle_certificate["safe_budget"] < 200
     assert boosting["theoretical_bound"]["value"] == pytest.approx(math.sqrt(200 / 100))
+
+
+def test_an_attack_that_cannot_afford_one_step_did_not_play_and_is_not_a_pass(kaggle_certificate):
+    """Step-forward needs one submission per feature (300) for its first iteration: at a budget
+    of 20 it submits nothing at any grid point. That is no evidence of safety."""
+    row = next(row for row in kaggle_certificate["battery"]
+               if row["attack"] == "step-forward" and row["params"]["budget"] == 20)
+    assert row["verdict"] == "did not play" and not row["passes"]
+    assert row["submissions_used"] == 0 and row["worst_params"] is None
+    assert "made no submission" in row["did_not_play"]
+    assert all(point["verdict"] == "did not play" for point in row["grid"])
+    text = certify.markdown(kaggle_certificate)
+    assert "## Did not play" in text and "step-forward" in text.split("## Did not play")[1]
 
 
 def test_safe_budget_is_the_largest_budget_up_to_which_every_attack_passes():
     rows = [{"params": {"budget": b}, "passes": p} for b, p in [(10, True), (30, True), (100, False), (300, True)]]
     assert certify.safe_budget(rows, [10, 30, 100, 300]) == 30
     assert certify.safe_budget([{"params": {"budget": 10}, "passes": False}], [10]) == 0
+
+
+def test_a_budget_where_no_attack_played_is_not_safe_and_one_that_did_not_play_is_not_a_pass():
+    idle = {"params": {"budget": 10}, "passes": False, "verdict": "did not play"}
+    assert certify.safe_budget([idle], [10]) == 0
+    played = {"params": {"budget": 10}, "passes": True, "verdict": "passes"}
+    assert certify.safe_budget([idle, played], [10]) == 10
+    failing = {"params": {"budget": 10}, "passes": False, "verdict": "fails"}
+    assert certify.safe_budget([idle, played, failing], [10]) == 0
 
 
 def test_kaggle_rounding_costs_honest_participants_nothing(kaggle_certificate):
@@ -122,3 +155,119 @@ def test_boosting_forces_kaggle_error_of_order_sqrt_k_over_n(alpha):
         assert np.median(kaggle) / math.sqrt(k / n) < 1.0  # the order is √(k/n), not more
     ladder = duel(task, MECHANISMS.make("ladder-free"), ATTACKS.make("boosting", k=1600, variant="ladder"), seed=5)
     assert ladder.leaderboard_error < 0.1 * math.sqrt(1600 / n)
+
+
+# Worst case over strength grids, attack parameters, output paths.
+
+BLOCK_ATTACK = str(Path(__file__).parent / "data" / "block_attack.py")
+
+
+@pytest.fixture(scope="module")
+def block_certificate():
+    """The stand-in is harmless at its default block 1 (one random submission: on n = 2000 its
+    |Δ| and leaderboard error exceed 0.05 only beyond 4 sd) and boosting from block 8 on
+    (k = 1000 on n = 2000: Kaggle's released loss falls about 0.15 below ½)."""
+    return certify.certify("kaggle", n=2000, budgets=[1000], attacks=[f"{BLOCK_ATTACK}:BlockAttack"],
+                           replications=5, seed=2, default_battery=False)
+
+
+def test_a_grid_point_that_breaks_the_mechanism_fails_the_attack_though_the_default_passes(block_certificate):
+    (row,) = block_certificate["battery"]
+    by_block = {point["params"]["block"]: point for point in row["grid"]}
+    assert sorted(by_block) == [1, 2, 4, 8, 16, 32]
+    assert all(by_block[block]["verdict"] == "passes" for block in (1, 2, 4))
+    assert all(by_block[block]["verdict"] == "fails" for block in (8, 16, 32))
+    assert row["verdict"] == "fails" and not row["passes"]
+    assert row["worst_params"]["k"] == 1000 and row["worst_params"]["block"] >= 8
+    assert block_certificate["safe_budget"] == 0
+    assert block_certificate["broken_by"][0]["worst_params"] == row["worst_params"]
+    assert f"block={row['worst_params']['block']}" in certify.markdown(block_certificate)
+
+
+def test_pinned_parameters_are_run_exactly_without_a_grid():
+    certificate = certify.certify("kaggle", n=2000, budgets=[1000], attacks=[f"{BLOCK_ATTACK}:BlockAttack(block=2)"],
+                                  replications=3, seed=2, default_battery=False)
+    (row,) = certificate["battery"]
+    assert [point["params"] for point in row["grid"]] == [{"k": 1000, "block": 2}]
+    assert row["verdict"] == "passes" and row["pinned"] and certificate["safe_budget"] == 1000
+
+
+def test_an_attack_that_submits_nothing_did_not_play():
+    certificate = certify.certify("kaggle", n=100, budgets=[50], attacks=[f"{BLOCK_ATTACK}:Idle"], replications=2,
+                                  default_battery=False)
+    (row,) = certificate["battery"]
+    assert row["verdict"] == "did not play" and row["submissions_used"] == 0
+    assert certificate["safe_budget"] == 0
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("boosting", ("boosting", None)),
+    ("boosting(k=10)", ("boosting", {"k": 10})),
+    ('boosting( k = 10 , variant="ladder", keep_first = "below-half" )',
+     ("boosting", {"k": 10, "variant": "ladder", "keep_first": "below-half"})),
+    (f"{BLOCK_ATTACK}:BlockAttack(block=16)", (f"{BLOCK_ATTACK}:BlockAttack", {"block": 16})),
+    ("freedman(k=10)", ("freedman", {"k": 10})),
+])
+def test_attack_specs_take_toml_parameters(text, expected):
+    spec = certify.parse_attack(text)
+    assert (spec.id, spec.pinned) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("boosting(kk=10)", "'kk'.*did you mean 'k'"),
+    ("boosting(variant=ladder)", "'variant'.*TOML literal"),
+    ("boosting(k=-3)", "'k'"),
+    ('boosting(variant="ladr")', "'variant'"),
+    ("boosting(k)", "key=value"),
+    ("boostin(k=1)", "did you mean 'boosting'"),
+])
+def test_bad_attack_parameters_are_named(text, message):
+    with pytest.raises(ValueError, match=message):
+        certify.parse_attack(text)
+
+
+def test_cli_refuses_a_bad_attack_parameter_before_running(tmp_path, capsys):
+    assert main(["certify", "kaggle", "--attack", "boosting(k=zero)", "--out", str(tmp_path / "c.json")]) == 2
+    assert "'k'" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_cli_creates_the_output_directory_and_takes_attack_parameters(tmp_path, capsys):
+    out = tmp_path / "missing" / "deeper" / "cert.json"
+    assert main(["certify", "kaggle", "--n", "60", "--budgets", "30", "--replications", "2", "--only",
+                 "--attack", "boosting(variant=\"ladder\")", "--out", str(out)]) == 0
+    certificate = json.loads(out.read_text())
+    assert [row["worst_params"] for row in certificate["battery"]] == [{"k": 30, "variant": "ladder"}]
+    assert out.with_suffix(".md").exists()
+
+
+@pytest.mark.parametrize("make_bad, message", [
+    (lambda tmp: (tmp / "file").write_text("x") and str(tmp / "file" / "cert.json"), "cannot create directory"),
+    (lambda tmp: (tmp / "adir").mkdir() or str(tmp / "adir"), "is a directory"),
+    (lambda tmp: str(tmp / "cert.md"), "name the JSON file"),
+])
+def test_cli_refuses_an_unusable_output_path_before_running(tmp_path, capsys, monkeypatch, make_bad, message):
+    monkeypatch.setattr(certify, "certify", lambda *a, **k: pytest.fail("the battery ran"))
+    assert main(["certify", "kaggle", "--out", make_bad(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_certificate_that_cannot_be_written_is_saved_elsewhere(tmp_path, monkeypatch):
+    certificate = {"mechanism": "kaggle", "safe_budget": 0}
+    out = tmp_path / "gone" / "cert.json"  # the directory vanished after the check
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(OSError, match="saved to") as error:
+        certify.write_certificate(certificate, out)
+    rescued = Path(str(error.value).rsplit("saved to ", 1)[1])
+    assert json.loads(rescued.read_text()) == certificate
+
+
+@pytest.mark.parametrize("attack_id", sorted(set(ATTACKS.ids()) - {"honest"}))
+def test_every_strength_grid_point_uses_the_budget_and_is_a_valid_setting(attack_id):
+    cls = ATTACKS.get(attack_id)
+    for budget, n in [(100, 200), (2000, 4000)]:
+        grid = cls.strength_grid(budget, n)
+        assert grid and all(cls.budget_params(budget).items() <= point.items() for point in grid)
+        for point in grid:
+            ATTACKS.make(attack_id, **point).validate_params()

@@ -1,6 +1,8 @@
 """Binary segmentation: planted changes, ruptures' textbook rules, R changepoint's BinSeg rules."""
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,3 +89,44 @@ def test_bad_arguments_are_named():
         binary_segmentation(np.zeros(10))
     with pytest.raises(ValueError, match="rules must be"):
         binary_segmentation(np.zeros(10), n_changepoints=1, rules="python")
+
+
+R_FIXTURE = json.loads((Path(__file__).parent / "data" / "r-changepoint-binseg.json").read_text())["series"]
+
+
+@pytest.mark.parametrize("penalty", ["None", "MBIC"])
+def test_r_rules_agree_exactly_with_r_changepoint_2_3_on_every_fixture_series(penalty):
+    """350 series answered by R 4.2.2 / changepoint 2.3 (``cpt.mean(x, method="BinSeg", Q=Q,
+    penalty=...)``): Gaussian shifts, short series, ties, and noiseless steps where Q exceeds the
+    real changes, so that the extra changepoints (and R's changepoint 0) are decided by
+    round-off. Double-precision prefix sums or the gain summed in another order disagree on
+    some of the noiseless ones."""
+    key = "r_none" if penalty == "None" else "r_mbic"
+    disagreements = [
+        (series["id"], series["category"], series[key], found)
+        for series in R_FIXTURE
+        if (found := binary_segmentation(np.array(series["x"]), n_changepoints=series["Q"], rules="r",
+                                         mbic=penalty == "MBIC")) != series[key]
+    ]
+    assert disagreements == []
+
+
+def test_r_reports_changepoint_0_and_then_only_0s_when_no_split_gains():
+    """A constant series: every gain is 0, R's maximum search stays on index 0, and a 0 among
+    the segment bounds stops every later scan."""
+    assert binary_segmentation(np.full(12, 0.3), n_changepoints=3, rules="r") == [0, 0, 0]
+    with_step = np.r_[np.zeros(6), np.ones(6)]
+    assert binary_segmentation(with_step, n_changepoints=3, rules="r")[-1] == 6
+    assert binary_segmentation(with_step, n_changepoints=3, rules="r").count(0) == 2
+
+
+def test_r_prefix_sums_accumulate_in_long_double_like_rs_cumsum():
+    """R's cumsum keeps its running sum in long double: 1e16 + 1 + 1 is 1e16 + 2, which a
+    double running sum (1e16 + 1 rounds back to 1e16) never reaches."""
+    from ladderlab.changepoint import _r_prefix_sums
+
+    sums = _r_prefix_sums(np.array([1e16, 1.0, 1.0]))
+    if np.finfo(np.longdouble).eps >= np.finfo(float).eps:
+        pytest.skip("this platform's long double is a double, as R's would be here")
+    assert sums[-1] == 1e16 + 2
+    assert np.cumsum([1e16, 1.0, 1.0])[-1] == 1e16
