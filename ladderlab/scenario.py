@@ -16,12 +16,20 @@ mechanisms = [{ id = "ladder-t", params = { alpha = [0.01, 0.15, 0.5] } }]
 attacks = [{ id = "step-forward", params = { iterations = [2, 3, 4, 5] }, budget = 2000 }]
 ```
 
+An attack entry with ``strength_grid = true`` (and a budget) expands into the
+attack's own strength grid (``Attack.strength_grid(budget, n)``, n the task's
+public size), its ``params`` added to every grid point; a matrix with
+``playable_only = true`` leaves out the combinations that cannot play (a
+regression attack on a classification task) instead of recording them as
+skipped. The ``zoo`` scenario uses both.
+
 Errors name the file, the table and the key; unknown keys, plugin ids and
 parameters are errors with "did you mean" suggestions.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -31,10 +39,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ladderlab.duel import incompatibility
 from ladderlab.naming import unknown_name_error
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.tasks import Split
 
 SCHEMA_VERSION = 1
 
@@ -55,12 +66,28 @@ class PluginEntry(_Strict):
 class AttackEntry(PluginEntry):
     budget: int | None = Field(default=None, ge=0, description="submissions allowed (None: unlimited)")
     oracle: bool = Field(default=False, description="give the attack the paper's jump-count oracle")
+    strength_grid: bool = Field(
+        default=False,
+        description="expand into the attack's strength grid at this budget and each task's public size "
+        "(Attack.strength_grid); params given here are added to every grid point",
+    )
+
+    @model_validator(mode="after")
+    def _grid_needs_budget(self) -> AttackEntry:
+        if self.strength_grid and self.budget is None:
+            raise ValueError(f"attack {self.id!r}: strength_grid = true needs a budget")
+        return self
 
 
 class Matrix(_Strict):
     tasks: list[PluginEntry] = Field(min_length=1)
     mechanisms: list[PluginEntry] = Field(min_length=1)
     attacks: list[AttackEntry] = Field(min_length=1)
+    playable_only: bool = Field(
+        default=False,
+        description="leave out the task × mechanism × attack combinations that cannot play "
+        "(checked on one split of each task) instead of recording them as skipped",
+    )
 
 
 class Scenario(_Strict):
@@ -129,10 +156,36 @@ def cells(scenario: Scenario) -> list[Cell]:
     found: dict[str, Cell] = {}
     for matrix in scenario.matrix:
         for task, mechanism, attack in itertools.product(matrix.tasks, matrix.mechanisms, matrix.attacks):
-            for tp, mp, ap in itertools.product(expand(task.params), expand(mechanism.params), expand(attack.params)):
-                cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)
-                found.setdefault(cell.key, cell)
+            for tp, mp in itertools.product(expand(task.params), expand(mechanism.params)):
+                for ap in _attack_settings(attack, task.id, tp):
+                    cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)
+                    if matrix.playable_only and not _playable(cell):
+                        continue
+                    found.setdefault(cell.key, cell)
     return list(found.values())
+
+
+def _attack_settings(attack: AttackEntry, task_id: str, task_params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The attack entry's parameter grid, or its strength grid at the task's public size."""
+    if not attack.strength_grid:
+        return expand(attack.params)
+    assert attack.budget is not None
+    n = _public_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
+    grid = ATTACKS.get(attack.id).strength_grid(attack.budget, n)
+    return [{**setting, **extra} for setting in grid for extra in expand(attack.params)]
+
+
+@functools.lru_cache(maxsize=64)
+def _public_split(task_id: str, task_params: str) -> Split:
+    """One split of a task, drawn with a fixed seed: its public size and what it lets play."""
+    return TASKS.make(task_id, **json.loads(task_params)).split(np.random.default_rng(0))
+
+
+def _playable(cell: Cell) -> bool:
+    split = _public_split(cell.task[0], json.dumps(cell.task[1], sort_keys=True))
+    mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
+    attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
+    return incompatibility(split, mechanism, attack) is None
 
 
 def builtin_scenarios() -> dict[str, Path]:
