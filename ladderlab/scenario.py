@@ -108,8 +108,17 @@ class Scenario(_Strict):
         return self
 
     def identity(self) -> str:
-        """A hash of everything that determines the results."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        """A hash of everything that determines the results. The options added after the first
+        release (``strength_grid``, ``playable_only``) count only when set, so a scenario
+        without them keeps the hash of its existing run directories."""
+        dump = self.model_dump(mode="json")
+        for matrix in dump["matrix"]:
+            if not matrix["playable_only"]:
+                del matrix["playable_only"]
+            for attack in matrix["attacks"]:
+                if not attack["strength_grid"]:
+                    del attack["strength_grid"]
+        text = json.dumps(dump, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
