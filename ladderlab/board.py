@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.mechanism import FloatArray, Mechanism
+from ladderlab.scoring import PredictionKind
 from ladderlab.validation import check_prediction_matrix
 
 
@@ -162,7 +163,7 @@ class Board:
     def submit(self, prediction: ArrayLike) -> float:
         """Submit one whole-holdout prediction vector; return its released score."""
         prediction = np.asarray(prediction)
-        if prediction.ndim != 1:
+        if prediction.ndim != (2 if self._leaderboard.mechanism.scorer_.prediction_kind is PredictionKind.PROBABILITIES else 1):
             raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
         return float(self.submit_many(prediction[None, :])[0])
 

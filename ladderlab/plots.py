@@ -7,6 +7,8 @@
 - :func:`submissions_figure`: the released score of the attack's final submission
   against the number of submissions, with its final-set score as the independent
   reference (Blum & Hardt 2015, Fig. 3).
+- :func:`zoo_figure`: a heat map of the worst median Δ of every mechanism × attack,
+  with the attack parameters that attained it (the ``zoo`` scenario).
 - :func:`trace_figure`: the released-score trace of one replication, with the
   submissions the attack marks (located jumps, iteration starts) as vertical lines
   (Chaibub Neto et al. 2016, Figs. 1, 3, 5).
@@ -26,9 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.colors import SymLogNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ladderlab import zoo
 from ladderlab.naming import plugin_label
 
 PANELS_PER_ROW = 4
@@ -236,6 +240,9 @@ def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
     if results.empty or not (results.status == "ok").any():
         return []
     figures = []
+    ok = results[results.status == "ok"]
+    if ok.attack.nunique() > 1 and ok[["mechanism", "mechanism_params"]].drop_duplicates().shape[0] > 1:
+        figures.append(zoo_figure(results))
     for sweep in sweeps(results):
         figures += [scores_figure(sweep), delta_figure(sweep)]
         if sweep.results.groupby("cell").submissions.median().nunique() > 1 and sweep.x_name is not None:
@@ -243,3 +250,31 @@ def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
         if "marks" in sweep.results and sweep.results.marks.map(lambda m: bool(m) and m != "{}").any():
             figures.append(trace_figure(sweep))
     return figures
+
+
+def zoo_figure(results: pd.DataFrame) -> ReportFigure:
+    """Heat map, mechanism × attack, of the median Δ (as a loss) minimised over each attack's
+    settings and tasks, annotated with the value and the worst parameters."""
+    worst = zoo.worst_cases(results)
+    mechanisms, attacks, values = zoo.matrix(worst)
+    where = {(r.mechanism, r.attack): r for r in worst.itertuples(index=False)}
+    figure = Figure(figsize=(1.0 + 2.1 * len(attacks), 1.2 + 0.75 * len(mechanisms)), layout="constrained")
+    ax = figure.subplots()
+    finite = values[np.isfinite(values)]
+    limit = max(float(np.abs(finite).max()) if finite.size else 0.0, 1e-3)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", aspect="auto",
+                      norm=SymLogNorm(linthresh=0.01, vmin=-limit, vmax=limit))
+    for i, mechanism in enumerate(mechanisms):
+        for j, attack in enumerate(attacks):
+            row = where.get((mechanism, attack))
+            text = "not played" if row is None else f"{row.delta_median:+.3f}\n{row.worst_params}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
+                    color="white" if row is not None and abs(row.delta_median) > 0.3 * limit else "black")
+    ax.set_xticks(range(len(attacks)), attacks, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(mechanisms)), mechanisms, fontsize=8)
+    figure.colorbar(image, ax=ax, label="worst median Δ (negative: overfitted)")
+    ax.set_title("Every mechanism against every attack at its worst setting", fontsize=10)
+    return ReportFigure("zoo: worst median delta, mechanism x attack",
+                        "Each cell: the median over replications of Δ = released public − final score of the "
+                        "attack's final submission (as a loss: below 0 the leaderboard was overfitted), at the "
+                        "attack's worst parameter setting and task, which the cell names. Red: overfitted.", figure)

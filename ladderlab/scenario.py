@@ -27,10 +27,19 @@ then draws each task's first replication and binds every cell's mechanism to it,
 and says which cells cannot play (recorded as skipped, with the reason). Errors
 name the file, the matrix, the table, the key and the value; unknown keys, plugin
 ids, parameters and option values come with "did you mean" suggestions.
+
+An attack entry with ``strength_grid = true`` (and a budget) expands into the
+attack's own strength grid (``Attack.strength_grid(budget, n)``, n the task's
+public size), its ``params`` added to every grid point; a matrix with
+``playable_only = true`` leaves out the combinations that cannot play (a
+regression attack on a classification task) instead of recording them as
+skipped. The ``zoo`` scenario uses both.
+
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -49,6 +58,7 @@ from ladderlab.params import ParameterError, list_valued
 from ladderlab.plugin import Plugin
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import stream
+from ladderlab.tasks import Split
 
 SCHEMA_VERSION = 1
 
@@ -69,12 +79,28 @@ class PluginEntry(_Strict):
 class AttackEntry(PluginEntry):
     budget: StrictInt | None = Field(default=None, ge=0, description="submissions allowed (None: unlimited)")
     oracle: StrictBool = Field(default=False, description="give the attack the paper's jump-count oracle")
+    strength_grid: StrictBool = Field(
+        default=False,
+        description="expand into the attack's strength grid at this budget and each task's public size "
+        "(Attack.strength_grid); params given here are added to every grid point",
+    )
+
+    @model_validator(mode="after")
+    def _grid_needs_budget(self) -> AttackEntry:
+        if self.strength_grid and self.budget is None:
+            raise ValueError(f"attack {self.id!r}: strength_grid = true needs a budget")
+        return self
 
 
 class Matrix(_Strict):
     tasks: list[PluginEntry] = Field(min_length=1)
     mechanisms: list[PluginEntry] = Field(min_length=1)
     attacks: list[AttackEntry] = Field(min_length=1)
+    playable_only: bool = Field(
+        default=False,
+        description="leave out the task × mechanism × attack combinations that cannot play "
+        "(checked on one split of each task) instead of recording them as skipped",
+    )
 
 
 class Scenario(_Strict):
@@ -97,8 +123,17 @@ class Scenario(_Strict):
         return self
 
     def identity(self) -> str:
-        """A hash of everything that determines the results."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        """A hash of everything that determines the results. The options added after the first
+        release (``strength_grid``, ``playable_only``) count only when set, so a scenario
+        without them keeps the hash of its existing run directories."""
+        dump = self.model_dump(mode="json")
+        for matrix in dump["matrix"]:
+            if not matrix["playable_only"]:
+                del matrix["playable_only"]
+            for attack in matrix["attacks"]:
+                if not attack["strength_grid"]:
+                    del attack["strength_grid"]
+        text = json.dumps(dump, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -197,13 +232,13 @@ def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
     located = []
     for i, matrix in enumerate(scenario.matrix):
         for task, mechanism, attack in itertools.product(matrix.tasks, matrix.mechanisms, matrix.attacks):
-            grids = (
-                expand(task.params, TASKS.get(task.id)),
-                expand(mechanism.params, MECHANISMS.get(mechanism.id)),
-                expand(attack.params, ATTACKS.get(attack.id)),
-            )
-            for tp, mp, ap in itertools.product(*grids):
-                located.append((f"matrix[{i}]", Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)))
+            for tp, mp in itertools.product(expand(task.params, TASKS.get(task.id)),
+                                            expand(mechanism.params, MECHANISMS.get(mechanism.id))):
+                for ap in _attack_settings(attack, task.id, tp):
+                    cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)
+                    if matrix.playable_only and not _playable(cell):
+                        continue
+                    located.append((f"matrix[{i}]", cell))
     return located
 
 
@@ -244,6 +279,29 @@ def preflight(scenario: Scenario) -> dict[str, str]:
         except ValueError as error:
             raise ScenarioError(f"{scenario._source}: {where}: cell {cell.label}: {error}") from None
     return skipped
+
+
+def _attack_settings(attack: AttackEntry, task_id: str, task_params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The attack entry's parameter grid, or its strength grid at the task's public size."""
+    if not attack.strength_grid:
+        return expand(attack.params, ATTACKS.get(attack.id))
+    assert attack.budget is not None
+    n = _public_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
+    grid = ATTACKS.get(attack.id).strength_grid(attack.budget, n)
+    return [{**setting, **extra} for setting in grid for extra in expand(attack.params, ATTACKS.get(attack.id))]
+
+
+@functools.lru_cache(maxsize=64)
+def _public_split(task_id: str, task_params: str) -> Split:
+    """One split of a task, drawn with a fixed seed: its public size and what it lets play."""
+    return TASKS.make(task_id, **json.loads(task_params)).split(np.random.default_rng(0))
+
+
+def _playable(cell: Cell) -> bool:
+    split = _public_split(cell.task[0], json.dumps(cell.task[1], sort_keys=True))
+    mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
+    attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
+    return incompatibility(split, mechanism, attack) is None
 
 
 def builtin_scenarios() -> dict[str, Path]:

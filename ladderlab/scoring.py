@@ -37,6 +37,9 @@ class PredictionKind(Enum):
     """A probability in [0, 1] of the positive class (log loss)."""
     REAL = "real"
     """Any finite real number (regression, ranking scores)."""
+    PROBABILITIES = "probabilities"
+    """A probability vector over the task's m classes for every sample (multiclass log
+    loss): one submission is an n × m matrix whose rows sum to 1, a batch is b × n × m."""
 
 
 class ScoreError(ValueError):
@@ -165,6 +168,22 @@ class LogLoss(LossScorer):
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
         p = np.clip(P, self.eps, 1.0 - self.eps)
         return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MulticlassLogLoss(LossScorer):
+    """Multiclass cross-entropy ℓ = −log p(yᵢ) of class-probability rows clipped to [ε, 1 − ε]
+    and renormalised, as Kaggle scores multi-class log loss; labels are the column
+    indices 0 … m − 1."""
+
+    name: str = "multiclass-log-loss"
+    prediction_kind: PredictionKind = PredictionKind.PROBABILITIES
+    eps: float = 1e-15
+
+    def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        p = np.clip(P, self.eps, 1.0 - self.eps)
+        picked = np.take_along_axis(p, y.astype(np.int64)[None, :, None], axis=2)[:, :, 0]
+        return np.log(p.sum(axis=2)) - np.log(picked)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -342,6 +361,7 @@ SCORERS: dict[str, Scorer] = {
         SquaredLoss(),
         AbsoluteLoss(),
         LogLoss(),
+        MulticlassLogLoss(),
         RootMeanSquaredError(),
         Accuracy(),
         PEARSON,

@@ -27,7 +27,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ladderlab.params import Interval, Options
+from ladderlab.params import Boolean, Interval, Options
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import ALIASES, SCORERS, PredictionKind, get_scorer
 
@@ -46,6 +46,10 @@ class PublicData:
     task_type: TaskType
     scorer: str
     classes: FloatArray | None = None
+    public_rows: NDArray[np.int64] | None = None
+    """The holdout rows the public leaderboard scores, where the competition discloses them
+    (two-stage competitions, whose public leaderboard scores all of the stage-1 test
+    set); None: the participant does not know them (Blum & Hardt §5.1)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,14 +125,19 @@ def _assemble(
 
 
 class RandomLabels(Task):
-    """Labels uniform in {0, 1} with no features: the boosting attack's task (Blum & Hardt §5.1).
+    """Labels uniform in {0, …, m − 1} with no features: the boosting attacks' task (Blum & Hardt §5.1).
 
-    n public of ``n_holdout`` labels (the paper: 4000 of 12000). Any submission's
-    population 0/1 loss (and accuracy) is exactly 1/2.
+    n public of ``n_holdout`` labels (the paper: 4000 of 12000), ``n_classes`` = m
+    (2 in the paper; m > 2 for Feldman, Frostig & Hardt 2019). Without side
+    information any submission's population 0/1 loss is exactly 1 − 1/m (accuracy 1/m).
+    ``side_information`` = s > 0 gives every holdout row, and ``n_train`` training
+    rows, m features s·onehot(y) + N(0, I): what a trained side model would know,
+    for model-guided attacks and honest participants (the population score then
+    depends on the submission and is left to the final set).
     """
 
     id = "random-labels"
-    reference = "Blum & Hardt 2015, §5.1"
+    reference = "Blum & Hardt 2015, §5.1; Feldman, Frostig & Hardt 2019 (m classes)"
     task_type = "classification"
     default_scorer = "zero-one"
 
@@ -136,12 +145,26 @@ class RandomLabels(Task):
         "n_public": [Interval(int, 2, None)],
         "n_holdout": [Interval(int, 3, None)],
         "scorer": [Options({"zero-one", "error", "accuracy"})],
+        "n_classes": [Interval(int, 2, None)],
+        "side_information": [Interval(float, 0, None)],
+        "n_train": [Interval(int, 1, None)],
     }
 
-    def __init__(self, n_public: int = 4000, n_holdout: int = 12000, scorer: str = "zero-one"):
+    def __init__(
+        self,
+        n_public: int = 4000,
+        n_holdout: int = 12000,
+        scorer: str = "zero-one",
+        n_classes: int = 2,
+        side_information: float = 0.0,
+        n_train: int = 1000,
+    ):
         self.n_public = n_public
         self.n_holdout = n_holdout
         self.scorer = scorer
+        self.n_classes = n_classes
+        self.side_information = side_information
+        self.n_train = n_train
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -152,10 +175,22 @@ class RandomLabels(Task):
             )
 
     def split(self, rng: np.random.Generator) -> Split:
-        labels = rng.integers(0, 2, self.n_holdout).astype(float)
-        empty = np.empty((0, 0))
-        public = PublicData(empty, np.empty(0), np.empty((self.n_holdout, 0)), "classification", self.scorer, np.array([0.0, 1.0]))
-        return Split(public, np.arange(self.n_public), np.arange(self.n_public, self.n_holdout), labels, 0.5)
+        m = self.n_classes
+        labels = rng.integers(0, m, self.n_holdout).astype(float)
+        classes = np.arange(m, dtype=float)
+        if self.side_information > 0:
+            y_train = rng.integers(0, m, self.n_train).astype(float)
+            X_train, X_holdout = (self._side_features(y, rng) for y in (y_train, labels))
+            public = PublicData(X_train, y_train, X_holdout, "classification", self.scorer, classes)
+            population = None
+        else:
+            empty = np.empty((0, 0))
+            public = PublicData(empty, np.empty(0), np.empty((self.n_holdout, 0)), "classification", self.scorer, classes)
+            population = 1.0 / m if self.scorer == "accuracy" else 1.0 - 1.0 / m
+        return Split(public, np.arange(self.n_public), np.arange(self.n_public, self.n_holdout), labels, population)
+
+    def _side_features(self, y: FloatArray, rng: np.random.Generator) -> FloatArray:
+        return self.side_information * np.eye(self.n_classes)[y.astype(int)] + rng.standard_normal((y.size, self.n_classes))
 
 
 class TabularTask(Task):
@@ -339,3 +374,82 @@ class BreastCancer(SklearnDataset):
     task_type = "classification"
     default_scorer = "zero-one"
     loader = "load_breast_cancer"
+
+
+LOG_LOSS_PRESETS = {
+    "dsb-2017": {"n_public": 198, "n_holdout": 198 + 506, "n_classes": 2},
+}
+"""Data Science Bowl 2017 (Kaggle): the stage-1 leaderboard scored all 198 stage-1 test
+patients with binary log loss (clipped at 1e-15, shown to 5 decimals); the final
+ranking scored 506 new stage-2 patients."""
+
+
+class LogLossRandomLabels(Task):
+    """Random labels in {0, …, m − 1} scored by clipped log loss, as a two-stage Kaggle competition.
+
+    The labels carry no signal; the public leaderboard scores ``n_public`` of the
+    ``n_holdout`` rows, and (``disclose_public_rows=True``, the default) the
+    participant knows which, as in a two-stage competition whose stage-1 leaderboard
+    scores the whole stage-1 test set. m = 2 is scored with ``log-loss`` (one
+    probability of class 1 per row), m > 2 with ``multiclass-log-loss`` (a probability
+    row per sample); both clip at 1e-15 as Kaggle does. Preset ``"dsb-2017"``: the
+    Data Science Bowl 2017 (198 public of 704, binary), the setting of the log-loss
+    label-recovery attack (Whitehill 2017); explicit values override the preset,
+    ``preset=None`` needs them all.
+    """
+
+    id = "random-labels-log-loss"
+    reference = "Whitehill 2017 (log-loss oracle); Kaggle Data Science Bowl 2017"
+    task_type = "classification"
+    default_scorer = "log-loss"
+
+    _parameter_constraints = {
+        "preset": [Options(set(LOG_LOSS_PRESETS)), None],
+        "n_public": [Interval(int, 1, None), None],
+        "n_holdout": [Interval(int, 2, None), None],
+        "n_classes": [Interval(int, 2, None), None],
+        "disclose_public_rows": [Boolean()],
+    }
+
+    def __init__(
+        self,
+        preset: str | None = "dsb-2017",
+        n_public: int | None = None,
+        n_holdout: int | None = None,
+        n_classes: int | None = None,
+        disclose_public_rows: bool = True,
+    ):
+        self.preset = preset
+        self.n_public = n_public
+        self.n_holdout = n_holdout
+        self.n_classes = n_classes
+        self.disclose_public_rows = disclose_public_rows
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        self.shape()
+
+    def shape(self) -> tuple[int, int, int]:
+        """(n_public, n_holdout, n_classes) after the preset and the explicit values."""
+        preset = LOG_LOSS_PRESETS.get(self.preset, {}) if self.preset else {}
+        values = {}
+        for name in ("n_public", "n_holdout", "n_classes"):
+            value = getattr(self, name)
+            values[name] = preset.get(name) if value is None else value
+            if values[name] is None:
+                raise ValueError(f"{self.id}: {name} must be given when preset is None")
+        if values["n_public"] >= values["n_holdout"]:
+            raise ValueError(f"{self.id}: n_public ({values['n_public']}) must be smaller than n_holdout "
+                             f"({values['n_holdout']})")
+        return values["n_public"], values["n_holdout"], values["n_classes"]
+
+    def split(self, rng: np.random.Generator) -> Split:
+        n_public, n_holdout, m = self.shape()
+        labels = rng.integers(0, m, n_holdout).astype(float)
+        order = rng.permutation(n_holdout)
+        public_rows, final_rows = np.sort(order[:n_public]), np.sort(order[n_public:])
+        scorer = "log-loss" if m == 2 else "multiclass-log-loss"
+        empty = np.empty((0, 0))
+        public = PublicData(empty, np.empty(0), np.empty((n_holdout, 0)), "classification", scorer,
+                            np.arange(m, dtype=float), public_rows.copy() if self.disclose_public_rows else None)
+        return Split(public, public_rows, final_rows, labels)

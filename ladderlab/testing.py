@@ -271,13 +271,17 @@ def check_against_an_adaptive_analyst(mechanism: Mechanism) -> None:
 
 
 def _split(attack: Attack) -> Split:
-    """A small task the attack can play: random labels for classification attacks, a null
-    Gaussian regression for regression ones."""
+    """A small task the attack can play: a null Gaussian regression for regression attacks,
+    otherwise the first of random labels (0/1 loss) and random labels scored by log loss."""
     if "regression" in attack.task_types:
-        task = TASKS.make("gaussian-regression", n_samples=3 * CHECK_SIZE, n_features=40)
+        candidates = [TASKS.make("gaussian-regression", n_samples=3 * CHECK_SIZE, n_features=40)]
     else:
-        task = TASKS.make("random-labels", n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE)
-    return task.split(np.random.default_rng(0))
+        candidates = [
+            TASKS.make("random-labels", n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE),
+            TASKS.make("random-labels-log-loss", preset=None, n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE, n_classes=2),
+        ]
+    splits = [task.split(np.random.default_rng(0)) for task in candidates]
+    return next((split for split in splits if attack.incompatibility(split.public) is None), splits[0])
 
 
 def _play_attack(attack: Attack, budget: int | None = None, seed: int = 3) -> tuple[np.ndarray, Split, list[Any]]:

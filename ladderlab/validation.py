@@ -35,8 +35,12 @@ def check_prediction_matrix(
 
     A single vector of length n is one submission. Rejected: an empty batch, a wrong
     length, a non-numeric dtype, NaN or infinite values, labels outside ``classes``
-    (for label predictions) and probabilities outside [0, 1].
+    (for label predictions) and probabilities outside [0, 1]. For class-probability
+    predictions (``PredictionKind.PROBABILITIES``) one submission is an n × m matrix,
+    m = the number of ``classes``, and the result is b × n × m; rows must sum to 1.
     """
+    if kind is PredictionKind.PROBABILITIES:
+        return _check_probability_rows(predictions, n, classes)
     array = np.asarray(predictions)
     if array.dtype != np.float64 and (
         array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool)
@@ -117,3 +121,43 @@ def _raise_first_invalid(
     raise ValueError(
         f"submission {first_row + row} has probability {value:g} at position {col}, outside [0, 1]"
     )
+
+
+ROW_SUM_TOLERANCE = 1e-6
+
+
+def _check_probability_rows(predictions: ArrayLike, n: int, classes: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """``check_prediction_matrix`` for class-probability rows: b × n × m, finite, in [0, 1], rows summing to 1."""
+    if classes is None:
+        raise ValueError("class-probability predictions need the task's label set")
+    m = len(classes)
+    array = np.asarray(predictions)
+    if array.dtype == object or not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+        raise ValueError(f"predictions must be real numbers, got dtype {array.dtype}")
+    if array.ndim == 2:
+        array = array[None]
+    if array.ndim != 3 or array.shape[1:] != (n, m):
+        raise ValueError(
+            f"class-probability predictions must be an n × m = {n} × {m} matrix or a batch of them "
+            f"(b × {n} × {m}), got an array of shape {np.asarray(predictions).shape}"
+        )
+    if array.shape[0] == 0:
+        raise ValueError("empty batch: no predictions were submitted")
+    matrix = array.astype(float)
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        row, col, _ = np.argwhere(~finite)[0]
+        raise ValueError(f"predictions must be finite: submission {row} has a non-finite probability at position {col}")
+    outside = (matrix < 0.0) | (matrix > 1.0)
+    if outside.any():
+        row, col, label = np.argwhere(outside)[0]
+        raise ValueError(
+            f"submission {row} has probability {matrix[row, col, label]:g} for class {label} at position {col}, outside [0, 1]"
+        )
+    off = np.abs(matrix.sum(axis=2) - 1.0) > ROW_SUM_TOLERANCE
+    if off.any():
+        row, col = np.argwhere(off)[0]
+        raise ValueError(
+            f"submission {row}: the class probabilities at position {col} sum to {matrix[row, col].sum():.9g}, not 1"
+        )
+    return matrix
