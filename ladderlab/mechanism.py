@@ -110,6 +110,14 @@ class Mechanism(Plugin):
         """The submission that is the current best (None before the first acceptance)."""
         return self.acceptances_[-1] if self.acceptances_ else None
 
+    def _scores_on(self, rows: NDArray[np.int64], P: FloatArray) -> FloatArray:
+        """Exact scores of the rows of ``P`` on a subset of the bound labels, given by index.
+
+        For mechanisms that split their holdout (Thresholdout's released and guard
+        halves): the subset is scored as a holdout of its own.
+        """
+        return self.scorer_.score_many(self.labels_[rows], P[:, rows])
+
     def _check_params(self) -> None:
         """Raise ``ValueError`` for parameter values the declaration cannot express (relations
         between parameters, or with the bound labels); single values are declared in
