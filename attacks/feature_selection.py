@@ -27,6 +27,7 @@ class FeatureSelection(Attack):
     id = "feature-selection"
     reference = "Dwork et al. 2015, Science, Fig. 1 (the analyst)"
     task_types = frozenset({"classification"})
+    check_task = ("correlated-feature-selection", {"n": 60, "d": 30})
     _parameter_constraints = {
         "k": [Interval(int, 0, None)],
         "threshold": [Interval(float, 0, None), None],

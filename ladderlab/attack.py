@@ -27,6 +27,9 @@ class Attack(Plugin):
     """The kinds of task the attack can play."""
     expected_check_failures: ClassVar[dict[str, str]] = {}
     """Conformance checks (``ladderlab.testing``) this attack is known to fail, with why."""
+    check_task: ClassVar[tuple[str, dict[str, Any]] | None] = None
+    """A small task (id, parameters) for the conformance checks, when the default ones (random
+    labels, null Gaussian regression) do not suit the attack."""
 
     def incompatibility(self, data: PublicData) -> str | None:
         """Why the attack cannot play on ``data`` (None: it can). The runner records it as skipped."""

@@ -192,7 +192,9 @@ def check_against_an_adaptive_analyst(mechanism: Mechanism) -> None:
 def _split(attack: Attack) -> Split:
     """A small task the attack can play: random labels for classification attacks, a null
     Gaussian regression for regression ones."""
-    if "regression" in attack.task_types:
+    if attack.check_task is not None:
+        task = TASKS.make(attack.check_task[0], **attack.check_task[1])
+    elif "regression" in attack.task_types:
         task = TASKS.make("gaussian-regression", n_samples=3 * CHECK_SIZE, n_features=40)
     else:
         task = TASKS.make("random-labels", n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE)
