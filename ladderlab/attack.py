@@ -30,6 +30,9 @@ class Attack(Plugin):
     final_only_params: ClassVar[frozenset[str]] = frozenset()
     """Parameters that change only the final prediction, never a submission: duels that
     differ only in them share one transcript (:mod:`ladderlab.sharing`)."""
+    check_task: ClassVar[tuple[str, dict[str, Any]] | None] = None
+    """A small task (id, parameters) for the conformance checks, when the default ones (random
+    labels, null Gaussian regression) do not suit the attack."""
 
     def incompatibility(self, data: PublicData) -> str | None:
         """Why the attack cannot play on ``data`` (None: it can). The runner records it as skipped."""

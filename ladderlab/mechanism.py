@@ -148,6 +148,14 @@ class Mechanism(Plugin):
         """The submission that is the current best (None before the first acceptance)."""
         return self.acceptances_[-1] if self.acceptances_ else None
 
+    def _scores_on(self, rows: NDArray[np.int64], P: FloatArray) -> FloatArray:
+        """Exact scores of the rows of ``P`` on a subset of the bound labels, given by index.
+
+        For mechanisms that split their holdout (Thresholdout's released and guard
+        halves): the subset is scored as a holdout of its own.
+        """
+        return self.scorer_.score_many(self.labels_[rows], P[:, rows])
+
     def _start(self) -> None:
         """Initialise the per-leaderboard state (called by ``bind``); raise ``ValueError`` for a
         parameter that does not fit the bound labels."""

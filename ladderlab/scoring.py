@@ -80,6 +80,16 @@ class Scorer(ABC):
         weighted moments divide the moments instead of the B × n matrix."""
         return self.weighted(y, P, C / C.sum(axis=1, keepdims=True))
 
+    def on_resamples(self, y: FloatArray, P: FloatArray, counts: FloatArray) -> FloatArray:
+        """Scores of every row of ``P`` on every bootstrap resample: B × m.
+
+        ``counts`` (B × n) says how often each sample was drawn in each resample (rows
+        sum to n); the result is the score of the resampled (ŷ, y) pairs, duplicates
+        included. For a function of weighted moments that is the weighted score under
+        counts / n; a rank metric overrides this, since duplicates change the ranks.
+        """
+        return self.weighted(y, P, counts / counts.sum(axis=1, keepdims=True))
+
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
         """Unweighted scores of the m rows of ``P``: a vector of length m; :class:`ScoreError`
         when one of them is not finite."""
@@ -297,6 +307,44 @@ class SpearmanCorrelation(MetricScorer):
     def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
         return PEARSON.weighted_by_counts(*_ranks(y, P), C)
 
+    def on_resamples(self, y: FloatArray, P: FloatArray, counts: FloatArray) -> FloatArray:
+        """Spearman's ρ of each resample, re-ranked as the resampled data would be.
+
+        A resample's mid-rank of sample i is (copies of smaller values) + (copies of
+        equal values + 1)/2, so ties from duplicates count as they do in
+        ``cor(..., method = "spearman")`` on the resampled rows; then Pearson's r of
+        the two rank vectors under the counts.
+        """
+        weights = counts / counts.sum(axis=1, keepdims=True)
+        rank_y = _resample_midranks(y, counts)
+        out = np.empty((counts.shape[0], P.shape[0]))
+        for j, p in enumerate(P):
+            out[:, j] = _weighted_row_pearson(rank_y, _resample_midranks(p, counts), weights)
+        return out
+
+
+def _resample_midranks(values: FloatArray, counts: FloatArray) -> FloatArray:
+    """B × n: the mid-rank each sample would have among the rows of each resample (by counts)."""
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    group_starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    in_group = np.add.reduceat(counts[:, order], group_starts, axis=1)
+    group_ranks = np.cumsum(in_group, axis=1) - in_group + (in_group + 1.0) / 2.0
+    group_of_sorted = np.cumsum(np.r_[True, sorted_values[1:] != sorted_values[:-1]]) - 1
+    ranks = np.empty_like(counts, dtype=float)
+    ranks[:, order] = group_ranks[:, group_of_sorted]
+    return ranks
+
+
+def _weighted_row_pearson(a: FloatArray, b: FloatArray, weights: FloatArray) -> FloatArray:
+    """Pearson's r of rows a_j and b_j under weight row j (all B × n): a vector of B."""
+    mean_a = (weights * a).sum(axis=1, keepdims=True)
+    mean_b = (weights * b).sum(axis=1, keepdims=True)
+    da, db = a - mean_a, b - mean_b
+    cov = (weights * da * db).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return cov / np.sqrt((weights * da * da).sum(axis=1) * (weights * db * db).sum(axis=1))
+
 
 @dataclass(frozen=True, kw_only=True)
 class ConcordanceCorrelation(MetricScorer):
@@ -352,6 +400,24 @@ class RocAuc(MetricScorer):
         return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class SignAgreement(MetricScorer):
+    """Accuracy of ±1 predictions against 0/1 labels, extended linearly to real predictions.
+
+    The mean of (1 + ŷᵢ·sᵢ)/2 with sᵢ = 2yᵢ − 1 ∈ {−1, +1}: for ŷ ∈ {−1, +1} it is the
+    accuracy (ŷ = 0 counts one half), for a feature column x it is (1 + c)/2 with c
+    the correlation statistic mean(x·s) of Dwork et al. 2015 (Science), so one
+    leaderboard answers both the analyst's correlation queries and its accuracy report.
+    """
+
+    name: str = "sign-agreement"
+    greater_is_better: bool = True
+    prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        return 0.5 + 0.5 * (W @ (P * (2.0 * y - 1.0)).T)
+
+
 PEARSON = PearsonCorrelation()
 
 SCORERS: dict[str, Scorer] = {
@@ -368,6 +434,7 @@ SCORERS: dict[str, Scorer] = {
         SpearmanCorrelation(),
         ConcordanceCorrelation(),
         RocAuc(),
+        SignAgreement(),
     )
 }
 ALIASES: dict[str, str] = {"mse": "squared", "mae": "absolute", "error": "zero-one"}

@@ -453,3 +453,93 @@ class LogLossRandomLabels(Task):
         public = PublicData(empty, np.empty(0), np.empty((n_holdout, 0)), "classification", scorer,
                             np.arange(m, dtype=float), public_rows.copy() if self.disclose_public_rows else None)
         return Split(public, public_rows, final_rows, labels)
+
+
+class CorrelatedFeatureSelection(Task):
+    """Gaussian features and uniform binary labels: the reusable-holdout experiment of Dwork et al. 2015.
+
+    Science 2015, Fig. 1: n training, n holdout and n fresh points, d features
+    N(0, 1), labels uniform in {0, 1} (coded ±1 by the ``sign-agreement`` scorer).
+    Without signal (``n_signal = 0``) nothing is learnable; with it, the first
+    ``n_signal`` features are shifted by 6/√n · (2y − 1) (Fig. 2). The public
+    leaderboard holds the n holdout points, the final set the n fresh ones; the
+    paper's n = d = 10,000 takes 1.2 GB (features stored in single precision), so
+    the default is n = d = 2,000, where the analyst's k scales by 1/5.
+    """
+
+    id = "correlated-feature-selection"
+    reference = "Dwork et al. 2015, Science, Figs. 1-2"
+    task_type = "classification"
+    default_scorer = "sign-agreement"
+    _parameter_constraints = {
+        "n": [Interval(int, 10, None)],
+        "d": [Interval(int, 1, None)],
+        "n_signal": [Interval(int, 0, None)],
+        "scorer": [Options({"sign-agreement"})],
+    }
+
+    def __init__(self, n: int = 2000, d: int = 2000, n_signal: int = 0, scorer: str = "sign-agreement"):
+        self.n = n
+        self.d = d
+        self.n_signal = n_signal
+        self.scorer = scorer
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.n_signal > self.d:
+            raise ValueError(f"{self.id}: n_signal ({self.n_signal}) must not exceed d ({self.d})")
+
+    def split(self, rng: np.random.Generator) -> Split:
+        y = rng.integers(0, 2, 3 * self.n).astype(float)
+        X = rng.standard_normal((3 * self.n, self.d), dtype=np.float32)
+        X[:, : self.n_signal] += (6.0 / np.sqrt(self.n) * (2.0 * y - 1.0))[:, None].astype(np.float32)
+        train, holdout = slice(0, self.n), slice(self.n, 3 * self.n)
+        public = PublicData(X[train], y[train], X[holdout], "classification", self.scorer, np.array([0.0, 1.0]))
+        return Split(public, np.arange(self.n), np.arange(self.n, 2 * self.n), y[holdout])
+
+
+class KinaseBinding(Task):
+    """A regression task shaped like the IDG-DREAM Drug-Kinase Binding challenge, round 1b (2019).
+
+    Synthetic: binding affinities pKd = 6 + (a linear signal of ``n_features``
+    compound–kinase descriptors) + noise, rounded to 0.01 and censored below at
+    pKd = 5 (the assay floor of 10 µM), so that rank metrics see the ties of real
+    pKd tables. ``n_public`` leaderboard points (default 430, the round 1 test set
+    size as we read the challenge paper: Cichońska et al. 2021, Nat. Commun. 12:3307),
+    as many final points, and ``n_train`` training pairs. ``snr`` is the variance of
+    the signal over that of the noise. Scored with Spearman's ρ as the challenge
+    decided its leaderboard; RMSE, Pearson or squared loss on request.
+    """
+
+    id = "idg-dream-1b"
+    reference = "Cichońska et al. 2021 (IDG-DREAM challenge); shape only, synthetic data"
+    task_type = "regression"
+    default_scorer = "spearman"
+    _parameter_constraints = {
+        "n_public": [Interval(int, 10, None)],
+        "n_train": [Interval(int, 10, None)],
+        "n_features": [Interval(int, 1, None)],
+        "snr": [Interval(float, 0, None, closed="neither")],
+        "scorer": [Options({"spearman", "pearson", "rmse", "squared", "absolute", "ccc"})],
+    }
+
+    def __init__(self, n_public: int = 430, n_train: int = 2000, n_features: int = 50, snr: float = 1.0, scorer: str = "spearman"):
+        self.n_public = n_public
+        self.n_train = n_train
+        self.n_features = n_features
+        self.snr = snr
+        self.scorer = scorer
+
+    def split(self, rng: np.random.Generator) -> Split:
+        n = self.n_train + 2 * self.n_public
+        X = rng.standard_normal((n, self.n_features))
+        beta = rng.standard_normal(self.n_features) / np.sqrt(self.n_features)
+        signal = X @ beta
+        y = 6.0 + signal + rng.standard_normal(n) * np.sqrt(signal.var() / self.snr)
+        y = np.maximum(np.round(y, 2), 5.0)
+        train = slice(0, self.n_train)
+        return _assemble(
+            (X[train], X[self.n_train : self.n_train + self.n_public], X[self.n_train + self.n_public :]),
+            (y[train], y[self.n_train : self.n_train + self.n_public], y[self.n_train + self.n_public :]),
+            self, self.scorer, rng,
+        )

@@ -273,7 +273,9 @@ def check_against_an_adaptive_analyst(mechanism: Mechanism) -> None:
 def _split(attack: Attack) -> Split:
     """A small task the attack can play: a null Gaussian regression for regression attacks,
     otherwise the first of random labels (0/1 loss) and random labels scored by log loss."""
-    if "regression" in attack.task_types:
+    if attack.check_task is not None:
+        candidates = [TASKS.make(attack.check_task[0], **attack.check_task[1])]
+    elif "regression" in attack.task_types:
         candidates = [TASKS.make("gaussian-regression", n_samples=3 * CHECK_SIZE, n_features=40)]
     else:
         candidates = [

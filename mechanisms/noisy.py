@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import math
+
+from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
+from ladderlab.noise import NOISE_KINDS, draw_noise
+from ladderlab.params import Interval, Options
+
+
+class Noisy(Mechanism):
+    """Releases every submission's empirical score plus independent noise, optionally rounded.
+
+    The simplest differential-privacy-style baseline: the noise of Thresholdout's
+    release step (Dwork et al. 2015, Science) added to every score. ``noise`` is
+    ``"gaussian"`` (N(0, scale), scale = standard deviation) or ``"laplace"``
+    (Lap(scale), standard deviation √2·scale); ``scale`` defaults to 1/√n, the order
+    of the sampling error of a mean [0, 1] loss on n points. ``rounding`` rounds the
+    noisy score to a multiple of itself (post-processing). With ``scale=0`` and no
+    rounding it releases exactly what Full-disclosure does. Any scorer; one draw per
+    submission, in submission order.
+    """
+
+    id = "noisy"
+    reference = "Dwork et al. 2015 (Science), noisy release as in Thresholdout"
+    _parameter_constraints = {
+        "noise": [Options(NOISE_KINDS)],
+        "scale": [Interval(float, 0, None), None],
+        "rounding": [Interval(float, 0, None, closed="neither"), None],
+    }
+
+    def __init__(self, noise: str = "gaussian", scale: float | None = None, rounding: float | None = None):
+        self.noise = noise
+        self.scale = scale
+        self.rounding = rounding
+
+    def _start(self) -> None:
+        self.scale_ = 1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale)
+
+    def _release(self, P: FloatArray) -> FloatArray:
+        scores = self.scorer_.score_many(self.labels_, P)
+        released = scores + draw_noise(self.rng_, self.noise, self.scale_, scores.size)
+        return released if self.rounding is None else round_to_multiple(released, self.rounding)
