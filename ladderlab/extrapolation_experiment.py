@@ -38,7 +38,6 @@ from sklearn.neural_network import MLPClassifier
 
 from ladderlab.seeding import stream
 from ladderlab.stats.extrapolation import accuracy_curve, outscored_counts
-from ladderlab.stats.pseudolikelihood import InfeasibleConstraints
 
 FloatArray = NDArray[np.float64]
 ESTIMATORS = ("exp", "cons", "hd")
@@ -129,7 +128,7 @@ def _predict(outscored: NDArray[np.int64], k: int, K: int, bins: int) -> dict[st
     for method in ESTIMATORS:
         try:
             predictions[method] = float(accuracy_curve(outscored, k, K, method, bins=bins)[-1])
-        except InfeasibleConstraints:
+        except ValueError:  # CONS infeasible or not converged, HD at accuracy 1: a failure, as in Table 1
             predictions[method] = float("nan")
     return predictions
 

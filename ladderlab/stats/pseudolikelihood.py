@@ -38,8 +38,12 @@ from scipy import special
 
 FloatArray = NDArray[np.float64]
 DEFAULT_BINS = 1000
-SOLVER = "CLARABEL"
-"""Interior-point conic solver installed with cvxpy (handles the exponential cone exactly)."""
+SOLVER = "auto"
+SOLVERS = ("CLARABEL", "SCS")
+"""``auto`` tries these in turn: Clarabel (interior point, accurate), then SCS (first-order,
+tolerant of the near-degenerate problems Clarabel occasionally gives up on). Both are
+installed with cvxpy."""
+SOLVER_SETTINGS = {"SCS": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iters": 20_000}}
 
 
 class InfeasibleConstraints(ValueError):
@@ -131,14 +135,20 @@ def _solve_dual(frequencies: FloatArray, likelihood: FloatArray, moment_row: Flo
         bound, objective = bound + slope * moment_row, objective + slope * target
     dominated = likelihood.T @ nu <= bound
     problem = cp.Problem(cp.Minimize(objective), [dominated])
-    try:
-        with warnings.catch_warnings():  # an inaccurate solution is accepted and said so by its status
-            warnings.simplefilter("ignore", UserWarning)
-            problem.solve(solver=solver)
-    except cp.error.SolverError as error:
-        raise ValueError(f"the pseudolikelihood solver {solver} failed: {error}") from None
-    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or dominated.dual_value is None:
-        raise ValueError(f"the pseudolikelihood solver {solver} ended with status {problem.status!r}")
+    failures = []
+    for name in SOLVERS if solver == "auto" else (solver,):
+        try:
+            with warnings.catch_warnings():  # an inaccurate solution is accepted and said so by its status
+                warnings.simplefilter("ignore", UserWarning)
+                problem.solve(solver=name, **SOLVER_SETTINGS.get(name, {}))
+        except cp.error.SolverError:
+            failures.append(f"{name} failed")
+            continue
+        if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and dominated.dual_value is not None:
+            break
+        failures.append(f"{name} ended with status {problem.status!r}")
+    else:
+        raise ValueError(f"the pseudolikelihood could not be maximised: {'; '.join(failures)}")
     weights = np.clip(np.asarray(dominated.dual_value, dtype=float), 0.0, None)
     return weights / weights.sum()
 
