@@ -302,6 +302,57 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _extrapolate(args: argparse.Namespace) -> int:
+    from ladderlab.stats import class_scores, extrapolation, extrapolation_plot
+
+    methods = list(extrapolation.METHODS) if args.method == "all" else [args.method]
+    if args.plot and not Path(args.plot).resolve().parent.is_dir():
+        raise ValueError(f"--plot {args.plot}: the folder {Path(args.plot).parent} does not exist")
+    observed = class_scores.read_observed_classes(args.file, args.input, args.k)
+    k, K = observed.k, args.K
+    if K < k:
+        raise ValueError(f"--to {K} is fewer classes than the {k} observed (--from): extrapolation goes upwards")
+    if methods == ["un"] and K > k:
+        raise ValueError(f"the unbiased estimate (un) exists only up to k = {k} classes; "
+                         "choose --to ≤ k or another --method")
+    from ladderlab import stats
+
+    unbiased = stats.unbiased_accuracy(observed.outscored, k)
+    predictions: dict[str, dict[str, object]] = {}
+    for method in methods:
+        try:
+            curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins)
+        except ValueError as error:  # e.g. CONS infeasible, HD at accuracy 0 or 1
+            if len(methods) == 1:
+                raise
+            predictions[method] = {"accuracy": None, "error": str(error)}
+            continue
+        predictions[method] = {"accuracy": None if np.isnan(curve[-1]) else float(curve[-1]),
+                               "curve": [None if np.isnan(p) else float(p) for p in curve]}
+    result = {"file": observed.source, "input": observed.input_format, "k": k, "K": K,
+              "test_points": int(observed.outscored.size), "observed_accuracy": float(unbiased[-1]),
+              "unbiased": [float(p) for p in unbiased], "predictions": predictions}
+    if args.plot:
+        extrapolation_plot.curve_figure(result).savefig(args.plot, dpi=110, bbox_inches="tight")
+    if args.format == "json":
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{observed.source}: {observed.outscored.size} test points on k = {k} classes ({observed.input_format})")
+        print(f"observed accuracy at k = {k}: {unbiased[-1]:.4f}")
+        print(f"{'method':<8} predicted accuracy at K = {K}")
+        for method, prediction in predictions.items():
+            if "error" in prediction:
+                shown = f"failed: {prediction['error']}"
+            elif prediction["accuracy"] is None:
+                shown = f"undefined beyond k = {k}"
+            else:
+                shown = f"{prediction['accuracy']:.4f}"
+            print(f"{method:<8} {shown}")
+    if args.plot:
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``ladderlab: error: argument --jobs: …``, exit code 2."""
 
@@ -390,6 +441,24 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes")
     bench.add_argument("--seconds", type=_positive, default=1.0, help="time per measurement")
     bench.set_defaults(handler=_bench)
+
+    extrapolate = commands.add_parser(
+        "extrapolate", help="predict the accuracy on K classes from a classifier's results on k of them",
+        description="Zheng, Achanta & Benjamini: extrapolate multi-class accuracy from k observed classes to K "
+                    "(UN Eq. 5, EXP Sec. 4.1, CONS and MPLE Sec. 4.2, HD Sec. 4.3). FILE holds correct-label ranks "
+                    "(plain numbers, 1 = top; needs --from) or a CSV score matrix with a 'label' column; "
+                    "see docs/extrapolation.md and examples/extrapolation/.",
+    )
+    extrapolate.add_argument("file", help="ranks file or CSV score matrix")
+    extrapolate.add_argument("--from", dest="k", type=int, help="k, the number of classes observed (required for ranks)")
+    extrapolate.add_argument("--to", dest="K", type=int, required=True, help="K, the number of classes to predict for")
+    extrapolate.add_argument("--method", choices=["un", "exp", "cons", "mple", "hd", "all"], default="all")
+    extrapolate.add_argument("--input", choices=["auto", "ranks", "scores"], default="auto",
+                             help="file format (default: a first line with a non-number means a score matrix)")
+    extrapolate.add_argument("--bins", type=int, default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
+    extrapolate.add_argument("--format", choices=["text", "json"], default="text")
+    extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
+    extrapolate.set_defaults(handler=_extrapolate)
     return parser
 
 

@@ -2,10 +2,18 @@
 (Møllersen & Holsbø) and accuracy extrapolation to more classes (Zheng, Achanta & Benjamini)."""
 
 from ladderlab.stats.extrapolation import (
+    METHODS,
+    accuracy_curve,
     exponential_extrapolation,
     high_dimensional_extrapolation,
     outscored_counts,
     unbiased_accuracy,
+)
+from ladderlab.stats.pseudolikelihood import (
+    InfeasibleConstraints,
+    PseudolikelihoodFit,
+    constrained_pseudolikelihood,
+    maximum_pseudolikelihood,
 )
 from ladderlab.stats.sota import (
     BestOfM,
@@ -17,7 +25,13 @@ from ladderlab.stats.sota import (
 )
 
 __all__ = [
+    "METHODS",
     "BestOfM",
+    "InfeasibleConstraints",
+    "PseudolikelihoodFit",
+    "accuracy_curve",
+    "constrained_pseudolikelihood",
+    "maximum_pseudolikelihood",
     "SotaEstimate",
     "best_of_m",
     "estimate_sota",

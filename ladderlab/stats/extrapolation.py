@@ -14,7 +14,9 @@ expected accuracy with t classes is p_t = E[U^{t−1}] (Theorem 3.1).
   on a grid of κ = −log u, fitted to p̂ᵗ_UN, t = 2…k, by non-negative least squares
   (Sec. 4.1);
 - :func:`high_dimensional_extrapolation` — p̂ᴷ_HD = π̄_K(π̄_k⁻¹(p̂ᵏ_UN)) with
-  π̄_k(c) = ∫ φ(z − c) Φ(z)^{k−1} dz (Sec. 4.3).
+  π̄_k(c) = ∫ φ(z − c) Φ(z)^{k−1} dz (Sec. 4.3);
+- :func:`accuracy_curve` — any of these, or the pseudolikelihood estimators MPLE and
+  CONS (:mod:`ladderlab.stats.pseudolikelihood`, Sec. 4.2), as p̂ᵗ for t = 1…K.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import integrate, optimize, special, stats
+
+from ladderlab.stats import pseudolikelihood
 
 FloatArray = NDArray[np.float64]
 KAPPA_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 20.0, 400)])
@@ -89,9 +93,40 @@ def pi_bar(k: int, c: float) -> float:
     return value
 
 
-def high_dimensional_extrapolation(accuracy_k: float, k: int, K: int) -> float:
-    """p̂ᴷ_HD = π̄_K(π̄_k⁻¹(p̂ᵏ)) (Sec. 4.3)."""
+def _signal_strength(accuracy_k: float, k: int) -> float:
+    """c with π̄_k(c) = p̂ᵏ."""
     if not 0 < accuracy_k < 1:
         raise ValueError(f"accuracy at k classes must lie in (0, 1), got {accuracy_k!r}")
-    c = optimize.brentq(lambda c: pi_bar(k, c) - accuracy_k, -20.0, 40.0, xtol=1e-10)
-    return pi_bar(K, c)
+    return optimize.brentq(lambda c: pi_bar(k, c) - accuracy_k, -20.0, 40.0, xtol=1e-10)
+
+
+def high_dimensional_extrapolation(accuracy_k: float, k: int, K: int) -> float:
+    """p̂ᴷ_HD = π̄_K(π̄_k⁻¹(p̂ᵏ)) (Sec. 4.3)."""
+    return pi_bar(K, _signal_strength(accuracy_k, k))
+
+
+METHODS = ("un", "exp", "cons", "mple", "hd")
+"""The estimators of Sec. 4: unbiased (Eq. 5), exponential, constrained and maximum
+pseudolikelihood, high-dimensional."""
+
+
+def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str,
+                   bins: int = pseudolikelihood.DEFAULT_BINS) -> FloatArray:
+    """p̂ᵗ for t = 1…K (index t − 1) by one of :data:`METHODS`, from the outscored counts of k classes.
+
+    ``un`` exists only up to k (NaN beyond); ``bins`` is the pseudolikelihood grid.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown extrapolation method {method!r}; choose from {', '.join(METHODS)}")
+    if K < k:
+        raise ValueError(f"K must be at least k = {k}, got {K}")
+    unbiased = unbiased_accuracy(outscored, k)
+    if method == "un":
+        return np.concatenate([unbiased, np.full(K - k, np.nan)])
+    if method == "exp":
+        return exponential_extrapolation(unbiased, K)
+    if method == "hd":
+        c = _signal_strength(float(unbiased[-1]), k)
+        return np.array([1.0] + [pi_bar(t, c) for t in range(2, K + 1)])
+    fit = pseudolikelihood.constrained_pseudolikelihood if method == "cons" else pseudolikelihood.maximum_pseudolikelihood
+    return fit(outscored, k, bins=bins).accuracies(K)

@@ -1,0 +1,112 @@
+"""``ladderlab extrapolate``: the shipped examples, the output formats, and one-line errors for bad files."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ladderlab.cli import main
+from ladderlab.stats import outscored_counts, unbiased_accuracy
+from ladderlab.stats.class_scores import read_observed_classes
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "extrapolation"
+RANKS, SCORES = EXAMPLES / "ranks.txt", EXAMPLES / "scores.csv"
+
+
+def run_json(capsys, *arguments: str) -> dict:
+    assert main(["extrapolate", *arguments, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_shipped_ranks_example_runs_every_method(capsys, tmp_path):
+    plot = tmp_path / "curve.png"
+    result = run_json(capsys, str(RANKS), "--from", "20", "--to", "200", "--bins", "400", "--plot", str(plot))
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (result["k"], result["K"], result["test_points"]) == (20, 200, 500)
+    predictions = result["predictions"]
+    assert set(predictions) == {"un", "exp", "cons", "mple", "hd"}
+    assert predictions["un"]["accuracy"] is None and len(predictions["un"]["curve"]) == 200
+    for method in ("exp", "cons", "hd"):
+        curve = predictions[method]["curve"]
+        assert len(curve) == 200 and curve[0] == pytest.approx(1.0)
+        assert curve[19] == pytest.approx(result["observed_accuracy"], abs=1e-6)
+        assert 0 < predictions[method]["accuracy"] < result["observed_accuracy"]
+
+
+def test_shipped_score_matrix_gives_the_same_counts_as_its_ranks(capsys):
+    result = run_json(capsys, str(SCORES), "--to", "40", "--method", "hd")
+    assert (result["input"], result["k"], result["test_points"]) == ("scores", 10, 150)
+    lines = [line.split(",") for line in SCORES.read_text().splitlines()]
+    names = lines[0][1:]
+    scores = np.array([[float(x) for x in row[1:]] for row in lines[1:]])
+    labels = np.array([names.index(row[0]) for row in lines[1:]])
+    expected = unbiased_accuracy(outscored_counts(scores, labels), 10)
+    np.testing.assert_allclose(result["unbiased"], expected, atol=1e-12)
+
+
+def test_text_output_names_each_method_and_its_prediction(capsys):
+    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "100", "--method", "exp"]) == 0
+    out = capsys.readouterr().out
+    assert "observed accuracy at k = 20" in out
+    assert "exp" in out and "predicted accuracy at K = 100" in out
+
+
+def test_un_up_to_k_is_the_subset_averaged_accuracy(capsys):
+    result = run_json(capsys, str(RANKS), "--from", "20", "--to", "20", "--method", "un")
+    observed = read_observed_classes(RANKS, "ranks", 20)
+    assert result["predictions"]["un"]["accuracy"] == pytest.approx(np.mean(observed.outscored == 19))
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("name, text, arguments, message", [
+    ("ranks.txt", "1 2 3\n4 x 1\n", ["--from", "5"], "'x' is not a rank"),
+    ("ranks.txt", "1 2 3\n4 9 1\n", ["--from", "5"], "rank 9 is outside 1…5"),
+    ("ranks.txt", "1 2 3\n", [], "give k (--from)"),
+    ("ranks.txt", "# only a comment\n", ["--from", "5"], "is empty"),
+    ("scores.csv", "a,b,c\n1,2,3\n", [], "no 'label' column"),
+    ("scores.csv", "label,a,b\na,1,2\nz,3,1\n", [], "label 'z' is not one of the score columns"),
+    ("scores.csv", "label,a,b\na,1,oops\n", [], "'oops' is not a finite number"),
+    ("scores.csv", "label,a\na,1\n", [], "at least 2 classes"),
+    ("scores.csv", "label,a,b,c\na,1,2,3\n", ["--from", "4"], "has 3 classes but k = 4"),
+    ("ranks.txt", "1 2 3 1 1\n", ["--from", "5", "--to", "3"], "fewer classes than the 5 observed"),
+    ("ranks.txt", "1 2 3 1 1\n", ["--from", "5", "--method", "un"], "exists only up to k = 5"),
+])
+def test_bad_input_is_a_one_line_error_naming_the_problem(capsys, tmp_path, name, text, arguments, message):
+    path = write(tmp_path, name, text)
+    argv = ["extrapolate", path, *arguments]
+    if "--to" not in arguments:
+        argv += ["--to", "50"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ladderlab: error: ") and err.count("\n") == 1
+    assert message in err
+
+
+@pytest.mark.parametrize("content", [None, b"\xff\xfe\x00binary"])
+def test_missing_or_unreadable_file_is_named_in_the_error(capsys, tmp_path, content):
+    path = tmp_path / "absent.txt"
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["extrapolate", str(path), "--from", "5", "--to", "10"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ladderlab: error: ") and str(path) in err
+
+
+def test_a_plot_into_a_missing_folder_is_refused_before_any_work(capsys, tmp_path):
+    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40",
+                 "--plot", str(tmp_path / "no" / "such" / "curve.png")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cons_infeasibility_is_reported_without_failing_the_other_methods(capsys, tmp_path):
+    """Every test point ranked last: accuracy 0 is below chance, no non-decreasing density fits it."""
+    path = write(tmp_path, "ranks.txt", "5 5 5 5 5 5\n")
+    result = run_json(capsys, path, "--from", "5", "--to", "10", "--method", "all")
+    assert "1/k" in result["predictions"]["cons"]["error"]
+    assert result["predictions"]["exp"]["accuracy"] is not None
