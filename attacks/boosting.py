@@ -14,7 +14,7 @@ from ladderlab.tasks import PublicData
 class Boosting(Attack):
     """The boosting attack: submit k random label vectors, output the coordinate-wise majority of the useful ones.
 
-    Blum & Hardt 2015, §5 (Theorem 5.1, Fig. 3) and NOTES.md 10. ``variant="kaggle"``
+    Blum & Hardt 2015, §5 (Theorem 5.1, Fig. 3) and docs/decisions.md#boosting. ``variant="kaggle"``
     keeps the vectors with released 0/1 loss ≤ 1/2; ``variant="ladder"`` keeps those
     that lowered the best released loss so far, the variant the paper uses against
     the Ladder. A tied vote gives 1 (as in Ladder.jl). Vectors are drawn and

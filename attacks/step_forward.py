@@ -52,7 +52,7 @@ def round_off_gain(trace: FloatArray) -> float:
 class StepForward(Attack):
     """Step-forward Freedman's attack: grow a feature set by the feature responsible for the last jump.
 
-    Chaibub Neto et al. 2016, Alg. 7 (NOTES.md 11: lines 4 and 5 are one loop; with
+    Chaibub Neto et al. 2016, Alg. 7 (docs/decisions.md#step-forward-loop: lines 4 and 5 are one loop; with
     nothing selected it submits the univariate models). Each iteration submits the
     model [selected + x_j] for every remaining feature j (regressions fit all at once,
     Frisch–Waugh–Lovell) and selects the feature at the last jump of the released

@@ -2,7 +2,7 @@
 
 A submission replaces the best one when the posterior odds of improvement,
 PO = P(H₁|D) / (1 − P(H₁|D)) from B paired Bayesian-bootstrap replicates of
-Δs = s(ŷ_t) − s(ŷ_best), reach the threshold PO_thr = (1 − α)/α (NOTES.md 7). The
+Δs = s(ŷ_t) − s(ŷ_best), reach the threshold PO_thr = (1 − α)/α (docs/decisions.md#bayesian-bootstrap). The
 test needs only weighted scores, so it works for any scorer and either orientation.
 It is sequential (:func:`ladderlab.bootstrap.improves_sequentially`): replicates are
 drawn until the decision of all B is settled, the same decision on the same draws.
@@ -25,7 +25,7 @@ class BayesBootLadderBase(Mechanism):
 
     Parameters shared by both algorithms: ``B`` replicates for the test, ``alpha``
     or ``po_threshold`` (which overrides ``alpha``), and ``initial_prediction``
-    ŷ₀; when it is None the first submission is accepted unconditionally (NOTES.md 9).
+    ŷ₀; when it is None the first submission is accepted unconditionally (docs/decisions.md#bayesboot-initial).
     """
 
     releases_best = True

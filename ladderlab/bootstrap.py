@@ -79,7 +79,7 @@ def bootstrap_mean_losses(
 
 
 def dirichlet_weights(rng: np.random.Generator, replicates: int, n: int) -> Iterator[FloatArray]:
-    """Dirichlet(1, …, 1) weight matrices in chunks: normalised standard exponentials (NOTES.md 7)."""
+    """Dirichlet(1, …, 1) weight matrices in chunks: normalised standard exponentials (docs/decisions.md#bayesian-bootstrap)."""
     rows_per_chunk = max(1, CHUNK_ELEMENTS // n)
     for start in range(0, replicates, rows_per_chunk):
         rows = min(rows_per_chunk, replicates - start)
@@ -90,7 +90,7 @@ def dirichlet_weights(rng: np.random.Generator, replicates: int, n: int) -> Iter
 class BootstrapScoreSampler:
     """Draws of the mean of b ordinary bootstrap replicates of the score of one prediction.
 
-    Chaibub Neto Alg. 4 lines 12–16 and Alg. 6 lines 12–16 (NOTES.md 8). For a mean
+    Chaibub Neto Alg. 4 lines 12–16 and Alg. 6 lines 12–16 (docs/decisions.md#bayesboot-ladderboot-release). For a mean
     loss it is the exact :class:`BootstrapMeanSampler`; any other metric is evaluated
     on b resampled count rows (``Scorer.weighted_by_counts``: one product with a small
     moment matrix for the moment metrics).
@@ -177,7 +177,7 @@ def improves_sequentially(
     after each chunk the test stops once ``needed`` improvements are reached or can no
     longer be reached with the replicates left. The decision is therefore the one the
     full B replicates give on the same draws; only fewer are drawn. Weights are
-    standard exponentials, the unnormalised Dirichlet(1, …, 1) (NOTES.md 7): for a
+    standard exponentials, the unnormalised Dirichlet(1, …, 1) (docs/decisions.md#bayesian-bootstrap): for a
     per-sample loss the sign of w·(l_new − l_best) does not depend on the normalisation,
     and metrics divide their weighted moments by the row totals
     (``Scorer.weighted_by_counts``).

@@ -1,7 +1,7 @@
 """Binary segmentation for changes in mean, with cumulative sums (Scott & Knott 1974).
 
 Chaibub Neto et al. locate the last jump of a noisy released-score trace with R's
-changepoint package (BinSeg). Two rule sets are offered (NOTES.md 12):
+changepoint package (BinSeg). Two rule sets are offered (docs/decisions.md#changepoints):
 
 - ``rules="textbook"``: greedy binary segmentation with the L2 cost, exactly as
   ``ruptures.Binseg(model="l2", min_size=1, jump=1)``: at each step the split with

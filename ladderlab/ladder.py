@@ -6,7 +6,7 @@ oriented so that smaller is better) is below a reference value by a margin:
     accept  ⇔  R(ŷ_t) < reference − margin_t.
 
 Variants differ in the margin (fixed η, or c·sd(l_t − l_best)/√n), in the reference
-(the last released value, or the unrounded risk of the best: NOTES.md 4) and in what
+(the last released value, or the unrounded risk of the best: docs/decisions.md#comparison) and in what
 they release on acceptance and otherwise. Between acceptances the margin of every
 row depends only on the current best, so the engine tests whole blocks of rows at
 once and only restarts at an acceptance; blocks grow geometrically while nothing is
@@ -116,7 +116,7 @@ class PairedTTestLadder(Ladder):
     """Abstract Ladder whose margin is a one-sided paired t-test (Chaibub Neto Eq. 2).
 
     Accept when R(ŷ_t) < reference − c·sd(l_t − l_best)/√n, with l_best = 0 before
-    the first acceptance (NOTES.md 2). Releases are rounded to 1/n (NOTES.md 3).
+    the first acceptance (docs/decisions.md#ladder-start). Releases are rounded to 1/n (docs/decisions.md#rounding).
     """
 
     requires_loss = True
@@ -159,7 +159,7 @@ def paired_sd(losses: FloatArray, best_loss: FloatArray) -> FloatArray:
 
 
 def t_critical_value(alpha: float | None, critical_value: float | None, n: int) -> float:
-    """c_α = t⁻¹_{n−1}(1 − α) (NOTES.md 1: the upper quantile); a given critical value wins."""
+    """c_α = t⁻¹_{n−1}(1 − α) (docs/decisions.md#t-test-threshold: the upper quantile); a given critical value wins."""
     if critical_value is not None:
         return float(critical_value)
     from scipy import stats  # imported here: scipy.stats is slow to import

@@ -8,7 +8,7 @@ public rows stay with the organiser (the runner and the mechanism).
 The holdout is one array of rows in a random order; a participant predicts all of
 it without knowing which rows are public (Blum & Hardt §5.1).
 
-Experiment modes (Chaibub Neto et al., Results; NOTES.md 13):
+Experiment modes (Chaibub Neto et al., Results; docs/decisions.md#experiment-modes):
 
 - ``"permuted"``: the data and the split are fixed by ``data_seed``; each
   replication permutes the response within each set, so nothing is truly associated.

@@ -11,7 +11,7 @@ class BayesBootLadderBoot(BayesBootLadderBase):
     """BayesBootLadderBoot: the Bayesian-bootstrap test; releases the mean of b bootstrap replicates of the best score.
 
     Chaibub Neto et al. 2016, Alg. 6. The released value is the mean of b ordinary
-    bootstrap replicates of the statistic, resampling (ŷ, y) pairs (NOTES.md 8),
+    bootstrap replicates of the statistic, resampling (ŷ, y) pairs (docs/decisions.md#bayesboot-ladderboot-release),
     drawn afresh for every submission.
     """
 

@@ -10,8 +10,8 @@ class LadderBoot(PairedTTestLadder):
     """LadderBoot: the t-test Ladder that releases the mean of b bootstrap means of the best loss vector.
 
     Chaibub Neto et al. 2016, Alg. 4. The test compares with the unrounded risk of
-    the best submission (line 11, NOTES.md 4), and every submission draws fresh
-    bootstrap noise, also when the best does not change (lines 15–16, NOTES.md 5).
+    the best submission (line 11, docs/decisions.md#comparison), and every submission draws fresh
+    bootstrap noise, also when the best does not change (lines 15–16, docs/decisions.md#ladderboot-fresh-noise).
     The release is drawn exactly without resampling b·n indices: one binomial for a
     0/1 loss, a multinomial over the distinct loss values otherwise
     (:class:`ladderlab.bootstrap.BootstrapMeanSampler`). Version 2: that sampler's

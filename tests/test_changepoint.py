@@ -76,7 +76,7 @@ def test_ties_go_to_the_first_index_in_r_and_the_last_in_ruptures():
 
 
 def test_r_mbic_drops_small_unstandardised_jumps_and_keeps_standardised_ones():
-    """NOTES.md 12: MBIC assumes unit variance; a Ladder-sized jump of 0.01 is below 3·log n."""
+    """docs/decisions.md#changepoints: MBIC assumes unit variance; a Ladder-sized jump of 0.01 is below 3·log n."""
     rng = np.random.default_rng(0)
     x = np.r_[np.full(100, 1.0), np.full(100, 0.99)] + 0.001 * rng.standard_normal(200)
     assert binary_segmentation(x, n_changepoints=3, rules="r", mbic=True) == []

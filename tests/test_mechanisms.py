@@ -96,7 +96,7 @@ def test_t_ladder_with_critical_value_one_decides_as_the_parameter_free_ladder(s
 
 
 def test_t_ladder_critical_value_is_the_upper_t_quantile():
-    """NOTES.md 1: α = 0.15 gives c ≈ 1.04, the parameter-free Ladder's c = 1."""
+    """docs/decisions.md#t-test-threshold: α = 0.15 gives c ≈ 1.04, the parameter-free Ladder's c = 1."""
     labels = np.zeros(4000)
     labels[::2] = 1
     assert bound("ladder-t", labels, 0, alpha=0.15).critical_value_ == pytest.approx(1.0365, abs=1e-3)
@@ -104,7 +104,7 @@ def test_t_ladder_critical_value_is_the_upper_t_quantile():
 
 
 def test_ladder_boot_compares_with_the_unrounded_best_risk():
-    """NOTES.md 4: a submission better than the best by less than the rounding still counts."""
+    """docs/decisions.md#comparison: a submission better than the best by less than the rounding still counts."""
     n = 1000
     labels = np.zeros(n)
     best = np.ones(n)
