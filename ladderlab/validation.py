@@ -82,16 +82,33 @@ def _check_block(
         _raise_first_invalid(block, np.isfinite(block), first_row, None)
 
 
-def quick_row_check(kind: PredictionKind, classes: NDArray[np.float64] | None) -> Callable[[NDArray[np.float64]], bool]:
+class QuickRowCheck:
     """A cheap test that a float64 vector is a valid prediction of ``kind``: True only when
-    ``check_prediction_matrix`` would accept it (False sends it to the full check and its error)."""
-    if kind is PredictionKind.LABEL and classes is not None:
-        if classes.size == 2 and classes[0] == 0.0 and classes[1] == 1.0:
-            return lambda row: bool((row * row == row).all())  # x² = x only for 0 and 1
-        return lambda row: bool(_is_one_of(row[None, :], classes).all())
-    if kind is PredictionKind.PROBABILITY:
-        return lambda row: bool(row.min() >= 0.0 and row.max() <= 1.0)
-    return lambda row: math.isfinite(row.sum())
+    ``check_prediction_matrix`` would accept it (False sends it to the full check and its
+    error). A plain object, so that a bound mechanism holding one still pickles."""
+
+    def __init__(self, kind: PredictionKind, classes: NDArray[np.float64] | None):
+        self.kind = kind
+        self.classes = classes
+        self.binary = (
+            kind is PredictionKind.LABEL and classes is not None and classes.size == 2
+            and classes[0] == 0.0 and classes[1] == 1.0
+        )
+
+    def __call__(self, row: NDArray[np.float64]) -> bool:
+        if self.binary:
+            # x² = x only for 0, 1 and +inf; a finite sum excludes +inf
+            return bool((row * row == row).all()) and math.isfinite(row.sum())
+        if self.kind is PredictionKind.LABEL and self.classes is not None:
+            return bool(_is_one_of(row[None, :], self.classes).all())
+        if self.kind is PredictionKind.PROBABILITY:
+            return bool(row.min() >= 0.0 and row.max() <= 1.0)
+        return math.isfinite(row.sum())
+
+
+def quick_row_check(kind: PredictionKind, classes: NDArray[np.float64] | None) -> Callable[[NDArray[np.float64]], bool]:
+    """The :class:`QuickRowCheck` of predictions of ``kind`` against ``classes``."""
+    return QuickRowCheck(kind, classes)
 
 
 def _is_one_of(block: NDArray[np.float64], classes: NDArray[np.float64]) -> NDArray[np.bool_]:

@@ -253,3 +253,13 @@ def test_the_command_line_imports_no_heavy_library_for_help_and_list():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_the_quick_label_check_refuses_infinity_like_the_full_check():
+    from ladderlab.scoring import PredictionKind
+    from ladderlab.validation import quick_row_check
+
+    check = quick_row_check(PredictionKind.LABEL, np.array([0.0, 1.0]))
+    assert check(np.r_[1.0, 0.0, 1.0])
+    for bad in (np.inf, -np.inf, np.nan, 2.0, 0.5):
+        assert not check(np.r_[bad, 0.0, 1.0]), bad
