@@ -80,7 +80,7 @@ def test_uniform_weights_give_the_unweighted_correlation(name, seed, n):
 
 
 def test_orientation_is_declared():
-    smaller = {"zero-one", "squared", "absolute", "log-loss", "rmse"}
+    smaller = {"zero-one", "squared", "absolute", "log-loss", "multiclass-log-loss", "rmse"}
     for name, scorer in SCORERS.items():
         assert scorer.greater_is_better is (name not in smaller)
     assert {n for n, s in SCORERS.items() if isinstance(s, LossScorer)} == smaller - {"rmse"}
