@@ -39,11 +39,6 @@ class ResubmissionProbe(Attack):
         """The first submission and ``budget − 1`` copies."""
         return {"repeats": max(0, budget - 1)}
 
-    @classmethod
-    def strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
-        """From a few copies to the whole budget."""
-        return [{"repeats": r} for r in sorted({min(9, budget - 1), max(0, budget - 1)}) if r >= 0]
-
     def incompatibility(self, data: PublicData) -> str | None:
         if data.X_train.shape[0] < 2 or data.X_train.shape[1] == 0:
             return "the resubmission probe needs training data with features"
