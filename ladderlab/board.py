@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.mechanism import FloatArray, Mechanism
+from ladderlab.scoring import PredictionKind
 from ladderlab.validation import check_prediction_matrix
 
 
@@ -105,7 +106,7 @@ class Board:
 
     ``holdout_size`` is the length of a prediction vector; ``budget`` the number of
     submissions allowed (None: unlimited); ``classes`` the task's label set, public
-    knowledge for a classification task.
+    knowledge for a classification task (empty for a real-valued target).
     """
 
     __slots__ = ("_leaderboard", "_oracle", "_transcript", "budget", "classes", "holdout_size")
@@ -118,7 +119,10 @@ class Board:
         self._transcript: list[float] = []
         self.budget = budget
         self.holdout_size = leaderboard.holdout_size
-        self.classes = leaderboard.mechanism.classes_.copy()
+        mechanism = leaderboard.mechanism
+        predicts_labels = mechanism.scorer_.prediction_kind is not PredictionKind.REAL
+        # for a real-valued target the "label set" would be the sorted public labels themselves
+        self.classes = mechanism.classes_.copy() if predicts_labels else np.empty(0)
 
     @property
     def submissions(self) -> int:

@@ -110,8 +110,11 @@ def certify(
     epsilon: float = 0.05,
     jobs: int = 1,
     run_dir: str | Path | None = None,
+    isolation: str = "none",
+    secret_seed: int | None = None,
 ) -> dict[str, Any]:
-    """Run the battery and return the certificate (a JSON-ready dict)."""
+    """Run the battery and return the certificate (a JSON-ready dict); ``isolation`` and
+    ``secret_seed`` as in :func:`ladderlab.runner.run`."""
     params = params or {}
     budgets = sorted(set(budgets or [100, 300, 1000, 2000]))
     battery_attacks = [a for a in ATTACKS.ids() if a != "honest"] + [a for a in (attacks or []) if a not in ATTACKS.ids()]
@@ -121,7 +124,7 @@ def certify(
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(run_dir) if run_dir else Path(scratch) / "battery"
-        runner.run(scenario, out, jobs=jobs, progress=False)
+        runner.run(scenario, out, jobs=jobs, progress=False, isolation=isolation, secret_seed=secret_seed)
         run = report.load_run(out)
     wall_time = time.perf_counter() - start
     table = report.summary(run.results)

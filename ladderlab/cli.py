@@ -12,7 +12,9 @@ import numpy as np
 
 from ladderlab import benchmark, certify, plots, report, runner, scenario, stats
 from ladderlab.duel import duel
+from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.seeding import read_secret_seed
 
 
 def _describe(registry: Registry) -> str:
@@ -50,7 +52,9 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out or f"runs/{loaded.name}"
     total = len(scenario.cells(loaded))
     print(f"scenario {loaded.name}: {total} cells × {loaded.replications} replications → {out}", flush=True)
-    results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler)
+    results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
+                         isolation=args.isolation, rerun_stale=args.rerun_stale,
+                         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
     print(report.text_table(report.summary(results)))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     return 0
@@ -147,7 +151,8 @@ def _certify(args: argparse.Namespace) -> int:
     result = certify.certify(
         args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=args.attack,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
-        run_dir=args.run_dir,
+        run_dir=args.run_dir, isolation=args.isolation,
+        secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
     )
     text = certify.markdown(result)
     if args.out:
@@ -164,13 +169,23 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
     print(f"{'mechanism':<14} {'public (released)':>18} {'final (private)':>16} {'leaderboard error':>18}")
     for mechanism_id, variant in [("kaggle", "kaggle"), ("ladder-free", "ladder")]:
-        result = duel(task, MECHANISMS.make(mechanism_id), ATTACKS.make("boosting", k=args.k, variant=variant), seed=args.seed)
+        result = duel(task, MECHANISMS.make(mechanism_id), ATTACKS.make("boosting", k=args.k, variant=variant), seed=args.seed,
+                      isolation=args.isolation)
         print(
             f"{mechanism_id:<14} {result.final_released:>18.4f} {result.final_final:>16.4f} "
             f"{result.leaderboard_error:>18.4f}"
         )
     print("A 0/1 loss of 0.5 is chance: Kaggle's public score is overfitted, the Ladder's is not.")
     return 0
+
+
+def _add_trust_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
+                        help="'process': play each attack in its own process, which never sees labels, split, "
+                             "mechanism or task seeds (see docs/isolation.md)")
+    parser.add_argument("--secret-seed", metavar="FILE",
+                        help="derive simulated tasks' data and the mechanisms' coins also from the secret in FILE "
+                             "(created with 128 random bits if missing), so the public seed cannot regenerate labels")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -188,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=["loky", "dask"], default="loky")
     run.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     run.add_argument("--replications", type=int, help="override the scenario's replication count")
+    _add_trust_options(run)
+    run.add_argument("--rerun-stale", action="store_true",
+                     help="compute again the finished cells whose plugin's version or source changed since")
     run.set_defaults(handler=_run)
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
@@ -234,12 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--jobs", type=int, default=1, help="parallel cells")
     cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
+    _add_trust_options(cert)
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=int, default=400, help="number of attack submissions")
     demo.add_argument("--n", type=int, default=4000, help="public holdout size")
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
+                      help="'process': play each attack in its own process (see docs/isolation.md)")
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")

@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, Leaderboard
+from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.scoring import LossScorer, get_scorer
-from ladderlab.seeding import stream
+from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import Split, Task
 
 
@@ -34,16 +36,16 @@ class Incompatible(Exception):
     """This mechanism and attack cannot play on this task; the message says why."""
 
 
-def incompatibility(split: Split, mechanism: Mechanism, attack: Attack) -> str | None:
+def incompatibility(split: Split, mechanism: Mechanism, attack: Attack | None) -> str | None:
     """Why the duel cannot run (a t-test mechanism on a whole-vector metric, an attack on the
-    wrong kind of task), or None."""
+    wrong kind of task), or None; ``attack=None`` asks about the mechanism only."""
     scorer = get_scorer(split.public.scorer)
     if mechanism.requires_loss and not isinstance(scorer, LossScorer):
         return (
             f"mechanism {mechanism.id!r} needs a per-sample loss, but the task is scored with "
             f"{scorer.name!r}; use 'bayesboot-ladder' or 'bayesboot-ladderboot'"
         )
-    return attack.incompatibility(split.public)
+    return None if attack is None else attack.incompatibility(split.public)
 
 
 @dataclass
@@ -63,6 +65,8 @@ class DuelResult:
     submissions: int
     marks: dict[str, list[int]] = field(default_factory=dict)
     """The attack's named submission indices (see :meth:`Attack.marks`)."""
+    attack_fingerprint: dict[str, Any] = field(default_factory=dict)
+    """Under process isolation: the version and source hash of the attack code that ran."""
 
 
 def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, releases_best: bool) -> float:
@@ -79,29 +83,60 @@ def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, relea
 def play(
     split: Split,
     mechanism: Mechanism,
-    attack: Attack,
+    attack: Attack | AttackRef,
     mechanism_rng: np.random.Generator,
     attack_rng: np.random.Generator,
     budget: int | None = None,
     oracle: bool = False,
+    isolation: Isolation = "none",
 ) -> DuelResult:
     """Bind ``mechanism`` to the split's public labels, let ``attack`` play, score its final prediction.
 
-    Raises :class:`Incompatible` when the pair cannot play on this split.
+    ``isolation="process"`` plays the attack in its own process (:mod:`ladderlab.isolation`),
+    which gets the public data and a client of the board, nothing else; the results are
+    the same, bit for bit. ``attack`` may then be an :class:`~ladderlab.isolation.AttackRef`,
+    so that its code never runs in this process. Raises :class:`Incompatible` when the pair
+    cannot play on this split.
     """
-    reason = incompatibility(split, mechanism, attack)
-    if reason:
-        raise Incompatible(reason)
     data = split.public
-    attack.validate_params()
-    mechanism.bind(split.y_public, data.scorer, mechanism_rng, classes=data.classes)
+    if check_isolation(isolation) == "process":
+        ref = attack if isinstance(attack, AttackRef) else AttackRef.of(attack)
+        reason = incompatibility(split, mechanism, None)
+        if reason:
+            raise Incompatible(reason)
+        board = _open_board(split, mechanism, mechanism_rng, budget, oracle)
+        try:
+            outcome = run_attack(ref, board, data, attack_rng)
+        except AttackIncompatible as declined:
+            raise Incompatible(str(declined)) from None
+        final_prediction, marks, fingerprint = outcome.prediction, outcome.marks, outcome.fingerprint
+    else:
+        if isinstance(attack, AttackRef):
+            attack = attack.make()
+        reason = incompatibility(split, mechanism, attack)
+        if reason:
+            raise Incompatible(reason)
+        attack.validate_params()
+        board = _open_board(split, mechanism, mechanism_rng, budget, oracle)
+        final_prediction = attack.run(board, data, attack_rng)
+        marks, fingerprint = attack.marks(), {}
+    return _score(split, mechanism, board, final_prediction, marks, fingerprint)
+
+
+def _open_board(split: Split, mechanism: Mechanism, rng: np.random.Generator, budget: int | None,
+                oracle: bool) -> Board:
+    mechanism.bind(split.y_public, split.public.scorer, rng, classes=split.public.classes)
     leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
-    board = Board(leaderboard, budget=budget, oracle=oracle)
-    final_prediction = attack.run(board, data, attack_rng)
+    return Board(leaderboard, budget=budget, oracle=oracle)
+
+
+def _score(split: Split, mechanism: Mechanism, board: Board, final_prediction: Any,
+           marks: dict[str, list[int]], fingerprint: dict[str, Any]) -> DuelResult:
+    leaderboard = board._leaderboard
     submissions = board.submissions
     leaderboard.submit_many(leaderboard.check(final_prediction))
     records = leaderboard.records()
-    scorer = get_scorer(data.scorer)
+    scorer = get_scorer(split.public.scorer)
     true = records["final"] if split.population_score is None else np.full(records["final"].size, split.population_score)
     final_released, final_final = records["released"][-1], records["final"][-1]
     return DuelResult(
@@ -116,7 +151,8 @@ def play(
         delta=float(final_released - final_final),
         optimism=float(scorer.sign * (final_final - final_released)),
         submissions=submissions,
-        marks=attack.marks(),
+        marks=marks,
+        attack_fingerprint=fingerprint,
     )
 
 
@@ -128,26 +164,39 @@ def spec(plugin: Task | Mechanism | Attack) -> tuple[str, dict[str, Any]]:
 def duel(
     task: Task,
     mechanism: Mechanism,
-    attack: Attack,
+    attack: Attack | AttackRef,
     seed: int = 0,
     replication: int = 0,
     budget: int | None = None,
     oracle: bool = False,
+    isolation: Isolation = "none",
+    secret_seed: int | None = None,
 ) -> DuelResult:
     """One duel with every random stream derived from (seed, what it serves, replication).
 
     The task's data depend on (task, replication) only and the attacker's coins on
     (attack, task, replication) only: common random numbers across mechanisms.
+    ``secret_seed`` (see :func:`ladderlab.seeding.secret_identity`) joins the task's and the
+    mechanism's streams and the task's ``data_seed``, so that the public ``seed`` no longer
+    determines the labels. ``isolation`` as in :func:`play`.
     """
     task.validate_params()
-    task_spec, mechanism_spec, attack_spec = spec(task), spec(mechanism), spec(attack)
-    split = task.split(stream(seed, "task", task_spec, replication))
+    if isinstance(attack, AttackRef):
+        attack_spec = attack.identity or (attack.locator, attack.params)
+    else:
+        attack_spec = spec(attack)
+    task_spec, mechanism_spec = spec(task), spec(mechanism)
+    secret = secret_identity(secret_seed)
+    if secret and "data_seed" in task_spec[1]:
+        task = clone(task).set_params(data_seed=int(stream(task_spec[1]["data_seed"], "data_seed", *secret).integers(2**63)))
+    split = task.split(stream(seed, "task", task_spec, replication, *secret))
     return play(
         split,
         mechanism,
         attack,
-        stream(seed, "mechanism", mechanism_spec, task_spec, attack_spec, replication),
+        stream(seed, "mechanism", mechanism_spec, task_spec, attack_spec, replication, *secret),
         stream(seed, "attack", attack_spec, task_spec, replication),
         budget=budget,
         oracle=oracle,
+        isolation=isolation,
     )

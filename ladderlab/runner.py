@@ -7,22 +7,29 @@ Layout of a run directory (asv-style results as files):
   nothing but the directory). A run directory belongs to one scenario: running
   a different one into it is refused.
 - ``cells/<key>.parquet``: one file per completed cell, one row per replication,
-  written to a temporary file and renamed, so a killed run loses at most the cells
-  in flight. A re-run skips the cells whose file exists.
+  written to a temporary file, flushed and renamed, so a killed run loses at most the
+  cells in flight. The manifest's ``completed`` records each file's SHA-256 and the
+  fingerprints (version, source hash) of the plugins that computed it; a re-run
+  verifies every finished cell, quarantines a damaged one and computes it again, and
+  refuses cells whose plugin changed (see :mod:`ladderlab.rundir`).
+- ``lock``: held by the run writing into the directory; a second run is refused.
 
 Each cell is one job (joblib: ``loky`` locally, ``dask`` for a cluster). Jobs get
-plain specs and seeds, build their plugins themselves and write their own file.
+plain specs and seeds, build their plugins themselves and write their own file. Each
+job runs single-threaded (BLAS, OpenMP and nested joblib calls such as a random
+forest's), so that floating-point sums happen in the same order on every backend.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
+import logging
+import multiprocessing
 import sys
-import tempfile
 import time
 import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +41,23 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 import ladderlab
-from ladderlab.duel import Incompatible, duel
+from ladderlab import rundir
+from ladderlab.attack import Attack
+from ladderlab.determinism import single_threaded
+from ladderlab.duel import Incompatible, duel, spec
+from ladderlab.isolation import AttackRef, Isolation, check_isolation
+from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scenario import Cell, Scenario, cells, load
+from ladderlab.seeding import secret_fingerprint
+
+log = logging.getLogger("ladderlab.run")
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
 
 
 class RunDirectoryError(ValueError):
-    """The run directory holds another scenario's results."""
+    """The run directory holds another scenario's results, or cannot be used."""
 
 
 def _versions(scenario: Scenario) -> dict[str, str]:
@@ -53,15 +68,40 @@ def _versions(scenario: Scenario) -> dict[str, str]:
     return versions
 
 
-def prepare(scenario: Scenario, out: Path) -> None:
-    """Create ``out`` with its manifest, or check that it belongs to this scenario."""
+def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
+    """The current fingerprint (version, source hash) of every plugin the scenario uses."""
+    prints = {}
+    for cell in cells(scenario):
+        for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
+            prints[f"{registry.kind}:{plugin_id}"] = rundir.fingerprint(registry.get(plugin_id))
+    return prints
+
+
+def read_manifest(out: Path) -> dict[str, Any]:
+    """The run directory's manifest; a clear error if it is not valid JSON."""
+    path = out / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise RunDirectoryError(f"{path}: not valid JSON ({error}); the directory cannot be resumed") from None
+
+
+def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> None:
+    """Create ``out`` with its manifest, or check that it belongs to this scenario (and secret)."""
     manifest_path = out / "manifest.json"
+    secret = secret_fingerprint(secret_seed)
     if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
+        manifest = read_manifest(out)
         if manifest.get("scenario_hash") != scenario.identity():
             raise RunDirectoryError(
                 f"{out} holds results of a different scenario (hash {manifest.get('scenario_hash')}, "
                 f"this one {scenario.identity()}): choose another --out, or delete the directory"
+            )
+        if manifest.get("secret_seed_sha256") != secret:
+            recorded = "with a secret seed" if manifest.get("secret_seed_sha256") else "without a secret seed"
+            raise RunDirectoryError(
+                f"{out} was started {recorded}, and this run has {'another one' if secret and manifest.get('secret_seed_sha256') else 'none' if not secret else 'one'}: "
+                "resume it with the same --secret-seed, or choose another --out"
             )
         return
     (out / "cells").mkdir(parents=True, exist_ok=True)
@@ -69,9 +109,13 @@ def prepare(scenario: Scenario, out: Path) -> None:
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
         "versions": _versions(scenario),
+        "plugins": _plugin_fingerprints(scenario),
         "cells": cell_records(scenario),
+        "completed": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    if secret:
+        manifest["secret_seed_sha256"] = secret
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
 
 
@@ -81,22 +125,27 @@ def cell_records(scenario: Scenario) -> list[dict[str, Any]]:
     return [{"key": cell.key, **dataclasses.asdict(cell)} for cell in cells(scenario)]
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
-        handle.write(data)
-        temporary = Path(handle.name)
-    os.replace(temporary, path)
+_write_atomically = rundir.write_atomically
 
 
-def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
-    """One replication of a cell: a row of the cell's table (status ok, failed or skipped)."""
+def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolation = "none",
+                    secret_seed: int | None = None, attack_identity: tuple[str, dict[str, Any]] | None = None,
+                    ) -> dict[str, Any]:
+    """One replication of a cell: a row of the cell's table (status ok, failed or skipped).
+
+    Under ``isolation="process"`` the attack's code is never loaded here: it is named by
+    reference (``attack_identity``, its id and full parameters, names its random stream)."""
     task = TASKS.make(cell.task[0], **cell.task[1])
     mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-    attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
+    if isolation == "process":
+        attack: Attack | AttackRef = AttackRef.from_spec(cell.attack[0], cell.attack[1], attack_identity)
+    else:
+        attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
     row: dict[str, Any] = {"replication": replication, "status": "ok", "error": None}
     start = time.perf_counter()
     try:
-        result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle)
+        result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
+                      isolation=isolation, secret_seed=secret_seed)
     except Incompatible as reason:
         row.update(status="skipped", error=str(reason))
     except Exception as error:  # a failing cell is recorded, and the run goes on
@@ -116,12 +165,13 @@ def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
             final=result.final,
             marks=json.dumps(result.marks),
         )
+        if result.attack_fingerprint:
+            row["attack_fingerprint"] = result.attack_fingerprint
     row["wall_time"] = time.perf_counter() - start
     return row
 
 
-def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
-    rows = [run_replication(cell, seed, replication) for replication in range(replications)]
+def _cell_table(cell: Cell, seed: int, replications: int, rows: list[dict[str, Any]]) -> pa.Table:
     columns: dict[str, list[Any]] = {
         "cell": [cell.key] * len(rows),
         "task": [cell.task[0]] * len(rows),
@@ -149,19 +199,104 @@ def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def run_cell(cell: Cell, seed: int, replications: int, out: str) -> str:
-    """Run every replication of ``cell`` and write its Parquet file atomically; return the path."""
+def run_cell(cell: Cell, seed: int, replications: int, out: str, isolation: Isolation = "none",
+             secret_seed: int | None = None, attack_identity: tuple[str, dict[str, Any]] | None = None,
+             ) -> dict[str, Any]:
+    """Run every replication of ``cell`` single-threaded and write its Parquet file atomically;
+    return what the manifest records of it (file, SHA-256, size, plugin fingerprints)."""
     path = Path(out) / "cells" / f"{cell.key}.parquet"
-    table = _cell_table(cell, seed, replications)
+    with single_threaded():
+        rows = [run_replication(cell, seed, replication, isolation, secret_seed, attack_identity)
+                for replication in range(replications)]
+    table = _cell_table(cell, seed, replications, rows)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    _write_atomically(path, sink.getvalue().to_pybytes())
-    return str(path)
+    data = sink.getvalue().to_pybytes()
+    _write_atomically(path, data)
+    plugins = {"task": rundir.fingerprint(TASKS.get(cell.task[0])),
+               "mechanism": rundir.fingerprint(MECHANISMS.get(cell.mechanism[0]))}
+    if isolation == "process":
+        attack_prints = [row["attack_fingerprint"] for row in rows if row.get("attack_fingerprint")]
+        plugins["attack"] = attack_prints[0] if attack_prints else None
+    else:
+        plugins["attack"] = rundir.fingerprint(ATTACKS.get(cell.attack[0]))
+    return {"key": cell.key, "file": str(path.relative_to(out)), "sha256": rundir.sha256_bytes(data),
+            "bytes": len(data), "plugins": {kind: rundir.fingerprint_token(p) if p else None for kind, p in plugins.items()},
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
-    """The scenario's cells that have no result file yet."""
-    return [cell for cell in cells(scenario) if not (out / "cells" / f"{cell.key}.parquet").exists()]
+    """The scenario's cells that have no verified result file yet."""
+    completed = read_manifest(out).get("completed", {}) if (out / "manifest.json").exists() else {}
+    return [cell for cell in cells(scenario)
+            if cell.key not in completed or not (out / "cells" / f"{cell.key}.parquet").exists()]
+
+
+def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str]]:
+    """Per cell key: the fingerprint token its task, mechanism and attack have now."""
+    prints = _plugin_fingerprints(scenario)
+    return {
+        cell.key: {kind: rundir.fingerprint_token(prints[f"{registry.kind}:{plugin_id}"])
+                   for kind, registry, (plugin_id, _) in (("task", TASKS, cell.task), ("mechanism", MECHANISMS, cell.mechanism),
+                                                          ("attack", ATTACKS, cell.attack))}
+        for cell in cells(scenario)
+    }
+
+
+def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str, Any]:
+    """Check every finished cell of ``out`` before a run resumes (call it under the lock).
+
+    A damaged cell file (unreadable, not matching its checksum, or without one) is moved
+    into ``quarantine/`` and computed again. A cell computed by a plugin whose version or
+    source changed since is refused (:class:`~ladderlab.rundir.StaleCellsError`, naming
+    the cells), or with ``rerun_stale`` quarantined and computed again. Returns the
+    updated manifest.
+    """
+    manifest = read_manifest(out)
+    completed: dict[str, dict[str, Any]] = manifest.setdefault("completed", {})
+    labels = {cell.key: _label(cell) for cell in cells(scenario)}
+    changed = False
+    for key, reason in rundir.damaged_cells(out, completed).items():
+        target = rundir.quarantine(out, key, reason)
+        log.warning("ladderlab: cell %s (%s): cells/%s.parquet is damaged: %s; moved to %s, it will be computed again",
+                    labels.get(key, "not in this scenario"), key, key, reason, target.relative_to(out))
+        changed |= completed.pop(key, None) is not None
+    for key in [key for key in completed if not (out / "cells" / f"{key}.parquet").exists()]:
+        log.warning("ladderlab: cell %s (%s): its file is missing; it will be computed again", labels.get(key, "?"), key)
+        del completed[key]
+        changed = True
+    current = _current_tokens(scenario)
+    stale = {key: [kind for kind, token in record.get("plugins", {}).items() if token != current.get(key, {}).get(kind)]
+             for key, record in completed.items() if key in current}
+    stale = {key: kinds for key, kinds in stale.items() if kinds}
+    if stale and not rerun_stale:
+        lines = [f"  - {labels[key]}: {', '.join(_changed_plugin(scenario, key, kind) for kind in kinds)}"
+                 for key, kinds in stale.items()]
+        raise rundir.StaleCellsError(
+            f"{out}: {len(stale)} finished cells were computed by a plugin that has changed since "
+            "(another version or source):\n" + "\n".join(lines)
+            + "\nre-run them with --rerun-stale (rerun_stale=True), or choose another --out"
+        )
+    for key, kinds in stale.items():
+        target = rundir.quarantine(out, key, f"stale: {', '.join(kinds)} changed since it was computed")
+        log.warning("ladderlab: cell %s: computed by an older %s; moved to %s, it will be computed again",
+                    labels[key], " and ".join(kinds), target.relative_to(out))
+        del completed[key]
+        changed = True
+    manifest["plugins"] = {**manifest.get("plugins", {}), **_plugin_fingerprints(scenario)}
+    if changed:
+        _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+    return manifest
+
+
+def _label(cell: Cell) -> str:
+    return " × ".join(plugin_label(plugin_id, json.dumps(params, sort_keys=True))
+                      for plugin_id, params in (cell.task, cell.mechanism, cell.attack))
+
+
+def _changed_plugin(scenario: Scenario, key: str, kind: str) -> str:
+    cell = next(cell for cell in cells(scenario) if cell.key == key)
+    return f"{kind} {getattr(cell, kind)[0]!r}"
 
 
 def run(
@@ -172,46 +307,85 @@ def run(
     scheduler: str | None = None,
     replications: int | None = None,
     progress: bool | None = None,
+    isolation: Isolation = "none",
+    rerun_stale: bool = False,
+    secret_seed: int | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) a scenario into ``out``; return one row per cell × replication.
 
     ``backend="dask"`` runs the cells on the Dask cluster at ``scheduler`` through
     joblib's dask backend. Results do not depend on the backend or on ``jobs``.
+    ``isolation="process"`` plays every attack in its own process (:mod:`ladderlab.isolation`);
+    the cells then run in fresh worker processes, never in this one, which has loaded the
+    attacks' code to validate the scenario. ``rerun_stale`` computes again the cells whose
+    plugin changed; ``secret_seed`` (:func:`ladderlab.seeding.read_secret_seed`) hides the
+    simulated data from anyone who knows only the scenario's seed.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario, replications)
     elif replications is not None:
         scenario = scenario.model_copy(update={"replications": replications})
-    out = Path(out) if out is not None else Path("runs") / scenario.name
-    prepare(scenario, out)
-    todo = pending_cells(scenario, out)
-    show = sys.stderr.isatty() if progress is None else progress
-    tasks = (joblib.delayed(run_cell)(cell, scenario.seed, scenario.replications, str(out)) for cell in todo)
-    if backend == "dask":
-        from dask.distributed import Client
-
-        with Client(scheduler) if scheduler else Client(processes=False):
-            with joblib.parallel_backend("dask"):
-                _drain(joblib.Parallel(return_as="generator")(tasks), len(todo), show)
-    elif backend == "loky":
-        _drain(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks), len(todo), show)
-    else:
+    check_isolation(isolation)
+    if backend not in ("loky", "dask"):
         raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
+    out = Path(out) if out is not None else Path("runs") / scenario.name
+    with rundir.RunLock(out):
+        rundir.remove_temporary_files(out)
+        prepare(scenario, out, secret_seed)
+        manifest = verify(scenario, out, rerun_stale)
+        todo = pending_cells(scenario, out)
+        identities = {cell.key: spec(ATTACKS.make(cell.attack[0], **cell.attack[1])) for cell in todo} \
+            if isolation == "process" else {}
+        show = sys.stderr.isatty() if progress is None else progress
+        arguments = [(cell, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
+                      identities.get(cell.key)) for cell in todo]
+
+        def record(results: Any) -> None:
+            for finished in tqdm(results, total=len(todo), desc="cells", unit="cell", disable=not show):
+                manifest["completed"][finished["key"]] = finished
+                _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+
+        tasks = (joblib.delayed(run_cell)(*args) for args in arguments)
+        if backend == "dask":
+            from dask.distributed import Client
+
+            with Client(scheduler) if scheduler else Client(processes=False):
+                with joblib.parallel_backend("dask"):
+                    record(joblib.Parallel(return_as="generator")(tasks))
+        elif isolation == "process":
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                record(future.result() for future in as_completed([pool.submit(run_cell, *args) for args in arguments]))
+        else:
+            record(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks))
     return load_results(out)
 
 
-def _drain(results, total: int, show: bool) -> None:
-    for _ in tqdm(results, total=total, desc="cells", unit="cell", disable=not show):
-        pass
-
-
 def load_results(out: str | Path, submissions: bool = False) -> pd.DataFrame:
-    """Every completed cell's rows; ``submissions=True`` keeps the per-submission score lists."""
-    files = sorted((Path(out) / "cells").glob("*.parquet"))
+    """Every verified cell's rows; ``submissions=True`` keeps the per-submission score lists.
+
+    A cell file that does not match the manifest's checksum (or has none) is left out
+    with a warning naming it; :func:`verified_cell_files` says which and why.
+    """
+    files, damaged = verified_cell_files(out)
+    for key, reason in damaged.items():
+        log.warning("ladderlab: left out cells/%s.parquet: %s", key, reason)
+    return read_cell_files(files, submissions)
+
+
+def verified_cell_files(out: str | Path) -> tuple[list[Path], dict[str, str]]:
+    """The cell files of ``out`` that match their checksums, and the others with the reason."""
+    out = Path(out)
+    completed = read_manifest(out).get("completed", {}) if (out / "manifest.json").exists() else {}
+    damaged = rundir.damaged_cells(out, completed)
+    files = [path for path in sorted((out / "cells").glob("*.parquet")) if path.stem not in damaged]
+    return files, damaged
+
+
+def read_cell_files(files: list[Path], submissions: bool = False) -> pd.DataFrame:
+    """The rows of the given cell files, sorted by cell and replication."""
     if not files:
         return pd.DataFrame()
     names = pq.read_schema(files[0]).names
     columns = names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
     frames = [pq.read_table(f, columns=columns).to_pandas() for f in files]
     return pd.concat(frames, ignore_index=True).sort_values(["cell", "replication"], ignore_index=True)
-
