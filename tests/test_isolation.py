@@ -60,7 +60,7 @@ def test_a_public_seed_regenerates_simulated_labels_and_a_secret_seed_stops_that
     [
         (("diabetes", {}), ("honest", {})),
         (("random-labels", {"n_public": 200, "n_holdout": 600}), ("boosting", {"k": 60})),
-        (("random-labels", {"n_public": 200, "n_holdout": 600}), ("freedman", {})),
+        (("gaussian-regression", {"n_samples": 240, "n_features": 60}), ("freedman", {})),
         (("gaussian-regression", {"n_samples": 240, "n_features": 60}), ("step-forward", {"iterations": 2})),
     ],
 )
