@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import benchmark, certify, plots, report, runner, scenario, stats
+from ladderlab import benchmark, certify, competition_certificate, competition_report, plots, report, runner, scenario, stats
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
@@ -66,13 +66,17 @@ def _report(args: argparse.Namespace) -> int:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
     else:
         print(text)
+    if not run.competitions.empty and args.format == "text":
+        print("\ncompetitions:")
+        print(competition_report.text_summary(competition_report.summary(run.competitions)))
     if args.html:
         Path(args.html).write_text(report.html_page(run), encoding="utf-8")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
         folder = Path(args.plots)
         folder.mkdir(parents=True, exist_ok=True)
-        for number, figure in enumerate(plots.report_figures(run.results), start=1):
+        figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
+        for number, figure in enumerate(figures, start=1):
             (folder / f"{number:02d}-{figure.slug}.png").write_bytes(figure.png())
     return 0
 
@@ -150,6 +154,10 @@ def _certify(args: argparse.Namespace) -> int:
         run_dir=args.run_dir,
     )
     text = certify.markdown(result)
+    if args.competition:
+        result["competition"] = competition_certificate.competition_view(
+            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs)
+        text += "\n" + competition_certificate.markdown(result["competition"])
     if args.out:
         out = Path(args.out)
         out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
@@ -234,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--jobs", type=int, default=1, help="parallel cells")
     cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
+    cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
+                      "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")

@@ -36,6 +36,8 @@ from tqdm import tqdm
 import ladderlab
 from ladderlab.duel import Incompatible, duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.competition_scenario import CompetitionCell
+from ladderlab.competition_scenario import cell_table as competition_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
@@ -48,6 +50,10 @@ class RunDirectoryError(ValueError):
 def _versions(scenario: Scenario) -> dict[str, str]:
     versions = {"ladderlab": ladderlab.__version__}
     for cell in cells(scenario):
+        if isinstance(cell, CompetitionCell):
+            versions.update({f"{registry.kind}:{plugin_id}": registry.get(plugin_id).version
+                             for registry, plugin_id in cell.plugin_ids()})
+            continue
         for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
             versions[f"{registry.kind}:{plugin_id}"] = registry.get(plugin_id).version
     return versions
@@ -65,6 +71,7 @@ def prepare(scenario: Scenario, out: Path) -> None:
             )
         return
     (out / "cells").mkdir(parents=True, exist_ok=True)
+    (out / CompetitionCell.directory).mkdir(exist_ok=True)
     manifest = {
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
@@ -151,8 +158,8 @@ def _cell_table(cell: Cell, seed: int, replications: int) -> pa.Table:
 
 def run_cell(cell: Cell, seed: int, replications: int, out: str) -> str:
     """Run every replication of ``cell`` and write its Parquet file atomically; return the path."""
-    path = Path(out) / "cells" / f"{cell.key}.parquet"
-    table = _cell_table(cell, seed, replications)
+    path = Path(out) / cell.directory / f"{cell.key}.parquet"
+    table = competition_cell_table(cell, seed, replications) if isinstance(cell, CompetitionCell) else _cell_table(cell, seed, replications)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     _write_atomically(path, sink.getvalue().to_pybytes())
@@ -161,7 +168,7 @@ def run_cell(cell: Cell, seed: int, replications: int, out: str) -> str:
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
     """The scenario's cells that have no result file yet."""
-    return [cell for cell in cells(scenario) if not (out / "cells" / f"{cell.key}.parquet").exists()]
+    return [cell for cell in cells(scenario) if not (out / cell.directory / f"{cell.key}.parquet").exists()]
 
 
 def run(

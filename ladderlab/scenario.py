@@ -29,10 +29,12 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
+from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.naming import unknown_name_error
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 
@@ -70,10 +72,13 @@ class Scenario(_Strict):
     source: str = ""
     replications: int = Field(ge=1)
     seed: int = Field(default=0, ge=0)
-    matrix: list[Matrix] = Field(min_length=1)
+    matrix: list[Matrix] = Field(default_factory=list)
+    competition: list[CompetitionMatrix] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _known_plugins(self) -> Scenario:
+        if not self.matrix and not self.competition:
+            raise ValueError("a scenario needs at least one [[matrix]] or [[competition]] table")
         for i, matrix in enumerate(self.matrix):
             for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
                 for j, entry in enumerate(getattr(matrix, key)):
@@ -86,7 +91,7 @@ class Scenario(_Strict):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields}
+_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields} | COMPETITION_KEYS
 
 
 def _check_entry(entry: PluginEntry, registry: Registry, where: str) -> None:
@@ -109,6 +114,8 @@ class Cell:
     attack: tuple[str, dict[str, Any]]
     budget: int | None
     oracle: bool
+    directory: ClassVar[str] = "cells"
+    """The run directory's folder for the cell's results."""
 
     @property
     def key(self) -> str:
@@ -124,15 +131,15 @@ def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(names, combination)) for combination in itertools.product(*values)]
 
 
-def cells(scenario: Scenario) -> list[Cell]:
-    """Every cell of every matrix, in file order, without duplicates."""
-    found: dict[str, Cell] = {}
+def cells(scenario: Scenario) -> list[Cell | CompetitionCell]:
+    """Every cell of every matrix, in file order, without duplicates; competition cells last."""
+    found: dict[str, Cell | CompetitionCell] = {}
     for matrix in scenario.matrix:
         for task, mechanism, attack in itertools.product(matrix.tasks, matrix.mechanisms, matrix.attacks):
             for tp, mp, ap in itertools.product(expand(task.params), expand(mechanism.params), expand(attack.params)):
                 cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)
                 found.setdefault(cell.key, cell)
-    return list(found.values())
+    return list(found.values()) + competition_cells(scenario.competition)
 
 
 def builtin_scenarios() -> dict[str, Path]:
