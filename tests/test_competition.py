@@ -13,7 +13,7 @@ from ladderlab.competition import CompetitionResult, Rules, TeamSpec, compete
 from ladderlab.competition_measures import measures, rank_correlations, top_overlap
 from ladderlab.duel import leaderboard_error
 from ladderlab.mechanisms.full_disclosure import FullDisclosure
-from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 
 SMALL_TASK = {"n_train": 300, "n_public": 300, "n_holdout": 900, "n_features": 8}
 ANALYST = {"view": 4, "grow_every": 3, "batch": 2}
@@ -205,3 +205,104 @@ def test_population_scores_are_expected_losses_under_the_known_label_noise():
     assert population_scores(split, get_scorer("accuracy"), always_one)[0] == pytest.approx(np.mean(p))
     bayes = (p >= 0.5).astype(float)[None, :]
     assert population_scores(split, get_scorer("zero-one"), bayes)[0] == pytest.approx(np.mean(np.minimum(p, 1 - p)))
+
+
+# --- honest teams -----------------------------------------------------------------------------
+
+def test_an_analyst_without_steps_ignores_the_released_scores_and_one_with_steps_does_not():
+    """step = 0 leaves only the training-data path: the same final prediction whatever the
+    mechanism releases; step > 0 adapts to the releases."""
+    from ladderlab.duel import duel
+
+    task = small_task()
+    finals = {}
+    for step in (0.0, 1.0):
+        for mechanism in ("full-disclosure", "ladder"):
+            result = duel(task, MECHANISMS.make(mechanism), ATTACKS.make("progressive-analyst", **ANALYST, step=step,
+                                                                         submissions=12), seed=2)
+            finals[step, mechanism] = (result.final_public, result.final_final)
+    assert finals[0.0, "full-disclosure"] == finals[0.0, "ladder"]
+    assert finals[1.0, "full-disclosure"] != finals[1.0, "ladder"]
+
+
+def test_analysts_learn_from_training_data_far_beyond_chance():
+    """The Bayes 0/1 loss of the task is about 0.2 and chance is 0.5; a team with the whole view
+    and honest growth ends well below chance on the private set."""
+    result = compete(small_task(), MECHANISMS.make("ladder-free"),
+                     [TeamSpec("conservative-analyst", {"view": 8, "grow_every": 2, "batch": 2}, count=3)],
+                     Rules(rounds=8, per_round=2))
+    assert (result.population < 0.35).all()
+
+
+# --- scenarios --------------------------------------------------------------------------------
+
+SCENARIO = """
+schema_version = 1
+name = "tiny-competition"
+replications = 2
+
+[[competition]]
+tasks = [{ id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 600, n_features = 6 } }]
+mechanisms = [{ id = "kaggle" }, { id = "ladder", params = { eta = [0.01, 0.02] } }]
+rules = [{ rounds = 3, per_round = 2, public_fraction = 0.4, selection = 2 }]
+
+[[competition.mixes]]
+name = "mix"
+teams = [
+  { policy = "progressive-analyst", count = 6, params = { view = 3, batch = 2, lam = [0.5, 0.9] } },
+  { policy = "boosting", count = 1, accounts = 2, params = { k = 20 } },
+]
+"""
+
+
+def test_competitions_run_from_scenario_files_resume_and_report(tmp_path):
+    from ladderlab import report, runner
+    from ladderlab.competition_scenario import load_competition_results
+    from ladderlab.scenario import cells, load
+
+    path = tmp_path / "tiny.toml"
+    path.write_text(SCENARIO)
+    scenario = load(path)
+    assert len(cells(scenario)) == 3
+    runner.run(scenario, tmp_path / "run", progress=False)
+    results = load_competition_results(tmp_path / "run", teams=True)
+    assert len(results) == 6 and (results.status == "ok").all()
+    assert set(results.team_labels.iloc[0]) == {"progressive-analyst(lam=0.5)", "progressive-analyst(lam=0.9)", "boosting"}
+    assert len(results.team_public.iloc[0]) == 13
+    written = {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / "competitions").glob("*.parquet")}
+    runner.run(scenario, tmp_path / "run", progress=False, jobs=2)
+    assert {p: p.stat().st_mtime_ns for p in written} == written  # resumed: nothing recomputed
+    page = report.html_page(report.load_run(tmp_path / "run"))
+    assert "Competition shake-up" in page and "Honest utility" in page and "3 of 3 competition cells finished" in page
+
+
+def test_a_competition_table_names_unknown_policies_and_rules():
+    from ladderlab.scenario import ScenarioError, load
+
+    with pytest.raises(ScenarioError, match="did you mean 'boosting'"):
+        load_text(SCENARIO.replace('policy = "boosting"', 'policy = "bosting"'))
+    with pytest.raises(ScenarioError, match="public_fraction"):
+        load_text(SCENARIO.replace("public_fraction = 0.4", "public_fraction = 1.5"))
+    with pytest.raises(ScenarioError, match="did you mean 'per_round'"):
+        load_text(SCENARIO.replace("per_round = 2", "per_day = 2"))
+
+
+def load_text(text):
+    import tempfile
+    from pathlib import Path
+
+    from ladderlab.scenario import load
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.toml"
+        path.write_text(text)
+        return load(path)
+
+
+def test_the_builtin_kaggle_like_scenario_expands_to_every_mechanism_and_both_losses():
+    from ladderlab.scenario import cells, load
+
+    found = cells(load("kaggle-like"))
+    assert len(found) == 12
+    assert {c.task[1]["scorer"] for c in found} == {"zero-one", "log-loss"}
+    assert sum(t["count"] for t in found[0].teams) == 300
