@@ -21,7 +21,8 @@ ranked by their training correlation with the label. It improves in two ways:
   conservative: θ ← θ − step·(t+1)^(−p)·ĝ after t updates.
 
 It never targets single holdout points, and it uses only training data, the
-holdout inputs and the released scores. Its final prediction is its current θ
+holdout inputs and the released scores. Without features (or training rows) its
+model is the intercept alone. Its final prediction is its current θ
 without a probe. Labels are thresholded at 1/2 for the 0/1 loss and accuracy;
 log loss gets the probability.
 """
@@ -80,8 +81,6 @@ class NaturalAnalyst(Attack):
     }
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if data.X_train.shape[0] < 10 or data.X_train.shape[1] == 0:
-            return "natural analysts need training data with features"
         if data.classes is None or set(data.classes.tolist()) != {0.0, 1.0}:
             return "natural analysts need binary labels {0, 1}"
         if get_scorer(data.scorer).prediction_kind is PredictionKind.REAL:
@@ -96,11 +95,12 @@ class NaturalAnalyst(Attack):
         scorer = get_scorer(data.scorer)
         view = rng.choice(data.X_train.shape[1], size=min(self.view, data.X_train.shape[1]), replace=False)
         X_train, X_holdout = data.X_train[:, view], data.X_holdout[:, view]
-        centred = X_train - X_train.mean(axis=0)
-        strength = np.abs(centred.T @ (data.y_train - data.y_train.mean())) / (np.linalg.norm(centred, axis=0) + 1e-12)
-        ranked = np.argsort(-strength, kind="stable")
-        X_train, X_holdout = X_train[:, ranked], X_holdout[:, ranked]
         d = len(view)
+        if d and len(data.y_train):
+            centred = X_train - X_train.mean(axis=0)
+            strength = np.abs(centred.T @ (data.y_train - data.y_train.mean())) / (np.linalg.norm(centred, axis=0) + 1e-12)
+            ranked = np.argsort(-strength, kind="stable")
+            X_train, X_holdout = X_train[:, ranked], X_holdout[:, ranked]
 
         def anchor_for(active: int) -> FloatArray:
             theta = np.zeros(d + 1)
@@ -115,7 +115,7 @@ class NaturalAnalyst(Attack):
             return 1.0 / (1.0 + np.exp(-logits))
 
         total = self.submissions if board.remaining is None else min(self.submissions, board.remaining)
-        active = 1
+        active = min(1, d)
         anchor = anchor_for(active)
         theta, self.memory_ = anchor.copy(), np.zeros(d + 1)
         made, updates, previous = 0, 0, None
