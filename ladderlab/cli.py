@@ -125,6 +125,9 @@ LIST_FAMILIES = ("mechanisms", "attacks", "tasks", "scenarios")
 
 def _list(args: argparse.Namespace) -> int:
     families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS, "scenarios": None}
+    for name in args.what:
+        if name not in LIST_FAMILIES:
+            raise ArgumentError(f"argument FAMILY: cannot list {name!r}; choose from {', '.join(LIST_FAMILIES)}")
     for name in args.what or LIST_FAMILIES:
         print(f"{name}:")
         print(_describe_scenarios() if name == "scenarios" else _describe(families[name]))
@@ -367,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
-    list_parser.add_argument("what", nargs="*", choices=LIST_FAMILIES, metavar="FAMILY",
+    list_parser.add_argument("what", nargs="*", metavar="FAMILY",
                              help=f"which families to list: {', '.join(LIST_FAMILIES)} (default: all)")
     list_parser.set_defaults(handler=_list)
 
