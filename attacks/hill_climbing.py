@@ -4,7 +4,6 @@ import math
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression, Ridge
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
@@ -120,6 +119,8 @@ class HillClimbing(Attack):
         n = board.holdout_size
         classes = board.classes
         if self.start == "model":
+            from sklearn.linear_model import LogisticRegression, Ridge  # imported when played: slow to import
+
             if data.task_type == "regression":
                 return Ridge(alpha=1.0).fit(data.X_train, data.y_train).predict(data.X_holdout).astype(float)
             model = LogisticRegression(max_iter=1000).fit(data.X_train, data.y_train)

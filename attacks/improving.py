@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import Ridge
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
@@ -41,6 +40,8 @@ class Improving(Attack):
         return super().incompatibility(data)
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        from sklearn.linear_model import Ridge  # imported when played: slow to import
+
         days = self.days if board.remaining is None else min(self.days, board.remaining)
         n = data.X_train.shape[0]
         prediction = np.zeros(board.holdout_size)

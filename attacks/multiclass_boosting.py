@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
@@ -111,6 +110,8 @@ class MulticlassBoosting(Attack):
         """The side model's top-``r`` class indices per holdout point, best first (None: unguided)."""
         if self.guide == "none":
             return None
+        from sklearn.linear_model import LogisticRegression  # imported when played: slow to import
+
         model = LogisticRegression(max_iter=1000).fit(data.X_train, data.y_train)
         scores = np.full((data.X_holdout.shape[0], classes.size), -np.inf)
         scores[:, np.searchsorted(classes, model.classes_)] = model.predict_proba(data.X_holdout)

@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import Ridge
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
@@ -45,6 +44,8 @@ class ResubmissionProbe(Attack):
         return super().incompatibility(data)
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        from sklearn.linear_model import Ridge  # imported when played: slow to import
+
         prediction = Ridge(alpha=self.alpha).fit(data.X_train, data.y_train).predict(data.X_holdout)
         copies = 1 + self.repeats if board.remaining is None else min(1 + self.repeats, board.remaining)
         released = board.submit_many(np.tile(prediction, (copies, 1))) if copies else np.empty(0)

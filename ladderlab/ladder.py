@@ -5,6 +5,10 @@ oriented so that smaller is better) is below a reference value by a margin:
 
     accept  ⇔  R(ŷ_t) < reference − margin_t.
 
+The inequality is strict and a tie within floating-point rounding is a tie
+(docs/decisions.md#ties): with 0/1 losses a single flipped label changes the risk by
+exactly 1/n, which is also the parameter-free Ladder's margin.
+
 Variants differ in the margin (fixed η, or c·sd(l_t − l_best)/√n), in the reference
 (the last released value, or the unrounded risk of the best: docs/decisions.md#comparison) and in what
 they release on acceptance and otherwise. Between acceptances the margin of every
@@ -27,6 +31,8 @@ from ladderlab.scoring import require_finite_scores
 
 _FIRST_BLOCK = 16
 _BLOCK_ELEMENTS = 1 << 21
+TIE_TOLERANCE = 1e-12
+"""Beating the threshold by less than this, relative to max(1, |reference|), is a tie."""
 
 
 class Ladder(Mechanism):
@@ -71,7 +77,7 @@ class Ladder(Mechanism):
             stop = min(m, start + block)
             block_losses = None if losses is None else losses[start:stop]
             margins = self._margins(block_losses, stop - start)
-            hits = np.flatnonzero(risks[start:stop] < self._reference - margins)
+            hits = np.flatnonzero(beats(risks[start:stop], self._reference, margins))
             held_until = start + hits[0] if hits.size else stop
             released[start:held_until] = self._held_releases(held_until - start)
             if hits.size:
@@ -90,7 +96,7 @@ class Ladder(Mechanism):
     def _release_one(self, losses: FloatArray | None, risk: float) -> FloatArray:
         """``_release`` for one row, without the block bookkeeping (the same decisions and draws)."""
         margin = self._margins(losses, 1)
-        if risk < self._reference - (margin if isinstance(margin, float) else margin[0]):
+        if beats(risk, self._reference, margin if isinstance(margin, float) else margin[0]):
             self.acceptances_.append(len(self.released_))
             self.best_risk_ = risk
             if losses is not None:
@@ -110,6 +116,13 @@ class Ladder(Mechanism):
     def _held_releases(self, rows: int) -> FloatArray:
         """Releases for ``rows`` submissions that did not beat the best: the previous release."""
         return np.full(rows, self.current_release_)
+
+
+def beats(risks: FloatArray | float, reference: float, margins: FloatArray | float) -> FloatArray | bool:
+    """``risks < reference − margins``, with ties within rounding error counted as ties."""
+    if not np.isfinite(reference):
+        return risks < reference
+    return risks < reference - margins - TIE_TOLERANCE * max(1.0, abs(reference))
 
 
 class PairedTTestLadder(Ladder):

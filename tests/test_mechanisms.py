@@ -258,3 +258,28 @@ def test_get_params_round_trips_through_the_constructor():
         params = cls().get_params()
         assert cls(**params).get_params() == params
         assert set(params) == set(cls.parameter_defaults())
+
+
+@pytest.mark.parametrize("n", [997, 1000, 4000])
+@pytest.mark.parametrize("one_at_a_time", [True, False])
+def test_a_single_flipped_label_ties_the_parameter_free_margin_and_is_never_accepted(n, one_at_a_time):
+    """docs/decisions.md#ties: flipping one wrong label of the best lowers the 0/1 risk by
+    exactly 1/n and sd(l_t − l_best)/√n is exactly 1/n, so no single flip is accepted,
+    whatever the rounding of either side, at any level of the best's risk."""
+    rng = np.random.default_rng(n)
+    labels = rng.integers(0, 2, n).astype(float)
+    for errors in range(1, n, max(1, n // 150)):
+        best = labels.copy()
+        wrong = rng.choice(n, errors, replace=False)
+        best[wrong] = 1 - best[wrong]
+        flipped = np.resize(wrong, 3)
+        flips = np.repeat(best[None, :], 3, axis=0)
+        flips[np.arange(3), flipped] = labels[flipped]
+        ladder = bound("ladder-free", labels, 0)
+        ladder.submit_many(best[None, :])
+        if one_at_a_time:
+            for row in flips:
+                ladder.submit_many(row[None, :])
+        else:
+            ladder.submit_many(flips)
+        assert ladder.acceptances_ == [0], f"{errors} wrong labels of {n}"

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import LogisticRegression
 
@@ -27,6 +27,7 @@ SMALL_LABELS = TASKS.make("random-labels", n_public=1000, n_holdout=3000)
 
 
 @given(seed=st.integers(0, 2**32 - 1))
+@example(seed=770)  # the seed at which rounding once let a tied single flip through
 @settings(max_examples=3, deadline=None)
 def test_single_flips_never_pass_the_parameter_free_ladder_but_blocks_of_ten_overfit_it(seed):
     """A flip changes the 0/1 loss by exactly 1/n and the margin sd(l_t − l_best)/√n is then
