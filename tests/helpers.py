@@ -8,7 +8,7 @@ FAST_PARAMS = {
     "ladder-boot": {"b": 20},
     "bayesboot-ladder": {"B": 50},
     "bayesboot-ladderboot": {"B": 50, "b": 20},
-    "sage-bootladderboot": {"bootstrap_n": 200},
+    "sage-bootladderboot": {"bootstrap_n": 50},
 }
 
 
