@@ -25,13 +25,13 @@ def _models(task_type: str, seed: int) -> dict[str, Any]:
             "ridge": Ridge(alpha=1.0),
             "lasso": Lasso(alpha=0.1, random_state=seed),
             "knn": KNeighborsRegressor(n_neighbors=10),
-            "random-forest": RandomForestRegressor(n_estimators=50, random_state=seed),
+            "random-forest": RandomForestRegressor(n_estimators=50, random_state=seed, n_jobs=1),
         }
     return {
         "ridge": LogisticRegression(C=1.0, max_iter=1000),
         "lasso": LogisticRegression(C=0.1, l1_ratio=1.0, solver="liblinear", random_state=seed),
         "knn": KNeighborsClassifier(n_neighbors=10),
-        "random-forest": RandomForestClassifier(n_estimators=50, random_state=seed),
+        "random-forest": RandomForestClassifier(n_estimators=50, random_state=seed, n_jobs=1),
     }
 
 

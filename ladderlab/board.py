@@ -108,10 +108,10 @@ class Board:
 
     ``holdout_size`` is the length of a prediction vector; ``budget`` the number of
     submissions allowed (None: unlimited); ``classes`` the task's label set, public
-    knowledge for a classification task.
+    knowledge for a classification task (empty for a real-valued target).
     """
 
-    __slots__ = ("_leaderboard", "_oracle", "_transcript", "budget", "classes", "holdout_size")
+    __slots__ = ("_leaderboard", "_oracle", "_transcript", "budget", "classes", "holdout_size", "prediction_ndim")
 
     def __init__(self, leaderboard: Leaderboard, budget: int | None = None, oracle: bool = False):
         if budget is not None and budget < 0:
@@ -121,7 +121,12 @@ class Board:
         self._transcript: list[float] = []
         self.budget = budget
         self.holdout_size = leaderboard.holdout_size
-        self.classes = leaderboard.mechanism.classes_.copy()
+        mechanism = leaderboard.mechanism
+        predicts_labels = mechanism.scorer_.prediction_kind is not PredictionKind.REAL
+        # for a real-valued target the "label set" would be the sorted public labels themselves
+        self.classes = mechanism.classes_.copy() if predicts_labels else np.empty(0)
+        self.prediction_ndim = 2 if mechanism.scorer_.prediction_kind is PredictionKind.PROBABILITIES else 1
+        """1: a submission is a vector of n values; 2: n rows of class probabilities."""
 
     @property
     def submissions(self) -> int:
@@ -163,7 +168,7 @@ class Board:
     def submit(self, prediction: ArrayLike) -> float:
         """Submit one whole-holdout prediction vector; return its released score."""
         prediction = np.asarray(prediction)
-        if prediction.ndim != (2 if self._leaderboard.mechanism.scorer_.prediction_kind is PredictionKind.PROBABILITIES else 1):
+        if prediction.ndim != self.prediction_ndim:
             raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
         return float(self.submit_many(prediction[None, :])[0])
 

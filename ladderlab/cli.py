@@ -22,8 +22,10 @@ import numpy as np
 
 from ladderlab import __version__
 from ladderlab.duel import duel
+from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.seeding import read_secret_seed
 
 DESCRIPTION = (
     "Pit leaderboard mechanisms against adaptive attacks: run scenario matrices, report them, "
@@ -154,7 +156,9 @@ def _run(args: argparse.Namespace) -> int:
         if cell.key in skipped:
             print(f"skipped (cannot play): {cell.label}: {skipped[cell.key]}", file=sys.stderr)
     results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
-                         progress=False if args.quiet else None)
+                         progress=False if args.quiet else None, isolation=args.isolation,
+                         rerun_stale=args.rerun_stale,
+                         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
     print(report.text_table(report.summary(report.load_run(out).results)))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
@@ -278,7 +282,8 @@ def _certify(args: argparse.Namespace) -> int:
     result = certify.certify(
         args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
-        run_dir=args.run_dir, default_battery=not args.only,
+        run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
+        secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
     )
     print(certify.markdown(result))
     if out:
@@ -296,7 +301,8 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
     print(f"{'mechanism':<14} {'public (released)':>18} {'final (private)':>16} {'leaderboard error':>18}")
     for mechanism_id, variant in [("kaggle", "kaggle"), ("ladder-free", "ladder")]:
-        result = duel(task, MECHANISMS.make(mechanism_id), ATTACKS.make("boosting", k=args.k, variant=variant), seed=args.seed)
+        result = duel(task, MECHANISMS.make(mechanism_id), ATTACKS.make("boosting", k=args.k, variant=variant), seed=args.seed,
+                      isolation=args.isolation)
         print(
             f"{mechanism_id:<14} {result.final_released:>18.4f} {result.final_final:>16.4f} "
             f"{result.leaderboard_error:>18.4f}"
@@ -363,6 +369,15 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentError(f"{message} (see '{self.prog} --help')")
 
 
+def _add_trust_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
+                        help="'process': play each attack in its own process, which never sees labels, split, "
+                             "mechanism or task seeds (see docs/isolation.md)")
+    parser.add_argument("--secret-seed", metavar="FILE",
+                        help="derive simulated tasks' data and the mechanisms' coins also from the secret in FILE "
+                             "(created with 128 random bits if missing), so the public seed cannot regenerate labels")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ladderlab", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ladderlab {__version__}")
@@ -382,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how cells run in parallel: loky processes on this machine, or a Dask cluster (default loky)")
     run.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     run.add_argument("--replications", type=_count(1), help="override the scenario's replication count")
+    _add_trust_options(run)
+    run.add_argument("--rerun-stale", action="store_true",
+                     help="compute again the finished cells whose plugin's version or source changed since")
     run.set_defaults(handler=_run)
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
@@ -432,12 +450,15 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--jobs", type=int, default=1, help="parallel cells")
     cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
+    _add_trust_options(cert)
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=_count(1), default=400, help="number of attack submissions")
     demo.add_argument("--n", type=_count(2), default=4000, help="public holdout size")
     demo.add_argument("--seed", type=_count(0), default=0, help="root seed of the duels (default 0)")
+    demo.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
+                      help="'process': play each attack in its own process (see docs/isolation.md)")
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")

@@ -26,10 +26,11 @@ import numpy as np
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, Leaderboard
+from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.scoring import LossScorer, get_scorer
-from ladderlab.seeding import identity_key, stream
-from ladderlab.sharing import TRANSCRIPTS, RecordingBoard, ReplayBoard, Transcript, TranscriptMismatch, shared_identity
+from ladderlab.seeding import identity_key, secret_identity, stream
+from ladderlab.sharing import TRANSCRIPTS, RecordingBoard, ReplayBoard, Transcript, TranscriptMismatch, attack_identity
 from ladderlab.tasks import Split, Task
 
 
@@ -37,16 +38,16 @@ class Incompatible(Exception):
     """This mechanism and attack cannot play on this task; the message says why."""
 
 
-def incompatibility(split: Split, mechanism: Mechanism, attack: Attack) -> str | None:
+def incompatibility(split: Split, mechanism: Mechanism, attack: Attack | None) -> str | None:
     """Why the duel cannot run (a t-test mechanism on a whole-vector metric, an attack on the
-    wrong kind of task), or None."""
+    wrong kind of task), or None; ``attack=None`` asks about the mechanism only."""
     scorer = get_scorer(split.public.scorer)
     if mechanism.requires_loss and not isinstance(scorer, LossScorer):
         return (
             f"mechanism {mechanism.id!r} needs a per-sample loss, but the task is scored with "
             f"{scorer.name!r}; use 'bayesboot-ladder' or 'bayesboot-ladderboot'"
         )
-    return attack.incompatibility(split.public)
+    return None if attack is None else attack.incompatibility(split.public)
 
 
 @dataclass
@@ -66,6 +67,8 @@ class DuelResult:
     submissions: int
     marks: dict[str, list[int]] = field(default_factory=dict)
     """The attack's named submission indices (see :meth:`Attack.marks`)."""
+    attack_fingerprint: dict[str, Any] = field(default_factory=dict)
+    """Under process isolation: the version and source hash of the attack code that ran."""
 
 
 def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, releases_best: bool) -> float:
@@ -82,46 +85,75 @@ def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, relea
 def play(
     split: Split,
     mechanism: Mechanism,
-    attack: Attack,
+    attack: Attack | AttackRef,
     mechanism_rng: np.random.Generator,
     attack_rng: np.random.Generator,
     budget: int | None = None,
     oracle: bool = False,
     shared: Transcript | None = None,
     record: Callable[[RecordingBoard, Leaderboard], None] | None = None,
+    isolation: Isolation = "none",
 ) -> DuelResult:
     """Bind ``mechanism`` to the split's public labels, let ``attack`` play, score its final prediction.
 
     With ``shared``, the attack replays that transcript instead of playing the
     mechanism (:mod:`ladderlab.sharing`); ``record`` receives the board and the
-    leaderboard after the attack's last submission. Raises :class:`Incompatible`
-    when the pair cannot play on this split.
+    leaderboard after the attack's last submission. ``isolation="process"`` plays the
+    attack in its own process (:mod:`ladderlab.isolation`), which gets the public data
+    and a client of the board, nothing else; the results are the same, bit for bit.
+    ``attack`` may then be an :class:`~ladderlab.isolation.AttackRef`, so that its code
+    never runs in this process (transcripts are not shared then). Raises
+    :class:`Incompatible` when the pair cannot play on this split.
     """
-    reason = incompatibility(split, mechanism, attack)
-    if reason:
-        raise Incompatible(reason)
     data = split.public
-    attack.validate_params()
-    mechanism.bind(split.y_public, data.scorer, mechanism_rng, classes=data.classes)
-    leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
-    if shared is not None:
-        leaderboard = copy.deepcopy(shared.leaderboard)
-        mechanism = leaderboard.mechanism
-        board: Board = ReplayBoard(leaderboard, shared.batches, budget=budget, oracle=oracle)
-        final_prediction = attack.run(board, data, attack_rng)
-        if not board.finished:
-            raise TranscriptMismatch("the attack submitted less than the shared transcript holds")
+    if check_isolation(isolation) == "process":
+        if shared is not None or record is not None:
+            raise ValueError("a shared transcript needs the attack in this process (isolation='none')")
+        ref = attack if isinstance(attack, AttackRef) else AttackRef.of(attack)
+        reason = incompatibility(split, mechanism, None)
+        if reason:
+            raise Incompatible(reason)
+        board = _open_board(split, mechanism, mechanism_rng, budget, oracle)
+        try:
+            outcome = run_attack(ref, board, data, attack_rng)
+        except AttackIncompatible as declined:
+            raise Incompatible(str(declined)) from None
+        final_prediction, marks, fingerprint = outcome.prediction, outcome.marks, outcome.fingerprint
     else:
-        board = Board(leaderboard, budget=budget, oracle=oracle) if record is None else RecordingBoard(
-            leaderboard, budget=budget, oracle=oracle
-        )
+        if isinstance(attack, AttackRef):
+            attack = attack.make()
+        reason = incompatibility(split, mechanism, attack)
+        if reason:
+            raise Incompatible(reason)
+        attack.validate_params()
+        board = _open_board(split, mechanism, mechanism_rng, budget, oracle, recording=record is not None)
+        if shared is not None:
+            board = ReplayBoard(copy.deepcopy(shared.leaderboard), shared.batches, budget=budget, oracle=oracle)
+            mechanism = board._leaderboard.mechanism
         final_prediction = attack.run(board, data, attack_rng)
+        if shared is not None and not board.finished:
+            raise TranscriptMismatch("the attack submitted less than the shared transcript holds")
         if record is not None:
-            record(board, leaderboard)
+            record(board, board._leaderboard)
+        marks, fingerprint = attack.marks(), {}
+    return _score(split, mechanism, board, final_prediction, marks, fingerprint)
+
+
+def _open_board(split: Split, mechanism: Mechanism, rng: np.random.Generator, budget: int | None,
+                oracle: bool, recording: bool = False) -> Board:
+    mechanism.bind(split.y_public, split.public.scorer, rng, classes=split.public.classes)
+    leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
+    return Board(leaderboard, budget=budget, oracle=oracle) if not recording else RecordingBoard(
+        leaderboard, budget=budget, oracle=oracle)
+
+
+def _score(split: Split, mechanism: Mechanism, board: Board, final_prediction: Any,
+           marks: dict[str, list[int]], fingerprint: dict[str, Any]) -> DuelResult:
+    leaderboard = board._leaderboard
     submissions = board.submissions
     leaderboard.submit_many(leaderboard.check(final_prediction))
     records = leaderboard.records()
-    scorer = get_scorer(data.scorer)
+    scorer = get_scorer(split.public.scorer)
     true = records["final"] if split.population_score is None else np.full(records["final"].size, split.population_score)
     final_released, final_final = records["released"][-1], records["final"][-1]
     return DuelResult(
@@ -136,7 +168,8 @@ def play(
         delta=float(final_released - final_final),
         optimism=float(scorer.sign * (final_final - final_released)),
         submissions=submissions,
-        marks=attack.marks(),
+        marks=marks,
+        attack_fingerprint=fingerprint,
     )
 
 
@@ -149,27 +182,40 @@ def spec(plugin: Task | Mechanism | Attack) -> tuple[str, dict[str, Any]]:
 def duel(
     task: Task,
     mechanism: Mechanism,
-    attack: Attack,
+    attack: Attack | AttackRef,
     seed: int = 0,
     replication: int = 0,
     budget: int | None = None,
     oracle: bool = False,
+    isolation: Isolation = "none",
+    secret_seed: int | None = None,
 ) -> DuelResult:
     """One duel with every random stream derived from (seed, what it serves, replication).
 
     The task's data depend on (task, replication) only and the attacker's coins on
     (attack, task, replication) only: common random numbers across mechanisms. The
     attack's identity leaves out its ``final_only_params``, and duels that differ only
-    in them share one transcript (:mod:`ladderlab.sharing`).
+    in them share one transcript (:mod:`ladderlab.sharing`). ``secret_seed`` (see
+    :func:`ladderlab.seeding.secret_identity`) joins the task's and the mechanism's streams
+    and the task's ``data_seed``, so that the public ``seed`` no longer determines the
+    labels. ``isolation`` as in :func:`play`.
     """
     task.validate_params()
     task_spec, mechanism_spec = spec(task), spec(mechanism)
-    attack_spec = shared_identity(attack.id, attack.get_params(), attack.final_only_params)
+    if isinstance(attack, AttackRef):
+        attack_spec = attack.identity or (attack.locator, attack.params)
+    else:
+        attack_spec = attack_identity(attack)
+    secret = secret_identity(secret_seed)
+    if secret and "data_seed" in task_spec[1]:
+        from sklearn.base import clone  # imported here: scikit-learn is slow to import
+
+        task = clone(task).set_params(data_seed=int(stream(task_spec[1]["data_seed"], "data_seed", *secret).integers(2**63)))
     key = None
-    if attack.final_only_params:
-        key = identity_key(seed, task_spec, mechanism_spec, attack_spec, replication, budget, oracle)
+    if isolation == "none" and isinstance(attack, Attack) and attack.final_only_params:
+        key = identity_key(seed, task_spec, mechanism_spec, attack_spec, replication, budget, oracle, *secret)
     shared = None if key is None else TRANSCRIPTS.get(key)
-    split = shared.split if shared is not None else task.split(stream(seed, "task", task_spec, replication))
+    split = shared.split if shared is not None else task.split(stream(seed, "task", task_spec, replication, *secret))
 
     def record(board: RecordingBoard, leaderboard: Leaderboard) -> None:
         TRANSCRIPTS.put(key, split, board, leaderboard)
@@ -178,10 +224,11 @@ def duel(
         split,
         mechanism,
         attack,
-        stream(seed, "mechanism", mechanism_spec, task_spec, attack_spec, replication),
+        stream(seed, "mechanism", mechanism_spec, task_spec, attack_spec, replication, *secret),
         stream(seed, "attack", attack_spec, task_spec, replication),
         budget=budget,
         oracle=oracle,
         shared=shared,
         record=None if key is None or shared is not None else record,
+        isolation=isolation,
     )

@@ -108,7 +108,8 @@ def _load_class(spec: str) -> type:
         path = Path(location).resolve()
         if not path.is_file():
             raise ValueError(f"plugin file not found: {location!r} (from {spec!r})")
-        module_name = "ladderlab_local_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+        # the name includes the file's contents, so an edited plugin is loaded afresh
+        module_name = "ladderlab_local_" + hashlib.sha1(str(path).encode() + path.read_bytes()).hexdigest()[:12]
         if module_name not in sys.modules:
             spec_ = importlib.util.spec_from_file_location(module_name, path)
             assert spec_ is not None and spec_.loader is not None

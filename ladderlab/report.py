@@ -19,7 +19,7 @@ import json
 import math
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import pandas as pd
 
 from ladderlab import plots
 from ladderlab.naming import plugin_label
-from ladderlab.runner import RunDirectoryError, cell_records, load_results
+from ladderlab.runner import RunDirectoryError, cell_records, read_cell_files, verified_cell_files
 from ladderlab.scenario import Scenario
 
 GROUP_KEYS = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
@@ -101,6 +101,8 @@ class RunStatus:
     expected: list[dict[str, Any]]
     finished: frozenset[str]
     results: pd.DataFrame
+    damaged: dict[str, str] = field(default_factory=dict)
+    """Cell files left out because they do not match the manifest's checksum, with why."""
 
     @property
     def missing(self) -> list[dict[str, Any]]:
@@ -115,6 +117,11 @@ class RunStatus:
     def lines(self) -> list[str]:
         """The status in words: finished cells, missing cells, failed and skipped replications."""
         lines = [f"{len(self.finished)} of {len(self.expected)} cells finished"]
+        labels = {cell["key"]: _cell_label(cell["task"], cell["mechanism"], cell["attack"], cell["budget"])
+                  for cell in self.expected}
+        lines += [f"cells/{key}.parquet ({labels.get(key, 'not a cell of this scenario')}) is damaged and left out: "
+                  f"{reason}; 'ladderlab run' will quarantine it and compute the cell again"
+                  for key, reason in self.damaged.items()]
         if self.missing:
             lines.append(f"{len(self.missing)} cells have no results yet (still running, interrupted, or not started):")
             lines += [f"  - {_cell_label(cell['task'], cell['mechanism'], cell['attack'], cell['budget'])}"
@@ -161,11 +168,12 @@ class Run:
     manifest: dict[str, Any]
     expected_cells: list[dict[str, Any]]
     results: pd.DataFrame
+    damaged: dict[str, str] = field(default_factory=dict)
 
     @property
     def status(self) -> RunStatus:
         finished = frozenset(self.results.cell) if not self.results.empty else frozenset()
-        return RunStatus(self.expected_cells, finished, self.results)
+        return RunStatus(self.expected_cells, finished, self.results, self.damaged)
 
 
 def load_run(directory: str | Path) -> Run:
@@ -181,12 +189,13 @@ def load_run(directory: str | Path) -> Run:
     expected = manifest.get("cells")
     if expected is None:  # written before manifests listed their cells: needs the plugins installed
         expected = cell_records(Scenario.model_validate(manifest["scenario"]))
-    results = load_results(directory, submissions=True)
+    files, damaged = verified_cell_files(directory)
+    results = read_cell_files(files, submissions=True)
     if not results.empty:
         order = {cell["key"]: position for position, cell in enumerate(expected)}
         results = results.sort_values(["cell", "replication"], key=lambda c: c.map(order) if c.name == "cell" else c,
                                       ignore_index=True)
-    return Run(directory, manifest, expected, results)
+    return Run(directory, manifest, expected, results, damaged)
 
 
 MEASURE_TITLES = {"delta": "Δ", "lberr": "lb error", "final_released": "released", "final_final": "final"}

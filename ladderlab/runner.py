@@ -7,8 +7,12 @@ Layout of a run directory (asv-style results as files):
   nothing but the directory). A run directory belongs to one scenario: running
   a different one into it is refused.
 - ``cells/<key>.parquet``: one file per completed cell, one row per replication,
-  written to a temporary file and renamed, so a killed run loses at most the cells
-  in flight. A re-run skips the cells whose file exists.
+  written to a temporary file, flushed and renamed, so a killed run loses at most the
+  cells in flight. The manifest's ``completed`` records each file's SHA-256 and the
+  fingerprints (version, source hash) of the plugins that computed it; a re-run
+  verifies every finished cell, quarantines a damaged one and computes it again, and
+  refuses cells whose plugin changed (see :mod:`ladderlab.rundir`).
+- ``lock``: held by the run writing into the directory; a second run is refused.
 
 Each job is one cell, or the cells that share one transcript per replication (they
 differ only in their attack's ``final_only_params``, :mod:`ladderlab.sharing`), run
@@ -16,22 +20,23 @@ replication by replication (joblib: ``loky`` locally, ``dask`` for a cluster). J
 get plain specs and seeds, build their plugins themselves and write their own files.
 With several local workers, replication 0 of every job is played first (in parallel);
 its CPU time estimates the job's cost, and the jobs start longest first, so no
-worker is left with a long job at the end. Each worker's BLAS uses
-cpu_count / jobs threads. None of this changes a result: every replication depends
-only on (cell, seed, replication).
+worker is left with a long job at the end. Every job runs single-threaded (BLAS,
+OpenMP and nested joblib calls such as a random forest's), so that floating-point
+sums happen in the same order on every backend. None of this changes a result: every
+replication depends only on (cell, seed, replication).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
+import logging
+import multiprocessing
 import socket
 import sys
-import tempfile
 import time
 import traceback
-from contextlib import nullcontext
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +45,27 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 import ladderlab
+from ladderlab import rundir
+from ladderlab.attack import Attack
+from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
+from ladderlab.isolation import AttackRef, Isolation, check_isolation
+from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
-from ladderlab.sharing import shared_identity
+from ladderlab.seeding import secret_fingerprint
+from ladderlab.sharing import attack_identity, shared_identity
+
+log = logging.getLogger("ladderlab.run")
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
 
 
 class RunDirectoryError(ValueError):
-    """The run directory holds another scenario's results."""
+    """The run directory holds another scenario's results, or cannot be used."""
 
 
 def _versions(scenario: Scenario) -> dict[str, str]:
@@ -64,15 +76,40 @@ def _versions(scenario: Scenario) -> dict[str, str]:
     return versions
 
 
-def prepare(scenario: Scenario, out: Path) -> None:
-    """Create ``out`` with its manifest, or check that it belongs to this scenario."""
+def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
+    """The current fingerprint (version, source hash) of every plugin the scenario uses."""
+    prints = {}
+    for cell in cells(scenario):
+        for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
+            prints[f"{registry.kind}:{plugin_id}"] = rundir.fingerprint(registry.get(plugin_id))
+    return prints
+
+
+def read_manifest(out: Path) -> dict[str, Any]:
+    """The run directory's manifest; a clear error if it is not valid JSON."""
+    path = out / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise RunDirectoryError(f"{path}: not valid JSON ({error}); the directory cannot be resumed") from None
+
+
+def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> None:
+    """Create ``out`` with its manifest, or check that it belongs to this scenario (and secret)."""
     manifest_path = out / "manifest.json"
+    secret = secret_fingerprint(secret_seed)
     if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
+        manifest = read_manifest(out)
         if manifest.get("scenario_hash") != scenario.identity():
             raise RunDirectoryError(
                 f"{out} holds results of a different scenario (hash {manifest.get('scenario_hash')}, "
                 f"this one {scenario.identity()}): choose another --out, or delete the directory"
+            )
+        if manifest.get("secret_seed_sha256") != secret:
+            recorded = "with a secret seed" if manifest.get("secret_seed_sha256") else "without a secret seed"
+            raise RunDirectoryError(
+                f"{out} was started {recorded}, and this run has {'another one' if secret and manifest.get('secret_seed_sha256') else 'none' if not secret else 'one'}: "
+                "resume it with the same --secret-seed, or choose another --out"
             )
         return
     (out / "cells").mkdir(parents=True, exist_ok=True)
@@ -80,9 +117,13 @@ def prepare(scenario: Scenario, out: Path) -> None:
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
         "versions": _versions(scenario),
+        "plugins": _plugin_fingerprints(scenario),
         "cells": cell_records(scenario),
+        "completed": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    if secret:
+        manifest["secret_seed_sha256"] = secret
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
 
 
@@ -92,22 +133,27 @@ def cell_records(scenario: Scenario) -> list[dict[str, Any]]:
     return [{"key": cell.key, **dataclasses.asdict(cell)} for cell in cells(scenario)]
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
-        handle.write(data)
-        temporary = Path(handle.name)
-    os.replace(temporary, path)
+_write_atomically = rundir.write_atomically
 
 
-def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
-    """One replication of a cell: a row of the cell's table (status ok, failed or skipped)."""
+def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolation = "none",
+                    secret_seed: int | None = None, attack_identity: tuple[str, dict[str, Any]] | None = None,
+                    ) -> dict[str, Any]:
+    """One replication of a cell: a row of the cell's table (status ok, failed or skipped).
+
+    Under ``isolation="process"`` the attack's code is never loaded here: it is named by
+    reference (``attack_identity``, its id and full parameters, names its random stream)."""
     task = TASKS.make(cell.task[0], **cell.task[1])
     mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-    attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
+    if isolation == "process":
+        attack: Attack | AttackRef = AttackRef.from_spec(cell.attack[0], cell.attack[1], attack_identity)
+    else:
+        attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
     row: dict[str, Any] = {"replication": replication, "status": "ok", "error": None}
     start = time.perf_counter()
     try:
-        result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle)
+        result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
+                      isolation=isolation, secret_seed=secret_seed)
     except Incompatible as reason:
         row.update(status="skipped", error=str(reason))
     except Exception as error:  # a failing cell is recorded, and the run goes on
@@ -127,6 +173,8 @@ def run_replication(cell: Cell, seed: int, replication: int) -> dict[str, Any]:
             final=result.final,
             marks=json.dumps(result.marks),
         )
+        if result.attack_fingerprint:
+            row["attack_fingerprint"] = result.attack_fingerprint
     row["wall_time"] = time.perf_counter() - start
     return row
 
@@ -159,9 +207,13 @@ def _cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def run_cell(cell: Cell, seed: int, replications: int, out: str) -> str:
-    """Run every replication of ``cell`` and write its Parquet file atomically; return the path."""
-    return run_cells([cell], seed, replications, out)[0]
+def run_cell(cell: Cell, seed: int, replications: int, out: str, isolation: Isolation = "none",
+             secret_seed: int | None = None, attack_identity: tuple[str, dict[str, Any]] | None = None,
+             ) -> dict[str, Any]:
+    """Run every replication of ``cell`` and write its Parquet file atomically; return what the
+    manifest records of it (see :func:`run_cells`)."""
+    identities = {cell.key: attack_identity} if attack_identity else None
+    return run_cells([cell], seed, replications, out, isolation, secret_seed, identities)[0]
 
 
 def run_cells(
@@ -169,28 +221,44 @@ def run_cells(
     seed: int,
     replications: int,
     out: str,
-    blas_threads: int | None = None,
+    isolation: Isolation = "none",
+    secret_seed: int | None = None,
+    identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
     first_rows: dict[str, dict[str, Any]] | None = None,
-) -> list[str]:
-    """Run the cells of a transcript group replication by replication (each replication's
-    cells together, so they share its transcript); write each cell's file; return the paths.
-    ``first_rows`` holds replication 0's rows where they were already played."""
+) -> list[dict[str, Any]]:
+    """Run the cells of a transcript group single-threaded, replication by replication (each
+    replication's cells together, so they share its transcript); write each cell's file
+    atomically; return what the manifest records of each (file, SHA-256, size, plugin
+    fingerprints). ``first_rows`` holds replication 0's rows where they were already played."""
+    identities = identities or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
-    with threadpool_limits(blas_threads) if blas_threads else nullcontext():
+    with single_threaded():
         for replication in range(replications):
             for cell in group:
                 if replication == 0 and first_rows and cell.key in first_rows:
                     rows[cell.key].append(first_rows[cell.key])
                 else:
-                    rows[cell.key].append(run_replication(cell, seed, replication))
-    paths = []
-    for cell in group:
-        path = Path(out) / "cells" / f"{cell.key}.parquet"
-        sink = pa.BufferOutputStream()
-        pq.write_table(_cell_table(cell, seed, rows[cell.key]), sink)
-        _write_atomically(path, sink.getvalue().to_pybytes())
-        paths.append(str(path))
-    return paths
+                    rows[cell.key].append(run_replication(cell, seed, replication, isolation, secret_seed,
+                                                          identities.get(cell.key)))
+    return [_write_cell(cell, seed, rows[cell.key], out, isolation) for cell in group]
+
+
+def _write_cell(cell: Cell, seed: int, rows: list[dict[str, Any]], out: str, isolation: Isolation) -> dict[str, Any]:
+    path = Path(out) / "cells" / f"{cell.key}.parquet"
+    sink = pa.BufferOutputStream()
+    pq.write_table(_cell_table(cell, seed, rows), sink)
+    data = sink.getvalue().to_pybytes()
+    _write_atomically(path, data)
+    plugins = {"task": rundir.fingerprint(TASKS.get(cell.task[0])),
+               "mechanism": rundir.fingerprint(MECHANISMS.get(cell.mechanism[0]))}
+    if isolation == "process":
+        attack_prints = [row["attack_fingerprint"] for row in rows if row.get("attack_fingerprint")]
+        plugins["attack"] = attack_prints[0] if attack_prints else None
+    else:
+        plugins["attack"] = rundir.fingerprint(ATTACKS.get(cell.attack[0]))
+    return {"key": cell.key, "file": str(path.relative_to(out)), "sha256": rundir.sha256_bytes(data),
+            "bytes": len(data), "plugins": {kind: rundir.fingerprint_token(p) if p else None for kind, p in plugins.items()},
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
@@ -204,28 +272,97 @@ def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
     return list(groups.values())
 
 
-def first_replication(group: list[Cell], seed: int, blas_threads: int | None) -> tuple[float, dict[str, dict[str, Any]]]:
-    """Replication 0 of every cell of a group: its CPU seconds, and the rows, by cell key."""
-    with threadpool_limits(blas_threads) if blas_threads else nullcontext():
+def first_replication(group: list[Cell], seed: int, secret_seed: int | None) -> tuple[float, dict[str, dict[str, Any]]]:
+    """Replication 0 of every cell of a group, single-threaded: its CPU seconds, and the rows, by cell key."""
+    with single_threaded():
         start = time.process_time()
-        rows = {cell.key: run_replication(cell, seed, 0) for cell in group}
+        rows = {cell.key: run_replication(cell, seed, 0, secret_seed=secret_seed) for cell in group}
         return time.process_time() - start, rows
 
 
 def longest_first(
-    groups: list[list[Cell]], seed: int, jobs: int, blas_threads: int | None
+    groups: list[list[Cell]], seed: int, jobs: int, secret_seed: int | None
 ) -> tuple[list[list[Cell]], dict[str, dict[str, Any]]]:
     """The groups ordered by estimated cost, longest first, and the rows of replication 0
     that estimate it (played in parallel first, and kept)."""
-    pilots = joblib.Parallel(n_jobs=jobs)(joblib.delayed(first_replication)(group, seed, blas_threads) for group in groups)
+    pilots = joblib.Parallel(n_jobs=jobs)(joblib.delayed(first_replication)(group, seed, secret_seed) for group in groups)
     first_rows = {key: row for _, rows in pilots for key, row in rows.items()}
     order = sorted(range(len(groups)), key=lambda i: -pilots[i][0])
     return [groups[i] for i in order], first_rows
 
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
-    """The scenario's cells that have no result file yet."""
-    return [cell for cell in cells(scenario) if not (out / "cells" / f"{cell.key}.parquet").exists()]
+    """The scenario's cells that have no verified result file yet."""
+    completed = read_manifest(out).get("completed", {}) if (out / "manifest.json").exists() else {}
+    return [cell for cell in cells(scenario)
+            if cell.key not in completed or not (out / "cells" / f"{cell.key}.parquet").exists()]
+
+
+def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str]]:
+    """Per cell key: the fingerprint token its task, mechanism and attack have now."""
+    prints = _plugin_fingerprints(scenario)
+    return {
+        cell.key: {kind: rundir.fingerprint_token(prints[f"{registry.kind}:{plugin_id}"])
+                   for kind, registry, (plugin_id, _) in (("task", TASKS, cell.task), ("mechanism", MECHANISMS, cell.mechanism),
+                                                          ("attack", ATTACKS, cell.attack))}
+        for cell in cells(scenario)
+    }
+
+
+def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str, Any]:
+    """Check every finished cell of ``out`` before a run resumes (call it under the lock).
+
+    A damaged cell file (unreadable, not matching its checksum, or without one) is moved
+    into ``quarantine/`` and computed again. A cell computed by a plugin whose version or
+    source changed since is refused (:class:`~ladderlab.rundir.StaleCellsError`, naming
+    the cells), or with ``rerun_stale`` quarantined and computed again. Returns the
+    updated manifest.
+    """
+    manifest = read_manifest(out)
+    completed: dict[str, dict[str, Any]] = manifest.setdefault("completed", {})
+    labels = {cell.key: _label(cell) for cell in cells(scenario)}
+    changed = False
+    for key, reason in rundir.damaged_cells(out, completed).items():
+        target = rundir.quarantine(out, key, reason)
+        log.warning("ladderlab: cell %s (%s): cells/%s.parquet is damaged: %s; moved to %s, it will be computed again",
+                    labels.get(key, "not in this scenario"), key, key, reason, target.relative_to(out))
+        changed |= completed.pop(key, None) is not None
+    for key in [key for key in completed if not (out / "cells" / f"{key}.parquet").exists()]:
+        log.warning("ladderlab: cell %s (%s): its file is missing; it will be computed again", labels.get(key, "?"), key)
+        del completed[key]
+        changed = True
+    current = _current_tokens(scenario)
+    stale = {key: [kind for kind, token in record.get("plugins", {}).items() if token != current.get(key, {}).get(kind)]
+             for key, record in completed.items() if key in current}
+    stale = {key: kinds for key, kinds in stale.items() if kinds}
+    if stale and not rerun_stale:
+        lines = [f"  - {labels[key]}: {', '.join(_changed_plugin(scenario, key, kind) for kind in kinds)}"
+                 for key, kinds in stale.items()]
+        raise rundir.StaleCellsError(
+            f"{out}: {len(stale)} finished cells were computed by a plugin that has changed since "
+            "(another version or source):\n" + "\n".join(lines)
+            + "\nre-run them with --rerun-stale (rerun_stale=True), or choose another --out"
+        )
+    for key, kinds in stale.items():
+        target = rundir.quarantine(out, key, f"stale: {', '.join(kinds)} changed since it was computed")
+        log.warning("ladderlab: cell %s: computed by an older %s; moved to %s, it will be computed again",
+                    labels[key], " and ".join(kinds), target.relative_to(out))
+        del completed[key]
+        changed = True
+    manifest["plugins"] = {**manifest.get("plugins", {}), **_plugin_fingerprints(scenario)}
+    if changed:
+        _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+    return manifest
+
+
+def _label(cell: Cell) -> str:
+    return " × ".join(plugin_label(plugin_id, json.dumps(params, sort_keys=True))
+                      for plugin_id, params in (cell.task, cell.mechanism, cell.attack))
+
+
+def _changed_plugin(scenario: Scenario, key: str, kind: str) -> str:
+    cell = next(cell for cell in cells(scenario) if cell.key == key)
+    return f"{kind} {getattr(cell, kind)[0]!r}"
 
 
 def run(
@@ -236,43 +373,66 @@ def run(
     scheduler: str | None = None,
     replications: int | None = None,
     progress: bool | None = None,
+    isolation: Isolation = "none",
+    rerun_stale: bool = False,
+    secret_seed: int | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) a scenario into ``out``; return one row per cell × replication.
 
     ``backend="dask"`` runs the cells on the Dask cluster at ``scheduler`` through
     joblib's dask backend. Results do not depend on the backend or on ``jobs``.
+    ``isolation="process"`` plays every attack in its own process (:mod:`ladderlab.isolation`);
+    the cells then run in fresh worker processes, never in this one, which has loaded the
+    attacks' code to validate the scenario. ``rerun_stale`` computes again the cells whose
+    plugin changed; ``secret_seed`` (:func:`ladderlab.seeding.read_secret_seed`) hides the
+    simulated data from anyone who knows only the scenario's seed.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario, replications)
     elif replications is not None:
         scenario = scenario.model_copy(update={"replications": replications})
+    check_isolation(isolation)
     check_backend(backend, scheduler, jobs)
     preflight(scenario)
     out = Path(out) if out is not None else Path("runs") / scenario.name
-    prepare(scenario, out)
-    groups = transcript_groups(pending_cells(scenario, out))
-    show = sys.stderr.isatty() if progress is None else progress
-    first_rows: dict[str, dict[str, Any]] = {}
-    blas_threads = None
-    if backend == "loky" and jobs != 1:
-        blas_threads = max(1, (os.cpu_count() or 1) // joblib.effective_n_jobs(jobs))
-        if len(groups) > 1:
-            groups, first_rows = longest_first(groups, scenario.seed, jobs, blas_threads)
-    tasks = (
-        joblib.delayed(run_cells)(
-            group, scenario.seed, scenario.replications, str(out), blas_threads,
-            {cell.key: first_rows[cell.key] for cell in group if cell.key in first_rows},
-        )
-        for group in groups
-    )
-    if backend == "dask":
-        from dask.distributed import Client
+    with rundir.RunLock(out):
+        rundir.remove_temporary_files(out)
+        prepare(scenario, out, secret_seed)
+        manifest = verify(scenario, out, rerun_stale)
+        todo = pending_cells(scenario, out)
+        groups = transcript_groups(todo)
+        identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1])) for cell in todo} \
+            if isolation == "process" else {}
+        show = sys.stderr.isatty() if progress is None else progress
+        first_rows: dict[str, dict[str, Any]] = {}
+        if backend == "loky" and isolation == "none" and jobs != 1 and len(groups) > 1:
+            groups, first_rows = longest_first(groups, scenario.seed, jobs, secret_seed)
+        arguments = [
+            (group, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
+             {cell.key: identities[cell.key] for cell in group if cell.key in identities},
+             {cell.key: first_rows[cell.key] for cell in group if cell.key in first_rows})
+            for group in groups
+        ]
 
-        with Client(scheduler, timeout=SCHEDULER_TIMEOUT) if scheduler else Client(processes=False):
-            with joblib.parallel_backend("dask"):
-                _drain(joblib.Parallel(return_as="generator")(tasks), len(groups), show)
-    else:
-        _drain(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks), len(groups), show)
+        def record(results: Any) -> None:
+            for finished in tqdm(results, total=len(groups), desc="cells", unit="cell", disable=not show):
+                for cell_record in finished:
+                    manifest["completed"][cell_record["key"]] = cell_record
+                _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+
+        tasks = (joblib.delayed(run_cells)(*args) for args in arguments)
+        if backend == "dask":
+            from dask.distributed import Client
+
+            with Client(scheduler, timeout=SCHEDULER_TIMEOUT) if scheduler else Client(processes=False):
+                with joblib.parallel_backend("dask"):
+                    record(joblib.Parallel(return_as="generator")(tasks))
+        elif isolation == "process":
+            workers = None if jobs == -1 else jobs
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                record(future.result() for future in as_completed([pool.submit(run_cells, *args) for args in arguments]))
+        else:
+            record(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks))
     return load_results(out)
 
 
@@ -306,18 +466,32 @@ def check_backend(backend: str, scheduler: str | None, jobs: int) -> None:
         raise BackendError(f"cannot reach the Dask scheduler at {scheduler!r}: {error}") from None
 
 
-def _drain(results, total: int, show: bool) -> None:
-    for _ in tqdm(results, total=total, desc="cells", unit="cell", disable=not show):
-        pass
-
-
 def load_results(out: str | Path, submissions: bool = False) -> pd.DataFrame:
-    """Every completed cell's rows; ``submissions=True`` keeps the per-submission score lists."""
-    files = sorted((Path(out) / "cells").glob("*.parquet"))
+    """Every verified cell's rows; ``submissions=True`` keeps the per-submission score lists.
+
+    A cell file that does not match the manifest's checksum (or has none) is left out
+    with a warning naming it; :func:`verified_cell_files` says which and why.
+    """
+    files, damaged = verified_cell_files(out)
+    for key, reason in damaged.items():
+        log.warning("ladderlab: left out cells/%s.parquet: %s", key, reason)
+    return read_cell_files(files, submissions)
+
+
+def verified_cell_files(out: str | Path) -> tuple[list[Path], dict[str, str]]:
+    """The cell files of ``out`` that match their checksums, and the others with the reason."""
+    out = Path(out)
+    completed = read_manifest(out).get("completed", {}) if (out / "manifest.json").exists() else {}
+    damaged = rundir.damaged_cells(out, completed)
+    files = [path for path in sorted((out / "cells").glob("*.parquet")) if path.stem not in damaged]
+    return files, damaged
+
+
+def read_cell_files(files: list[Path], submissions: bool = False) -> pd.DataFrame:
+    """The rows of the given cell files, sorted by cell and replication."""
     if not files:
         return pd.DataFrame()
     names = pq.read_schema(files[0]).names
     columns = names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
     frames = [pq.read_table(f, columns=columns).to_pandas() for f in files]
     return pd.concat(frames, ignore_index=True).sort_values(["cell", "replication"], ignore_index=True)
-

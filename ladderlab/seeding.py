@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,3 +28,34 @@ def identity_key(*identity: Any) -> tuple[int, ...]:
 def stream(root_seed: int, *identity: Any) -> np.random.Generator:
     """The Generator serving ``identity`` under ``root_seed``."""
     return np.random.default_rng(np.random.SeedSequence(root_seed, spawn_key=identity_key(*identity)))
+
+
+def secret_identity(secret_seed: int | None) -> tuple[Any, ...]:
+    """What a secret seed adds to the identity of the task's and the mechanism's streams:
+    nothing without one, so that runs without a secret keep their results."""
+    if secret_seed is None:
+        return ()
+    if isinstance(secret_seed, bool) or not isinstance(secret_seed, int) or secret_seed < 0:
+        raise ValueError(f"the secret seed must be a whole number ≥ 0, got {secret_seed!r}")
+    return ("secret", secret_seed)
+
+
+def secret_fingerprint(secret_seed: int | None) -> str | None:
+    """A hash that tells secrets apart without revealing them (for the run's manifest)."""
+    if secret_seed is None:
+        return None
+    return hashlib.sha256(f"ladderlab secret seed {secret_seed}".encode()).hexdigest()[:16]
+
+
+def read_secret_seed(path: str | Path) -> int:
+    """The secret seed kept in ``path`` (a whole number in decimal), created with 128 random
+    bits, readable by its owner only, if the file does not exist yet."""
+    path = Path(path)
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(f"{secrets.randbits(128)}\n")
+    text = path.read_text().strip()
+    if not text.isdigit():
+        raise ValueError(f"{path}: a secret seed file holds one whole number, got {text[:20]!r}")
+    return int(text)

@@ -131,6 +131,12 @@ class TranscriptCache:
 TRANSCRIPTS = TranscriptCache()
 
 
+def attack_identity(attack: Any) -> tuple[str, dict[str, Any]]:
+    """What names an attack's random stream and its transcript: its id and parameters but its
+    ``final_only_params`` (the same whether the attack plays in this process or its own)."""
+    return shared_identity(attack.id, attack.get_params(), attack.final_only_params)
+
+
 def shared_identity(attack_id: str, params: dict[str, Any], final_only: frozenset[str]) -> tuple[str, dict[str, Any]]:
     """The attack's identity for its random streams and its transcript: without ``final_only`` parameters."""
     return attack_id, {name: value for name, value in params.items() if name not in final_only}

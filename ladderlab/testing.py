@@ -35,7 +35,7 @@ from hypothesis.stateful import (
 from sklearn.base import clone
 
 from ladderlab.attack import Attack
-from ladderlab.board import Board, BudgetExceeded
+from ladderlab.board import Board, BudgetExceeded, Leaderboard
 from ladderlab.duel import play
 from ladderlab.mechanism import Mechanism
 from ladderlab.params import describe
@@ -332,6 +332,52 @@ def check_attack_never_holds_labels(attack: Attack) -> None:
                 raise ConformanceError(f"{attack.id}: an array it can reach holds the holdout labels")
 
 
+def watched_board(board: Board, reads: list[str]) -> Any:
+    """A stand-in for ``board`` with only its public API; every attempt to read a private
+    attribute (``_leaderboard``, ``_transcript``, ...) is recorded in ``reads`` and fails.
+
+    The real board lives in the closure, not in an attribute, so ``vars``, ``__slots__``
+    and ``object.__getattribute__`` lead nowhere either.
+    """
+
+    class WatchedBoard:
+        __slots__ = ()
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                reads.append(name)
+                raise AttributeError(f"the board has no public attribute {name!r}")
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return getattr(board, name)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            reads.append(name)
+            raise AttributeError(f"the board's attributes cannot be set ({name!r})")
+
+    WatchedBoard.__name__ = WatchedBoard.__qualname__ = "Board"
+    return WatchedBoard()
+
+
+def check_attack_keeps_to_the_public_board(attack: Attack) -> None:
+    """The attack uses only the board's public API: it never reads a private attribute
+    (``board._leaderboard`` leads to the mechanism and the labels in the same process)."""
+    split = _split(attack)
+    attack = copy.deepcopy(attack)
+    attack.validate_params()
+    mechanism = MECHANISMS.make("kaggle").bind(split.y_public, split.public.scorer, np.random.default_rng(3),
+                                               classes=split.public.classes)
+    board = Board(Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final))
+    reads: list[str] = []
+    try:
+        attack.run(watched_board(board, reads), split.public, np.random.default_rng(4))
+    except AttributeError:
+        if not reads:
+            raise
+    if reads:
+        raise ConformanceError(f"{attack.id}: reads the board's private attributes {sorted(set(reads))}")
+
+
 def safe_getattr(obj: Any, name: str) -> Any:
     try:
         return getattr(obj, name)
@@ -382,6 +428,7 @@ ATTACK_CHECKS: dict[str, Check] = {
     "leaves_global_rng_alone": check_leaves_global_rng_alone,
     "respects_the_budget": check_attack_respects_the_budget,
     "never_holds_labels": check_attack_never_holds_labels,
+    "keeps_to_the_public_board": check_attack_keeps_to_the_public_board,
 }
 
 

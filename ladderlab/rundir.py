@@ -1,0 +1,254 @@
+"""Trust in a run directory: cell checksums, quarantine, a lock, and plugin fingerprints.
+
+- Every completed cell file has its SHA-256 in the manifest (``completed``), recorded
+  by the run after the file was written atomically. A file that is unreadable, does not
+  match its checksum, or has no checksum (the run stopped between writing it and
+  recording it) is never reused: ``run`` moves it into ``quarantine/`` and computes the
+  cell again; ``report`` names it and reports the rest.
+- ``lock`` holds an exclusive ``flock`` for as long as a run writes into the directory,
+  and says who holds it (pid, host, start time). The kernel drops the lock when its
+  process dies, so the lock of a killed run is recognised as stale and taken over.
+- Each cell records a fingerprint of its task, mechanism and attack: the plugin's
+  ``version`` and a hash of the source files that define it (the class and its plugin
+  ancestors). A finished cell whose plugin changed since is stale: resume refuses it
+  (naming it) unless asked to compute it again.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import inspect
+import json
+import logging
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ladderlab.attack import Attack
+from ladderlab.mechanism import Mechanism
+from ladderlab.tasks import Task
+
+log = logging.getLogger("ladderlab.run")
+
+LOCK_NAME = "lock"
+QUARANTINE = "quarantine"
+_FAMILY_BASES = (Task, Mechanism, Attack)
+
+
+class RunLockedError(ValueError):
+    """Another live process is writing into this run directory (a usage error: choose
+    another directory or wait)."""
+
+
+class StaleCellsError(ValueError):
+    """Finished cells were computed by plugins whose code or version has changed since."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, flush it to disk, rename it over
+    ``path`` and flush the directory: a crash leaves either the old file or the new one."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with open(descriptor, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+# --- plugin fingerprints ------------------------------------------------------------------
+
+def plugin_source_files(cls: type) -> list[Path]:
+    """The source files of ``cls`` and of its ancestors that are plugins of the same family
+    (not the family base class itself), in method-resolution order, without repeats."""
+    files: list[Path] = []
+    for ancestor in cls.__mro__:
+        if ancestor in _FAMILY_BASES or not any(issubclass(ancestor, base) for base in _FAMILY_BASES):
+            continue
+        try:
+            source = inspect.getsourcefile(ancestor)
+        except TypeError:  # defined in C or interactively: no file to hash
+            source = None
+        if source and Path(source) not in files:
+            files.append(Path(source))
+    return files
+
+
+@cache
+def fingerprint(cls: type) -> dict[str, Any]:
+    """The plugin's ``version``, its source files, and one SHA-256 over their contents (the
+    file names are left out, so a copied run directory stays comparable on another machine).
+
+    Cached per class: a process fingerprints the code it loaded, read right after loading.
+    """
+    files = plugin_source_files(cls)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    return {
+        "version": str(getattr(cls, "version", "")),
+        "source_sha256": digest.hexdigest(),
+        "source_files": [str(path) for path in files],
+    }
+
+
+def fingerprint_token(print_: dict[str, Any]) -> str:
+    """What decides staleness: version and source hash."""
+    return f"v{print_['version']}:{print_['source_sha256'][:16]}"
+
+
+# --- the lock -----------------------------------------------------------------------------
+
+@dataclass
+class RunLock:
+    """An exclusive lock on a run directory (use as a context manager)."""
+
+    directory: Path
+    command: str = "ladderlab run"
+    _fd: int | None = None
+
+    def __post_init__(self) -> None:
+        self.directory = Path(self.directory)
+
+    @property
+    def path(self) -> Path:
+        return self.directory / LOCK_NAME
+
+    def acquire(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                os.close(fd)
+                if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                raise RunLockedError(
+                    f"{self.directory} is in use by another run ({describe_holder(read_holder(self.path))}); "
+                    "wait for it to finish, or choose another --out"
+                ) from None
+            if os.path.exists(self.path) and os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+                break
+            os.close(fd)  # the file was replaced while we waited: lock the new one
+        previous = read_holder(self.path)
+        if previous:
+            log.warning(
+                "ladderlab: taking over the stale lock of %s: that run is gone (killed or crashed); "
+                "its finished cells are verified before they are reused", describe_holder(previous),
+            )
+        holder = {"pid": os.getpid(), "host": socket.gethostname(),
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": self.command}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder).encode(), 0)
+        os.fsync(fd)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        os.ftruncate(self._fd, 0)  # an empty lock file means: left cleanly
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def read_holder(path: Path) -> dict[str, Any] | None:
+    """Who wrote the lock file (None if it is empty or unreadable)."""
+    try:
+        text = path.read_text()
+        return json.loads(text) if text.strip() else None
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def describe_holder(holder: dict[str, Any] | None) -> str:
+    if not holder:
+        return "holder unknown"
+    return (f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, "
+            f"started {holder.get('started', '?')} by {holder.get('command', '?')!r}")
+
+
+# --- verifying finished cells --------------------------------------------------------------
+
+def cell_path(directory: Path, key: str) -> Path:
+    return directory / "cells" / f"{key}.parquet"
+
+
+def damage(directory: Path, key: str, record: dict[str, Any] | None) -> str | None:
+    """Why the file of cell ``key`` cannot be trusted, or None if it matches its checksum."""
+    path = cell_path(directory, key)
+    if record is None:
+        return "no checksum in the manifest (the run stopped before recording it)"
+    try:
+        size = path.stat().st_size
+        actual = sha256_file(path)
+    except OSError as error:
+        return f"unreadable: {error.strerror or error}"
+    if size != record.get("bytes"):
+        return f"{size} bytes, the manifest recorded {record.get('bytes')} (truncated or overwritten)"
+    if actual != record.get("sha256"):
+        return f"checksum {actual[:12]}… does not match the manifest's {str(record.get('sha256'))[:12]}…"
+    return None
+
+
+def damaged_cells(directory: Path, completed: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Every cell file in ``directory/cells`` that cannot be trusted, by key, with the reason."""
+    found = {}
+    for path in sorted((directory / "cells").glob("*.parquet")):
+        reason = damage(directory, path.stem, completed.get(path.stem))
+        if reason:
+            found[path.stem] = reason
+    return found
+
+
+def quarantine(directory: Path, key: str, reason: str) -> Path:
+    """Move the cell file aside into ``quarantine/`` (with a note of why); return its new path."""
+    folder = directory / QUARANTINE
+    folder.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = folder / f"{key}.{stamp}.parquet"
+    number = 1
+    while target.exists():
+        number += 1
+        target = folder / f"{key}.{stamp}-{number}.parquet"
+    os.replace(cell_path(directory, key), target)
+    target.with_suffix(".reason.txt").write_text(reason + "\n")
+    return target
+
+
+def remove_temporary_files(directory: Path) -> None:
+    """Delete half-written files left by a killed run (only ever called under the lock)."""
+    for folder in (directory, directory / "cells"):
+        for path in folder.glob(".*.tmp"):
+            path.unlink(missing_ok=True)
