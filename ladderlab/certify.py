@@ -4,10 +4,11 @@ The battery is an ordinary scenario (run, resumed and reported like any other):
 
 - every registered attack, plus any named by the organiser (a third-party id or a
   ``file.py:Class``, optionally with parameters: ``hill-climbing(block=10)``), at
-  every budget, on the task family it plays: random labels with n public labels
-  scored with the 0/1 loss for classification attacks, a null Gaussian regression
-  with n public rows and 300 features scored with the squared error (standardised
-  MSE units, Chaibub Neto et al. Suppl. S3) for regression attacks;
+  every budget, on every task family it plays: random labels with n public labels
+  scored with the 0/1 loss for classification, a null Gaussian regression with n
+  public rows and 300 features scored with the squared error (standardised MSE
+  units, Chaibub Neto et al. Suppl. S3) for regression. An attack that plays both
+  (hill climbing) is judged by its worse family;
 - each attack at every point of its strength grid (``Attack.strength_grid``: the
   parameter settings that make it weaker or stronger at that budget and holdout
   size); an attack named with parameters is run at exactly those (with
@@ -143,6 +144,10 @@ def _split_arguments(text: str) -> list[str]:
     return [part for part in parts if part.strip()]
 
 
+ATTACK_FAMILIES = ("classification", "regression")
+"""An attack plays on every family its ``task_types`` name; its verdict is its worst there."""
+
+
 def _families(n: int) -> dict[str, dict[str, Any]]:
     return {
         "classification": {"id": "random-labels", "params": {"n_public": n, "n_holdout": 3 * n}},
@@ -172,11 +177,11 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
     matrix = []
     for attack in attacks:
         spec = attack if isinstance(attack, AttackSpec) else parse_attack(attack)
-        cls = ATTACKS.get(spec.id)
-        family = "regression" if "regression" in cls.task_types else "classification"
+        task_types = ATTACKS.get(spec.id).task_types
         entries = [{"id": spec.id, "params": _as_scenario_params(point), "budget": budget}
                    for budget in sorted(set(budgets)) for point in spec.points(budget, n)]
-        matrix.append({"tasks": [families[family]], "mechanisms": mechanisms, "attacks": entries})
+        matrix.extend({"tasks": [families[family]], "mechanisms": mechanisms, "attacks": entries}
+                      for family in ATTACK_FAMILIES if family in task_types)
     matrix.append({"tasks": [families["honest"]], "mechanisms": mechanisms, "attacks": [{"id": "honest"}]})
     return Scenario.model_validate({
         "schema_version": 1, "name": f"certify-{mechanism.replace(':', '-').replace('/', '-')}",
@@ -221,7 +226,7 @@ class _Point:
     errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"params": self.record["params"]["attack"], "verdict": self.verdict,
+        return {"task": self.record["task"], "params": self.record["params"]["attack"], "verdict": self.verdict,
                 "submissions_used": self.submissions_used, "reason": self.reason,
                 "severity": None if math.isnan(self.severity) else self.severity,
                 "n_ok": self.record["n_ok"], "delta_median": self.record["delta_median"],
@@ -257,18 +262,18 @@ def _battery_rows(table: pd.DataFrame, results: pd.DataFrame, specs: list[Attack
             for point in spec.points(budget, n):
                 key = json.dumps(point, sort_keys=True)
                 summary = mine[(mine.attack == spec.id) & (mine.attack_params == key) & (mine.budget == budget)]
-                if summary.empty:
-                    continue
-                record = report.summary_records(summary)[0]
-                replications = results[(results.mechanism == mechanism) & (results.attack == spec.id)
-                                       & (results.attack_params == key) & (results.budget == budget)]
-                points.append(_judge(record, replications, plugin_label(spec.id, point), tau, epsilon))
+                for record in report.summary_records(summary):
+                    replications = results[(results.mechanism == mechanism) & (results.attack == spec.id)
+                                           & (results.attack_params == key) & (results.budget == budget)
+                                           & (results.task == record["task"])]
+                    label = f"{plugin_label(spec.id, point)} on {record['task']}"
+                    points.append(_judge(record, replications, label, tau, epsilon))
             if not points:
                 continue
             played = [point for point in points if point.verdict != DID_NOT_PLAY]
             worst = max(played, key=lambda point: point.severity) if played else points[0]
             row = dict(worst.record)
-            reference = table[(table.mechanism == REFERENCE) & (table.attack == spec.id)
+            reference = table[(table.mechanism == REFERENCE) & (table.attack == spec.id) & (table.task == worst.record["task"])
                               & (table.attack_params == json.dumps(worst.record["params"]["attack"], sort_keys=True))
                               & (table.budget == budget)]
             bound = certified.leaderboard_error_bound(n, budget)
@@ -281,6 +286,7 @@ def _battery_rows(table: pd.DataFrame, results: pd.DataFrame, specs: list[Attack
                 passes=bool(played) and worst.verdict == "passes",
                 did_not_play=None if played else _not_played_reason(spec, budget, points),
                 worst_params=worst.record["params"]["attack"] if played else None,
+                worst_task=worst.record["task"] if played else None,
                 severity=worst.severity if played else None,
                 reference_delta_median=float(reference.delta_median.iloc[0]) if len(reference) else None,
                 theoretical_bound=None if bound is None else {
@@ -370,7 +376,7 @@ def certify(
         "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
         "safe_budget": safe,
         "broken_by": [{"attack": row["attack_label"], "budget": row["budget"], "worst_params": row["worst_params"],
-                       "delta_median": row["delta_median"], "lberr_median": row["lberr_median"]}
+                       "worst_task": row["worst_task"], "delta_median": row["delta_median"], "lberr_median": row["lberr_median"]}
                       for row in _broken_by(battery, safe, budgets)],
         "battery": battery,
         "honest": {
@@ -449,7 +455,7 @@ def markdown(certificate: dict[str, Any]) -> str:
     c = certificate
     safe = c["safe_budget"]
     broken = "; ".join(
-        f"{row['attack']} with {_params_text(row['worst_params'])} (Δ median {_float(row['delta_median'])}, "
+        f"{row['attack']} with {_params_text(row['worst_params'])} on {row['worst_task']} (Δ median {_float(row['delta_median'])}, "
         f"lb error median {_float(row['lberr_median'])})"
         for row in c.get("broken_by", [])
     )
@@ -477,7 +483,7 @@ def markdown(certificate: dict[str, Any]) -> str:
         bound = row["theoretical_bound"]
         bound_text = "–" if bound is None else f"{bound['kind']} {bound['value']:.3g}"
         played = row["verdict"] != DID_NOT_PLAY
-        worst = _params_text(row["worst_params"]) if played else "–"
+        worst = f"{_params_text(row['worst_params'])} on {row['worst_task']}" if played else "–"
         verdict = {"passes": "passes", "fails": "**fails**"}.get(row["verdict"], "did not play")
         lines.append(
             f"| {row['attack_label']} | {row['budget']} | {_count(row['submissions_used'])} | {worst} | "

@@ -85,10 +85,13 @@ class Scorer(ABC):
 
         ``counts`` (B × n) says how often each sample was drawn in each resample (rows
         sum to n); the result is the score of the resampled (ŷ, y) pairs, duplicates
-        included. For a function of weighted moments that is the weighted score under
-        counts / n; a rank metric overrides this, since duplicates change the ranks.
+        included. For a function of weighted moments that is the weighted score under the
+        normalised counts, computed directly (not through a scorer's faster
+        :meth:`weighted_by_counts`, whose one-product moments round differently when a
+        prediction equals the labels, and sage's reference comparison is exact); a rank
+        metric overrides this, since duplicates change the ranks.
         """
-        return self.weighted(y, P, counts / counts.sum(axis=1, keepdims=True))
+        return Scorer.weighted_by_counts(self, y, P, counts)
 
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
         """Unweighted scores of the m rows of ``P``: a vector of length m; :class:`ScoreError`

@@ -83,23 +83,28 @@ def test_step_forward_with_oracle_changepoints_locates_jumps_in_ladder_boot():
     assert selections[0] == selections[1] == exact.selected_
 
 
-@pytest.mark.xfail(strict=False, reason="LadderBoot's exact sampler (version 2) changed the random stream: 3 of these "
-                   "6 fixed-seed replications hit where 5 did; to be replaced by a bound over more replications")
+@pytest.mark.slow
 def test_repeated_submissions_average_out_ladder_boot_noise():
     """Chaibub Neto, Discussion: against LadderBoot with b = 1, binary segmentation (told the true
     number of jumps) rarely finds the last jump in single releases, but finds it (within one
-    feature) in the averages of T = 200 repeated submissions."""
+    feature) in the averages of T = 200 repeated submissions.
+
+    40 independent replications (measured: 28 hits with T = 200, none with T = 1). If
+    averaging found the jump at most 1 time in 5, 20 hits or more would have probability
+    2·10⁻⁵; if single releases found it half the time, 4 hits or fewer would have
+    probability 10⁻⁷ (binomial tails)."""
     hits = {1: 0, 200: 0}
-    for replication in range(6):
+    for replication in range(40):
         split = PERMUTED.split(stream(0, "task", replication))
         for repeats in hits:
             attack = ATTACKS.make("step-forward", iterations=1, jump="binseg", changepoints="oracle", repeats=repeats)
             mechanism = MECHANISMS.make("ladder-boot", b=1, alpha=0.15)
-            play(split, mechanism, attack, np.random.default_rng(3), np.random.default_rng(4), oracle=True)
+            play(split, mechanism, attack, stream(0, "mechanism", replication), stream(0, "attack", replication),
+                 oracle=True)
             p = split.public.X_train.shape[1]
             last_jump = max(a for a in mechanism.acceptances_ if a < p * repeats) // repeats
-            hits[repeats] += abs(attack.selected_[0] - last_jump) <= 1
-    assert hits[200] >= 5 and hits[1] <= 2
+            hits[repeats] += bool(attack.selected_) and abs(attack.selected_[0] - last_jump) <= 1
+    assert hits[200] >= 20 and hits[1] <= 4
 
 
 def test_oracle_needs_an_oracle_board():

@@ -271,3 +271,16 @@ def test_every_strength_grid_point_uses_the_budget_and_is_a_valid_setting(attack
         assert grid and all(cls.budget_params(budget).items() <= point.items() for point in grid)
         for point in grid:
             ATTACKS.make(attack_id, **point).validate_params()
+
+
+def test_an_attack_that_plays_both_families_is_judged_by_its_worst_point_over_both(kaggle_certificate):
+    rows = [row for row in kaggle_certificate["battery"] if row["attack"] == "hill-climbing"]
+    assert rows
+    for row in rows:
+        assert {point["task"] for point in row["grid"]} == {"random-labels", "gaussian-regression"}
+        played = [point for point in row["grid"] if point["verdict"] != "did not play"]
+        worst = max(played, key=lambda point: point["severity"])
+        assert (row["worst_task"], row["worst_params"]) == (worst["task"], worst["params"])
+        assert row["severity"] == worst["severity"]
+    classification_only = [row for row in kaggle_certificate["battery"] if row["attack"] == "boosting"]
+    assert all({point["task"] for point in row["grid"]} == {"random-labels"} for row in classification_only)
