@@ -421,8 +421,9 @@ def check_output(path: str | Path) -> Path:
     return out
 
 
-def write_certificate(certificate: dict[str, Any], out: str | Path) -> list[Path]:
-    """Write the certificate as JSON to ``out`` and as Markdown beside it; return the paths.
+def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_people: str | None = None) -> list[Path]:
+    """Write the certificate as JSON to ``out`` and as Markdown beside it (``text_for_people``,
+    by default :func:`markdown` of the certificate); return the paths.
 
     If writing fails (the disk filled up, the directory vanished), the certificate
     is written to a new file in the system's temporary directory instead, and the
@@ -432,7 +433,7 @@ def write_certificate(certificate: dict[str, Any], out: str | Path) -> list[Path
     text = json.dumps(certificate, indent=2, ensure_ascii=False) + "\n"
     try:
         out.write_text(text, encoding="utf-8")
-        out.with_suffix(".md").write_text(markdown(certificate), encoding="utf-8")
+        out.with_suffix(".md").write_text(text_for_people or markdown(certificate), encoding="utf-8")
     except OSError as error:
         handle, rescue = tempfile.mkstemp(prefix="ladderlab-certificate-", suffix=".json")
         with os.fdopen(handle, "w", encoding="utf-8") as rescue_file:

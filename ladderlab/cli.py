@@ -167,7 +167,7 @@ def _report(args: argparse.Namespace) -> int:
     _output_file("--out", args.out)
     _output_file("--html", args.html)
     _output_folder("--plots", args.plots)
-    from ladderlab import plots, report
+    from ladderlab import competition_report, plots, report
 
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
@@ -178,13 +178,17 @@ def _report(args: argparse.Namespace) -> int:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
     else:
         print(text)
+    if not run.competitions.empty and args.format == "text":
+        print("\ncompetitions:")
+        print(competition_report.text_summary(competition_report.summary(run.competitions)))
     if args.html:
         Path(args.html).write_text(report.html_page(run), encoding="utf-8")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
         folder = Path(args.plots)
         folder.mkdir(parents=True, exist_ok=True)
-        for number, figure in enumerate(plots.report_figures(run.results), start=1):
+        figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
+        for number, figure in enumerate(figures, start=1):
             (folder / f"{number:02d}-{figure.slug}.png").write_bytes(figure.png())
     return 0
 
@@ -280,10 +284,17 @@ def _certify(args: argparse.Namespace) -> int:
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only,
     )
-    print(certify.markdown(result))
+    text = certify.markdown(result)
+    if args.competition:
+        from ladderlab import competition_certificate
+
+        result["competition"] = competition_certificate.competition_view(
+            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs)
+        text += "\n" + competition_certificate.markdown(result["competition"])
+    print(text)
     if out:
         try:
-            written = certify.write_certificate(result, out)
+            written = certify.write_certificate(result, out, text)
         except OSError as error:
             print(f"ladderlab: error: {error}", file=sys.stderr)
             return 1
@@ -432,6 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--jobs", type=int, default=1, help="parallel cells")
     cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
+    cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
+                      "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")

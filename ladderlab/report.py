@@ -19,13 +19,14 @@ import json
 import math
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ladderlab import plots
+from ladderlab import competition_report, plots
+from ladderlab.competition_scenario import load_competition_results
 from ladderlab.naming import plugin_label
 from ladderlab.runner import RunDirectoryError, cell_records, load_results
 from ladderlab.scenario import Scenario
@@ -161,6 +162,9 @@ class Run:
     manifest: dict[str, Any]
     expected_cells: list[dict[str, Any]]
     results: pd.DataFrame
+    expected_competitions: list[dict[str, Any]] = field(default_factory=list)
+    competitions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """One row per competition replication (see :mod:`ladderlab.competition_scenario`)."""
 
     @property
     def status(self) -> RunStatus:
@@ -181,12 +185,14 @@ def load_run(directory: str | Path) -> Run:
     expected = manifest.get("cells")
     if expected is None:  # written before manifests listed their cells: needs the plugins installed
         expected = cell_records(Scenario.model_validate(manifest["scenario"]))
+    competitions = [cell for cell in expected if cell.get("kind") == "competition"]
+    expected = [cell for cell in expected if cell.get("kind") != "competition"]
     results = load_results(directory, submissions=True)
     if not results.empty:
         order = {cell["key"]: position for position, cell in enumerate(expected)}
         results = results.sort_values(["cell", "replication"], key=lambda c: c.map(order) if c.name == "cell" else c,
                                       ignore_index=True)
-    return Run(directory, manifest, expected, results)
+    return Run(directory, manifest, expected, results, competitions, load_competition_results(directory, teams=True))
 
 
 MEASURE_TITLES = {"delta": "Δ", "lberr": "lb error", "final_released": "released", "final_final": "final"}
@@ -271,12 +277,8 @@ def html_page(run: Run) -> str:
     ]
     if not figures:
         parts.append("<p>No plots: no replication has finished yet.</p>")
-    for figure in figures:
-        data = base64.b64encode(figure.png()).decode()
-        parts.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure.title)}">'
-            f"<figcaption>{html.escape(figure.caption)}</figcaption></figure>"
-        )
+    parts += [_figure_html(figure) for figure in figures]
+    parts += competition_report.html_section(run.expected_competitions, run.competitions, _figure_html)
     parts += [
         "<h2>Scenario</h2>",
         f"<pre>{html.escape(json.dumps(scenario, indent=2, ensure_ascii=False))}</pre>",
@@ -285,6 +287,12 @@ def html_page(run: Run) -> str:
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _figure_html(figure: plots.ReportFigure) -> str:
+    data = base64.b64encode(figure.png()).decode()
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure.title)}">'
+            f"<figcaption>{html.escape(figure.caption)}</figcaption></figure>")
 
 
 def _provenance(run: Run) -> str:

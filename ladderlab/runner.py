@@ -46,6 +46,8 @@ from tqdm import tqdm
 import ladderlab
 from ladderlab.duel import Incompatible, duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.competition_scenario import CompetitionCell
+from ladderlab.competition_scenario import cell_table as competition_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
 from ladderlab.sharing import shared_identity
 
@@ -59,6 +61,10 @@ class RunDirectoryError(ValueError):
 def _versions(scenario: Scenario) -> dict[str, str]:
     versions = {"ladderlab": ladderlab.__version__}
     for cell in cells(scenario):
+        if isinstance(cell, CompetitionCell):
+            versions.update({f"{registry.kind}:{plugin_id}": registry.get(plugin_id).version
+                             for registry, plugin_id in cell.plugin_ids()})
+            continue
         for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
             versions[f"{registry.kind}:{plugin_id}"] = registry.get(plugin_id).version
     return versions
@@ -76,6 +82,7 @@ def prepare(scenario: Scenario, out: Path) -> None:
             )
         return
     (out / "cells").mkdir(parents=True, exist_ok=True)
+    (out / CompetitionCell.directory).mkdir(exist_ok=True)
     manifest = {
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
@@ -175,6 +182,10 @@ def run_cells(
     """Run the cells of a transcript group replication by replication (each replication's
     cells together, so they share its transcript); write each cell's file; return the paths.
     ``first_rows`` holds replication 0's rows where they were already played."""
+    if isinstance(group[0], CompetitionCell):
+        (cell,) = group
+        with threadpool_limits(blas_threads) if blas_threads else nullcontext():
+            return [_write_cell(cell, competition_cell_table(cell, seed, replications), out)]
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
     with threadpool_limits(blas_threads) if blas_threads else nullcontext():
         for replication in range(replications):
@@ -183,20 +194,24 @@ def run_cells(
                     rows[cell.key].append(first_rows[cell.key])
                 else:
                     rows[cell.key].append(run_replication(cell, seed, replication))
-    paths = []
-    for cell in group:
-        path = Path(out) / "cells" / f"{cell.key}.parquet"
-        sink = pa.BufferOutputStream()
-        pq.write_table(_cell_table(cell, seed, rows[cell.key]), sink)
-        _write_atomically(path, sink.getvalue().to_pybytes())
-        paths.append(str(path))
-    return paths
+    return [_write_cell(cell, _cell_table(cell, seed, rows[cell.key]), out) for cell in group]
+
+
+def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str) -> str:
+    path = Path(out) / cell.directory / f"{cell.key}.parquet"
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    _write_atomically(path, sink.getvalue().to_pybytes())
+    return str(path)
 
 
 def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
     """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order."""
     groups: dict[str, list[Cell]] = {}
     for cell in todo:
+        if isinstance(cell, CompetitionCell):
+            groups[cell.key] = [cell]
+            continue
         final_only = ATTACKS.get(cell.attack[0]).final_only_params
         identity = shared_identity(*cell.attack, final_only)
         key = json.dumps([cell.task, cell.mechanism, identity, cell.budget, cell.oracle], sort_keys=True, default=str)
@@ -225,7 +240,7 @@ def longest_first(
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
     """The scenario's cells that have no result file yet."""
-    return [cell for cell in cells(scenario) if not (out / "cells" / f"{cell.key}.parquet").exists()]
+    return [cell for cell in cells(scenario) if not (out / cell.directory / f"{cell.key}.parquet").exists()]
 
 
 def run(
@@ -256,8 +271,10 @@ def run(
     blas_threads = None
     if backend == "loky" and jobs != 1:
         blas_threads = max(1, (os.cpu_count() or 1) // joblib.effective_n_jobs(jobs))
-        if len(groups) > 1:
-            groups, first_rows = longest_first(groups, scenario.seed, jobs, blas_threads)
+        duel_groups = [group for group in groups if not isinstance(group[0], CompetitionCell)]
+        if len(duel_groups) > 1:
+            duel_groups, first_rows = longest_first(duel_groups, scenario.seed, jobs, blas_threads)
+        groups = [group for group in groups if isinstance(group[0], CompetitionCell)] + duel_groups
     tasks = (
         joblib.delayed(run_cells)(
             group, scenario.seed, scenario.replications, str(out), blas_threads,

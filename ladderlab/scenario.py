@@ -47,7 +47,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
@@ -56,6 +56,8 @@ from ladderlab.duel import incompatibility, spec
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.params import ParameterError, list_valued
 from ladderlab.plugin import Plugin
+from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
+from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import stream
 from ladderlab.tasks import Split
@@ -110,11 +112,14 @@ class Scenario(_Strict):
     source: StrictStr = ""
     replications: StrictInt = Field(ge=1)
     seed: StrictInt = Field(default=0, ge=0)
-    matrix: list[Matrix] = Field(min_length=1)
+    matrix: list[Matrix] = Field(default_factory=list)
+    competition: list[CompetitionMatrix] = Field(default_factory=list)
     _source: str = PrivateAttr(default="scenario")
 
     @model_validator(mode="after")
     def _valid_cells(self) -> Scenario:
+        if not self.matrix and not self.competition:
+            raise ValueError("a scenario needs at least one [[matrix]] or [[competition]] table")
         for i, matrix in enumerate(self.matrix):
             for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
                 for j, entry in enumerate(getattr(matrix, key)):
@@ -137,7 +142,7 @@ class Scenario(_Strict):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields}
+_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields} | COMPETITION_KEYS
 
 
 def _check_entry(entry: PluginEntry, registry: Registry, where: str) -> None:
@@ -195,6 +200,8 @@ class Cell:
     attack: tuple[str, dict[str, Any]]
     budget: int | None
     oracle: bool
+    directory: ClassVar[str] = "cells"
+    """The run directory's folder for the cell's results."""
 
     @property
     def label(self) -> str:
@@ -242,12 +249,13 @@ def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
     return located
 
 
-def cells(scenario: Scenario) -> list[Cell]:
-    """Every cell of every matrix, in file order (a valid scenario lists each cell once)."""
+def cells(scenario: Scenario) -> list[Cell | CompetitionCell]:
+    """Every cell of every matrix, in file order (a valid scenario lists each cell once);
+    competition cells last."""
     found: dict[str, Cell] = {}
     for _, cell in _located_cells(scenario):
         found.setdefault(cell.key, cell)
-    return list(found.values())
+    return [*found.values(), *competition_cells(scenario.competition)]
 
 
 def preflight(scenario: Scenario) -> dict[str, str]:
