@@ -70,7 +70,8 @@ class NaturalAnalyst(Attack):
 
     task_types = frozenset({"classification"})
     honest: ClassVar[bool] = True
-    """An honest participant: competitions count it in the honest utility."""
+    """An honest participant: competitions count it in the honest utility, and
+    ``ladderlab certify`` leaves it out of its attack battery."""
     _parameter_constraints: ClassVar[dict] = {
         "view": [Interval(int, 1, None)],
         "grow_every": [Interval(int, 1, None)],

@@ -160,10 +160,14 @@ class Board:
             if index >= since and index > 0 and released[index] != released[index - 1]
         )
 
+    def _prediction_kind(self) -> PredictionKind:
+        """What one submission holds (labels, probabilities, class-probability rows)."""
+        return self._leaderboard.mechanism.scorer_.prediction_kind
+
     def submit(self, prediction: ArrayLike) -> float:
         """Submit one whole-holdout prediction vector; return its released score."""
         prediction = np.asarray(prediction)
-        if prediction.ndim != (2 if self._leaderboard.mechanism.scorer_.prediction_kind is PredictionKind.PROBABILITIES else 1):
+        if prediction.ndim != (2 if self._prediction_kind() is PredictionKind.PROBABILITIES else 1):
             raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
         return float(self.submit_many(prediction[None, :])[0])
 

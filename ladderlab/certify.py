@@ -2,7 +2,8 @@
 
 The battery is an ordinary scenario (run, resumed and reported like any other):
 
-- every registered attack, plus any named by the organiser (a third-party id or a
+- every registered attack (not the honest participants, whose class sets
+  ``honest = True``: ``honest`` and the natural analysts), plus any named by the organiser (a third-party id or a
   ``file.py:Class``, optionally with parameters: ``hill-climbing(block=10)``), at
   every budget, on the task family it plays: random labels with n public labels
   scored with the 0/1 loss for classification attacks, a null Gaussian regression
@@ -335,7 +336,7 @@ def certify(
         raise ValueError(f"tau and epsilon must be positive, got {tau} and {epsilon}")
     specs = [a if isinstance(a, AttackSpec) else parse_attack(a) for a in (attacks or [])]
     if default_battery:
-        specs = [AttackSpec(a) for a in ATTACKS.ids() if a != "honest"] + [
+        specs = [AttackSpec(a) for a in ATTACKS.ids() if not ATTACKS.get(a).honest] + [
             spec for spec in specs if spec.pinned is not None or spec.id not in ATTACKS.ids()]
     if not specs:
         raise ValueError("no attack to certify against: name one with --attack, or keep the default battery")

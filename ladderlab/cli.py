@@ -155,9 +155,20 @@ def _run(args: argparse.Namespace) -> int:
             print(f"skipped (cannot play): {cell.label}: {skipped[cell.key]}", file=sys.stderr)
     results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
                          progress=False if args.quiet else None)
-    print(report.text_table(report.summary(report.load_run(out).results)))
+    run = report.load_run(out)
+    if loaded.matrix:
+        print(report.text_table(report.summary(run.results)))
+    if not run.competitions.empty:
+        from ladderlab import competition_report
+
+        print("\ncompetitions:" if loaded.matrix else "competitions:")
+        print(competition_report.text_summary(competition_report.summary(run.competitions)))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
+    if not run.competitions.empty and (run.competitions.status == "failed").any():
+        failed = run.competitions[run.competitions.status == "failed"]
+        failures.append(f"{len(failed)} of {len(run.competitions)} competition replications failed; first error: "
+                        f"{failed.iloc[0].error}")
     for line in failures:
         print(line, file=sys.stderr)
     return 1 if failures else 0

@@ -52,14 +52,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.base import clone
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.duel import Incompatible, incompatibility, spec
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.registry import ATTACKS
-from ladderlab.scoring import LossScorer, Scorer, get_scorer
+from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import stream
 from ladderlab.tasks import LabelNoiseSplit, Split, Task
 from ladderlab.validation import check_prediction_matrix
@@ -116,7 +115,7 @@ class TeamSpec:
     label: str | None = None
     honest: bool | None = None
     """Counts towards the honest utility (None: when the policy's class sets ``honest = True``,
-    or for the ``honest`` attack)."""
+    as ``honest`` and the natural analysts do)."""
 
     def __post_init__(self) -> None:
         for name in ("count", "accounts"):
@@ -137,11 +136,13 @@ class TeamSpec:
         if self.honest is not None:
             return self.honest
         cls = type(self.policy) if isinstance(self.policy, Attack) else ATTACKS.get(self.policy)
-        return bool(getattr(cls, "honest", False)) or cls.id == "honest"
+        return cls.honest
 
     def attack(self) -> Attack:
         """A fresh attack instance for one team."""
         if isinstance(self.policy, Attack):
+            from sklearn.base import clone  # imported when a competition plays: it is slow to import
+
             return clone(self.policy)
         return ATTACKS.make(self.policy, **self.params)
 
@@ -245,9 +246,10 @@ class CompetitionBoard(Board):
     """A team's client: submissions fill its probe accounts' daily quotas in turn, and wait
     for the next round when all are used. ``remaining`` is what the rules still allow."""
 
-    __slots__ = ("_accounts", "_turn", "_check")
+    __slots__ = ("_accounts", "_turn", "_check", "_kind")
 
     def __init__(self, accounts: list[Account], turn: _Turn, holdout_size: int, classes: FloatArray, check: Any):
+        self._kind = accounts[0].scorer.prediction_kind
         self._leaderboard = None
         self._oracle = False
         self._transcript = []
@@ -261,6 +263,9 @@ class CompetitionBoard(Board):
     @property
     def remaining(self) -> int:
         return sum(account.remaining(self._turn.round) for account in self._accounts)
+
+    def _prediction_kind(self) -> PredictionKind:
+        return self._kind
 
     def oracle_jumps(self, since: int) -> int:
         raise PermissionError("competition boards have no oracle")
@@ -358,6 +363,9 @@ class CompetitionResult:
     leaderboard_errors: FloatArray
     """Blum & Hardt Def. 2.1 per team, over its main account's submissions, with population scores."""
     precision: float | None = None
+    last_round: FloatArray | None = None
+    """The last round (1-based) in which each team submitted on any account, NaN if never: the day
+    a team that probes and then submits its final prediction (the log-loss oracle) was done."""
 
 
 def _leaderboard_value(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -393,8 +401,7 @@ def play_competition(
     team's policy or the mechanism cannot play on the task."""
     if not teams:
         raise ValueError("a competition needs at least one team")
-    data = split.public
-    scorer = get_scorer(data.scorer)
+    scorer = get_scorer(split.public.scorer)
     attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
     for group in attacks:
         group[0].validate_params()
@@ -409,8 +416,11 @@ def play_competition(
             raise ValueError(f"rules.public_fraction {rules.public_fraction} leaves {n_public} public rows of {size}")
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
+    data = split.public
     mechanism_spec = spec(mechanism)
-    shared = getattr(type(mechanism), "shared_state", False)
+    shared = type(mechanism).shared_state
+
+    from sklearn.base import clone  # imported when a competition plays: it is slow to import
 
     def bound(identity: tuple[Any, ...]) -> Mechanism:
         rng = stream(seed, "mechanism", mechanism_spec, task_spec, identity, replication)
@@ -454,7 +464,12 @@ def play_competition(
 
 
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:
-    return replace(split, public_rows=public_rows, final_rows=final_rows)
+    """The split with the competition's own public rows; a task that discloses its public
+    rows (a two-stage competition) discloses these instead."""
+    public = split.public
+    if public.public_rows is not None:
+        public = replace(public, public_rows=public_rows.copy())
+    return replace(split, public=public, public_rows=public_rows, final_rows=final_rows)
 
 
 def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechanism, split: Split, shared: bool) -> CompetitionResult:
@@ -464,6 +479,7 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
     public, private, population = np.empty(count), np.empty(count), np.empty(count)
     released_final, errors = np.empty(count), np.empty(count)
     submissions = np.empty(count, dtype=np.int64)
+    last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
     for t, team in enumerate(roster):
@@ -482,7 +498,11 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         true_best = np.minimum.accumulate(sign * records["population"])
         errors[t] = float(np.max(np.abs(true_best - sign * values)))
         for account in team.accounts:
-            best_population = min(best_population, float(np.min(sign * account.records()["population"])))
+            account_records = account.records()
+            best_population = min(best_population, float(np.min(sign * account_records["population"])))
+            played = account_records["round"][account_records["round"] < rules.rounds]
+            if played.size:
+                last_round[t] = np.fmax(last_round[t], played.max() + 1)
         rounds = records["round"]
         for r in range(rules.rounds):
             made = np.flatnonzero(rounds <= r)
@@ -505,6 +525,7 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         scorer=scorer.name,
         leaderboard_errors=errors,
         precision=rules.precision,
+        last_round=last_round,
     )
 
 

@@ -18,9 +18,11 @@ For teams ranked on their main accounts (:class:`~ladderlab.competition.Competit
   observed best private accuracy and the true best population accuracy (0/1 loss and
   accuracy only; NaN otherwise);
 - per team group: mean public and private rank, the best private rank, mean Δ, the
-  first round a team of the group leads the public leaderboard, and the first round
+  first round a team of the group leads the public leaderboard, the first round
   one shows a perfect public score (0 loss, accuracy 1; within half the released
-  precision).
+  precision), the share of its teams whose final public score is perfect, and the mean
+  last round its teams submitted in (for the log-loss oracle, which shows its perfect
+  score only with its final prediction: the day its decoding was done).
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def group_measures(result: CompetitionResult) -> dict[str, dict[str, float]]:
     perfect_value = 0.0 if sign > 0 else 1.0
     tolerance = (result.precision or 0.0) / 2 + 1e-12
     perfect = np.abs(result.public_by_round - perfect_value) <= tolerance
+    final_perfect = np.abs(result.public - perfect_value) <= tolerance
+    last_round = np.full(len(result.labels), np.nan) if result.last_round is None else result.last_round
     labels = np.array(result.labels)
     groups = {}
     for label in dict.fromkeys(result.labels):
@@ -110,6 +114,9 @@ def group_measures(result: CompetitionResult) -> dict[str, dict[str, float]]:
             "population_mean": float(result.population[members].mean()),
             "first_leading_round": first_round(leading),
             "first_perfect_round": first_round(perfect),
+            "final_perfect": float(final_perfect[members].mean()),
+            "last_round_mean": float(np.nanmean(last_round[members])) if np.isfinite(last_round[members]).any()
+            else float("nan"),
         }
     return groups
 

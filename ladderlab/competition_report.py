@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from ladderlab.competition_scenario import group_summary, summary, text_summary
+from ladderlab.competition_results import group_summary, summary, text_summary
 from ladderlab.naming import plugin_label
 from ladderlab.plots import ReportFigure, _grid
 

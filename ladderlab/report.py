@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from ladderlab import competition_report, plots
-from ladderlab.competition_scenario import load_competition_results
+from ladderlab.competition_results import load_competition_results
 from ladderlab.naming import plugin_label
 from ladderlab.runner import RunDirectoryError, cell_records, load_results
 from ladderlab.scenario import Scenario

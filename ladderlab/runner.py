@@ -47,7 +47,7 @@ import ladderlab
 from ladderlab.duel import Incompatible, duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.competition_scenario import CompetitionCell
-from ladderlab.competition_scenario import cell_table as competition_cell_table
+from ladderlab.competition_results import cell_table as competition_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
 from ladderlab.sharing import shared_identity
 

@@ -124,6 +124,13 @@ class Scenario(_Strict):
             for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
                 for j, entry in enumerate(getattr(matrix, key)):
                     _check_entry(entry, registry, f"matrix[{i}].{key}[{j}]")
+        for i, table in enumerate(self.competition):
+            for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS)):
+                for j, entry in enumerate(getattr(table, key)):
+                    _check_entry(entry, registry, f"competition[{i}].{key}[{j}]")
+            for m, mix in enumerate(table.mixes):
+                for j, team in enumerate(mix.teams):
+                    _check_entry(team, ATTACKS, f"competition[{i}].mixes[{m}].teams[{j}]", id_key="policy")
         _check_duplicates(self)
         return self
 
@@ -145,17 +152,19 @@ class Scenario(_Strict):
 _KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields} | COMPETITION_KEYS
 
 
-def _check_entry(entry: PluginEntry, registry: Registry, where: str) -> None:
+def _check_entry(entry: Any, registry: Registry, where: str, id_key: str = "id") -> None:
     """The plugin exists, every parameter is known, and every combination of the entry's
-    grid builds a plugin whose parameters pass its declared and relational checks."""
+    grid builds a plugin whose parameters pass its declared and relational checks.
+    ``entry`` has the plugin id in ``id_key`` (a competition team's ``policy``) and ``params``."""
+    plugin_id = getattr(entry, id_key)
     try:
-        cls = registry.get(entry.id)
+        cls = registry.get(plugin_id)
     except ValueError as error:
-        raise ValueError(f"{where}.id: {error}") from None
+        raise ValueError(f"{where}.{id_key}: {error}") from None
     known = cls.parameter_defaults()
     for name in entry.params:
         if name not in known:
-            raise ValueError(f"{where}.params: {unknown_name_error(f'parameter of {entry.id!r}', name, known)}")
+            raise ValueError(f"{where}.params: {unknown_name_error(f'parameter of {plugin_id!r}', name, known)}")
     for name, value in entry.params.items():
         if not grid_values(cls, name, value):
             raise ValueError(
@@ -269,16 +278,25 @@ def preflight(scenario: Scenario) -> dict[str, str]:
     """
     splits: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    for where, cell in _located_cells(scenario):
+
+    def first_split(task: Plugin) -> Split:
+        task_key = json.dumps(spec(task), sort_keys=True, default=repr)
+        if task_key not in splits:
+            splits[task_key] = task.split(stream(scenario.seed, "task", spec(task), 0))
+        return splits[task_key]
+
+    located: list[tuple[str, Cell | CompetitionCell]] = list(_located_cells(scenario))
+    located += [(f"competition[{i}]", cell) for i, table in enumerate(scenario.competition)
+                for cell in competition_cells([table])]
+    for where, cell in located:
         try:
-            task = TASKS.make(cell.task[0], **cell.task[1])
-            task_key = json.dumps(spec(task), sort_keys=True, default=repr)
-            if task_key not in splits:
-                splits[task_key] = task.split(stream(scenario.seed, "task", spec(task), 0))
-            split = splits[task_key]
+            split = first_split(TASKS.make(cell.task[0], **cell.task[1]))
             mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-            attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
-            reason = incompatibility(split, mechanism, attack)
+            if isinstance(cell, CompetitionCell):  # every team's policy must play, or the competition is skipped
+                attacks = [ATTACKS.make(team["policy"], **team["params"]) for team in cell.teams]
+            else:
+                attacks = [ATTACKS.make(cell.attack[0], **cell.attack[1])]
+            reason = next(filter(None, (incompatibility(split, mechanism, attack) for attack in attacks)), None)
             if reason:
                 skipped[cell.key] = reason
                 continue
@@ -319,15 +337,26 @@ def builtin_scenarios() -> dict[str, Path]:
 
 
 def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
-    """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder."""
-    for matrix in raw.get("matrix", []) if isinstance(raw.get("matrix"), list) else []:
-        for key in ("tasks", "mechanisms", "attacks"):
-            for entry in matrix.get(key, []) if isinstance(matrix, dict) and isinstance(matrix.get(key), list) else []:
-                plugin_id = entry.get("id") if isinstance(entry, dict) else None
-                if isinstance(plugin_id, str) and ".py:" in plugin_id:
-                    location, _, name = plugin_id.rpartition(":")
-                    if not Path(location).is_absolute():
-                        entry["id"] = f"{(folder / location).resolve()}:{name}"
+    """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder
+    (in ``[[matrix]]`` tables, and in ``[[competition]]`` tables and their teams' policies)."""
+
+    def entries(tables: Any, keys: tuple[str, ...]) -> list[Any]:
+        found = []
+        for table in tables if isinstance(tables, list) else []:
+            for key in keys:
+                if isinstance(table, dict) and isinstance(table.get(key), list):
+                    found += table[key]
+        return found
+
+    located = [(entry, "id") for entry in entries(raw.get("matrix"), ("tasks", "mechanisms", "attacks"))]
+    located += [(entry, "id") for entry in entries(raw.get("competition"), ("tasks", "mechanisms"))]
+    located += [(team, "policy") for team in entries(entries(raw.get("competition"), ("mixes",)), ("teams",))]
+    for entry, key in located:
+        plugin_id = entry.get(key) if isinstance(entry, dict) else None
+        if isinstance(plugin_id, str) and ".py:" in plugin_id:
+            location, _, name = plugin_id.rpartition(":")
+            if not Path(location).is_absolute():
+                entry[key] = f"{(folder / location).resolve()}:{name}"
 
 
 def load(source: str | Path, replications: int | None = None) -> Scenario:

@@ -565,7 +565,8 @@ class LatentClassification(Task):
     knows P(y = 1 | x) for every holdout input, each submission's population score is
     exact (Blum & Hardt, Def. 2.1, with R_D conditional on the holdout inputs), which
     competitions need to tell the truly best team. ``n_public`` of ``n_holdout`` rows are
-    public.
+    public; ``disclose_public_rows=True`` tells the participants which (a two-stage
+    competition such as the Data Science Bowl 2017, where the log-loss oracle plays).
     """
 
     id = "latent-classification"
@@ -580,6 +581,7 @@ class LatentClassification(Task):
         "signal": [Interval(float, 0, None)],
         "decay": [Interval(float, 0, 1, closed="right")],
         "scorer": [Options({"zero-one", "accuracy", "log-loss"})],
+        "disclose_public_rows": [Boolean()],
     }
 
     def __init__(
@@ -591,6 +593,7 @@ class LatentClassification(Task):
         signal: float = 3.0,
         decay: float = 0.8,
         scorer: str = "zero-one",
+        disclose_public_rows: bool = False,
     ):
         self.n_train = n_train
         self.n_public = n_public
@@ -599,6 +602,7 @@ class LatentClassification(Task):
         self.signal = signal
         self.decay = decay
         self.scorer = scorer
+        self.disclose_public_rows = disclose_public_rows
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -613,11 +617,13 @@ class LatentClassification(Task):
         y = (rng.random(probabilities.size) < probabilities).astype(float)
         X_train, X_holdout = X[: self.n_train], X[self.n_train :]
         classes = np.array([0.0, 1.0])
-        public = PublicData(X_train, y[: self.n_train], X_holdout, "classification", self.scorer, classes)
         order = rng.permutation(self.n_holdout)
+        public_rows = np.sort(order[: self.n_public])
+        public = PublicData(X_train, y[: self.n_train], X_holdout, "classification", self.scorer, classes,
+                            public_rows.copy() if self.disclose_public_rows else None)
         return LabelNoiseSplit(
             public,
-            np.sort(order[: self.n_public]),
+            public_rows,
             np.sort(order[self.n_public :]),
             y[self.n_train :],
             holdout_probabilities=probabilities[self.n_train :],

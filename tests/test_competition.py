@@ -257,7 +257,7 @@ teams = [
 
 def test_competitions_run_from_scenario_files_resume_and_report(tmp_path):
     from ladderlab import report, runner
-    from ladderlab.competition_scenario import load_competition_results
+    from ladderlab.competition_results import load_competition_results
     from ladderlab.scenario import cells, load
 
     path = tmp_path / "tiny.toml"
