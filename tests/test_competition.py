@@ -255,8 +255,20 @@ teams = [
 """
 
 
-def test_competitions_run_from_scenario_files_resume_and_report(tmp_path):
-    from ladderlab import report, runner
+def run_tiny_scenario(tmp_path):
+    from ladderlab import runner
+    from ladderlab.scenario import load
+
+    path = tmp_path / "tiny.toml"
+    path.write_text(SCENARIO)
+    runner.run(load(path), tmp_path / "run", progress=False)
+    return tmp_path / "run"
+
+
+def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkeypatch):
+    """The run, the resume and the report page's words; the figures are built but not drawn
+    (drawing them costs seconds: the slow test below draws them)."""
+    from ladderlab import plots, report, runner
     from ladderlab.competition_results import load_competition_results
     from ladderlab.scenario import cells, load
 
@@ -272,8 +284,19 @@ def test_competitions_run_from_scenario_files_resume_and_report(tmp_path):
     written = {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / "competitions").glob("*.parquet")}
     runner.run(scenario, tmp_path / "run", progress=False, jobs=2)
     assert {p: p.stat().st_mtime_ns for p in written} == written  # resumed: nothing recomputed
+    monkeypatch.setattr(plots.ReportFigure, "png", lambda self: b"figure")
     page = report.html_page(report.load_run(tmp_path / "run"))
     assert "Competition shake-up" in page and "Honest utility" in page and "3 of 3 competition cells finished" in page
+
+
+@pytest.mark.slow
+def test_the_competition_report_draws_its_figures(tmp_path):
+    from ladderlab import competition_report, report
+
+    run = report.load_run(run_tiny_scenario(tmp_path))
+    figures = competition_report.report_figures(run.competitions)
+    assert len(figures) == 3 and all(figure.png().startswith(b"\x89PNG") for figure in figures)
+    assert report.html_page(run).count("data:image/png;base64,") == 3
 
 
 def test_a_competition_table_names_unknown_policies_and_rules():
@@ -306,3 +329,80 @@ def test_the_builtin_kaggle_like_scenario_expands_to_every_mechanism_and_both_lo
     assert len(found) == 12
     assert {c.task[1]["scorer"] for c in found} == {"zero-one", "log-loss"}
     assert sum(t["count"] for t in found[0].teams) == 300
+
+
+# --- integration with main: disclosure, preflight, parameter checks, base-class declarations ---
+
+DSB_LIKE = {"scorer": "log-loss", "n_train": 200, "n_public": 198, "n_holdout": 400, "n_features": 4,
+            "disclose_public_rows": True}
+
+
+@pytest.mark.parametrize("mechanism, perfect", [("kaggle", 1.0), ("ladder-free", 0.0)])
+def test_the_log_loss_oracle_decodes_the_public_rows_in_days_unless_the_ladder_holds_its_score(mechanism, perfect):
+    """198 disclosed public rows, 3 submissions a day, released to 1e-5: the oracle packs 14 labels a
+    submission (Trott's script: 14 submissions), so it is done on day 5 and its final public log loss
+    is 0 under Kaggle's rounding; a Ladder releases only improvements by its margin, so nothing decodes."""
+    task = TASKS.make("latent-classification", **DSB_LIKE)
+    teams = [TeamSpec("progressive-analyst", {**ANALYST, "batch": 3}, count=3), TeamSpec("log-loss-oracle")]
+    params = {"alpha": 1e-5} if mechanism == "kaggle" else {}
+    result = compete(task, MECHANISMS.make(mechanism, **params), teams,
+                     Rules(rounds=8, per_round=3, precision=1e-5, selection=2), seed=1)
+    oracle = measures(result, np.random.default_rng(0), 10)["groups"]["log-loss-oracle"]
+    assert oracle["final_perfect"] == perfect and oracle["last_round_mean"] == 5.0
+    if perfect:
+        assert oracle["public_rank_mean"] == 1.0 and oracle["private_rank_mean"] == 4.0  # first in public, last in private
+
+
+def test_a_competition_split_discloses_its_own_public_rows_where_the_task_discloses():
+    from ladderlab.competition import _with_rows
+
+    rows, final = np.arange(0, 900, 3), np.setdiff1d(np.arange(900), np.arange(0, 900, 3))
+    for disclose in (True, False):
+        split = small_task(disclose_public_rows=disclose).split(np.random.default_rng(0))
+        moved = _with_rows(split, rows, final)
+        np.testing.assert_array_equal(moved.public_rows, rows)
+        if disclose:
+            np.testing.assert_array_equal(moved.public.public_rows, rows)
+        else:
+            assert moved.public.public_rows is None
+
+
+def test_preflight_skips_a_competition_whose_team_cannot_play_and_names_bad_parameters():
+    from ladderlab.scenario import ScenarioError, cells, preflight
+
+    scenario = load_text(SCENARIO.replace("n_features = 6 }", 'n_features = 6, scorer = "log-loss" }'))
+    skipped = preflight(scenario)
+    assert set(skipped) == {cell.key for cell in cells(scenario)}
+    assert all("0/1 loss" in reason or "binary" in reason for reason in skipped.values())
+    with pytest.raises(ScenarioError, match=r"competition\[0\]\.mixes\[0\]\.teams\[0\]\.params\.lam: .*1\.5"):
+        load_text(SCENARIO.replace("lam = [0.5, 0.9]", "lam = [0.5, 1.5]"))
+    with pytest.raises(ScenarioError, match=r"competition\[0\]\.mechanisms\[1\]\.params\.eta"):
+        load_text(SCENARIO.replace("eta = [0.01, 0.02]", "eta = [0.01, -0.02]"))
+    with pytest.raises(ScenarioError, match=r"teams\[0\]\.count: .*got '6'"):
+        load_text(SCENARIO.replace("count = 6", 'count = "6"'))
+
+
+def test_shared_state_and_honest_are_declared_on_the_base_classes():
+    from ladderlab.attack import Attack
+    from ladderlab.mechanism import Mechanism
+
+    assert Mechanism.shared_state is False and BatchLog.shared_state is True
+    assert Attack.honest is False
+    assert {a for a in ATTACKS.ids() if ATTACKS.get(a).honest} == {"honest", "progressive-analyst", "conservative-analyst"}
+    assert TeamSpec("honest").is_honest and not TeamSpec("boosting").is_honest
+
+
+@pytest.mark.parametrize("name", ["kaggle-like", "dsb-2017", "idg-dream-1b"])
+def test_the_builtin_competitions_can_play(name):
+    """Every built-in competition cell passes the preflight (dsb-2017 once lost every cell to a
+    log-loss oracle that did not know the public rows)."""
+    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.scenario import cells, load, preflight
+
+    scenario = load(name)
+    competitions = [cell for cell in cells(scenario) if isinstance(cell, CompetitionCell)]
+    assert competitions
+    assert not set(preflight(scenario)) & {cell.key for cell in competitions}
+    if name != "idg-dream-1b":
+        log_loss = [cell for cell in competitions if cell.task[1].get("scorer") == "log-loss"]
+        assert log_loss and all(any(t["policy"] == "log-loss-oracle" for t in cell.teams) for cell in log_loss)
