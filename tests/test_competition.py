@@ -300,7 +300,7 @@ def test_the_competition_report_draws_its_figures(tmp_path):
 
 
 def test_a_competition_table_names_unknown_policies_and_rules():
-    from ladderlab.scenario import ScenarioError, load
+    from ladderlab.scenario import ScenarioError
 
     with pytest.raises(ScenarioError, match="did you mean 'boosting'"):
         load_text(SCENARIO.replace('policy = "boosting"', 'policy = "bosting"'))
