@@ -182,15 +182,18 @@ def _report(args: argparse.Namespace) -> int:
 
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
-    for line in run.status.lines():
+    duels = bool(run.expected_cells) or not run.expected_competitions  # a competition-only run has no duel table
+    for line in run.status.lines() if duels else []:
+        print(line, file=sys.stderr)
+    for line in competition_report.status_lines(run.expected_competitions, run.competitions) if run.expected_competitions else []:
         print(line, file=sys.stderr)
     text = report.write_table(table, args.format)
     if args.out:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
-    else:
+    elif duels:
         print(text)
     if not run.competitions.empty and args.format == "text":
-        print("\ncompetitions:")
+        print("\ncompetitions:" if duels else "competitions:")
         print(competition_report.text_summary(competition_report.summary(run.competitions)))
     if args.html:
         Path(args.html).write_text(report.html_page(run), encoding="utf-8")
