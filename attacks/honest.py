@@ -46,6 +46,7 @@ class Honest(Attack):
     id = "honest"
     version = "2"  # 2: lasso models seeded from the attack's Generator, not numpy's global state
     reference = "Control participant (Blum & Hardt §6; Chaibub Neto et al., Discussion)"
+    honest = True
     _parameter_constraints = {"models": [ListOf(Options(MODELS), min_length=1)]}
 
     def __init__(self, models: tuple[str, ...] = MODELS):

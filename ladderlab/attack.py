@@ -30,6 +30,10 @@ class Attack(Plugin):
     final_only_params: ClassVar[frozenset[str]] = frozenset()
     """Parameters that change only the final prediction, never a submission: duels that
     differ only in them share one transcript (:mod:`ladderlab.sharing`)."""
+    honest: ClassVar[bool] = False
+    """True for an honest participant, not an attack (``honest``, the natural analysts):
+    competitions count it in the honest utility, and ``ladderlab certify`` leaves it out
+    of its attack battery."""
     check_task: ClassVar[tuple[str, dict[str, Any]] | None] = None
     """A small task (id, parameters) for the conformance checks, when the default ones (random
     labels, null Gaussian regression) do not suit the attack."""

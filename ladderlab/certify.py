@@ -2,7 +2,8 @@
 
 The battery is an ordinary scenario (run, resumed and reported like any other):
 
-- every registered attack, plus any named by the organiser (a third-party id or a
+- every registered attack (not the honest participants, whose class sets
+  ``honest = True``: ``honest`` and the natural analysts), plus any named by the organiser (a third-party id or a
   ``file.py:Class``, optionally with parameters: ``hill-climbing(block=10)``), at
   every budget, on every task family it plays: random labels with n public labels
   scored with the 0/1 loss for classification, a null Gaussian regression with n
@@ -344,7 +345,7 @@ def certify(
         raise ValueError(f"tau and epsilon must be positive, got {tau} and {epsilon}")
     specs = [a if isinstance(a, AttackSpec) else parse_attack(a) for a in (attacks or [])]
     if default_battery:
-        specs = [AttackSpec(a) for a in ATTACKS.ids() if a != "honest"] + [
+        specs = [AttackSpec(a) for a in ATTACKS.ids() if not ATTACKS.get(a).honest] + [
             spec for spec in specs if spec.pinned is not None or spec.id not in ATTACKS.ids()]
     if not specs:
         raise ValueError("no attack to certify against: name one with --attack, or keep the default battery")
@@ -430,8 +431,9 @@ def check_output(path: str | Path) -> Path:
     return out
 
 
-def write_certificate(certificate: dict[str, Any], out: str | Path) -> list[Path]:
-    """Write the certificate as JSON to ``out`` and as Markdown beside it; return the paths.
+def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_people: str | None = None) -> list[Path]:
+    """Write the certificate as JSON to ``out`` and as Markdown beside it (``text_for_people``,
+    by default :func:`markdown` of the certificate); return the paths.
 
     If writing fails (the disk filled up, the directory vanished), the certificate
     is written to a new file in the system's temporary directory instead, and the
@@ -441,7 +443,7 @@ def write_certificate(certificate: dict[str, Any], out: str | Path) -> list[Path
     text = json.dumps(certificate, indent=2, ensure_ascii=False) + "\n"
     try:
         out.write_text(text, encoding="utf-8")
-        out.with_suffix(".md").write_text(markdown(certificate), encoding="utf-8")
+        out.with_suffix(".md").write_text(text_for_people or markdown(certificate), encoding="utf-8")
     except OSError as error:
         handle, rescue = tempfile.mkstemp(prefix="ladderlab-certificate-", suffix=".json")
         with os.fdopen(handle, "w", encoding="utf-8") as rescue_file:

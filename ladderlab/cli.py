@@ -159,9 +159,20 @@ def _run(args: argparse.Namespace) -> int:
                          progress=False if args.quiet else None, isolation=args.isolation,
                          rerun_stale=args.rerun_stale,
                          secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
-    print(report.text_table(report.summary(report.load_run(out).results)))
+    run = report.load_run(out)
+    if loaded.matrix:
+        print(report.text_table(report.summary(run.results)))
+    if not run.competitions.empty:
+        from ladderlab import competition_report
+
+        print("\ncompetitions:" if loaded.matrix else "competitions:")
+        print(competition_report.text_summary(competition_report.summary(run.competitions)))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
+    if not run.competitions.empty and (run.competitions.status == "failed").any():
+        failed = run.competitions[run.competitions.status == "failed"]
+        failures.append(f"{len(failed)} of {len(run.competitions)} competition replications failed; first error: "
+                        f"{failed.iloc[0].error}")
     for line in failures:
         print(line, file=sys.stderr)
     return 1 if failures else 0
@@ -171,24 +182,31 @@ def _report(args: argparse.Namespace) -> int:
     _output_file("--out", args.out)
     _output_file("--html", args.html)
     _output_folder("--plots", args.plots)
-    from ladderlab import plots, report
+    from ladderlab import competition_report, plots, report
 
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
-    for line in run.status.lines():
+    duels = bool(run.expected_cells) or not run.expected_competitions  # a competition-only run has no duel table
+    for line in run.status.lines() if duels else []:
+        print(line, file=sys.stderr)
+    for line in competition_report.status_lines(run.expected_competitions, run.competitions) if run.expected_competitions else []:
         print(line, file=sys.stderr)
     text = report.write_table(table, args.format)
     if args.out:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
-    else:
+    elif duels:
         print(text)
+    if not run.competitions.empty and args.format == "text":
+        print("\ncompetitions:" if duels else "competitions:")
+        print(competition_report.text_summary(competition_report.summary(run.competitions)))
     if args.html:
         Path(args.html).write_text(report.html_page(run), encoding="utf-8")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
         folder = Path(args.plots)
         folder.mkdir(parents=True, exist_ok=True)
-        for number, figure in enumerate(plots.report_figures(run.results), start=1):
+        figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
+        for number, figure in enumerate(figures, start=1):
             (folder / f"{number:02d}-{figure.slug}.png").write_bytes(figure.png())
     return 0
 
@@ -285,10 +303,17 @@ def _certify(args: argparse.Namespace) -> int:
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
     )
-    print(certify.markdown(result))
+    text = certify.markdown(result)
+    if args.competition:
+        from ladderlab import competition_certificate
+
+        result["competition"] = competition_certificate.competition_view(
+            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs)
+        text += "\n" + competition_certificate.markdown(result["competition"])
+    print(text)
     if out:
         try:
-            written = certify.write_certificate(result, out)
+            written = certify.write_certificate(result, out, text)
         except OSError as error:
             print(f"ladderlab: error: {error}", file=sys.stderr)
             return 1
@@ -451,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
     _add_trust_options(cert)
+    cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
+                      "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")

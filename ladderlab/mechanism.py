@@ -39,6 +39,11 @@ class Mechanism(Plugin):
     ``ladderlab.testing`` against adaptive analysts."""
     expected_check_failures: ClassVar[dict[str, str]] = {}
     """Conformance checks (``ladderlab.testing``) this mechanism is known to fail, with why."""
+    shared_state: ClassVar[bool] = False
+    """True when one bound mechanism answers every account of a competition (one leaderboard
+    state for all teams); False gives each account its own bound copy, as Ladder.jl's Kaggle
+    replay keeps one Ladder per team and Sage's bootLadderBoot one lead per submitter
+    (:mod:`ladderlab.competition`). Duels have one participant and ignore it."""
 
     def bind(
         self,

@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from ladderlab import plots
+from ladderlab import competition_report, plots
+from ladderlab.competition_results import load_competition_results
 from ladderlab.naming import plugin_label
 from ladderlab.runner import RunDirectoryError, cell_records, read_cell_files, verified_cell_files
 from ladderlab.scenario import Scenario
@@ -169,6 +170,9 @@ class Run:
     expected_cells: list[dict[str, Any]]
     results: pd.DataFrame
     damaged: dict[str, str] = field(default_factory=dict)
+    expected_competitions: list[dict[str, Any]] = field(default_factory=list)
+    competitions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """One row per competition replication (see :mod:`ladderlab.competition_scenario`)."""
 
     @property
     def status(self) -> RunStatus:
@@ -189,13 +193,16 @@ def load_run(directory: str | Path) -> Run:
     expected = manifest.get("cells")
     if expected is None:  # written before manifests listed their cells: needs the plugins installed
         expected = cell_records(Scenario.model_validate(manifest["scenario"]))
+    competitions = [cell for cell in expected if cell.get("kind") == "competition"]
+    expected = [cell for cell in expected if cell.get("kind") != "competition"]
     files, damaged = verified_cell_files(directory)
     results = read_cell_files(files, submissions=True)
     if not results.empty:
         order = {cell["key"]: position for position, cell in enumerate(expected)}
         results = results.sort_values(["cell", "replication"], key=lambda c: c.map(order) if c.name == "cell" else c,
                                       ignore_index=True)
-    return Run(directory, manifest, expected, results, damaged)
+    return Run(directory, manifest, expected, results, damaged, competitions,
+               load_competition_results(directory, teams=True))
 
 
 MEASURE_TITLES = {"delta": "Δ", "lberr": "lb error", "final_released": "released", "final_final": "final"}
@@ -280,12 +287,8 @@ def html_page(run: Run) -> str:
     ]
     if not figures:
         parts.append("<p>No plots: no replication has finished yet.</p>")
-    for figure in figures:
-        data = base64.b64encode(figure.png()).decode()
-        parts.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure.title)}">'
-            f"<figcaption>{html.escape(figure.caption)}</figcaption></figure>"
-        )
+    parts += [_figure_html(figure) for figure in figures]
+    parts += competition_report.html_section(run.expected_competitions, run.competitions, _figure_html)
     parts += [
         "<h2>Scenario</h2>",
         f"<pre>{html.escape(json.dumps(scenario, indent=2, ensure_ascii=False))}</pre>",
@@ -294,6 +297,12 @@ def html_page(run: Run) -> str:
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _figure_html(figure: plots.ReportFigure) -> str:
+    data = base64.b64encode(figure.png()).decode()
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure.title)}">'
+            f"<figcaption>{html.escape(figure.caption)}</figcaption></figure>")
 
 
 def _provenance(run: Run) -> str:

@@ -55,6 +55,8 @@ from ladderlab.duel import Incompatible, duel
 from ladderlab.isolation import AttackRef, Isolation, check_isolation
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.competition_scenario import CompetitionCell
+from ladderlab.competition_results import cell_table as competition_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.sharing import attack_identity, shared_identity
@@ -71,6 +73,10 @@ class RunDirectoryError(ValueError):
 def _versions(scenario: Scenario) -> dict[str, str]:
     versions = {"ladderlab": ladderlab.__version__}
     for cell in cells(scenario):
+        if isinstance(cell, CompetitionCell):
+            versions.update({f"{registry.kind}:{plugin_id}": registry.get(plugin_id).version
+                             for registry, plugin_id in cell.plugin_ids()})
+            continue
         for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
             versions[f"{registry.kind}:{plugin_id}"] = registry.get(plugin_id).version
     return versions
@@ -79,7 +85,7 @@ def _versions(scenario: Scenario) -> dict[str, str]:
 def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
     """The current fingerprint (version, source hash) of every plugin the scenario uses."""
     prints = {}
-    for cell in cells(scenario):
+    for cell in duel_cells(scenario):
         for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
             prints[f"{registry.kind}:{plugin_id}"] = rundir.fingerprint(registry.get(plugin_id))
     return prints
@@ -113,6 +119,7 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
             )
         return
     (out / "cells").mkdir(parents=True, exist_ok=True)
+    (out / CompetitionCell.directory).mkdir(exist_ok=True)
     manifest = {
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
@@ -229,7 +236,15 @@ def run_cells(
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). ``first_rows`` holds replication 0's rows where they were already played."""
+    fingerprints). ``first_rows`` holds replication 0's rows where they were already played.
+    A competition cell is alone in its group; its file (under ``competitions/``) is found by
+    its name on resume, without a checksum."""
+    if isinstance(group[0], CompetitionCell):
+        (cell,) = group
+        with single_threaded():
+            _write_table(Path(out) / cell.directory / f"{cell.key}.parquet",
+                         competition_cell_table(cell, seed, replications))
+        return []
     identities = identities or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
     with single_threaded():
@@ -243,12 +258,17 @@ def run_cells(
     return [_write_cell(cell, seed, rows[cell.key], out, isolation) for cell in group]
 
 
-def _write_cell(cell: Cell, seed: int, rows: list[dict[str, Any]], out: str, isolation: Isolation) -> dict[str, Any]:
-    path = Path(out) / "cells" / f"{cell.key}.parquet"
+def _write_table(path: Path, table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(_cell_table(cell, seed, rows), sink)
+    pq.write_table(table, sink)
     data = sink.getvalue().to_pybytes()
     _write_atomically(path, data)
+    return data
+
+
+def _write_cell(cell: Cell, seed: int, rows: list[dict[str, Any]], out: str, isolation: Isolation) -> dict[str, Any]:
+    path = Path(out) / cell.directory / f"{cell.key}.parquet"
+    data = _write_table(path, _cell_table(cell, seed, rows))
     plugins = {"task": rundir.fingerprint(TASKS.get(cell.task[0])),
                "mechanism": rundir.fingerprint(MECHANISMS.get(cell.mechanism[0]))}
     if isolation == "process":
@@ -265,6 +285,9 @@ def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
     """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order."""
     groups: dict[str, list[Cell]] = {}
     for cell in todo:
+        if isinstance(cell, CompetitionCell):
+            groups[cell.key] = [cell]
+            continue
         final_only = ATTACKS.get(cell.attack[0]).final_only_params
         identity = shared_identity(*cell.attack, final_only)
         key = json.dumps([cell.task, cell.mechanism, identity, cell.budget, cell.oracle], sort_keys=True, default=str)
@@ -292,10 +315,16 @@ def longest_first(
 
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
-    """The scenario's cells that have no verified result file yet."""
+    """The scenario's cells that have no verified result file yet (a competition cell: no file)."""
     completed = read_manifest(out).get("completed", {}) if (out / "manifest.json").exists() else {}
     return [cell for cell in cells(scenario)
-            if cell.key not in completed or not (out / "cells" / f"{cell.key}.parquet").exists()]
+            if not (out / cell.directory / f"{cell.key}.parquet").exists()
+            or (isinstance(cell, Cell) and cell.key not in completed)]
+
+
+def duel_cells(scenario: Scenario) -> list[Cell]:
+    """The scenario's duel cells (competition cells have no single attack to fingerprint)."""
+    return [cell for cell in cells(scenario) if isinstance(cell, Cell)]
 
 
 def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str]]:
@@ -305,7 +334,7 @@ def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str]]:
         cell.key: {kind: rundir.fingerprint_token(prints[f"{registry.kind}:{plugin_id}"])
                    for kind, registry, (plugin_id, _) in (("task", TASKS, cell.task), ("mechanism", MECHANISMS, cell.mechanism),
                                                           ("attack", ATTACKS, cell.attack))}
-        for cell in cells(scenario)
+        for cell in duel_cells(scenario)
     }
 
 
@@ -320,7 +349,7 @@ def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str
     """
     manifest = read_manifest(out)
     completed: dict[str, dict[str, Any]] = manifest.setdefault("completed", {})
-    labels = {cell.key: _label(cell) for cell in cells(scenario)}
+    labels = {cell.key: _label(cell) for cell in duel_cells(scenario)}
     changed = False
     for key, reason in rundir.damaged_cells(out, completed).items():
         target = rundir.quarantine(out, key, reason)
@@ -361,7 +390,7 @@ def _label(cell: Cell) -> str:
 
 
 def _changed_plugin(scenario: Scenario, key: str, kind: str) -> str:
-    cell = next(cell for cell in cells(scenario) if cell.key == key)
+    cell = next(cell for cell in duel_cells(scenario) if cell.key == key)
     return f"{kind} {getattr(cell, kind)[0]!r}"
 
 
@@ -393,6 +422,9 @@ def run(
         scenario = scenario.model_copy(update={"replications": replications})
     check_isolation(isolation)
     check_backend(backend, scheduler, jobs)
+    if isolation == "process" and scenario.competition:
+        raise ValueError("isolation='process' plays duels only: a competition's teams play in threads of one "
+                         "process; run the scenario's competitions without it")
     preflight(scenario)
     out = Path(out) if out is not None else Path("runs") / scenario.name
     with rundir.RunLock(out):
@@ -401,12 +433,14 @@ def run(
         manifest = verify(scenario, out, rerun_stale)
         todo = pending_cells(scenario, out)
         groups = transcript_groups(todo)
-        identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1])) for cell in todo} \
-            if isolation == "process" else {}
+        identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
+                      for cell in todo if isinstance(cell, Cell)} if isolation == "process" else {}
         show = sys.stderr.isatty() if progress is None else progress
         first_rows: dict[str, dict[str, Any]] = {}
-        if backend == "loky" and isolation == "none" and jobs != 1 and len(groups) > 1:
-            groups, first_rows = longest_first(groups, scenario.seed, jobs, secret_seed)
+        duel_groups = [group for group in groups if not isinstance(group[0], CompetitionCell)]
+        if backend == "loky" and isolation == "none" and jobs != 1 and len(duel_groups) > 1:
+            duel_groups, first_rows = longest_first(duel_groups, scenario.seed, jobs, secret_seed)
+            groups = [group for group in groups if isinstance(group[0], CompetitionCell)] + duel_groups
         arguments = [
             (group, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
              {cell.key: identities[cell.key] for cell in group if cell.key in identities},

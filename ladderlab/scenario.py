@@ -47,7 +47,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
@@ -56,6 +56,8 @@ from ladderlab.duel import incompatibility, spec
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.params import ParameterError, list_valued
 from ladderlab.plugin import Plugin
+from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
+from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import stream
 from ladderlab.tasks import Split
@@ -110,15 +112,25 @@ class Scenario(_Strict):
     source: StrictStr = ""
     replications: StrictInt = Field(ge=1)
     seed: StrictInt = Field(default=0, ge=0)
-    matrix: list[Matrix] = Field(min_length=1)
+    matrix: list[Matrix] = Field(default_factory=list)
+    competition: list[CompetitionMatrix] = Field(default_factory=list)
     _source: str = PrivateAttr(default="scenario")
 
     @model_validator(mode="after")
     def _valid_cells(self) -> Scenario:
+        if not self.matrix and not self.competition:
+            raise ValueError("a scenario needs at least one [[matrix]] or [[competition]] table")
         for i, matrix in enumerate(self.matrix):
             for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
                 for j, entry in enumerate(getattr(matrix, key)):
                     _check_entry(entry, registry, f"matrix[{i}].{key}[{j}]")
+        for i, table in enumerate(self.competition):
+            for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS)):
+                for j, entry in enumerate(getattr(table, key)):
+                    _check_entry(entry, registry, f"competition[{i}].{key}[{j}]")
+            for m, mix in enumerate(table.mixes):
+                for j, team in enumerate(mix.teams):
+                    _check_entry(team, ATTACKS, f"competition[{i}].mixes[{m}].teams[{j}]", id_key="policy")
         _check_duplicates(self)
         return self
 
@@ -137,20 +149,22 @@ class Scenario(_Strict):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields}
+_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields} | COMPETITION_KEYS
 
 
-def _check_entry(entry: PluginEntry, registry: Registry, where: str) -> None:
+def _check_entry(entry: Any, registry: Registry, where: str, id_key: str = "id") -> None:
     """The plugin exists, every parameter is known, and every combination of the entry's
-    grid builds a plugin whose parameters pass its declared and relational checks."""
+    grid builds a plugin whose parameters pass its declared and relational checks.
+    ``entry`` has the plugin id in ``id_key`` (a competition team's ``policy``) and ``params``."""
+    plugin_id = getattr(entry, id_key)
     try:
-        cls = registry.get(entry.id)
+        cls = registry.get(plugin_id)
     except ValueError as error:
-        raise ValueError(f"{where}.id: {error}") from None
+        raise ValueError(f"{where}.{id_key}: {error}") from None
     known = cls.parameter_defaults()
     for name in entry.params:
         if name not in known:
-            raise ValueError(f"{where}.params: {unknown_name_error(f'parameter of {entry.id!r}', name, known)}")
+            raise ValueError(f"{where}.params: {unknown_name_error(f'parameter of {plugin_id!r}', name, known)}")
     for name, value in entry.params.items():
         if not grid_values(cls, name, value):
             raise ValueError(
@@ -195,6 +209,8 @@ class Cell:
     attack: tuple[str, dict[str, Any]]
     budget: int | None
     oracle: bool
+    directory: ClassVar[str] = "cells"
+    """The run directory's folder for the cell's results."""
 
     @property
     def label(self) -> str:
@@ -242,12 +258,13 @@ def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
     return located
 
 
-def cells(scenario: Scenario) -> list[Cell]:
-    """Every cell of every matrix, in file order (a valid scenario lists each cell once)."""
+def cells(scenario: Scenario) -> list[Cell | CompetitionCell]:
+    """Every cell of every matrix, in file order (a valid scenario lists each cell once);
+    competition cells last."""
     found: dict[str, Cell] = {}
     for _, cell in _located_cells(scenario):
         found.setdefault(cell.key, cell)
-    return list(found.values())
+    return [*found.values(), *competition_cells(scenario.competition)]
 
 
 def preflight(scenario: Scenario) -> dict[str, str]:
@@ -261,16 +278,25 @@ def preflight(scenario: Scenario) -> dict[str, str]:
     """
     splits: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    for where, cell in _located_cells(scenario):
+
+    def first_split(task: Plugin) -> Split:
+        task_key = json.dumps(spec(task), sort_keys=True, default=repr)
+        if task_key not in splits:
+            splits[task_key] = task.split(stream(scenario.seed, "task", spec(task), 0))
+        return splits[task_key]
+
+    located: list[tuple[str, Cell | CompetitionCell]] = list(_located_cells(scenario))
+    located += [(f"competition[{i}]", cell) for i, table in enumerate(scenario.competition)
+                for cell in competition_cells([table])]
+    for where, cell in located:
         try:
-            task = TASKS.make(cell.task[0], **cell.task[1])
-            task_key = json.dumps(spec(task), sort_keys=True, default=repr)
-            if task_key not in splits:
-                splits[task_key] = task.split(stream(scenario.seed, "task", spec(task), 0))
-            split = splits[task_key]
+            split = first_split(TASKS.make(cell.task[0], **cell.task[1]))
             mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-            attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
-            reason = incompatibility(split, mechanism, attack)
+            if isinstance(cell, CompetitionCell):  # every team's policy must play, or the competition is skipped
+                attacks = [ATTACKS.make(team["policy"], **team["params"]) for team in cell.teams]
+            else:
+                attacks = [ATTACKS.make(cell.attack[0], **cell.attack[1])]
+            reason = next(filter(None, (incompatibility(split, mechanism, attack) for attack in attacks)), None)
             if reason:
                 skipped[cell.key] = reason
                 continue
@@ -311,15 +337,26 @@ def builtin_scenarios() -> dict[str, Path]:
 
 
 def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
-    """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder."""
-    for matrix in raw.get("matrix", []) if isinstance(raw.get("matrix"), list) else []:
-        for key in ("tasks", "mechanisms", "attacks"):
-            for entry in matrix.get(key, []) if isinstance(matrix, dict) and isinstance(matrix.get(key), list) else []:
-                plugin_id = entry.get("id") if isinstance(entry, dict) else None
-                if isinstance(plugin_id, str) and ".py:" in plugin_id:
-                    location, _, name = plugin_id.rpartition(":")
-                    if not Path(location).is_absolute():
-                        entry["id"] = f"{(folder / location).resolve()}:{name}"
+    """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder
+    (in ``[[matrix]]`` tables, and in ``[[competition]]`` tables and their teams' policies)."""
+
+    def entries(tables: Any, keys: tuple[str, ...]) -> list[Any]:
+        found = []
+        for table in tables if isinstance(tables, list) else []:
+            for key in keys:
+                if isinstance(table, dict) and isinstance(table.get(key), list):
+                    found += table[key]
+        return found
+
+    located = [(entry, "id") for entry in entries(raw.get("matrix"), ("tasks", "mechanisms", "attacks"))]
+    located += [(entry, "id") for entry in entries(raw.get("competition"), ("tasks", "mechanisms"))]
+    located += [(team, "policy") for team in entries(entries(raw.get("competition"), ("mixes",)), ("teams",))]
+    for entry, key in located:
+        plugin_id = entry.get(key) if isinstance(entry, dict) else None
+        if isinstance(plugin_id, str) and ".py:" in plugin_id:
+            location, _, name = plugin_id.rpartition(":")
+            if not Path(location).is_absolute():
+                entry[key] = f"{(folder / location).resolve()}:{name}"
 
 
 def load(source: str | Path, replications: int | None = None) -> Scenario:

@@ -543,3 +543,88 @@ class KinaseBinding(Task):
             (y[train], y[self.n_train : self.n_train + self.n_public], y[self.n_train + self.n_public :]),
             self, self.scorer, rng,
         )
+
+
+@dataclass(frozen=True, eq=False)
+class LabelNoiseSplit(Split):
+    """A split whose task knows P(y = 1 | x) at every holdout input.
+
+    Then every submission has an exact population score: its expected score over
+    fresh labels drawn at the same inputs (see :func:`ladderlab.competition.population_scores`).
+    """
+
+    holdout_probabilities: FloatArray | None = field(default=None, repr=False)
+
+
+class LatentClassification(Task):
+    """Binary labels from a logistic model of Gaussian features, with P(y = 1 | x) known.
+
+    x ~ N(0, I_p); the logit is ``signal``·x·β with β_k ∝ ``decay``^k (unit norm), so a few
+    features carry most of the signal and a participant's choice of features sets its
+    skill; y ~ Bernoulli(sigmoid(logit)). Fresh data every replication. Because the task
+    knows P(y = 1 | x) for every holdout input, each submission's population score is
+    exact (Blum & Hardt, Def. 2.1, with R_D conditional on the holdout inputs), which
+    competitions need to tell the truly best team. ``n_public`` of ``n_holdout`` rows are
+    public; ``disclose_public_rows=True`` tells the participants which (a two-stage
+    competition such as the Data Science Bowl 2017, where the log-loss oracle plays).
+    """
+
+    id = "latent-classification"
+    reference = "ladderlab competition task (logistic model with known label noise)"
+    task_type = "classification"
+    default_scorer = "zero-one"
+    _parameter_constraints = {
+        "n_train": [Interval(int, 10, None)],
+        "n_public": [Interval(int, 2, None)],
+        "n_holdout": [Interval(int, 4, None)],
+        "n_features": [Interval(int, 1, None)],
+        "signal": [Interval(float, 0, None)],
+        "decay": [Interval(float, 0, 1, closed="right")],
+        "scorer": [Options({"zero-one", "accuracy", "log-loss"})],
+        "disclose_public_rows": [Boolean()],
+    }
+
+    def __init__(
+        self,
+        n_train: int = 2000,
+        n_public: int = 1500,
+        n_holdout: int = 5000,
+        n_features: int = 20,
+        signal: float = 3.0,
+        decay: float = 0.8,
+        scorer: str = "zero-one",
+        disclose_public_rows: bool = False,
+    ):
+        self.n_train = n_train
+        self.n_public = n_public
+        self.n_holdout = n_holdout
+        self.n_features = n_features
+        self.signal = signal
+        self.decay = decay
+        self.scorer = scorer
+        self.disclose_public_rows = disclose_public_rows
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.n_public >= self.n_holdout:
+            raise ValueError(f"{self.id}: n_public ({self.n_public}) must be smaller than n_holdout ({self.n_holdout})")
+
+    def split(self, rng: np.random.Generator) -> Split:
+        beta = self.decay ** np.arange(self.n_features)
+        beta *= self.signal / np.linalg.norm(beta)
+        X = rng.standard_normal((self.n_train + self.n_holdout, self.n_features))
+        probabilities = 1.0 / (1.0 + np.exp(-X @ beta))
+        y = (rng.random(probabilities.size) < probabilities).astype(float)
+        X_train, X_holdout = X[: self.n_train], X[self.n_train :]
+        classes = np.array([0.0, 1.0])
+        order = rng.permutation(self.n_holdout)
+        public_rows = np.sort(order[: self.n_public])
+        public = PublicData(X_train, y[: self.n_train], X_holdout, "classification", self.scorer, classes,
+                            public_rows.copy() if self.disclose_public_rows else None)
+        return LabelNoiseSplit(
+            public,
+            public_rows,
+            np.sort(order[self.n_public :]),
+            y[self.n_train :],
+            holdout_probabilities=probabilities[self.n_train :],
+        )

@@ -1,0 +1,546 @@
+"""Competitions: many teams on one leaderboard under a platform's rules.
+
+A competition is a task, a mechanism and teams. Each team plays a *policy*, any
+attack plugin (honest participants are attack plugins too, e.g.
+``progressive-analyst``), and may control several accounts (Sybil). The
+:class:`Rules` are those platforms enforce: ``per_round`` submissions per round
+(day) for ``rounds`` rounds, a ``total`` cap per account, the ``public_fraction``
+of the holdout scored on the public leaderboard, the released ``precision``
+(rounding applied on top of any mechanism) and the final ``selection`` rule.
+
+**Mechanism state.** Every account gets its own bound copy of the mechanism
+(Ladder.jl's Kaggle replay keeps one Ladder per team; Sage's bootLadderBoot one
+lead per submitter). A mechanism class that sets ``shared_state = True`` is bound
+once and answers every account.
+
+**Interleaving many sequential attacks.** An attack is sequential code,
+``attack.run(board, data, rng)``. Each team runs it in its own thread against a
+:class:`CompetitionBoard`; the engine hands the turn to one team at a time, in a
+seeded order each round, and the team keeps it until its ``run`` needs more
+submissions than the day allows (its ``submit_many`` then waits for the next
+round) or returns. Only one thread ever runs, so the transcript is a function of
+the seed alone, bit for bit, with no change to any attack's code; threads instead of
+rewriting policies as step functions keep every attack, present and future, a team
+policy. Within its turn a team submits whole batches (one scoring call per batch),
+and the per-round cost is one thread hand-off per team.
+
+**Accounts and the final selection.** A team with one account probes and selects on
+it. A team with ``accounts = A ≥ 2`` probes on A − 1 throwaway accounts (its board
+fills each account's daily quota in turn, so it gets A − 1 times the submissions
+and A − 1 separate mechanism states) and submits its final prediction on the main
+account, the only one ranked. The prediction ``run`` returns is the team's final
+choice: it is submitted on the main account after the last round, outside the caps,
+as in a duel. The selection rule then picks the submissions scored privately:
+``"last"`` (the final one), ``"best-public"`` (the best released score, earliest on
+ties; for a mechanism that releases its best, the last accepted submission), or an
+integer k (Kaggle: the final one and the k − 1 best released others, the best
+private score of the k counting).
+
+**Scores.** A team's public score is its leaderboard value (the last release for a
+mechanism that releases its best, the best release otherwise), its private score
+the best final-set score among its selected submissions, its population score that
+of the submission that counted. Population scores are exact where the task knows
+P(y = 1 | x) (:func:`population_scores`), else the task's constant population score,
+else the final-set score.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ladderlab.attack import Attack
+from ladderlab.board import Board, BudgetExceeded
+from ladderlab.duel import Incompatible, incompatibility, spec
+from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
+from ladderlab.registry import ATTACKS
+from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
+from ladderlab.seeding import stream
+from ladderlab.tasks import LabelNoiseSplit, Split, Task
+from ladderlab.validation import check_prediction_matrix
+
+SELECTIONS = ("last", "best-public")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A platform's rules (EvalAI, Codabench, Kaggle, Hugging Face competitions)."""
+
+    rounds: int = 60
+    per_round: int = 5
+    total: int | None = None
+    """Cap on an account's submissions over the competition (None: rounds × per_round)."""
+    public_fraction: float | None = None
+    """Share of the holdout on the public leaderboard (None: the task's own split)."""
+    precision: float | None = None
+    """Released scores are rounded to a multiple of this (None: as the mechanism releases)."""
+    selection: str | int = "best-public"
+
+    def __post_init__(self) -> None:
+        for name in ("rounds", "per_round"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"rules.{name} must be a whole number ≥ 1, got {value!r}")
+        if self.total is not None and (isinstance(self.total, bool) or not isinstance(self.total, int) or self.total < 0):
+            raise ValueError(f"rules.total must be a whole number ≥ 0 or None, got {self.total!r}")
+        if self.public_fraction is not None and not 0 < self.public_fraction < 1:
+            raise ValueError(f"rules.public_fraction must lie in (0, 1), got {self.public_fraction!r}")
+        if self.precision is not None and not self.precision > 0:
+            raise ValueError(f"rules.precision must be positive, got {self.precision!r}")
+        if isinstance(self.selection, bool) or not (
+            self.selection in SELECTIONS or (isinstance(self.selection, int) and self.selection >= 1)
+        ):
+            raise ValueError(f"rules.selection must be 'last', 'best-public' or a whole number k ≥ 1, got {self.selection!r}")
+
+    @property
+    def cap(self) -> int:
+        """Submissions one account may make over the competition."""
+        allowed = self.rounds * self.per_round
+        return allowed if self.total is None else min(allowed, self.total)
+
+
+@dataclass(frozen=True)
+class TeamSpec:
+    """``count`` teams playing the attack ``policy`` (an id or an instance), each with
+    ``accounts`` accounts; ``label`` names the group in results (default: the policy id)."""
+
+    policy: str | Attack
+    params: dict[str, Any] = field(default_factory=dict)
+    count: int = 1
+    accounts: int = 1
+    label: str | None = None
+    honest: bool | None = None
+    """Counts towards the honest utility (None: when the policy's class sets ``honest = True``,
+    as ``honest`` and the natural analysts do)."""
+
+    def __post_init__(self) -> None:
+        for name in ("count", "accounts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"team {self.name!r}: {name} must be a whole number ≥ 1, got {value!r}")
+        if isinstance(self.policy, Attack) and self.params:
+            raise ValueError(f"team {self.name!r}: give params in the attack instance, not beside it")
+
+    @property
+    def name(self) -> str:
+        if self.label:
+            return self.label
+        return self.policy if isinstance(self.policy, str) else self.policy.id
+
+    @property
+    def is_honest(self) -> bool:
+        if self.honest is not None:
+            return self.honest
+        cls = type(self.policy) if isinstance(self.policy, Attack) else ATTACKS.get(self.policy)
+        return cls.honest
+
+    def attack(self) -> Attack:
+        """A fresh attack instance for one team."""
+        if isinstance(self.policy, Attack):
+            from sklearn.base import clone  # imported when a competition plays: it is slow to import
+
+            return clone(self.policy)
+        return ATTACKS.make(self.policy, **self.params)
+
+
+def population_scores(split: Split, scorer: Scorer, P: FloatArray) -> FloatArray:
+    """Population score of each row of whole-holdout predictions ``P``.
+
+    Where the task knows p_i = P(y_i = 1 | x_i), the expected score over fresh labels at
+    the holdout inputs, mean_i [p_i ℓ(1, ŷ_i) + (1 − p_i) ℓ(0, ŷ_i)], for a per-sample
+    loss (accuracy as 1 − 0/1 loss). Otherwise the task's constant population score, or
+    else the final-set score (as in a duel).
+    """
+    probabilities = getattr(split, "holdout_probabilities", None) if isinstance(split, LabelNoiseSplit) else None
+    if probabilities is not None:
+        if isinstance(scorer, LossScorer):
+            ones, zeros = np.ones(P.shape[1]), np.zeros(P.shape[1])
+            return (probabilities * scorer.loss(ones, P) + (1 - probabilities) * scorer.loss(zeros, P)).mean(axis=1)
+        if scorer.name == "accuracy":
+            zero_one = get_scorer("zero-one")
+            return 1.0 - population_scores(split, zero_one, P)
+    if split.population_score is not None:
+        return np.full(P.shape[0], float(split.population_score))
+    return scorer.score_many(split.y_final, P[:, split.final_rows])
+
+
+class Account:
+    """One account on the leaderboard: its mechanism (own or shared) and its records."""
+
+    def __init__(self, mechanism: Mechanism, split: Split, rules: Rules, scorer: Scorer):
+        self.mechanism = mechanism
+        self.split = split
+        self.rules = rules
+        self.scorer = scorer
+        self.start = len(mechanism.released_)
+        self.used = 0
+        self.used_today = 0
+        self.today = 0
+        self.released: list[FloatArray] = []
+        self.private: list[FloatArray] = []
+        self.population: list[FloatArray] = []
+        self.rounds: list[NDArray[np.int64]] = []
+
+    def left_today(self, round_: int) -> int:
+        used_today = self.used_today if round_ == self.today else 0
+        return max(0, min(self.rules.per_round - used_today, self.rules.cap - self.used))
+
+    def remaining(self, round_: int) -> int:
+        """Submissions the rules still allow this account, today's included."""
+        later = (self.rules.rounds - round_ - 1) * self.rules.per_round
+        return max(0, min(self.rules.cap - self.used, self.left_today(round_) + later))
+
+    def submit(self, P: FloatArray, round_: int, counted: bool = True) -> FloatArray:
+        """Score validated rows; ``counted=False`` for the final selection outside the caps."""
+        released = self.mechanism.submit_validated(P[:, self.split.public_rows])
+        if self.rules.precision is not None:
+            released = round_to_multiple(released, self.rules.precision)
+        if counted:
+            if round_ != self.today:
+                self.today, self.used_today = round_, 0
+            self.used += P.shape[0]
+            self.used_today += P.shape[0]
+        self.released.append(released)
+        self.private.append(self.scorer.score_many(self.split.y_final, P[:, self.split.final_rows]))
+        self.population.append(population_scores(self.split, self.scorer, P))
+        self.rounds.append(np.full(P.shape[0], round_))
+        return released
+
+    def records(self) -> dict[str, NDArray[Any]]:
+        def joined(parts: list[NDArray[Any]], dtype: Any = float) -> NDArray[Any]:
+            return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+        return {
+            "released": joined(self.released),
+            "private": joined(self.private),
+            "population": joined(self.population),
+            "round": joined(self.rounds, np.int64),
+        }
+
+
+class _Aborted(BaseException):
+    """Raised inside a team's thread when the competition stops early."""
+
+
+class _Turn:
+    """Strict hand-off between the engine and one team's thread: exactly one of them runs."""
+
+    def __init__(self) -> None:
+        self.round = 0
+        self.go = threading.Semaphore(0)
+        self.back = threading.Semaphore(0)
+        self.aborted = False
+
+    def wait_for_next_round(self) -> None:
+        self.back.release()
+        self.go.acquire()
+        if self.aborted:
+            raise _Aborted
+
+
+class CompetitionBoard(Board):
+    """A team's client: submissions fill its probe accounts' daily quotas in turn, and wait
+    for the next round when all are used. ``remaining`` is what the rules still allow."""
+
+    __slots__ = ("_accounts", "_turn", "_check")
+
+    def __init__(self, accounts: list[Account], turn: _Turn, holdout_size: int, classes: FloatArray, check: Any):
+        self._leaderboard = None
+        self._oracle = False
+        self._transcript = []
+        self._accounts = accounts
+        self._turn = turn
+        self._check = check
+        self.budget = sum(account.rules.cap for account in accounts)
+        self.holdout_size = holdout_size
+        self.classes = classes.copy()
+        self.prediction_ndim = 2 if accounts[0].scorer.prediction_kind is PredictionKind.PROBABILITIES else 1
+
+    @property
+    def remaining(self) -> int:
+        return sum(account.remaining(self._turn.round) for account in self._accounts)
+
+    def oracle_jumps(self, since: int) -> int:
+        raise PermissionError("competition boards have no oracle")
+
+    def submit_many(self, predictions: Any) -> NDArray[np.float64]:
+        P = self._check(predictions)
+        if P.shape[0] > self.remaining:
+            raise BudgetExceeded(
+                f"{P.shape[0]} submissions would exceed what the rules still allow ({self.remaining} left)"
+            )
+        parts, start = [], 0
+        while start < P.shape[0]:
+            open_accounts = [a for a in self._accounts if a.left_today(self._turn.round) > 0]
+            if not open_accounts:
+                self._turn.wait_for_next_round()
+                continue
+            account = open_accounts[0]
+            rows = min(account.left_today(self._turn.round), P.shape[0] - start)
+            parts.append(account.submit(P[start : start + rows], self._turn.round))
+            start += rows
+        released = np.concatenate(parts)
+        self._transcript.extend(released.tolist())
+        return released.copy()
+
+
+class _Team:
+    """One team: its attack running in a thread, its accounts and its board."""
+
+    def __init__(self, entry: TeamSpec, member: int, attack: Attack, accounts: list[Account],
+                 board_args: tuple[Any, ...], data: Any, rng: np.random.Generator):
+        self.entry, self.member, self.attack, self.accounts = entry, member, attack, accounts
+        self.turn = _Turn()
+        probes = accounts[1:] if len(accounts) > 1 else accounts
+        self.board = CompetitionBoard(probes, self.turn, *board_args)
+        self.final: FloatArray | None = None
+        self.error: BaseException | None = None
+        self.done = False
+        self.thread = threading.Thread(target=self._main, args=(data, rng), daemon=True)
+        self.thread.start()
+
+    def _main(self, data: Any, rng: np.random.Generator) -> None:
+        self.turn.go.acquire()
+        try:
+            if not self.turn.aborted:
+                self.final = self.attack.run(self.board, data, rng)
+        except _Aborted:
+            pass
+        except BaseException as error:  # handed to the engine, which raises it
+            self.error = error
+        finally:
+            self.done = True
+            self.turn.back.release()
+
+    def play(self, round_: int) -> None:
+        """Give the team its turn in ``round_``; return when it waits for the next round or ends."""
+        if self.done:
+            return
+        self.turn.round = round_
+        self.turn.go.release()
+        self.turn.back.acquire()
+
+    def abort(self) -> None:
+        if not self.done:
+            self.turn.aborted = True
+            self.turn.go.release()
+            self.thread.join()
+
+
+@dataclass
+class CompetitionResult:
+    """One replication of a competition, team by team (main accounts ranked)."""
+
+    labels: list[str]
+    """The team group (entry label) of each team."""
+    honest: NDArray[np.bool_]
+    accounts: NDArray[np.int64]
+    public: FloatArray
+    """Leaderboard value of each team at the end (after its final submission)."""
+    private: FloatArray
+    """Best final-set score among the team's selected submissions."""
+    population: FloatArray
+    """Population score of the submission that counted privately."""
+    released_final: FloatArray
+    submissions: NDArray[np.int64]
+    """Submissions each team made over all its accounts (the final one not counted)."""
+    public_by_round: FloatArray
+    """Teams × rounds: each team's leaderboard value at the end of each round (NaN before its first)."""
+    best_population: float
+    """The best population score of any submission of any team."""
+    sign: float
+    """+1 when smaller scores are better, −1 when larger are."""
+    n_public: int
+    n_private: int
+    scorer: str
+    leaderboard_errors: FloatArray
+    """Blum & Hardt Def. 2.1 per team, over its main account's submissions, with population scores."""
+    precision: float | None = None
+    last_round: FloatArray | None = None
+    """The last round (1-based) in which each team submitted on any account, NaN if never: the day
+    a team that probes and then submits its final prediction (the log-loss oracle) was done."""
+
+
+def _leaderboard_value(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
+    """The leaderboard's value after each submission (nan-free input)."""
+    if releases_best:
+        return released.copy()
+    return sign * np.minimum.accumulate(sign * released)
+
+
+def _selected(records: dict[str, NDArray[Any]], rules: Rules, sign: float, accepted: int | None) -> NDArray[np.int64]:
+    """Indices of the main account's submissions scored privately under the selection rule."""
+    count = records["released"].size
+    last = count - 1
+    if rules.selection == "last":
+        return np.array([last])
+    order = np.argsort(sign * records["released"], kind="stable")
+    if rules.selection == "best-public":
+        return np.array([accepted if accepted is not None else order[0]])
+    others = [i for i in order if i != last][: rules.selection - 1]
+    return np.array([last, *others])
+
+
+def play_competition(
+    split: Split,
+    mechanism: Mechanism,
+    teams: list[TeamSpec],
+    rules: Rules,
+    seed: int,
+    replication: int,
+    task_spec: tuple[str, dict[str, Any]] = ("", {}),
+) -> CompetitionResult:
+    """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
+    team's policy or the mechanism cannot play on the task."""
+    if not teams:
+        raise ValueError("a competition needs at least one team")
+    scorer = get_scorer(split.public.scorer)
+    attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
+    for group in attacks:
+        group[0].validate_params()
+        reason = incompatibility(split, mechanism, group[0])
+        if reason:
+            raise Incompatible(reason)
+    mechanism.validate_params()
+    if rules.public_fraction is not None:
+        size = split.y_holdout.size
+        n_public = int(round(rules.public_fraction * size))
+        if not 2 <= n_public <= size - 1:
+            raise ValueError(f"rules.public_fraction {rules.public_fraction} leaves {n_public} public rows of {size}")
+        order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication).permutation(size)
+        split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
+    data = split.public
+    mechanism_spec = spec(mechanism)
+    shared = type(mechanism).shared_state
+
+    from sklearn.base import clone  # imported when a competition plays: it is slow to import
+
+    def bound(identity: tuple[Any, ...]) -> Mechanism:
+        rng = stream(seed, "mechanism", mechanism_spec, task_spec, identity, replication)
+        return clone(mechanism).bind(split.y_public, scorer, rng, classes=data.classes)
+
+    shared_mechanism = bound(("shared",)) if shared else None
+    holdout_size = split.y_holdout.size
+    classes = np.unique(split.y_public if data.classes is None else data.classes)
+
+    def check(predictions: Any) -> FloatArray:
+        return check_prediction_matrix(predictions, holdout_size, scorer.prediction_kind, classes)
+
+    roster: list[_Team] = []
+    try:
+        for entry_index, (entry, group) in enumerate(zip(teams, attacks)):
+            attack_spec = spec(group[0])
+            for member, attack in enumerate(group):
+                identity = ("team", entry_index, entry.name, member, attack_spec)
+                accounts = [
+                    Account(shared_mechanism or bound((*identity, account)), split, rules, scorer)
+                    for account in range(entry.accounts)
+                ]
+                rng = stream(seed, "attack", attack_spec, task_spec, entry.name, member, replication)
+                roster.append(_Team(entry, member, attack, accounts, (holdout_size, classes, check), data, rng))
+        order_rng = stream(seed, "competition-order", task_spec, replication)
+        for round_ in range(rules.rounds):
+            for index in order_rng.permutation(len(roster)):
+                team = roster[index]
+                team.play(round_)
+                if team.error is not None:
+                    raise team.error
+        for index in order_rng.permutation(len(roster)):
+            team = roster[index]
+            if not team.done:
+                raise RuntimeError(f"team {team.entry.name!r} #{team.member} was still playing after the last round")
+            team.accounts[0].submit(check(team.final), rules.rounds, counted=False)
+    finally:
+        for team in roster:
+            team.abort()
+    return _result(roster, rules, scorer, mechanism, split, shared)
+
+
+def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:
+    """The split with the competition's own public rows; a task that discloses its public
+    rows (a two-stage competition) discloses these instead."""
+    public = split.public
+    if public.public_rows is not None:
+        public = replace(public, public_rows=public_rows.copy())
+    return replace(split, public=public, public_rows=public_rows, final_rows=final_rows)
+
+
+def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechanism, split: Split, shared: bool) -> CompetitionResult:
+    sign = scorer.sign
+    releases_best = type(mechanism).releases_best and not shared
+    count = len(roster)
+    public, private, population = np.empty(count), np.empty(count), np.empty(count)
+    released_final, errors = np.empty(count), np.empty(count)
+    submissions = np.empty(count, dtype=np.int64)
+    last_round = np.full(count, np.nan)
+    by_round = np.full((count, rules.rounds), np.nan)
+    best_population = np.inf
+    for t, team in enumerate(roster):
+        main = team.accounts[0]
+        records = main.records()
+        accepted = None
+        if releases_best:
+            accepted_indices = [i - main.start for i in main.mechanism.acceptances_]
+            accepted = accepted_indices[-1] if accepted_indices else None
+        chosen = _selected(records, rules, sign, accepted)
+        best = chosen[np.argmin(sign * records["private"][chosen])]
+        values = _leaderboard_value(records["released"], sign, releases_best)
+        public[t], private[t] = values[-1], records["private"][best]
+        population[t], released_final[t] = records["population"][best], records["released"][-1]
+        submissions[t] = sum(account.used for account in team.accounts)
+        true_best = np.minimum.accumulate(sign * records["population"])
+        errors[t] = float(np.max(np.abs(true_best - sign * values)))
+        for account in team.accounts:
+            account_records = account.records()
+            best_population = min(best_population, float(np.min(sign * account_records["population"])))
+            played = account_records["round"][account_records["round"] < rules.rounds]
+            if played.size:
+                last_round[t] = np.fmax(last_round[t], played.max() + 1)
+        rounds = records["round"]
+        for r in range(rules.rounds):
+            made = np.flatnonzero(rounds <= r)
+            if made.size:
+                by_round[t, r] = values[made[-1]]
+    return CompetitionResult(
+        labels=[team.entry.name for team in roster],
+        honest=np.array([team.entry.is_honest for team in roster]),
+        accounts=np.array([len(team.accounts) for team in roster]),
+        public=public,
+        private=private,
+        population=population,
+        released_final=released_final,
+        submissions=submissions,
+        public_by_round=by_round,
+        best_population=sign * best_population,
+        sign=sign,
+        n_public=int(split.public_rows.size),
+        n_private=int(split.final_rows.size),
+        scorer=scorer.name,
+        leaderboard_errors=errors,
+        precision=rules.precision,
+        last_round=last_round,
+    )
+
+
+def compete(
+    task: Task,
+    mechanism: Mechanism,
+    teams: list[TeamSpec],
+    rules: Rules | None = None,
+    seed: int = 0,
+    replication: int = 0,
+) -> CompetitionResult:
+    """One competition replication with every stream derived from (seed, identity, replication).
+
+    The task's data are those a duel with the same seed and replication sees, and each
+    team's coins depend on its policy, group and position only: common random numbers
+    across mechanisms and rules.
+    """
+    task.validate_params()
+    task_spec = spec(task)
+    split = task.split(stream(seed, "task", task_spec, replication))
+    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec)

@@ -1,0 +1,148 @@
+"""What the final leaderboard of one competition replication says.
+
+For teams ranked on their main accounts (:class:`~ladderlab.competition.CompetitionResult`):
+
+- shake-up: Spearman's ρ and Kendall's τ between public and private scores, and the
+  overlap of the public and private top 10 (1: same teams);
+- does the truly best team win: the team whose counted submission has the best
+  population score, its private rank, and the population rank of the private winner;
+- the winner's Δ = its public score − its private score (Chaibub Neto et al.'s Δ for
+  the team that takes the prize);
+- leaderboard error (Blum & Hardt 2015, Def. 2.1, with population scores): per team
+  max_t |min_{i≤t} R(f_i) − R_t| over its main account, then the maximum and the
+  median over teams;
+- honest utility: Spearman's ρ between the honest teams' public scores and their
+  population scores (a mechanism that hides information costs them ranking quality);
+- state of the art: the multiplicity-adjusted estimate (Møllersen & Holsbø v2, Sec. 5,
+  :func:`ladderlab.stats.estimate_sota`) from the final private accuracies, beside the
+  observed best private accuracy and the true best population accuracy (0/1 loss and
+  accuracy only; NaN otherwise);
+- per team group: mean public and private rank, the best private rank, mean Δ, the
+  first round a team of the group leads the public leaderboard, the first round
+  one shows a perfect public score (0 loss, accuracy 1; within half the released
+  precision), the share of its teams whose final public score is perfect, and the mean
+  last round its teams submitted in (for the log-loss oracle, which shows its perfect
+  score only with its final prediction: the day its decoding was done).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from ladderlab.competition import CompetitionResult
+from ladderlab.stats import estimate_sota
+
+FloatArray = NDArray[np.float64]
+TOP = 10
+MEASURE_NAMES = (
+    "spearman", "kendall", "top10_overlap", "best_team_wins", "best_team_private_rank",
+    "winner_population_rank", "winner_delta", "leaderboard_error", "leaderboard_error_median",
+    "honest_utility", "sota_estimate", "sota_observed", "sota_true",
+)
+
+
+def ranks(risks: FloatArray) -> NDArray[np.int64]:
+    """1-based ranks, smaller risk first; tied teams share the best rank ("min")."""
+    return stats.rankdata(risks, method="min").astype(np.int64)
+
+
+def rank_correlations(a: FloatArray, b: FloatArray) -> tuple[float, float]:
+    """Spearman's ρ and Kendall's τ-b (NaN when either side is constant or too short)."""
+    if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan"), float("nan")
+    return float(stats.spearmanr(a, b).statistic), float(stats.kendalltau(a, b).statistic)
+
+
+def top_overlap(public_risk: FloatArray, private_risk: FloatArray, k: int = TOP) -> float:
+    """|top-k public ∩ top-k private| / k, k at most the number of teams (ties: earlier team first)."""
+    k = min(k, public_risk.size)
+    first = set(np.argsort(public_risk, kind="stable")[:k].tolist())
+    second = set(np.argsort(private_risk, kind="stable")[:k].tolist())
+    return len(first & second) / k
+
+
+def accuracies(scores: FloatArray, scorer: str) -> FloatArray | None:
+    """Scores as accuracies for the state-of-the-art estimate, or None for other metrics."""
+    if scorer == "zero-one":
+        return 1.0 - scores
+    if scorer == "accuracy":
+        return scores.copy()
+    return None
+
+
+def sota(result: CompetitionResult, rng: np.random.Generator, repetitions: int = 1000) -> dict[str, float]:
+    """Multiplicity-adjusted state of the art of the private leaderboard, the observed best
+    and the true best population accuracy (NaN for metrics that are not accuracies)."""
+    private, best = accuracies(result.private, result.scorer), accuracies(np.array([result.best_population]), result.scorer)
+    if private is None or best is None or private.size < 2:
+        return {"sota_estimate": float("nan"), "sota_observed": float("nan"), "sota_true": float("nan")}
+    estimate = estimate_sota(private, result.n_private, rng, repetitions=repetitions, bootstrap=0)
+    return {"sota_estimate": estimate.estimate, "sota_observed": float(private.max()), "sota_true": float(best[0])}
+
+
+def group_measures(result: CompetitionResult) -> dict[str, dict[str, float]]:
+    """Per team group (label): ranks, Δ and the rounds at which it leads and is perfect."""
+    sign = result.sign
+    public_ranks, private_ranks = ranks(sign * result.public), ranks(sign * result.private)
+    by_round = sign * result.public_by_round
+    leading = np.isclose(by_round, np.nanmin(by_round, axis=0, initial=np.inf, where=~np.isnan(by_round)))
+    perfect_value = 0.0 if sign > 0 else 1.0
+    tolerance = (result.precision or 0.0) / 2 + 1e-12
+    perfect = np.abs(result.public_by_round - perfect_value) <= tolerance
+    final_perfect = np.abs(result.public - perfect_value) <= tolerance
+    last_round = np.full(len(result.labels), np.nan) if result.last_round is None else result.last_round
+    labels = np.array(result.labels)
+    groups = {}
+    for label in dict.fromkeys(result.labels):
+        members = labels == label
+
+        def first_round(mask: NDArray[np.bool_]) -> float:
+            hits = np.flatnonzero(mask[members].any(axis=0))
+            return float(hits[0] + 1) if hits.size else float("nan")
+
+        groups[label] = {
+            "teams": int(members.sum()),
+            "public_rank_mean": float(public_ranks[members].mean()),
+            "private_rank_mean": float(private_ranks[members].mean()),
+            "private_rank_best": float(private_ranks[members].min()),
+            "delta_mean": float((result.public - result.private)[members].mean()),
+            "private_mean": float(result.private[members].mean()),
+            "population_mean": float(result.population[members].mean()),
+            "first_leading_round": first_round(leading),
+            "first_perfect_round": first_round(perfect),
+            "final_perfect": float(final_perfect[members].mean()),
+            "last_round_mean": float(np.nanmean(last_round[members])) if np.isfinite(last_round[members]).any()
+            else float("nan"),
+        }
+    return groups
+
+
+def measures(result: CompetitionResult, rng: np.random.Generator, sota_repetitions: int = 1000) -> dict[str, Any]:
+    """Every measure of one replication (see the module docstring), plus ``groups``."""
+    sign = result.sign
+    public_risk, private_risk, population_risk = sign * result.public, sign * result.private, sign * result.population
+    spearman, kendall = rank_correlations(public_risk, private_risk)
+    private_ranks = ranks(private_risk)
+    winner = int(np.argmin(private_risk))
+    truly_best = np.flatnonzero(population_risk == population_risk.min())
+    unique_best = truly_best.size == 1
+    honest = np.asarray(result.honest, dtype=bool)
+    utility = rank_correlations(public_risk[honest], population_risk[honest])[0] if honest.sum() >= 2 else float("nan")
+    return {
+        "spearman": spearman,
+        "kendall": kendall,
+        "top10_overlap": top_overlap(public_risk, private_risk),
+        "best_team_wins": float(winner == truly_best[0]) if unique_best else float("nan"),
+        "best_team_private_rank": float(private_ranks[truly_best[0]]) if unique_best else float("nan"),
+        "winner_population_rank": float(ranks(population_risk)[winner]),
+        "winner_delta": float(result.public[winner] - result.private[winner]),
+        "leaderboard_error": float(np.max(result.leaderboard_errors)),
+        "leaderboard_error_median": float(np.median(result.leaderboard_errors)),
+        "honest_utility": utility,
+        **sota(result, rng, sota_repetitions),
+        "groups": group_measures(result),
+    }
