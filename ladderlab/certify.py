@@ -331,13 +331,15 @@ def certify(
     default_battery: bool = True,
     isolation: str = "none",
     secret_seed: int | None = None,
+    progress: bool | None = False,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
     ``attacks`` are added to the battery of every registered attack (or, with
     ``default_battery=False``, replace it); each is an id, ``file.py:Class``, or
-    either with pinned parameters (see :func:`parse_attack`). ``isolation`` and
-    ``secret_seed`` as in :func:`ladderlab.runner.run`.
+    either with pinned parameters (see :func:`parse_attack`). ``isolation``,
+    ``secret_seed`` and ``progress`` (a bar over the battery's cells) as in
+    :func:`ladderlab.runner.run`.
     """
     params = params or {}
     budgets = sorted(set(budgets or [100, 300, 1000, 2000]))
@@ -356,7 +358,7 @@ def certify(
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(run_dir) if run_dir else Path(scratch) / "battery"
-        runner.run(scenario, out, jobs=jobs, progress=False, isolation=isolation, secret_seed=secret_seed)
+        runner.run(scenario, out, jobs=jobs, progress=progress, isolation=isolation, secret_seed=secret_seed)
         run = report.load_run(out)
     wall_time = time.perf_counter() - start
     table = report.summary(run.results)

@@ -222,8 +222,13 @@ def _bench(args: argparse.Namespace) -> int:
         f"{'mechanism':<22} {'n':>5} {'batched /s':>11} {'one at a time /s':>17} {'plain loop /s':>14} "
         f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'batched cost ÷ bare loss':>25}"
     )
+    from ladderlab.progress import progress_bar
+
+    measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
+    bar = progress_bar(progress=False if args.quiet else None, total=measurements, desc="bench", unit="measurement")
     for result in benchmark.run(tuple(args.n), args.seconds):
-        print(
+        bar.update()
+        bar.write(
             f"{result.mechanism:<22} {result.n:>5} {result.batched_per_second:>11,.0f} "
             f"{result.single_per_second:>17,.0f} "
             f"{'-' if result.loop_per_second is None else f'{result.loop_per_second:,.0f}':>14} "
@@ -231,9 +236,11 @@ def _bench(args: argparse.Namespace) -> int:
             f"{ratio(result.batched_cost_over_bare_loss):>25}",
             flush=True,
         )
-    print(f"\n{'duel (one replication)':<90} {'submissions':>11} {'seconds':>8}")
+    bar.write(f"\n{'duel (one replication)':<90} {'submissions':>11} {'seconds':>8}")
     for timing in benchmark.time_duels():
-        print(f"{timing.description:<90} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}", flush=True)
+        bar.update()
+        bar.write(f"{timing.description:<90} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}")
+    bar.close()
     return 0
 
 
@@ -247,6 +254,7 @@ def _sota(args: argparse.Namespace) -> int:
         estimate = stats.estimate_sota(
             stats.read_numbers(args.scores, "scores"), args.n, np.random.default_rng(args.seed), rho=rho,
             alpha=args.alpha, target=args.target, repetitions=args.repetitions or 1_000, bootstrap=args.bootstrap,
+            progress=False if args.quiet else None,
         )
         result: dict[str, object] = {"model": "cropped observations, dependent through Y0 (v2, Sec. 5)",
                                      "n": args.n, "rho": rho, "alpha": args.alpha, **estimate.as_dict()}
@@ -302,6 +310,7 @@ def _certify(args: argparse.Namespace) -> int:
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
+        progress=False if args.quiet else None,
     )
     text = certify.markdown(result)
     if args.competition:

@@ -33,7 +33,6 @@ import json
 import logging
 import multiprocessing
 import socket
-import sys
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -45,7 +44,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 import ladderlab
 from ladderlab import rundir
@@ -54,6 +52,7 @@ from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
 from ladderlab.isolation import AttackRef, Isolation, check_isolation
 from ladderlab.naming import plugin_label
+from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.competition_results import cell_table as competition_cell_table
@@ -435,7 +434,6 @@ def run(
         groups = transcript_groups(todo)
         identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
                       for cell in todo if isinstance(cell, Cell)} if isolation == "process" else {}
-        show = sys.stderr.isatty() if progress is None else progress
         first_rows: dict[str, dict[str, Any]] = {}
         duel_groups = [group for group in groups if not isinstance(group[0], CompetitionCell)]
         if backend == "loky" and isolation == "none" and jobs != 1 and len(duel_groups) > 1:
@@ -449,7 +447,7 @@ def run(
         ]
 
         def record(results: Any) -> None:
-            for finished in tqdm(results, total=len(groups), desc="cells", unit="cell", disable=not show):
+            for finished in progress_bar(results, progress=progress, total=len(groups), desc="cells", unit="cell"):
                 for cell_record in finished:
                     manifest["completed"][cell_record["key"]] = cell_record
                 _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())

@@ -30,6 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
+from ladderlab.progress import progress_bar
+
 FloatArray = NDArray[np.float64]
 TAIL = 1e-15
 """Probability left out on each side of the exact distribution's window of error counts."""
@@ -283,6 +285,7 @@ def estimate_sota(
     target: Literal["expected", "upper"] = "expected",
     repetitions: int = 1_000,
     bootstrap: int = 30,
+    progress: bool | None = False,
 ) -> SotaEstimate:
     """Crop the observed accuracies at c so that the simulated best accuracy matches the
     observed best: its expectation (``target="expected"``) or the upper limit of its
@@ -294,6 +297,7 @@ def estimate_sota(
     (``bootstrap`` resamples, each searched afresh; the paper's 1000 resamples are
     affordable only for small leaderboards). Every evaluation inside the search
     reuses one random stream, so the simulated maximum is monotone in c up to ties.
+    ``progress`` shows a bar over the bootstrap resamples (None: on a terminal).
     """
     n = _check_count("n", n)
     observed = _check_accuracies(scores, "scores")
@@ -329,7 +333,8 @@ def estimate_sota(
     uncropped = statistic(kept, seeds[0])
     estimate = matched(kept, seeds[0])
     cropped = statistic(np.minimum(kept, estimate), seeds[0])
-    resampled = [matched(rng.choice(kept, size=kept.size, replace=True), seed) for seed in seeds[1:]]
+    resampled = [matched(rng.choice(kept, size=kept.size, replace=True), seed)
+                 for seed in progress_bar(seeds[1:], progress=progress, desc="bootstrap", unit="resample")]
     interval = tuple(float(v) for v in np.quantile(resampled, [alpha / 2, 1 - alpha / 2])) if resampled else (estimate, estimate)
     return SotaEstimate(
         observed_max=observed_max,
