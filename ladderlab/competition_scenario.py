@@ -134,9 +134,11 @@ class CompetitionCell:
 
 
 def competition_cells(matrices: list[CompetitionMatrix]) -> list[CompetitionCell]:
-    """Every cell of every competition matrix, in file order, without duplicates."""
+    """Every cell of every competition matrix, in file order; a cell listed twice is an error
+    naming both tables, as for duels."""
     found: dict[str, CompetitionCell] = {}
-    for matrix in matrices:
+    first_seen: dict[str, str] = {}
+    for i, matrix in enumerate(matrices):
         mixes = [(mix.name, tuple(_teams(mix))) for mix in matrix.mixes]
         for task in matrix.tasks:
             for task_params in _grid(task.params, TASKS.get(task.id)):
@@ -146,7 +148,11 @@ def competition_cells(matrices: list[CompetitionMatrix]) -> list[CompetitionCell
                             for rules in _grid(rules_entry.model_dump()):
                                 for name, teams in mixes:
                                     cell = CompetitionCell((task.id, task_params), (mechanism.id, mechanism_params), rules, name, teams)
-                                    found.setdefault(cell.key, cell)
+                                    if cell.key in found:
+                                        raise ValueError(
+                                            f"competition[{i}]: the competition {cell.label} is listed twice "
+                                            f"(also in {first_seen[cell.key]}): remove one")
+                                    found[cell.key], first_seen[cell.key] = cell, f"competition[{i}]"
     return list(found.values())
 
 

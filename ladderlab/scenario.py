@@ -132,6 +132,7 @@ class Scenario(_Strict):
                 for j, team in enumerate(mix.teams):
                     _check_entry(team, ATTACKS, f"competition[{i}].mixes[{m}].teams[{j}]", id_key="policy")
         _check_duplicates(self)
+        competition_cells(self.competition)
         return self
 
     def identity(self) -> str:

@@ -406,3 +406,13 @@ def test_the_builtin_competitions_can_play(name):
     if name != "idg-dream-1b":
         log_loss = [cell for cell in competitions if cell.task[1].get("scorer") == "log-loss"]
         assert log_loss and all(any(t["policy"] == "log-loss-oracle" for t in cell.teams) for cell in log_loss)
+
+
+def test_a_competition_listed_twice_is_an_error_naming_both_tables(tmp_path):
+    from ladderlab.scenario import load
+
+    table = SCENARIO[SCENARIO.index("[[competition]]"):]
+    path = tmp_path / "twice.toml"
+    path.write_text(SCENARIO + table)
+    with pytest.raises(ValueError, match=r"(?s)twice\.toml.*competition\[1\].*listed twice.*also in competition\[0\]"):
+        load(path)
