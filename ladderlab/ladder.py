@@ -59,8 +59,8 @@ class Ladder(Mechanism):
     def _release(self, P: FloatArray) -> FloatArray:
         sign = self.scorer_.sign
         if self.requires_loss:
-            losses = self.scorer_.loss(self.labels_, P)
-            with np.errstate(over="ignore", invalid="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is a ScoreError just below
+                losses = self.scorer_.loss(self.labels_, P)
                 risks = np.add.reduce(losses, axis=1) / self.n_  # the bits of .mean(axis=1)
             if not np.isfinite(risks).all():
                 require_finite_scores(self.scorer_.name, risks)
