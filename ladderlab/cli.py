@@ -233,8 +233,7 @@ def _bench(args: argparse.Namespace) -> int:
             f"{result.single_per_second:>17,.0f} "
             f"{'-' if result.loop_per_second is None else f'{result.loop_per_second:,.0f}':>14} "
             f"{ratio(result.batched_over_loop):>15} {ratio(result.single_over_loop):>14} "
-            f"{ratio(result.batched_cost_over_bare_loss):>25}",
-            flush=True,
+            f"{ratio(result.batched_cost_over_bare_loss):>25}"
         )
     bar.write(f"\n{'duel (one replication)':<90} {'submissions':>11} {'seconds':>8}")
     for timing in benchmark.time_duels():

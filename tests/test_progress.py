@@ -22,3 +22,21 @@ def test_the_state_of_the_art_bootstrap_shows_its_resamples_and_the_bar_changes_
     shown = estimate_sota(SCORES, 2000, np.random.default_rng(3), repetitions=50, bootstrap=4, progress=True)
     assert "bootstrap" in capsys.readouterr().err
     assert shown == quiet
+
+
+def test_bench_prints_every_measurement_as_a_table_row(monkeypatch, capsys):
+    """The CLI's bench output (its measurements replaced by fixed ones: the real ones take minutes)."""
+    from ladderlab import benchmark, cli
+
+    def fixed_run(sizes, seconds):
+        for n in sizes:
+            yield benchmark.Throughput("kaggle", n, 2000.0, 1000.0, 500.0, 4000.0)
+
+    monkeypatch.setattr(benchmark, "run", fixed_run)
+    monkeypatch.setattr(benchmark, "time_duels", lambda: iter([benchmark.DuelTiming("boosting vs kaggle", 401, 0.25)]))
+    assert cli.main(["bench", "--n", "200", "4000", "--seconds", "0.1"]) == 0
+    printed = capsys.readouterr()
+    rows = [line.split() for line in printed.out.splitlines() if line.startswith("kaggle")]
+    assert [row[:3] for row in rows] == [["kaggle", "200", "2,000"], ["kaggle", "4000", "2,000"]]
+    assert "4.0×" in printed.out and "boosting vs kaggle" in printed.out and "0.250" in printed.out
+    assert printed.err == ""
