@@ -13,6 +13,7 @@ one place, :meth:`Plugin.validate_params`, when the plugin is put to work, never
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, ClassVar, Self
 
@@ -107,9 +108,15 @@ class Plugin:
     @classmethod
     def parameter_defaults(cls) -> dict[str, Any]:
         """Every ``__init__`` parameter with its default value."""
-        signature = inspect.signature(cls.__init__)
-        return {
-            name: p.default
-            for name, p in signature.parameters.items()
-            if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        }
+        return dict(_init_defaults(cls.__init__))
+
+
+@functools.cache
+def _init_defaults(init: Any) -> tuple[tuple[str, Any], ...]:
+    """An ``__init__``'s keyword parameters and defaults, read once per function: reading a
+    signature costs more than a whole submission, and sequential duels ask for it often."""
+    return tuple(
+        (name, p.default)
+        for name, p in inspect.signature(init).parameters.items()
+        if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    )
