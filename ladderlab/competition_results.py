@@ -24,6 +24,7 @@ from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.duel import Incompatible
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.replications import median_interval, status_counts
 from ladderlab.seeding import stream
 
 SCORE_COLUMNS = ("team_public", "team_private", "team_population")
@@ -102,19 +103,13 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
         f"{m}_{s}" for m in SUMMARY_MEASURES for s in ("median", "lo", "hi")]
     if results.empty:
         return pd.DataFrame(columns=columns)
-    counts = results.groupby("cell", sort=False).status.value_counts().unstack(fill_value=0)
-    for status in ("ok", "failed", "skipped"):
-        if status not in counts:
-            counts[status] = 0
-    table = results.drop_duplicates("cell").set_index("cell")[GROUP_KEYS]
-    table = table.join(counts[["ok", "failed", "skipped"]].rename(columns=lambda s: f"n_{s}"))
-    ok = results[results.status == "ok"].groupby("cell")
-    table = table.join(ok.wall_time.median().rename("wall_time_median"))
+    table = status_counts(results, GROUP_KEYS)
+    finished = results[results.status == "ok"]
+    table = table.join(finished.groupby("cell").wall_time.median().rename("wall_time_median"))
     for name in SUMMARY_MEASURES:
-        quantiles = ok[name].quantile([0.5, 0.025, 0.975]).unstack()
-        quantiles.columns = [f"{name}_median", f"{name}_lo", f"{name}_hi"]
+        quantiles = median_interval(finished, name, name)
         if name == "best_team_wins":
-            quantiles[f"{name}_median"] = ok[name].mean()
+            quantiles[f"{name}_median"] = finished.groupby("cell")[name].mean()
         table = table.join(quantiles, how="left")
     return table.reset_index()[["cell", *columns]]
 

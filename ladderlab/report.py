@@ -28,12 +28,12 @@ import pandas as pd
 from ladderlab import competition_report, plots
 from ladderlab.competition_results import load_competition_results
 from ladderlab.naming import plugin_label
+from ladderlab.replications import median_interval, status_counts
 from ladderlab.runner import RunDirectoryError, cell_records, read_cell_files, verified_cell_files
 from ladderlab.scenario import Scenario
 
 GROUP_KEYS = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
 MEASURES = {"delta": "delta", "lberr": "leaderboard_error", "final_released": "final_released", "final_final": "final_final"}
-INTERVAL = (0.025, 0.975)
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -45,21 +45,10 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
     ]
     if results.empty:
         return pd.DataFrame(columns=columns)
-    counts = results.groupby("cell", sort=False).status.value_counts().unstack(fill_value=0)
-    for status in ("ok", "failed", "skipped"):
-        if status not in counts:
-            counts[status] = 0
-    table = results.drop_duplicates("cell").set_index("cell")[GROUP_KEYS]
-    table = table.join(counts[["ok", "failed", "skipped"]].rename(columns=lambda s: f"n_{s}"))
+    table = status_counts(results, GROUP_KEYS)
     finished = results[results.status == "ok"]
     for short, column in MEASURES.items():
-        names = [f"{short}_median", f"{short}_lo", f"{short}_hi"]
-        if finished.empty:  # every replication failed or was skipped: nothing to summarise
-            table[names] = float("nan")
-            continue
-        quantiles = finished.groupby("cell")[column].quantile([0.5, *INTERVAL]).unstack()
-        quantiles.columns = names
-        table = table.join(quantiles, how="left")
+        table = table.join(median_interval(finished, column, short), how="left")
     return table.reset_index()[columns]
 
 

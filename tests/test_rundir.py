@@ -104,27 +104,9 @@ def test_a_second_run_into_the_same_directory_is_refused(tmp_path, capsys):
     assert not list((tmp_path / "run" / "cells").glob("*.parquet"))
 
 
-def test_a_concurrent_run_in_another_process_is_refused(tmp_path):
-    path = scenario_file(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sys, time
-            from ladderlab.rundir import RunLock
-            RunLock({str(tmp_path / 'run')!r}).acquire()
-            print("locked", flush=True)
-            time.sleep(60)
-        """)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(rundir.RunLockedError, match=rf"pid {holder.pid}"):
-            runner.run(path, tmp_path / "run")
-    finally:
-        holder.kill()
-        holder.wait()
-
-
-def test_the_stale_lock_of_a_killed_run_is_taken_over(tmp_path, caplog):
-    path = scenario_file(tmp_path)
+@pytest.fixture
+def lock_holder(tmp_path):
+    """Another process that holds the lock of ``tmp_path / "run"`` (killed at the end)."""
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import time
@@ -134,11 +116,24 @@ def test_the_stale_lock_of_a_killed_run_is_taken_over(tmp_path, caplog):
             time.sleep(60)
         """)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
-    holder.send_signal(signal.SIGKILL)
+    yield holder
+    holder.kill()
     holder.wait()
-    assert json.loads((tmp_path / "run" / "lock").read_text())["pid"] == holder.pid
+    holder.stdout.close()
+
+
+def test_a_concurrent_run_in_another_process_is_refused(tmp_path, lock_holder):
+    with pytest.raises(rundir.RunLockedError, match=rf"pid {lock_holder.pid}"):
+        runner.run(scenario_file(tmp_path), tmp_path / "run")
+
+
+def test_the_stale_lock_of_a_killed_run_is_taken_over(tmp_path, lock_holder, caplog):
+    path = scenario_file(tmp_path)
+    lock_holder.send_signal(signal.SIGKILL)
+    lock_holder.wait()
+    assert json.loads((tmp_path / "run" / "lock").read_text())["pid"] == lock_holder.pid
     results = runner.run(path, tmp_path / "run")
-    assert f"taking over the stale lock of pid {holder.pid}" in caplog.text
+    assert f"taking over the stale lock of pid {lock_holder.pid}" in caplog.text
     assert len(results) == len(cells(load(path))) * 3
     assert (tmp_path / "run" / "lock").read_text() == ""  # released cleanly
 
