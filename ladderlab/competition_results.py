@@ -9,6 +9,7 @@ per-group measures as JSON. The cells themselves come from the scenario's
 from __future__ import annotations
 
 import json
+import logging
 import time
 import traceback
 from pathlib import Path
@@ -18,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ladderlab import rundir
 from ladderlab.competition import Rules, compete
 from ladderlab.competition_measures import MEASURE_NAMES, measures
 from ladderlab.competition_scenario import CompetitionCell
@@ -26,6 +28,8 @@ from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.replications import median_interval, status_counts
 from ladderlab.seeding import stream
+
+log = logging.getLogger("ladderlab.run")
 
 SCORE_COLUMNS = ("team_public", "team_private", "team_population")
 SOTA_REPETITIONS = 300
@@ -81,8 +85,17 @@ def cell_table(cell: CompetitionCell, seed: int, replications: int) -> pa.Table:
 
 
 def load_competition_results(out: str | Path, teams: bool = False) -> pd.DataFrame:
-    """Every completed competition cell's rows; ``teams=True`` keeps the per-team lists."""
-    files = sorted((Path(out) / CompetitionCell.directory).glob("*.parquet"))
+    """Every completed competition cell's rows; ``teams=True`` keeps the per-team lists. A file
+    that does not match its checksum in the manifest is left out, with a warning naming it."""
+    out = Path(out)
+    files, damaged = rundir.verified_files(out, CompetitionCell.directory)
+    for path, reason in damaged.items():
+        log.warning("ladderlab: left out %s: %s", path.relative_to(out), reason)
+    return read_competition_files(files, teams)
+
+
+def read_competition_files(files: list[Path], teams: bool = False) -> pd.DataFrame:
+    """The rows of the given competition cell files, sorted by cell and replication."""
     if not files:
         return pd.DataFrame()
     columns = SCHEMA.names if teams else [n for n in SCHEMA.names if n not in (*SCORE_COLUMNS, "team_labels", "team_honest")]

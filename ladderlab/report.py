@@ -26,10 +26,12 @@ from typing import Any
 import pandas as pd
 
 from ladderlab import competition_report, plots
-from ladderlab.competition_results import load_competition_results
+from ladderlab import rundir
+from ladderlab.competition_results import read_competition_files
 from ladderlab.naming import plugin_label
 from ladderlab.replications import median_interval, status_counts
-from ladderlab.runner import RunDirectoryError, cell_records, read_cell_files, verified_cell_files
+from ladderlab.rundir import RunDirectoryError
+from ladderlab.runner import cell_records, read_cell_files, verified_cell_files
 from ladderlab.scenario import Scenario
 
 GROUP_KEYS = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
@@ -92,7 +94,9 @@ class RunStatus:
     finished: frozenset[str]
     results: pd.DataFrame
     damaged: dict[str, str] = field(default_factory=dict)
-    """Cell files left out because they do not match the manifest's checksum, with why."""
+    """Cell files (``cells/<key>.parquet``, ``competitions/<key>.parquet``) left out because
+    they do not match the manifest's checksum, with why."""
+    competition_labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def missing(self) -> list[dict[str, Any]]:
@@ -108,10 +112,10 @@ class RunStatus:
         """The status in words: finished cells, missing cells, failed and skipped replications."""
         lines = [f"{len(self.finished)} of {len(self.expected)} cells finished"]
         labels = {cell["key"]: _cell_label(cell["task"], cell["mechanism"], cell["attack"], cell["budget"])
-                  for cell in self.expected}
-        lines += [f"cells/{key}.parquet ({labels.get(key, 'not a cell of this scenario')}) is damaged and left out: "
+                  for cell in self.expected} | self.competition_labels
+        lines += [f"{file} ({labels.get(Path(file).stem, 'not a cell of this scenario')}) is damaged and left out: "
                   f"{reason}; 'ladderlab run' will quarantine it and compute the cell again"
-                  for key, reason in self.damaged.items()]
+                  for file, reason in self.damaged.items()]
         if self.missing:
             lines.append(f"{len(self.missing)} cells have no results yet (still running, interrupted, or not started):")
             lines += [f"  - {_cell_label(cell['task'], cell['mechanism'], cell['attack'], cell['budget'])}"
@@ -166,7 +170,9 @@ class Run:
     @property
     def status(self) -> RunStatus:
         finished = frozenset(self.results.cell) if not self.results.empty else frozenset()
-        return RunStatus(self.expected_cells, finished, self.results, self.damaged)
+        labels = {cell["key"]: f"competition {plugin_label(*cell['task'])} × {plugin_label(*cell['mechanism'])}, mix {cell['mix']}"
+                  for cell in self.expected_competitions}
+        return RunStatus(self.expected_cells, finished, self.results, self.damaged, labels)
 
 
 def load_run(directory: str | Path) -> Run:
@@ -185,13 +191,15 @@ def load_run(directory: str | Path) -> Run:
     competitions = [cell for cell in expected if cell.get("kind") == "competition"]
     expected = [cell for cell in expected if cell.get("kind") != "competition"]
     files, damaged = verified_cell_files(directory)
+    competition_files, damaged_competitions = rundir.verified_files(directory, "competitions")
     results = read_cell_files(files, submissions=True)
     if not results.empty:
         order = {cell["key"]: position for position, cell in enumerate(expected)}
         results = results.sort_values(["cell", "replication"], key=lambda c: c.map(order) if c.name == "cell" else c,
                                       ignore_index=True)
-    return Run(directory, manifest, expected, results, damaged, competitions,
-               load_competition_results(directory, teams=True))
+    damaged_files = {str(path.relative_to(directory)): reason for path, reason in (damaged | damaged_competitions).items()}
+    return Run(directory, manifest, expected, results, damaged_files, competitions,
+               read_competition_files(competition_files, teams=True))
 
 
 MEASURE_TITLES = {"delta": "Δ", "lberr": "lb error", "final_released": "released", "final_final": "final"}

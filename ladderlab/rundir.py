@@ -1,6 +1,7 @@
 """Trust in a run directory: cell checksums, quarantine, a lock, and plugin fingerprints.
 
-- Every completed cell file has its SHA-256 in the manifest (``completed``), recorded
+- Every completed cell file (a duel cell in ``cells/``, a competition in
+  ``competitions/``) has its SHA-256 in the manifest (``completed``), recorded
   by the run after the file was written atomically. A file that is unreadable, does not
   match its checksum, or has no checksum (the run stopped between writing it and
   recording it) is never reused: ``run`` moves it into ``quarantine/`` and computes the
@@ -8,7 +9,8 @@
 - ``lock`` holds an exclusive ``flock`` for as long as a run writes into the directory,
   and says who holds it (pid, host, start time). The kernel drops the lock when its
   process dies, so the lock of a killed run is recognised as stale and taken over.
-- Each cell records a fingerprint of its task, mechanism and attack: the plugin's
+- Each cell records a fingerprint of its plugins (task, mechanism, and the attack or
+  each team's policy): the plugin's
   ``version`` and a hash of the source files that define it (the class and its plugin
   ancestors). A finished cell whose plugin changed since is stale: resume refuses it
   (naming it) unless asked to compute it again.
@@ -39,7 +41,13 @@ log = logging.getLogger("ladderlab.run")
 
 LOCK_NAME = "lock"
 QUARANTINE = "quarantine"
+CELL_FOLDERS = ("cells", "competitions")
+"""Where cell files live: duel cells, and competition cells."""
 _FAMILY_BASES = (Task, Mechanism, Attack)
+
+
+class RunDirectoryError(ValueError):
+    """The run directory holds another scenario's results, or cannot be used."""
 
 
 class RunLockedError(ValueError):
@@ -201,13 +209,27 @@ def describe_holder(holder: dict[str, Any] | None) -> str:
 
 # --- verifying finished cells --------------------------------------------------------------
 
-def cell_path(directory: Path, key: str) -> Path:
-    return directory / "cells" / f"{key}.parquet"
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The run directory's manifest; a clear error if it is not valid JSON."""
+    path = directory / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise RunDirectoryError(f"{path}: not valid JSON ({error}); the directory cannot be resumed") from None
 
 
-def damage(directory: Path, key: str, record: dict[str, Any] | None) -> str | None:
-    """Why the file of cell ``key`` cannot be trusted, or None if it matches its checksum."""
-    path = cell_path(directory, key)
+def completed_cells(directory: Path) -> dict[str, dict[str, Any]]:
+    """The manifest's records of finished cells, by key (none before the manifest exists)."""
+    return read_manifest(directory).get("completed", {}) if (directory / "manifest.json").exists() else {}
+
+
+def cell_files(directory: Path, folder: str) -> list[Path]:
+    """The cell files in ``directory/folder`` (``cells`` for duels, ``competitions``), sorted."""
+    return sorted((directory / folder).glob("*.parquet"))
+
+
+def damage(path: Path, record: dict[str, Any] | None) -> str | None:
+    """Why the cell file at ``path`` cannot be trusted, or None if it matches its checksum."""
     if record is None:
         return "no checksum in the manifest (the run stopped before recording it)"
     try:
@@ -222,33 +244,41 @@ def damage(directory: Path, key: str, record: dict[str, Any] | None) -> str | No
     return None
 
 
-def damaged_cells(directory: Path, completed: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """Every cell file in ``directory/cells`` that cannot be trusted, by key, with the reason."""
+def damaged_cells(directory: Path, completed: dict[str, dict[str, Any]],
+                  folders: tuple[str, ...] = CELL_FOLDERS) -> dict[Path, str]:
+    """Every cell file in ``folders`` that cannot be trusted, with the reason."""
     found = {}
-    for path in sorted((directory / "cells").glob("*.parquet")):
-        reason = damage(directory, path.stem, completed.get(path.stem))
-        if reason:
-            found[path.stem] = reason
+    for folder in folders:
+        for path in cell_files(directory, folder):
+            reason = damage(path, completed.get(path.stem))
+            if reason:
+                found[path] = reason
     return found
 
 
-def quarantine(directory: Path, key: str, reason: str) -> Path:
-    """Move the cell file aside into ``quarantine/`` (with a note of why); return its new path."""
+def verified_files(directory: Path, folder: str) -> tuple[list[Path], dict[Path, str]]:
+    """The cell files of ``directory/folder`` that match their checksums, and the others with the reason."""
+    damaged = damaged_cells(directory, completed_cells(directory), (folder,))
+    return [path for path in cell_files(directory, folder) if path not in damaged], damaged
+
+
+def quarantine(directory: Path, path: Path, reason: str) -> Path:
+    """Move the cell file at ``path`` aside into ``quarantine/`` (with a note of why); return its new path."""
     folder = directory / QUARANTINE
     folder.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = folder / f"{key}.{stamp}.parquet"
+    target = folder / f"{path.stem}.{stamp}.parquet"
     number = 1
     while target.exists():
         number += 1
-        target = folder / f"{key}.{stamp}-{number}.parquet"
-    os.replace(cell_path(directory, key), target)
+        target = folder / f"{path.stem}.{stamp}-{number}.parquet"
+    os.replace(path, target)
     target.with_suffix(".reason.txt").write_text(reason + "\n")
     return target
 
 
 def remove_temporary_files(directory: Path) -> None:
     """Delete half-written files left by a killed run (only ever called under the lock)."""
-    for folder in (directory, directory / "cells"):
+    for folder in (directory, *(directory / name for name in CELL_FOLDERS)):
         for path in folder.glob(".*.tmp"):
             path.unlink(missing_ok=True)

@@ -58,15 +58,12 @@ from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.competition_results import cell_table as competition_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
 from ladderlab.seeding import secret_fingerprint
+from ladderlab.rundir import RunDirectoryError
 from ladderlab.sharing import attack_identity, shared_identity
 
 log = logging.getLogger("ladderlab.run")
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
-
-
-class RunDirectoryError(ValueError):
-    """The run directory holds another scenario's results, or cannot be used."""
 
 
 def _versions(scenario: Scenario) -> dict[str, str]:
@@ -83,20 +80,17 @@ def _versions(scenario: Scenario) -> dict[str, str]:
 
 def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
     """The current fingerprint (version, source hash) of every plugin the scenario uses."""
-    prints = {}
-    for cell in duel_cells(scenario):
-        for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
-            prints[f"{registry.kind}:{plugin_id}"] = rundir.fingerprint(registry.get(plugin_id))
-    return prints
+    return {f"{registry.kind}:{plugin_id}": rundir.fingerprint(registry.get(plugin_id))
+            for cell in cells(scenario) for _, registry, plugin_id in _cell_plugins(cell)}
 
 
-def read_manifest(out: Path) -> dict[str, Any]:
-    """The run directory's manifest; a clear error if it is not valid JSON."""
-    path = out / "manifest.json"
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise RunDirectoryError(f"{path}: not valid JSON ({error}); the directory cannot be resumed") from None
+def _cell_plugins(cell: Cell | CompetitionCell) -> list[tuple[str, Any, str]]:
+    """(role, registry, id) of every plugin a cell runs: task, mechanism, and the attack
+    or each distinct team policy (role ``team <id>``)."""
+    roles = [("task", TASKS, cell.task[0]), ("mechanism", MECHANISMS, cell.mechanism[0])]
+    if isinstance(cell, CompetitionCell):
+        return roles + [(f"team {policy}", ATTACKS, policy) for policy in sorted({t["policy"] for t in cell.teams})]
+    return roles + [("attack", ATTACKS, cell.attack[0])]
 
 
 def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> None:
@@ -104,21 +98,23 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
     manifest_path = out / "manifest.json"
     secret = secret_fingerprint(secret_seed)
     if manifest_path.exists():
-        manifest = read_manifest(out)
+        manifest = rundir.read_manifest(out)
         if manifest.get("scenario_hash") != scenario.identity():
             raise RunDirectoryError(
                 f"{out} holds results of a different scenario (hash {manifest.get('scenario_hash')}, "
                 f"this one {scenario.identity()}): choose another --out, or delete the directory"
             )
-        if manifest.get("secret_seed_sha256") != secret:
-            recorded = "with a secret seed" if manifest.get("secret_seed_sha256") else "without a secret seed"
+        recorded = manifest.get("secret_seed_sha256")
+        if recorded != secret:
+            started = "with a secret seed" if recorded else "without a secret seed"
+            now = "none" if not secret else "another one" if recorded else "one"
             raise RunDirectoryError(
-                f"{out} was started {recorded}, and this run has {'another one' if secret and manifest.get('secret_seed_sha256') else 'none' if not secret else 'one'}: "
+                f"{out} was started {started}, and this run has {now}: "
                 "resume it with the same --secret-seed, or choose another --out"
             )
         return
-    (out / "cells").mkdir(parents=True, exist_ok=True)
-    (out / CompetitionCell.directory).mkdir(exist_ok=True)
+    for folder in rundir.CELL_FOLDERS:
+        (out / folder).mkdir(parents=True, exist_ok=True)
     manifest = {
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.identity(),
@@ -236,14 +232,11 @@ def run_cells(
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
     fingerprints). ``first_rows`` holds replication 0's rows where they were already played.
-    A competition cell is alone in its group; its file (under ``competitions/``) is found by
-    its name on resume, without a checksum."""
+    A competition cell is alone in its group; its file is under ``competitions/``."""
     if isinstance(group[0], CompetitionCell):
         (cell,) = group
         with single_threaded():
-            _write_table(Path(out) / cell.directory / f"{cell.key}.parquet",
-                         competition_cell_table(cell, seed, replications))
-        return []
+            return [_write_cell(cell, competition_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
     identities = identities or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
     with single_threaded():
@@ -254,7 +247,8 @@ def run_cells(
                 else:
                     rows[cell.key].append(run_replication(cell, seed, replication, isolation, secret_seed,
                                                           identities.get(cell.key)))
-    return [_write_cell(cell, seed, rows[cell.key], out, isolation) for cell in group]
+    return [_write_cell(cell, _cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
+            for cell in group]
 
 
 def _write_table(path: Path, table: pa.Table) -> bytes:
@@ -265,19 +259,26 @@ def _write_table(path: Path, table: pa.Table) -> bytes:
     return data
 
 
-def _write_cell(cell: Cell, seed: int, rows: list[dict[str, Any]], out: str, isolation: Isolation) -> dict[str, Any]:
+def _plugin_tokens(cell: Cell | CompetitionCell, rows: list[dict[str, Any]] = (), isolation: Isolation = "none",
+                   ) -> dict[str, str | None]:
+    """The fingerprint tokens of the plugins that computed a cell, by role. An attack played in
+    its own process reports its own fingerprint (this process never loaded its code)."""
+    tokens: dict[str, str | None] = {}
+    for role, registry, plugin_id in _cell_plugins(cell):
+        if role == "attack" and isolation == "process":
+            prints = [row["attack_fingerprint"] for row in rows if row.get("attack_fingerprint")]
+            tokens[role] = rundir.fingerprint_token(prints[0]) if prints else None
+        else:
+            tokens[role] = rundir.fingerprint_token(rundir.fingerprint(registry.get(plugin_id)))
+    return tokens
+
+
+def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins: dict[str, str | None]) -> dict[str, Any]:
+    """Write a cell's table atomically; return its manifest record (file, SHA-256, size, plugin tokens)."""
     path = Path(out) / cell.directory / f"{cell.key}.parquet"
-    data = _write_table(path, _cell_table(cell, seed, rows))
-    plugins = {"task": rundir.fingerprint(TASKS.get(cell.task[0])),
-               "mechanism": rundir.fingerprint(MECHANISMS.get(cell.mechanism[0]))}
-    if isolation == "process":
-        attack_prints = [row["attack_fingerprint"] for row in rows if row.get("attack_fingerprint")]
-        plugins["attack"] = attack_prints[0] if attack_prints else None
-    else:
-        plugins["attack"] = rundir.fingerprint(ATTACKS.get(cell.attack[0]))
+    data = _write_table(path, table)
     return {"key": cell.key, "file": str(path.relative_to(out)), "sha256": rundir.sha256_bytes(data),
-            "bytes": len(data), "plugins": {kind: rundir.fingerprint_token(p) if p else None for kind, p in plugins.items()},
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "bytes": len(data), "plugins": plugins, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
@@ -313,28 +314,16 @@ def longest_first(
     return [groups[i] for i in order], first_rows
 
 
-def pending_cells(scenario: Scenario, out: Path) -> list[Cell]:
-    """The scenario's cells that have no verified result file yet (a competition cell: no file)."""
-    completed = read_manifest(out).get("completed", {}) if (out / "manifest.json").exists() else {}
+def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]:
+    """The scenario's cells that have no verified result file yet."""
+    completed = rundir.completed_cells(out)
     return [cell for cell in cells(scenario)
-            if not (out / cell.directory / f"{cell.key}.parquet").exists()
-            or (isinstance(cell, Cell) and cell.key not in completed)]
+            if cell.key not in completed or not (out / cell.directory / f"{cell.key}.parquet").exists()]
 
 
-def duel_cells(scenario: Scenario) -> list[Cell]:
-    """The scenario's duel cells (competition cells have no single attack to fingerprint)."""
-    return [cell for cell in cells(scenario) if isinstance(cell, Cell)]
-
-
-def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str]]:
-    """Per cell key: the fingerprint token its task, mechanism and attack have now."""
-    prints = _plugin_fingerprints(scenario)
-    return {
-        cell.key: {kind: rundir.fingerprint_token(prints[f"{registry.kind}:{plugin_id}"])
-                   for kind, registry, (plugin_id, _) in (("task", TASKS, cell.task), ("mechanism", MECHANISMS, cell.mechanism),
-                                                          ("attack", ATTACKS, cell.attack))}
-        for cell in duel_cells(scenario)
-    }
+def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str | None]]:
+    """Per cell key: the fingerprint tokens its plugins have now."""
+    return {cell.key: _plugin_tokens(cell) for cell in cells(scenario)}
 
 
 def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str, Any]:
@@ -346,35 +335,36 @@ def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str
     the cells), or with ``rerun_stale`` quarantined and computed again. Returns the
     updated manifest.
     """
-    manifest = read_manifest(out)
+    manifest = rundir.read_manifest(out)
     completed: dict[str, dict[str, Any]] = manifest.setdefault("completed", {})
-    labels = {cell.key: _label(cell) for cell in duel_cells(scenario)}
+    labels = {cell.key: _label(cell) for cell in cells(scenario)}
     changed = False
-    for key, reason in rundir.damaged_cells(out, completed).items():
-        target = rundir.quarantine(out, key, reason)
-        log.warning("ladderlab: cell %s (%s): cells/%s.parquet is damaged: %s; moved to %s, it will be computed again",
-                    labels.get(key, "not in this scenario"), key, key, reason, target.relative_to(out))
-        changed |= completed.pop(key, None) is not None
-    for key in [key for key in completed if not (out / "cells" / f"{key}.parquet").exists()]:
+    for path, reason in rundir.damaged_cells(out, completed).items():
+        target = rundir.quarantine(out, path, reason)
+        log.warning("ladderlab: cell %s (%s): %s is damaged: %s; moved to %s, it will be computed again",
+                    labels.get(path.stem, "not in this scenario"), path.stem, path.relative_to(out), reason,
+                    target.relative_to(out))
+        changed |= completed.pop(path.stem, None) is not None
+    for key in [key for key, record in completed.items() if not (out / record["file"]).exists()]:
         log.warning("ladderlab: cell %s (%s): its file is missing; it will be computed again", labels.get(key, "?"), key)
         del completed[key]
         changed = True
     current = _current_tokens(scenario)
-    stale = {key: [kind for kind, token in record.get("plugins", {}).items() if token != current.get(key, {}).get(kind)]
+    stale = {key: [role for role, token in record.get("plugins", {}).items() if token != current[key].get(role)]
              for key, record in completed.items() if key in current}
-    stale = {key: kinds for key, kinds in stale.items() if kinds}
+    stale = {key: roles for key, roles in stale.items() if roles}
     if stale and not rerun_stale:
-        lines = [f"  - {labels[key]}: {', '.join(_changed_plugin(scenario, key, kind) for kind in kinds)}"
-                 for key, kinds in stale.items()]
+        lines = [f"  - {labels[key]}: {', '.join(_changed_plugin(scenario, key, role) for role in roles)}"
+                 for key, roles in stale.items()]
         raise rundir.StaleCellsError(
             f"{out}: {len(stale)} finished cells were computed by a plugin that has changed since "
             "(another version or source):\n" + "\n".join(lines)
             + "\nre-run them with --rerun-stale (rerun_stale=True), or choose another --out"
         )
-    for key, kinds in stale.items():
-        target = rundir.quarantine(out, key, f"stale: {', '.join(kinds)} changed since it was computed")
+    for key, roles in stale.items():
+        target = rundir.quarantine(out, out / completed[key]["file"], f"stale: {', '.join(roles)} changed since it was computed")
         log.warning("ladderlab: cell %s: computed by an older %s; moved to %s, it will be computed again",
-                    labels[key], " and ".join(kinds), target.relative_to(out))
+                    labels[key], " and ".join(roles), target.relative_to(out))
         del completed[key]
         changed = True
     manifest["plugins"] = {**manifest.get("plugins", {}), **_plugin_fingerprints(scenario)}
@@ -383,14 +373,17 @@ def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str
     return manifest
 
 
-def _label(cell: Cell) -> str:
+def _label(cell: Cell | CompetitionCell) -> str:
+    if isinstance(cell, CompetitionCell):
+        return cell.label
     return " × ".join(plugin_label(plugin_id, json.dumps(params, sort_keys=True))
                       for plugin_id, params in (cell.task, cell.mechanism, cell.attack))
 
 
-def _changed_plugin(scenario: Scenario, key: str, kind: str) -> str:
-    cell = next(cell for cell in duel_cells(scenario) if cell.key == key)
-    return f"{kind} {getattr(cell, kind)[0]!r}"
+def _changed_plugin(scenario: Scenario, key: str, role: str) -> str:
+    cell = next(cell for cell in cells(scenario) if cell.key == key)
+    plugin_id = next(plugin_id for name, _, plugin_id in _cell_plugins(cell) if name == role)
+    return f"{role.split()[0]} {plugin_id!r}"
 
 
 def run(
@@ -505,18 +498,14 @@ def load_results(out: str | Path, submissions: bool = False) -> pd.DataFrame:
     with a warning naming it; :func:`verified_cell_files` says which and why.
     """
     files, damaged = verified_cell_files(out)
-    for key, reason in damaged.items():
-        log.warning("ladderlab: left out cells/%s.parquet: %s", key, reason)
+    for path, reason in damaged.items():
+        log.warning("ladderlab: left out %s: %s", path.relative_to(out), reason)
     return read_cell_files(files, submissions)
 
 
-def verified_cell_files(out: str | Path) -> tuple[list[Path], dict[str, str]]:
-    """The cell files of ``out`` that match their checksums, and the others with the reason."""
-    out = Path(out)
-    completed = read_manifest(out).get("completed", {}) if (out / "manifest.json").exists() else {}
-    damaged = rundir.damaged_cells(out, completed)
-    files = [path for path in sorted((out / "cells").glob("*.parquet")) if path.stem not in damaged]
-    return files, damaged
+def verified_cell_files(out: str | Path) -> tuple[list[Path], dict[Path, str]]:
+    """The duel cell files of ``out`` that match their checksums, and the others with the reason."""
+    return rundir.verified_files(Path(out), Cell.directory)
 
 
 def read_cell_files(files: list[Path], submissions: bool = False) -> pd.DataFrame:

@@ -5,6 +5,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ladderlab.attack import Attack
@@ -287,6 +288,31 @@ def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkey
     monkeypatch.setattr(plots.ReportFigure, "png", lambda self: b"figure")
     page = report.html_page(report.load_run(tmp_path / "run"))
     assert "Competition shake-up" in page and "Honest utility" in page and "3 of 3 competition cells finished" in page
+
+
+def test_a_damaged_competition_file_is_left_out_by_the_report_and_computed_again_on_resume(tmp_path, caplog):
+    from ladderlab import report, rundir, runner
+    from ladderlab.competition_results import load_competition_results
+    from ladderlab.scenario import load
+
+    out = run_tiny_scenario(tmp_path)
+    manifest = rundir.read_manifest(out)
+    victim = sorted((out / "competitions").glob("*.parquet"))[0]
+    record = manifest["completed"][victim.stem]
+    assert record["file"] == f"competitions/{victim.stem}.parquet"
+    assert set(record["plugins"]) == {"task", "mechanism", "team boosting", "team progressive-analyst"}
+    before = load_competition_results(out, teams=True).drop(columns="wall_time")
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+
+    assert len(load_competition_results(out)) == 4  # the other two cells' replications
+    assert f"left out competitions/{victim.stem}.parquet" in caplog.text
+    lines = report.load_run(out).status.lines()
+    assert any(line.startswith(f"competitions/{victim.stem}.parquet (competition latent-classification") and "damaged" in line
+               for line in lines)
+
+    runner.run(load(tmp_path / "tiny.toml"), out, progress=False)
+    assert len(list((out / "quarantine").glob(f"{victim.stem}.*.parquet"))) == 1
+    pd.testing.assert_frame_equal(load_competition_results(out, teams=True).drop(columns="wall_time"), before)
 
 
 @pytest.mark.slow

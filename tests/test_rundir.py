@@ -91,7 +91,7 @@ def test_report_names_a_damaged_cell_and_reports_the_rest(finished, capsys):
     assert len(pd.read_csv(__import__("io").StringIO(captured.out))) == results.cell.nunique() - 1
     assert victim.exists()  # report only reads
     run = report.load_run(out)
-    assert not run.status.complete and victim.stem in run.damaged
+    assert not run.status.complete and f"cells/{victim.stem}.parquet" in run.damaged
 
 
 def test_a_second_run_into_the_same_directory_is_refused(tmp_path, capsys):
