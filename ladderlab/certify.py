@@ -442,7 +442,7 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     ``OSError`` raised names where it went: the work is never lost.
     """
     out = Path(out)
-    text = json.dumps(certificate, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(_finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
         out.write_text(text, encoding="utf-8")
         out.with_suffix(".md").write_text(text_for_people or markdown(certificate), encoding="utf-8")
@@ -452,6 +452,17 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
             rescue_file.write(text)
         raise OSError(f"could not write the certificate to {out} ({error}); it was saved to {rescue}") from error
     return [out, out.with_suffix(".md")]
+
+
+def _finite_or_null(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None: strict JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(item) for item in value]
+    return value
 
 
 def markdown(certificate: dict[str, Any]) -> str:
@@ -513,6 +524,9 @@ def markdown(certificate: dict[str, Any]) -> str:
             f"(full disclosure {_float(honest['final_score_median_full_disclosure'])})."
         ),
     ]
+    if _float(honest["rank_correlation"]) == "–" or _float(honest["rank_correlation_full_disclosure"]) == "–":
+        lines += ["", "A dash: no replication had honest released and final scores that both varied "
+                  "(a mechanism that holds its release gives no ranking), or no honest replication finished."]
     bounds = {row["theoretical_bound"]["reference"]: row["theoretical_bound"] for row in c["battery"] if row["theoretical_bound"]}
     if bounds:
         lines += ["", "## Theory", ""]

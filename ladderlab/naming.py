@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from pathlib import PurePath
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,7 +20,10 @@ def unknown_name_error(kind: str, name: str, known: Iterable[str]) -> ValueError
 
 def plugin_label(plugin_id: str, params: str | dict[str, Any]) -> str:
     """``ladder-t(alpha=0.15)`` from a plugin id and its parameters (a dict or its JSON);
-    floats to 4 significant digits."""
+    floats to 4 significant digits. A local file plugin is named by its file name and
+    class (``my_attack.py:MyAttack``), not by the file's whole path."""
     values = json.loads(params) if isinstance(params, str) else params
     inside = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}" for name, value in values.items())
-    return f"{plugin_id}({inside})" if inside else plugin_id
+    location, colon, class_name = plugin_id.rpartition(":")
+    name = f"{PurePath(location).name}:{class_name}" if colon and location.endswith(".py") else plugin_id
+    return f"{name}({inside})" if inside else name

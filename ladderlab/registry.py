@@ -16,6 +16,7 @@ An unknown id raises ``ValueError`` with "did you mean" suggestions.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -107,7 +108,10 @@ def _load_class(spec: str) -> type:
     if location.endswith(".py"):
         path = Path(location).resolve()
         if not path.is_file():
-            raise ValueError(f"plugin file not found: {location!r} (from {spec!r})")
+            nearby = [p.name for p in path.parent.glob("*.py")] if path.parent.is_dir() else []
+            close = difflib.get_close_matches(path.name, nearby, n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(repr(str(Path(location).with_name(c))) for c in close)}?" if close else ""
+            raise ValueError(f"plugin file not found: {location!r} (from {spec!r}){hint}")
         # the name includes the file's contents, so an edited plugin is loaded afresh
         module_name = "ladderlab_local_" + hashlib.sha1(str(path).encode() + path.read_bytes()).hexdigest()[:12]
         if module_name not in sys.modules:
@@ -137,7 +141,8 @@ def _load_class(spec: str) -> type:
         except SyntaxError as error:
             raise ValueError(f"module {location!r}: syntax error in {error.filename} at line {error.lineno}: {error.msg}") from None
     if not hasattr(module, class_name):
-        classes = [name for name, _ in inspect.getmembers(module, inspect.isclass)]
+        classes = [name for name, member in inspect.getmembers(module, inspect.isclass)
+                   if member.__module__ == module.__name__]  # defined there, not imported
         raise unknown_name_error(f"class in {location!r}", class_name, classes)
     return getattr(module, class_name)
 

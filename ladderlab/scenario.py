@@ -165,7 +165,7 @@ def _check_entry(entry: Any, registry: Registry, where: str, id_key: str = "id")
     known = cls.parameter_defaults()
     for name in entry.params:
         if name not in known:
-            raise ValueError(f"{where}.params: {unknown_name_error(f'parameter of {plugin_id!r}', name, known)}")
+            raise ValueError(f"{where}.params.{name}: {unknown_name_error(f'parameter of {plugin_id!r}', name, known)}")
     for name, value in entry.params.items():
         if not grid_values(cls, name, value):
             raise ValueError(

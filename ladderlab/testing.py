@@ -1,6 +1,6 @@
 """Conformance checks for mechanism and attack plugins, in the manner of scikit-learn's ``check_estimator``.
 
-``mechanism_checks(mechanism)`` and ``attack_checks(attack)`` yield ``(name, check)``
+``plugin_checks(plugin)`` yields the ``(name, check)``
 pairs; ``check_mechanism`` / ``check_attack`` run them all and raise the first
 failure. In a test suite, one test per check::
 
@@ -414,9 +414,9 @@ def reachable_arrays(root: Any, depth: int = 4, private: bool = False) -> list[n
 MECHANISM_CHECKS: dict[str, Check] = {
     "parameters_declared": check_parameters_declared,
     "get_params_round_trip": check_get_params_round_trip,
+    "leaves_global_rng_alone": check_leaves_global_rng_alone,
     "same_seed_same_transcript": check_same_seed_same_transcript,
     "batch_equals_loop": check_batch_equals_loop,
-    "leaves_global_rng_alone": check_leaves_global_rng_alone,
     "picklable": check_picklable,
     "bad_input_changes_nothing": check_bad_input_changes_nothing,
     "adaptive_analyst": check_against_an_adaptive_analyst,
@@ -424,11 +424,11 @@ MECHANISM_CHECKS: dict[str, Check] = {
 ATTACK_CHECKS: dict[str, Check] = {
     "parameters_declared": check_parameters_declared,
     "get_params_round_trip": check_get_params_round_trip,
-    "same_seed_same_transcript": check_attack_same_seed_same_transcript,
     "leaves_global_rng_alone": check_leaves_global_rng_alone,
+    "same_seed_same_transcript": check_attack_same_seed_same_transcript,
     "respects_the_budget": check_attack_respects_the_budget,
-    "never_holds_labels": check_attack_never_holds_labels,
     "keeps_to_the_public_board": check_attack_keeps_to_the_public_board,
+    "never_holds_labels": check_attack_never_holds_labels,
 }
 
 

@@ -265,6 +265,18 @@ def test_a_certificate_that_cannot_be_written_is_saved_elsewhere(tmp_path, monke
     assert json.loads(rescued.read_text()) == certificate
 
 
+def test_an_undefined_measure_is_null_in_strict_json_and_explained_in_words(tmp_path):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    certificate = {"mechanism": "kaggle", "battery": [{"delta": float("nan")}],
+                   "honest": {"rank_correlation": float("nan"), "cost": float("inf")}}
+    out = tmp_path / "cert.json"
+    certify.write_certificate(certificate, out, text_for_people="-")
+    assert json.loads(out.read_text(), parse_constant=refuse) == {
+        "mechanism": "kaggle", "battery": [{"delta": None}], "honest": {"rank_correlation": None, "cost": None}}
+
+
 @pytest.mark.parametrize("attack_id", sorted(set(ATTACKS.ids()) - {"honest"}))
 def test_every_strength_grid_point_uses_the_budget_and_is_a_valid_setting(attack_id):
     cls = ATTACKS.get(attack_id)

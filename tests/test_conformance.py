@@ -1,5 +1,6 @@
 """Every built-in plugin passes ladderlab.testing's conformance checks, and the checks catch what they claim to."""
 
+import re
 from typing import ClassVar
 
 import numpy as np
@@ -11,6 +12,7 @@ from ladderlab.attacks.freedman import Freedman
 from ladderlab.testing import (
     ConformanceError,
     check_attack,
+    check_attack_never_holds_labels,
     check_attack_same_seed_same_transcript,
     check_batch_equals_loop,
     check_leaves_global_rng_alone,
@@ -58,7 +60,7 @@ class KnownFlawKaggle(GlobalRandomKaggle):
 
 
 @pytest.mark.parametrize(("mechanism", "message"), [
-    (GlobalRandomKaggle(), "rule 'same seed, same transcript' broken"),
+    (GlobalRandomKaggle(), "rule 'leave the global random state alone' broken.*draw from the Generator you are given"),
     (WorseningKaggle(), "declares monotone releases, but a release got worse"),
 ])
 def test_checks_catch_broken_mechanisms(mechanism, message):
@@ -137,4 +139,6 @@ def test_an_attack_that_peeks_at_labels_is_caught():
             return super().run(board, data, rng)
 
     with pytest.raises(ConformanceError, match="holdout labels"):
-        check_attack(Peeking())
+        check_attack_never_holds_labels(Peeking())
+    with pytest.raises(ConformanceError, match=re.escape("reads the board's private attributes ['_leaderboard']")):
+        check_attack(Peeking())  # the first failure names what the attack read

@@ -103,7 +103,7 @@ def test_a_changed_scenario_is_refused_in_an_existing_run_directory(tmp_path):
         (("replications = 3", "replicatons = 3"), r"small.toml: replicatons: unknown key 'replicatons'; did you mean 'replications'"),
         (("replications = 3", 'replications = "many"'), r"small.toml: replications: Input should be a valid integer"),
         (('id = "boosting"', 'id = "bosting"'), r"matrix\[0\].attacks\[0\].id: unknown attack 'bosting'; did you mean 'boosting'"),
-        (("k = [50, 100]", "kk = [50, 100]"), r"matrix\[0\].attacks\[0\].params: unknown parameter of 'boosting' 'kk'; did you mean 'k'"),
+        (("k = [50, 100]", "kk = [50, 100]"), r"matrix\[0\].attacks\[0\].params.kk: unknown parameter of 'boosting' 'kk'; did you mean 'k'"),
         (("schema_version = 1", "schema_version = 2"), r"small.toml: schema_version: Input should be 1"),
         (("seed = 7", "seed = = 7"), r"small.toml: not valid TOML"),
     ],
