@@ -35,6 +35,7 @@ import multiprocessing
 import socket
 import time
 import traceback
+import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -457,7 +458,11 @@ def run(
             with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
                 record(future.result() for future in as_completed([pool.submit(run_cells, *args) for args in arguments]))
         else:
-            record(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks))
+            with warnings.catch_warnings():
+                # loky retires a worker whose memory grew by 300 MB (a long cell's transcripts)
+                # after its job, and warns when it starts the replacement; no job is lost
+                warnings.filterwarnings("ignore", "A worker stopped while some jobs were given", UserWarning)
+                record(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks))
     return load_results(out)
 
 
