@@ -21,9 +21,11 @@ expected accuracy with t classes is p_t = E[U^{t−1}] (Theorem 3.1).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import integrate, optimize, special, stats
+from scipy import integrate, optimize, special
 
 from ladderlab.stats import pseudolikelihood
 
@@ -84,10 +86,13 @@ def exponential_extrapolation(unbiased: ArrayLike, K: int, kappas: FloatArray = 
     return np.concatenate([p, beyond])
 
 
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
 def pi_bar(k: int, c: float) -> float:
     """π̄_k(c) = ∫ φ(z − c) Φ(z)^{k−1} dz: the k-class accuracy at signal strength c (Sec. 4.3)."""
-    def integrand(z: float) -> float:
-        return float(np.exp(stats.norm.logpdf(z - c) + (k - 1) * special.log_ndtr(z)))
+    def integrand(z: float) -> float:  # the normal log density written out: scipy.stats' costs 50× more a call
+        return math.exp(-0.5 * (z - c) ** 2 - LOG_SQRT_2PI + (k - 1) * special.log_ndtr(z))
 
     value, _ = integrate.quad(integrand, c - 12.0, c + 12.0, points=[c], limit=200)
     return value
