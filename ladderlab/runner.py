@@ -36,6 +36,7 @@ import socket
 import time
 import traceback
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,8 @@ from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.competition_results import cell_table as competition_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
-from ladderlab.seeding import secret_fingerprint
 from ladderlab.rundir import RunDirectoryError
+from ladderlab.seeding import secret_fingerprint
 from ladderlab.sharing import attack_identity, shared_identity
 
 log = logging.getLogger("ladderlab.run")
@@ -260,7 +261,7 @@ def _write_table(path: Path, table: pa.Table) -> bytes:
     return data
 
 
-def _plugin_tokens(cell: Cell | CompetitionCell, rows: list[dict[str, Any]] = (), isolation: Isolation = "none",
+def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] = (), isolation: Isolation = "none",
                    ) -> dict[str, str | None]:
     """The fingerprint tokens of the plugins that computed a cell, by role. An attack played in
     its own process reports its own fingerprint (this process never loaded its code)."""
