@@ -174,7 +174,7 @@ def test_cons_at_k_is_within_hoeffding_of_the_true_accuracy(seed):
 CALIBRATED_TOLERANCE = 0.06
 """Simulation-calibrated: over seeds 0 … 299 of this test's setting the error of p̂⁵⁰_CONS had
 mean 0.0036, standard deviation 0.0139 and largest magnitude 0.043 (99% quantile 0.038), so
-0.06 lies 4.1 standard deviations out (about 1e-4 chance that one of a run's five seeds
+0.06 lies 4.1 standard deviations out (about 2e-4 chance that one of a run's five seeds
 fails, under a normal tail). p₅₀ = 0.075, so the bound still fails a CONS that returns p̂ᵏ
 (error ≈ 0.15) or 0 (error 0.075)."""
 
