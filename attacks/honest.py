@@ -14,10 +14,11 @@ from ladderlab.tasks import PublicData
 MODELS = ("ridge", "lasso", "knn", "random-forest")
 
 
-def _models(task_type: str, seed: int) -> dict[str, Any]:
+def _models(task_type: str, seed: int, n_classes: int) -> dict[str, Any]:
     # scikit-learn is imported here, when the attack plays: it is slow to import
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
     from sklearn.linear_model import Lasso, LogisticRegression, Ridge
+    from sklearn.multiclass import OneVsRestClassifier
     from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
     if task_type == "regression":
@@ -27,9 +28,11 @@ def _models(task_type: str, seed: int) -> dict[str, Any]:
             "knn": KNeighborsRegressor(n_neighbors=10),
             "random-forest": RandomForestRegressor(n_estimators=50, random_state=seed, n_jobs=1),
         }
+    l1_logistic = LogisticRegression(C=0.1, l1_ratio=1.0, solver="liblinear", random_state=seed)
     return {
         "ridge": LogisticRegression(C=1.0, max_iter=1000),
-        "lasso": LogisticRegression(C=0.1, l1_ratio=1.0, solver="liblinear", random_state=seed),
+        # liblinear fits two classes only: one L1-logistic model per class beyond that
+        "lasso": l1_logistic if n_classes <= 2 else OneVsRestClassifier(l1_logistic),
         "knn": KNeighborsClassifier(n_neighbors=10),
         "random-forest": RandomForestClassifier(n_estimators=50, random_state=seed, n_jobs=1),
     }
@@ -58,13 +61,16 @@ class Honest(Attack):
         return super().incompatibility(data)
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        available = _models(data.task_type, int(rng.integers(2**31)))
+        n_classes = 0 if data.classes is None else len(data.classes)
+        available = _models(data.task_type, int(rng.integers(2**31)), n_classes)
         scorer = get_scorer(data.scorer)
         predictions = []
         for name in self.models:
             model = available[name].fit(data.X_train, data.y_train)
             if scorer.prediction_kind is PredictionKind.LABEL:
                 predictions.append(model.predict(data.X_holdout))
+            elif scorer.prediction_kind is PredictionKind.PROBABILITIES:
+                predictions.append(model.predict_proba(data.X_holdout))
             elif data.task_type == "classification":
                 predictions.append(model.predict_proba(data.X_holdout)[:, 1])
             else:
