@@ -363,11 +363,14 @@ def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
 def load(source: str | Path, replications: int | None = None) -> Scenario:
     """Read and validate a scenario from a path or a built-in name; ``replications`` overrides."""
     path = Path(source)
-    if not path.exists():
+    if not path.is_file():  # a directory of that name (a run directory, say) does not hide a built-in
         builtin = builtin_scenarios()
-        if str(source) not in builtin:
+        if str(source) in builtin:
+            path = builtin[str(source)]
+        elif path.is_dir():
+            raise ScenarioError(f"{source}: a directory, not a scenario file (built-in names: {', '.join(sorted(builtin))})")
+        else:
             raise ScenarioError(str(unknown_name_error("scenario (not a file, not a built-in name)", str(source), builtin)))
-        path = builtin[str(source)]
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as error:

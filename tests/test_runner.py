@@ -119,6 +119,15 @@ def test_unknown_scenario_name_suggests_builtins():
         load("quikstart")
 
 
+def test_a_directory_named_like_a_builtin_scenario_does_not_hide_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quickstart").mkdir()  # e.g. the run directory of `ladderlab run quickstart --out quickstart`
+    assert load("quickstart").name == "quickstart"
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(ScenarioError, match="mine: a directory, not a scenario file"):
+        load("mine")
+
+
 def test_every_builtin_scenario_is_valid(capsys):
     assert main(["list", "scenarios"]) == 0
     out = capsys.readouterr().out
