@@ -91,3 +91,13 @@ def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_impor
     mechanism_id = cell.mechanism[0]
     assert mechanism_id == f"{folder / 'my_kaggle.py'}:CoarseKaggle"
     assert MECHANISMS.make(mechanism_id).alpha == 0.25
+
+
+def test_a_misspelled_plugin_file_gets_a_suggestion_and_a_missing_class_lists_only_the_files_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sparse_release.py").write_text(
+        "from ladderlab.mechanisms.kaggle import Kaggle\n\nclass Mine(Kaggle):\n    id = 'mine'\n")
+    with pytest.raises(ValueError, match="did you mean 'sparse_release.py'"):
+        MECHANISMS.make("sparse_relase.py:Mine")
+    with pytest.raises(ValueError, match=r"did you mean 'Mine'\? Known: Mine$"):
+        MECHANISMS.make("sparse_release.py:Mne")
