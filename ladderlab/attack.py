@@ -28,8 +28,9 @@ class Attack(Plugin):
     expected_check_failures: ClassVar[dict[str, str]] = {}
     """Conformance checks (``ladderlab.testing``) this attack is known to fail, with why."""
     final_only_params: ClassVar[frozenset[str]] = frozenset()
-    """Parameters that change only the final prediction, never a submission: duels that
-    differ only in them share one transcript (:mod:`ladderlab.sharing`)."""
+    """Parameters that change only the final prediction, never a submission (declared by a
+    :class:`FinalChoiceAttack`): duels that differ only in them share one transcript
+    (:mod:`ladderlab.sharing`)."""
     honest: ClassVar[bool] = False
     """True for an honest participant, not an attack (``honest``, the natural analysts):
     competitions count it in the honest utility, and ``ladderlab certify`` leaves it out
@@ -37,6 +38,12 @@ class Attack(Plugin):
     check_task: ClassVar[tuple[str, dict[str, Any]] | None] = None
     """A small task (id, parameters) for the conformance checks, when the default ones (random
     labels, null Gaussian regression) do not suit the attack."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.final_only_params and not issubclass(cls, FinalChoiceAttack):
+            raise TypeError(f"{cls.__name__} declares final_only_params: derive it from FinalChoiceAttack "
+                            "(play and final_prediction instead of run)")
 
     def incompatibility(self, data: PublicData) -> str | None:
         """Why the attack cannot play on ``data`` (None: it can). The runner records it as skipped."""
@@ -66,3 +73,24 @@ class Attack(Plugin):
     @abstractmethod
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         """Play against ``board``; return the final whole-holdout prediction."""
+
+
+class FinalChoiceAttack(Attack):
+    """An attack whose ``final_only_params`` only choose its final prediction from what its
+    submissions revealed (Freedman's k). Instead of ``run`` it implements ``play``, every
+    submission, and ``final_prediction``; the duels that differ only in those parameters
+    then play one transcript and compute only their own final prediction
+    (:mod:`ladderlab.sharing`). ``play`` must not read them."""
+
+    @abstractmethod
+    def play(self, board: Board, data: PublicData, rng: np.random.Generator) -> Any:
+        """Make every submission; return what ``final_prediction`` needs (no holdout labels).
+        The state is pickled and shared by the duels at every value of ``final_only_params``."""
+
+    @abstractmethod
+    def final_prediction(self, state: Any, data: PublicData) -> FloatArray:
+        """The final whole-holdout prediction, from the state ``play`` returned."""
+
+    def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        return self.final_prediction(self.play(board, data, rng), data)
+

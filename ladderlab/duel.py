@@ -17,20 +17,19 @@ scores) and the two measures of the papers:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ladderlab.attack import Attack
+from ladderlab.attack import Attack, FinalChoiceAttack
 from ladderlab.board import Board, Leaderboard
 from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.scoring import LossScorer, get_scorer
 from ladderlab.seeding import identity_key, secret_identity, stream
-from ladderlab.sharing import TRANSCRIPTS, RecordingBoard, ReplayBoard, Transcript, TranscriptMismatch, attack_identity
+from ladderlab.sharing import TRANSCRIPTS, Transcript, attack_identity
 from ladderlab.tasks import Split, Task
 
 
@@ -90,24 +89,22 @@ def play(
     attack_rng: np.random.Generator,
     budget: int | None = None,
     oracle: bool = False,
-    shared: Transcript | None = None,
-    record: Callable[[RecordingBoard, Leaderboard], None] | None = None,
+    record: Callable[[Leaderboard, Any, dict[str, list[int]], int], None] | None = None,
     isolation: Isolation = "none",
 ) -> DuelResult:
     """Bind ``mechanism`` to the split's public labels, let ``attack`` play, score its final prediction.
 
-    With ``shared``, the attack replays that transcript instead of playing the
-    mechanism (:mod:`ladderlab.sharing`); ``record`` receives the board and the
-    leaderboard after the attack's last submission. ``isolation="process"`` plays the
-    attack in its own process (:mod:`ladderlab.isolation`), which gets the public data
-    and a client of the board, nothing else; the results are the same, bit for bit.
-    ``attack`` may then be an :class:`~ladderlab.isolation.AttackRef`, so that its code
-    never runs in this process (transcripts are not shared then). Raises
-    :class:`Incompatible` when the pair cannot play on this split.
+    ``record``, for a :class:`~ladderlab.attack.FinalChoiceAttack`, receives the leaderboard,
+    the state ``play`` returned, the marks and the number of submissions after the last
+    submission (:mod:`ladderlab.sharing`). ``isolation="process"`` plays the attack in its
+    own process (:mod:`ladderlab.isolation`), which gets the public data and a client of
+    the board, nothing else; the results are the same, bit for bit. ``attack`` may then be
+    an :class:`~ladderlab.isolation.AttackRef`, so that its code never runs in this process.
+    Raises :class:`Incompatible` when the pair cannot play on this split.
     """
     data = split.public
     if check_isolation(isolation) == "process":
-        if shared is not None or record is not None:
+        if record is not None:
             raise ValueError("a shared transcript needs the attack in this process (isolation='none')")
         ref = attack if isinstance(attack, AttackRef) else AttackRef.of(attack)
         reason = incompatibility(split, mechanism, None)
@@ -126,31 +123,39 @@ def play(
         if reason:
             raise Incompatible(reason)
         attack.validate_params()
-        board = _open_board(split, mechanism, mechanism_rng, budget, oracle, recording=record is not None)
-        if shared is not None:
-            board = ReplayBoard(copy.deepcopy(shared.leaderboard), shared.batches, budget=budget, oracle=oracle)
-            mechanism = board._leaderboard.mechanism
-        final_prediction = attack.run(board, data, attack_rng)
-        if shared is not None and not board.finished:
-            raise TranscriptMismatch("the attack submitted less than the shared transcript holds")
-        if record is not None:
-            record(board, board._leaderboard)
+        board = _open_board(split, mechanism, mechanism_rng, budget, oracle)
+        if record is not None and isinstance(attack, FinalChoiceAttack):
+            state = attack.play(board, data, attack_rng)
+            record(board._leaderboard, state, attack.marks(), board.submissions)
+            final_prediction = attack.final_prediction(state, data)
+        else:
+            final_prediction = attack.run(board, data, attack_rng)
         marks, fingerprint = attack.marks(), {}
-    return _score(split, mechanism, board, final_prediction, marks, fingerprint)
+    return _score(split, board._leaderboard, board.submissions, final_prediction, marks, fingerprint)
+
+
+def replay(transcript: Transcript, attack: FinalChoiceAttack) -> DuelResult:
+    """The duel of ``attack`` on a recorded transcript: only its final prediction is computed
+    and scored, on a copy of the leaderboard after the transcript's last submission."""
+    attack.validate_params()
+    leaderboard, state, marks, submissions = transcript.copy()
+    reason = incompatibility(transcript.split, leaderboard.mechanism, attack)
+    if reason:
+        raise Incompatible(reason)
+    prediction = attack.final_prediction(state, transcript.split.public)
+    return _score(transcript.split, leaderboard, submissions, prediction, marks, {})
 
 
 def _open_board(split: Split, mechanism: Mechanism, rng: np.random.Generator, budget: int | None,
-                oracle: bool, recording: bool = False) -> Board:
+                oracle: bool) -> Board:
     mechanism.bind(split.y_public, split.public.scorer, rng, classes=split.public.classes)
     leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
-    return Board(leaderboard, budget=budget, oracle=oracle) if not recording else RecordingBoard(
-        leaderboard, budget=budget, oracle=oracle)
+    return Board(leaderboard, budget=budget, oracle=oracle)
 
 
-def _score(split: Split, mechanism: Mechanism, board: Board, final_prediction: Any,
+def _score(split: Split, leaderboard: Leaderboard, submissions: int, final_prediction: Any,
            marks: dict[str, list[int]], fingerprint: dict[str, Any]) -> DuelResult:
-    leaderboard = board._leaderboard
-    submissions = board.submissions
+    mechanism = leaderboard.mechanism
     leaderboard.submit_many(leaderboard.check(final_prediction))
     records = leaderboard.records()
     scorer = get_scorer(split.public.scorer)
@@ -212,13 +217,18 @@ def duel(
 
         task = clone(task).set_params(data_seed=int(stream(task_spec[1]["data_seed"], "data_seed", *secret).integers(2**63)))
     key = None
-    if isolation == "none" and isinstance(attack, Attack) and attack.final_only_params:
+    if isolation == "none" and isinstance(attack, FinalChoiceAttack):
         key = identity_key(seed, task_spec, mechanism_spec, attack_spec, replication, budget, oracle, *secret)
     shared = None if key is None else TRANSCRIPTS.get(key)
+    if shared is not None and replication > 0:
+        return replay(shared, attack)
     split = shared.split if shared is not None else task.split(stream(seed, "task", task_spec, replication, *secret))
 
-    def record(board: RecordingBoard, leaderboard: Leaderboard) -> None:
-        TRANSCRIPTS.put(key, split, board, leaderboard)
+    def record(leaderboard: Leaderboard, state: Any, marks: dict[str, list[int]], submissions: int) -> None:
+        if shared is None:
+            TRANSCRIPTS.put(key, Transcript.record(split, leaderboard, state, marks, submissions))
+        else:
+            shared.check_same_as(leaderboard, submissions)
 
     return play(
         split,
@@ -228,7 +238,6 @@ def duel(
         stream(seed, "attack", attack_spec, task_spec, replication),
         budget=budget,
         oracle=oracle,
-        shared=shared,
-        record=None if key is None or shared is not None else record,
+        record=None if key is None else record,
         isolation=isolation,
     )

@@ -1,32 +1,33 @@
-"""One transcript for the duels that differ only in what the attack does after its last submission.
+"""One transcript for the duels that differ only in how the attack picks its final prediction.
 
 Some attack parameters change only the final prediction, never a submission: Freedman's
 ``k`` picks the features of the final regression from the same p released scores
-(Chaibub Neto et al., Fig. 2). An attack lists them in ``Attack.final_only_params``.
-The duel then derives every random stream from the attack's identity *without* them,
-so the duels at k = 1 … 30 of one replication play the same transcript, and a
-process computes it once: the first duel records its submissions and the leaderboard
-after the last one; the others replay them through a :class:`ReplayBoard` and only
-score their own final prediction. Each duel's result is bit-identical to playing it
-alone, and each cell keeps its distribution; the cells at different ``k`` now share
-their transcript (common random numbers), as the paper's figure does.
+(Chaibub Neto et al., Fig. 2). Such an attack is a :class:`~ladderlab.attack.FinalChoiceAttack`:
+it lists them in ``final_only_params`` and splits its ``run`` into ``play`` (every
+submission; returns what the final choice needs) and ``final_prediction``. The duel then
+derives every random stream from the attack's identity *without* those parameters, so the
+duels at k = 1 … 30 of one replication have the same transcript, and a process plays it
+once: the first duel records the state ``play`` returned and the leaderboard after the
+last submission; the others only compute and score their own final prediction on a copy
+of that leaderboard. Each duel's result is bit-identical to playing it alone, and each cell
+keeps its distribution; the cells at different k now share their transcript (common
+random numbers), as the paper's figure does.
 
-A replayed attack must submit exactly what was recorded; if it does not, the
-declaration was wrong and :class:`TranscriptMismatch` says so.
+Replication 0 checks the declaration: there, every duel plays in full and must reproduce
+the recorded transcript, or :class:`TranscriptMismatch` names the difference.
 """
 
 from __future__ import annotations
 
-import copy
+import pickle
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
-from ladderlab.board import Board, Leaderboard
+from ladderlab.board import Leaderboard
 from ladderlab.tasks import Split
 
 CACHED_TRANSCRIPTS = 4
@@ -34,72 +35,42 @@ CACHED_TRANSCRIPTS = 4
 
 
 class TranscriptMismatch(RuntimeError):
-    """A replayed attack submitted something other than the shared transcript holds."""
+    """A duel that should share a recorded transcript played a different one."""
 
 
-class RecordingBoard(Board):
-    """A Board that keeps every batch it scored, for replay."""
-
-    __slots__ = ("batches",)
-
-    def __init__(self, leaderboard: Leaderboard, budget: int | None = None, oracle: bool = False):
-        super().__init__(leaderboard, budget, oracle)
-        self.batches: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
-
-    def submit_many(self, predictions: ArrayLike) -> NDArray[np.float64]:
-        released = super().submit_many(predictions)
-        self.batches.append((np.array(predictions, dtype=float, ndmin=2), released.copy()))
-        return released
-
-
-class ReplayBoard(Board):
-    """A Board that answers from a recorded transcript, checking that each batch is the recorded one.
-
-    ``leaderboard`` is the state after the whole transcript; the Board's view of it
-    (budget, oracle jumps) is limited to the submissions replayed so far.
-    """
-
-    __slots__ = ("_batches",)
-
-    def __init__(
-        self,
-        leaderboard: Leaderboard,
-        batches: list[tuple[NDArray[np.float64], NDArray[np.float64]]],
-        budget: int | None = None,
-        oracle: bool = False,
-    ):
-        super().__init__(leaderboard, budget, oracle)
-        self._batches = list(batches)
-
-    def oracle_jumps(self, since: int) -> int:
-        return max(0, super().oracle_jumps(since) - super().oracle_jumps(self.submissions))
-
-    def submit_many(self, predictions: ArrayLike) -> NDArray[np.float64]:
-        P = self._leaderboard.check(predictions)
-        if not self._batches:
-            raise TranscriptMismatch("the attack submitted more than the shared transcript holds")
-        recorded, released = self._batches.pop(0)
-        if recorded.shape != P.shape or not np.array_equal(recorded, P):
-            raise TranscriptMismatch(
-                f"submission {self.submissions} differs from the shared transcript: an attack's "
-                "final_only_params must not change its submissions"
-            )
-        self._transcript.extend(released.tolist())
-        return released.copy()
-
-    @property
-    def finished(self) -> bool:
-        """True when every recorded batch has been replayed."""
-        return not self._batches
-
-
-@dataclass
+@dataclass(frozen=True)
 class Transcript:
-    """A played transcript: the split, the scored batches and the leaderboard after the last one."""
+    """A played transcript: the split, and (pickled, so that each duel gets its own copy) the
+    leaderboard after the attack's last submission, the state its ``play`` returned, its marks
+    and its number of submissions."""
 
     split: Split
-    batches: list[tuple[NDArray[np.float64], NDArray[np.float64]]]
-    leaderboard: Leaderboard
+    played: bytes
+
+    @classmethod
+    def record(cls, split: Split, leaderboard: Leaderboard, state: Any, marks: dict[str, list[int]],
+               submissions: int) -> Transcript:
+        return cls(split, pickle.dumps((leaderboard, state, marks, submissions), protocol=pickle.HIGHEST_PROTOCOL))
+
+    def copy(self) -> tuple[Leaderboard, Any, dict[str, list[int]], int]:
+        """A fresh copy of (leaderboard, state, marks, submissions)."""
+        return pickle.loads(self.played)
+
+    def check_same_as(self, leaderboard: Leaderboard, submissions: int) -> None:
+        """Raise :class:`TranscriptMismatch` unless ``leaderboard`` holds this transcript's submissions."""
+        recorded, _, _, recorded_submissions = self.copy()
+        if submissions != recorded_submissions:
+            raise TranscriptMismatch(
+                f"{submissions} submissions where the shared transcript has {recorded_submissions}: an attack's "
+                "final_only_params must not change its submissions"
+            )
+        mine, theirs = leaderboard.records(), recorded.records()
+        for name in ("released", "public", "final"):
+            if not np.array_equal(mine[name], theirs[name], equal_nan=True):
+                raise TranscriptMismatch(
+                    f"the {name} scores differ from the shared transcript: an attack's final_only_params "
+                    "must not change its submissions"
+                )
 
 
 class TranscriptCache:
@@ -115,8 +86,8 @@ class TranscriptCache:
             self._entries.move_to_end(key)
         return entry
 
-    def put(self, key: Hashable, split: Split, board: RecordingBoard, leaderboard: Leaderboard) -> None:
-        self._entries[key] = Transcript(split, board.batches, copy.deepcopy(leaderboard))
+    def put(self, key: Hashable, transcript: Transcript) -> None:
+        self._entries[key] = transcript
         self._entries.move_to_end(key)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)

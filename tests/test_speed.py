@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from ladderlab.attack import Attack
+from ladderlab.attack import Attack, FinalChoiceAttack
 from ladderlab.bootstrap import (
     BootstrapMeanSampler,
     improvements_needed,
@@ -173,25 +173,27 @@ def test_batches_longer_than_a_block_equal_one_at_a_time_submission(mechanism_id
 FREEDMAN_TASK = {"preset": "ad-challenge", "n_samples": 90, "n_features": 40}
 
 
+@pytest.mark.parametrize("replication", [0, 1])  # 0: played in full and checked; 1: replayed
 @pytest.mark.parametrize("mechanism", [("ladder-t", {}), ("bayesboot-ladderboot", {"B": 50, "b": 20})])
-def test_a_shared_transcript_gives_each_duel_the_result_it_has_alone(mechanism):
+def test_a_shared_transcript_gives_each_duel_the_result_it_has_alone(mechanism, replication):
     task = TASKS.make("gaussian-regression", **FREEDMAN_TASK, scorer="ccc" if "bayes" in mechanism[0] else "squared")
 
     def play(k):
-        return duel(task, MECHANISMS.make(mechanism[0], **mechanism[1]), ATTACKS.make("freedman", k=k), 3, 1)
+        return duel(task, MECHANISMS.make(mechanism[0], **mechanism[1]), ATTACKS.make("freedman", k=k), 3, replication)
 
     TRANSCRIPTS.clear()
     alone = play(7)
     TRANSCRIPTS.clear()
     play(2)
-    shared = play(7)
-    assert len(TRANSCRIPTS) == 1  # k = 7 replayed the transcript recorded at k = 2
-    for field in ("released", "public", "final"):
-        np.testing.assert_array_equal(getattr(alone, field), getattr(shared, field))
-    assert alone.leaderboard_error == shared.leaderboard_error and alone.delta == shared.delta
+    shared, again = play(7), play(7)
+    assert len(TRANSCRIPTS) == 1  # k = 7 used the transcript recorded at k = 2
+    for result in (shared, again):
+        for field in ("released", "public", "final"):
+            np.testing.assert_array_equal(getattr(alone, field), getattr(result, field))
+        assert alone.leaderboard_error == result.leaderboard_error and alone.delta == result.delta
 
 
-class SeededNoise(Attack):
+class SeededNoise(FinalChoiceAttack):
     """Wrongly declares ``scale`` final-only: its submissions depend on it."""
 
     id = "seeded-noise"
@@ -201,18 +203,26 @@ class SeededNoise(Attack):
     def __init__(self, scale: float = 1.0):
         self.scale = scale
 
-    def run(self, board, data, rng):
+    def play(self, board, data, rng):
         P = self.scale * rng.normal(size=(3, board.holdout_size))
         board.submit_many(P)
         return P[0]
 
+    def final_prediction(self, state, data):
+        return state
 
-def test_a_wrong_final_only_declaration_is_caught_on_replay():
+
+def test_a_wrong_final_only_declaration_is_caught_in_replication_0():
     task = TASKS.make("gaussian-regression", **FREEDMAN_TASK)
     TRANSCRIPTS.clear()
     duel(task, MECHANISMS.make("ladder-t"), SeededNoise(scale=1.0), 0, 0)
-    with pytest.raises(TranscriptMismatch, match="differs from the shared transcript"):
+    with pytest.raises(TranscriptMismatch, match="scores differ from the shared transcript"):
         duel(task, MECHANISMS.make("ladder-t"), SeededNoise(scale=2.0), 0, 0)
+
+
+def test_final_only_params_need_the_two_phase_attack():
+    with pytest.raises(TypeError, match="derive it from FinalChoiceAttack"):
+        type("Declares", (Attack,), {"final_only_params": frozenset({"k"}), "run": lambda self, board, data, rng: None})
 
 
 @pytest.mark.parametrize("mode", ["permuted", "random-split"])
