@@ -4,13 +4,13 @@ from typing import Any
 
 import numpy as np
 
-from ladderlab.attack import Attack, FloatArray
+from ladderlab.attack import FinalChoiceAttack, FloatArray
 from ladderlab.board import Board
 from ladderlab.params import Interval
 from ladderlab.tasks import PublicData
 
 
-class FeatureSelection(Attack):
+class FeatureSelection(FinalChoiceAttack):
     """The analyst of the reusable-holdout experiment: select features by training and holdout correlation.
 
     Dwork et al. 2015 (Science, Fig. 1). The analyst computes each feature's
@@ -21,13 +21,17 @@ class FeatureSelection(Attack):
     in absolute value with the same sign, takes the ``k`` with the largest
     |training correlation|, and submits sign(Σ_j sign(c_j)·x_j) as its classifier.
     Queries go in batches of ``batch``; with a budget, only the first features are
-    queried (one submission is kept for the classifier).
+    queried (one submission is kept for the classifier). ``k`` only chooses the
+    classifier, so the duels at every k of a replication share one transcript
+    (:mod:`ladderlab.sharing`; version 2: the random streams no longer depend on k).
     """
 
     id = "feature-selection"
     reference = "Dwork et al. 2015, Science, Fig. 1 (the analyst)"
     task_types = frozenset({"classification"})
     check_task = ("correlated-feature-selection", {"n": 60, "d": 30})
+    final_only_params = frozenset({"k"})
+    version = "2"
     _parameter_constraints = {
         "k": [Interval(int, 0, None)],
         "threshold": [Interval(float, 0, None), None],
@@ -51,7 +55,8 @@ class FeatureSelection(Attack):
             return "feature-selection needs features"
         return super().incompatibility(data)
 
-    def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+    def play(self, board: Board, data: PublicData, rng: np.random.Generator) -> tuple[FloatArray, FloatArray, float]:
+        """Query every feature's holdout correlation; return both correlations and the threshold."""
         n, d = data.X_train.shape
         signs = 2.0 * data.y_train - 1.0
         training = (signs @ data.X_train) / n
@@ -61,6 +66,11 @@ class FeatureSelection(Attack):
         for start in range(0, queried, self.batch):
             columns = slice(start, min(queried, start + self.batch))
             holdout[columns] = 2.0 * board.submit_many(data.X_holdout[:, columns].T.astype(float)) - 1.0
+        return training, holdout, threshold
+
+    def final_prediction(self, state: tuple[FloatArray, FloatArray, float], data: PublicData) -> FloatArray:
+        """The sign of the vote of the k agreeing features with the largest training correlation."""
+        training, holdout, threshold = state
         kept = np.flatnonzero(
             (np.abs(training) > threshold) & (np.abs(holdout) > threshold) & (np.sign(training) == np.sign(holdout))
         )
