@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.scoring import PredictionKind
-from ladderlab.validation import check_prediction_matrix
+from ladderlab.validation import check_prediction_matrix, rows_per_block
 
 
 class BudgetExceeded(RuntimeError):
@@ -67,6 +67,8 @@ class Leaderboard:
             raise ValueError("public_rows and final_rows must partition 0 … holdout_size − 1")
         self._public: list[FloatArray] = []
         self._final: list[FloatArray] = []
+        self._public_columns = _as_slice(self.public_rows)
+        self._final_columns = _as_slice(self.final_rows)
 
     def check(self, predictions: ArrayLike) -> FloatArray:
         """Validate whole-holdout predictions against the mechanism's scorer and label set."""
@@ -78,28 +80,33 @@ class Leaderboard:
         )
 
     def submit_many(self, P: FloatArray) -> FloatArray:
-        """Score whole-holdout predictions validated by ``check``; return the released scores."""
-        public = P[:, self.public_rows]
-        scorer = self.mechanism.scorer_
-        public_scores = scorer.score_many(self.mechanism.labels_, public)
+        """Score whole-holdout predictions validated by ``check``; return the released scores.
+
+        The rows go through in cache-sized blocks, each gathered once per pass: the exact
+        public and final scores of every row first (a score that is not finite raises
+        before the mechanism sees the batch), then the mechanism's releases.
+        """
+        step = rows_per_block(self.holdout_size)
+        blocks = [P[start : start + step] for start in range(0, P.shape[0], step)]
+        mechanism = self.mechanism
+        public_scores = _joined([mechanism.scorer_.score_many(mechanism.labels_, block[:, self._public_columns])
+                                 for block in blocks])
         if self.final_rows.size:
-            final_scores = scorer.score_many(self.final_labels, P[:, self.final_rows])
+            final_scores = _joined([mechanism.scorer_.score_many(self.final_labels, block[:, self._final_columns])
+                                    for block in blocks])
         else:
             final_scores = np.full(P.shape[0], np.nan)
-        released = self.mechanism.submit_validated(public)
+        released = _joined([mechanism.submit_validated(block[:, self._public_columns]) for block in blocks])
         self._public.append(public_scores)
         self._final.append(final_scores)
         return released
 
     def records(self) -> dict[str, FloatArray]:
         """Per submission: ``released``, ``public`` (exact) and ``final`` scores."""
-        def joined(parts: list[FloatArray]) -> FloatArray:
-            return np.concatenate(parts) if parts else np.empty(0)
-
         return {
             "released": np.array(self.mechanism.released_),
-            "public": joined(self._public),
-            "final": joined(self._final),
+            "public": np.concatenate(self._public) if self._public else np.empty(0),
+            "final": np.concatenate(self._final) if self._final else np.empty(0),
         }
 
 
@@ -187,3 +194,15 @@ class Board:
         released = self._leaderboard.submit_many(P)
         self._transcript.extend(released.tolist())
         return released.copy()
+
+
+def _joined(parts: list[FloatArray]) -> FloatArray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _as_slice(rows: NDArray[np.int64]) -> slice | NDArray[np.int64]:
+    """Consecutive ascending positions as a slice (a view, not a gather); others unchanged."""
+    if rows.size and rows[-1] - rows[0] == rows.size - 1 and (rows.size == 1 or (np.diff(rows) == 1).all()):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
+

@@ -133,8 +133,12 @@ class LossScorer(Scorer):
             y = np.asarray(y, dtype=float)
             P = np.atleast_2d(np.asarray(P, dtype=float))
         with np.errstate(over="ignore", invalid="ignore"):
-            scores = np.add.reduce(self.loss(y, P), axis=1) / y.shape[0]  # the bits of .mean(axis=1)
+            scores = self.mean_losses(y, P)
         return scores if np.isfinite(scores).all() else require_finite_scores(self.name, scores)
+
+    def mean_losses(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        """The mean loss of every row of ``P``, with the bits of ``loss(y, P).mean(axis=1)``."""
+        return np.add.reduce(self.loss(y, P), axis=1) / y.shape[0]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +150,10 @@ class ZeroOneLoss(LossScorer):
 
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
         return (P != y).astype(float)
+
+    def mean_losses(self, y: FloatArray, P: FloatArray) -> FloatArray:
+        # a sum of 0/1 values is an exact integer in any order: counting gives the same bits
+        return np.count_nonzero(P != y, axis=1) / y.shape[0]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -117,7 +117,7 @@ class SageBootLadderBoot(Mechanism):
                 self.bayes_factors_.append(decision.bayes)
                 met = decision.met
             if met:
-                self.lead_ = prediction
+                self.lead_ = prediction.copy()
                 self.acceptances_.append(len(self.released_) + row)
         return released
 

@@ -77,3 +77,38 @@ def test_leaderboard_refuses_a_split_that_does_not_partition_the_holdout():
     mechanism = bound("kaggle", labels[:6], 0)
     with pytest.raises(ValueError, match="partition"):
         Leaderboard(mechanism, np.arange(6), np.arange(5, 9), labels[5:9])
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_a_batch_scored_in_blocks_gives_the_records_of_one_submission_at_a_time(contiguous):
+    """Blocks of rows (and a slice for consecutive public rows) change no bit of the records."""
+    rng = np.random.default_rng(3)
+    n_public, n_final = 3000, 5000  # a few rows per cache-sized block
+    labels = rng.integers(0, 2, n_public + n_final).astype(float)
+    public_rows = np.arange(n_public) if contiguous else np.sort(rng.permutation(n_public + n_final)[:n_public])
+    final_rows = np.setdiff1d(np.arange(n_public + n_final), public_rows)
+    P = improving_stream(rng, labels, 40)
+
+    def records(batches):
+        leaderboard = Leaderboard(bound("ladder-free", labels[public_rows], 0), public_rows, final_rows, labels[final_rows])
+        for batch in batches:
+            leaderboard.submit_many(leaderboard.check(batch))
+        return leaderboard.records()
+
+    whole, one_by_one = records([P]), records([row[None, :] for row in P])
+    for name in ("released", "public", "final"):
+        np.testing.assert_array_equal(whole[name], one_by_one[name])
+    np.testing.assert_array_equal(whole["final"], (P[:, final_rows] != labels[final_rows]).mean(axis=1))
+
+
+def test_a_score_that_is_not_finite_late_in_a_batch_changes_nothing():
+    rng = np.random.default_rng(4)
+    n = 4000
+    labels = rng.normal(size=n)
+    leaderboard = Leaderboard(bound("ladder-t", labels[:2000], 0, scorer="squared"), np.arange(2000),
+                              np.arange(2000, n), labels[2000:])
+    P = rng.normal(size=(30, n))
+    P[-1, -1] = 1e200  # overflows the squared loss of the last row's final score only
+    with pytest.raises(ValueError, match="not finite|overflow|finite"):
+        leaderboard.submit_many(leaderboard.check(P))
+    assert leaderboard.mechanism.released_ == [] and leaderboard.records()["public"].size == 0

@@ -274,3 +274,13 @@ def test_bootladderboot_lead_is_the_most_recent_accepted_submission():
     exact_good = get_scorer("spearman").score(labels, good)
     assert released[2] != released[3]
     assert abs(released[2] - exact_good) < 0.05 and abs(released[3] - exact_good) < 0.05
+
+
+def test_bootladderboot_keeps_its_own_copy_of_the_lead():
+    """A participant who changes its array after submitting cannot change the lead."""
+    labels, P = regression_stream(9, n=200, m=3)
+    mechanism = bound("sage-bootladderboot", labels, 9, scorer="spearman", bootstrap_n=200)
+    submitted = P[2:3].copy()
+    mechanism.submit_many(submitted)
+    submitted[:] = 0.0
+    np.testing.assert_array_equal(mechanism.lead_, P[2])

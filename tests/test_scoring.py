@@ -90,3 +90,12 @@ def test_aliases_and_unknown_names():
     assert get_scorer("mse") is get_scorer("squared")
     with pytest.raises(ValueError, match="did you mean 'pearson'"):
         get_scorer("pearsn")
+
+
+@given(seed=seeds, n=st.integers(1, 3000), m=st.integers(1, 5))
+def test_counting_zero_one_errors_gives_the_bits_of_the_mean_loss(seed, n, m):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n).astype(float)
+    P = rng.integers(0, 3, (m, n)).astype(float)
+    scorer = get_scorer("zero-one")
+    assert np.array_equal(scorer.score_many(y, P), scorer.loss(y, P).mean(axis=1))
