@@ -112,11 +112,12 @@ class BootstrapScoreSampler:
         return total / self.b
 
 
-def bootstrap_counts(rng: np.random.Generator, replicates: int, n: int) -> Iterator[FloatArray]:
+def bootstrap_counts(rng: np.random.Generator, replicates: int, n: int,
+                     chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[FloatArray]:
     """Count matrices (row j: how often each sample was drawn in resample j) of ordinary
-    bootstrap resamples, in chunks: a weighted moment under row j / n is the moment of
-    the resampled (ŷ, y) pairs."""
-    rows_per_chunk = max(1, CHUNK_ELEMENTS // n)
+    bootstrap resamples, in chunks of about ``chunk_elements``: a weighted moment under
+    row j / n is the moment of the resampled (ŷ, y) pairs."""
+    rows_per_chunk = max(1, chunk_elements // n)
     for start in range(0, replicates, rows_per_chunk):
         rows = min(rows_per_chunk, replicates - start)
         draws = rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]

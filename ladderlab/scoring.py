@@ -338,12 +338,14 @@ def _resample_midranks(values: FloatArray, counts: FloatArray) -> FloatArray:
     """B × n: the mid-rank each sample would have among the rows of each resample (by counts)."""
     order = np.argsort(values, kind="stable")
     sorted_values = values[order]
-    group_starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    in_group = np.add.reduceat(counts[:, order], group_starts, axis=1)
+    starts_group = np.r_[True, sorted_values[1:] != sorted_values[:-1]]
+    ties = not starts_group.all()
+    in_group = counts[:, order]
+    if ties:
+        in_group = np.add.reduceat(in_group, np.flatnonzero(starts_group), axis=1)
     group_ranks = np.cumsum(in_group, axis=1) - in_group + (in_group + 1.0) / 2.0
-    group_of_sorted = np.cumsum(np.r_[True, sorted_values[1:] != sorted_values[:-1]]) - 1
     ranks = np.empty_like(counts, dtype=float)
-    ranks[:, order] = group_ranks[:, group_of_sorted]
+    ranks[:, order] = group_ranks[:, np.cumsum(starts_group) - 1] if ties else group_ranks
     return ranks
 
 

@@ -4,9 +4,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ladderlab.bootstrap import CHUNK_ELEMENTS
+from ladderlab.bootstrap import bootstrap_counts
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Options
+
+RESAMPLE_CHUNK_ELEMENTS = 1 << 15
+"""Resampled counts scored at once: the rank and moment temporaries of a chunk stay in cache
+(chunks of 8 MiB made a submission about 3 times slower)."""
 
 
 @dataclass(frozen=True)
@@ -73,11 +77,15 @@ class SageBootLadderBoot(Mechanism):
     new estimate of the lead: an averaging channel. ``variant="2019"`` is the
     deployed code, ``"head"`` the package today. Any scorer; resampled scores are
     computed from count matrices (``Scorer.on_resamples``), never a loop over resamples.
+    Version 2 draws each resample's counts from n uniform indices (``bootstrap_counts``)
+    in cache-sized chunks instead of a multinomial: the same distribution, another random
+    stream, about 3 times faster per submission.
     """
 
     id = "sage-bootladderboot"
     reference = "Sage Bionetworks challengescoring::bootLadderBoot (IDG-DREAM round 1b, 2019)"
     releases_best = True
+    version = "2"
     _parameter_constraints = {
         "variant": [Options({"2019", "head"})],
         "bootstrap_n": [Interval(int, 1, None)],
@@ -123,11 +131,9 @@ class SageBootLadderBoot(Mechanism):
 
     def _resampled_scores(self, predictions: FloatArray, resamples: int) -> FloatArray:
         """resamples × m scores of ``predictions`` on fresh paired ordinary-bootstrap resamples."""
-        n = self.n_
         out = np.empty((resamples, predictions.shape[0]))
-        rows_per_chunk = max(1, CHUNK_ELEMENTS // n)
-        for start in range(0, resamples, rows_per_chunk):
-            rows = min(rows_per_chunk, resamples - start)
-            counts = self.rng_.multinomial(n, np.full(n, 1.0 / n), size=rows).astype(float)
-            out[start : start + rows] = self.scorer_.on_resamples(self.labels_, predictions, counts)
+        start = 0
+        for counts in bootstrap_counts(self.rng_, resamples, self.n_, RESAMPLE_CHUNK_ELEMENTS):
+            out[start : start + counts.shape[0]] = self.scorer_.on_resamples(self.labels_, predictions, counts)
+            start += counts.shape[0]
         return out

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ladderlab.bootstrap import posterior_odds, posterior_probability_of_improvement
+from ladderlab.bootstrap import bootstrap_counts, posterior_odds, posterior_probability_of_improvement
 from ladderlab.scoring import get_scorer
 from tests.helpers import bound
 
@@ -85,3 +85,16 @@ def test_initial_prediction_must_be_beaten_first():
     released = mechanism.submit(weak)
     assert mechanism.best_index_ is None
     assert released == pytest.approx(get_scorer("pearson").score(y, strong), abs=1 / 300)
+
+
+@pytest.mark.parametrize("chunk_elements", [1 << 6, 1 << 20])
+def test_bootstrap_counts_are_multinomial_n_uniform(chunk_elements):
+    """Each row sums to n; each sample's count has mean 1 and is 0 with probability (1 − 1/n)^n
+    (Hoeffding bounds at δ = 1e-9 with a union over the n samples)."""
+    n, R, delta = 20, 20_000, 1e-9
+    C = np.concatenate(list(bootstrap_counts(np.random.default_rng(5), R, n, chunk_elements)))
+    assert C.shape == (R, n) and (C.sum(axis=1) == n).all()
+    mean_bound = n * math.sqrt(math.log(4 * n / delta) / (2 * R))
+    assert np.abs(C.mean(axis=0) - 1).max() <= mean_bound
+    zero_bound = math.sqrt(math.log(4 * n / delta) / (2 * R))
+    assert np.abs((C == 0).mean(axis=0) - (1 - 1 / n) ** n).max() <= zero_bound
