@@ -217,7 +217,7 @@ def duel(
 
         task = clone(task).set_params(data_seed=int(stream(task_spec[1]["data_seed"], "data_seed", *secret).integers(2**63)))
     key = None
-    if isolation == "none" and isinstance(attack, FinalChoiceAttack):
+    if isolation == "none" and isinstance(attack, FinalChoiceAttack) and attack.final_only_params:
         key = identity_key(seed, task_spec, mechanism_spec, attack_spec, replication, budget, oracle, *secret)
     shared = None if key is None else TRANSCRIPTS.get(key)
     if shared is not None and replication > 0:

@@ -18,9 +18,12 @@ Each job is one cell, or the cells that share one transcript per replication (th
 differ only in their attack's ``final_only_params``, :mod:`ladderlab.sharing`), run
 replication by replication (joblib: ``loky`` locally, ``dask`` for a cluster). Jobs
 get plain specs and seeds, build their plugins themselves and write their own files.
-With several local workers, replication 0 of every job is played first (in parallel);
-its CPU time estimates the job's cost, and the jobs start longest first, so no
-worker is left with a long job at the end. Every job runs single-threaded (BLAS,
+With several local workers, replication 0 of every group is played first (in
+parallel); its CPU time estimates the group's cost. A group that would cost more than a
+quarter of an even share per worker is split into ranges of replications (the workers
+return their rows and the run writes the group's cells once every range is back; an
+interrupted run computes an unfinished group again), and the jobs start longest first,
+so no worker is left with a long job at the end. Every job runs single-threaded (BLAS,
 OpenMP and nested joblib calls such as a random forest's), so that floating-point
 sums happen in the same order on every backend. None of this changes a result: every
 replication depends only on (cell, seed, replication).
@@ -31,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import multiprocessing
 import socket
 import time
@@ -239,18 +243,55 @@ def run_cells(
         (cell,) = group
         with single_threaded():
             return [_write_cell(cell, competition_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
+    rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities, first_rows)
+    return write_cells(group, seed, rows, out, isolation)
+
+
+def play_replications(
+    group: list[Cell],
+    seed: int,
+    replications: range,
+    isolation: Isolation = "none",
+    secret_seed: int | None = None,
+    identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
+    first_rows: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows of ``replications`` of every cell of a transcript group, by cell key, single-threaded."""
     identities = identities or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
     with single_threaded():
-        for replication in range(replications):
+        for replication in replications:
             for cell in group:
                 if replication == 0 and first_rows and cell.key in first_rows:
                     rows[cell.key].append(first_rows[cell.key])
                 else:
                     rows[cell.key].append(run_replication(cell, seed, replication, isolation, secret_seed,
                                                           identities.get(cell.key)))
+    return rows
+
+
+def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any]]], out: str,
+                isolation: Isolation = "none") -> list[dict[str, Any]]:
+    """Write each cell of a group from its rows (every replication, in order); return the manifest records."""
     return [_write_cell(cell, _cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
             for cell in group]
+
+
+@dataclasses.dataclass
+class Piece:
+    """The rows of a range of replications of one transcript group, for the run to write once
+    every range of the group is back (a long group split so that no worker idles at the end)."""
+
+    group: int
+    start: int
+    rows: dict[str, list[dict[str, Any]]]
+
+
+def run_piece(index: int, group: list[Cell], seed: int, start: int, stop: int, secret_seed: int | None,
+              first_rows: dict[str, dict[str, Any]] | None) -> Piece:
+    """Replications ``start`` … ``stop`` − 1 of group ``index`` (see :class:`Piece`)."""
+    return Piece(index, start, play_replications(group, seed, range(start, stop), secret_seed=secret_seed,
+                                                 first_rows=first_rows))
 
 
 def _write_table(path: Path, table: pa.Table) -> bytes:
@@ -306,14 +347,27 @@ def first_replication(group: list[Cell], seed: int, secret_seed: int | None) -> 
 
 
 def longest_first(
-    groups: list[list[Cell]], seed: int, jobs: int, secret_seed: int | None
-) -> tuple[list[list[Cell]], dict[str, dict[str, Any]]]:
-    """The groups ordered by estimated cost, longest first, and the rows of replication 0
-    that estimate it (played in parallel first, and kept)."""
+    groups: list[list[Cell]], seed: int, replications: int, jobs: int, secret_seed: int | None
+) -> tuple[list[tuple[int, int, int]], dict[str, dict[str, Any]]]:
+    """The jobs of :func:`replication_ranges`, from the CPU time of replication 0 of every
+    group, and the rows of replication 0 (played in parallel first, and kept)."""
     pilots = joblib.Parallel(n_jobs=jobs)(joblib.delayed(first_replication)(group, seed, secret_seed) for group in groups)
     first_rows = {key: row for _, rows in pilots for key, row in rows.items()}
-    order = sorted(range(len(groups)), key=lambda i: -pilots[i][0])
-    return [groups[i] for i in order], first_rows
+    workers = jobs if jobs > 0 else joblib.cpu_count()
+    return replication_ranges([cost for cost, _ in pilots], replications, workers), first_rows
+
+
+def replication_ranges(costs: Sequence[float], replications: int, workers: int) -> list[tuple[int, int, int]]:
+    """Jobs as (group index, first replication, last + 1), longest first by estimated cost
+    (a group's cost per replication × its replications). A group that costs more than a
+    quarter of an even share per worker is split into ranges of about that cost."""
+    target = sum(costs) / (4 * workers)
+    jobs = []
+    for index, cost in enumerate(costs):
+        count = min(replications, max(1, math.ceil(cost / target))) if target > 0 else 1
+        bounds = [round(i * replications / count) for i in range(count + 1)]
+        jobs += [(index, first, stop) for first, stop in zip(bounds[:-1], bounds[1:])]
+    return sorted(jobs, key=lambda job: -costs[job[0]] * (job[2] - job[1]))
 
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]:
@@ -429,25 +483,46 @@ def run(
         groups = transcript_groups(todo)
         identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
                       for cell in todo if isinstance(cell, Cell)} if isolation == "process" else {}
-        first_rows: dict[str, dict[str, Any]] = {}
         duel_groups = [group for group in groups if not isinstance(group[0], CompetitionCell)]
-        if backend == "loky" and isolation == "none" and jobs != 1 and len(duel_groups) > 1:
-            duel_groups, first_rows = longest_first(duel_groups, scenario.seed, jobs, secret_seed)
-            groups = [group for group in groups if isinstance(group[0], CompetitionCell)] + duel_groups
-        arguments = [
-            (group, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
-             {cell.key: identities[cell.key] for cell in group if cell.key in identities},
-             {cell.key: first_rows[cell.key] for cell in group if cell.key in first_rows})
-            for group in groups
-        ]
+        jobs_to_run: list[Any] = []
+        pieces_of: dict[int, int] = {}
+        if backend == "loky" and isolation == "none" and jobs != 1 and duel_groups:
+            pieces, first_rows = longest_first(duel_groups, scenario.seed, scenario.replications, jobs, secret_seed)
+            groups = [group for group in groups if isinstance(group[0], CompetitionCell)]
+            jobs_to_run = [joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation,
+                                                     secret_seed) for group in groups]
+            for index, start, stop in pieces:
+                pieces_of[index] = pieces_of.get(index, 0) + 1
+                group = duel_groups[index]
+                rows = {cell.key: first_rows[cell.key] for cell in group} if start == 0 else None
+                jobs_to_run.append(joblib.delayed(run_piece)(index, group, scenario.seed, start, stop, secret_seed, rows))
+        else:
+            jobs_to_run = [
+                joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
+                                          {cell.key: identities[cell.key] for cell in group if cell.key in identities})
+                for group in groups
+            ]
+        played: dict[int, list[Piece]] = {}
+
+        def finished_cells(result: list[dict[str, Any]] | Piece) -> list[dict[str, Any]]:
+            """The manifest records of the cells a job finished (a group's last piece writes them)."""
+            if not isinstance(result, Piece):
+                return result
+            played.setdefault(result.group, []).append(result)
+            if len(played[result.group]) < pieces_of[result.group]:
+                return []
+            group = duel_groups[result.group]
+            ordered = sorted(played.pop(result.group), key=lambda piece: piece.start)
+            rows = {cell.key: [row for piece in ordered for row in piece.rows[cell.key]] for cell in group}
+            return write_cells(group, scenario.seed, rows, str(out))
 
         def record(results: Any) -> None:
-            for finished in progress_bar(results, progress=progress, total=len(groups), desc="cells", unit="cell"):
-                for cell_record in finished:
+            for result in progress_bar(results, progress=progress, total=len(jobs_to_run), desc="jobs", unit="job"):
+                for cell_record in finished_cells(result):
                     manifest["completed"][cell_record["key"]] = cell_record
                 _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
 
-        tasks = (joblib.delayed(run_cells)(*args) for args in arguments)
+        tasks = iter(jobs_to_run)
         if backend == "dask":
             from dask.distributed import Client
 
@@ -457,7 +532,8 @@ def run(
         elif isolation == "process":
             workers = None if jobs == -1 else jobs
             with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                record(future.result() for future in as_completed([pool.submit(run_cells, *args) for args in arguments]))
+                record(future.result() for future in as_completed([pool.submit(function, *args, **kwargs)
+                                                                   for function, args, kwargs in jobs_to_run]))
         else:
             with warnings.catch_warnings():
                 # loky retires a worker whose memory grew by 300 MB (a long cell's transcripts)

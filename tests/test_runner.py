@@ -160,3 +160,17 @@ def test_per_submission_records_are_kept(tmp_path):
     row = results.iloc[0]
     assert len(row.released) == len(row.public) == len(row.final) == row.submissions + 1
     np.testing.assert_allclose(row.released, np.round(np.asarray(row.public) / 1e-5) * 1e-5)
+
+
+def test_a_group_that_would_keep_one_worker_busy_alone_is_split_into_replication_ranges():
+    jobs = runner.replication_ranges([10.0, 1.0, 1.0, 0.0], replications=100, workers=2)
+    for index in range(4):  # each group's ranges cover its replications once, in order
+        ranges = sorted((first, stop) for group, first, stop in jobs if group == index)
+        assert ranges[0][0] == 0 and ranges[-1][1] == 100
+        assert all(stop == first for (_, stop), (first, _) in zip(ranges[:-1], ranges[1:]))
+    pieces = [stop - first for group, first, stop in jobs if group == 0]
+    target = 12 / (4 * 2) * 100  # a quarter of an even share per worker
+    assert len(pieces) == 7 and max(pieces) * 10.0 <= target
+    assert [group for group, _, _ in jobs].count(1) == 1
+    costs = [[10.0, 1.0, 1.0, 0.0][group] * (stop - first) for group, first, stop in jobs]
+    assert costs == sorted(costs, reverse=True)
