@@ -232,18 +232,16 @@ def run_cells(
     isolation: Isolation = "none",
     secret_seed: int | None = None,
     identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
-    first_rows: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). ``first_rows`` holds replication 0's rows where they were already played.
-    A competition cell is alone in its group; its file is under ``competitions/``."""
+    fingerprints). A competition cell is alone in its group; its file is under ``competitions/``."""
     if isinstance(group[0], CompetitionCell):
         (cell,) = group
         with single_threaded():
             return [_write_cell(cell, competition_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
-    rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities, first_rows)
+    rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities)
     return write_cells(group, seed, rows, out, isolation)
 
 
