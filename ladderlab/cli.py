@@ -112,13 +112,22 @@ def _positive(text: str) -> float:
 
 
 def _describe_scenarios() -> str:
-    from ladderlab import scenario
+    """Each built-in scenario's replications, tables and source, read from its TOML alone
+    (``ladderlab run`` validates it and counts its cells; expanding every file here would
+    cost seconds)."""
+    import tomllib
+
+    from ladderlab.scenarios import builtin_scenarios
 
     lines = []
-    for name, path in sorted(scenario.builtin_scenarios().items()):
-        loaded = scenario.load(path)
-        lines.append(f"  {name:<22} {len(scenario.cells(loaded))} cells × {loaded.replications} replications")
-        lines.append(f"  {'':<22} source: {loaded.source}")
+    for name, path in sorted(builtin_scenarios().items()):
+        raw = tomllib.loads(path.read_text())
+        tables = [f"{len(raw[key])} {one if len(raw[key]) == 1 else many}"
+                  for key, one, many in (("matrix", "duel matrix", "duel matrices"),
+                                         ("competition", "competition table", "competition tables"))
+                  if raw.get(key)]
+        lines.append(f"  {name:<22} {raw['replications']} replications; {', '.join(tables)}")
+        lines.append(f"  {'':<22} source: {raw['source']}")
     return "\n".join(lines)
 
 

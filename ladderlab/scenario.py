@@ -45,7 +45,6 @@ import itertools
 import json
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -59,6 +58,7 @@ from ladderlab.plugin import Plugin
 from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
 from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.scenarios import builtin_scenarios
 from ladderlab.seeding import stream
 from ladderlab.tasks import Split
 
@@ -329,12 +329,6 @@ def _playable(cell: Cell) -> bool:
     mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
     attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
     return incompatibility(split, mechanism, attack) is None
-
-
-def builtin_scenarios() -> dict[str, Path]:
-    """Scenario files shipped in ``ladderlab.scenarios``, by name."""
-    folder = resources.files("ladderlab.scenarios")
-    return {Path(entry.name).stem: Path(str(entry)) for entry in folder.iterdir() if entry.name.endswith(".toml")}
 
 
 def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from ladderlab import report, runner
 from ladderlab.cli import main
-from ladderlab.scenario import ScenarioError, cells, load
+from ladderlab.scenario import ScenarioError, builtin_scenarios, cells, load
 from tests.helpers import SMALL, failing_mechanism, scenario_file
 
 
@@ -128,12 +128,13 @@ def test_a_directory_named_like_a_builtin_scenario_does_not_hide_it(tmp_path, mo
         load("mine")
 
 
-def test_every_builtin_scenario_is_valid(capsys):
+def test_every_builtin_scenario_is_valid_and_listed(capsys):
+    for path in builtin_scenarios().values():
+        assert cells(load(path))
     assert main(["list", "scenarios"]) == 0
     out = capsys.readouterr().out
-    for name in ["quickstart", "blum-hardt-fig3", "chaibub-neto-fig2", "chaibub-neto-fig4", "chaibub-neto-fig6",
-                 "chaibub-neto-s2-bayesboot", "chaibub-neto-s3-budget"]:
-        assert name in out
+    for name in builtin_scenarios():
+        assert f"  {name} " in out
 
 
 def test_quickstart_reproduces_the_papers_findings(tmp_path, capsys):
