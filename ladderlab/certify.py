@@ -524,7 +524,7 @@ def markdown(certificate: dict[str, Any]) -> str:
             f"(full disclosure {_float(honest['final_score_median_full_disclosure'])})."
         ),
     ]
-    if _float(honest["rank_correlation"]) == "–" or _float(honest["rank_correlation_full_disclosure"]) == "–":
+    if _missing(honest["rank_correlation"]) or _missing(honest["rank_correlation_full_disclosure"]):
         lines += ["", "A dash: no replication had honest released and final scores that both varied "
                   "(a mechanism that holds its release gives no ranking), or no honest replication finished."]
     bounds = {row["theoretical_bound"]["reference"]: row["theoretical_bound"] for row in c["battery"] if row["theoretical_bound"]}
@@ -546,8 +546,12 @@ def _count(value: float | None) -> str:
     return "–" if value is None else f"{value:g}"
 
 
+def _missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _float(value: float | None) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
+    return "–" if _missing(value) else f"{value:.4f}"
 
 
 def _interval(row: dict[str, Any], measure: str) -> str:
