@@ -1,6 +1,7 @@
 """Competitions: the engine (turns, quotas, accounts, selection, determinism), the measures,
 and competitions as scenarios."""
 
+import threading
 from dataclasses import replace
 from typing import ClassVar
 
@@ -37,6 +38,30 @@ class Flood(Attack):
         P = rng.integers(0, 2, (self.rows, board.holdout_size)).astype(float)
         board.submit_many(P)
         return P[-1]
+
+
+class Witness(Attack):
+    """Floods one submission a round until round ``crash_round``'s turn, where it raises when
+    ``crash`` is set; records the thread it ran in and whether its cleanup ran."""
+
+    id = "witness"
+    reference = "test"
+    threads: ClassVar[list[int]] = []
+    cleaned_up: ClassVar[list[bool]] = []
+
+    def __init__(self, crash: bool = False, crash_round: int = 1):
+        self.crash, self.crash_round = crash, crash_round
+
+    def run(self, board, data, rng):
+        Witness.threads.append(threading.get_ident())
+        try:
+            for day in range(board.remaining):
+                if self.crash and day == self.crash_round:
+                    raise RuntimeError("the witness crashed")
+                board.submit(np.zeros(board.holdout_size))
+            return np.zeros(board.holdout_size)
+        finally:
+            Witness.cleaned_up.append(True)
 
 
 class BatchLog(FullDisclosure):
@@ -136,6 +161,21 @@ def test_daily_quota_splits_a_batch_over_rounds_in_the_seeded_team_order():
     result = compete(small_task(), BatchLog(), [TeamSpec(Flood(rows=6), count=2)], rules)
     assert BatchLog.log == [2] * 6 + [1, 1]  # 2 teams × 3 rounds of 2, then the two final selections
     np.testing.assert_array_equal(result.submissions, [6, 6])
+
+
+def test_every_team_plays_in_the_callers_thread():
+    """So the runner's thread-local settings (joblib's sequential backend) reach every team."""
+    Witness.threads.clear()
+    compete(small_task(), MECHANISMS.make("kaggle"), [TeamSpec(Witness(), count=3)], Rules(rounds=2, per_round=1))
+    assert Witness.threads == [threading.get_ident()] * 3
+
+
+def test_a_team_that_raises_stops_the_competition_and_every_waiting_team_is_ended():
+    Witness.cleaned_up.clear()
+    teams = [TeamSpec(Witness(), count=3), TeamSpec(Witness(crash=True))]
+    with pytest.raises(RuntimeError, match="the witness crashed"):
+        compete(small_task(), MECHANISMS.make("kaggle"), teams, Rules(rounds=4, per_round=1))
+    assert Witness.cleaned_up == [True] * 4
 
 
 def test_exceeding_what_the_rules_allow_raises_before_submitting():
