@@ -21,7 +21,8 @@ class Freedman(FinalChoiceAttack):
     the first features are submitted. ``k`` changes only the final regression, so the
     duels at every k of a replication share one transcript (:mod:`ladderlab.sharing`;
     version 2: the random streams no longer depend on k; version 3 computes the univariate
-    submissions once for every k, with the same results).
+    submissions once for every k, with the same results; version 4 fits them by QR, which
+    moves the submissions by an ulp or so).
     """
 
     id = "freedman"
@@ -29,7 +30,7 @@ class Freedman(FinalChoiceAttack):
     task_types = frozenset({"regression"})
     _parameter_constraints = {"k": [Interval(int, 1, None)]}
     final_only_params = frozenset({"k"})
-    version = "3"
+    version = "4"
 
     def __init__(self, k: int = 10):
         self.k = k

@@ -82,7 +82,8 @@ class StepForward(Attack):
     """
 
     id = "step-forward"
-    version = "2"  # 2: oracle Q counts visible jumps; a constant trace has no penalty changepoint; R-exact BinSeg
+    version = "3"  # 2: oracle Q counts visible jumps; a constant trace has no penalty changepoint; R-exact BinSeg
+    # 3: candidate fits by QR (ladderlab.regression), submissions moved by an ulp or so
     reference = "Chaibub Neto et al. 2016, Alg. 7 and Discussion (repeated submissions)"
     task_types = frozenset({"regression"})
     _parameter_constraints = {
