@@ -482,3 +482,12 @@ def test_a_competition_listed_twice_is_an_error_naming_both_tables(tmp_path):
     path.write_text(SCENARIO + table)
     with pytest.raises(ValueError, match=r"(?s)twice\.toml.*competition\[1\].*listed twice.*also in competition\[0\]"):
         load(path)
+
+
+def test_improving_teams_with_a_view_differ_in_skill_and_without_one_are_clones():
+    task = TASKS.make("gaussian-regression", preset="ad-challenge", n_features=20, mode="permuted")
+    rules = Rules(rounds=5, per_round=1, selection="last")
+    clones = compete(task, MECHANISMS.make("kaggle"), [TeamSpec("improving", {"days": 5}, count=3)], rules)
+    views = compete(task, MECHANISMS.make("kaggle"), [TeamSpec("improving", {"days": 5, "view": 3}, count=3)], rules)
+    assert np.unique(clones.private).size == 1
+    assert np.unique(views.private).size == 3
