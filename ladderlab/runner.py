@@ -40,8 +40,9 @@ import socket
 import time
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
 from ladderlab.isolation import AttackRef, Isolation, check_isolation
+from ladderlab.memory import retain_freed_memory
 from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
@@ -70,6 +72,14 @@ from ladderlab.sharing import attack_identity, shared_identity
 log = logging.getLogger("ladderlab.run")
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
+
+
+@contextmanager
+def cell_worker() -> Iterator[None]:
+    """How every cell runs: on one thread (:mod:`ladderlab.determinism`), keeping freed memory (:mod:`ladderlab.memory`)."""
+    retain_freed_memory()
+    with single_threaded():
+        yield
 
 
 def _versions(scenario: Scenario) -> dict[str, str]:
@@ -239,7 +249,7 @@ def run_cells(
     fingerprints). A competition cell is alone in its group; its file is under ``competitions/``."""
     if isinstance(group[0], CompetitionCell):
         (cell,) = group
-        with single_threaded():
+        with cell_worker():
             return [_write_cell(cell, competition_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
     rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities)
     return write_cells(group, seed, rows, out, isolation)
@@ -257,7 +267,7 @@ def play_replications(
     """The rows of ``replications`` of every cell of a transcript group, by cell key, single-threaded."""
     identities = identities or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
-    with single_threaded():
+    with cell_worker():
         for replication in replications:
             for cell in group:
                 if replication == 0 and first_rows and cell.key in first_rows:
@@ -338,7 +348,7 @@ def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
 
 def first_replication(group: list[Cell], seed: int, secret_seed: int | None) -> tuple[float, dict[str, dict[str, Any]]]:
     """Replication 0 of every cell of a group, single-threaded: its CPU seconds, and the rows, by cell key."""
-    with single_threaded():
+    with cell_worker():
         start = time.process_time()
         rows = {cell.key: run_replication(cell, seed, 0, secret_seed=secret_seed) for cell in group}
         return time.process_time() - start, rows

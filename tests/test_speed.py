@@ -273,3 +273,34 @@ def test_the_quick_label_check_refuses_infinity_like_the_full_check():
     assert check(np.r_[1.0, 0.0, 1.0])
     for bad in (np.inf, -np.inf, np.nan, 2.0, 0.5):
         assert not check(np.r_[bad, 0.0, 1.0]), bad
+
+
+FAULTS_OF_FREED_TEMPORARIES = """
+import resource, sys
+import numpy as np
+from ladderlab.memory import retain_freed_memory
+if sys.argv[1] == "retain":
+    assert retain_freed_memory()
+
+def four_temporaries():
+    arrays = [np.ones(3 << 17) for _ in range(4)]  # 3 MiB each, as a bootstrap release's matrices
+    return sum(float(a[-1]) for a in arrays)
+
+four_temporaries()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    four_temporaries()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc thresholds")
+def test_retained_memory_is_not_faulted_in_again_for_every_temporary():
+    def faults(mode: str) -> int:
+        run = subprocess.run([sys.executable, "-c", FAULTS_OF_FREED_TEMPORARIES, mode],
+                             capture_output=True, text=True, check=True)
+        return int(run.stdout)
+
+    default = faults("default")
+    assert default >= 20 * 4  # each temporary is faulted in again (in huge pages, where the kernel uses them)
+    assert 10 * faults("retain") < default
