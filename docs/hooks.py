@@ -2,24 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 MARKER = "<!-- scenario-schema -->"
 
 
-def _type(field: Any) -> str:
-    text = getattr(field.annotation, "__name__", None) or str(field.annotation)
-    return text.replace("typing.", "").replace("ladderlab.scenario.", "")
+def _type(annotation: Any) -> str:
+    """A field's type as a reader writes it: ``int | list[int]``, ``'permuted' | 'random-split'``."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _type(args[0])
+    if origin in (Union, UnionType):
+        return " | ".join(_type(arg) for arg in args)
+    if origin is Literal:
+        return " | ".join(repr(arg) for arg in args)
+    if origin is not None:
+        return f"{origin.__name__}[{', '.join(_type(arg) for arg in args)}]"
+    return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
+
+
+def _default(value: Any) -> str:
+    """A default as a reader would write it: a table of defaults as ``RulesEntry()``."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_default(item) for item in value) + "]"
+    return f"{type(value).__name__}()" if hasattr(value, "model_fields") else repr(value)
 
 
 def schema_tables() -> str:
     """One Markdown table per model of the scenario schema: key, type, default, description."""
     from pydantic_core import PydanticUndefined
 
-    from ladderlab import scenario
+    from ladderlab import competition_scenario, scenario
+    from ladderlab.schema import StrictModel
 
-    models = [model for model in vars(scenario).values()
-              if isinstance(model, type) and issubclass(model, scenario._Strict) and model is not scenario._Strict]
+    models = [model for module in (scenario, competition_scenario) for model in vars(module).values()
+              if isinstance(model, type) and issubclass(model, StrictModel) and model.__module__ == module.__name__]
     parts = []
     for model in models:
         rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
@@ -27,13 +45,14 @@ def schema_tables() -> str:
             if field.is_required():
                 default = "required"
             elif field.default_factory is not None:
-                default = f"`{field.default_factory()!r}`"
+                default = f"`{_default(field.default_factory())}`"
             elif field.default is PydanticUndefined:
                 default = ""
             else:
                 default = f"`{field.default!r}`"
             meaning = (field.description or "").replace("|", "\\|")
-            rows.append(f"| `{name}` | `{_type(field)}` | {default} | {meaning} |")
+            kind = _type(field.annotation).replace("|", "\\|")
+            rows.append(f"| `{name}` | `{kind}` | {default} | {meaning} |")
         doc = (model.__doc__ or "").strip().splitlines()
         intro = f"{doc[0]}\n\n" if doc else ""
         parts.append(f"### `{model.__name__}`\n\n{intro}" + "\n".join(rows))

@@ -489,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--seed", type=_count(0), default=0, help="root seed of the battery (default 0)")
     cert.add_argument("--tau", type=float, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
     cert.add_argument("--epsilon", type=float, default=0.05, help="largest tolerated median leaderboard error")
-    cert.add_argument("--jobs", type=int, default=1, help="parallel cells")
+    cert.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
     cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
     _add_trust_options(cert)

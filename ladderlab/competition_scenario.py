@@ -30,53 +30,61 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from ladderlab.competition import Rules, TeamSpec
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from ladderlab.schema import StrictModel
 
 
 Number = StrictFloat | StrictInt
 
 
-class CompetitionPlugin(_Strict):
-    id: StrictStr
-    params: dict[str, Any] = Field(default_factory=dict)
+class CompetitionPlugin(StrictModel):
+    """A task or mechanism of a `[[competition]]` table; list-valued parameters span a grid."""
+
+    id: StrictStr = Field(description="registered id or `path/file.py:ClassName`")
+    params: dict[str, Any] = Field(default_factory=dict, description="constructor parameters")
 
 
-class TeamEntry(_Strict):
+class TeamEntry(StrictModel):
+    """`count` teams playing one policy (`ladderlab.competition.TeamSpec`)."""
+
     policy: StrictStr = Field(description="an attack id (honest participants are attacks too)")
-    params: dict[str, Any] = Field(default_factory=dict)
-    count: StrictInt = Field(default=1, ge=1)
-    accounts: StrictInt = Field(default=1, ge=1)
-    label: StrictStr | None = None
-    honest: StrictBool | None = None
+    params: dict[str, Any] = Field(default_factory=dict, description="the policy's parameters (scalars)")
+    count: StrictInt = Field(default=1, ge=1, description="teams playing this policy, each with its own random stream")
+    accounts: StrictInt = Field(default=1, ge=1, description="accounts per team; ≥ 2 makes a Sybil team probing on the extra ones")
+    label: StrictStr | None = Field(default=None, description="the group's name in results (default: the policy id)")
+    honest: StrictBool | None = Field(default=None, description="counts in the honest utility (default: the policy class's `honest`)")
 
 
-class Mix(_Strict):
-    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
-    teams: list[TeamEntry] = Field(min_length=1)
+class Mix(StrictModel):
+    """A named population of teams."""
+
+    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.+-]+$", description="the mix's name in cell labels")
+    teams: list[TeamEntry] = Field(min_length=1, description="the team entries")
 
 
-class RulesEntry(_Strict):
-    rounds: StrictInt | list[StrictInt] = 60
-    per_round: StrictInt | list[StrictInt] = 5
-    total: StrictInt | None | list[StrictInt] = None
-    public_fraction: Number | None | list[Number] = None
-    precision: Number | None | list[Number] = None
-    selection: StrictStr | StrictInt | list[StrictStr | StrictInt] = "best-public"
+class RulesEntry(StrictModel):
+    """A platform's rules (`ladderlab.competition.Rules`); a list value spans a grid."""
+
+    rounds: StrictInt | list[StrictInt] = Field(default=60, description="days of the competition")
+    per_round: StrictInt | list[StrictInt] = Field(default=5, description="submissions per account and day")
+    total: StrictInt | None | list[StrictInt] = Field(default=None, description="cap on an account's submissions (None: rounds × per_round)")
+    public_fraction: Number | None | list[Number] = Field(default=None, description="share of the holdout on the public leaderboard (None: the task's split)")
+    precision: Number | None | list[Number] = Field(default=None, description="released scores rounded to a multiple of it (None: as released)")
+    selection: StrictStr | StrictInt | list[StrictStr | StrictInt] = Field(
+        default="best-public", description="`last`, `best-public`, or k: the best private of the final and k − 1 best released others")
 
 
-class CompetitionMatrix(_Strict):
-    tasks: list[CompetitionPlugin] = Field(min_length=1)
-    mechanisms: list[CompetitionPlugin] = Field(min_length=1)
-    rules: list[RulesEntry] = Field(default_factory=lambda: [RulesEntry()], min_length=1)
-    mixes: list[Mix] = Field(min_length=1)
+class CompetitionMatrix(StrictModel):
+    """A `[[competition]]` table: tasks × mechanisms × rules × mixes, one cell each."""
+
+    tasks: list[CompetitionPlugin] = Field(min_length=1, description="tasks the competitions run on")
+    mechanisms: list[CompetitionPlugin] = Field(min_length=1, description="leaderboard mechanisms")
+    rules: list[RulesEntry] = Field(default_factory=lambda: [RulesEntry()], min_length=1, description="platform rules")
+    mixes: list[Mix] = Field(min_length=1, description="team populations")
 
     @model_validator(mode="after")
     def _valid_rules(self) -> CompetitionMatrix:

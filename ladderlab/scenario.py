@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
 from ladderlab.duel import incompatibility, spec
 from ladderlab.naming import plugin_label, unknown_name_error
@@ -59,6 +59,7 @@ from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
 from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenarios import builtin_scenarios
+from ladderlab.schema import StrictModel
 from ladderlab.seeding import stream
 from ladderlab.tasks import Split
 
@@ -69,11 +70,7 @@ class ScenarioError(ValueError):
     """A scenario file that cannot be used; the message names the file, table and key."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PluginEntry(_Strict):
+class PluginEntry(StrictModel):
     id: StrictStr
     params: dict[str, Any] = Field(default_factory=dict)
 
@@ -94,7 +91,7 @@ class AttackEntry(PluginEntry):
         return self
 
 
-class Matrix(_Strict):
+class Matrix(StrictModel):
     tasks: list[PluginEntry] = Field(min_length=1)
     mechanisms: list[PluginEntry] = Field(min_length=1)
     attacks: list[AttackEntry] = Field(min_length=1)
@@ -105,15 +102,17 @@ class Matrix(_Strict):
     )
 
 
-class Scenario(_Strict):
-    schema_version: Literal[1]
-    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    description: StrictStr = ""
-    source: StrictStr = ""
-    replications: StrictInt = Field(ge=1)
-    seed: StrictInt = Field(default=0, ge=0)
-    matrix: list[Matrix] = Field(default_factory=list)
-    competition: list[CompetitionMatrix] = Field(default_factory=list)
+class Scenario(StrictModel):
+    """A scenario file: duel matrices and competition tables, replicated with one seed."""
+
+    schema_version: Literal[1] = Field(description="the file format's version")
+    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the run directory's default name")
+    description: StrictStr = Field(default="", description="what the scenario runs")
+    source: StrictStr = Field(default="", description="the paper, figure or table it reproduces")
+    replications: StrictInt = Field(ge=1, description="replications of every cell")
+    seed: StrictInt = Field(default=0, ge=0, description="the root of every random stream")
+    matrix: list[Matrix] = Field(default_factory=list, description="`[[matrix]]` tables of duels")
+    competition: list[CompetitionMatrix] = Field(default_factory=list, description="`[[competition]]` tables")
     _source: str = PrivateAttr(default="scenario")
 
     @model_validator(mode="after")

@@ -219,6 +219,7 @@ def cli_cases(tmp_path, run_dir):
         (["bench", "--seconds", "nan"], ["--seconds", "'nan'"]),
         (["bench", "--seconds", "0"], ["--seconds", "'0'"]),
         (["bench", "--n", "0"], ["--n", "'0'"]),
+        (["certify", "kaggle", "--jobs", "0"], ["--jobs", "'0'"]),
         (["certify", "kaggle", "--param", "alpha=high"], ["alpha", "'high'"]),
         (["certify", "kaggle", "--param", "alpha=inf"], ["alpha", "inf"]),
         (["certify", "kaggle", "--param", "alpha"], ["--param", "'alpha'"]),
@@ -232,7 +233,7 @@ def cli_cases(tmp_path, run_dir):
     ]
 
 
-CLI_CASE_COUNT = 40
+CLI_CASE_COUNT = 41
 
 
 @pytest.mark.parametrize("case", range(CLI_CASE_COUNT))
