@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from ladderlab.attack import Attack, FloatArray
+from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
 from ladderlab.params import Interval, Options
 from ladderlab.scoring import get_scorer
@@ -18,7 +18,8 @@ class Boosting(Attack):
     keeps the vectors with released 0/1 loss ≤ 1/2; ``variant="ladder"`` keeps those
     that lowered the best released loss so far, the variant the paper uses against
     the Ladder. A tied vote gives 1 (as in Ladder.jl). Vectors are drawn and
-    submitted in batches; never more than the board's budget.
+    submitted in batches of ``batch``, or fewer where ``SUBMISSION_CHUNK_ELEMENTS``
+    demands (the transcript is the same); never more than the board's budget.
 
     ``keep_first`` says when the ladder variant keeps the very first vector, which
     has no earlier release to beat: ``"always"`` (it lowered the best from +∞), or
@@ -67,8 +68,9 @@ class Boosting(Attack):
         k = self.k if board.remaining is None else min(self.k, board.remaining)
         votes = np.zeros(board.holdout_size)
         kept, best = 0, np.inf
-        for start in range(0, k, self.batch):
-            U = rng.integers(0, 2, (min(self.batch, k - start), board.holdout_size))
+        batch = max(1, min(self.batch, SUBMISSION_CHUNK_ELEMENTS // board.holdout_size))
+        for start in range(0, k, batch):
+            U = rng.integers(0, 2, (min(batch, k - start), board.holdout_size))
             released = board.submit_many(U)
             loss = released if sign > 0 else 1.0 - released  # accuracy → 0/1 loss
             if self.variant == "kaggle":

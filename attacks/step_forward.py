@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from ladderlab.attack import Attack, FloatArray
+from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
 from ladderlab.changepoint import binary_segmentation
 from ladderlab.params import Interval, Options
@@ -12,7 +12,6 @@ from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
-SUBMISSION_CHUNK_ELEMENTS = 1 << 22
 ROUND_OFF_ULPS = 64
 """How many units in the last place count as round-off (see :func:`round_off_gain`)."""
 

@@ -17,6 +17,11 @@ from ladderlab.board import Board
 from ladderlab.plugin import Plugin
 from ladderlab.tasks import PublicData, TaskType
 
+SUBMISSION_CHUNK_ELEMENTS = 1 << 22
+"""The most prediction values an attack builds for one ``submit_many`` call (32 MiB of
+float64): a batch stays below the size at which freed memory goes back to the system
+(:mod:`ladderlab.memory`), and a board's result does not depend on how it is batched."""
+
 FloatArray = NDArray[np.float64]
 
 

@@ -52,6 +52,20 @@ def test_boosting_bias_against_the_parameter_free_ladder_is_of_order_sqrt_log_k_
         assert 0.5 - kaggle.final_released > bound
 
 
+@pytest.mark.parametrize("variant", ["kaggle", "ladder"])
+def test_boosting_submits_in_chunks_with_the_transcript_of_whole_batches(monkeypatch, variant):
+    """Large holdouts are submitted in chunks of ``SUBMISSION_CHUNK_ELEMENTS``: the same
+    vectors, releases and majority vote as one batch of ``batch`` rows."""
+    import ladderlab.attacks.boosting as boosting
+
+    task = TASKS.make("random-labels", n_public=300, n_holdout=900)
+    whole = duel(task, MECHANISMS.make("ladder-free"), ATTACKS.make("boosting", k=250, variant=variant), seed=4)
+    monkeypatch.setattr(boosting, "SUBMISSION_CHUNK_ELEMENTS", 37 * 900)  # chunks of 37 rows
+    chunked = duel(task, MECHANISMS.make("ladder-free"), ATTACKS.make("boosting", k=250, variant=variant), seed=4)
+    np.testing.assert_array_equal(chunked.released, whole.released)
+    assert chunked.final_final == whole.final_final and chunked.final_public == whole.final_public
+
+
 def test_step_forward_selects_the_feature_of_the_last_jump_on_the_t_ladder():
     task, attack = PERMUTED, ATTACKS.make("step-forward", iterations=4)
     split = task.split(stream(0, "task", 0))
