@@ -20,6 +20,7 @@ bit-identical whichever block it is tested in.
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from typing import ClassVar
 
@@ -175,6 +176,13 @@ def t_critical_value(alpha: float | None, critical_value: float | None, n: int) 
     """c_α = t⁻¹_{n−1}(1 − α) (docs/decisions.md#t-test-threshold: the upper quantile); a given critical value wins."""
     if critical_value is not None:
         return float(critical_value)
+    return _t_quantile(1.0 - alpha, n - 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _t_quantile(probability: float, degrees_of_freedom: int) -> float:
+    """Student's t quantile, computed once per (probability, df): every duel binds a fresh Ladder,
+    and scipy's ``ppf`` (40 µs at best) cost more than the rest of binding."""
     from scipy import stats  # imported here: scipy.stats is slow to import
 
-    return float(stats.t.ppf(1.0 - alpha, n - 1))
+    return float(stats.t.ppf(probability, degrees_of_freedom))

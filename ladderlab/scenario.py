@@ -218,9 +218,9 @@ class Cell:
         text = " × ".join(plugin_label(plugin_id, params) for plugin_id, params in (self.task, self.mechanism, self.attack))
         return text if self.budget is None else f"{text}, budget {self.budget}"
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """A stable file name for the cell's results."""
+        """A stable file name for the cell's results (computed once: the runner asks for it every replication)."""
         text = json.dumps([self.task, self.mechanism, self.attack, self.budget, self.oracle], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
