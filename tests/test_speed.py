@@ -1,6 +1,7 @@
 """The fast paths are exact: same distribution, same decision, or the same bits as the direct computation."""
 
 import math
+import platform
 import subprocess
 import sys
 
@@ -294,7 +295,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc thresholds")
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc thresholds")
 def test_retained_memory_is_not_faulted_in_again_for_every_temporary():
     def faults(mode: str) -> int:
         run = subprocess.run([sys.executable, "-c", FAULTS_OF_FREED_TEMPORARIES, mode],
