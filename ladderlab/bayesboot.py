@@ -35,8 +35,10 @@ class BayesBootLadderBase(Mechanism):
         "po_threshold": [Interval(float, 0, None, closed="neither"), None],
         "initial_prediction": [Vector(), None],
     }
-    version = "2"
-    """Version 2: the sequential test draws fewer replicates, so the random stream changed."""
+    version = "3"
+    """Version 2: the sequential test draws fewer replicates, so the random stream changed.
+    Version 3: it stops within a chunk of the replicate that settles the decision, and
+    BayesBootLadderBoot draws its resamples' indices as 16-bit integers: other streams again."""
 
     def _check_params(self) -> None:
         if self.alpha is None and self.po_threshold is None:

@@ -16,7 +16,9 @@ mechanisms.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -80,6 +82,13 @@ class Scorer(ABC):
         weighted moments divide the moments instead of the B × n matrix."""
         return self.weighted(y, P, C / C.sum(axis=1, keepdims=True))
 
+    def by_counts(self, y: FloatArray, P: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        """``weighted_by_counts`` for fixed ``y`` and ``P``, as a function of ``C``: what does not
+        depend on the weights (a loss matrix, a moment matrix) is computed once, for callers
+        that evaluate many weight matrices against the same predictions. The function pickles
+        (a bound mechanism keeps one)."""
+        return functools.partial(self.weighted_by_counts, y, P)
+
     def on_resamples(self, y: FloatArray, P: FloatArray, counts: FloatArray) -> FloatArray:
         """Scores of every row of ``P`` on every bootstrap resample: B × m.
 
@@ -126,7 +135,10 @@ class LossScorer(Scorer):
         return W @ self.loss(y, P).T
 
     def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
-        return (C @ self.loss(y, P).T) / C.sum(axis=1)[:, None]
+        return self.by_counts(y, P)(C)
+
+    def by_counts(self, y: FloatArray, P: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        return functools.partial(_mean_losses_by_counts, self.loss(y, P).T)
 
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
         if not (type(P) is np.ndarray and P.ndim == 2 and P.dtype == np.float64 and type(y) is np.ndarray):
@@ -139,6 +151,11 @@ class LossScorer(Scorer):
     def mean_losses(self, y: FloatArray, P: FloatArray) -> FloatArray:
         """The mean loss of every row of ``P``, with the bits of ``loss(y, P).mean(axis=1)``."""
         return np.add.reduce(self.loss(y, P), axis=1) / y.shape[0]
+
+
+def _mean_losses_by_counts(losses: FloatArray, C: FloatArray) -> FloatArray:
+    """The mean losses (the columns of ``losses``, n × m) under the normalised rows of ``C``."""
+    return (C @ losses) / C.sum(axis=1)[:, None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,42 +267,62 @@ def _weighted_moments(
     return mean_y, mean_p, var_y, var_p, cov
 
 
-def _moments_by_counts(
-    y: FloatArray, P: FloatArray, C: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
-    """``_weighted_moments`` under the normalised rows of ``C``, as one product C·M with the
-    n × (2 + 3m) moment matrix M = [1, y, y², ŷ, ŷ², ŷy] and a division by the row totals:
-    ``C`` is read once, and never normalised."""
-    m = P.shape[0]
-    M = np.empty((y.size, 3 + 3 * m))
-    M[:, 0] = 1.0
-    M[:, 1] = y
-    M[:, 2] = y * y
-    M[:, 3 : 3 + m] = P.T
-    M[:, 3 + m : 3 + 2 * m] = (P * P).T
-    M[:, 3 + 2 * m :] = (P * y).T
-    R = C @ M
-    R[:, 1:] /= R[:, :1]
-    mean_y, mean_p = R[:, 1:2], R[:, 3 : 3 + m]
-    var_y = R[:, 2:3] - mean_y**2
-    var_p = R[:, 3 + m : 3 + 2 * m] - mean_p**2
-    cov = R[:, 3 + 2 * m :] - mean_y * mean_p
-    return mean_y, mean_p, var_y, var_p, cov
+class MomentsByCounts:
+    """``_weighted_moments`` under the normalised rows of a count matrix C, as one product C·M
+    with the n × (3 + 3m) moment matrix M = [1, y, y², ŷ, ŷ², ŷy], built once for (y, P), and
+    a division by the row totals: C is read once, and never normalised."""
+
+    def __init__(self, y: FloatArray, P: FloatArray):
+        m = P.shape[0]
+        self.m = m
+        self.M = np.empty((y.size, 3 + 3 * m))
+        self.M[:, 0] = 1.0
+        self.M[:, 1] = y
+        self.M[:, 2] = y * y
+        self.M[:, 3 : 3 + m] = P.T
+        self.M[:, 3 + m : 3 + 2 * m] = (P * P).T
+        self.M[:, 3 + 2 * m :] = (P * y).T
+
+    def __call__(self, C: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+        m = self.m
+        R = C @ self.M
+        R[:, 1:] /= R[:, :1]
+        mean_y, mean_p = R[:, 1:2], R[:, 3 : 3 + m]
+        var_y = R[:, 2:3] - mean_y**2
+        var_p = R[:, 3 + m : 3 + 2 * m] - mean_p**2
+        cov = R[:, 3 + 2 * m :] - mean_y * mean_p
+        return mean_y, mean_p, var_y, var_p, cov
 
 
 @dataclass(frozen=True, kw_only=True)
-class PearsonCorrelation(MetricScorer):
-    """Pearson's r; weighted form as in Chaibub Neto, Methods (ΔCOR)."""
-
-    name: str = "pearson"
-    greater_is_better: bool = True
-    prediction_kind: PredictionKind = PredictionKind.REAL
+class MomentMetric(MetricScorer):
+    """A function of the weighted means, variances and covariance of (y, ŷ) (``_from_moments``)."""
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
         return self._from_moments(*_weighted_moments(y, P, W))
 
     def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
-        return self._from_moments(*_moments_by_counts(y, P, C))
+        return self.by_counts(y, P)(C)
+
+    def by_counts(self, y: FloatArray, P: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        return functools.partial(self._by_moments, MomentsByCounts(y, P))
+
+    def _by_moments(self, moments: MomentsByCounts, C: FloatArray) -> FloatArray:
+        return self._from_moments(*moments(C))
+
+    @staticmethod
+    @abstractmethod
+    def _from_moments(mean_y, mean_p, var_y, var_p, cov) -> FloatArray:
+        """The metric from the moments of :func:`_weighted_moments`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PearsonCorrelation(MomentMetric):
+    """Pearson's r; weighted form as in Chaibub Neto, Methods (ΔCOR)."""
+
+    name: str = "pearson"
+    greater_is_better: bool = True
+    prediction_kind: PredictionKind = PredictionKind.REAL
 
     @staticmethod
     def _from_moments(mean_y, mean_p, var_y, var_p, cov) -> FloatArray:
@@ -316,7 +353,10 @@ class SpearmanCorrelation(MetricScorer):
         return PEARSON.weighted(*_ranks(y, P), W)
 
     def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
-        return PEARSON.weighted_by_counts(*_ranks(y, P), C)
+        return self.by_counts(y, P)(C)
+
+    def by_counts(self, y: FloatArray, P: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        return PEARSON.by_counts(*_ranks(y, P))
 
     def on_resamples(self, y: FloatArray, P: FloatArray, counts: FloatArray) -> FloatArray:
         """Spearman's ρ of each resample, re-ranked as the resampled data would be.
@@ -360,18 +400,12 @@ def _weighted_row_pearson(a: FloatArray, b: FloatArray, weights: FloatArray) -> 
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConcordanceCorrelation(MetricScorer):
+class ConcordanceCorrelation(MomentMetric):
     """Lin's concordance correlation coefficient (Lin 1989; Chaibub Neto Suppl. S2)."""
 
     name: str = "ccc"
     greater_is_better: bool = True
     prediction_kind: PredictionKind = PredictionKind.REAL
-
-    def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
-        return self._from_moments(*_weighted_moments(y, P, W))
-
-    def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
-        return self._from_moments(*_moments_by_counts(y, P, C))
 
     @staticmethod
     def _from_moments(mean_y, mean_p, var_y, var_p, cov) -> FloatArray:

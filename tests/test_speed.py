@@ -13,6 +13,7 @@ from sklearn.base import clone
 
 from ladderlab.attack import Attack, FinalChoiceAttack
 from ladderlab.bootstrap import (
+    MIN_CHUNK_REPLICATES,
     BootstrapMeanSampler,
     improvements_needed,
     improves_sequentially,
@@ -129,6 +130,41 @@ def test_sequential_test_decides_as_the_full_b_replicates_on_the_same_draws(scor
     assert sequential_decision(scorer, y, new, best, 300, threshold, seed) == full_decision(
         scorer, y, new, best, 300, threshold, seed
     )
+
+
+def settling_replicate(scorer, y, new, best, B, needed, seed) -> int:
+    """The number of replicates, drawn in order, after which the B-replicate decision is settled."""
+    E = np.random.default_rng(seed).standard_exponential((B, y.size))
+    scores = scorer.weighted_by_counts(y, np.stack([new, best]), E)
+    improved = np.cumsum(scorer.sign * (scores[:, 0] - scores[:, 1]) < 0)
+    drawn = np.arange(1, B + 1)
+    return int(np.flatnonzero((improved >= needed) | (improved + B - drawn < needed))[0]) + 1
+
+
+def replicates_drawn(rng: np.random.Generator, seed: int, n: int, most: int) -> int:
+    """How many replicates of n standard exponentials take a fresh ``default_rng(seed)`` to ``rng``'s state."""
+    fresh = np.random.default_rng(seed)
+    for drawn in range(1, most + 1):
+        fresh.standard_exponential(n)
+        if fresh.bit_generator.state == rng.bit_generator.state:
+            return drawn
+    raise AssertionError(f"the test drew more than {most} replicates")
+
+
+@pytest.mark.parametrize("scorer", ["squared", "ccc"])
+@pytest.mark.parametrize("alpha", [0.01, 0.15, 0.5])
+@settings(max_examples=15, deadline=None)
+@given(seed=seeds, effect=st.floats(-1.0, 0.5))
+def test_sequential_test_stops_within_a_chunk_of_the_replicate_that_settles_it(scorer, alpha, seed, effect):
+    """Chunks that double (16, 32, 64, ...) overshoot the settling replicate by up to half of
+    what they draw: 240 replicates where a clear rejection at α = 0.5 is settled after 151 of 300."""
+    y, new, best = borderline_pair(seed, effect)
+    scorer, B = get_scorer(scorer), 300
+    needed = improvements_needed(B, (1 - alpha) / alpha)
+    rng = np.random.default_rng(seed)
+    improves_sequentially(scorer, y, new, best, B, needed, rng)
+    settled = settling_replicate(scorer, y, new, best, B, needed, seed)
+    assert settled <= replicates_drawn(rng, seed, y.size, B) <= settled + MIN_CHUNK_REPLICATES - 1
 
 
 def test_the_decision_check_rejects_stopping_on_the_running_fraction():
