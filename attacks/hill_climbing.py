@@ -113,7 +113,7 @@ class HillClimbing(Attack):
     def _risk(self, board: Board, prediction: FloatArray, sign: float) -> float:
         if self.repeats == 1:
             return sign * board.submit(prediction)
-        return sign * float(board.submit_many(np.broadcast_to(prediction, (self.repeats, *prediction.shape))).mean())
+        return sign * float(board.submit_many(prediction[None], repeats=self.repeats).mean())
 
     def _start(self, data: PublicData, kind: PredictionKind, board: Board, rng: np.random.Generator) -> FloatArray:
         n = board.holdout_size

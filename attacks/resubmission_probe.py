@@ -48,6 +48,6 @@ class ResubmissionProbe(Attack):
 
         prediction = Ridge(alpha=self.alpha).fit(data.X_train, data.y_train).predict(data.X_holdout)
         copies = 1 + self.repeats if board.remaining is None else min(1 + self.repeats, board.remaining)
-        released = board.submit_many(np.tile(prediction, (copies, 1))) if copies else np.empty(0)
+        released = board.submit_many(prediction[None, :], repeats=copies) if copies else np.empty(0)
         self.estimate_ = float(np.mean(released)) if released.size else float("nan")
         return prediction

@@ -158,7 +158,7 @@ class StepForward(Attack):
         """Submit each prediction ``repeats`` times in a row; the mean released score of each."""
         per_chunk = max(1, SUBMISSION_CHUNK_ELEMENTS // (self.repeats * predictions.shape[1]))
         means = [
-            board.submit_many(np.repeat(chunk, self.repeats, axis=0)).reshape(-1, self.repeats).mean(axis=1)
+            board.submit_many(chunk, repeats=self.repeats).reshape(-1, self.repeats).mean(axis=1)
             for chunk in np.array_split(predictions, range(per_chunk, len(predictions), per_chunk))
         ]
         return np.concatenate(means)

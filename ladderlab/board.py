@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ladderlab.mechanism import FloatArray, Mechanism
+from ladderlab.mechanism import FloatArray, Mechanism, check_repeats
 from ladderlab.scoring import PredictionKind
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
@@ -79,26 +79,29 @@ class Leaderboard:
             self.mechanism.classes_,
         )
 
-    def submit_many(self, P: FloatArray) -> FloatArray:
-        """Score whole-holdout predictions validated by ``check``; return the released scores.
+    def submit_many(self, P: FloatArray, repeats: int = 1) -> FloatArray:
+        """Score whole-holdout predictions validated by ``check``, each ``repeats`` times in a
+        row; return the released scores (the copies of a row together).
 
         The rows go through in cache-sized blocks, each gathered once per pass: the exact
         public and final scores of every row first (a score that is not finite raises
-        before the mechanism sees the batch), then the mechanism's releases.
+        before the mechanism sees the batch), then the mechanism's releases. A row's exact
+        scores are computed once for all its copies.
         """
         step = rows_per_block(self.holdout_size)
         blocks = [P[start : start + step] for start in range(0, P.shape[0], step)]
         mechanism = self.mechanism
-        public_scores = _joined([mechanism.scorer_.score_many(mechanism.labels_, block[:, self._public_columns])
+        public_scores = _joined([mechanism.scorer_.score_many(mechanism.labels_, columns(block, self._public_columns))
                                  for block in blocks])
         if self.final_rows.size:
-            final_scores = _joined([mechanism.scorer_.score_many(self.final_labels, block[:, self._final_columns])
+            final_scores = _joined([mechanism.scorer_.score_many(self.final_labels, columns(block, self._final_columns))
                                     for block in blocks])
         else:
             final_scores = np.full(P.shape[0], np.nan)
-        released = _joined([mechanism.submit_validated(block[:, self._public_columns]) for block in blocks])
-        self._public.append(public_scores)
-        self._final.append(final_scores)
+        released = _joined([mechanism.submit_validated(columns(block, self._public_columns), repeats)
+                            for block in blocks])
+        self._public.append(np.repeat(public_scores, repeats))
+        self._final.append(np.repeat(final_scores, repeats))
         return released
 
     def records(self) -> dict[str, FloatArray]:
@@ -179,25 +182,39 @@ class Board:
             raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
         return float(self.submit_many(prediction[None, :])[0])
 
-    def submit_many(self, predictions: ArrayLike) -> NDArray[np.float64]:
-        """Submit the rows of a matrix in order; same result as ``submit`` on each row.
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:
+        """Submit the rows of a matrix in order, each ``repeats`` times in a row; same result
+        as ``submit`` on each row, ``repeats`` times.
 
-        The batch is validated and checked against the budget first; if any of that
-        fails, nothing is submitted.
+        ``repeats`` > 1 is the repeated-submission attack's move (Chaibub Neto et al.,
+        Discussion): m·repeats submissions count against the budget and m·repeats released
+        scores come back, the copies of a row together. Where the mechanism's decisions
+        allow, copies are answered without being scored again. The batch is validated and
+        checked against the budget first; if any of that fails, nothing is submitted.
         """
+        check_repeats(repeats)
         P = self._leaderboard.check(predictions)
-        if self.remaining is not None and P.shape[0] > self.remaining:
+        if self.remaining is not None and P.shape[0] * repeats > self.remaining:
             raise BudgetExceeded(
-                f"{P.shape[0]} submissions would exceed the budget of {self.budget} "
+                f"{P.shape[0] * repeats} submissions would exceed the budget of {self.budget} "
                 f"({self.remaining} left)"
             )
-        released = self._leaderboard.submit_many(P)
+        released = self._leaderboard.submit_many(P, repeats)
         self._transcript.extend(released.tolist())
         return released.copy()
 
 
 def _joined(parts: list[FloatArray]) -> FloatArray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def columns(P: NDArray[np.float64], positions: slice | NDArray[np.int64]) -> NDArray[np.float64]:
+    """The holdout positions of every row of ``P``: a view for a slice, else a copy with
+    contiguous rows (``P[:, positions]`` would lay the copy out column by column, and a
+    row's sums, hence its scores, would then depend on how many rows share the batch)."""
+    if isinstance(positions, slice):
+        return P[:, positions]
+    return np.take(P, positions, axis=1)
 
 
 def _as_slice(rows: NDArray[np.int64]) -> slice | NDArray[np.int64]:

@@ -59,9 +59,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ladderlab.attack import Attack
-from ladderlab.board import Board, BudgetExceeded
+from ladderlab.board import Board, BudgetExceeded, columns
 from ladderlab.duel import Incompatible, incompatibility, spec
-from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
+from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, round_to_multiple
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import stream
@@ -170,7 +170,7 @@ def population_scores(split: Split, scorer: Scorer, P: FloatArray) -> FloatArray
             return 1.0 - population_scores(split, zero_one, P)
     if split.population_score is not None:
         return np.full(P.shape[0], float(split.population_score))
-    return scorer.score_many(split.y_final, P[:, split.final_rows])
+    return scorer.score_many(split.y_final, columns(P, split.final_rows))
 
 
 class Account:
@@ -201,7 +201,7 @@ class Account:
 
     def submit(self, P: FloatArray, round_: int, counted: bool = True) -> FloatArray:
         """Score validated rows; ``counted=False`` for the final selection outside the caps."""
-        released = self.mechanism.submit_validated(P[:, self.split.public_rows])
+        released = self.mechanism.submit_validated(columns(P, self.split.public_rows))
         if self.rules.precision is not None:
             released = round_to_multiple(released, self.rules.precision)
         if counted:
@@ -210,7 +210,7 @@ class Account:
             self.used += P.shape[0]
             self.used_today += P.shape[0]
         self.released.append(released)
-        self.private.append(self.scorer.score_many(self.split.y_final, P[:, self.split.final_rows]))
+        self.private.append(self.scorer.score_many(self.split.y_final, columns(P, self.split.final_rows)))
         self.population.append(population_scores(self.split, self.scorer, P))
         self.rounds.append(np.full(P.shape[0], round_))
         return released
@@ -267,8 +267,10 @@ class CompetitionBoard(Board):
     def oracle_jumps(self, since: int) -> int:
         raise PermissionError("competition boards have no oracle")
 
-    def submit_many(self, predictions: Any) -> NDArray[np.float64]:
+    def submit_many(self, predictions: Any, repeats: int = 1) -> NDArray[np.float64]:
         P = self._check(predictions)
+        if check_repeats(repeats) > 1:  # copies may fall on different accounts and days: submitted one by one
+            P = np.repeat(P, repeats, axis=0)
         if P.shape[0] > self.remaining:
             raise BudgetExceeded(
                 f"{P.shape[0]} submissions would exceed what the rules still allow ({self.remaining} left)"

@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
+from ladderlab.mechanism import check_repeats
 from ladderlab.params import ParameterError
 from ladderlab.sharing import attack_identity
 from ladderlab.tasks import PublicData
@@ -168,12 +169,12 @@ class BoardClient:
             raise value
         return value
 
-    def submit_many(self, predictions: ArrayLike) -> NDArray[np.float64]:
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:
         """Submit the rows of a matrix in order (one message); same as ``Board.submit_many``."""
         array = np.asarray(predictions)
         if array.dtype.hasobject:
             raise ValueError(f"predictions must be numeric, got an array of dtype {array.dtype}")
-        released = self._ask({"kind": "submit_many"}, array)
+        released = self._ask({"kind": "submit_many", "repeats": check_repeats(repeats)}, array)
         self._transcript.extend(released.tolist())
         return released.copy()
 
@@ -285,7 +286,7 @@ def _serve(connection: Connection, board: Board) -> AttackOutcome:
         kind = header["kind"]
         if kind == "submit_many" and array is not None:
             try:
-                connection.send(("ok", board.submit_many(array)))
+                connection.send(("ok", board.submit_many(array, header.get("repeats", 1))))
             except Exception as error:
                 connection.send(("error", error))
         elif kind == "oracle_jumps":

@@ -43,6 +43,10 @@ class Ladder(Mechanism):
     compares_with_release: ClassVar[bool] = True
     """True: the reference is the last released value R_{t−1} (Algs. 1–3).
     False: it is the unrounded risk of the best submission (Alg. 4, line 11)."""
+    decides_deterministically: ClassVar[bool] = True
+    """True when whether a submission is accepted depends only on it and the state (no
+    random draw), so that a resubmitted copy after a rejected one is rejected too and
+    is not scored again (``submit_many(P, repeats)``); False for a randomised test."""
 
     def _start(self) -> None:
         self.best_risk_ = np.inf
@@ -58,20 +62,36 @@ class Ladder(Mechanism):
         return self.best_risk_
 
     def _release(self, P: FloatArray) -> FloatArray:
-        sign = self.scorer_.sign
-        if self.requires_loss:
-            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is a ScoreError just below
-                losses = self.scorer_.loss(self.labels_, P)
-                risks = np.add.reduce(losses, axis=1) / self.n_  # the bits of .mean(axis=1)
-            if not np.isfinite(risks).all():
-                require_finite_scores(self.scorer_.name, risks)
-        else:
-            losses = None
-            risks = sign * self.scorer_.score_many(self.labels_, P)
-        m = P.shape[0]
-        if m == 1:
+        losses, risks = self._risks(P)
+        if P.shape[0] == 1:
             return self._release_one(losses, risks[0])
-        released = np.empty(m)
+        return self._release_rows(losses, risks, 1)
+
+    def _release_repeated(self, P: FloatArray, repeats: int) -> FloatArray:
+        """Each row ``repeats`` times, scored once: a copy after a rejected one is rejected too,
+        since the state it meets has not changed (``decides_deterministically``)."""
+        if not self.decides_deterministically:
+            return super()._release_repeated(P, repeats)
+        losses, risks = self._risks(P)
+        return self._release_rows(losses, risks, repeats)
+
+    def _risks(self, P: FloatArray) -> tuple[FloatArray | None, FloatArray]:
+        """The per-sample losses (for a loss scorer; else None) and the risks of the rows of ``P``."""
+        if not self.requires_loss:
+            return None, self.scorer_.sign * self.scorer_.score_many(self.labels_, P)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is a ScoreError just below
+            losses = self.scorer_.loss(self.labels_, P)
+            risks = np.add.reduce(losses, axis=1) / self.n_  # the bits of .mean(axis=1)
+        if not np.isfinite(risks).all():
+            require_finite_scores(self.scorer_.name, risks)
+        return losses, risks
+
+    def _release_rows(self, losses: FloatArray | None, risks: FloatArray, repeats: int) -> FloatArray:
+        """Releases of the rows, each ``repeats`` times in a row, tested in blocks that restart at
+        each acceptance."""
+        m = risks.size
+        first = len(self.released_)
+        released = np.empty(m * repeats)
         max_block = max(_FIRST_BLOCK, _BLOCK_ELEMENTS // self.n_)
         start, block = 0, _FIRST_BLOCK
         while start < m:
@@ -80,16 +100,15 @@ class Ladder(Mechanism):
             margins = self._margins(block_losses, stop - start)
             hits = np.flatnonzero(beats(risks[start:stop], self._reference, margins))
             held_until = start + hits[0] if hits.size else stop
-            released[start:held_until] = self._held_releases(held_until - start)
+            released[start * repeats : held_until * repeats] = self._held_releases((held_until - start) * repeats)
             if hits.size:
-                accepted = held_until
-                self.acceptances_.append(len(self.released_) + accepted)
-                self.best_risk_ = risks[accepted]
-                if losses is not None:
-                    self.best_loss_ = losses[accepted]
-                self.current_release_ = sign * self._accepted_release(self.best_risk_)
-                released[accepted] = self.current_release_
-                start, block = accepted + 1, _FIRST_BLOCK
+                row = held_until
+                loss = None if losses is None else losses[row]
+                released[row * repeats] = self._accept(first + row * repeats, loss, risks[row])
+                if repeats > 1:
+                    released[row * repeats + 1 : (row + 1) * repeats] = self._copies_of_the_best(
+                        first + row * repeats + 1, loss, risks[row], repeats - 1)
+                start, block = row + 1, _FIRST_BLOCK
             else:
                 start, block = stop, min(2 * block, max_block)
         return released
@@ -98,13 +117,29 @@ class Ladder(Mechanism):
         """``_release`` for one row, without the block bookkeeping (the same decisions and draws)."""
         margin = self._margins(losses, 1)
         if beats(risk, self._reference, margin if isinstance(margin, float) else margin[0]):
-            self.acceptances_.append(len(self.released_))
-            self.best_risk_ = risk
-            if losses is not None:
-                self.best_loss_ = losses[0]
-            self.current_release_ = self.scorer_.sign * self._accepted_release(risk)
-            return np.array([self.current_release_])
+            return np.array([self._accept(len(self.released_), None if losses is None else losses[0], risk)])
         return self._held_releases(1)
+
+    def _copies_of_the_best(self, position: int, loss: FloatArray | None, risk: float, copies: int) -> FloatArray:
+        """Releases of ``copies`` further copies of the submission just accepted, the first at stream
+        ``position``: each is tested again until one is rejected; the rest are rejected too."""
+        out = np.empty(copies)
+        for copy in range(copies):
+            margin = self._margins(None if loss is None else loss[None, :], 1)
+            if not beats(risk, self._reference, margin if isinstance(margin, float) else margin[0]):
+                out[copy:] = self._held_releases(copies - copy)
+                break
+            out[copy] = self._accept(position + copy, loss, risk)
+        return out
+
+    def _accept(self, position: int, loss: FloatArray | None, risk: float) -> float:
+        """Make the submission at stream ``position`` the best; return its release."""
+        self.acceptances_.append(position)
+        self.best_risk_ = risk
+        if loss is not None:
+            self.best_loss_ = loss
+        self.current_release_ = self.scorer_.sign * self._accepted_release(risk)
+        return self.current_release_
 
     @abstractmethod
     def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray | float:

@@ -116,32 +116,36 @@ class Mechanism(Plugin):
             )
         return float(self.submit_many(vector[None, :])[0])
 
-    def submit_many(self, predictions: ArrayLike) -> FloatArray:
-        """Score the rows of ``predictions`` in order; return their released scores.
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> FloatArray:
+        """Score the rows of ``predictions`` in order, each ``repeats`` times in a row; return
+        their released scores (the copies of a row together).
 
-        The whole batch is validated before any of it is scored: a bad row raises
-        ``ValueError`` and changes nothing.
+        The same as ``submit`` called ``repeats`` times on each row. The whole batch is
+        validated before any of it is scored: a bad row raises ``ValueError`` and changes
+        nothing.
         """
         if not hasattr(self, "labels_"):
             raise RuntimeError(f"mechanism {self.id!r} is not bound: call bind(labels, scorer, rng)")
+        check_repeats(repeats)
         return self.submit_validated(
-            check_prediction_matrix(predictions, self.n_, self.scorer_.prediction_kind, self.classes_)
+            check_prediction_matrix(predictions, self.n_, self.scorer_.prediction_kind, self.classes_), repeats
         )
 
-    def submit_validated(self, P: FloatArray) -> FloatArray:
+    def submit_validated(self, P: FloatArray, repeats: int = 1) -> FloatArray:
         """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted.
 
-        The rows go to ``_release`` in cache-sized blocks, in order: a batch streams
-        through memory once, and ``_release``'s sequential semantics make the result
-        the same as one call on the whole batch. A mechanism never releases a
-        non-finite score: a score that overflows or is undefined raises
-        :class:`ladderlab.scoring.ScoreError` (the scorers raise it before the mechanism
-        updates anything).
+        The rows go to ``_release`` (``_release_repeated`` for ``repeats`` > 1) in
+        cache-sized blocks, in order: a batch streams through memory once, and
+        ``_release``'s sequential semantics make the result the same as one call on the
+        whole batch. A mechanism never releases a non-finite score: a score that
+        overflows or is undefined raises :class:`ladderlab.scoring.ScoreError` (the scorers
+        raise it before the mechanism updates anything).
         """
         step = rows_per_block(self.n_)
         blocks = []
         for start in range(0, P.shape[0], step):
-            block = self._release(P[start : start + step])
+            rows = P[start : start + step]
+            block = self._release(rows) if repeats == 1 else self._release_repeated(rows, repeats)
             if not np.isfinite(block).all():
                 require_finite_scores(f"{self.id} release", block)
             self.released_.extend(block.tolist())
@@ -173,6 +177,24 @@ class Mechanism(Plugin):
         submission that becomes the new best to ``acceptances_``; submissions before
         this batch number ``len(self.released_)``.
         """
+
+    def _release_repeated(self, P: FloatArray, repeats: int) -> FloatArray:
+        """``_release`` of the rows of ``P``, each ``repeats`` times in a row: m·repeats scores.
+
+        By default the copies are released like any other rows. A mechanism that can
+        answer the copies after the first without scoring them again (the deterministic
+        Ladders) overrides this; the result must be the same, random streams included.
+        """
+        step = rows_per_block(self.n_ * repeats)
+        return np.concatenate([self._release(np.repeat(P[start : start + step], repeats, axis=0))
+                               for start in range(0, P.shape[0], step)])
+
+
+def check_repeats(repeats: int) -> int:
+    """``repeats``, or ``ValueError`` unless it is a whole number ≥ 1."""
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number ≥ 1, got {repeats!r}")
+    return int(repeats)
 
 
 def _label_set(classes: ArrayLike, labels: FloatArray) -> FloatArray:

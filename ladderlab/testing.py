@@ -162,18 +162,31 @@ def check_leaves_global_rng_alone(plugin: Mechanism | Attack) -> None:
         random.setstate(saved_python)
 
 
+REPEATS = 3
+"""Copies of each row in the ``repeats`` part of ``check_batch_equals_loop``."""
+
+
 def check_batch_equals_loop(mechanism: Mechanism) -> None:
     """``submit_many`` on a batch releases exactly what ``submit`` releases row by row, on the
-    same seed (random streams included)."""
+    same seed (random streams included); so does ``submit_many(P, repeats=3)`` against
+    ``submit`` called three times on each row."""
     predictions = _submissions()
-    batched = _bound(mechanism).submit_many(predictions)
     one_by_one = _bound(mechanism)
     looped = np.array([one_by_one.submit(row) for row in predictions])
+    _same_releases(mechanism, "submit_many equals a loop of submit", _bound(mechanism).submit_many(predictions),
+                   looped, "in a batch")
+    one_by_one = _bound(mechanism)
+    looped = np.array([one_by_one.submit(row) for row in predictions for _ in range(REPEATS)])
+    _same_releases(mechanism, f"submit_many(P, repeats={REPEATS}) equals submitting each row {REPEATS} times",
+                   _bound(mechanism).submit_many(predictions, repeats=REPEATS), looped, "as a repeated row")
+
+
+def _same_releases(mechanism: Mechanism, rule: str, batched: np.ndarray, looped: np.ndarray, how: str) -> None:
     if not np.array_equal(batched, looped, equal_nan=True):
         first = int(np.flatnonzero(~((batched == looped) | (np.isnan(batched) & np.isnan(looped))))[0])
         raise ConformanceError(
-            f"{mechanism.id}: rule 'submit_many equals a loop of submit' broken: submission {first} "
-            f"released {batched[first]!r} in a batch but {looped[first]!r} on its own"
+            f"{mechanism.id}: rule '{rule}' broken: submission {first} "
+            f"released {batched[first]!r} {how} but {looped[first]!r} on its own"
         )
 
 

@@ -96,6 +96,20 @@ def test_a_mechanism_with_one_noise_draw_per_batch_breaks_batch_equals_loop():
         check_mechanism(NoisePerBatchKaggle())
 
 
+class RepeatsOnceLadderBoot(MECHANISMS.get("ladder-boot")):
+    """Answers the copies of a row with its first release: the averaging attack would see no noise."""
+
+    id = "repeats-once-ladder-boot"
+
+    def _release_repeated(self, P, repeats):
+        return np.repeat(self._release(P), repeats)
+
+
+def test_a_mechanism_that_answers_copies_with_one_draw_breaks_batch_equals_loop():
+    with pytest.raises(ConformanceError, match=r"rule 'submit_many\(P, repeats=3\) equals submitting each row 3 times' broken"):
+        check_batch_equals_loop(RepeatsOnceLadderBoot())
+
+
 def test_a_mechanism_drawing_global_noise_is_named_by_the_global_rng_rule():
     with pytest.raises(ConformanceError, match="rule 'leave the global random state alone' broken"):
         check_leaves_global_rng_alone(GlobalRandomKaggle())

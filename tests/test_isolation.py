@@ -62,6 +62,8 @@ def test_a_public_seed_regenerates_simulated_labels_and_a_secret_seed_stops_that
         (("random-labels", {"n_public": 200, "n_holdout": 600}), ("boosting", {"k": 60})),
         (("gaussian-regression", {"n_samples": 240, "n_features": 60}), ("freedman", {})),
         (("gaussian-regression", {"n_samples": 240, "n_features": 60}), ("step-forward", {"iterations": 2})),
+        (("diabetes", {}), ("resubmission-probe", {"repeats": 30})),
+        (("random-labels", {"n_public": 200, "n_holdout": 600}), ("hill-climbing", {"k": 60, "repeats": 4})),
     ],
 )
 def test_isolated_attacks_give_the_same_results_bit_for_bit(task, attack):

@@ -20,7 +20,7 @@ from ladderlab.bootstrap import (
     posterior_odds,
     posterior_probability_of_improvement,
 )
-from ladderlab.duel import duel
+from ladderlab.duel import duel, play
 from ladderlab.ladder import paired_sd
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
@@ -205,6 +205,87 @@ def test_batches_longer_than_a_block_equal_one_at_a_time_submission(mechanism_id
     single = bound(mechanism_id, labels, 5)
     np.testing.assert_array_equal(batched.submit_many(P), [single.submit(p) for p in P])
     assert batched.acceptances_ == single.acceptances_
+
+
+def real_valued_stream(rng: np.random.Generator, labels: np.ndarray, m: int) -> np.ndarray:
+    """m predictions of real labels, each a random mix of the labels and noise."""
+    share = rng.uniform(0, 0.8, (m, 1))
+    return share * labels + (1 - share) * rng.normal(size=(m, labels.size))
+
+
+REPEATED_MECHANISMS = ["ladder", "ladder-free", "ladder-t", "ladder-boot", "sparse-vector-ladder", "kaggle", "noisy",
+                       "bayesboot-ladderboot"]
+
+
+@pytest.mark.parametrize("mechanism_id", REPEATED_MECHANISMS)
+@pytest.mark.parametrize("scorer", ["zero-one", "squared"])
+@settings(max_examples=10, deadline=None)
+@given(seed=seeds, repeats=st.integers(1, 5))
+def test_repeated_rows_release_what_submitting_each_copy_releases(mechanism_id, scorer, seed, repeats):
+    """``submit_many(P, repeats)`` answers a copy after a rejected one without scoring it (the
+    deterministic Ladders); the releases and acceptances are those of submitting every copy."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    if scorer == "zero-one":
+        labels = rng.integers(0, 2, n).astype(float)
+        P = improving_stream(rng, labels, 12)
+    else:
+        labels = rng.normal(size=n)
+        P = real_valued_stream(rng, labels, 12)
+    repeated = bound(mechanism_id, labels, 5, scorer=scorer)
+    looped = bound(mechanism_id, labels, 5, scorer=scorer)
+    np.testing.assert_array_equal(repeated.submit_many(P, repeats=repeats),
+                                  [looped.submit(p) for p in P for _ in range(repeats)])
+    assert repeated.acceptances_ == looped.acceptances_
+
+
+def test_a_repeated_row_can_be_accepted_again_by_a_ladder_that_compares_with_its_rounded_release():
+    """The t-test Ladder compares with R_{t−1} rounded to 1/n: a copy of the best beats it again
+    whenever the risk was rounded up, so the repeated path must test the copies, not skip them."""
+    rng = np.random.default_rng(4)
+    labels = rng.normal(size=40)
+    P = real_valued_stream(rng, labels, 30)
+    mechanism = bound("ladder-t", labels, 5, scorer="squared")
+    mechanism.submit_many(P, repeats=3)
+    accepted = np.array(mechanism.acceptances_)
+    assert np.any(np.diff(accepted) == 1)
+
+
+class FixedSubmissions(Attack):
+    """Submits the same noisy predictions, each ``copies`` times: as one batch, one by one, or repeated."""
+
+    id = "fixed-submissions"
+    reference = "test"
+
+    def __init__(self, how: str = "batch", copies: int = 3):
+        self.how = how
+        self.copies = copies
+
+    def run(self, board, data, rng):
+        P = rng.normal(size=(20, board.holdout_size))
+        if self.how == "repeats":
+            board.submit_many(P, repeats=self.copies)
+        else:
+            copies = np.repeat(P, self.copies, axis=0)
+            if self.how == "batch":
+                board.submit_many(copies)
+            else:
+                for row in copies:
+                    board.submit(row)
+        return P[0]
+
+
+@pytest.mark.parametrize("mechanism", [("ladder-t", {}), ("ladder-boot", {"b": 10}), ("sparse-vector-ladder", {}),
+                                       ("full-disclosure", {})])
+def test_a_duel_records_the_same_bits_whether_submitted_in_a_batch_one_by_one_or_repeated(mechanism):
+    """The public rows of a tabular task are scattered over the holdout; the leaderboard gathers
+    them with contiguous rows, so a row's exact scores do not depend on the rows beside it."""
+    split = TASKS.make("gaussian-regression", **FREEDMAN_TASK).split(np.random.default_rng(1))
+    results = [play(split, MECHANISMS.make(mechanism[0], **mechanism[1]), FixedSubmissions(how),
+                    np.random.default_rng(2), np.random.default_rng(3)) for how in ("batch", "loop", "repeats")]
+    for result in results[1:]:
+        for field in ("released", "public", "final"):
+            np.testing.assert_array_equal(getattr(results[0], field), getattr(result, field))
 
 
 FREEDMAN_TASK = {"preset": "ad-challenge", "n_samples": 90, "n_features": 40}
