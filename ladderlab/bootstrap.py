@@ -22,6 +22,10 @@ CHUNK_ELEMENTS = 1 << 20
 INDEX_DRAW_FACTOR = 12
 """Draw b·n indices instead of a multinomial over K cells when b·n ≤ this × K."""
 
+PAIR_TABLE_ENTRIES = 1 << 17
+"""Index draws pick pairs of samples (one draw uniform on the n² ordered pairs, looked up in a
+table of their loss sums: half the draws) when n² is at most this (a table of 1 MiB)."""
+
 
 class BootstrapMeanSampler:
     """Exact draws of the mean of b bootstrap means of one loss vector, in O(K) each.
@@ -32,9 +36,12 @@ class BootstrapMeanSampler:
     distinct values v_k, present c_k times, are ``Multinomial(b·n, c_k/n)``, so the
     release is ``Σ_k v_k·G_k / (b·n)``, the same distribution. For a 0/1 loss (K = 2)
     it is one ``Binomial(b·n, k/n)`` draw. When b·n is small against K, drawing the
-    b·n indices and summing their losses is cheaper than K binomial draws; both are
-    exact, and the choice depends only on (loss, b), so a transcript does not depend
-    on how submissions are batched.
+    b·n indices and summing their losses is cheaper than K binomial draws; where n² is
+    small (``PAIR_TABLE_ENTRIES``), the indices are drawn two at a time, as one index
+    uniform on the n² ordered pairs (i, j) whose loss sum l_i + l_j is looked up (an odd
+    b·n takes the first sample of one more pair). All paths are exact, and the choice
+    depends only on (loss, b), so a transcript does not depend on how submissions are
+    batched.
     """
 
     def __init__(self, loss: FloatArray, b: int):
@@ -44,6 +51,10 @@ class BootstrapMeanSampler:
         self.pvals = counts / loss.size
         self.loss = loss
         self.by_index = self.total <= INDEX_DRAW_FACTOR * self.values.size
+        if self.by_index and loss.size**2 <= PAIR_TABLE_ENTRIES:
+            self.pair_sums: FloatArray | None = (loss[:, None] + loss[None, :]).ravel()
+        else:
+            self.pair_sums = None
 
     def draw(self, rng: np.random.Generator, draws: int = 1) -> FloatArray:
         """``draws`` independent releases, in order (the values do not depend on how draws are grouped)."""
@@ -56,17 +67,29 @@ class BootstrapMeanSampler:
             out[:] = (self.values[0] * (self.total - high) + self.values[1] * high) / self.total
             return out
         if self.by_index:
-            rows_per_chunk = max(1, CHUNK_ELEMENTS // self.total)
-            for start in range(0, draws, rows_per_chunk):
-                rows = min(rows_per_chunk, draws - start)
-                indices = rng.integers(0, self.loss.size, size=(rows, self.total))
-                out[start : start + rows] = self.loss[indices].sum(axis=1) / self.total
-            return out
+            return self._draw_by_index(rng, out)
         rows_per_chunk = max(1, CHUNK_ELEMENTS // self.values.size)
         for start in range(0, draws, rows_per_chunk):
             rows = min(rows_per_chunk, draws - start)
             counts = rng.multinomial(self.total, self.pvals, size=rows)
             out[start : start + rows] = (counts * self.values).sum(axis=1) / self.total
+        return out
+
+    def _draw_by_index(self, rng: np.random.Generator, out: FloatArray) -> FloatArray:
+        """``out`` filled with releases from b·n drawn indices (in pairs where the table exists)."""
+        n = self.loss.size
+        per_release = self.total if self.pair_sums is None else (self.total + 1) // 2
+        rows_per_chunk = max(1, CHUNK_ELEMENTS // per_release)
+        for start in range(0, out.size, rows_per_chunk):
+            rows = min(rows_per_chunk, out.size - start)
+            if self.pair_sums is None:
+                sums = np.take(self.loss, rng.integers(0, n, size=(rows, per_release)))
+            else:
+                pairs = rng.integers(0, n * n, size=(rows, per_release))
+                sums = np.take(self.pair_sums, pairs)
+                if self.total % 2:
+                    sums[:, -1] = np.take(self.loss, pairs[:, -1] // n)
+            out[start : start + rows] = sums.sum(axis=1) / self.total
         return out
 
 

@@ -15,14 +15,14 @@ class LadderBoot(PairedTTestLadder):
     The release is drawn exactly without resampling b·n indices: one binomial for a
     0/1 loss, a multinomial over the distinct loss values otherwise
     (:class:`ladderlab.bootstrap.BootstrapMeanSampler`). Version 2: that sampler's
-    random stream.
+    random stream. Version 3: its index draws pick pairs of samples where n is small.
     """
 
     id = "ladder-boot"
     reference = "Chaibub Neto et al. 2016, Alg. 4"
     compares_with_release = False
     _parameter_constraints = {**PairedTTestLadder._parameter_constraints, "b": [Interval(int, 1, None)]}
-    version = "2"
+    version = "3"
 
     def __init__(self, alpha: float | None = 0.15, b: int = 1000, critical_value: float | None = None):
         self.alpha = alpha

@@ -53,9 +53,19 @@ def direct_bootstrap(loss: np.ndarray, b: int, N: int, rng: np.random.Generator)
 LOSSES = {
     "zero-one (one binomial)": (lambda rng: (rng.uniform(size=40) < 0.3).astype(float), 5, "binomial"),
     "three values (multinomial over values)": (lambda rng: rng.integers(0, 3, 40) / 2.0, 5, "multinomial"),
-    "continuous, small b (index draws)": (lambda rng: rng.exponential(size=40), 2, "index"),
+    "continuous, small b (index draws in pairs)": (lambda rng: rng.exponential(size=40), 2, "pairs"),
+    "continuous, odd b·n (pairs and the first of one more)": (lambda rng: rng.exponential(size=41), 1, "pairs"),
+    "continuous, large n (index draws one by one)": (lambda rng: rng.exponential(size=400), 1, "index"),
     "continuous, large b (multinomial over samples)": (lambda rng: rng.exponential(size=40), 20, "multinomial"),
 }
+
+
+def sampler_path(sampler: BootstrapMeanSampler) -> str:
+    if sampler.values.size == 2:
+        return "binomial"
+    if not sampler.by_index:
+        return "multinomial"
+    return "index" if sampler.pair_sums is None else "pairs"
 
 
 @pytest.mark.parametrize("name", LOSSES)
@@ -66,7 +76,7 @@ def test_bootstrap_mean_sampler_has_the_distribution_of_the_direct_bootstrap(nam
     rng = np.random.default_rng(seed)
     loss = make_loss(rng)
     sampler = BootstrapMeanSampler(loss, b)
-    assert path == ("binomial" if sampler.values.size == 2 else "index" if sampler.by_index else "multinomial")
+    assert sampler_path(sampler) == path
     N = 3000
     assert ks_distance(sampler.draw(rng, N), direct_bootstrap(loss, b, N, rng)) <= ks_bound(N)
 
@@ -80,11 +90,21 @@ def test_the_distribution_check_rejects_a_sampler_that_resamples_b_instead_of_b_
     assert ks_distance(wrong, direct_bootstrap(loss, b, N, rng)) > ks_bound(N)
 
 
+def test_the_distribution_check_rejects_pairs_mistaken_for_samples():
+    """Another slip, b·n pairs drawn and each counted as one sample, doubles the release."""
+    rng = np.random.default_rng(0)
+    loss = rng.exponential(size=40)
+    b, N = 2, 3000
+    pair_sums = (loss[:, None] + loss[None, :]).ravel()
+    wrong = np.take(pair_sums, rng.integers(0, loss.size**2, (N, b * loss.size))).mean(axis=1)
+    assert ks_distance(wrong, direct_bootstrap(loss, b, N, rng)) > ks_bound(N)
+
+
 @given(seed=seeds, draws=st.integers(1, 40), cut=st.integers(0, 40))
 def test_bootstrap_mean_sampler_draws_do_not_depend_on_grouping(seed, draws, cut):
     cut = min(cut, draws)
-    loss = np.random.default_rng(seed).exponential(size=30)
-    for b in (1, 50):
+    for size, b in ((30, 1), (31, 1), (400, 1), (30, 50)):  # pairs, pairs of an odd b·n, single indices, multinomial
+        loss = np.random.default_rng(seed).exponential(size=size)
         sampler = BootstrapMeanSampler(loss, b)
         together = sampler.draw(np.random.default_rng(seed), draws)
         rng = np.random.default_rng(seed)
