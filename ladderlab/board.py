@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ladderlab.mechanism import FloatArray, Mechanism, check_repeats
+from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns
 from ladderlab.scoring import PredictionKind
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
@@ -206,15 +206,6 @@ class Board:
 
 def _joined(parts: list[FloatArray]) -> FloatArray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def columns(P: NDArray[np.float64], positions: slice | NDArray[np.int64]) -> NDArray[np.float64]:
-    """The holdout positions of every row of ``P``: a view for a slice, else a copy with
-    contiguous rows (``P[:, positions]`` would lay the copy out column by column, and a
-    row's sums, hence its scores, would then depend on how many rows share the batch)."""
-    if isinstance(positions, slice):
-        return P[:, positions]
-    return np.take(P, positions, axis=1)
 
 
 def _as_slice(rows: NDArray[np.int64]) -> slice | NDArray[np.int64]:

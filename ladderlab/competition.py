@@ -59,9 +59,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ladderlab.attack import Attack
-from ladderlab.board import Board, BudgetExceeded, columns
+from ladderlab.board import Board, BudgetExceeded
 from ladderlab.duel import Incompatible, incompatibility, spec
-from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, round_to_multiple
+from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import stream

@@ -21,6 +21,7 @@ bit-identical whichever block it is tested in.
 from __future__ import annotations
 
 import functools
+import math
 from abc import abstractmethod
 from typing import ClassVar
 
@@ -28,7 +29,6 @@ import numpy as np
 
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
-from ladderlab.scoring import require_finite_scores
 
 _FIRST_BLOCK = 16
 _BLOCK_ELEMENTS = 1 << 21
@@ -79,12 +79,7 @@ class Ladder(Mechanism):
         """The per-sample losses (for a loss scorer; else None) and the risks of the rows of ``P``."""
         if not self.requires_loss:
             return None, self.scorer_.sign * self.scorer_.score_many(self.labels_, P)
-        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is a ScoreError just below
-            losses = self.scorer_.loss(self.labels_, P)
-            risks = np.add.reduce(losses, axis=1) / self.n_  # the bits of .mean(axis=1)
-        if not np.isfinite(risks).all():
-            require_finite_scores(self.scorer_.name, risks)
-        return losses, risks
+        return self.scorer_.losses_and_means(self.labels_, P)
 
     def _release_rows(self, losses: FloatArray | None, risks: FloatArray, repeats: int) -> FloatArray:
         """Releases of the rows, each ``repeats`` times in a row, tested in blocks that restart at
@@ -156,7 +151,7 @@ class Ladder(Mechanism):
 
 def beats(risks: FloatArray | float, reference: float, margins: FloatArray | float) -> FloatArray | bool:
     """``risks < reference − margins``, with ties within rounding error counted as ties."""
-    if not np.isfinite(reference):
+    if not math.isfinite(reference):
         return risks < reference
     return risks < reference - margins - TIE_TOLERANCE * max(1.0, abs(reference))
 
@@ -190,21 +185,10 @@ class PairedTTestLadder(Ladder):
 
     def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray:
         assert losses is not None
-        return self.critical_value_ * paired_sd(losses, self.best_loss_) / np.sqrt(self.n_)
+        return self.critical_value_ * self.scorer_.paired_sd(losses, self.best_loss_) / math.sqrt(self.n_)
 
     def _accepted_release(self, risk: float) -> float:
         return float(round_to_multiple(risk, 1.0 / self.n_))
-
-
-def paired_sd(losses: FloatArray, best_loss: FloatArray) -> FloatArray:
-    """``np.std(losses - best_loss, axis=1, ddof=1)``, the same operations in place, without
-    its per-call overhead (half the cost of a t-test Ladder's submission at n = 4000)."""
-    differences = losses - best_loss
-    mean = np.add.reduce(differences, axis=1, keepdims=True)
-    mean /= differences.shape[1]
-    differences -= mean
-    np.multiply(differences, differences, out=differences)
-    return np.sqrt(np.add.reduce(differences, axis=1) / (differences.shape[1] - 1))
 
 
 def t_critical_value(alpha: float | None, critical_value: float | None, n: int) -> float:

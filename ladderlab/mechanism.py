@@ -9,6 +9,7 @@ stream, so a batch and a loop give bit-identical transcripts.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from typing import ClassVar, Self
 
@@ -104,10 +105,11 @@ class Mechanism(Plugin):
             and self.row_is_valid_(prediction)
         ):
             released = self._release(prediction[None, :])
-            if not np.isfinite(released[0]):
+            value = float(released[0])
+            if not math.isfinite(value):
                 require_finite_scores(f"{self.id} release", released)
-            self.released_.append(float(released[0]))
-            return float(released[0])
+            self.released_.append(value)
+            return value
         vector = np.asarray(prediction)
         if vector.ndim != 1:
             raise ValueError(
@@ -163,7 +165,7 @@ class Mechanism(Plugin):
         For mechanisms that split their holdout (Thresholdout's released and guard
         halves): the subset is scored as a holdout of its own.
         """
-        return self.scorer_.score_many(self.labels_[rows], P[:, rows])
+        return self.scorer_.score_many(self.labels_[rows], columns(P, rows))
 
     def _start(self) -> None:
         """Initialise the per-leaderboard state (called by ``bind``); raise ``ValueError`` for a
@@ -210,6 +212,15 @@ def _label_set(classes: ArrayLike, labels: FloatArray) -> FloatArray:
             f"{', '.join(f'{v:g}' for v in missing[:5])}"
         )
     return label_set
+
+
+def columns(P: NDArray[np.float64], positions: slice | NDArray[np.int64]) -> NDArray[np.float64]:
+    """The holdout positions of every row of ``P``: a view for a slice, else a copy with
+    contiguous rows (``P[:, positions]`` would lay the copy out column by column, and a
+    row's sums, hence its scores, would then depend on how many rows share the batch)."""
+    if isinstance(positions, slice):
+        return P[:, positions]
+    return np.take(P, positions, axis=1)
 
 
 def round_to_multiple(x: ArrayLike, step: float) -> FloatArray:

@@ -96,9 +96,8 @@ class QuickRowCheck:
         )
 
     def __call__(self, row: NDArray[np.float64]) -> bool:
-        if self.binary:
-            # x² = x only for 0, 1 and +inf; a finite sum excludes +inf
-            return bool((row * row == row).all()) and math.isfinite(row.sum())
+        if self.binary:  # NaN and ±inf equal neither
+            return np.count_nonzero(row == 0.0) + np.count_nonzero(row == 1.0) == row.size
         if self.kind is PredictionKind.LABEL and self.classes is not None:
             return bool(_is_one_of(row[None, :], self.classes).all())
         if self.kind is PredictionKind.PROBABILITY:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import numpy as np
 
@@ -41,10 +40,6 @@ class Thresholdout(Mechanism):
     """
 
     id = "thresholdout"
-    expected_check_failures: ClassVar[dict[str, str]] = {
-        "batch_equals_loop": "a batch and a single submission can differ in the last bit of the released "
-                             "score (found by the check, cause not yet traced)",
-    }
     reference = "Dwork et al. 2015, Science and NIPS Fig. 1 (leaderboard adaptation: our design)"
     _parameter_constraints = {
         "T": [Interval(float, 0, None), None],

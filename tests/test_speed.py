@@ -21,9 +21,8 @@ from ladderlab.bootstrap import (
     posterior_probability_of_improvement,
 )
 from ladderlab.duel import duel, play
-from ladderlab.ladder import paired_sd
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.scoring import get_scorer
+from ladderlab.scoring import ZeroOneLoss, get_scorer, paired_sd
 from ladderlab.sharing import TRANSCRIPTS, TranscriptMismatch
 from ladderlab.tasks import _FIXED_DATA
 from ladderlab.validation import rows_per_block
@@ -211,6 +210,40 @@ def test_paired_sd_is_bit_identical_to_numpy_std(seed):
     rows, n = rng.integers(1, 6), rng.integers(2, 300)
     losses, best = rng.normal(size=(rows, n)), rng.normal(size=n)
     np.testing.assert_array_equal(paired_sd(losses, best), np.std(losses - best, axis=1, ddof=1))
+
+
+@given(seed=seeds)
+@settings(max_examples=30, deadline=None)
+def test_the_zero_one_paired_sd_from_counts_is_numpy_std_up_to_rounding(seed):
+    rng = np.random.default_rng(seed)
+    rows, n = rng.integers(1, 6), rng.integers(2, 300)
+    losses, best = (rng.uniform(size=(rows, n)) < rng.uniform()).astype(float), (rng.uniform(size=n) < 0.5).astype(float)
+    np.testing.assert_allclose(ZeroOneLoss().paired_sd(losses, best), np.std(losses - best, axis=1, ddof=1),
+                               rtol=1e-13, atol=1e-15)
+
+
+class ZeroOneLossByNumpyStd(ZeroOneLoss):
+    """The 0/1 loss with the general paired sd (numpy's operations and rounding)."""
+
+    def paired_sd(self, losses, best_loss):
+        return paired_sd(losses, best_loss)
+
+
+@pytest.mark.parametrize("mechanism_id", ["ladder-free", "ladder-t", "ladder-boot"])
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds)
+def test_the_zero_one_paired_sd_from_counts_makes_the_decisions_of_numpy_std(mechanism_id, seed):
+    """One flipped label moves the risk by exactly 1/n, the parameter-free Ladder's margin too:
+    the tie tolerance keeps such ties ties whichever way the margin was rounded."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, 60).astype(float)
+    flips = np.logical_xor.accumulate(np.eye(60, dtype=bool)[rng.integers(0, 60, 80)], axis=0)
+    single_flips = np.logical_xor(flips, rng.uniform(size=60) < 0.5).astype(float)  # hill climbing's block 1
+    P = np.vstack([improving_stream(rng, labels, 80), single_flips])
+    counted = bound(mechanism_id, labels, 5, scorer=ZeroOneLoss())
+    by_std = bound(mechanism_id, labels, 5, scorer=ZeroOneLossByNumpyStd())
+    np.testing.assert_array_equal(counted.submit_many(P), by_std.submit_many(P))
+    assert counted.acceptances_ == by_std.acceptances_
 
 
 @pytest.mark.parametrize("mechanism_id", MECHANISMS.ids())
