@@ -37,6 +37,6 @@ class ResubmissionAverage(Attack):
         prediction = np.zeros(board.holdout_size)
         if data.classes is not None:
             prediction[:] = data.classes[0]
-        released = board.submit_many(np.tile(prediction, (repeats, 1)))
-        self.mean_release_ = float(released.mean())
+        released = board.submit_many(prediction[None, :], repeats=repeats) if repeats else np.empty(0)
+        self.mean_release_ = float(released.mean()) if released.size else float("nan")
         return prediction

@@ -52,6 +52,7 @@ class Ladder(Mechanism):
         self.best_risk_ = np.inf
         self.best_loss_ = np.zeros(self.n_)
         self.current_release_ = np.nan
+        self.block_rows_ = _FIRST_BLOCK
 
     @property
     def _reference(self) -> float:
@@ -83,12 +84,12 @@ class Ladder(Mechanism):
 
     def _release_rows(self, losses: FloatArray | None, risks: FloatArray, repeats: int) -> FloatArray:
         """Releases of the rows, each ``repeats`` times in a row, tested in blocks that restart at
-        each acceptance."""
+        each acceptance and otherwise grow, also from one call to the next (``block_rows_``)."""
         m = risks.size
         first = len(self.released_)
         released = np.empty(m * repeats)
         max_block = max(_FIRST_BLOCK, _BLOCK_ELEMENTS // self.n_)
-        start, block = 0, _FIRST_BLOCK
+        start, block = 0, self.block_rows_
         while start < m:
             stop = min(m, start + block)
             block_losses = None if losses is None else losses[start:stop]
@@ -106,6 +107,7 @@ class Ladder(Mechanism):
                 start, block = row + 1, _FIRST_BLOCK
             else:
                 start, block = stop, min(2 * block, max_block)
+        self.block_rows_ = block
         return released
 
     def _release_one(self, losses: FloatArray | None, risk: float) -> FloatArray:

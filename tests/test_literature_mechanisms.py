@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -214,7 +214,9 @@ REFERENCE_SCORES = {
 @settings(max_examples=6, deadline=None)
 def test_bootladderboot_matches_the_reference_port_on_the_same_resamples(scorer, variant, seed, closeness):
     """closeness = 1 submits the lead again (every d_b = 0); between 0.95 and 1 the differences
-    would be rounding noise, which no two implementations order alike."""
+    would be rounding noise, which no two implementations order alike. A resample on which
+    both predictions rank alike ties exactly in one implementation and by rounding noise in
+    the other (Spearman at closeness 0.95, seed 51): such draws are left out."""
     rng = np.random.default_rng(seed)
     n, B = 40, 80
     gold = np.round(rng.normal(size=n), 1)  # ties, as in binding affinities
@@ -229,6 +231,9 @@ def test_bootladderboot_matches_the_reference_port_on_the_same_resamples(scorer,
         larger_is_better=metric.greater_is_better, variant=variant,
     )
     reference_new = np.array([REFERENCE_SCORES[scorer](gold[i], new[i]) for i in idx])
+    reference_prev = np.array([REFERENCE_SCORES[scorer](gold[i], prev[i]) for i in idx])
+    for differences in (scores[:, 0] - scores[:, 1], reference_new - reference_prev):
+        assume(not np.any((differences != 0) & (np.abs(differences) < 1e-12)))
     np.testing.assert_allclose(scores[:, 0], reference_new, rtol=0, atol=1e-12)
     ours = bootladderboot_decision(scores[:, 0], scores[:, 1], metric.greater_is_better, variant)
     assert ours.met == reference["met"]
