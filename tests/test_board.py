@@ -72,6 +72,22 @@ def test_board_rejects_bad_predictions_with_a_clear_error(bad, message):
     assert board.submissions == 0 and board.transcript.size == 0
 
 
+def test_repeated_rows_count_against_the_budget_and_bad_repeats_change_nothing():
+    labels, _, _, leaderboard, rng = holdout()
+    board = Board(leaderboard, budget=10)
+    P = improving_stream(rng, labels, 3)
+    with pytest.raises(BudgetExceeded, match="12 submissions would exceed the budget of 10"):
+        board.submit_many(P, repeats=4)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=f"repeats must be a whole number ≥ 1, got {bad!r}"):
+            board.submit_many(P, repeats=bad)
+    assert board.submissions == 0 and leaderboard.records()["released"].size == 0
+    released = board.submit_many(P, repeats=3)
+    records = leaderboard.records()
+    assert board.submissions == 9 and released.size == 9
+    np.testing.assert_array_equal(records["public"], np.repeat(records["public"][::3], 3))
+
+
 def test_leaderboard_refuses_a_split_that_does_not_partition_the_holdout():
     labels = np.arange(10.0) % 2
     mechanism = bound("kaggle", labels[:6], 0)
