@@ -141,18 +141,11 @@ class LossScorer(Scorer):
         return functools.partial(_mean_losses_by_counts, self.loss(y, P).T)
 
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
-        y, P = _as_float_arrays(y, P)
-        with np.errstate(over="ignore", invalid="ignore"):
-            scores = self.mean_losses(y, P)
-        return scores if np.isfinite(scores).all() else require_finite_scores(self.name, scores)
-
-    def mean_losses(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        """The mean loss of every row of ``P``, with the bits of ``loss(y, P).mean(axis=1)``."""
-        return np.add.reduce(self.loss(y, P), axis=1) / y.shape[0]
+        return self.losses_and_means(*_as_float_arrays(y, P))[1]
 
     def losses_and_means(self, y: FloatArray, P: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The per-sample losses of the rows of ``P`` and their means (``mean_losses``'s bits);
-        :class:`ScoreError` for a mean that is not finite."""
+        """The per-sample losses of the rows of ``P`` and their means, with the bits of
+        ``loss(y, P).mean(axis=1)``; :class:`ScoreError` for a mean that is not finite."""
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is a ScoreError just below
             losses = self.loss(y, P)
             means = np.add.reduce(losses, axis=1) / y.shape[0]
@@ -214,13 +207,11 @@ class ZeroOneLoss(LossScorer):
         return (P != y).astype(float)
 
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
-        return self.mean_losses(*_as_float_arrays(y, P))  # an error count over n is always finite
-
-    def mean_losses(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        # a sum of 0/1 values is an exact integer in any order: counting gives the same bits
-        return _row_means(P != y)
+        y, P = _as_float_arrays(y, P)
+        return _row_means(P != y)  # no float losses needed, and an error count over n is always finite
 
     def losses_and_means(self, y: FloatArray, P: FloatArray) -> tuple[FloatArray, FloatArray]:
+        # a sum of 0/1 values is an exact integer in any order: counting gives the same bits
         errors = P != y
         return errors.astype(float), _row_means(errors)
 
