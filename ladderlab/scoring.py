@@ -104,12 +104,17 @@ class Scorer(ABC):
 
     def score_many(self, y: ArrayLike, P: ArrayLike) -> FloatArray:
         """Unweighted scores of the m rows of ``P``: a vector of length m; :class:`ScoreError`
-        when one of them is not finite."""
+        when one of them is not finite.
+
+        Each row is weighted on its own: a BLAS product over several rows may sum each of
+        them in a different order, and a row's score, released or recorded, must not depend
+        on the rows that happen to share its batch."""
         y = np.asarray(y, dtype=float)
         P = np.atleast_2d(np.asarray(P, dtype=float))
         uniform = np.full((1, y.shape[0]), 1.0 / y.shape[0])
         with np.errstate(over="ignore", invalid="ignore"):
-            return require_finite_scores(self.name, self.weighted(y, P, uniform)[0])
+            scores = np.array([self.weighted(y, P[row : row + 1], uniform)[0, 0] for row in range(P.shape[0])])
+        return require_finite_scores(self.name, scores)
 
     def score(self, y: ArrayLike, prediction: ArrayLike) -> float:
         """Unweighted score of one prediction vector."""

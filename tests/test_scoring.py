@@ -99,3 +99,18 @@ def test_counting_zero_one_errors_gives_the_bits_of_the_mean_loss(seed, n, m):
     P = rng.integers(0, 3, (m, n)).astype(float)
     scorer = get_scorer("zero-one")
     assert np.array_equal(scorer.score_many(y, P), scorer.loss(y, P).mean(axis=1))
+
+
+@pytest.mark.parametrize("name", sorted(SCORERS))
+@given(seed=seeds, n=st.integers(5, 300), m=st.integers(2, 40))
+def test_a_rows_score_does_not_depend_on_the_rows_scored_with_it(name, seed, n, m):
+    rng = np.random.default_rng(seed)
+    scorer = get_scorer(name)
+    if scorer.prediction_kind.value == "probabilities":
+        y = rng.integers(0, 3, n).astype(float)
+        P = rng.dirichlet(np.ones(3), (m, n))
+    else:
+        y, P = sample(name, rng, n)
+        P = np.concatenate([P, sample(name, rng, n)[1]] * (m // 3 + 1))[:m]
+    batch = scorer.score_many(y, P)
+    assert np.array_equal(batch, [scorer.score_many(y, P[row : row + 1])[0] for row in range(m)])
