@@ -26,6 +26,7 @@ from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
@@ -50,9 +51,14 @@ class Ladder(Mechanism):
 
     def _start(self) -> None:
         self.best_risk_ = np.inf
-        self.best_loss_ = np.zeros(self.n_)
+        self.best_loss_row_ = self.holdout_.perfect_loss_row()
         self.current_release_ = np.nan
         self.block_rows_ = _FIRST_BLOCK
+
+    @property
+    def best_loss_(self) -> FloatArray:
+        """The per-sample losses of the best submission (zero before the first acceptance)."""
+        return self.holdout_.losses(self.best_loss_row_)
 
     @property
     def _reference(self) -> float:
@@ -63,26 +69,27 @@ class Ladder(Mechanism):
         return self.best_risk_
 
     def _release(self, P: FloatArray) -> FloatArray:
-        losses, risks = self._risks(P)
+        loss_rows, risks = self._risks(P)
         if P.shape[0] == 1:
-            return self._release_one(losses, risks[0])
-        return self._release_rows(losses, risks, 1)
+            return self._release_one(loss_rows, risks)
+        return self._release_rows(loss_rows, risks, 1)
 
     def _release_repeated(self, P: FloatArray, repeats: int) -> FloatArray:
         """Each row ``repeats`` times, scored once: a copy after a rejected one is rejected too,
         since the state it meets has not changed (``decides_deterministically``)."""
         if not self.decides_deterministically:
             return super()._release_repeated(P, repeats)
-        losses, risks = self._risks(P)
-        return self._release_rows(losses, risks, repeats)
+        loss_rows, risks = self._risks(P)
+        return self._release_rows(loss_rows, risks, repeats)
 
     def _risks(self, P: FloatArray) -> tuple[FloatArray | None, FloatArray]:
-        """The per-sample losses (for a loss scorer; else None) and the risks of the rows of ``P``."""
+        """The loss rows (for a mechanism that ``requires_loss``; else None,
+        :class:`ladderlab.holdout.HoldoutScores`) and the risks of the rows of ``P``."""
         if not self.requires_loss:
-            return None, self.scorer_.sign * self.scorer_.score_many(self.labels_, P)
-        return self.scorer_.losses_and_means(self.labels_, P)
+            return None, self.scorer_.sign * self._scores(P)
+        return self.holdout_.loss_rows_and_risks(P)
 
-    def _release_rows(self, losses: FloatArray | None, risks: FloatArray, repeats: int) -> FloatArray:
+    def _release_rows(self, loss_rows: FloatArray | None, risks: FloatArray, repeats: int) -> FloatArray:
         """Releases of the rows, each ``repeats`` times in a row, tested in blocks that restart at
         each acceptance and otherwise grow, also from one call to the next (``block_rows_``)."""
         m = risks.size
@@ -92,54 +99,56 @@ class Ladder(Mechanism):
         start, block = 0, self.block_rows_
         while start < m:
             stop = min(m, start + block)
-            block_losses = None if losses is None else losses[start:stop]
-            margins = self._margins(block_losses, stop - start)
-            hits = np.flatnonzero(beats(risks[start:stop], self._reference, margins))
+            hits = self._hits(None if loss_rows is None else loss_rows[start:stop], risks[start:stop])
             held_until = start + hits[0] if hits.size else stop
             released[start * repeats : held_until * repeats] = self._held_releases((held_until - start) * repeats)
             if hits.size:
                 row = held_until
-                loss = None if losses is None else losses[row]
-                released[row * repeats] = self._accept(first + row * repeats, loss, risks[row])
+                loss_row = None if loss_rows is None else loss_rows[row]
+                released[row * repeats] = self._accept(first + row * repeats, loss_row, risks[row])
                 if repeats > 1:
                     released[row * repeats + 1 : (row + 1) * repeats] = self._copies_of_the_best(
-                        first + row * repeats + 1, loss, risks[row], repeats - 1)
+                        first + row * repeats + 1, loss_row, risks[row : row + 1], repeats - 1)
                 start, block = row + 1, _FIRST_BLOCK
             else:
                 start, block = stop, min(2 * block, max_block)
         self.block_rows_ = block
         return released
 
-    def _release_one(self, losses: FloatArray | None, risk: float) -> FloatArray:
+    def _release_one(self, loss_rows: FloatArray | None, risks: FloatArray) -> FloatArray:
         """``_release`` for one row, without the block bookkeeping (the same decisions and draws)."""
-        margin = self._margins(losses, 1)
-        if beats(risk, self._reference, margin if isinstance(margin, float) else margin[0]):
-            return np.array([self._accept(len(self.released_), None if losses is None else losses[0], risk)])
+        if self._hits(loss_rows, risks).size:
+            return np.array([self._accept(len(self.released_), None if loss_rows is None else loss_rows[0], risks[0])])
         return self._held_releases(1)
 
-    def _copies_of_the_best(self, position: int, loss: FloatArray | None, risk: float, copies: int) -> FloatArray:
-        """Releases of ``copies`` further copies of the submission just accepted, the first at stream
-        ``position``: each is tested again until one is rejected; the rest are rejected too."""
+    def _copies_of_the_best(self, position: int, loss_row: FloatArray | None, risks: FloatArray,
+                            copies: int) -> FloatArray:
+        """Releases of ``copies`` further copies of the submission just accepted (its risk the one
+        entry of ``risks``), the first at stream ``position``: each is tested again until one
+        is rejected; the rest are rejected too."""
         out = np.empty(copies)
         for copy in range(copies):
-            margin = self._margins(None if loss is None else loss[None, :], 1)
-            if not beats(risk, self._reference, margin if isinstance(margin, float) else margin[0]):
+            if not self._hits(None if loss_row is None else loss_row[None, :], risks).size:
                 out[copy:] = self._held_releases(copies - copy)
                 break
-            out[copy] = self._accept(position + copy, loss, risk)
+            out[copy] = self._accept(position + copy, loss_row, risks[0])
         return out
 
-    def _accept(self, position: int, loss: FloatArray | None, risk: float) -> float:
+    def _hits(self, loss_rows: FloatArray | None, risks: FloatArray) -> NDArray[np.intp]:
+        """The positions of the rows that beat the reference by their margins."""
+        return np.flatnonzero(beats(risks, self._reference, self._margins(loss_rows, risks.size)))
+
+    def _accept(self, position: int, loss_row: FloatArray | None, risk: float) -> float:
         """Make the submission at stream ``position`` the best; return its release."""
         self.acceptances_.append(position)
         self.best_risk_ = risk
-        if loss is not None:
-            self.best_loss_ = loss
+        if loss_row is not None:
+            self.best_loss_row_ = loss_row.copy()  # a loss row may be a view of the caller's predictions
         self.current_release_ = self.scorer_.sign * self._accepted_release(risk)
         return self.current_release_
 
     @abstractmethod
-    def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray | float:
+    def _margins(self, loss_rows: FloatArray | None, rows: int) -> FloatArray | float:
         """The margin each of the next ``rows`` submissions must beat the reference by."""
 
     @abstractmethod
@@ -180,14 +189,30 @@ class PairedTTestLadder(Ladder):
     def _start(self) -> None:
         super()._start()
         self.critical_value_ = self._critical_value()
+        self.paired_sd_ = self.holdout_.paired_with(self.best_loss_row_)
+
+    def _accept(self, position: int, loss_row: FloatArray | None, risk: float) -> float:
+        release = super()._accept(position, loss_row, risk)
+        self.paired_sd_ = self.holdout_.paired_with(self.best_loss_row_)
+        return release
+
+    def _hits(self, loss_rows: FloatArray | None, risks: FloatArray) -> NDArray[np.intp]:
+        """Only rows already below the reference are tested: the margin c·sd/√n is never
+        negative (c ≥ 0), so no other row can beat it, and the test's sd is computed for
+        the few rows that might."""
+        reference = self._reference
+        below = np.flatnonzero(beats(risks, reference, 0.0))
+        if below.size == 0:
+            return below
+        return below[beats(risks[below], reference, self._margins(loss_rows[below], below.size))]
 
     def _critical_value(self) -> float:
         """c from the ``alpha`` and ``critical_value`` parameters."""
         return t_critical_value(self.alpha, self.critical_value, self.n_)
 
-    def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray:
-        assert losses is not None
-        return self.critical_value_ * self.scorer_.paired_sd(losses, self.best_loss_) / math.sqrt(self.n_)
+    def _margins(self, loss_rows: FloatArray | None, rows: int) -> FloatArray:
+        assert loss_rows is not None
+        return self.critical_value_ * self.paired_sd_(loss_rows) / math.sqrt(self.n_)
 
     def _accepted_release(self, risk: float) -> float:
         return float(round_to_multiple(risk, 1.0 / self.n_))

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.bounds import TheoreticalBound
+from ladderlab.holdout import holdout_scores
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import LossScorer, Scorer, get_scorer, require_finite_scores
 from ladderlab.validation import check_prediction_matrix, quick_row_check, rows_per_block
@@ -78,6 +79,7 @@ class Mechanism(Plugin):
         self.scorer_ = scorer
         self.rng_ = rng
         self.classes_ = np.unique(labels if classes is None else _label_set(classes, labels))
+        self.holdout_ = holdout_scores(scorer, labels, self.classes_)
         self.row_shape_ = (self.n_,)
         self.row_is_valid_ = quick_row_check(scorer.prediction_kind, self.classes_)
         self.released_: list[float] = []
@@ -158,6 +160,12 @@ class Mechanism(Plugin):
     def best_index_(self) -> int | None:
         """The submission that is the current best (None before the first acceptance)."""
         return self.acceptances_[-1] if self.acceptances_ else None
+
+    def _scores(self, P: FloatArray) -> FloatArray:
+        """Exact scores of the validated rows of ``P`` on the bound labels: the scorer's
+        ``score_many``, bit for bit (by a shortcut where the label set allows one,
+        :mod:`ladderlab.holdout`)."""
+        return self.holdout_.scores(P)
 
     def _scores_on(self, rows: NDArray[np.int64], P: FloatArray) -> FloatArray:
         """Exact scores of the rows of ``P`` on a subset of the bound labels, given by index.

@@ -189,6 +189,13 @@ def paired_sd(losses: FloatArray, best_loss: FloatArray) -> FloatArray:
     return np.sqrt(np.add.reduce(differences, axis=1) / (differences.shape[1] - 1))
 
 
+def paired_sd_from_counts(disagreements: ArrayLike, differences: FloatArray, n: int) -> FloatArray:
+    """The sd (ddof 1) of n paired differences of 0/1 losses from exact counts: the number of
+    places where the losses differ (each difference ±1 there, 0 elsewhere) and the sum of
+    the differences, so (n − 1)·var = #disagreements − (Σ differences)²/n."""
+    return np.sqrt((disagreements - differences * differences / n) / (n - 1))
+
+
 def _as_float_arrays(y: ArrayLike, P: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """``y`` and ``P`` as float arrays, P with one row per submission (no copy when they are already)."""
     if type(P) is np.ndarray and P.ndim == 2 and P.dtype == np.float64 and type(y) is np.ndarray:
@@ -225,9 +232,8 @@ class ZeroOneLoss(LossScorer):
         elsewhere, so (n − 1)·var = #disagreements − (Σ differences)²/n, every sum an exact
         integer. The same statistic as ``np.std``, rounded once at the end instead of at
         every step (the Ladders' tie tolerance absorbs the last-bit difference)."""
-        n = best_loss.size
         differences = np.add.reduce(losses, axis=1) - np.add.reduce(best_loss)
-        return np.sqrt((_row_counts(losses != best_loss) - differences * differences / n) / (n - 1))
+        return paired_sd_from_counts(_row_counts(losses != best_loss), differences, best_loss.size)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,4 +15,4 @@ class FullDisclosure(Mechanism):
     _parameter_constraints = {}
 
     def _release(self, P: FloatArray) -> FloatArray:
-        return self.scorer_.score_many(self.labels_, P)
+        return self._scores(P)

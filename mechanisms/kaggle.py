@@ -25,4 +25,4 @@ class Kaggle(Mechanism):
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
     def _release(self, P: FloatArray) -> FloatArray:
-        return round_to_multiple(self.scorer_.score_many(self.labels_, P), self.alpha)
+        return round_to_multiple(self._scores(P), self.alpha)

@@ -26,7 +26,7 @@ class FixedLadder(Ladder):
         """Theorem 3.1 at this η."""
         return ladder_error_bound(n, k, self.eta)
 
-    def _margins(self, losses: FloatArray | None, rows: int) -> float:
+    def _margins(self, loss_rows: FloatArray | None, rows: int) -> float:
         return self.eta
 
     def _accepted_release(self, risk: float) -> float:

@@ -37,6 +37,6 @@ class Noisy(Mechanism):
         self.scale_ = 1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale)
 
     def _release(self, P: FloatArray) -> FloatArray:
-        scores = self.scorer_.score_many(self.labels_, P)
+        scores = self._scores(P)
         released = scores + draw_noise(self.rng_, self.noise, self.scale_, scores.size)
         return released if self.rounding is None else round_to_multiple(released, self.rounding)

@@ -101,7 +101,7 @@ class SparseVectorLadder(Ladder):
     def _laplace(self, multiple: float) -> float:
         return float(self.update_rng_.laplace(0.0, multiple * self.sigma_))
 
-    def _margins(self, losses: FloatArray | None, rows: int) -> FloatArray:
+    def _margins(self, loss_rows: FloatArray | None, rows: int) -> FloatArray:
         missing = rows - self.pending_comparison_noise_.size
         if missing > 0:
             fresh = self.comparison_rng_.laplace(0.0, self.comparison_scale * self.sigma_, missing)

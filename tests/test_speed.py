@@ -1,5 +1,6 @@
 """The fast paths are exact: same distribution, same decision, or the same bits as the direct computation."""
 
+import functools
 import math
 import platform
 import subprocess
@@ -21,6 +22,7 @@ from ladderlab.bootstrap import (
     posterior_probability_of_improvement,
 )
 from ladderlab.duel import duel, play
+from ladderlab.ladder import Ladder
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scoring import ZeroOneLoss, get_scorer, paired_sd
 from ladderlab.sharing import TRANSCRIPTS, TranscriptMismatch
@@ -244,6 +246,26 @@ def test_the_zero_one_paired_sd_from_counts_makes_the_decisions_of_numpy_std(mec
     by_std = bound(mechanism_id, labels, 5, scorer=ZeroOneLossByNumpyStd())
     np.testing.assert_array_equal(counted.submit_many(P), by_std.submit_many(P))
     assert counted.acceptances_ == by_std.acceptances_
+
+
+@pytest.mark.parametrize("mechanism_id", ["ladder-free", "ladder-t", "ladder-boot"])
+@pytest.mark.parametrize("scorer", ["zero-one", "squared"])
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, rows=st.integers(1, 200))
+def test_a_t_test_ladder_that_tests_only_rows_below_its_reference_decides_as_testing_every_row(
+        mechanism_id, scorer, seed, rows):
+    """The margin c·sd/√n is never negative, so only rows already below the reference can beat it.
+    Hill climbing's flips of a few labels at a time meet margins of about c/n."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, 60).astype(float)
+    flips = np.logical_xor.accumulate(np.eye(60, dtype=bool)[rng.integers(0, 60, rows)], axis=0)
+    P = np.vstack([improving_stream(rng, labels, rows), np.logical_xor(flips, labels).astype(float)])
+    below_only = bound(mechanism_id, labels, 5, scorer=scorer)
+    every_row = bound(mechanism_id, labels, 5, scorer=scorer)
+    every_row._hits = functools.partial(Ladder._hits, every_row)
+    np.testing.assert_array_equal(below_only.submit_many(P), every_row.submit_many(P))
+    np.testing.assert_array_equal([below_only.submit(p) for p in P[:20]], [every_row.submit(p) for p in P[:20]])
+    assert below_only.acceptances_ == every_row.acceptances_
 
 
 @pytest.mark.parametrize("mechanism_id", MECHANISMS.ids())

@@ -1,0 +1,149 @@
+"""Exact scores of validated predictions on a bound holdout (``Mechanism.holdout_``).
+
+A mechanism, and the leaderboard around it, score only rows that passed
+``check_prediction_matrix`` against the task's label set. :func:`holdout_scores`
+binds the scorer to the labels and may use that knowledge. For the 0/1 loss on two
+integer labels {a, b} every prediction is a or b, so the error indicator is affine
+in it,
+
+    1{ŷᵢ ≠ yᵢ} = sᵢ(ŷᵢ − yᵢ)/(b − a),   sᵢ = +1 where yᵢ = a and −1 where yᵢ = b,
+
+and the error counts of a batch are one matrix–vector product, (P·s − s·y)/(b − a).
+Every product and partial sum is an integer far below 2⁵³, so the counts are exact
+in any summation order (BLAS blocking, threads, fused multiply-adds): the same bits
+as counting mismatches, in one pass over the predictions instead of three. The same
+identity counts where a row disagrees with the paired t-test's best, which is where
+their 0/1 losses differ, so the test's standard deviation needs no loss matrix
+(:class:`BinaryErrorCounts`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from ladderlab.scoring import FloatArray, LossScorer, Scorer, ZeroOneLoss, paired_sd_from_counts
+
+EXACT_INTEGER_LABELS = 1 << 20
+"""Largest |label| for which the sums of :class:`BinaryErrorCounts` stay exact integers
+(n·2²¹ < 2⁵³ for any n below 2³²)."""
+
+
+class HoldoutScores:
+    """A scorer bound to holdout labels: scores of rows that passed validation.
+
+    The Ladders' paired t-test works on *loss rows*: per submission, whatever
+    :meth:`paired_with` compares with the best's loss row. Here they are the per-sample
+    losses (``LossScorer.losses_and_means``).
+    """
+
+    def __init__(self, scorer: Scorer, labels: FloatArray):
+        self.scorer = scorer
+        self.labels = labels
+
+    def scores(self, P: FloatArray) -> FloatArray:
+        """The scores of the rows of ``P``: ``scorer.score_many(labels, P)``, bit for bit."""
+        return self.scorer.score_many(self.labels, P)
+
+    def loss_rows_and_risks(self, P: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The loss rows of ``P`` and the mean loss of each (a :class:`LossScorer` only)."""
+        assert isinstance(self.scorer, LossScorer)
+        return self.scorer.losses_and_means(self.labels, P)
+
+    def perfect_loss_row(self) -> FloatArray:
+        """The loss row of a prediction with zero loss everywhere: the paired t-test's best
+        before the first acceptance."""
+        return np.zeros(self.labels.size)
+
+    def losses(self, loss_row: FloatArray) -> FloatArray:
+        """The per-sample losses a loss row stands for."""
+        return loss_row
+
+    def paired_with(self, best_loss_row: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        """The paired t-test's standard deviation against a best: a function of loss rows giving
+        the sd (ddof 1) of each row's losses minus the best's (Chaibub Neto Eq. 2), with the
+        bits of ``LossScorer.paired_sd``. It pickles (a bound Ladder keeps one)."""
+        assert isinstance(self.scorer, LossScorer)
+        return functools.partial(self.scorer.paired_sd, best_loss=best_loss_row)
+
+
+class BinaryErrorCounts(HoldoutScores):
+    """The 0/1 loss on two integer labels {a, b}, by matrix–vector products (module docstring).
+
+    Loss rows are the predictions themselves: where two valid rows disagree, exactly
+    one of them is wrong, so the disagreements of two predictions are the
+    disagreements of their 0/1 losses. The labels are the perfect row.
+    """
+
+    def __init__(self, scorer: ZeroOneLoss, labels: FloatArray, classes: FloatArray):
+        super().__init__(scorer, labels)
+        self.low, self.high = float(classes[0]), float(classes[1])
+        self.labels_signs, self.labels_offset = self.signs_and_offset(labels)
+
+    @staticmethod
+    def applies(scorer: Scorer, classes: FloatArray) -> bool:
+        """True for the 0/1 loss itself (a subclass may change what it computes) on a label set
+        of two integers within ±2²⁰."""
+        return (
+            type(scorer) is ZeroOneLoss
+            and classes.size == 2
+            and bool(np.all(classes == np.round(classes)))
+            and bool(np.all(np.abs(classes) <= EXACT_INTEGER_LABELS))
+        )
+
+    def signs_and_offset(self, row: FloatArray) -> tuple[FloatArray, float]:
+        """s with sᵢ = +1 where rowᵢ = a and −1 where rowᵢ = b, and s·row: a prediction p
+        disagrees with ``row`` in (p·s − s·row)/(b − a) places."""
+        signs = np.where(row == self.low, 1.0, -1.0)
+        return signs, float(signs @ row)
+
+    def disagreements(self, P: FloatArray, signs: FloatArray, offset: float | FloatArray) -> FloatArray:
+        """The places where each row of ``P`` disagrees with the row(s) of ``signs_and_offset``
+        (a column of ``signs`` per row)."""
+        return (P @ signs - offset) / (self.high - self.low)
+
+    def errors(self, P: FloatArray) -> FloatArray:
+        """The number of wrong labels in each row of ``P``, as exact floats."""
+        return self.disagreements(P, self.labels_signs, self.labels_offset)
+
+    def scores(self, P: FloatArray) -> FloatArray:
+        return self.errors(P) / self.labels.size
+
+    def loss_rows_and_risks(self, P: FloatArray) -> tuple[FloatArray, FloatArray]:
+        return P, self.scores(P)
+
+    def perfect_loss_row(self) -> FloatArray:
+        return self.labels
+
+    def losses(self, loss_row: FloatArray) -> FloatArray:
+        return (loss_row != self.labels).astype(float)
+
+    def paired_with(self, best_loss_row: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        return PairedDisagreements(self, best_loss_row)
+
+
+class PairedDisagreements:
+    """:meth:`BinaryErrorCounts.paired_with`: the paired sd from the number of places where a
+    row disagrees with the best and from the difference of their error counts, both exact
+    and from one pass over the rows (``ladderlab.scoring.paired_sd_from_counts``, the bits of
+    ``ZeroOneLoss.paired_sd``)."""
+
+    def __init__(self, holdout: BinaryErrorCounts, best: FloatArray):
+        self.holdout = holdout
+        best_signs, best_offset = holdout.signs_and_offset(best)
+        self.signs = np.stack([holdout.labels_signs, best_signs], axis=1)
+        self.offsets = np.array([holdout.labels_offset, best_offset])
+        self.best_errors = float(holdout.errors(best[None, :])[0])
+
+    def __call__(self, loss_rows: FloatArray) -> FloatArray:
+        counts = self.holdout.disagreements(loss_rows, self.signs, self.offsets)
+        return paired_sd_from_counts(counts[:, 1], counts[:, 0] - self.best_errors, self.holdout.labels.size)
+
+
+def holdout_scores(scorer: Scorer, labels: FloatArray, classes: FloatArray) -> HoldoutScores:
+    """``scorer`` bound to the holdout ``labels``, for predictions validated against ``classes``."""
+    if BinaryErrorCounts.applies(scorer, classes):
+        return BinaryErrorCounts(scorer, labels, classes)
+    return HoldoutScores(scorer, labels)

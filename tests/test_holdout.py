@@ -1,0 +1,65 @@
+"""Scores on a bound holdout: the 0/1 loss on two labels, by matrix–vector products, has the bits of counting."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ladderlab.holdout import BinaryErrorCounts, HoldoutScores, holdout_scores
+from ladderlab.scoring import ZeroOneLoss, get_scorer
+
+seeds = st.integers(0, 2**32 - 1)
+LABEL_SETS = [(0.0, 1.0), (-1.0, 1.0), (1.0, 2.0), (-3.0, 5.0), (0.0, 2.0**20)]
+
+
+def labels_and_predictions(rng, label_set, n, m):
+    """Labels and m predictions from a two-label set; zeros may be negative zeros, as a client may send."""
+    classes = np.array(label_set)
+    y, P = rng.choice(classes, n), rng.choice(classes, (m, n))
+    P[(P == 0.0) & (rng.uniform(size=P.shape) < 0.5)] = -0.0
+    return classes, y, P
+
+
+@pytest.mark.parametrize("label_set", LABEL_SETS)
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, n=st.integers(2, 3000), m=st.integers(1, 40))
+def test_binary_error_counts_give_the_bits_of_the_zero_one_loss(label_set, seed, n, m):
+    rng = np.random.default_rng(seed)
+    classes, y, P = labels_and_predictions(rng, label_set, n, m)
+    holdout = holdout_scores(ZeroOneLoss(), y, classes)
+    assert isinstance(holdout, BinaryErrorCounts)
+    loss_rows, risks = holdout.loss_rows_and_risks(P)
+    assert np.array_equal(holdout.scores(P), ZeroOneLoss().score_many(y, P))
+    assert np.array_equal(risks, ZeroOneLoss().score_many(y, P))
+    for row in range(m):
+        assert np.array_equal(holdout.losses(loss_rows[row]), ZeroOneLoss().loss(y, P[row]))
+
+
+@pytest.mark.parametrize("label_set", LABEL_SETS)
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, n=st.integers(2, 3000), m=st.integers(1, 40))
+def test_the_paired_sd_from_disagreements_has_the_bits_of_the_sd_from_losses(label_set, seed, n, m):
+    """Against the best before any acceptance (zero loss everywhere) and against a submission."""
+    rng = np.random.default_rng(seed)
+    classes, y, P = labels_and_predictions(rng, label_set, n, m)
+    holdout = holdout_scores(ZeroOneLoss(), y, classes)
+    loss_rows, _ = holdout.loss_rows_and_risks(P)
+    assert np.array_equal(holdout.losses(holdout.perfect_loss_row()), np.zeros(n))
+    for best in (holdout.perfect_loss_row(), loss_rows[rng.integers(m)]):
+        expected = ZeroOneLoss().paired_sd(ZeroOneLoss().loss(y, P), holdout.losses(best))
+        assert np.array_equal(holdout.paired_with(best)(loss_rows), expected)
+
+
+class CostlyZeroOne(ZeroOneLoss):
+    """A subclass that may compute something else."""
+
+
+@pytest.mark.parametrize(
+    "scorer, label_set",
+    [("zero-one", (0.0, 1.0, 2.0)), ("zero-one", (0.0, 0.5)), ("zero-one", (0.0, 2.0**21)), ("squared", (0.0, 1.0)),
+     (CostlyZeroOne(), (0.0, 1.0))],
+)
+def test_the_shortcut_is_taken_only_where_it_is_exact(scorer, label_set):
+    classes = np.array(label_set)
+    holdout = holdout_scores(get_scorer(scorer), classes[np.arange(8) % classes.size], classes)
+    assert type(holdout) is HoldoutScores
