@@ -16,8 +16,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.scoring import PredictionKind
 
-BLOCK_ELEMENTS = 1 << 15
-"""Elements per block of rows checked (and scored, see ``Mechanism.submit_validated``) at once."""
+BLOCK_ELEMENTS = 1 << 17
+"""Elements per block of rows checked (and scored, see ``Mechanism.submit_validated``) at once:
+1 MiB of float64, the size of this machine's L2 caches together. Measured against 2¹⁵ on
+1000 × 4000 batches: 5.1–5.7 against 6.5–7.3 µs per submission for Kaggle (0/1 loss),
+7.6–9.3 against 10–20 µs under the squared loss. A row's bits do not depend on it."""
 
 
 def rows_per_block(n: int) -> int:
