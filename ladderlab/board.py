@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ladderlab.holdout import holdout_scores
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns
 from ladderlab.scoring import PredictionKind
 from ladderlab.validation import check_prediction_matrix, rows_per_block
@@ -67,6 +68,7 @@ class Leaderboard:
             raise ValueError("public_rows and final_rows must partition 0 … holdout_size − 1")
         self._public: list[FloatArray] = []
         self._final: list[FloatArray] = []
+        self._final_holdout = holdout_scores(mechanism.scorer_, self.final_labels, mechanism.classes_)
         self._public_columns = _as_slice(self.public_rows)
         self._final_columns = _as_slice(self.final_rows)
 
@@ -91,11 +93,9 @@ class Leaderboard:
         step = rows_per_block(self.holdout_size)
         blocks = [P[start : start + step] for start in range(0, P.shape[0], step)]
         mechanism = self.mechanism
-        public_scores = _joined([mechanism.scorer_.score_many(mechanism.labels_, columns(block, self._public_columns))
-                                 for block in blocks])
+        public_scores = _joined([mechanism.holdout_.scores(columns(block, self._public_columns)) for block in blocks])
         if self.final_rows.size:
-            final_scores = _joined([mechanism.scorer_.score_many(self.final_labels, columns(block, self._final_columns))
-                                    for block in blocks])
+            final_scores = _joined([self._final_holdout.scores(columns(block, self._final_columns)) for block in blocks])
         else:
             final_scores = np.full(P.shape[0], np.nan)
         released = _joined([mechanism.submit_validated(columns(block, self._public_columns), repeats)

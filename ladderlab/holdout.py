@@ -83,12 +83,13 @@ class BinaryErrorCounts(HoldoutScores):
         self.labels_signs, self.labels_offset = self.signs_and_offset(labels)
 
     @staticmethod
-    def applies(scorer: Scorer, classes: FloatArray) -> bool:
+    def applies(scorer: Scorer, labels: FloatArray, classes: FloatArray) -> bool:
         """True for the 0/1 loss itself (a subclass may change what it computes) on a label set
-        of two integers within ±2²⁰."""
+        of two integers within ±2²⁰ that holds every label."""
         return (
             type(scorer) is ZeroOneLoss
             and classes.size == 2
+            and bool(np.isin(labels, classes).all())
             and bool(np.all(classes == np.round(classes)))
             and bool(np.all(np.abs(classes) <= EXACT_INTEGER_LABELS))
         )
@@ -144,6 +145,6 @@ class PairedDisagreements:
 
 def holdout_scores(scorer: Scorer, labels: FloatArray, classes: FloatArray) -> HoldoutScores:
     """``scorer`` bound to the holdout ``labels``, for predictions validated against ``classes``."""
-    if BinaryErrorCounts.applies(scorer, classes):
+    if BinaryErrorCounts.applies(scorer, labels, classes):
         return BinaryErrorCounts(scorer, labels, classes)
     return HoldoutScores(scorer, labels)

@@ -63,3 +63,11 @@ def test_the_shortcut_is_taken_only_where_it_is_exact(scorer, label_set):
     classes = np.array(label_set)
     holdout = holdout_scores(get_scorer(scorer), classes[np.arange(8) % classes.size], classes)
     assert type(holdout) is HoldoutScores
+
+
+def test_labels_outside_the_label_set_take_the_general_path():
+    """A leaderboard's final labels are not checked against the public label set."""
+    y = np.array([0.0, 1.0, 2.0, 1.0])
+    holdout = holdout_scores(ZeroOneLoss(), y, np.array([0.0, 1.0]))
+    assert type(holdout) is HoldoutScores
+    assert np.array_equal(holdout.scores(np.array([[0.0, 1.0, 1.0, 0.0]])), [0.5])
