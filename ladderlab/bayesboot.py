@@ -67,7 +67,7 @@ class BayesBootLadderBase(Mechanism):
             self._new_best()
 
     def _release(self, P: FloatArray) -> FloatArray:
-        self.scorer_.score_many(self.labels_, P)  # raises for a non-finite score before any state changes
+        self._scores(P)  # raises for a non-finite score before any state changes
         released = np.empty(P.shape[0])
         for row, prediction in enumerate(P):
             if self._improves(prediction):

@@ -87,19 +87,20 @@ class Leaderboard:
 
         The rows go through in cache-sized blocks, each gathered once per pass: the exact
         public and final scores of every row first (a score that is not finite raises
-        before the mechanism sees the batch), then the mechanism's releases. A row's exact
-        scores are computed once for all its copies.
+        before the mechanism sees the batch), then the mechanism's releases, which reuse
+        the public scores. A row's exact scores are computed once for all its copies.
         """
         step = rows_per_block(self.holdout_size)
         blocks = [P[start : start + step] for start in range(0, P.shape[0], step)]
         mechanism = self.mechanism
-        public_scores = _joined([mechanism.holdout_.scores(columns(block, self._public_columns)) for block in blocks])
+        public_blocks = [mechanism.holdout_.scores(columns(block, self._public_columns)) for block in blocks]
         if self.final_rows.size:
             final_scores = _joined([self._final_holdout.scores(columns(block, self._final_columns)) for block in blocks])
         else:
             final_scores = np.full(P.shape[0], np.nan)
-        released = _joined([mechanism.submit_validated(columns(block, self._public_columns), repeats)
-                            for block in blocks])
+        released = _joined([mechanism.submit_validated(columns(block, self._public_columns), repeats, public)
+                            for block, public in zip(blocks, public_blocks)])
+        public_scores = _joined(public_blocks)
         self._public.append(np.repeat(public_scores, repeats))
         self._final.append(np.repeat(final_scores, repeats))
         return released

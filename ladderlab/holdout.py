@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,6 +40,10 @@ class HoldoutScores:
     losses (``LossScorer.losses_and_means``).
     """
 
+    scores_in_passing: ClassVar[bool] = False
+    """True when scoring a block costs little beside validating it, so that a mechanism scores
+    each block while validation has it in cache (:meth:`scores_of_valid_row` for one row)."""
+
     def __init__(self, scorer: Scorer, labels: FloatArray):
         self.scorer = scorer
         self.labels = labels
@@ -47,8 +52,14 @@ class HoldoutScores:
         """The scores of the rows of ``P``: ``scorer.score_many(labels, P)``, bit for bit."""
         return self.scorer.score_many(self.labels, P)
 
-    def loss_rows_and_risks(self, P: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The loss rows of ``P`` and the mean loss of each (a :class:`LossScorer` only)."""
+    def scores_of_valid_row(self, row: FloatArray) -> FloatArray | None:
+        """For a holdout that scores in passing: the score of one submission (a one-element
+        array) if it is a valid prediction, else None (it then takes the full check)."""
+        raise NotImplementedError(f"{type(self).__name__} does not score in passing")
+
+    def loss_rows_and_risks(self, P: FloatArray, scores: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+        """The loss rows of ``P`` and the mean loss of each (a :class:`LossScorer` only);
+        ``scores``, when known, are those means."""
         assert isinstance(self.scorer, LossScorer)
         return self.scorer.losses_and_means(self.labels, P)
 
@@ -72,14 +83,20 @@ class HoldoutScores:
 class BinaryErrorCounts(HoldoutScores):
     """The 0/1 loss on two integer labels {a, b}, by matrix–vector products (module docstring).
 
-    Loss rows are the predictions themselves: where two valid rows disagree, exactly
+    Its scores cost a matrix–vector product on a block in cache, so they are computed in
+    passing. Loss rows are the predictions themselves: where two valid rows disagree, exactly
     one of them is wrong, so the disagreements of two predictions are the
     disagreements of their 0/1 losses. The labels are the perfect row.
     """
 
+    scores_in_passing = True
+
     def __init__(self, scorer: ZeroOneLoss, labels: FloatArray, classes: FloatArray):
         super().__init__(scorer, labels)
         self.low, self.high = float(classes[0]), float(classes[1])
+        self.width = self.high - self.low
+        self.n = float(labels.size)
+        self.wrong_labels = np.where(labels == self.low, self.high, self.low)
         self.labels_signs, self.labels_offset = self.signs_and_offset(labels)
 
     @staticmethod
@@ -103,17 +120,35 @@ class BinaryErrorCounts(HoldoutScores):
     def disagreements(self, P: FloatArray, signs: FloatArray, offset: float | FloatArray) -> FloatArray:
         """The places where each row of ``P`` disagrees with the row(s) of ``signs_and_offset``
         (a column of ``signs`` per row)."""
-        return (P @ signs - offset) / (self.high - self.low)
+        if P.shape[0] == 1 and signs.ndim == 1:
+            return np.array([self._disagreements_of_one(P[0], signs, offset)])
+        return (P @ signs - offset) / self.width
+
+    def _disagreements_of_one(self, row: FloatArray, signs: FloatArray, offset: float) -> float:
+        """``disagreements`` of one submission in Python's float arithmetic (the same operations),
+        without numpy's per-call overhead on one-element arrays: sequential attacks submit one
+        row at a time."""
+        return (row.dot(signs) - offset) / self.width
 
     def errors(self, P: FloatArray) -> FloatArray:
         """The number of wrong labels in each row of ``P``, as exact floats."""
         return self.disagreements(P, self.labels_signs, self.labels_offset)
 
     def scores(self, P: FloatArray) -> FloatArray:
-        return self.errors(P) / self.labels.size
+        if P.shape[0] == 1:
+            return np.array([self._disagreements_of_one(P[0], self.labels_signs, self.labels_offset) / self.n])
+        return self.errors(P) / self.n
 
-    def loss_rows_and_risks(self, P: FloatArray) -> tuple[FloatArray, FloatArray]:
-        return P, self.scores(P)
+    def scores_of_valid_row(self, row: FloatArray) -> FloatArray | None:
+        """One count of matches with the labels and one with the other label: the row is valid
+        when they add up to n, and the second is its error count."""
+        wrong = np.count_nonzero(row == self.wrong_labels)
+        if np.count_nonzero(row == self.labels) + wrong != row.size:
+            return None
+        return np.array([wrong / self.n])
+
+    def loss_rows_and_risks(self, P: FloatArray, scores: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+        return P, self.scores(P) if scores is None else scores
 
     def perfect_loss_row(self) -> FloatArray:
         return self.labels

@@ -86,8 +86,9 @@ class Ladder(Mechanism):
         """The loss rows (for a mechanism that ``requires_loss``; else None,
         :class:`ladderlab.holdout.HoldoutScores`) and the risks of the rows of ``P``."""
         if not self.requires_loss:
-            return None, self.scorer_.sign * self._scores(P)
-        return self.holdout_.loss_rows_and_risks(P)
+            scores = self._scores(P)
+            return None, (scores if self.scorer_.sign == 1.0 else -scores)
+        return self.holdout_.loss_rows_and_risks(P, self._scores(P) if self.holdout_.scores_in_passing else None)
 
     def _release_rows(self, loss_rows: FloatArray | None, risks: FloatArray, repeats: int) -> FloatArray:
         """Releases of the rows, each ``repeats`` times in a row, tested in blocks that restart at
@@ -117,7 +118,7 @@ class Ladder(Mechanism):
 
     def _release_one(self, loss_rows: FloatArray | None, risks: FloatArray) -> FloatArray:
         """``_release`` for one row, without the block bookkeeping (the same decisions and draws)."""
-        if self._hits(loss_rows, risks).size:
+        if self._beats_one(loss_rows, risks[0]):
             return np.array([self._accept(len(self.released_), None if loss_rows is None else loss_rows[0], risks[0])])
         return self._held_releases(1)
 
@@ -128,7 +129,7 @@ class Ladder(Mechanism):
         is rejected; the rest are rejected too."""
         out = np.empty(copies)
         for copy in range(copies):
-            if not self._hits(None if loss_row is None else loss_row[None, :], risks).size:
+            if not self._beats_one(None if loss_row is None else loss_row[None, :], risks[0]):
                 out[copy:] = self._held_releases(copies - copy)
                 break
             out[copy] = self._accept(position + copy, loss_row, risks[0])
@@ -136,7 +137,12 @@ class Ladder(Mechanism):
 
     def _hits(self, loss_rows: FloatArray | None, risks: FloatArray) -> NDArray[np.intp]:
         """The positions of the rows that beat the reference by their margins."""
-        return np.flatnonzero(beats(risks, self._reference, self._margins(loss_rows, risks.size)))
+        return beats(risks, self._reference, self._margins(loss_rows, risks.size)).nonzero()[0]
+
+    def _beats_one(self, loss_rows: FloatArray | None, risk: float) -> bool:
+        """``_hits`` for one row (its loss row the one row of ``loss_rows``), in scalars."""
+        margin = self._margins(loss_rows, 1)
+        return bool(beats(risk, self._reference, margin if isinstance(margin, float) else margin[0]))
 
     def _accept(self, position: int, loss_row: FloatArray | None, risk: float) -> float:
         """Make the submission at stream ``position`` the best; return its release."""
@@ -157,7 +163,9 @@ class Ladder(Mechanism):
 
     def _held_releases(self, rows: int) -> FloatArray:
         """Releases for ``rows`` submissions that did not beat the best: the previous release."""
-        return np.full(rows, self.current_release_)
+        released = np.empty(rows)
+        released.fill(self.current_release_)
+        return released
 
 
 def beats(risks: FloatArray | float, reference: float, margins: FloatArray | float) -> FloatArray | bool:
@@ -201,10 +209,14 @@ class PairedTTestLadder(Ladder):
         negative (c ≥ 0), so no other row can beat it, and the test's sd is computed for
         the few rows that might."""
         reference = self._reference
-        below = np.flatnonzero(beats(risks, reference, 0.0))
+        below = beats(risks, reference, 0.0).nonzero()[0]
         if below.size == 0:
             return below
         return below[beats(risks[below], reference, self._margins(loss_rows[below], below.size))]
+
+    def _beats_one(self, loss_rows: FloatArray | None, risk: float) -> bool:
+        reference = self._reference
+        return bool(beats(risk, reference, 0.0) and beats(risk, reference, self._margins(loss_rows, 1)[0]))
 
     def _critical_value(self) -> float:
         """c from the ``alpha`` and ``critical_value`` parameters."""

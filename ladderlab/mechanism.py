@@ -82,6 +82,7 @@ class Mechanism(Plugin):
         self.holdout_ = holdout_scores(scorer, labels, self.classes_)
         self.row_shape_ = (self.n_,)
         self.row_is_valid_ = quick_row_check(scorer.prediction_kind, self.classes_)
+        self._given_scores_: tuple[FloatArray, FloatArray] | None = None
         self.released_: list[float] = []
         self.acceptances_: list[int] = []
         self.validate_params()
@@ -104,14 +105,19 @@ class Mechanism(Plugin):
             type(prediction) is np.ndarray
             and prediction.dtype is FLOAT64
             and prediction.shape == getattr(self, "row_shape_", None)
-            and self.row_is_valid_(prediction)
         ):
-            released = self._release(prediction[None, :])
-            value = float(released[0])
-            if not math.isfinite(value):
-                require_finite_scores(f"{self.id} release", released)
-            self.released_.append(value)
-            return value
+            if self.holdout_.scores_in_passing:
+                scores = self.holdout_.scores_of_valid_row(prediction)
+                valid = scores is not None
+            else:
+                scores, valid = None, self.row_is_valid_(prediction)
+            if valid:
+                released = self._release_given_scores(prediction[None, :], scores)
+                value = float(released[0])
+                if not math.isfinite(value):
+                    require_finite_scores(f"{self.id} release", released)
+                self.released_.append(value)
+                return value
         vector = np.asarray(prediction)
         if vector.ndim != 1:
             raise ValueError(
@@ -131,12 +137,14 @@ class Mechanism(Plugin):
         if not hasattr(self, "labels_"):
             raise RuntimeError(f"mechanism {self.id!r} is not bound: call bind(labels, scorer, rng)")
         check_repeats(repeats)
-        return self.submit_validated(
-            check_prediction_matrix(predictions, self.n_, self.scorer_.prediction_kind, self.classes_), repeats
-        )
+        scored: list[FloatArray] = []
+        score_in_passing = (lambda block: scored.append(self.holdout_.scores(block))) if self.holdout_.scores_in_passing else None
+        P = check_prediction_matrix(predictions, self.n_, self.scorer_.prediction_kind, self.classes_, score_in_passing)
+        return self.submit_validated(P, repeats, np.concatenate(scored) if scored else None)
 
-    def submit_validated(self, P: FloatArray, repeats: int = 1) -> FloatArray:
-        """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted.
+    def submit_validated(self, P: FloatArray, repeats: int = 1, scores: FloatArray | None = None) -> FloatArray:
+        """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted;
+        ``scores``, when the caller has them, are the rows' exact scores (``_scores``).
 
         The rows go to ``_release`` (``_release_repeated`` for ``repeats`` > 1) in
         cache-sized blocks, in order: a batch streams through memory once, and
@@ -149,12 +157,21 @@ class Mechanism(Plugin):
         blocks = []
         for start in range(0, P.shape[0], step):
             rows = P[start : start + step]
-            block = self._release(rows) if repeats == 1 else self._release_repeated(rows, repeats)
+            block = self._release_given_scores(rows, None if scores is None else scores[start : start + step], repeats)
             if not np.isfinite(block).all():
                 require_finite_scores(f"{self.id} release", block)
             self.released_.extend(block.tolist())
             blocks.append(block)
         return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+    def _release_given_scores(self, rows: FloatArray, scores: FloatArray | None, repeats: int = 1) -> FloatArray:
+        """``_release`` (or ``_release_repeated``) of ``rows``, during which ``_scores(rows)`` is
+        ``scores`` when they are given."""
+        self._given_scores_ = None if scores is None else (rows, scores)
+        try:
+            return self._release(rows) if repeats == 1 else self._release_repeated(rows, repeats)
+        finally:
+            self._given_scores_ = None
 
     @property
     def best_index_(self) -> int | None:
@@ -164,7 +181,12 @@ class Mechanism(Plugin):
     def _scores(self, P: FloatArray) -> FloatArray:
         """Exact scores of the validated rows of ``P`` on the bound labels: the scorer's
         ``score_many``, bit for bit (by a shortcut where the label set allows one,
-        :mod:`ladderlab.holdout`)."""
+        :mod:`ladderlab.holdout`). The rows being released were often scored already,
+        while validation had them in cache or by the leaderboard for its records; those
+        scores are returned (a copy) instead of being computed again."""
+        given = self._given_scores_
+        if given is not None and given[0] is P:
+            return given[1].copy()
         return self.holdout_.scores(P)
 
     def _scores_on(self, rows: NDArray[np.int64], P: FloatArray) -> FloatArray:

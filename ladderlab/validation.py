@@ -33,6 +33,7 @@ def check_prediction_matrix(
     n: int,
     kind: PredictionKind,
     classes: NDArray[np.float64] | None = None,
+    each_block: Callable[[NDArray[np.float64]], object] | None = None,
 ) -> NDArray[np.float64]:
     """Return ``predictions`` as an m × n float matrix, or raise ``ValueError``.
 
@@ -41,6 +42,8 @@ def check_prediction_matrix(
     (for label predictions) and probabilities outside [0, 1]. For class-probability
     predictions (``PredictionKind.PROBABILITIES``) one submission is an n × m matrix,
     m = the number of ``classes``, and the result is b × n × m; rows must sum to 1.
+    ``each_block`` is called on every block of rows, in order, right after it passed,
+    while it is in cache (a mechanism scores it there, :meth:`Mechanism.submit_many`).
     """
     if kind is PredictionKind.PROBABILITIES:
         return _check_probability_rows(predictions, n, classes)
@@ -65,7 +68,10 @@ def check_prediction_matrix(
     matrix = np.ascontiguousarray(array, dtype=np.float64)
     step = rows_per_block(n)
     for start in range(0, matrix.shape[0], step):
-        _check_block(matrix[start : start + step], start, kind, classes)
+        block = matrix[start : start + step]
+        _check_block(block, start, kind, classes)
+        if each_block is not None:
+            each_block(block)
     return matrix
 
 
@@ -93,14 +99,13 @@ class QuickRowCheck:
     def __init__(self, kind: PredictionKind, classes: NDArray[np.float64] | None):
         self.kind = kind
         self.classes = classes
-        self.binary = (
-            kind is PredictionKind.LABEL and classes is not None and classes.size == 2
-            and classes[0] == 0.0 and classes[1] == 1.0
-        )
+        self.binary = kind is PredictionKind.LABEL and classes is not None and classes.size == 2
+        if self.binary:
+            self.low, self.high = float(classes[0]), float(classes[1])
 
     def __call__(self, row: NDArray[np.float64]) -> bool:
-        if self.binary:  # NaN and ±inf equal neither
-            return np.count_nonzero(row == 0.0) + np.count_nonzero(row == 1.0) == row.size
+        if self.binary:  # NaN and ±inf equal neither label
+            return np.count_nonzero(row == self.low) + np.count_nonzero(row == self.high) == row.size
         if self.kind is PredictionKind.LABEL and self.classes is not None:
             return bool(_is_one_of(row[None, :], self.classes).all())
         if self.kind is PredictionKind.PROBABILITY:

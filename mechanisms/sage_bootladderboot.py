@@ -109,7 +109,7 @@ class SageBootLadderBoot(Mechanism):
         self.bayes_factors_: list[float] = []
 
     def _release(self, P: FloatArray) -> FloatArray:
-        self.scorer_.score_many(self.labels_, P)  # raises for a non-finite score before any state changes
+        self._scores(P)  # raises for a non-finite score before any state changes
         released = np.empty(P.shape[0])
         for row, prediction in enumerate(P):
             if self.lead_ is None:

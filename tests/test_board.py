@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from ladderlab import Board, BudgetExceeded, Leaderboard
+from ladderlab.mechanisms.full_disclosure import FullDisclosure
+from ladderlab.scoring import get_scorer
 from ladderlab.testing import reachable_arrays
 from tests.helpers import bound, improving_stream
 
@@ -128,3 +130,27 @@ def test_a_score_that_is_not_finite_late_in_a_batch_changes_nothing():
     with pytest.raises(ValueError, match="not finite|overflow|finite"):
         leaderboard.submit_many(leaderboard.check(P))
     assert leaderboard.mechanism.released_ == [] and leaderboard.records()["public"].size == 0
+
+
+class ShiftedDisclosure(FullDisclosure):
+    """Releases every exact score plus one, shifting the array ``_scores`` returns in place."""
+
+    id = "shifted-disclosure"
+
+    def _release(self, P):
+        scores = self._scores(P)
+        scores += 1.0
+        return scores
+
+
+@pytest.mark.parametrize("scorer", ["zero-one", "squared"])
+def test_a_mechanism_that_changes_its_scores_in_place_leaves_the_records_exact(scorer):
+    """The leaderboard lends the mechanism the public scores it computed for its records."""
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 2, 50).astype(float)
+    leaderboard = Leaderboard(ShiftedDisclosure().bind(labels, scorer, np.random.default_rng(0)))
+    P = improving_stream(rng, labels, 7)
+    released = Board(leaderboard).submit_many(P)
+    exact = get_scorer(scorer).score_many(labels, P)
+    np.testing.assert_array_equal(released, exact + 1.0)
+    np.testing.assert_array_equal(leaderboard.records()["public"], exact)

@@ -71,3 +71,17 @@ def test_labels_outside_the_label_set_take_the_general_path():
     holdout = holdout_scores(ZeroOneLoss(), y, np.array([0.0, 1.0]))
     assert type(holdout) is HoldoutScores
     assert np.array_equal(holdout.scores(np.array([[0.0, 1.0, 1.0, 0.0]])), [0.5])
+
+
+@pytest.mark.parametrize("label_set", LABEL_SETS)
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, n=st.integers(2, 500), bad=st.sampled_from([np.nan, np.inf, -np.inf, 0.5, 3.0, 1e-300]))
+def test_one_row_is_checked_and_scored_in_one_pass(label_set, seed, n, bad):
+    """Valid rows get the scorer's bits; a row with one bad value gets None, and the full check."""
+    rng = np.random.default_rng(seed)
+    classes, y, P = labels_and_predictions(rng, label_set, n, 1)
+    holdout = holdout_scores(ZeroOneLoss(), y, classes)
+    assert np.array_equal(holdout.scores_of_valid_row(P[0]), ZeroOneLoss().score_many(y, P))
+    if bad not in classes:
+        P[0, rng.integers(n)] = bad
+        assert holdout.scores_of_valid_row(P[0]) is None
