@@ -142,8 +142,8 @@ class BinaryErrorCounts(HoldoutScores):
     def scores_of_valid_row(self, row: FloatArray) -> FloatArray | None:
         """One count of matches with the labels and one with the other label: the row is valid
         when they add up to n, and the second is its error count."""
-        wrong = np.count_nonzero(row == self.wrong_labels)
-        if np.count_nonzero(row == self.labels) + wrong != row.size:
+        wrong = int(np.count_nonzero(row == self.wrong_labels))  # Python's int: numpy's scalar arithmetic is slow
+        if int(np.count_nonzero(row == self.labels)) + wrong != row.size:
             return None
         return np.array([wrong / self.n])
 

@@ -62,8 +62,8 @@ class Ladder(Mechanism):
 
     @property
     def _reference(self) -> float:
-        if self.best_index_ is None:
-            return np.inf
+        if not self.acceptances_:
+            return math.inf
         if self.compares_with_release:
             return self.scorer_.sign * self.current_release_
         return self.best_risk_
@@ -118,8 +118,9 @@ class Ladder(Mechanism):
 
     def _release_one(self, loss_rows: FloatArray | None, risks: FloatArray) -> FloatArray:
         """``_release`` for one row, without the block bookkeeping (the same decisions and draws)."""
-        if self._beats_one(loss_rows, risks[0]):
-            return np.array([self._accept(len(self.released_), None if loss_rows is None else loss_rows[0], risks[0])])
+        risk = float(risks[0])  # Python's float: numpy's scalar arithmetic is slow
+        if self._beats_one(loss_rows, risk):
+            return np.array([self._accept(len(self.released_), None if loss_rows is None else loss_rows[0], risk)])
         return self._held_releases(1)
 
     def _copies_of_the_best(self, position: int, loss_row: FloatArray | None, risks: FloatArray,
