@@ -13,7 +13,9 @@ each mechanism is compared with
   the least any mechanism must compute.
 
 Each rate is the best of repeated timings (fresh mechanisms, ``seconds`` per
-measurement), the usual way to time code on a shared machine.
+measurement), the usual way to time code on a shared machine. The timings of one
+mechanism and its references take turns, round after round, so that a ratio compares
+timings made under the same load even when the machine's speed drifts.
 """
 
 from __future__ import annotations
@@ -146,17 +148,30 @@ class Throughput:
         return self.bare_loss_per_second / self.batched_per_second
 
 
-def _best_rate(run: Callable[[], None], count: int, seconds: float, prepare: Callable[[], object] | None = None) -> float:
-    """``count`` / the shortest of repeated timings of ``run`` (at least three, ``seconds`` in all)."""
-    best, spent, repeats = math.inf, 0.0, 0
-    while repeats < 3 or spent < seconds:
-        if prepare is not None:
-            prepare()
-        start = time.perf_counter()
-        run()
-        elapsed = time.perf_counter() - start
-        best, spent, repeats = min(best, elapsed), spent + elapsed, repeats + 1
-    return count / best
+@dataclass(frozen=True)
+class Timed:
+    """One thing to time: ``run`` handles ``count`` submissions, after ``prepare`` (untimed)."""
+
+    run: Callable[[], object]
+    count: int
+    prepare: Callable[[], object] | None = None
+
+
+def _best_rates(timed: dict[str, Timed], seconds: float) -> dict[str, float]:
+    """Per entry, ``count`` / its shortest timing, the entries timed in turn, round after round
+    (at least three rounds, ``seconds`` in all)."""
+    best = dict.fromkeys(timed, math.inf)
+    spent, rounds = 0.0, 0
+    while rounds < 3 or spent < seconds:
+        for name, entry in timed.items():
+            if entry.prepare is not None:
+                entry.prepare()
+            start = time.perf_counter()
+            entry.run()
+            elapsed = time.perf_counter() - start
+            best[name], spent = min(best[name], elapsed), spent + elapsed
+        rounds += 1
+    return {name: timed[name].count / best[name] for name in timed}
 
 
 def measure(mechanism_id: str, n: int, seconds: float = 1.0, batch: int = 1000) -> Throughput:
@@ -180,16 +195,18 @@ def measure(mechanism_id: str, n: int, seconds: float = 1.0, batch: int = 1000) 
     budget = seconds / 4
     fresh()
     rows = _rows_for(lambda rows: state["mechanism"].submit_many(predictions[:rows]), batch, budget)
-    batched = _best_rate(lambda: state["mechanism"].submit_many(predictions[:rows]), rows, budget, fresh)
     single_rows = predictions[: min(rows, SINGLE_ROWS)]
-    single = _best_rate(one_at_a_time, len(single_rows), budget, fresh)
-    loop_rate = None
+    timed = {
+        "batched": Timed(lambda: state["mechanism"].submit_many(predictions[:rows]), rows, fresh),
+        "single": Timed(one_at_a_time, len(single_rows), fresh),
+        "bare": Timed(lambda: (predictions != labels).astype(float).mean(axis=1), batch),
+    }
     if mechanism_id in REFERENCE_LOOPS:
         loop = REFERENCE_LOOPS[mechanism_id]
         loop_rows = _rows_for(lambda rows: loop(labels, predictions[:rows], np.random.default_rng(1)), SINGLE_ROWS, budget)
-        loop_rate = _best_rate(lambda: loop(labels, predictions[:loop_rows], np.random.default_rng(1)), loop_rows, budget)
-    bare = _best_rate(lambda: (predictions != labels).astype(float).mean(axis=1), batch, budget)
-    return Throughput(mechanism_id, n, batched, single, loop_rate, bare)
+        timed["loop"] = Timed(lambda: loop(labels, predictions[:loop_rows], np.random.default_rng(1)), loop_rows)
+    rates = _best_rates(timed, seconds)
+    return Throughput(mechanism_id, n, rates["batched"], rates["single"], rates.get("loop"), rates["bare"])
 
 
 def _rows_for(run: Callable[[int], object], most: int, budget: float, probe: int = 4) -> int:
