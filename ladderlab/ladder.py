@@ -109,7 +109,7 @@ class Ladder(Mechanism):
                 released[row * repeats] = self._accept(first + row * repeats, loss_row, risks[row])
                 if repeats > 1:
                     released[row * repeats + 1 : (row + 1) * repeats] = self._copies_of_the_best(
-                        first + row * repeats + 1, loss_row, risks[row : row + 1], repeats - 1)
+                        first + row * repeats + 1, loss_row, float(risks[row]), repeats - 1)
                 start, block = row + 1, _FIRST_BLOCK
             else:
                 start, block = stop, min(2 * block, max_block)
@@ -123,17 +123,15 @@ class Ladder(Mechanism):
             return np.array([self._accept(len(self.released_), None if loss_rows is None else loss_rows[0], risk)])
         return self._held_releases(1)
 
-    def _copies_of_the_best(self, position: int, loss_row: FloatArray | None, risks: FloatArray,
-                            copies: int) -> FloatArray:
-        """Releases of ``copies`` further copies of the submission just accepted (its risk the one
-        entry of ``risks``), the first at stream ``position``: each is tested again until one
-        is rejected; the rest are rejected too."""
+    def _copies_of_the_best(self, position: int, loss_row: FloatArray | None, risk: float, copies: int) -> FloatArray:
+        """Releases of ``copies`` further copies of the submission just accepted, the first at stream
+        ``position``: each is tested again until one is rejected; the rest are rejected too."""
         out = np.empty(copies)
         for copy in range(copies):
-            if not self._beats_one(None if loss_row is None else loss_row[None, :], risks[0]):
+            if not self._beats_one(None if loss_row is None else loss_row[None, :], risk):
                 out[copy:] = self._held_releases(copies - copy)
                 break
-            out[copy] = self._accept(position + copy, loss_row, risks[0])
+            out[copy] = self._accept(position + copy, loss_row, risk)
         return out
 
     def _hits(self, loss_rows: FloatArray | None, risks: FloatArray) -> NDArray[np.intp]:
