@@ -20,32 +20,38 @@ def labels_and_predictions(rng, label_set, n, m):
     return classes, y, P
 
 
-@pytest.mark.parametrize("label_set", LABEL_SETS)
-@settings(max_examples=40, deadline=None)
-@given(seed=seeds, n=st.integers(2, 3000), m=st.integers(1, 40))
-def test_binary_error_counts_give_the_bits_of_the_zero_one_loss(label_set, seed, n, m):
-    rng = np.random.default_rng(seed)
-    classes, y, P = labels_and_predictions(rng, label_set, n, m)
-    holdout = holdout_scores(ZeroOneLoss(), y, classes)
-    assert isinstance(holdout, BinaryErrorCounts)
+def on_batches_of_two_labels(test):
+    """Run ``test(rng, y, P, holdout)`` on every label set, with hypothesis's sizes and seeds."""
+
+    @pytest.mark.parametrize("label_set", LABEL_SETS)
+    @settings(max_examples=40, deadline=None)
+    @given(seed=seeds, n=st.integers(2, 3000), m=st.integers(1, 40))
+    def run(label_set, seed, n, m):
+        rng = np.random.default_rng(seed)
+        classes, y, P = labels_and_predictions(rng, label_set, n, m)
+        holdout = holdout_scores(ZeroOneLoss(), y, classes)
+        assert isinstance(holdout, BinaryErrorCounts)
+        test(rng, y, P, holdout)
+
+    run.__name__, run.__doc__ = test.__name__, test.__doc__
+    return run
+
+
+@on_batches_of_two_labels
+def test_binary_error_counts_give_the_bits_of_the_zero_one_loss(rng, y, P, holdout):
     loss_rows, risks = holdout.loss_rows_and_risks(P)
     assert np.array_equal(holdout.scores(P), ZeroOneLoss().score_many(y, P))
     assert np.array_equal(risks, ZeroOneLoss().score_many(y, P))
-    for row in range(m):
+    for row in range(P.shape[0]):
         assert np.array_equal(holdout.losses(loss_rows[row]), ZeroOneLoss().loss(y, P[row]))
 
 
-@pytest.mark.parametrize("label_set", LABEL_SETS)
-@settings(max_examples=40, deadline=None)
-@given(seed=seeds, n=st.integers(2, 3000), m=st.integers(1, 40))
-def test_the_paired_sd_from_disagreements_has_the_bits_of_the_sd_from_losses(label_set, seed, n, m):
+@on_batches_of_two_labels
+def test_the_paired_sd_from_disagreements_has_the_bits_of_the_sd_from_losses(rng, y, P, holdout):
     """Against the best before any acceptance (zero loss everywhere) and against a submission."""
-    rng = np.random.default_rng(seed)
-    classes, y, P = labels_and_predictions(rng, label_set, n, m)
-    holdout = holdout_scores(ZeroOneLoss(), y, classes)
     loss_rows, _ = holdout.loss_rows_and_risks(P)
-    assert np.array_equal(holdout.losses(holdout.perfect_loss_row()), np.zeros(n))
-    for best in (holdout.perfect_loss_row(), loss_rows[rng.integers(m)]):
+    assert np.array_equal(holdout.losses(holdout.perfect_loss_row()), np.zeros(y.size))
+    for best in (holdout.perfect_loss_row(), loss_rows[rng.integers(P.shape[0])]):
         expected = ZeroOneLoss().paired_sd(ZeroOneLoss().loss(y, P), holdout.losses(best))
         assert np.array_equal(holdout.paired_with(best)(loss_rows), expected)
 
