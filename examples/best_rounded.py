@@ -28,7 +28,7 @@ class BestRounded(Mechanism):
 
     def _release(self, P: FloatArray) -> FloatArray:
         sign = self.scorer_.sign
-        risks = sign * round_to_multiple(self.scorer_.score_many(self.labels_, P), self.alpha)
+        risks = sign * round_to_multiple(self._scores(P), self.alpha)
         previous = np.concatenate([[self.best_risk_], np.minimum.accumulate(risks)[:-1]])
         previous = np.minimum(previous, self.best_risk_)
         first = len(self.released_)
