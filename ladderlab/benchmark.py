@@ -252,5 +252,10 @@ def time_duels(replications: int = 5) -> Iterator[DuelTiming]:
                 replication=replication,
             )
         elapsed = (time.perf_counter() - start) / replications
-        described = f"{attack_id}{attack_params} vs {mechanism_id}{mechanism_params} on {task_id}"
+        described = f"{_with_params(attack_id, attack_params)} vs {_with_params(mechanism_id, mechanism_params)} on {task_id}"
         yield DuelTiming(described, result.submissions, elapsed)
+
+
+def _with_params(plugin_id: str, params: dict[str, object]) -> str:
+    """``id(k=v, ...)``, or the bare id without parameters."""
+    return f"{plugin_id}({', '.join(f'{k}={v!r}' for k, v in params.items())})" if params else plugin_id

@@ -180,7 +180,8 @@ class Board:
         """Submit one whole-holdout prediction vector; return its released score."""
         prediction = np.asarray(prediction)
         if prediction.ndim != self.prediction_ndim:
-            raise ValueError(f"submit takes one prediction vector, got shape {prediction.shape}; use submit_many")
+            hint = "; use submit_many for several" if prediction.ndim > self.prediction_ndim else ""
+            raise ValueError(f"submit takes one prediction vector, got an array of shape {prediction.shape}{hint}")
         return float(self.submit_many(prediction[None, :])[0])
 
     def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:

@@ -227,6 +227,9 @@ def _bench(args: argparse.Namespace) -> int:
         return "-" if value is None else f"{value:.1f}×"
 
     print("submissions per second; ratios to a plain per-submission numpy loop and to the bare 0/1 loss, same process")
+    parameters = "; ".join(f"{mechanism_id} {', '.join(f'{k}={v}' for k, v in params.items())}"
+                           for mechanism_id, params in benchmark.BENCHMARK_PARAMS.items())
+    print(f"parameters: {parameters}; others at their defaults; '-': no plain loop for that mechanism")
     print(
         f"{'mechanism':<22} {'n':>5} {'batched /s':>11} {'one at a time /s':>17} {'plain loop /s':>14} "
         f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'batched cost ÷ bare loss':>25}"
@@ -244,10 +247,10 @@ def _bench(args: argparse.Namespace) -> int:
             f"{ratio(result.batched_over_loop):>15} {ratio(result.single_over_loop):>14} "
             f"{ratio(result.batched_cost_over_bare_loss):>25}"
         )
-    bar.write(f"\n{'duel (one replication)':<90} {'submissions':>11} {'seconds':>8}")
+    bar.write(f"\n{'duel (one replication)':<110} {'submissions':>11} {'wall s':>8}")
     for timing in benchmark.time_duels():
         bar.update()
-        bar.write(f"{timing.description:<90} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}")
+        bar.write(f"{timing.description:<110} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}")
     bar.close()
     return 0
 
@@ -506,8 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
-    bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes")
-    bench.add_argument("--seconds", type=_positive, default=1.0, help="time per measurement")
+    bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
+    bench.add_argument("--seconds", type=_positive, default=1.0,
+                       help="time per mechanism and n, its references included (default: 1)")
     bench.set_defaults(handler=_bench)
 
     extrapolate = commands.add_parser(

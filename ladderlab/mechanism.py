@@ -122,7 +122,7 @@ class Mechanism(Plugin):
         if vector.ndim != 1:
             raise ValueError(
                 f"submit takes one prediction vector of length {getattr(self, 'n_', 'n')}, got "
-                f"{prediction!r}" + (f" of shape {vector.shape}; use submit_many" if vector.ndim > 1 else "")
+                + (f"an array of shape {vector.shape}; use submit_many" if vector.ndim > 1 else f"{prediction!r}")
             )
         return float(self.submit_many(vector[None, :])[0])
 
