@@ -59,7 +59,8 @@ class HoldoutScores:
 
     def loss_rows_and_risks(self, P: FloatArray, scores: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
         """The loss rows of ``P`` and the mean loss of each (a :class:`LossScorer` only);
-        ``scores``, when known, are those means."""
+        ``scores``, when known, are those means (only read: here the losses are computed
+        anyway, and the means with them)."""
         assert isinstance(self.scorer, LossScorer)
         return self.scorer.losses_and_means(self.labels, P)
 
@@ -148,7 +149,7 @@ class BinaryErrorCounts(HoldoutScores):
         return np.array([wrong / self.n])
 
     def loss_rows_and_risks(self, P: FloatArray, scores: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
-        return P, self.scores(P) if scores is None else scores
+        return P, self.scores(P) if scores is None else scores.copy()
 
     def perfect_loss_row(self) -> FloatArray:
         return self.labels

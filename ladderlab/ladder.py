@@ -88,7 +88,7 @@ class Ladder(Mechanism):
         if not self.requires_loss:
             scores = self._scores(P)
             return None, (scores if self.scorer_.sign == 1.0 else -scores)
-        return self.holdout_.loss_rows_and_risks(P, self._scores(P) if self.holdout_.scores_in_passing else None)
+        return self.holdout_.loss_rows_and_risks(P, self._known_scores(P))
 
     def _release_rows(self, loss_rows: FloatArray | None, risks: FloatArray, repeats: int) -> FloatArray:
         """Releases of the rows, each ``repeats`` times in a row, tested in blocks that restart at

@@ -184,10 +184,14 @@ class Mechanism(Plugin):
         :mod:`ladderlab.holdout`). The rows being released were often scored already,
         while validation had them in cache or by the leaderboard for its records; those
         scores are returned (a copy) instead of being computed again."""
+        known = self._known_scores(P)
+        return self.holdout_.scores(P) if known is None else known.copy()
+
+    def _known_scores(self, P: FloatArray) -> FloatArray | None:
+        """The scores lent for the rows being released when ``P`` is those rows (not a copy:
+        read, never change them), else None."""
         given = self._given_scores_
-        if given is not None and given[0] is P:
-            return given[1].copy()
-        return self.holdout_.scores(P)
+        return given[1] if given is not None and given[0] is P else None
 
     def _scores_on(self, rows: NDArray[np.int64], P: FloatArray) -> FloatArray:
         """Exact scores of the rows of ``P`` on a subset of the bound labels, given by index.

@@ -173,9 +173,7 @@ def _row_counts(flags: NDArray[np.bool_]) -> NDArray[np.intp]:
 
 def _row_means(flags: NDArray[np.bool_]) -> FloatArray:
     """The share of True values in each row: a count over n, the bits of the mean of 0/1 floats."""
-    if flags.shape[0] == 1:
-        return np.array([np.count_nonzero(flags[0]) / flags.shape[1]])
-    return np.count_nonzero(flags, axis=1) / flags.shape[1]
+    return _row_counts(flags) / flags.shape[1]
 
 
 def paired_sd(losses: FloatArray, best_loss: FloatArray) -> FloatArray:
