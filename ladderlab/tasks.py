@@ -50,6 +50,11 @@ class PublicData:
     """The holdout rows the public leaderboard scores, where the competition discloses them
     (two-stage competitions, whose public leaderboard scores all of the stage-1 test
     set); None: the participant does not know them (Blum & Hardt §5.1)."""
+    prediction_range: tuple[float, float] | None = None
+    """The declared range [low, high] of a real-valued or probability prediction, public
+    knowledge like the metric: predictions are clipped into it before they are scored, so
+    the per-sample loss is bounded and mechanism parameters can be stated in units of that
+    bound (Blum & Hardt's Theorem 3.1 assumes a loss in [0, 1]). None: no range declared."""
 
 
 @dataclass(frozen=True, eq=False)
