@@ -54,6 +54,7 @@ import pandas as pd
 from scipy import stats
 
 from ladderlab import report, runner
+from ladderlab.atomic import write_files_atomically
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.registry import ATTACKS, MECHANISMS
 from ladderlab.scenario import Scenario
@@ -437,20 +438,26 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     """Write the certificate as JSON to ``out`` and as Markdown beside it (``text_for_people``,
     by default :func:`markdown` of the certificate); return the paths.
 
-    If writing fails (the disk filled up, the directory vanished), the certificate
-    is written to a new file in the system's temporary directory instead, and the
-    ``OSError`` raised names where it went: the work is never lost.
+    The two files are written all or nothing (:mod:`ladderlab.atomic`): if writing fails
+    (the disk filled up, the directory vanished), the previous certificate, if any, is left
+    as it was, the new one is saved to a new file in the system's temporary directory if
+    that can be written, and the ``OSError`` raised says where it went.
     """
     out = Path(out)
     text = json.dumps(_finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
-        out.write_text(text, encoding="utf-8")
-        out.with_suffix(".md").write_text(text_for_people or markdown(certificate), encoding="utf-8")
+        write_files_atomically({out: text, out.with_suffix(".md"): text_for_people or markdown(certificate)})
     except OSError as error:
-        handle, rescue = tempfile.mkstemp(prefix="ladderlab-certificate-", suffix=".json")
-        with os.fdopen(handle, "w", encoding="utf-8") as rescue_file:
-            rescue_file.write(text)
-        raise OSError(f"could not write the certificate to {out} ({error}); it was saved to {rescue}") from error
+        try:
+            handle, rescue = tempfile.mkstemp(prefix="ladderlab-certificate-", suffix=".json")
+            with os.fdopen(handle, "w", encoding="utf-8") as rescue_file:
+                rescue_file.write(text)
+        except OSError as rescue_error:
+            raise OSError(f"could not write the certificate to {out} ({error.strerror or error}), nor to the "
+                          f"temporary directory ({rescue_error.strerror or rescue_error}); the files at {out} "
+                          "were left as they were") from error
+        raise OSError(f"could not write the certificate to {out} ({error.strerror or error}); the files there were "
+                      f"left as they were, and the new certificate was saved to {rescue}") from error
     return [out, out.with_suffix(".md")]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ladderlab import __version__
+from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
@@ -202,21 +203,21 @@ def _report(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     text = report.write_table(table, args.format)
     if args.out:
-        Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
+        write_atomically(args.out, text if text.endswith("\n") else text + "\n")
     elif duels:
         print(text)
     if not run.competitions.empty and args.format == "text":
         print("\ncompetitions:" if duels else "competitions:")
         print(competition_report.text_summary(competition_report.summary(run.competitions)))
     if args.html:
-        Path(args.html).write_text(report.html_page(run), encoding="utf-8")
+        write_atomically(args.html, report.html_page(run))
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
         folder = Path(args.plots)
         folder.mkdir(parents=True, exist_ok=True)
         figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
         for number, figure in enumerate(figures, start=1):
-            (folder / f"{number:02d}-{figure.slug}.png").write_bytes(figure.png())
+            write_atomically(folder / f"{number:02d}-{figure.slug}.png", figure.png())
     return 0
 
 
@@ -387,7 +388,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
               "test_points": int(observed.outscored.size), "observed_accuracy": float(unbiased[-1]),
               "unbiased": [float(p) for p in unbiased], "predictions": predictions}
     if args.plot:
-        extrapolation_plot.curve_figure(result).savefig(args.plot, dpi=110, bbox_inches="tight")
+        save_figure(extrapolation_plot.curve_figure(result), args.plot, dpi=110, bbox_inches="tight")
     if args.format == "json":
         print(json.dumps(result, indent=2))
     else:

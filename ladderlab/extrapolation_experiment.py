@@ -36,6 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
+from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.seeding import stream
 from ladderlab.stats.extrapolation import accuracy_curve, outscored_counts
 
@@ -213,10 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = run(MixtureDesign(), args.classifiers, args.replications, args.seed, args.step)
-    results.to_csv(out / "predictions.csv", index=False)
+    write_atomically(out / "predictions.csv", results.to_csv(index=False))
     summary = summarise(results)
-    summary.to_csv(out / "summary.csv", index=False)
-    figure(results).savefig(out / "figure3.png", dpi=110, bbox_inches="tight")
+    write_atomically(out / "summary.csv", summary.to_csv(index=False))
+    save_figure(figure(results), out / "figure3.png", dpi=110, bbox_inches="tight")
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     print(f"\npredictions, summary and figure written to {out}/")
     return 0
