@@ -199,9 +199,19 @@ class Account:
         later = (self.rules.rounds - round_ - 1) * self.rules.per_round
         return max(0, min(self.rules.cap - self.used, self.left_today(round_) + later))
 
-    def submit(self, P: FloatArray, round_: int, counted: bool = True) -> FloatArray:
-        """Score validated rows; ``counted=False`` for the final selection outside the caps."""
-        released = self.mechanism.submit_validated(columns(P, self.split.public_rows))
+    def scores(self, P: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The exact public, private and population scores of validated rows: a
+        :class:`~ladderlab.scoring.ScoreError` raises here, before anything is released."""
+        public = self.mechanism.holdout_.scores(columns(P, self.split.public_rows))
+        private = self.scorer.score_many(self.split.y_final, columns(P, self.split.final_rows))
+        return public, private, population_scores(self.split, self.scorer, P)
+
+    def submit(self, P: FloatArray, round_: int, counted: bool = True,
+               scores: tuple[FloatArray, FloatArray, FloatArray] | None = None) -> FloatArray:
+        """Score validated rows (``scores``: theirs, from :meth:`scores`); ``counted=False`` for
+        the final selection outside the caps."""
+        public, private, population = self.scores(P) if scores is None else scores
+        released = self.mechanism.submit_validated(columns(P, self.split.public_rows), 1, public)
         if self.rules.precision is not None:
             released = round_to_multiple(released, self.rules.precision)
         if counted:
@@ -210,8 +220,8 @@ class Account:
             self.used += P.shape[0]
             self.used_today += P.shape[0]
         self.released.append(released)
-        self.private.append(self.scorer.score_many(self.split.y_final, columns(P, self.split.final_rows)))
-        self.population.append(population_scores(self.split, self.scorer, P))
+        self.private.append(private)
+        self.population.append(population)
         self.rounds.append(np.full(P.shape[0], round_))
         return released
 
@@ -275,6 +285,7 @@ class CompetitionBoard(Board):
             raise BudgetExceeded(
                 f"{P.shape[0]} submissions would exceed what the rules still allow ({self.remaining} left)"
             )
+        scores = self._accounts[0].scores(P)  # every row is scored before any is released
         parts, start = [], 0
         while start < P.shape[0]:
             open_accounts = [a for a in self._accounts if a.left_today(self._turn.round) > 0]
@@ -283,7 +294,8 @@ class CompetitionBoard(Board):
                 continue
             account = open_accounts[0]
             rows = min(account.left_today(self._turn.round), P.shape[0] - start)
-            parts.append(account.submit(P[start : start + rows], self._turn.round))
+            parts.append(account.submit(P[start : start + rows], self._turn.round,
+                                        scores=tuple(part[start : start + rows] for part in scores)))
             start += rows
         released = np.concatenate(parts)
         self._transcript.extend(released.tolist())

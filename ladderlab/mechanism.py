@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from ladderlab.bounds import TheoreticalBound
 from ladderlab.holdout import holdout_scores
 from ladderlab.plugin import Plugin
-from ladderlab.scoring import LossScorer, Scorer, get_scorer, require_finite_scores
+from ladderlab.scoring import LossScorer, Scorer, get_scorer, require_finite_scores, scores_by_block
 from ladderlab.validation import check_prediction_matrix, quick_row_check, rows_per_block
 
 FloatArray = NDArray[np.float64]
@@ -150,16 +150,21 @@ class Mechanism(Plugin):
         cache-sized blocks, in order: a batch streams through memory once, and
         ``_release``'s sequential semantics make the result the same as one call on the
         whole batch. A mechanism never releases a non-finite score: a score that
-        overflows or is undefined raises :class:`ladderlab.scoring.ScoreError` (the scorers
-        raise it before the mechanism updates anything).
+        overflows or is undefined raises :class:`ladderlab.scoring.ScoreError` naming the
+        row of the batch, and nothing is released. A batch of several blocks is scored
+        whole before its first block is released (the scores are then lent to
+        ``_release``); within one block the scorers raise before the mechanism updates
+        anything.
         """
         step = rows_per_block(self.n_)
+        if scores is None and P.shape[0] > step:
+            scores = scores_by_block(self.holdout_.scores, P, step)
         blocks = []
         for start in range(0, P.shape[0], step):
             rows = P[start : start + step]
             block = self._release_given_scores(rows, None if scores is None else scores[start : start + step], repeats)
             if not np.isfinite(block).all():
-                require_finite_scores(f"{self.id} release", block)
+                require_finite_scores(f"{self.id} release", block, start)
             self.released_.extend(block.tolist())
             blocks.append(block)
         return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
