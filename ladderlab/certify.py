@@ -114,6 +114,9 @@ def parse_attack(text: str) -> AttackSpec:
             raise ValueError(f"attack {attack_id!r}: expected key=value, got {argument.strip()!r}")
         if key not in known:
             raise unknown_name_error(f"parameter of attack {attack_id!r}", key, known)
+        if key in pinned:
+            raise ValueError(f"attack {attack_id!r}: parameter {key!r} is given twice ({key}={pinned[key]!r} and "
+                             f"{argument.strip()}): give it once")
         try:
             pinned[key] = tomllib.loads(f"value = {value.strip()}")["value"]
         except tomllib.TOMLDecodeError:
@@ -343,10 +346,22 @@ def certify(
     :func:`ladderlab.runner.run`.
     """
     params = params or {}
-    budgets = sorted(set(budgets or [100, 300, 1000, 2000]))
-    if tau <= 0 or epsilon <= 0:
-        raise ValueError(f"tau and epsilon must be positive, got {tau} and {epsilon}")
+    budgets = list(budgets or [100, 300, 1000, 2000])
+    repeated = sorted({budget for budget in budgets if budgets.count(budget) > 1})
+    if repeated:
+        raise ValueError(f"budgets: {', '.join(map(str, repeated))} given twice; give each budget once")
+    budgets = sorted(budgets)
+    for name, value in (("tau", tau), ("epsilon", epsilon)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     specs = [a if isinstance(a, AttackSpec) else parse_attack(a) for a in (attacks or [])]
+    for spec in specs:
+        if ATTACKS.get(spec.id).honest:
+            raise ValueError(f"attack {spec.label!r}: {spec.id!r} is an honest participant, not an attack; the "
+                             "certificate measures honest participants' cost on its own (see 'Cost to honest participants')")
+    if len(_unique(specs)) < len(specs):
+        twice = next(spec for number, spec in enumerate(specs) if spec in specs[:number])
+        raise ValueError(f"attack {twice.label!r} is given twice; give each attack once")
     if default_battery:
         specs = [AttackSpec(a) for a in ATTACKS.ids() if not ATTACKS.get(a).honest] + [
             spec for spec in specs if spec.pinned is not None or spec.id not in ATTACKS.ids()]

@@ -24,7 +24,7 @@ from ladderlab import __version__
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
-from ladderlab.params import describe
+from ladderlab.params import INT64_LIMIT, describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
 
@@ -61,6 +61,8 @@ def _output_file(option: str, value: str | None) -> None:
     path = Path(value)
     if path.is_dir():
         raise ArgumentError(f"{option} {value}: is a directory; give a file name")
+    if not path.absolute().parent.is_dir():
+        raise ArgumentError(f"{option} {value}: the folder {path.parent} does not exist")
     _writable_folder(option, value, path.parent)
 
 
@@ -87,13 +89,30 @@ def _writable_folder(option: str, value: str, folder: Path) -> None:
         raise ArgumentError(f"{option} {value}: cannot write in {existing}: {error.strerror or error}") from None
 
 
+def _figure_file(option: str, value: str | None) -> None:
+    """Refuse an image path that cannot be written or whose suffix names no format matplotlib writes."""
+    if value is None:
+        return
+    _output_file(option, value)
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(value).suffix.lstrip(".").lower()
+    if suffix not in formats:
+        raise ArgumentError(f"{option} {value}: {'.' + suffix if suffix else 'no suffix'} is not an image format "
+                            f"matplotlib writes; end the name with one of {', '.join('.' + f for f in sorted(formats))}")
+
+
 def _count(minimum: int, every_core: bool = False):
-    """An argparse type: a whole number ≥ ``minimum`` (or -1 for every core)."""
+    """An argparse type: a whole number ≥ ``minimum`` (or -1 for every core) that fits a
+    64-bit integer, as results store it."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
+        if value is not None and value >= INT64_LIMIT:
+            raise argparse.ArgumentTypeError(f"must be a whole number below 2^63, got {text!r}")
         if value is None or not (value >= minimum or (every_core and value == -1)):
             extra = " (or -1 for every core)" if every_core else ""
             raise argparse.ArgumentTypeError(f"must be a whole number ≥ {minimum}{extra}, got {text!r}")
@@ -166,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
         if cell.key in skipped:
             print(f"skipped (cannot play): {cell.label}: {skipped[cell.key]}", file=sys.stderr)
     results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
-                         progress=False if args.quiet else None, isolation=args.isolation,
+                         progress=args.progress, isolation=args.isolation,
                          rerun_stale=args.rerun_stale,
                          secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
     run = report.load_run(out)
@@ -197,9 +216,10 @@ def _report(args: argparse.Namespace) -> int:
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
     duels = bool(run.expected_cells) or not run.expected_competitions  # a competition-only run has no duel table
-    for line in run.status.lines() if duels else []:
+    for line in run.status.lines() if duels else run.status.damaged_lines():
         print(line, file=sys.stderr)
-    for line in competition_report.status_lines(run.expected_competitions, run.competitions) if run.expected_competitions else []:
+    damaged = {Path(file).stem for file in run.damaged}
+    for line in competition_report.status_lines(run.expected_competitions, run.competitions, damaged) if run.expected_competitions else []:
         print(line, file=sys.stderr)
     text = report.write_table(table, args.format)
     if args.out:
@@ -238,7 +258,7 @@ def _bench(args: argparse.Namespace) -> int:
     from ladderlab.progress import progress_bar
 
     measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
-    bar = progress_bar(progress=False if args.quiet else None, total=measurements, desc="bench", unit="measurement")
+    bar = progress_bar(progress=args.progress, total=measurements, desc="bench", unit="measurement")
     for result in benchmark.run(tuple(args.n), args.seconds):
         bar.update()
         bar.write(
@@ -259,14 +279,22 @@ def _bench(args: argparse.Namespace) -> int:
 def _sota(args: argparse.Namespace) -> int:
     from ladderlab import stats
 
+    _refuse_unused("not used with --scores FILE", args.scores is not None, theta=args.theta, thetas=args.thetas,
+                   m=args.m, y0=args.y0)
+    _refuse_unused("used only with --scores FILE", args.scores is None, bootstrap=args.bootstrap, target=args.target)
+    _refuse_unused("not used with --thetas FILE, which gives one theta per classifier", args.thetas is not None, m=args.m)
+    _refuse_unused("used only with --rho", args.rho is None, y0=args.y0)
+    _refuse_unused("used only with --rho or --scores FILE", args.rho is None and args.scores is None,
+                   repetitions=args.repetitions)
     if args.scores:
         if args.n is None:
             raise ValueError("--scores needs --n, the size of the test set the scores were measured on")
         rho = 0.6 if args.rho is None else args.rho
         estimate = stats.estimate_sota(
             stats.read_numbers(args.scores, "scores"), args.n, np.random.default_rng(args.seed), rho=rho,
-            alpha=args.alpha, target=args.target, repetitions=args.repetitions or 1_000, bootstrap=args.bootstrap,
-            progress=False if args.quiet else None,
+            alpha=args.alpha, target=args.target or "expected",
+            repetitions=1_000 if args.repetitions is None else args.repetitions,
+            bootstrap=30 if args.bootstrap is None else args.bootstrap, progress=args.progress,
         )
         result: dict[str, object] = {"model": "cropped observations, dependent through Y0 (v2, Sec. 5)",
                                      "n": args.n, "rho": rho, "alpha": args.alpha, **estimate.as_dict()}
@@ -283,10 +311,12 @@ def _sota(args: argparse.Namespace) -> int:
             result = {"model": model, "m": distribution.m, "n": args.n, "alpha": args.alpha,
                       **distribution.summary(args.alpha)}
         else:
+            repetitions = 10_000 if args.repetitions is None else args.repetitions
+            y0 = args.y0 or "random"
             best = stats.simulate_best_of_m(thetas, args.n, args.rho, np.random.default_rng(args.seed), m=m,
-                                            y0=args.y0, repetitions=args.repetitions or 10_000)
-            result = {"model": f"dependent through Y0 (Eq. 10-12), {args.y0} y0, simulated", "m": m or thetas.size,
-                      "n": args.n, "rho": args.rho, "alpha": args.alpha, "repetitions": args.repetitions or 10_000,
+                                            y0=y0, repetitions=repetitions)
+            result = {"model": f"dependent through Y0 (Eq. 10-12), {y0} y0, simulated", "m": m or thetas.size,
+                      "n": args.n, "rho": args.rho, "alpha": args.alpha, "repetitions": repetitions,
                       "seed": args.seed, "mean": float(best.mean()), "sd": float(best.std(ddof=1)),
                       "upper": float(np.quantile(best, 1 - args.alpha / 2)),
                       "lower": float(np.quantile(best, args.alpha / 2)), "median": float(np.median(best))}
@@ -298,12 +328,24 @@ def _sota(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_unused(why: str, applies: bool, **given: object) -> None:
+    """When ``applies``, refuse every option of ``given`` that was set, saying ``why`` it has no
+    effect: ignoring it silently would answer another question than the one asked."""
+    if not applies:
+        return
+    for name, value in given.items():
+        if value is not None:
+            raise ValueError(f"--{name.replace('_', '-')} {value}: {why}; leave it out")
+
+
 def _parse_params(pairs: list[str]) -> dict[str, object]:
     params: dict[str, object] = {}
     for pair in pairs:
         key, separator, value = pair.partition("=")
         if not separator or not key:
             raise ValueError(f"--param takes KEY=VALUE, got {pair!r}")
+        if key in params:
+            raise ValueError(f"--param {key} is given twice ({key}={params[key]!r} and {pair!r}): give it once")
         try:
             params[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -317,19 +359,26 @@ def _certify(args: argparse.Namespace) -> int:
     _output_folder("--run-dir", args.run_dir)
     attacks = [certify.parse_attack(text) for text in args.attack]
     out = certify.check_output(args.out) if args.out else None
+    if args.competition:
+        from ladderlab import competition_certificate
+
+        try:
+            competitions = competition_certificate.competition_scenario(args.mechanism, _parse_params(args.param),
+                                                                        args.competition)
+        except ValueError as error:
+            raise ValueError(f"--competition: {error}") from None
     result = certify.certify(
         args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
-        progress=False if args.quiet else None,
+        progress=args.progress,
     )
     text = certify.markdown(result)
     if args.competition:
-        from ladderlab import competition_certificate
-
         result["competition"] = competition_certificate.competition_view(
-            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs)
+            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs, scenario=competitions,
+            progress=args.progress)
         text += "\n" + competition_certificate.markdown(result["competition"])
     print(text)
     if out:
@@ -361,8 +410,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
     from ladderlab.stats import class_scores, extrapolation, extrapolation_plot
 
     methods = list(extrapolation.METHODS) if args.method == "all" else [args.method]
-    if args.plot and not Path(args.plot).resolve().parent.is_dir():
-        raise ValueError(f"--plot {args.plot}: the folder {Path(args.plot).parent} does not exist")
+    _figure_file("--plot", args.plot)
     observed = class_scores.read_observed_classes(args.file, args.input, args.k)
     k, K = observed.k, args.K
     if K < k:
@@ -427,7 +475,11 @@ def _add_trust_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ladderlab", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ladderlab {__version__}")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are shown only on a terminal anyway)")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", dest="progress", action="store_false", default=None,
+                       help="no progress bars (they are shown only on a terminal anyway)")
+    shown.add_argument("--progress", dest="progress", action="store_true",
+                       help="progress bars on standard error even when it is not a terminal (a log file)")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
@@ -462,28 +514,28 @@ def build_parser() -> argparse.ArgumentParser:
                     "(--m --n --theta, or --thetas FILE; --rho for dependent classifiers), or the state of the "
                     "art estimated from a leaderboard's accuracies (--scores FILE --n N).",
     )
-    sota.add_argument("--m", type=int, help="number of classifiers (with --theta)")
-    sota.add_argument("--n", type=int, help="test set size")
+    sota.add_argument("--m", type=_count(1), help="number of classifiers (with --theta)")
+    sota.add_argument("--n", type=_count(1), help="test set size")
     sota.add_argument("--theta", type=float, help="probability of a correct prediction, shared by all m")
     sota.add_argument("--thetas", help="file of one probability per classifier (white space or commas)")
     sota.add_argument("--scores", help="file of observed leaderboard accuracies, one per team")
     sota.add_argument("--alpha", type=float, default=0.05, help="1 - confidence of the interval (default 0.05)")
     sota.add_argument("--rho", type=float, help="correlation with the latent Y0 (dependent classifiers; 0.6 for --scores)")
-    sota.add_argument("--y0", choices=["random", "fixed"], default="random", help="latent Y0 random or fixed")
-    sota.add_argument("--target", choices=["expected", "upper"], default="expected",
+    sota.add_argument("--y0", choices=["random", "fixed"], help="latent Y0 random (the default) or fixed (with --rho)")
+    sota.add_argument("--target", choices=["expected", "upper"],
                       help="crop so that the expected (or upper-limit) maximum equals the observed one")
-    sota.add_argument("--repetitions", type=int,
+    sota.add_argument("--repetitions", type=_count(1),
                       help="simulated test sets (default 10000 for --rho, 1000 per search step for --scores)")
-    sota.add_argument("--bootstrap", type=int, default=30, help="bootstrap resamples of the teams (--scores)")
-    sota.add_argument("--seed", type=int, default=0, help="root seed of the simulations (default 0)")
+    sota.add_argument("--bootstrap", type=_count(1), help="bootstrap resamples of the teams (--scores; default 30)")
+    sota.add_argument("--seed", type=_count(0), default=0, help="root seed of the simulations (default 0)")
     sota.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     sota.set_defaults(handler=_sota)
 
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
     cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
-    cert.add_argument("--n", type=int, default=200, help="public holdout size (default 200)")
-    cert.add_argument("--budgets", type=int, nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
+    cert.add_argument("--n", type=_count(10), default=200, help="public holdout size (default 200)")
+    cert.add_argument("--budgets", type=_count(1), nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
     cert.add_argument("--attack", action="append", default=[],
                       help="an extra attack (repeatable): an id or file.py:Class, optionally with parameters run "
                            "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
@@ -491,8 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run only the attacks given with --attack, not the default battery of every attack")
     cert.add_argument("--replications", type=_count(1), default=100, help="replications per battery cell (default 100)")
     cert.add_argument("--seed", type=_count(0), default=0, help="root seed of the battery (default 0)")
-    cert.add_argument("--tau", type=float, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
-    cert.add_argument("--epsilon", type=float, default=0.05, help="largest tolerated median leaderboard error")
+    cert.add_argument("--tau", type=_positive, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
+    cert.add_argument("--epsilon", type=_positive, default=0.05, help="largest tolerated median leaderboard error")
     cert.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
     cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
@@ -523,12 +575,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "see docs/extrapolation.md and examples/extrapolation/.",
     )
     extrapolate.add_argument("file", help="ranks file or CSV score matrix")
-    extrapolate.add_argument("--from", dest="k", type=int, help="k, the number of classes observed (required for ranks)")
-    extrapolate.add_argument("--to", dest="K", type=int, required=True, help="K, the number of classes to predict for")
+    extrapolate.add_argument("--from", dest="k", type=_count(2), help="k, the number of classes observed (required for ranks)")
+    extrapolate.add_argument("--to", dest="K", type=_count(2), required=True, help="K, the number of classes to predict for")
     extrapolate.add_argument("--method", choices=["un", "exp", "cons", "mple", "hd", "all"], default="all")
     extrapolate.add_argument("--input", choices=["auto", "ranks", "scores"], default="auto",
                              help="file format (default: a first line with a non-number means a score matrix)")
-    extrapolate.add_argument("--bins", type=int, default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
+    extrapolate.add_argument("--bins", type=_count(2), default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     extrapolate.set_defaults(handler=_extrapolate)

@@ -62,6 +62,7 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.duel import Incompatible, incompatibility, spec
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
+from ladderlab.params import Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import stream
@@ -69,6 +70,19 @@ from ladderlab.tasks import LabelNoiseSplit, Split, Task
 from ladderlab.validation import check_prediction_matrix
 
 SELECTIONS = ("last", "best-public")
+
+
+RULES_CONSTRAINTS: dict[str, list[Constraint | None]] = {
+    "rounds": [Interval(int, 1, None)],
+    "per_round": [Interval(int, 1, None)],
+    "total": [Interval(int, 1, None), None],
+    "public_fraction": [Interval(float, 0, 1, closed="neither"), None],
+    "precision": [Interval(float, 0, 1, closed="right"), None],
+    "selection": [Options(set(SELECTIONS)), Interval(int, 1, None)],
+}
+"""What each rule admits (:mod:`ladderlab.params`). A precision is at most 1: a coarser one
+would round every score of a bounded scorer (0/1 loss, accuracy, AUC, a correlation) to
+0 or ±1, and the tasks' data are standardised."""
 
 
 @dataclass(frozen=True)
@@ -86,20 +100,8 @@ class Rules:
     selection: str | int = "best-public"
 
     def __post_init__(self) -> None:
-        for name in ("rounds", "per_round"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"rules.{name} must be a whole number ≥ 1, got {value!r}")
-        if self.total is not None and (isinstance(self.total, bool) or not isinstance(self.total, int) or self.total < 0):
-            raise ValueError(f"rules.total must be a whole number ≥ 0 or None, got {self.total!r}")
-        if self.public_fraction is not None and not 0 < self.public_fraction < 1:
-            raise ValueError(f"rules.public_fraction must lie in (0, 1), got {self.public_fraction!r}")
-        if self.precision is not None and not self.precision > 0:
-            raise ValueError(f"rules.precision must be positive, got {self.precision!r}")
-        if isinstance(self.selection, bool) or not (
-            self.selection in SELECTIONS or (isinstance(self.selection, int) and self.selection >= 1)
-        ):
-            raise ValueError(f"rules.selection must be 'last', 'best-public' or a whole number k ≥ 1, got {self.selection!r}")
+        for name, constraints in RULES_CONSTRAINTS.items():
+            check_value("rules", name, getattr(self, name), constraints)
 
     @property
     def cap(self) -> int:
@@ -417,9 +419,7 @@ def play_competition(
     mechanism.validate_params()
     if rules.public_fraction is not None:
         size = split.y_holdout.size
-        n_public = int(round(rules.public_fraction * size))
-        if not 2 <= n_public <= size - 1:
-            raise ValueError(f"rules.public_fraction {rules.public_fraction} leaves {n_public} public rows of {size}")
+        n_public = public_rows(rules, size)
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
     data = split.public
@@ -467,6 +467,16 @@ def play_competition(
         for team in roster:
             team.abort()
     return _result(roster, rules, scorer, mechanism, split, shared)
+
+
+def public_rows(rules: Rules, size: int) -> int:
+    """How many of ``size`` holdout rows ``rules.public_fraction`` puts on the public leaderboard;
+    ``ValueError`` unless at least 2 are public and 1 is private."""
+    n_public = int(round(rules.public_fraction * size))
+    if not 2 <= n_public <= size - 1:
+        raise ValueError(f"rules.public_fraction {rules.public_fraction} leaves {n_public} public rows of {size}: "
+                         "at least 2 must be public and 1 private")
+    return n_public
 
 
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:

@@ -53,9 +53,10 @@ from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, Valid
 
 from ladderlab.duel import incompatibility, spec
 from ladderlab.naming import plugin_label, unknown_name_error
-from ladderlab.params import ParameterError, list_valued
+from ladderlab.params import INT64_LIMIT, ParameterError, list_valued
 from ladderlab.plugin import Plugin
 from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
+from ladderlab.competition import Rules, public_rows
 from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenarios import builtin_scenarios
@@ -76,7 +77,7 @@ class PluginEntry(StrictModel):
 
 
 class AttackEntry(PluginEntry):
-    budget: StrictInt | None = Field(default=None, ge=0, description="submissions allowed (None: unlimited)")
+    budget: StrictInt | None = Field(default=None, ge=0, lt=INT64_LIMIT, description="submissions allowed (None: unlimited)")
     oracle: StrictBool = Field(default=False, description="give the attack the paper's jump-count oracle")
     strength_grid: StrictBool = Field(
         default=False,
@@ -109,8 +110,8 @@ class Scenario(StrictModel):
     name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the run directory's default name")
     description: StrictStr = Field(default="", description="what the scenario runs")
     source: StrictStr = Field(default="", description="the paper, figure or table it reproduces")
-    replications: StrictInt = Field(ge=1, description="replications of every cell")
-    seed: StrictInt = Field(default=0, ge=0, description="the root of every random stream")
+    replications: StrictInt = Field(ge=1, lt=INT64_LIMIT, description="replications of every cell")
+    seed: StrictInt = Field(default=0, ge=0, lt=INT64_LIMIT, description="the root of every random stream (results store it as a 64-bit integer)")
     matrix: list[Matrix] = Field(default_factory=list, description="`[[matrix]]` tables of duels")
     competition: list[CompetitionMatrix] = Field(default_factory=list, description="`[[competition]]` tables")
     _source: str = PrivateAttr(default="scenario")
@@ -294,6 +295,8 @@ def preflight(scenario: Scenario) -> dict[str, str]:
             mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
             if isinstance(cell, CompetitionCell):  # every team's policy must play, or the competition is skipped
                 attacks = [ATTACKS.make(team["policy"], **team["params"]) for team in cell.teams]
+                if cell.rules["public_fraction"] is not None:
+                    public_rows(Rules(**cell.rules), split.y_holdout.size)
             else:
                 attacks = [ATTACKS.make(cell.attack[0], **cell.attack[1])]
             reason = next(filter(None, (incompatibility(split, mechanism, attack) for attack in attacks)), None)

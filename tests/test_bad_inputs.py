@@ -17,6 +17,7 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, Leaderboard
 from ladderlab.cli import main
 from ladderlab.competition import Rules, TeamSpec, compete
+from ladderlab.competition_measures import measures
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scenario import ScenarioError, load, preflight
 from ladderlab.scoring import ScoreError
@@ -409,3 +410,13 @@ def test_a_competition_batch_that_spans_two_days_with_a_bad_last_row_releases_no
     task = TASKS.make("gaussian-regression", n_samples=60, n_features=10)
     result = compete(task, MECHANISMS.make("kaggle"), [TeamSpec(OverflowingBatch())], Rules(rounds=2, per_round=2))
     assert result.submissions.tolist() == [0]
+
+
+def test_a_competition_whose_team_scores_perfectly_on_a_small_final_set_is_measured():
+    """θ₀ = the best private accuracy, 1 here, is moved just inside (0, 1): the state-of-the-art
+    estimate is then 1, where it used to fail the replication ("theta0 must lie in (0, 1)")."""
+    task = TASKS.make("latent-classification", n_train=200, n_public=4, n_holdout=8, n_features=3, signal=20.0)
+    teams = [TeamSpec("honest"), TeamSpec("progressive-analyst", {"view": 2}, count=3)]
+    result = compete(task, MECHANISMS.make("kaggle"), teams, Rules(rounds=2, per_round=2), seed=0)
+    assert result.private.min() == 0.0
+    assert measures(result, np.random.default_rng(0), 20)["sota_estimate"] == 1.0
