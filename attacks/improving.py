@@ -46,6 +46,9 @@ class Improving(Attack):
             return "the improving participant needs training data with features"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return self.days
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         from sklearn.linear_model import Ridge  # imported when played: slow to import
 

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ladderlab import report, runner
+from ladderlab import report, runner, workload
 from ladderlab.atomic import write_files_atomically
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.registry import ATTACKS, MECHANISMS
@@ -169,15 +169,18 @@ def _as_scenario_params(point: dict[str, Any]) -> dict[str, Any]:
 
 
 def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
-                     attacks: list[str | AttackSpec], replications: int, seed: int) -> Scenario:
+                     attacks: list[str | AttackSpec], replications: int, seed: int, force: bool = False) -> Scenario:
     """The certification battery as a scenario: every attack at every point of its strength
-    grid (or at its pinned parameters) at every budget."""
+    grid (or at its pinned parameters) at every budget. A task family whose data cannot fit
+    in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`, unless ``force``)."""
     if n < 10:
         raise ValueError(f"n must be at least 10 holdout points, got {n}")
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be whole numbers ≥ 1, got {budgets}")
-    MECHANISMS.make(mechanism, **params).bind(np.arange(n, dtype=float), "squared", np.random.default_rng(0))
     families = _families(n)
+    for family in families.values():
+        workload.task_data(family["id"], family["params"], force)
+    MECHANISMS.make(mechanism, **params).bind(np.arange(n, dtype=float), "squared", np.random.default_rng(0))
     mechanisms = [{"id": mechanism, "params": params}, {"id": REFERENCE}]
     matrix = []
     for attack in attacks:
@@ -336,6 +339,7 @@ def certify(
     isolation: str = "none",
     secret_seed: int | None = None,
     progress: bool | None = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -343,7 +347,8 @@ def certify(
     ``default_battery=False``, replace it); each is an id, ``file.py:Class``, or
     either with pinned parameters (see :func:`parse_attack`). ``isolation``,
     ``secret_seed`` and ``progress`` (a bar over the battery's cells) as in
-    :func:`ladderlab.runner.run`.
+    :func:`ladderlab.runner.run`; a battery whose estimated memory cannot fit is refused before
+    it runs (:class:`ladderlab.workload.TooLarge`) unless ``force``.
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -368,13 +373,14 @@ def certify(
     if not specs:
         raise ValueError("no attack to certify against: name one with --attack, or keep the default battery")
     specs = _unique(specs)
-    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed)
+    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, force)
     if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
         raise ValueError(f"--run-dir {run_dir} exists and is not a directory")
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(run_dir) if run_dir else Path(scratch) / "battery"
-        runner.run(scenario, out, jobs=jobs, progress=progress, isolation=isolation, secret_seed=secret_seed)
+        runner.run(scenario, out, jobs=jobs, progress=progress, isolation=isolation, secret_seed=secret_seed,
+                   force=force)
         run = report.load_run(out)
     wall_time = time.perf_counter() - start
     table = report.summary(run.results)

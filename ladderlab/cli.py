@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import math
 import os
 import sys
 import tempfile
@@ -25,6 +27,7 @@ from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import INT64_LIMIT, describe
+from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
 
@@ -169,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ArgumentError(f"--scheduler {args.scheduler} needs --backend dask (the loky backend runs locally)")
     _output_folder("--out", args.out)
-    from ladderlab import report, runner, scenario
+    from ladderlab import report, runner, scenario, workload
 
     loaded = scenario.load(args.scenario, args.replications)
     out = args.out or f"runs/{loaded.name}"
@@ -179,6 +182,8 @@ def _run(args: argparse.Namespace) -> int:
     except runner.BackendError as error:
         raise ArgumentError(f"--scheduler {args.scheduler}: {error}" if args.scheduler else str(error)) from None
     all_cells = scenario.cells(loaded)
+    workload.refuse_if_too_large(workload.scenario_work(loaded, args.jobs, args.force), args.force,
+                                 hint=runner.SMALLER_SCENARIO)
     skipped = scenario.preflight(loaded)
     print(f"scenario {loaded.name}: {len(all_cells)} cells × {loaded.replications} replications → {out}", flush=True)
     for cell in all_cells:
@@ -186,7 +191,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"skipped (cannot play): {cell.label}: {skipped[cell.key]}", file=sys.stderr)
     results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
                          progress=args.progress, isolation=args.isolation,
-                         rerun_stale=args.rerun_stale,
+                         rerun_stale=args.rerun_stale, force=args.force,
                          secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
     run = report.load_run(out)
     if loaded.matrix:
@@ -255,8 +260,6 @@ def _bench(args: argparse.Namespace) -> int:
         f"{'mechanism':<22} {'n':>5} {'batched /s':>11} {'one at a time /s':>17} {'plain loop /s':>14} "
         f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'batched cost ÷ bare loss':>25}"
     )
-    from ladderlab.progress import progress_bar
-
     measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
     bar = progress_bar(progress=args.progress, total=measurements, desc="bench", unit="measurement")
     for result in benchmark.run(tuple(args.n), args.seconds):
@@ -276,8 +279,16 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_work(work: object, force: bool, hint: str) -> None:
+    """Refuse work that cannot fit in memory, and say what long work will cost (:mod:`ladderlab.workload`)."""
+    from ladderlab import workload
+
+    workload.refuse_if_too_large(work, force, hint=hint)
+    workload.announce(work)
+
+
 def _sota(args: argparse.Namespace) -> int:
-    from ladderlab import stats
+    from ladderlab import stats, workload
 
     _refuse_unused("not used with --scores FILE", args.scores is not None, theta=args.theta, thetas=args.thetas,
                    m=args.m, y0=args.y0)
@@ -290,11 +301,15 @@ def _sota(args: argparse.Namespace) -> int:
         if args.n is None:
             raise ValueError("--scores needs --n, the size of the test set the scores were measured on")
         rho = 0.6 if args.rho is None else args.rho
+        scores = stats.read_numbers(args.scores, "scores")
+        repetitions = 1_000 if args.repetitions is None else args.repetitions
+        bootstrap = 30 if args.bootstrap is None else args.bootstrap
+        searches = (bootstrap + 1) * (math.ceil(math.log2(max(scores.size, 2))) + 3)
+        _check_work(workload.simulation_work(scores.size, repetitions, searches), args.force,
+                    "fewer --repetitions or --bootstrap resamples need less")
         estimate = stats.estimate_sota(
-            stats.read_numbers(args.scores, "scores"), args.n, np.random.default_rng(args.seed), rho=rho,
-            alpha=args.alpha, target=args.target or "expected",
-            repetitions=1_000 if args.repetitions is None else args.repetitions,
-            bootstrap=30 if args.bootstrap is None else args.bootstrap, progress=args.progress,
+            scores, args.n, np.random.default_rng(args.seed), rho=rho, alpha=args.alpha,
+            target=args.target or "expected", repetitions=repetitions, bootstrap=bootstrap, progress=args.progress,
         )
         result: dict[str, object] = {"model": "cropped observations, dependent through Y0 (v2, Sec. 5)",
                                      "n": args.n, "rho": rho, "alpha": args.alpha, **estimate.as_dict()}
@@ -306,12 +321,16 @@ def _sota(args: argparse.Namespace) -> int:
         if args.theta is not None and m is None:
             raise ValueError("--theta needs --m, the number of classifiers")
         if args.rho is None:
+            _check_work(workload.best_of_m_work(m or thetas.size, args.n, np.unique(thetas).size, float(thetas.max())),
+                        args.force, "fewer distinct thetas or a smaller --n need less")
             distribution = stats.best_of_m(thetas, args.n, m)
             model = "independent, identical (Eq. 2-3)" if thetas.size == 1 else "independent, non-identical (Eq. 8-9)"
             result = {"model": model, "m": distribution.m, "n": args.n, "alpha": args.alpha,
                       **distribution.summary(args.alpha)}
         else:
             repetitions = 10_000 if args.repetitions is None else args.repetitions
+            _check_work(workload.simulation_work(m or thetas.size, repetitions), args.force,
+                        "fewer --repetitions or classifiers need less")
             y0 = args.y0 or "random"
             best = stats.simulate_best_of_m(thetas, args.n, args.rho, np.random.default_rng(args.seed), m=m,
                                             y0=y0, repetitions=repetitions)
@@ -372,13 +391,13 @@ def _certify(args: argparse.Namespace) -> int:
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
-        progress=args.progress,
+        progress=args.progress, force=args.force,
     )
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(
             args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs, scenario=competitions,
-            progress=args.progress)
+            progress=args.progress, force=args.force)
         text += "\n" + competition_certificate.markdown(result["competition"])
     print(text)
     if out:
@@ -418,13 +437,18 @@ def _extrapolate(args: argparse.Namespace) -> int:
     if methods == ["un"] and K > k:
         raise ValueError(f"the unbiased estimate (un) exists only up to k = {k} classes; "
                          "choose --to ≤ k or another --method")
-    from ladderlab import stats
+    from ladderlab import stats, workload
 
+    work = workload.extrapolation_work(k, K, methods, args.bins, observed.outscored.size)
+    workload.refuse_if_too_large(work, args.force, hint="a smaller --to or --bins, or one --method, needs less")
+    workload.announce(work)
     unbiased = stats.unbiased_accuracy(observed.outscored, k)
     predictions: dict[str, dict[str, object]] = {}
-    for method in methods:
+    for method in progress_bar(methods, progress=args.progress if work.cpu_seconds > 1 else False, desc="methods",
+                               unit="method"):
         try:
-            curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins)
+            curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins,
+                                                 progress=args.progress)
         except ValueError as error:  # e.g. CONS infeasible, HD at accuracy 0 or 1
             if len(methods) == 1:
                 raise
@@ -463,6 +487,11 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentError(f"{message} (see '{self.prog} --help')")
 
 
+def _add_force(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="run even when the estimated memory exceeds what is available (see docs/run-directories.md)")
+
+
 def _add_trust_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
                         help="'process': play each attack in its own process, which never sees labels, split, "
@@ -498,6 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trust_options(run)
     run.add_argument("--rerun-stale", action="store_true",
                      help="compute again the finished cells whose plugin's version or source changed since")
+    _add_force(run)
     run.set_defaults(handler=_run)
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
@@ -529,6 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     sota.add_argument("--bootstrap", type=_count(1), help="bootstrap resamples of the teams (--scores; default 30)")
     sota.add_argument("--seed", type=_count(0), default=0, help="root seed of the simulations (default 0)")
     sota.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    _add_force(sota)
     sota.set_defaults(handler=_sota)
 
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
@@ -551,6 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
                       "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
+    _add_force(cert)
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
@@ -583,6 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--bins", type=_count(2), default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
+    _add_force(extrapolate)
     extrapolate.set_defaults(handler=_extrapolate)
     return parser
 
@@ -590,6 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 1 some replications failed,
     2 a user error, reported as one line ``ladderlab: error: …``)."""
+    _show_run_messages()
     try:
         args = build_parser().parse_args(argv)
         return args.handler(args)
@@ -602,6 +636,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(f"{where}{error.strerror or error}")
     except KeyboardInterrupt:
         return _error("interrupted", code=130)
+
+
+class _StandardError(logging.Handler):
+    """Log records as plain lines on the standard error of the moment (a test may replace it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr, flush=True)
+
+
+def _show_run_messages() -> None:
+    """Show the runner's messages from INFO up (the estimated work, quarantined cells, a stale lock)."""
+    logger = logging.getLogger("ladderlab.run")
+    if not any(isinstance(handler, _StandardError) for handler in logger.handlers):
+        logger.addHandler(_StandardError())
+    logger.setLevel(logging.INFO)
 
 
 def _error(message: str, code: int = 2) -> int:

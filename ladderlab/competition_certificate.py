@@ -51,14 +51,16 @@ def competition_view(
     run_dir: str | Path | None = None,
     scenario: Scenario | None = None,
     progress: bool | None = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run the competitions of ``file`` under ``mechanism`` and Full-disclosure; the summary rows.
-    ``scenario``: :func:`competition_scenario`'s, when the caller checked it already."""
+    ``scenario``: :func:`competition_scenario`'s, when the caller checked it already; ``force``
+    as in :func:`ladderlab.runner.run`."""
     scenario = scenario or competition_scenario(mechanism, params, file, replications)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(run_dir) if run_dir else Path(scratch) / "competition"
-        runner.run(scenario, out, jobs=jobs, progress=progress)
+        runner.run(scenario, out, jobs=jobs, progress=progress, force=force)
         table = summary(load_competition_results(out))
     rows = []
     for record in json.loads(table.to_json(orient="records")):

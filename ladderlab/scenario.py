@@ -315,19 +315,20 @@ def _attack_settings(attack: AttackEntry, task_id: str, task_params: dict[str, A
     if not attack.strength_grid:
         return expand(attack.params, ATTACKS.get(attack.id))
     assert attack.budget is not None
-    n = _public_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
+    n = drawn_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
     grid = ATTACKS.get(attack.id).strength_grid(attack.budget, n)
     return [{**setting, **extra} for setting in grid for extra in expand(attack.params, ATTACKS.get(attack.id))]
 
 
 @functools.lru_cache(maxsize=64)
-def _public_split(task_id: str, task_params: str) -> Split:
-    """One split of a task, drawn with a fixed seed: its public size and what it lets play."""
+def drawn_split(task_id: str, task_params: str) -> Split:
+    """One split of a task (parameters as sorted JSON), drawn with a fixed seed: its sizes and
+    what it lets play (the strength grid's public size, ``playable_only``, the workload)."""
     return TASKS.make(task_id, **json.loads(task_params)).split(np.random.default_rng(0))
 
 
 def _playable(cell: Cell) -> bool:
-    split = _public_split(cell.task[0], json.dumps(cell.task[1], sort_keys=True))
+    split = drawn_split(cell.task[0], json.dumps(cell.task[1], sort_keys=True))
     mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
     attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
     return incompatibility(split, mechanism, attack) is None

@@ -312,6 +312,9 @@ def estimate_sota(
     ``progress`` shows a bar over the bootstrap resamples (None: on a terminal).
     """
     n = _check_count("n", n)
+    repetitions = _check_count("repetitions", repetitions)
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValueError(f"bootstrap must be a whole number ≥ 0 (0: no interval), got {bootstrap!r}")
     observed = _check_accuracies(scores, "scores")
     if observed.size < 2:
         raise ValueError("scores: need at least two teams' accuracies")
