@@ -241,13 +241,13 @@ def _report(args: argparse.Namespace) -> int:
         folder = Path(args.plots)
         folder.mkdir(parents=True, exist_ok=True)
         figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
-        for number, figure in enumerate(figures, start=1):
+        for number, figure in enumerate(progress_bar(figures, progress=args.progress, desc="plots", unit="plot"), start=1):
             write_atomically(folder / f"{number:02d}-{figure.slug}.png", figure.png())
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ladderlab import benchmark
+    from ladderlab import benchmark, workload
 
     def ratio(value: float | None) -> str:
         return "-" if value is None else f"{value:.1f}×"
@@ -261,6 +261,7 @@ def _bench(args: argparse.Namespace) -> int:
         f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'batched cost ÷ bare loss':>25}"
     )
     measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
+    _check_work(workload.benchmark_work(args.n, measurements, args.seconds), args.force, "a smaller --n needs less")
     bar = progress_bar(progress=args.progress, total=measurements, desc="bench", unit="measurement")
     for result in benchmark.run(tuple(args.n), args.seconds):
         bar.update()
@@ -411,6 +412,12 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from ladderlab import workload
+
+    data, _ = workload.task_data("random-labels", {"n_public": args.n, "n_holdout": 3 * args.n}, args.force)
+    _check_work(workload.combined("the demo", [workload.duel_cells(variant, 3 * args.n, data, args.k, 1)
+                                               for variant in ("kaggle", "ladder")]), args.force,
+                "a smaller --n or --k needs less")
     task = TASKS.make("random-labels", n_public=args.n, n_holdout=3 * args.n)
     print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
     print(f"{'mechanism':<14} {'public (released)':>18} {'final (private)':>16} {'leaderboard error':>18}")
@@ -591,12 +598,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=_count(0), default=0, help="root seed of the duels (default 0)")
     demo.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
                       help="'process': play each attack in its own process (see docs/isolation.md)")
+    _add_force(demo)
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
     bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
+    _add_force(bench)
     bench.set_defaults(handler=_bench)
 
     extrapolate = commands.add_parser(

@@ -299,3 +299,9 @@ def announce(estimate: Estimate, threshold: float = 5.0) -> None:
     seconds of CPU (the runner logs every run's estimate)."""
     if estimate.cpu_seconds > threshold:
         print(f"ladderlab: estimated {estimate}", file=sys.stderr, flush=True)
+
+
+def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: int = 1000) -> Estimate:
+    """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
+    size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""
+    return Estimate("the benchmark", None, WORKING_BYTES + 24 * batch * max(sizes), 6 * seconds * measurements)
