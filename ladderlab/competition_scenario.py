@@ -32,9 +32,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-from ladderlab.competition import Rules, TeamSpec
+from ladderlab.competition import RULES_CONSTRAINTS, TeamSpec
 from ladderlab.naming import plugin_label
-from ladderlab.params import INT64_LIMIT, ParameterError
+from ladderlab.params import INT64_LIMIT, ParameterError, check_value
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.schema import StrictModel
 
@@ -87,20 +87,26 @@ class CompetitionMatrix(StrictModel):
     rules: list[RulesEntry] = Field(default_factory=lambda: [RulesEntry()], min_length=1, description="platform rules")
     mixes: list[Mix] = Field(min_length=1, description="team populations")
 
-    @model_validator(mode="after")
-    def _valid_rules(self) -> CompetitionMatrix:
-        """Every rules combination makes valid :class:`~ladderlab.competition.Rules`. The
-        plugins are checked with the duels' (:class:`ladderlab.scenario.Scenario`)."""
-        for j, rules in enumerate(self.rules):
-            for name, value in rules.model_dump().items():
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_rules(cls, data: Any) -> Any:
+        """Every value of every rules entry (each item of a list: a grid) is a valid rule
+        (:data:`ladderlab.competition.RULES_CONSTRAINTS`), checked before the types so that a bad
+        value is one error naming the entry and the rule. The plugins are checked with the
+        duels' (:class:`ladderlab.scenario.Scenario`)."""
+        entries = data.get("rules") if isinstance(data, dict) else None
+        for j, entry in enumerate(entries if isinstance(entries, list) else []):
+            for name, value in entry.items() if isinstance(entry, dict) else ():
+                if name not in RULES_CONSTRAINTS:
+                    continue
                 if value == []:
                     raise ValueError(f"rules[{j}].{name}: an empty list is an empty grid (no cells); give at least one value")
-            for values in _grid(rules.model_dump()):
-                try:
-                    Rules(**values)
-                except ParameterError as error:
-                    raise ValueError(f"rules[{j}].{error.parameter}: {error}") from None
-        return self
+                for item in value if isinstance(value, list) else [value]:
+                    try:
+                        check_value("rules", name, item, RULES_CONSTRAINTS[name])
+                    except ParameterError as error:
+                        raise ValueError(f"rules[{j}].{name}: {error}") from None
+        return data
 
 
 KEYS = {name for model in (CompetitionMatrix, TeamEntry, Mix, RulesEntry) for name in model.model_fields}

@@ -209,7 +209,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     at a time. A task whose declared data alone cannot fit is refused before it is drawn
     (:class:`TooLarge`, unless ``force``); the others are drawn once, at a fixed seed, to
     measure them and to ask each attack how many submissions it makes."""
-    from ladderlab.competition import Rules, public_rows
+    from ladderlab.competition import Rules
     from ladderlab.competition_scenario import CompetitionCell
     from ladderlab.registry import ATTACKS
     from ladderlab.runner import transcript_groups
@@ -222,7 +222,9 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
         n_holdout = int(split.y_holdout.size)
         if isinstance(cell, CompetitionCell):
             rules = Rules(**cell.rules)
-            n_public = public_rows(rules, n_holdout) if rules.public_fraction is not None else int(split.public_rows.size)
+            n_public = int(split.public_rows.size)
+            if rules.public_fraction is not None:  # a fraction that leaves too few rows is the preflight's to refuse
+                n_public = max(2, min(int(round(rules.public_fraction * n_holdout)), n_holdout))
             teams = sum(team["count"] for team in cell.teams)
             accounts = sum(team["count"] * team["accounts"] for team in cell.teams)
             parts.append(competition_cell(cell.label, n_holdout, n_public, data, teams, accounts, rules.cap,
