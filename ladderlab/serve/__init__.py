@@ -17,11 +17,15 @@ SERVER_MODULES = ("fastapi", "uvicorn", "sqlalchemy", "multipart", "jinja2")
 
 
 def require_server_extra() -> None:
-    """``ImportError``-free check that the server's libraries are installed, or a one-line
-    ``ValueError`` naming the extra to install."""
-    import importlib.util
+    """Nothing if the server's libraries import, else a one-line ``ValueError`` naming the extra."""
+    import importlib
 
-    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in SERVER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         raise ValueError(f"ladderlab serve needs the optional extra 'serve' (missing: {', '.join(missing)}): "
                          "pip install 'ladderlab[serve]'")

@@ -55,8 +55,12 @@ def create_app(service: Service) -> FastAPI:
 
     @app.exception_handler(ServiceError)
     async def refused(_request: Request, error: ServiceError) -> JSONResponse:
-        headers = {} if error.retry_after is None else {"Retry-After": str(max(1, math.ceil(error.retry_after)))}
-        return JSONResponse({"error": str(error), "reason": error.reason}, status_code=error.status, headers=headers)
+        content: dict[str, Any] = {"error": str(error), "reason": error.reason}
+        headers = {}
+        if error.retry_after is not None:
+            content["retry_after"] = error.retry_after
+            headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+        return JSONResponse(content, status_code=error.status, headers=headers)
 
     @app.exception_handler(UploadError)
     async def unreadable(_request: Request, error: UploadError) -> JSONResponse:

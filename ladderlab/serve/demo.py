@@ -43,6 +43,10 @@ per_day = 1000
 total = 5000
 selection = "best-public"
 
+[limits]
+uploads_per_second = 100
+burst = 100
+
 [data]
 train = "train.parquet"
 holdout = "holdout.parquet"

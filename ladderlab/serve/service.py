@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -41,6 +43,7 @@ log = logging.getLogger("ladderlab.serve")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 ORGANISER = "organiser"
 MAX_IDEMPOTENCY_KEY = 128
+TOKEN_REFRESH_SECONDS = 5.0
 
 
 class ServiceError(Exception):
@@ -96,6 +99,7 @@ class Service:
         self._write_lock = threading.Lock() if storage.is_sqlite else None
         self._hashes: dict[str, str] = {}
         self._organiser_hash = ""
+        self._hashes_read = -math.inf
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -120,8 +124,7 @@ class Service:
                 token = new_token()
                 self.storage.add_team(name, token_hash(token))
                 issued[name] = token
-        self._hashes = {name: digest for name, digest in self.storage.team_hashes().items() if name in names}
-        self._organiser_hash = self.storage.meta_value("organiser_token_hash") or ""
+        self._hashes_read = -math.inf
         self._states, replayed = replay.rebuild(self.challenge, self.storage, self.secret_seed)
         log.info("log %s: %d submissions verified and replayed", self.storage.display_url(), replayed)
         return issued
@@ -139,14 +142,25 @@ class Service:
 
     # --- who is asking ----------------------------------------------------------------------
 
+    def _token_hashes(self) -> tuple[dict[str, str], str]:
+        """The teams' and the organiser's token hashes, read again from the log's database every
+        few seconds, so that a token reissued by another process takes effect here too."""
+        now = time.monotonic()
+        if now - self._hashes_read > TOKEN_REFRESH_SECONDS:
+            names = {team.name for team in self.challenge.spec.teams}
+            self._hashes = {name: digest for name, digest in self.storage.team_hashes().items() if name in names}
+            self._organiser_hash = self.storage.meta_value("organiser_token_hash") or ""
+            self._hashes_read = now
+        return self._hashes, self._organiser_hash
+
     def team_of(self, token: str) -> str:
-        team = holder(token, self._hashes)
+        team = holder(token, self._token_hashes()[0])
         if team is None:
             raise ServiceError(401, "unauthorized", "unknown team token")
         return team
 
     def check_organiser(self, token: str) -> None:
-        if holder(token, {ORGANISER: self._organiser_hash}) is None:
+        if holder(token, {ORGANISER: self._token_hashes()[1]}) is None:
             raise ServiceError(401, "unauthorized", "this needs the organiser's token")
 
     # --- submitting -------------------------------------------------------------------------
