@@ -103,7 +103,7 @@ class UploadReader:
             detail = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise UploadError(f"cannot read the upload as {fmt.upper()}: {detail}") from None
         if id_column not in table.columns:
-            raise UploadError(f"the upload has no {id_column!r} column (columns: {', '.join(map(str, table.columns))})")
+            raise UploadError(f"the upload has no {id_column!r} column (columns: {', '.join(map(repr, table.columns))})")
         return table
 
     def _by_id(self, table: pd.DataFrame) -> NDArray[np.float64]:
@@ -129,7 +129,7 @@ class UploadReader:
         raw = table[columns]
         values = raw.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
         if np.isnan(values).any():  # text that is not a number, told apart from a NaN, which validation names
-            text = raw.astype(str).apply(lambda column: column.str.strip().str.lower())
+            text = raw.map(lambda value: str(value).strip().lower())
             unreadable = np.isnan(values) & ~text.isin(["nan", "", "none"]).to_numpy()
             if unreadable.any():
                 row, column = np.argwhere(unreadable)[0]
