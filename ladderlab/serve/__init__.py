@@ -13,7 +13,7 @@ The server's libraries are the optional extra ``ladderlab[serve]``; nothing here
 them at package import, so the client and the command line work without it.
 """
 
-SERVER_MODULES = ("fastapi", "uvicorn", "sqlalchemy", "multipart", "jinja2")
+SERVER_MODULES = ("fastapi", "uvicorn", "sqlalchemy", "python_multipart", "jinja2")
 
 
 def require_server_extra() -> None:

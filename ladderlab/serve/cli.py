@@ -16,19 +16,19 @@ from typing import Any
 SUBCOMMANDS = ("verify", "bench")
 
 
-class _ChallengeOrSubcommand(argparse._SubParsersAction):
-    """``serve verify …`` and ``serve bench …`` are subcommands; any other first word is the
-    challenge file of ``serve`` itself, parsed with ``serve``'s own options."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        if values[0] in self.choices:
-            super().__call__(parser, namespace, values, option_string)
-            return
-        if getattr(namespace, "challenge", None) is not None:
-            parser.error(f"unexpected argument {values[0]!r} after the challenge file {namespace.challenge!r}")
-        namespace.challenge = values[0]
-        parser.parse_args(values[1:], namespace)
+def _dispatch(args: argparse.Namespace) -> int:
+    """``serve verify …`` and ``serve bench …`` go to their own parsers; any other first word is
+    the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
+    if args.target in SUBCOMMANDS:
+        sub_args = args.subcommands[args.target].parse_args(args.rest)
+        return sub_args.handler(sub_args)
+    target = args.target
+    if args.rest:
+        args = args.serve_parser.parse_args(args.rest, args)
+        if args.target is not None:
+            raise ValueError(f"unexpected argument {args.target!r} after the challenge file {target!r}")
+        args.target = target
+    return _serve(args)
 
 
 def _add_state_options(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
         "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
         description="Start the leaderboard server of CHALLENGE (a challenge TOML file), or of the demo challenge "
                     "(--demo). 'ladderlab serve verify CHALLENGE' checks the log; 'ladderlab serve bench' measures.")
-    serve.set_defaults(handler=_serve, challenge=None)
+    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | bench",
+                       help="the challenge file, or a subcommand (see 'ladderlab serve verify --help')")
+    serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     serve.add_argument("--demo", action="store_true", help="serve a demo challenge on built-in data (written to --state, "
                                                            "default ./ladderlab-demo)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -59,16 +61,17 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--reissue", metavar="TEAM", help="print a new token for TEAM (or 'organiser') and exit; "
                                                          "the old token stops working")
     serve.add_argument("--quiet-access", action="store_true", help="no access log lines")
-    actions = serve.add_subparsers(dest="serve_command", action=_ChallengeOrSubcommand, metavar="CHALLENGE | verify | bench",
-                                   parser_class=type(serve))
-    verify = actions.add_parser("verify", help="check the log's hash chain and replay every release bit for bit")
+    verify = type(serve)(prog="ladderlab serve verify",
+                         description="Check the log's hash chain and replay every release bit for bit.")
     verify.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
     _add_state_options(verify)
     verify.set_defaults(handler=_verify)
     from ladderlab.serve.bench import add_arguments
 
-    bench = actions.add_parser("bench", help="submissions per second and latency of the server over loopback")
+    bench = type(serve)(prog="ladderlab serve bench",
+                        description="Submissions per second and latency of the server over loopback.")
     add_arguments(bench)
+    serve.set_defaults(handler=_dispatch, serve_parser=serve, subcommands={"verify": verify, "bench": bench})
 
     attack = commands.add_parser("attack", help="play an attack plugin against a running 'ladderlab serve'",
                                  description="Red-team a live leaderboard: the attack holds a RemoteBoard and the "
@@ -100,7 +103,7 @@ def _serve(args: argparse.Namespace) -> int:
     require_server_extra()
     from ladderlab import challenge as challenges
 
-    if args.demo == (args.challenge is not None):
+    if args.demo == (args.target is not None):
         raise ArgumentError("give a challenge file or --demo (see 'ladderlab serve --help')")
     if args.demo:
         from ladderlab.serve.demo import write_demo
@@ -108,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
         args.state = args.state or "ladderlab-demo"
         path = write_demo(Path(args.state))
     else:
-        path = Path(args.challenge)
+        path = Path(args.target)
     challenge = challenges.load(path)
     problems = challenges.certificate_problems(challenge)
     if problems and not (args.uncertified or args.demo):
