@@ -61,6 +61,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--reissue", metavar="TEAM", help="print a new token for TEAM (or 'organiser') and exit; "
                                                          "the old token stops working")
     serve.add_argument("--quiet-access", action="store_true", help="no access log lines")
+    serve.add_argument("--full-sync", action="store_true",
+                       help="flush the SQLite log to disk at every commit, so that a submission survives a crash of the "
+                            "machine, not only of the server (costs a disk flush per submission)")
     verify = type(serve)(prog="ladderlab serve verify",
                          description="Check the log's hash chain and replay every release bit for bit.")
     verify.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
@@ -123,7 +126,7 @@ def _serve(args: argparse.Namespace) -> int:
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage
 
-    service = Service(challenge, Storage(url), secret)
+    service = Service(challenge, Storage(url, full_sync=args.full_sync), secret)
     issued = service.open()
     if args.reissue:
         print(f"{args.reissue}: {service.reissue(args.reissue)}")

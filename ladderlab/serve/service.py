@@ -165,9 +165,9 @@ class Service:
 
     # --- submitting -------------------------------------------------------------------------
 
-    def closed_at(self) -> datetime | None:
+    def closed_at(self, connection: Any = None) -> datetime | None:
         """When the challenge closed (by the organiser, or at its end), None while it is open."""
-        stored = self.storage.meta_value("closed_at")
+        stored = self.storage.meta_value("closed_at", connection)
         end = self.challenge.spec.rules.end
         moments = [moment for moment in (None if stored is None else moment_from_text(stored), end)
                    if moment is not None and moment <= self.clock()]
@@ -189,11 +189,11 @@ class Service:
                     if self.shared:
                         self.storage.head(connection)
                     if idempotency_key is not None:
-                        earlier = self.storage.by_idempotency_key(connection, team, idempotency_key)
+                        earlier = self.storage.by_idempotency_key(connection, team, idempotency_key, P.shape[0])
                         if earlier:
                             return self._repeated(connection, team, earlier, digests, idempotency_key)
                     now = self.clock()
-                    self._check_open(now)
+                    self._check_open(now, connection)
                     total, today = self.storage.counts(connection, team, now.date().isoformat())
                     self._check_caps(P.shape[0], total, today, now)
                     state = self._caught_up(connection, key)
@@ -227,11 +227,11 @@ class Service:
         total, today = self.storage.counts(connection, team, self.clock().date().isoformat())
         return Accepted(earlier, *self._remaining(total, today), repeated=True)
 
-    def _check_open(self, now: datetime) -> None:
+    def _check_open(self, now: datetime, connection: Any) -> None:
         rules = self.challenge.spec.rules
         if rules.start is not None and now < rules.start:
             raise ServiceError(403, "not-open", f"the challenge opens at {_text(rules.start)}")
-        closed = self.closed_at()
+        closed = self.closed_at(connection)
         if closed is not None:
             raise ServiceError(403, "closed", f"the challenge closed at {_text(closed)}")
 

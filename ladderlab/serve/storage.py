@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from numpy.typing import NDArray
 
 SCHEMA_VERSION = "1"
@@ -145,13 +146,14 @@ def sqlite_url(path: str | Path) -> str:
 class Storage:
     """The log in one database; every method that writes runs in one transaction."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, full_sync: bool = False):
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             self.engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
                                            isolation_level=None)
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            synchronous = "FULL" if full_sync else "NORMAL"
+            sa.event.listen(self.engine, "connect", lambda connection, _: _sqlite_pragmas(connection, synchronous))
         else:
             self.engine = sa.create_engine(url, pool_size=8, max_overflow=32, pool_pre_ping=True)
 
@@ -225,9 +227,12 @@ class Storage:
     def display_url(self) -> str:
         return sa.make_url(self.url).render_as_string(hide_password=True)
 
-    def meta_value(self, key: str) -> str | None:
-        with self.reading() as connection:
-            return connection.execute(sa.select(meta.c.value).where(meta.c.key == key)).scalar_one_or_none()
+    def meta_value(self, key: str, connection: sa.Connection | None = None) -> str | None:
+        query = sa.select(meta.c.value).where(meta.c.key == key)
+        if connection is None:
+            with self.reading() as reader:
+                return reader.execute(query).scalar_one_or_none()
+        return connection.execute(query).scalar_one_or_none()
 
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction() as connection:
@@ -264,28 +269,22 @@ class Storage:
 
     def counts(self, connection: sa.Connection, team: str, utc_day: str) -> tuple[int, int]:
         """The team's submissions: in total and on ``utc_day``."""
-        total = connection.execute(sa.select(sa.func.count()).where(submissions.c.team == team)).scalar_one()
-        today = connection.execute(sa.select(sa.func.count()).where(
-            submissions.c.team == team, submissions.c.utc_day == utc_day)).scalar_one()
-        return int(total), int(today)
+        today = sa.func.coalesce(sa.func.sum(sa.case((submissions.c.utc_day == utc_day, 1), else_=0)), 0)
+        total, on_day = connection.execute(sa.select(sa.func.count(), today).where(submissions.c.team == team)).one()
+        return int(total), int(on_day)
 
-    def by_idempotency_key(self, connection: sa.Connection, team: str, key: str) -> list[Entry]:
-        """The entries an upload with this key made (row i of it carries ``key#i``)."""
+    def by_idempotency_key(self, connection: sa.Connection, team: str, key: str, rows: int) -> list[Entry]:
+        """The entries an upload of ``rows`` rows with this key made (row i carries ``key#i``)."""
         query = sa.select(*submissions.c).where(
-            submissions.c.team == team, submissions.c.idempotency_key.like(_escaped(key) + "#%", escape="\\"),
+            submissions.c.team == team, submissions.c.idempotency_key.in_([f"{key}#{i}" for i in range(rows)]),
         ).order_by(submissions.c.submission_id)
         return [Entry(**row._mapping) for row in connection.execute(query)]
 
     def store_predictions(self, connection: sa.Connection, rows: dict[str, NDArray[np.float64]]) -> None:
         """Store prediction bytes not stored yet (content-addressed by SHA-256)."""
-        present = set(connection.execute(sa.select(predictions.c.sha256).where(predictions.c.sha256.in_(list(rows)))).scalars())
-        fresh = []
-        for digest, row in rows.items():
-            if digest not in present:
-                shape, data = encode_prediction(row)
-                fresh.append({"sha256": digest, "shape": shape, "data": data})
-        if fresh:
-            connection.execute(predictions.insert(), fresh)
+        dialect = sqlite if self.is_sqlite else postgresql
+        values = [dict(zip(("sha256", "shape", "data"), (digest, *encode_prediction(row)))) for digest, row in rows.items()]
+        connection.execute(dialect.insert(predictions).on_conflict_do_nothing(), values)
 
     def load_predictions(self, digests: list[str], connection: sa.Connection | None = None) -> dict[str, NDArray[np.float64]]:
         query = sa.select(predictions.c.sha256, predictions.c.shape, predictions.c.data).where(
@@ -366,15 +365,12 @@ class Storage:
         return entries
 
 
-def _escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    """WAL (readers never block the writer) and a full sync of every commit: a commit that
-    returned survives a crash of the process or the machine."""
+def _sqlite_pragmas(connection: Any, synchronous: str) -> None:
+    """WAL (readers never block the writer). ``synchronous=NORMAL``: a commit is in the WAL file
+    when it returns and survives the server being killed; ``FULL`` also flushes it to disk, so
+    that it survives a crash of the machine, at the cost of a disk flush per submission."""
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute(f"PRAGMA synchronous={synchronous}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
