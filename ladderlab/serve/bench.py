@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import sys
 import tempfile
 import threading
 import time
@@ -39,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgresql"], choices=["sqlite", "postgresql"],
                         help="where the log lives (default: both)")
     parser.add_argument("--seconds", type=_positive, default=5.0, help="measured time per setting (default 5)")
+    parser.add_argument("--out", help="also write the results as a Markdown table to this file (docs/serve-bench.txt)")
     parser.set_defaults(handler=_run)
 
 
@@ -187,21 +189,48 @@ def line(result: Measurement) -> str:
             f"{result.overhead_ms:>12.2f}")
 
 
+def markdown(results: list[Measurement], n: int, seconds: float) -> str:
+    """The results as a Markdown table, with what was measured."""
+    import datetime
+    import os
+
+    lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores: n = {n}, {seconds:g} s per "
+             f"setting; {_parameters(sorted({result.mechanism for result in results}))}.", "",
+             "| database | mechanism | clients | submissions/s | p50 ms | p99 ms | server CPU ms | bare CPU ms "
+             "| overhead ms |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r.database} | {r.mechanism} | {r.clients} | {r.per_second:.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | "
+              f"{r.server_cpu_ms:.2f} | {r.bare_cpu_ms:.2f} | {r.overhead_ms:.2f} |" for r in results]
+    return "\n".join(lines) + "\n"
+
+
+def _parameters(mechanisms: list[str]) -> str:
+    return "; ".join(f"{key} {', '.join(f'{k}={v}' for k, v in BENCH_MECHANISMS[key].items())}" for key in mechanisms)
+
+
 def _run(args: argparse.Namespace) -> int:
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
+    if args.out:
+        from ladderlab.cli import _output_file
+
+        _output_file("--out", args.out)
     if "postgresql" in args.databases:
         from ladderlab.serve.postgres import unavailable
 
         reason = unavailable()
         if reason:
             raise ValueError(f"--databases postgresql: {reason}")
-    params = "; ".join(f"{key} {', '.join(f'{k}={v}' for k, v in value.items())}" for key, value in BENCH_MECHANISMS.items()
-                       if key in args.mechanisms)
-    print(f"n = {args.n} predictions per submission (0/1 loss, half public), {args.seconds:g} s per setting; {params}")
+    print(f"n = {args.n} predictions per submission (0/1 loss, half public), {args.seconds:g} s per setting; "
+          f"{_parameters(args.mechanisms)}")
     print("latency: one upload's round trip; CPU per submission: the server process's user + system time; bare: "
           "scoring the same uploads in process; overhead = server − bare")
     print(HEADER)
-    measure(args.n, args.clients, args.mechanisms, args.databases, args.seconds, lambda result: print(line(result), flush=True))
+    results = measure(args.n, args.clients, args.mechanisms, args.databases, args.seconds,
+                      lambda result: print(line(result), flush=True))
+    if args.out:
+        from ladderlab.rundir import write_atomically
+
+        write_atomically(Path(args.out), markdown(results, args.n, args.seconds).encode())
+        print(f"results written to {args.out}", file=sys.stderr)
     return 0

@@ -37,7 +37,7 @@ from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
-from ladderlab.serve.storage import Entry, Storage, StorageError, prediction_sha256
+from ladderlab.serve.storage import Entry, Storage, StorageError, encode_prediction, prediction_sha256
 
 log = logging.getLogger("ladderlab.serve")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -180,6 +180,7 @@ class Service:
             raise ServiceError(400, "invalid", f"Idempotency-Key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, "
                                                f"got {len(idempotency_key)}")
         digests = [prediction_sha256(row) for row in P]
+        encoded = {digest: encode_prediction(row) for digest, row in zip(digests, P)}
         key = SHARED if self.shared else team
         with self._lock(key), self._writing():
             state = None
@@ -199,7 +200,7 @@ class Service:
                     state = self._caught_up(connection, key)
                     state.dirty = True
                     records, decisions = replay.score(state, P)
-                    self.storage.store_predictions(connection, dict(zip(digests, P)))
+                    self.storage.store_predictions(connection, encoded)
                     stamp = microseconds(now)
                     rows = [
                         {"team": team, "team_sequence": total + i + 1, "submitted_at_us": stamp,

@@ -280,10 +280,10 @@ class Storage:
         ).order_by(submissions.c.submission_id)
         return [Entry(**row._mapping) for row in connection.execute(query)]
 
-    def store_predictions(self, connection: sa.Connection, rows: dict[str, NDArray[np.float64]]) -> None:
-        """Store prediction bytes not stored yet (content-addressed by SHA-256)."""
+    def store_predictions(self, connection: sa.Connection, encoded: dict[str, tuple[str, bytes]]) -> None:
+        """Store predictions (``encode_prediction``'s, by SHA-256) not stored yet."""
         dialect = sqlite if self.is_sqlite else postgresql
-        values = [dict(zip(("sha256", "shape", "data"), (digest, *encode_prediction(row)))) for digest, row in rows.items()]
+        values = [{"sha256": digest, "shape": shape, "data": data} for digest, (shape, data) in encoded.items()]
         connection.execute(dialect.insert(predictions).on_conflict_do_nothing(), values)
 
     def load_predictions(self, digests: list[str], connection: sa.Connection | None = None) -> dict[str, NDArray[np.float64]]:
