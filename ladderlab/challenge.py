@@ -60,6 +60,7 @@ from numpy.typing import NDArray
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
 from ladderlab.mechanism import Mechanism
+from ladderlab.naming import unknown_name_error
 from ladderlab.registry import MECHANISMS
 from ladderlab.scenario import PluginEntry, _check_entry, expand
 from ladderlab.schema import StrictModel, problem_lines
@@ -174,8 +175,6 @@ class ChallengeFile(StrictModel):
     @classmethod
     def _known_scorer(cls, value: str) -> str:
         if value not in SCORER_NAMES:
-            from ladderlab.naming import unknown_name_error
-
             raise unknown_name_error("scorer", value, SCORER_NAMES)
         return value
 

@@ -144,3 +144,11 @@ def test_what_a_certificate_does_not_cover_is_named(tmp_path, changes, rules, na
 
 def test_a_challenge_without_a_certificate_is_not_covered(tmp_path):
     assert "names no certificate" in certificate_problems(challenges.load(write_challenge(tmp_path)))[0]
+
+
+def test_the_documented_example_challenge_loads_with_its_public_data():
+    loaded = challenges.load(Path(__file__).resolve().parent.parent / "examples" / "challenge" / "challenge.toml")
+    public = loaded.split.public
+    assert (loaded.ids.size, loaded.split.public_rows.size, public.X_train.shape, public.X_holdout.shape) == (
+        200, 100, (300, 3), (200, 3))
+    assert loaded.ids[0] == "row-000" and loaded.per_team_budget() == 100

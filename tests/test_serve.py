@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from ladderlab import challenge as challenges
 from ladderlab.duel import open_board
 from ladderlab.serve import replay
 from ladderlab.serve.replay import mechanism_stream

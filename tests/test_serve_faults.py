@@ -148,3 +148,26 @@ def test_kill_9_under_load_then_restart_loses_and_changes_nothing(tmp_path, seed
         uninterrupted = [board.submit(row) for row in rows[team]]
         assert np.array_equal(np.array(logged), np.array(uninterrupted)), team
         assert np.array_equal(np.array(answers[team]), np.array(uninterrupted)), team
+
+
+def test_the_demo_takes_an_attack_and_a_kill_9_and_serves_the_same_leaderboard_after_a_restart(tmp_path):
+    from ladderlab.cli import main
+    from ladderlab.registry import ATTACKS
+    from ladderlab.serve.client import play_remote
+
+    state = tmp_path / "demo"
+    server = ServerProcess("--demo", "--state", str(state))
+    assert set(server.tokens) == {"organiser", "team-a", "team-b", "team-c"}
+    board, _ = play_remote(server.url, server.tokens["team-a"], ATTACKS.make("hill-climbing", block=32), 60, seed=0)
+    connection = Connection(server.url, "")
+    before = connection.request("GET", "/api/leaderboard")[2]
+    connection.close()
+    server.kill()
+    server = ServerProcess("--demo", "--state", str(state))
+    connection = Connection(server.url, "")
+    after = connection.request("GET", "/api/leaderboard")[2]
+    connection.close()
+    server.stop()
+    assert board.submissions == 60 and json.loads(after) == json.loads(before)
+    assert server.tokens == {}, "tokens are shown only when they are issued"
+    assert main(["serve", "verify", str(state / "challenge.toml"), "--state", str(state)]) == 0

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 BENCH_MECHANISMS = {"ladder": {"eta": 0.01}, "ladder-boot": {"b": 100}}
 ROWS_PER_CLIENT = 32
@@ -63,6 +62,8 @@ class Measurement:
 
 def write_challenge(folder: Path, n: int, mechanism: str, teams: int) -> Path:
     """A challenge of ``n`` random labels without caps or rate limits."""
+    import pandas as pd
+
     rng = np.random.default_rng(0)
     labels = pd.DataFrame({"id": np.arange(n), "label": rng.integers(0, 2, n), "split": np.where(np.arange(n) % 2, "public", "final")})
     labels.to_parquet(folder / "labels.parquet", index=False)

@@ -169,8 +169,8 @@ class Service:
         """When the challenge closed (by the organiser, or at its end), None while it is open."""
         stored = self.storage.meta_value("closed_at", connection)
         end = self.challenge.spec.rules.end
-        moments = [moment for moment in (None if stored is None else moment_from_text(stored), end)
-                   if moment is not None and moment <= self.clock()]
+        moments = [when for when in (None if stored is None else datetime.fromisoformat(stored), end)
+                   if when is not None and when <= self.clock()]
         return min(moments) if moments else None
 
     def submit(self, team: str, P: np.ndarray, idempotency_key: str | None = None) -> Accepted:
@@ -422,10 +422,6 @@ class _NoLock:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def moment_from_text(text: str) -> datetime:
-    return datetime.fromisoformat(text)
 
 
 def _text(value: datetime) -> str:
