@@ -106,3 +106,26 @@ def test_verify_reports_an_intact_log_and_the_changed_entry_of_a_damaged_one(tmp
         connection.execute("UPDATE submissions SET public_score = 0.0 WHERE submission_id = 2")
     assert main(["serve", "verify", str(path), "--state", str(state)]) == 1
     assert "submission 2 was changed after it was written" in capsys.readouterr().err
+
+
+def test_the_rate_limit_answers_429_with_the_wait_and_remote_board_waits_it_out(tmp_path):
+    import time
+
+    from tests.serve_helpers import upload
+
+    path = write_challenge(tmp_path, n=30, limits="uploads_per_second = 4\nburst = 2")
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"), SECRET)
+    with ThreadServer(service) as server:
+        statuses = [upload(server.url, tokens["alpha"], np.zeros((1, 30))) for _ in range(3)]
+        assert [status for status, _ in statuses] == [201, 201, 429]
+        refused = statuses[2][1]
+        assert refused["reason"] == "rate" and 0 < refused["retry_after"] <= 0.25
+        assert "at most 4 per second (bursts of 2)" in refused["error"]
+        board = RemoteBoard(server.url, tokens["beta"])
+        start = time.monotonic()
+        board.submit_many(np.zeros((1, 30)))
+        for _ in range(4):
+            board.submit(np.zeros(30))
+        assert board.submissions == 5 and time.monotonic() - start >= 0.5
+        board.close()
+    assert len(service.storage.entries()) == 7
