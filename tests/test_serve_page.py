@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from ladderlab.serve.storage import sqlite_url
+from tests.helpers import CHROMIUM, launch_chromium
 from tests.serve_helpers import ThreadServer, open_service, write_challenge
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
@@ -25,11 +23,7 @@ def test_a_team_uploads_through_the_page_sees_its_release_and_then_the_cap(tmp_p
     requests: list[str] = []
     outcomes: list[str] = []
     with ThreadServer(service) as server, sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
+        browser = launch_chromium(playwright)
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.on("console", lambda message: problems.append(message.text) if message.type in ("error", "warning") else None)
         page.on("pageerror", lambda error: problems.append(str(error)))
