@@ -35,7 +35,7 @@ from ladderlab.serve import pages
 from ladderlab.serve.security import RateLimiter
 from ladderlab.serve.service import Accepted, Service, ServiceError
 from ladderlab.serve.uploads import UploadError, UploadReader
-from ladderlab.validation import PredictionError, check_prediction_matrix
+from ladderlab.validation import PredictionError
 
 MULTIPART_OVERHEAD = 64 << 10
 """Room for a form's token field and part headers beside the file."""
@@ -69,7 +69,7 @@ def create_app(service: Service) -> FastAPI:
 
     def validated(rows: np.ndarray) -> np.ndarray:
         try:
-            return check_prediction_matrix(rows, challenge.ids.size, reader.kind, classes)
+            return service.check(rows)
         except PredictionError as error:
             raise UploadError(f"id {reader.id_at(error.position)!r}: {error}") from None
         except ValueError as error:

@@ -100,6 +100,7 @@ class Service:
         self._hashes: dict[str, str] = {}
         self._organiser_hash = ""
         self._hashes_read = -math.inf
+        self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -172,6 +173,11 @@ class Service:
         moments = [when for when in (None if stored is None else datetime.fromisoformat(stored), end)
                    if when is not None and when <= self.clock()]
         return min(moments) if moments else None
+
+    def check(self, predictions: np.ndarray) -> np.ndarray:
+        """Predictions as the leaderboard accepts them (``Leaderboard.check``, the duels' validation),
+        or ``ValueError`` naming the problem; nothing is scored."""
+        return self._validator.check(predictions)
 
     def submit(self, team: str, P: np.ndarray, idempotency_key: str | None = None) -> Accepted:
         """Score the validated predictions ``P`` (rows, in the published order of the holdout)
