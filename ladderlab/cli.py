@@ -30,6 +30,7 @@ from ladderlab.params import INT64_LIMIT, describe
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
+from ladderlab.serve import cli as serve_cli
 
 DESCRIPTION = (
     "Pit leaderboard mechanisms against adaptive attacks: run scenario matrices, report them, "
@@ -626,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     _add_force(extrapolate)
     extrapolate.set_defaults(handler=_extrapolate)
+    serve_cli.add_subcommands(commands)
     return parser
 
 
