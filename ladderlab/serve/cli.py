@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ladderlab.atomic import write_atomically
+
 SUBCOMMANDS = ("verify", "bench")
 
 
@@ -174,6 +176,9 @@ def _attack(args: argparse.Namespace) -> int:
     from ladderlab.registry import ATTACKS
     from ladderlab.serve.client import play_remote
 
+    from ladderlab.cli import _output_file
+
+    _output_file("--final-out", args.final_out)
     spec = parse_attack(args.attack)
     attack = ATTACKS.make(spec.id, **(spec.pinned or {}))
     board, final = play_remote(args.url, args.token, attack, args.budget, args.seed)
@@ -184,7 +189,7 @@ def _attack(args: argparse.Namespace) -> int:
         import pandas as pd
 
         ids = board.challenge["ids"]
-        pd.DataFrame({board.challenge["id_column"]: ids, "prediction": final}).to_csv(args.final_out, index=False)
+        write_atomically(args.final_out, pd.DataFrame({board.challenge["id_column"]: ids, "prediction": final}).to_csv(index=False))
         print(f"final prediction written to {args.final_out}", file=sys.stderr)
     if args.submit_final:
         from ladderlab.serve.client import RemoteBoard
