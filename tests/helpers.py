@@ -81,3 +81,15 @@ def launch_chromium(playwright):
         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
               "--disable-sync", "--no-first-run", "--disable-quic"],
     )
+
+
+def assert_one_line_error(capsys, code: int, words: list[str]) -> None:
+    """The command line refused its input: exit code 2, one line ``ladderlab: error: …`` on
+    standard error holding every word, and no traceback."""
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ladderlab: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    for word in words:
+        assert word in lines[0], (word, lines[0])

@@ -16,6 +16,7 @@ import pytest
 from ladderlab import certify
 from ladderlab.atomic import create_exclusively, write_atomically, write_files_atomically
 from ladderlab.cli import main
+from tests.helpers import scenario_file
 
 LIMIT = 4096
 """Bytes a child process may write into one file."""
@@ -70,18 +71,7 @@ def test_a_pair_of_files_changes_together_or_not_at_all(tmp_path):
 
 
 def test_a_report_written_over_an_old_one_on_a_full_disk_leaves_the_old_one(tmp_path):
-    path = tmp_path / "small.toml"
-    path.write_text(textwrap.dedent("""
-        schema_version = 1
-        name = "small"
-        replications = 2
-        seed = 0
-
-        [[matrix]]
-        tasks = [{ id = "random-labels", params = { n_public = 50, n_holdout = 150 } }]
-        mechanisms = [{ id = "kaggle" }]
-        attacks = [{ id = "boosting", params = { k = 10 } }]
-    """))
+    path = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }')
     assert main(["--quiet", "run", str(path), "--out", str(tmp_path / "run")]) == 0
     page = tmp_path / "report.html"
     page.write_text("the previous report")

@@ -22,7 +22,7 @@ from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scenario import ScenarioError, load, preflight
 from ladderlab.scoring import ScoreError
 from ladderlab.validation import rows_per_block
-from tests.helpers import FAST_PARAMS, failing_mechanism
+from tests.helpers import FAST_PARAMS, assert_one_line_error, failing_mechanism
 
 BASE = """
 schema_version = 1
@@ -133,16 +133,6 @@ def _scenario(tmp_path, base, old, new):
     return path
 
 
-def _assert_one_line_error(capsys, code, words):
-    captured = capsys.readouterr()
-    assert code == 2, captured
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ladderlab: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-
-
 @pytest.mark.parametrize(("base", "old", "new", "words"), SCENARIO_CASES)
 def test_bad_scenarios_are_refused_before_anything_runs(tmp_path, base, old, new, words):
     path = _scenario(tmp_path, base, old, new)
@@ -158,7 +148,7 @@ def test_bad_scenarios_are_refused_before_anything_runs(tmp_path, base, old, new
 def test_bad_scenarios_on_the_command_line_are_one_line_errors(tmp_path, capsys, base, old, new, words):
     path = _scenario(tmp_path, base, old, new)
     code = main(["run", str(path), "--out", str(tmp_path / "run")])
-    _assert_one_line_error(capsys, code, words)
+    assert_one_line_error(capsys, code, words)
     assert not (tmp_path / "run").exists()
 
 
@@ -248,7 +238,7 @@ def test_bad_command_lines_are_one_line_errors_naming_the_argument(tmp_path, cap
     assert len(cases) == CLI_CASE_COUNT
     argv, words = cases[case]
     code = main(argv)
-    _assert_one_line_error(capsys, code, words)
+    assert_one_line_error(capsys, code, words)
 
 
 def test_local_plugins_that_cannot_load_are_named_in_scenarios(tmp_path, capsys):
@@ -259,7 +249,7 @@ def test_local_plugins_that_cannot_load_are_named_in_scenarios(tmp_path, capsys)
         plugin = tmp_path / name
         plugin.write_text(text)
         path = _scenario(tmp_path, BASE, KAGGLE, f'{{ id = "{plugin}:Broken" }}')
-        _assert_one_line_error(capsys, main(["run", str(path), "--out", str(tmp_path / "run")]), words)
+        assert_one_line_error(capsys, main(["run", str(path), "--out", str(tmp_path / "run")]), words)
 
 
 def test_a_run_where_every_replication_fails_ends_with_a_summary_and_can_be_reported(tmp_path, capsys):

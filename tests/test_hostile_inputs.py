@@ -26,6 +26,7 @@ from ladderlab.scenario import ScenarioError, load, preflight
 from ladderlab.stats import (accuracy_curve, best_of_m, estimate_sota, exponential_extrapolation,
                              simulate_best_of_m)
 from ladderlab.stats.class_scores import read_observed_classes
+from tests.helpers import assert_one_line_error
 
 COMPETITION = """
 schema_version = 1
@@ -341,13 +342,7 @@ def inputs(tmp_path):
 def test_bad_command_lines_are_refused_in_one_line_and_change_nothing(inputs, capsys, line, words):
     before = _files(inputs)
     code = main([part.format(tmp=inputs) for part in shlex.split(line)])
-    captured = capsys.readouterr()
-    assert code == 2, captured
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ladderlab: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    for word in words:
-        assert word.format(tmp=inputs) in lines[0], (word, lines[0])
+    assert_one_line_error(capsys, code, [word.format(tmp=inputs) for word in words])
     assert _files(inputs) == before
 
 
