@@ -411,6 +411,11 @@ def play_competition(
     team's policy or the mechanism cannot play on the task."""
     if not teams:
         raise ValueError("a competition needs at least one team")
+    names = [entry.name for entry in teams]
+    twice = next((name for number, name in enumerate(names) if name in names[:number]), None)
+    if twice is not None:
+        raise ValueError(f"two team entries are named {twice!r}: the results group teams by name and would merge "
+                         "them; give each entry its own label")
     scorer = get_scorer(split.public.scorer)
     attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
     for group in attacks:

@@ -369,6 +369,8 @@ API_CASES = [
     (lambda: TeamSpec("boosting", count=0), ValueError, ["count", "0"]),
     (lambda: TeamSpec("boosting", accounts=True), ValueError, ["accounts", "True"]),
     (lambda: compete(TASKS.make("latent-classification"), MECHANISMS.make("kaggle"), []), ValueError, ["at least one team"]),
+    (lambda: compete(TASKS.make("latent-classification"), MECHANISMS.make("kaggle"),
+                     [TeamSpec("boosting"), TeamSpec("boosting", {"k": 10})]), ValueError, ["'boosting'", "own label"]),
     (lambda: parse_attack("boosting(k=1, k=2)"), ValueError, ["'k'", "twice"]),
     (lambda: parse_attack("boosting(k=1"), ValueError, ["parentheses"]),
     (lambda: certify.certify("kaggle", tau=math.nan), ValueError, ["tau", "nan"]),
