@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__
+from ladderlab import __version__, replay
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
@@ -531,6 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     extrapolate.set_defaults(handler=_extrapolate)
+    replay.add_subcommand(commands)
     return parser
 
 
