@@ -54,10 +54,10 @@ class FinalLeaderboard:
         return leaderboard_measures(self.public, self.private, self.sign) if self.has_private else {}
 
     def table(self, top: int | None = None) -> pd.DataFrame:
-        """Rank, team, name, public, private, private rank and submissions of the first ``top`` teams."""
+        """Rank, team, name, public, private, private rank and submissions of the first ``top`` teams
+        by public value (a tie goes to the earlier team)."""
         risk = self.sign * self.private
         frame = pd.DataFrame({
-            "rank": np.arange(1, len(self.teams) + 1),
             "team": self.teams,
             "name": self.names,
             "public": self.public,
@@ -65,7 +65,9 @@ class FinalLeaderboard:
             "private_rank": pd.Series(risk).rank(method="min").to_numpy() if self.has_private else np.nan,
             "submissions": self.submissions if self.submissions is not None else np.nan,
         })
-        return frame if top is None else frame.head(top)
+        frame = frame.iloc[np.argsort(self.sign * self.public, kind="stable")]
+        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+        return frame.reset_index(drop=True) if top is None else frame.head(top).reset_index(drop=True)
 
 
 def check_selection(selection: str | int) -> str | int:
@@ -130,7 +132,7 @@ def _selected(frame: pd.DataFrame, rows: pd.DataFrame, rule: str | int) -> pd.Se
 def from_competition_row(row: Any) -> FinalLeaderboard:
     """The final leaderboard of one replication of a competition cell (a row of
     :func:`ladderlab.competition_results.load_competition_results` with ``teams=True``),
-    teams in the engine's order, named by group and number."""
+    teams in the engine's order (as its measures break ties), named by group and number."""
     labels = list(row.team_labels)
     counters: dict[str, int] = {}
     names = []
@@ -162,6 +164,16 @@ def describe_selection(log: SubmissionLog, selection: str | int) -> str:
     if "selected" in log.submissions:
         return f"the log's selected submissions ({rule} for a team that selected none)"
     return rule
+
+
+def describe_rules_selection(selection: str | int) -> str:
+    """A competition's selection rule (:class:`ladderlab.competition.Rules`) in words."""
+    if selection == "last":
+        return "its final prediction"
+    if selection == "best-public":
+        return "its best public submission"
+    others = {1: "", 2: " and its best other release"}.get(selection, f" and its {selection - 1} best other releases")
+    return f"its final prediction{others}"
 
 
 def row_label(row: Any) -> str:

@@ -47,6 +47,7 @@ from ladderlab.duel import spec
 from ladderlab.final_leaderboard import (
     FinalLeaderboard,
     compared,
+    describe_rules_selection,
     describe_selection,
     from_competition_row,
     from_log,
@@ -220,7 +221,7 @@ def run_report(row: Any, top: int = 10) -> dict[str, Any]:
     board = from_competition_row(row)
     return {"log": {"source": row_label(row), "format": "competition run", "teams": len(board.teams),
                     "greater_is_better": board.sign < 0},
-            "selection": json.loads(row.rules).get("selection"),
+            "selection": describe_rules_selection(json.loads(row.rules)["selection"]),
             "leaderboards": [_board_record("as recorded", board, top, shown="the mechanism's releases")],
             "state_of_the_art": {k: float(row[k]) for k in ("sota_estimate", "sota_observed", "sota_true")},
             "unavailable": ["a competition run records final leaderboards, not submissions: no mechanism replay"]}
@@ -241,7 +242,7 @@ def text_report(report: dict[str, Any]) -> str:
     that no leaderboard has is left out of the tables."""
     log = report["log"]
     oriented = "larger" if log["greater_is_better"] else "smaller"
-    lines = [f"{_clip(log['source'], TEXT_WIDTH - 22)} ({log['format']})"]
+    lines = _wrapped(f"{log['source']} ({log['format']})")
     if "submissions" in log:
         held = "public improvements only" if log["improvements_only"] else "every submission"
         lines.append(f"{log['teams']} teams, {log['submissions']} submissions ({held}), "
