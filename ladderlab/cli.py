@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, replay
+from ladderlab import __version__, rank_certificate, replay
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
@@ -532,6 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     extrapolate.set_defaults(handler=_extrapolate)
     replay.add_subcommand(commands)
+    rank_certificate.add_subcommand(commands)
     return parser
 
 
