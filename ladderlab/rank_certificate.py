@@ -64,7 +64,7 @@ def _handle(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         text = certificate.table().to_csv(index=False)
     else:
-        text = text_certificate(certificate, args.top)
+        text = text_certificate(certificate_records(certificate), args.top)
     if args.out:
         write_atomically(Path(args.out), text.encode())
     else:

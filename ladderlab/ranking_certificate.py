@@ -35,6 +35,7 @@ where that takes at most ``exhaustive_limit`` evaluations, which makes the answe
 from __future__ import annotations
 
 import itertools
+import textwrap
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -274,42 +275,36 @@ def _exhaustive(samples: PrivateSamples, winner: int, k: int) -> tuple[int, list
     return None
 
 
-def text_certificate(certificate: RankingCertificate, top: int | None = None, width: int = 100) -> str:
-    """The certificate for a terminal (at most ``width`` columns)."""
-    import textwrap
-
-    summary, removal = certificate.summary(), certificate.removal
-    percent = f"{certificate.level:.0%}"
-    lines = textwrap.wrap(f"{summary['source']}: {summary['teams']} teams, {summary['private_samples']} private samples, "
-                          f"{certificate.score_name} ({'larger' if certificate.sign < 0 else 'smaller'} is better); "
-                          f"{certificate.replicates} bootstrap resamples, {percent} percentile intervals", width)
-    if certificate.undefined:
-        lines.append(f"left out: {certificate.undefined} resamples in which a score is undefined")
-    lines += textwrap.wrap(f"winner: {summary['winner']} ({summary['winner_score']:.6g}); probability that it is best: "
-                           f"{summary['p_winner_best']:.3f}", width)
-    if removal.count is None:
-        found = f"fewest private samples whose removal changes the winner: none found ({removal.method})"
+def text_certificate(records: dict[str, Any], top: int | None = None, width: int = 100) -> str:
+    """A certificate (:func:`certificate_records`) for a terminal, at most ``width`` columns."""
+    removal = records["fewest_removals"]
+    percent = f"{records['level']:.0%}"
+    lines = textwrap.wrap(f"{records['source']}: {records['teams']} teams, {records['private_samples']} private samples, "
+                          f"{records['score']} ({'larger' if records['greater_is_better'] else 'smaller'} is better); "
+                          f"{records['replicates']} bootstrap resamples, {percent} percentile intervals", width)
+    if records["undefined_replicates"]:
+        lines.append(f"left out: {records['undefined_replicates']} resamples in which a score is undefined")
+    lines += textwrap.wrap(f"winner: {records['winner']} ({records['winner_score']:.6g}); probability that it is "
+                           f"best: {records['p_winner_best']:.3f}", width)
+    if removal["count"] is None:
+        found = f"fewest private samples whose removal changes the winner: none found ({removal['method']})"
     else:
-        exact = "exactly" if removal.exact else "at most"
-        found = (f"fewest private samples whose removal changes the winner: {exact} {removal.count}, after which "
-                 f"{removal.challenger} scores better ({removal.method}); samples: "
-                 + ", ".join(map(str, removal.samples[:12])) + (", …" if len(removal.samples) > 12 else ""))
+        found = (f"fewest private samples whose removal changes the winner: {'exactly' if removal['exact'] else 'at most'} "
+                 f"{removal['count']}, after which {removal['challenger']} scores better ({removal['method']}); "
+                 "samples: " + ", ".join(map(str, removal["samples"][:12])) + (", …" if len(removal["samples"]) > 12 else ""))
     lines += textwrap.wrap(found, width, subsequent_indent="  ")
-    table = certificate.table()
-    if top is not None:
-        table = table.head(top)
+    table = pd.DataFrame(records["ranking"][:top])
+    team_width = max(len("team"), *table.team.map(lambda t: min(len(t), 36)))
     shown = pd.DataFrame({
         "rank": table["rank"].map(str),
-        "team": table.team.map(lambda t: t if len(t) <= 36 else t[:35] + "…"),
+        "team".ljust(team_width): table.team.map(lambda t: (t if len(t) <= 36 else t[:35] + "…").ljust(team_width)),
         "score": table.score.map(lambda v: f"{v:.5f}"),
         f"{percent} interval": [f"[{lo:.5f}, {hi:.5f}]" for lo, hi in zip(table.score_low, table.score_high)],
         "rank interval": [f"{lo}–{hi}" for lo, hi in zip(table.rank_low, table.rank_high)],
         "Arena rank": table.arena_rank.map(str),
         "P(best)": table.p_best.map(lambda v: f"{v:.3f}"),
     })
-    width_team = max(len("team"), *shown.team.map(len))
-    shown["team"] = shown.team.map(lambda t: t.ljust(width_team))
-    lines += ["", *shown.rename(columns={"team": "team".ljust(width_team)}).to_string(index=False).splitlines()]
+    lines += ["", *shown.to_string(index=False).splitlines()]
     lines += textwrap.wrap("Arena rank: 1 + the number of teams whose whole interval is better (Chatbot Arena's "
                            "rule); P(best): the share of resamples in which the team scores best", width,
                            subsequent_indent="  ")

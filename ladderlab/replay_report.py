@@ -55,6 +55,7 @@ from ladderlab.final_leaderboard import (
 )
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
+from ladderlab.ranking_certificate import text_certificate
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import stream
@@ -237,7 +238,7 @@ def measure_table(report: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def text_report(report: dict[str, Any]) -> str:
+def text_report(report: dict[str, Any], top: int | None = None) -> str:
     """The report for a terminal: tables within 100 columns, prose wrapped to them; a measure
     that no leaderboard has is left out of the tables."""
     log = report["log"]
@@ -274,6 +275,8 @@ def text_report(report: dict[str, Any]) -> str:
                                 + ", ".join(f"{k} {v:.4f}" for k, v in sota.items()))]
     for note in report.get("unavailable", []):
         lines += _wrapped(f"not available: {note}")
+    if "rank_certificate" in report:
+        lines += ["", "ranking certificate:", *text_certificate(report["rank_certificate"], top).splitlines()]
     return "\n".join(lines) + "\n"
 
 
@@ -313,13 +316,14 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def write_report(report: dict[str, Any], form: str) -> str:
-    """The report as ``text``, ``json`` or ``csv`` (the measures, one row per leaderboard)."""
+def write_report(report: dict[str, Any], form: str, top: int | None = None) -> str:
+    """The report as ``text`` (the ranking certificate's first ``top`` teams), ``json`` or ``csv``
+    (the measures, one row per leaderboard)."""
     if form == "json":
         return json.dumps(_plain(report), indent=2, ensure_ascii=False) + "\n"
     if form == "csv":
         return measure_table(report).to_csv(index=False)
-    return text_report(report)
+    return text_report(report, top)
 
 
 def competition_row(run_dir: Path, cell: str | None, replication: int) -> Any:
