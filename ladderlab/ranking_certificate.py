@@ -277,22 +277,25 @@ def _exhaustive(samples: PrivateSamples, winner: int, k: int) -> tuple[int, list
 
 def text_certificate(records: dict[str, Any], top: int | None = None, width: int = 100) -> str:
     """A certificate (:func:`certificate_records`) for a terminal, at most ``width`` columns."""
+    def wrap(text: str) -> list[str]:
+        return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False)
+
     removal = records["fewest_removals"]
     percent = f"{records['level']:.0%}"
-    lines = textwrap.wrap(f"{records['source']}: {records['teams']} teams, {records['private_samples']} private samples, "
+    lines = wrap(f"{records['source']}: {records['teams']} teams, {records['private_samples']} private samples, "
                           f"{records['score']} ({'larger' if records['greater_is_better'] else 'smaller'} is better); "
-                          f"{records['replicates']} bootstrap resamples, {percent} percentile intervals", width)
+                          f"{records['replicates']} bootstrap resamples, {percent} percentile intervals")
     if records["undefined_replicates"]:
         lines.append(f"left out: {records['undefined_replicates']} resamples in which a score is undefined")
-    lines += textwrap.wrap(f"winner: {records['winner']} ({records['winner_score']:.6g}); probability that it is "
-                           f"best: {records['p_winner_best']:.3f}", width)
+    lines += wrap(f"winner: {records['winner']} ({records['winner_score']:.6g}); probability that it is "
+                           f"best: {records['p_winner_best']:.3f}")
     if removal["count"] is None:
         found = f"fewest private samples whose removal changes the winner: none found ({removal['method']})"
     else:
         found = (f"fewest private samples whose removal changes the winner: {'exactly' if removal['exact'] else 'at most'} "
                  f"{removal['count']}, after which {removal['challenger']} scores better ({removal['method']}); "
                  "samples: " + ", ".join(map(str, removal["samples"][:12])) + (", …" if len(removal["samples"]) > 12 else ""))
-    lines += textwrap.wrap(found, width, subsequent_indent="  ")
+    lines += wrap(found)
     table = pd.DataFrame(records["ranking"][:top])
     team_width = max(len("team"), *table.team.map(lambda t: min(len(t), 36)))
     shown = pd.DataFrame({
@@ -305,9 +308,8 @@ def text_certificate(records: dict[str, Any], top: int | None = None, width: int
         "P(best)": table.p_best.map(lambda v: f"{v:.3f}"),
     })
     lines += ["", *shown.to_string(index=False).splitlines()]
-    lines += textwrap.wrap("Arena rank: 1 + the number of teams whose whole interval is better (Chatbot Arena's "
-                           "rule); P(best): the share of resamples in which the team scores best", width,
-                           subsequent_indent="  ")
+    lines += wrap("Arena rank: 1 + the number of teams whose whole interval is better (Chatbot Arena's "
+                           "rule); P(best): the share of resamples in which the team scores best")
     return "\n".join(lines) + "\n"
 
 

@@ -68,9 +68,9 @@ SIZE_PROBE = (2, 1 << 16)
 LEGEND = (
     (("changes",), "changes: submissions that changed their team's value on the board"),
     (("Spearman", "Kendall", "top-10"), "Spearman, Kendall, top-10: the public board against the private one"),
-    (("winner gap",), "winner gap: the private winner's public − private score"),
-    (("pub. winner",), "pub. winner: the public winner's private rank"),
-    (("ρ logged", "top-10 logged"), "ρ logged, top-10 logged: the public board against the logged one"),
+    (("win. gap",), "win. gap: the private winner's public − private score"),
+    (("pub. win.",), "pub. win.: the public winner's private rank"),
+    (("ρ log", "top-10 log"), "ρ log, top-10 log: the public board against the logged one"),
 )
 MEASURE_COLUMNS = ("spearman", "kendall", "top10_overlap", "winner_delta", "public_winner_private_rank",
                    "public_spearman_vs_logged", "top10_overlap_vs_logged", "same_public_winner")
@@ -105,10 +105,8 @@ class MechanismReplay:
     mechanism: Mechanism
     scorer: Scorer
     public_size: int | None
-
-    @property
-    def label(self) -> str:
-        return plugin_label(*spec(self.mechanism))
+    label: str
+    """The mechanism with the parameters given (``ladder(eta=0.01)``)."""
 
     def bound(self, rng: np.random.Generator, size: int | None = None) -> Mechanism:
         labels = np.zeros(size or self.public_size or SIZE_PROBE[0])
@@ -138,7 +136,7 @@ def prepare_replay(text: str, log: SubmissionLog, public_size: int | None) -> Me
         replayable = ", ".join(i for i in MECHANISMS.ids() if MECHANISMS.get(i).scores_only)
         raise ValueError(f"--mechanism {text}: {mechanism_id!r} needs the predictions, not only their scores, "
                          f"so a log cannot replay it; mechanisms that release from scores: {replayable}")
-    replay = MechanismReplay(mechanism, replay_scorer(log), public_size)
+    replay = MechanismReplay(mechanism, replay_scorer(log), public_size, plugin_label(mechanism_id, params or {}))
     probe = log.sign * np.array([1.0, 0.5, 0.45, 0.3, 0.31, 0.1, 0.1, 0.05])
     if public_size is None:
         at = [replay.bound(np.random.default_rng(0), size).release_scores(probe) for size in SIZE_PROBE]
@@ -255,13 +253,13 @@ def text_report(report: dict[str, Any], top: int | None = None) -> str:
     lines += _wrapped(f"{oriented} scores are better{private}")
     table = measure_table(report)
     columns = {
-        "leaderboard": table.leaderboard.map(lambda name: _clip(name, 28)),
+        "leaderboard": table.leaderboard.map(lambda name: _clip(name, 24)),
         "changes": table.board_changes.map(_count_text),
         "Spearman": table.spearman.map(_number), "Kendall": table.kendall.map(_number),
-        "top-10": table.top10_overlap.map(_number), "winner gap": table.winner_delta.map(lambda v: _number(v, 5)),
-        "pub. winner": table.public_winner_private_rank.map(lambda v: "–" if pd.isna(v) else f"#{int(v)}"),
-        "ρ logged": table.public_spearman_vs_logged.map(_number),
-        "top-10 logged": table.top10_overlap_vs_logged.map(_number),
+        "top-10": table.top10_overlap.map(_number), "win. gap": table.winner_delta.map(lambda v: _number(v, 4)),
+        "pub. win.": table.public_winner_private_rank.map(lambda v: "–" if pd.isna(v) else f"#{int(v)}"),
+        "ρ log": table.public_spearman_vs_logged.map(_number),
+        "top-10 log": table.top10_overlap_vs_logged.map(_number),
     }
     shown = {k: v for k, v in columns.items() if (v != "–").any()}
     lines += ["", *_left_aligned(pd.DataFrame(shown), "leaderboard").splitlines()]

@@ -381,3 +381,53 @@ def test_a_run_with_several_cells_needs_a_cell_and_no_mechanism(competition_run,
     assert code == 2 and "records final leaderboards, not submissions" in err
     code, _, err = run(["replay", str(competition_run), "--cell", "zzz"], capsys)
     assert code == 2 and "--cell zzz" in err
+
+
+def figure_commands() -> list[str]:
+    """The ``sh`` commands of the replay and rank-certificate pages, in order, without repeats."""
+    import re
+
+    commands = []
+    for page in ("replay.md", "rank-certificate.md"):
+        for block in re.findall(r"```sh\n(.*?)\n```", (ROOT / "docs" / page).read_text(), re.S):
+            commands += [line for line in block.splitlines() if line.strip() and line not in commands]
+    return commands
+
+
+def test_the_docs_figures_are_what_their_commands_write(tmp_path, monkeypatch, capsys):
+    import shlex
+
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    written = []
+    for command in figure_commands():
+        arguments = shlex.split(command)
+        assert arguments[0] == "ladderlab", command
+        assert main(arguments[1:]) == 0, f"{command}\n{capsys.readouterr().err}"
+        if "--out" in arguments and arguments[arguments.index("--out") + 1].startswith("docs/figures/"):
+            written.append(arguments[arguments.index("--out") + 1])
+    assert len(written) == 5
+    for figure in written:
+        assert (tmp_path / figure).read_text() == (ROOT / figure).read_text(), f"{figure} is out of date: run its command"
+
+
+def test_a_log_with_per_sample_data_gets_the_ranking_certificate(capsys):
+    logs = ROOT / "examples" / "logs"
+    code, out, err = run(["replay", str(logs / "synthetic-log.csv"), "--scorer", "zero-one", "--samples",
+                          str(logs / "synthetic-private-losses.parquet"), "--format", "json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    board = {row["team"]: row["private"] for row in from_log(read_log(logs / "synthetic-log.csv", scorer="zero-one"), 2)
+             .table().to_dict(orient="records")}
+    scores = {row["team"]: row["score"] for row in report["rank_certificate"]["ranking"]}
+    assert scores == pytest.approx(board)   # the per-sample losses are those of each team's counted submission
+    code, _, err = run(["replay", str(logs / "synthetic-log.csv"), "--scorer", "zero-one", "--rank-certificate"], capsys)
+    assert code == 2 and "give --samples FILE" in err
+
+
+def test_per_sample_data_of_teams_the_log_does_not_have_are_refused(tmp_path, capsys):
+    pd.DataFrame({"team": ["A", "A", "Z", "Z"], "sample": [1, 2, 1, 2], "loss": [0, 1, 1, 1]}).to_csv(tmp_path / "s.csv", index=False)
+    path = write_csv(tmp_path, ladderlab_log(FOUR_TEAMS))
+    code, _, err = run(["replay", str(path), "--smaller-is-better", "--samples", str(tmp_path / "s.csv")], capsys)
+    assert code == 2 and "team 'Z' is not in the log" in err
