@@ -269,14 +269,10 @@ def run(args, capsys):
 
 
 def test_the_command_certifies_a_competition_run_and_a_file(tmp_path, capsys):
-    from tests.test_replay import COMPETITION
-
-    from ladderlab import runner
     from ladderlab.competition_results import load_competition_results
-    from ladderlab.scenario import load
+    from tests.test_competition import run_tiny_scenario
 
-    (tmp_path / "s.toml").write_text(COMPETITION)
-    runner.run(load(tmp_path / "s.toml"), tmp_path / "run", progress=False)
+    run_tiny_scenario(tmp_path)
     row = load_competition_results(tmp_path / "run", teams=True).iloc[0]
     code, out, err = run(["rank-certificate", str(tmp_path / "run"), "--cell", row.cell, "--replicates", "200",
                           "--format", "json"], capsys)

@@ -14,6 +14,7 @@ from ladderlab.cli import main
 from ladderlab.final_leaderboard import from_log
 from ladderlab.replay_report import log_report, prepare_replay
 from ladderlab.submission_log import META_KAGGLE, SubmissionLog, read_log, write_log
+from tests.test_competition import run_tiny_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAMPS = ROOT / "examples" / "logs" / "champs-public-leaderboard.csv.gz"
@@ -319,34 +320,9 @@ def test_command_line_errors_are_one_line_and_exit_2(tmp_path, capsys):
         assert code == 2 and out == "" and err.count("\n") == 1 and message in err, (args, err)
 
 
-COMPETITION = """
-schema_version = 1
-name = "replayed-competition"
-replications = 2
-
-[[competition]]
-tasks = [{ id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 600, n_features = 6 } }]
-mechanisms = [{ id = "kaggle" }, { id = "ladder", params = { eta = 0.02 } }]
-rules = [{ rounds = 3, per_round = 2, public_fraction = 0.4, selection = 2 }]
-
-[[competition.mixes]]
-name = "mix"
-teams = [
-  { policy = "progressive-analyst", count = 8, params = { view = 3, batch = 2 } },
-  { policy = "boosting", count = 1, params = { k = 20 } },
-]
-"""
-
-
 @pytest.fixture(scope="module")
 def competition_run(tmp_path_factory):
-    from ladderlab import runner
-    from ladderlab.scenario import load
-
-    folder = tmp_path_factory.mktemp("competition")
-    (folder / "scenario.toml").write_text(COMPETITION)
-    runner.run(load(folder / "scenario.toml"), folder / "run", progress=False)
-    return folder / "run"
+    return run_tiny_scenario(tmp_path_factory.mktemp("competition"))
 
 
 def test_a_competition_run_goes_through_the_same_measures_as_the_competition(competition_run, capsys):
@@ -364,7 +340,7 @@ def test_a_competition_run_goes_through_the_same_measures_as_the_competition(com
 
 def test_a_run_with_several_cells_needs_a_cell_and_no_mechanism(competition_run, capsys):
     code, _, err = run(["replay", str(competition_run)], capsys)
-    assert code == 2 and "has 2 competition cells: choose one with --cell" in err
+    assert code == 2 and "has 3 competition cells: choose one with --cell" in err
     code, _, err = run(["replay", str(competition_run), "--mechanism", "kaggle"], capsys)
     assert code == 2 and "records final leaderboards, not submissions" in err
     code, _, err = run(["replay", str(competition_run), "--cell", "zzz"], capsys)
