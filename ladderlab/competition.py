@@ -190,6 +190,7 @@ class Account:
         self.population: list[FloatArray] = []
         self.rounds: list[NDArray[np.int64]] = []
         self.made = 0
+        """Submissions scored on this account so far, its final one included."""
         self.capture: int | None = None
         """The index of a submission whose prediction to keep (see ``play_competition``'s ``capture``)."""
         self.captured: FloatArray | None = None

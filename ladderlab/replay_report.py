@@ -328,9 +328,10 @@ def competition_row(run_dir: Path, cell: str | None, replication: int) -> Any:
     """One finished replication of a competition cell of a run directory, chosen by ``cell`` (a
     key or its prefix; needed when the run has several) and ``replication``."""
     from ladderlab.competition_results import load_competition_results
-    from ladderlab.rundir import read_manifest
 
-    read_manifest(run_dir)
+    if not (run_dir / "manifest.json").is_file():
+        raise ValueError(f"{run_dir} is not a run directory: it has no manifest.json (made by 'ladderlab run'); "
+                         "a submissions log is a file")
     rows = load_competition_results(run_dir, teams=True)
     if rows.empty:
         raise ValueError(f"{run_dir}: the run has no finished competition replications")
