@@ -26,6 +26,7 @@ from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
+from ladderlab.serve import cli as serve_cli
 
 DESCRIPTION = (
     "Pit leaderboard mechanisms against adaptive attacks: run scenario matrices, report them, "
@@ -533,6 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.set_defaults(handler=_extrapolate)
     replay.add_subcommand(commands)
     rank_certificate.add_subcommand(commands)
+    serve_cli.add_subcommands(commands)
     return parser
 
 

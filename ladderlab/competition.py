@@ -377,23 +377,25 @@ class CompetitionResult:
     """With ``capture``: the private (final-set) labels."""
 
 
-def _leaderboard_value(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
-    """The leaderboard's value after each submission (nan-free input)."""
+def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
+    """The leaderboard's value after each submission (nan-free input): the release itself for
+    a mechanism that releases its best, else the best release so far."""
     if releases_best:
         return released.copy()
     return sign * np.minimum.accumulate(sign * released)
 
 
-def _selected(records: dict[str, NDArray[Any]], rules: Rules, sign: float, accepted: int | None) -> NDArray[np.int64]:
-    """Indices of the main account's submissions scored privately under the selection rule."""
-    count = records["released"].size
-    last = count - 1
-    if rules.selection == "last":
+def selected_submissions(released: FloatArray, selection: str | int, sign: float, accepted: int | None
+                         ) -> NDArray[np.int64]:
+    """Indices of an account's submissions scored privately under the ``selection`` rule
+    (``accepted``: its last accepted submission, for a mechanism that releases its best)."""
+    last = released.size - 1
+    if selection == "last":
         return np.array([last])
-    order = np.argsort(sign * records["released"], kind="stable")
-    if rules.selection == "best-public":
+    order = np.argsort(sign * released, kind="stable")
+    if selection == "best-public":
         return np.array([accepted if accepted is not None else order[0]])
-    others = [i for i in order if i != last][: rules.selection - 1]
+    others = [i for i in order if i != last][: selection - 1]
     return np.array([last, *others])
 
 
@@ -518,9 +520,9 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         if releases_best:
             accepted_indices = [i - main.start for i in main.mechanism.acceptances_]
             accepted = accepted_indices[-1] if accepted_indices else None
-        chosen = _selected(records, rules, sign, accepted)
+        chosen = selected_submissions(records["released"], rules.selection, sign, accepted)
         best = counted[t] = chosen[np.argmin(sign * records["private"][chosen])]
-        values = _leaderboard_value(records["released"], sign, releases_best)
+        values = leaderboard_values(records["released"], sign, releases_best)
         public[t], private[t] = values[-1], records["private"][best]
         population[t], released_final[t] = records["population"][best], records["released"][-1]
         submissions[t] = sum(account.used for account in team.accounts)

@@ -4,8 +4,9 @@ From a :class:`~ladderlab.submission_log.SubmissionLog`:
 
 - a team's **public** value is what the leaderboard shows at the end: its best shown score
   (the ``released`` column where the log has one, else the exact public score), or, for a
-  mechanism that releases its best so far (a Ladder), its last release; teams are ranked by
-  it, and a tie goes to the team that reached its value first (Kaggle's rule);
+  mechanism that releases its best so far (a Ladder; a log names its mechanism in its
+  metadata), its last release; teams are ranked by it, and a tie goes to the team that reached
+  its value first (Kaggle's rule);
 - its **private** score is the best private score among its selected submissions: the log's
   ``selected`` column where it has one (a team that selected nothing falls back to the rule),
   else a rule: ``"last"``, ``"best-public"`` (the best shown score, the earliest on ties) or
@@ -86,8 +87,10 @@ def from_log(log: SubmissionLog, selection: str | int = KAGGLE_SELECTION, shown:
     leaderboard shows a team's last release (a mechanism that releases its best so far)."""
     frame = log.submissions
     sign = log.sign
-    if shown is None:
-        shown = frame["released"].to_numpy(dtype=float) if "released" in frame else frame.public_score.to_numpy(dtype=float)
+    if shown is None and "released" in frame:
+        shown, shows_last = frame["released"].to_numpy(dtype=float), logged_releases_best(log)
+    elif shown is None:
+        shown = frame.public_score.to_numpy(dtype=float)
     rows = pd.DataFrame({"team": frame.team.to_numpy(), "risk": sign * shown, "private": sign * frame.private_score.to_numpy(dtype=float)})
     by_team = rows.groupby("team", sort=True)
     value = rows.risk if shows_last else by_team.risk.cummin()
@@ -109,6 +112,16 @@ def from_log(log: SubmissionLog, selection: str | int = KAGGLE_SELECTION, shown:
         sign=sign,
         submissions=teams.submissions.to_numpy(dtype=np.int64),
     )
+
+
+def logged_releases_best(log: SubmissionLog) -> bool:
+    """Whether the mechanism the log names (if ladderlab knows it) releases its best so far."""
+    from ladderlab.registry import MECHANISMS
+
+    try:
+        return log.mechanism is not None and MECHANISMS.get(log.mechanism).releases_best
+    except ValueError:
+        return False
 
 
 def _selected(frame: pd.DataFrame, rows: pd.DataFrame, rule: str | int) -> pd.Series:

@@ -51,6 +51,7 @@ from ladderlab.final_leaderboard import (
     describe_selection,
     from_competition_row,
     from_log,
+    logged_releases_best,
     row_label,
 )
 from ladderlab.mechanism import Mechanism
@@ -188,7 +189,7 @@ def log_report(log: SubmissionLog, selection: str | int, replays: list[Mechanism
         unavailable.append(f"{log.source} holds public scores only: no shake-up, winner's gap or state of the art")
     sota = _sota(logged, log.scorer, private_size, seed, unavailable)
     return {"log": log_summary(log), "selection": describe_selection(log, selection), "leaderboards": boards,
-            "logged_board_changes": _board_changes(log, None, False), "state_of_the_art": sota,
+            "logged_board_changes": _board_changes(log, None, logged_releases_best(log)), "state_of_the_art": sota,
             "unavailable": unavailable}
 
 

@@ -8,8 +8,9 @@ and ``selected`` (counts under the final-selection rule). Three formats are read
 
 - ``ladderlab``: that schema itself, CSV or Parquet, which ``ladderlab serve`` exports; the
   Parquet key-value metadata ``ladderlab.scorer`` and ``ladderlab.greater_is_better``
-  ("true"/"false") give the scores' orientation. A log whose ``private_score`` is empty in
-  every row holds public scores only;
+  ("true"/"false") give the scores' orientation, and ``ladderlab.mechanism`` (a mechanism id)
+  the mechanism whose releases the ``released`` column holds. A log whose ``private_score`` is
+  empty in every row holds public scores only;
 - ``meta-kaggle``: Meta Kaggle's ``Submissions.csv`` filtered to one competition (Id,
   SubmittedUserId, TeamId, SourceKernelVersionId, SubmissionDate, ScoreDate, IsAfterDeadline,
   PublicScoreLeaderboardDisplay, PublicScoreFullPrecision, PrivateScoreLeaderboardDisplay,
@@ -25,7 +26,7 @@ the line (CSV; the header is line 1) or row (Parquet) and the value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ META_KAGGLE = ("Id", "SubmittedUserId", "TeamId", "SourceKernelVersionId", "Subm
                "PrivateScoreLeaderboardDisplay", "PrivateScoreFullPrecision")
 KAGGLE_LEADERBOARD = ("TeamId", "TeamName", "SubmissionDate", "Score")
 FORMATS = ("auto", "ladderlab", "meta-kaggle", "kaggle-leaderboard")
-SCORER_KEY, ORIENTATION_KEY = b"ladderlab.scorer", b"ladderlab.greater_is_better"
+SCORER_KEY, ORIENTATION_KEY, MECHANISM_KEY = b"ladderlab.scorer", b"ladderlab.greater_is_better", b"ladderlab.mechanism"
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
@@ -62,6 +63,8 @@ class SubmissionLog:
     """True for a public-leaderboard history: the rows are each team's public improvements only."""
     excluded: dict[str, int] = field(default_factory=dict)
     """Rows of the file left out, by reason (Meta Kaggle: after the deadline, without scores)."""
+    mechanism: str | None = None
+    """The id of the mechanism whose releases the ``released`` column holds, where the log says."""
 
     @property
     def sign(self) -> float:
@@ -174,7 +177,9 @@ def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | N
         log = SubmissionLog(_from_kaggle_leaderboard(table), orientation, str(path), detected, scorer, improvements_only=True)
         _check_improvements(log, table)
         return log
-    return _validated(SubmissionLog(_from_ladderlab(table), orientation, str(path), detected, scorer), table)
+    mechanism = metadata[MECHANISM_KEY].decode() if MECHANISM_KEY in metadata else None
+    return _validated(SubmissionLog(_from_ladderlab(table), orientation, str(path), detected, scorer,
+                                    mechanism=mechanism), table)
 
 
 def _detect(path: Path, columns: pd.Index) -> str:
@@ -306,7 +311,7 @@ def _validated(log: SubmissionLog, table: _Table | None = None) -> SubmissionLog
                      f"team {frame.team.iloc[position]!r}'s submission {frame.team_sequence.iloc[position]} "
                      f"is dated before its previous one ({frame.submitted_at.iloc[position]})")
     ordered = frame.sort_values(["submitted_at", "submission_id"], kind="stable", ignore_index=True)
-    return SubmissionLog(ordered, log.greater_is_better, log.source, log.format, log.scorer, log.improvements_only, log.excluded)
+    return replace(log, submissions=ordered)
 
 
 def _place(log: SubmissionLog, table: _Table | None, column: str, position: int, problem: str) -> ValueError:
@@ -353,6 +358,7 @@ def log_summary(log: SubmissionLog) -> dict[str, Any]:
         "first_submission": frame.submitted_at.min().isoformat(),
         "last_submission": frame.submitted_at.max().isoformat(),
         "improvements_only": log.improvements_only,
+        "mechanism": log.mechanism,
         "private_scores": log.has_private,
         "excluded": dict(log.excluded),
     }

@@ -395,3 +395,27 @@ def test_per_sample_data_of_teams_the_log_does_not_have_are_refused(tmp_path, ca
     path = write_csv(tmp_path, ladderlab_log(FOUR_TEAMS))
     code, _, err = run(["replay", str(path), "--smaller-is-better", "--samples", str(tmp_path / "s.csv")], capsys)
     assert code == 2 and "team 'Z' is not in the log" in err
+
+
+@pytest.mark.parametrize("mechanism", ["ladder", "kaggle"])
+def test_a_log_exported_by_ladderlab_serve_replays_to_the_services_final_ranking(tmp_path, mechanism):
+    from ladderlab.serve.storage import sqlite_url
+    from tests.serve_helpers import TEAMS, open_service, write_challenge
+
+    params = "eta = 0.01" if mechanism == "ladder" else "alpha = 0.001"
+    service, _ = open_service(write_challenge(tmp_path, mechanism=mechanism, params=params, rules="selection = 2"),
+                              sqlite_url(tmp_path / "log.sqlite"))
+    labels = service.challenge.split.y_holdout
+    for index, team in enumerate(TEAMS):   # better teams copy more of the labels
+        rng = np.random.default_rng(index)
+        service.submit(team, np.where(rng.random((4, labels.size)) < 0.15 * (index + 1), labels, 1 - labels))
+    service.close()
+    (tmp_path / "export.parquet").write_bytes(service.export())
+    final = service.final()
+    log = read_log(tmp_path / "export.parquet")
+    assert log.mechanism == mechanism and not log.greater_is_better
+    board = from_log(log)
+    expected = {row["team"]: (row["public"], row["private"]) for row in final["teams"]}
+    assert {team: (public, private) for team, public, private in zip(board.teams, board.public, board.private)} == expected
+    for name in ("spearman", "kendall", "winner_delta"):
+        assert board.measures()[name] == pytest.approx(final["shake_up"][name]), name
