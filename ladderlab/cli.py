@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__
+from ladderlab import __version__, rank_certificate, replay
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
@@ -627,6 +627,8 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     _add_force(extrapolate)
     extrapolate.set_defaults(handler=_extrapolate)
+    replay.add_subcommand(commands)
+    rank_certificate.add_subcommand(commands)
     serve_cli.add_subcommands(commands)
     return parser
 
