@@ -366,6 +366,8 @@ def _extrapolate(args: argparse.Namespace) -> int:
     k, K = observed.k, args.K
     if K < k:
         raise ValueError(f"--to {K} is fewer classes than the {k} observed (--from): extrapolation goes upwards")
+    if args.convention == "authors" and args.bins is not None:
+        raise ValueError(f"--bins {args.bins}: the authors' convention has its own grid (51 points); drop --bins")
     if methods == ["un"] and K > k:
         raise ValueError(f"the unbiased estimate (un) exists only up to k = {k} classes; "
                          "choose --to ≤ k or another --method")
@@ -375,7 +377,8 @@ def _extrapolate(args: argparse.Namespace) -> int:
     predictions: dict[str, dict[str, object]] = {}
     for method in methods:
         try:
-            curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins)
+            curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins,
+                                                 convention=args.convention)
         except ValueError as error:  # e.g. CONS infeasible, HD at accuracy 0 or 1
             if len(methods) == 1:
                 raise
@@ -383,7 +386,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
             continue
         predictions[method] = {"accuracy": None if np.isnan(curve[-1]) else float(curve[-1]),
                                "curve": [None if np.isnan(p) else float(p) for p in curve]}
-    result = {"file": observed.source, "input": observed.input_format, "k": k, "K": K,
+    result = {"file": observed.source, "input": observed.input_format, "convention": args.convention, "k": k, "K": K,
               "test_points": int(observed.outscored.size), "observed_accuracy": float(unbiased[-1]),
               "unbiased": [float(p) for p in unbiased], "predictions": predictions}
     if args.plot:
@@ -516,7 +519,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     extrapolate = commands.add_parser(
         "extrapolate", help="predict the accuracy on K classes from a classifier's results on k of them",
-        description="Zheng, Achanta & Benjamini: extrapolate multi-class accuracy from k observed classes to K "
+        description="Zheng, Achanta & Benjamini (arXiv:1606.05228): extrapolate multi-class accuracy from k "
+                    "observed classes to K "
                     "(UN Eq. 5, EXP Sec. 4.1, CONS and MPLE Sec. 4.2, HD Sec. 4.3). FILE holds correct-label ranks "
                     "(plain numbers, 1 = top; needs --from) or a CSV score matrix with a 'label' column; "
                     "see docs/extrapolation.md and examples/extrapolation/.",
@@ -527,7 +531,11 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--method", choices=["un", "exp", "cons", "mple", "hd", "all"], default="all")
     extrapolate.add_argument("--input", choices=["auto", "ranks", "scores"], default="auto",
                              help="file format (default: a first line with a non-number means a score matrix)")
-    extrapolate.add_argument("--bins", type=int, default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
+    extrapolate.add_argument("--bins", type=int, help="grid of the pseudolikelihood density (CONS, MPLE; default 1000; "
+                             "not with --convention authors)")
+    extrapolate.add_argument("--convention", choices=["ladderlab", "authors"], default="ladderlab",
+                             help="'authors': exactly as the authors' R code computes every estimator (their grids, "
+                                  "Binomial(k, u) in Eq. 6); see docs/extrapolation.md")
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     extrapolate.set_defaults(handler=_extrapolate)
