@@ -124,7 +124,8 @@ def _describe_scenarios() -> str:
         raw = tomllib.loads(path.read_text())
         tables = [f"{len(raw[key])} {one if len(raw[key]) == 1 else many}"
                   for key, one, many in (("matrix", "duel matrix", "duel matrices"),
-                                         ("competition", "competition table", "competition tables"))
+                                         ("competition", "competition table", "competition tables"),
+                                         ("extrapolation", "extrapolation table", "extrapolation tables"))
                   if raw.get(key)]
         lines.append(f"  {name:<22} {raw['replications']} replications; {', '.join(tables)}")
         lines.append(f"  {'':<22} source: {raw['source']}")
@@ -176,6 +177,10 @@ def _run(args: argparse.Namespace) -> int:
 
         print("\ncompetitions:" if loaded.matrix else "competitions:")
         print(competition_report.text_summary(competition_report.summary(run.competitions)))
+    if loaded.extrapolation:
+        from ladderlab import extrapolation_report
+
+        print(extrapolation_report.text(extrapolation_report.load(out)[0]))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
     if not run.competitions.empty and (run.competitions.status == "failed").any():
@@ -191,32 +196,44 @@ def _report(args: argparse.Namespace) -> int:
     _output_file("--out", args.out)
     _output_file("--html", args.html)
     _output_folder("--plots", args.plots)
-    from ladderlab import competition_report, plots, report
+    from ladderlab import competition_report, extrapolation_report, plots, report
 
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
-    duels = bool(run.expected_cells) or not run.expected_competitions  # a competition-only run has no duel table
+    extrapolations = extrapolation_report.expected_cells(run.manifest)
+    extrapolated = extrapolation_report.load(run.directory)[0]
+    duels = bool(run.expected_cells) or not (run.expected_competitions or extrapolations)  # a duel table only if it has duels
     for line in run.status.lines() if duels else []:
         print(line, file=sys.stderr)
     for line in competition_report.status_lines(run.expected_competitions, run.competitions) if run.expected_competitions else []:
         print(line, file=sys.stderr)
-    text = report.write_table(table, args.format)
+    for line in extrapolation_report.status_lines(extrapolations, extrapolated) if extrapolations else []:
+        print(line, file=sys.stderr)
+    figures = (plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
+               + extrapolation_report.report_figures(extrapolated)) if args.plots else []
+    files = [Path(args.plots) / f"{number:02d}-{figure.slug}.png" for number, figure in enumerate(figures, start=1)]
+    if args.format == "markdown":
+        base = Path(args.out).resolve().parent if args.out else Path.cwd()
+        text = report.markdown_page(run, [(figure.title, os.path.relpath(path.resolve(), base))
+                                          for figure, path in zip(figures, files)])
+    else:
+        text = report.write_table(table, args.format)
     if args.out:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
-    elif duels:
+    elif duels or args.format == "markdown":
         print(text)
     if not run.competitions.empty and args.format == "text":
         print("\ncompetitions:" if duels else "competitions:")
         print(competition_report.text_summary(competition_report.summary(run.competitions)))
+    if extrapolations and args.format == "text":
+        print(extrapolation_report.text(extrapolated))
     if args.html:
         Path(args.html).write_text(report.html_page(run), encoding="utf-8")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
-        folder = Path(args.plots)
-        folder.mkdir(parents=True, exist_ok=True)
-        figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
-        for number, figure in enumerate(figures, start=1):
-            (folder / f"{number:02d}-{figure.slug}.png").write_bytes(figure.png())
+        Path(args.plots).mkdir(parents=True, exist_ok=True)
+        for figure, path in zip(figures, files):
+            path.write_bytes(figure.png())
     return 0
 
 
@@ -452,7 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
     report_parser.add_argument("run_dir", help="a run directory written by 'ladderlab run' (finished or not)")
-    report_parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="summary table format")
+    report_parser.add_argument("--format", choices=["text", "csv", "json", "markdown"], default="text",
+                               help="summary table format; markdown: a whole page, linking the --plots files")
     report_parser.add_argument("--out", help="write the summary table to this file instead of the terminal")
     report_parser.add_argument("--html", help="write a self-contained HTML report to this file")
     report_parser.add_argument("--plots", help="write the plots as PNG files into this folder")
