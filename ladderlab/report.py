@@ -218,30 +218,28 @@ def _labelled(table: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def _interval_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Labels, counts, and median [2.5%, 97.5%] of each measure, as text."""
+    shown = _labelled(table)
+    for short, title in MEASURE_TITLES.items():
+        shown[f"{title} median [95%]"] = [
+            interval_text(m, lo, hi) for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
+        ]
+    return shown
+
+
 def text_table(table: pd.DataFrame) -> str:
     """The summary for a terminal: labels, counts, and median [2.5%, 97.5%] of each measure."""
     if table.empty:
         return "no finished replications yet"
-    shown = _labelled(table)
-    for short, title in MEASURE_TITLES.items():
-        shown[f"{title} median [95%]"] = [
-            interval_text(m, lo, hi) for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
-        ]
     width = shutil.get_terminal_size((400, 24)).columns if sys.stdout.isatty() else 400
     with pd.option_context("display.max_colwidth", 60, "display.max_rows", 1000):
-        return shown.to_string(index=False, line_width=width)
+        return _interval_columns(table).to_string(index=False, line_width=width)
 
 
 def markdown_table(table: pd.DataFrame) -> str:
     """The summary as a Markdown table: labels, counts, and median [2.5%, 97.5%] of each measure."""
-    if table.empty:
-        return "No finished replications yet."
-    shown = _labelled(table)
-    for short, title in MEASURE_TITLES.items():
-        shown[f"{title} median [95%]"] = [
-            interval_text(m, lo, hi) for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
-        ]
-    return md.table(shown)
+    return md.table(_interval_columns(table)) if not table.empty else "No finished replications yet."
 
 
 def markdown_page(run: Run, figures: Sequence[tuple[str, str]] = ()) -> str:
