@@ -102,9 +102,9 @@ def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
             for cell in cells(scenario) for _, registry, plugin_id in _cell_plugins(cell)}
 
 
-def _cell_plugins(cell: Cell | CompetitionCell) -> list[tuple[str, Any, str]]:
+def _cell_plugins(cell: Cell | CompetitionCell | ExtrapolationCell) -> list[tuple[str, Any, str]]:
     """(role, registry, id) of every plugin a cell runs: task, mechanism, and the attack
-    or each distinct team policy (role ``team <id>``)."""
+    or each distinct team policy (role ``team <id>``); none for an extrapolation cell."""
     if isinstance(cell, ExtrapolationCell):
         return []
     roles = [("task", TASKS, cell.task[0]), ("mechanism", MECHANISMS, cell.mechanism[0])]
@@ -250,7 +250,8 @@ def run_cells(
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). A competition cell is alone in its group; its file is under ``competitions/``."""
+    fingerprints). A competition or extrapolation cell is alone in its group; its file is under
+    ``competitions/`` or ``extrapolations/``."""
     if not isinstance(group[0], Cell):
         (cell,) = group
         table = competition_cell_table if isinstance(cell, CompetitionCell) else extrapolation_cell_table

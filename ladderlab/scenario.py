@@ -35,6 +35,10 @@ public size), its ``params`` added to every grid point; a matrix with
 regression attack on a classification task) instead of recording them as
 skipped. The ``zoo`` scenario uses both.
 
+``[[competition]]`` tables (:mod:`ladderlab.competition_scenario`) and ``[[extrapolation]]``
+tables (:mod:`ladderlab.extrapolation_scenario`: Zheng et al.'s Figure 3 experiment) have cells
+of their own, listed after the duels'.
+
 """
 
 from __future__ import annotations
