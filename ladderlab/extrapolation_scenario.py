@@ -54,7 +54,7 @@ class ExtrapolationTable(StrictModel):
 
     @model_validator(mode="after")
     def _valid_designs(self) -> ExtrapolationTable:
-        fields = {field.name: field.type for field in dataclasses.fields(MixtureDesign)}
+        fields = [field.name for field in dataclasses.fields(MixtureDesign)]
         for name in self.mixture:
             if name not in fields:
                 raise ValueError(f"mixture.{name}: not a mixture parameter; choose from {', '.join(fields)}")
