@@ -6,7 +6,7 @@ import numpy as np
 
 from ladderlab.attack import FinalChoiceAttack, FloatArray
 from ladderlab.board import Board
-from ladderlab.params import Interval
+from ladderlab.params import Interval, Options
 from ladderlab.tasks import PublicData
 
 
@@ -24,6 +24,11 @@ class FeatureSelection(FinalChoiceAttack):
     queried (one submission is kept for the classifier). ``k`` only chooses the
     classifier, so the duels at every k of a replication share one transcript
     (:mod:`ladderlab.sharing`; version 2: the random streams no longer depend on k).
+
+    ``units="correlation"`` submits 2x instead of x, whose release is 1/2 + c: a
+    mechanism's threshold and noise then act on c itself, as the Science code's
+    Thresholdout does on its correlation queries (with ``units="accuracy"``, the
+    default, they act on c/2); the classifier's release is its accuracy either way.
     """
 
     id = "feature-selection"
@@ -36,12 +41,15 @@ class FeatureSelection(FinalChoiceAttack):
         "k": [Interval(int, 0, None)],
         "threshold": [Interval(float, 0, None), None],
         "batch": [Interval(int, 1, None)],
+        "units": [Options({"accuracy", "correlation"})],
     }
+    _added_parameters = frozenset({"units"})
 
-    def __init__(self, k: int = 100, threshold: float | None = None, batch: int = 250):
+    def __init__(self, k: int = 100, threshold: float | None = None, batch: int = 250, units: str = "accuracy"):
         self.k = k
         self.threshold = threshold
         self.batch = batch
+        self.units = units
 
     @classmethod
     def budget_params(cls, budget: int) -> dict[str, Any]:
@@ -68,7 +76,11 @@ class FeatureSelection(FinalChoiceAttack):
         holdout = np.full(d, np.nan)
         for start in range(0, queried, self.batch):
             columns = slice(start, min(queried, start + self.batch))
-            holdout[columns] = 2.0 * board.submit_many(data.X_holdout[:, columns].T.astype(float)) - 1.0
+            queries = data.X_holdout[:, columns].T.astype(float)
+            if self.units == "correlation":
+                holdout[columns] = board.submit_many(2.0 * queries) - 0.5
+            else:
+                holdout[columns] = 2.0 * board.submit_many(queries) - 1.0
         return training, holdout, threshold
 
     def final_prediction(self, state: tuple[FloatArray, FloatArray, float], data: PublicData) -> FloatArray:

@@ -33,10 +33,10 @@ def schema_tables() -> str:
     """One Markdown table per model of the scenario schema: key, type, default, description."""
     from pydantic_core import PydanticUndefined
 
-    from ladderlab import competition_scenario, scenario
+    from ladderlab import competition_scenario, extrapolation_scenario, scenario
     from ladderlab.schema import StrictModel
 
-    models = [model for module in (scenario, competition_scenario) for model in vars(module).values()
+    models = [model for module in (scenario, competition_scenario, extrapolation_scenario) for model in vars(module).values()
               if isinstance(model, type) and issubclass(model, StrictModel) and model.__module__ == module.__name__]
     parts = []
     for model in models:

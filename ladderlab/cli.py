@@ -148,7 +148,8 @@ def _describe_scenarios() -> str:
         raw = tomllib.loads(path.read_text())
         tables = [f"{len(raw[key])} {one if len(raw[key]) == 1 else many}"
                   for key, one, many in (("matrix", "duel matrix", "duel matrices"),
-                                         ("competition", "competition table", "competition tables"))
+                                         ("competition", "competition table", "competition tables"),
+                                         ("extrapolation", "extrapolation table", "extrapolation tables"))
                   if raw.get(key)]
         lines.append(f"  {name:<22} {raw['replications']} replications; {', '.join(tables)}")
         lines.append(f"  {'':<22} source: {raw['source']}")
@@ -202,6 +203,10 @@ def _run(args: argparse.Namespace) -> int:
 
         print("\ncompetitions:" if loaded.matrix else "competitions:")
         print(competition_report.text_summary(competition_report.summary(run.competitions)))
+    if loaded.extrapolation:
+        from ladderlab import extrapolation_report
+
+        print(extrapolation_report.text(extrapolation_report.load(out)[0]))
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
     if not run.competitions.empty and (run.competitions.status == "failed").any():
@@ -217,33 +222,45 @@ def _report(args: argparse.Namespace) -> int:
     _output_file("--out", args.out)
     _output_file("--html", args.html)
     _output_folder("--plots", args.plots)
-    from ladderlab import competition_report, plots, report
+    from ladderlab import competition_report, extrapolation_report, plots, report
 
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
-    duels = bool(run.expected_cells) or not run.expected_competitions  # a competition-only run has no duel table
+    extrapolations = extrapolation_report.expected_cells(run.manifest)
+    extrapolated = extrapolation_report.load(run.directory)[0]
+    duels = bool(run.expected_cells) or not (run.expected_competitions or extrapolations)  # a duel table only if it has duels
     for line in run.status.lines() if duels else run.status.damaged_lines():
         print(line, file=sys.stderr)
     damaged = {Path(file).stem for file in run.damaged}
     for line in competition_report.status_lines(run.expected_competitions, run.competitions, damaged) if run.expected_competitions else []:
         print(line, file=sys.stderr)
-    text = report.write_table(table, args.format)
+    for line in extrapolation_report.status_lines(extrapolations, extrapolated) if extrapolations else []:
+        print(line, file=sys.stderr)
+    figures = (plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
+               + extrapolation_report.report_figures(extrapolated)) if args.plots else []
+    files = [Path(args.plots) / f"{number:02d}-{figure.slug}.png" for number, figure in enumerate(figures, start=1)]
+    if args.format == "markdown":
+        base = Path(args.out).resolve().parent if args.out else Path.cwd()
+        text = report.markdown_page(run, [(figure.title, os.path.relpath(path.resolve(), base))
+                                          for figure, path in zip(figures, files)])
+    else:
+        text = report.write_table(table, args.format)
     if args.out:
         write_atomically(args.out, text if text.endswith("\n") else text + "\n")
-    elif duels:
+    elif duels or args.format == "markdown":
         print(text)
     if not run.competitions.empty and args.format == "text":
         print("\ncompetitions:" if duels else "competitions:")
         print(competition_report.text_summary(competition_report.summary(run.competitions)))
+    if extrapolations and args.format == "text":
+        print(extrapolation_report.text(extrapolated))
     if args.html:
         write_atomically(args.html, report.html_page(run))
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
-        folder = Path(args.plots)
-        folder.mkdir(parents=True, exist_ok=True)
-        figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
-        for number, figure in enumerate(progress_bar(figures, progress=args.progress, desc="plots", unit="plot"), start=1):
-            write_atomically(folder / f"{number:02d}-{figure.slug}.png", figure.png())
+        Path(args.plots).mkdir(parents=True, exist_ok=True)
+        for figure, path in zip(progress_bar(figures, progress=args.progress, desc="plots", unit="plot"), files):
+            write_atomically(path, figure.png())
     return 0
 
 
@@ -442,12 +459,14 @@ def _extrapolate(args: argparse.Namespace) -> int:
     k, K = observed.k, args.K
     if K < k:
         raise ValueError(f"--to {K} is fewer classes than the {k} observed (--from): extrapolation goes upwards")
+    if args.convention == "authors" and args.bins is not None:
+        raise ValueError(f"--bins {args.bins}: the authors' convention has its own grid (51 points); drop --bins")
     if methods == ["un"] and K > k:
         raise ValueError(f"the unbiased estimate (un) exists only up to k = {k} classes; "
                          "choose --to ≤ k or another --method")
     from ladderlab import stats, workload
 
-    work = workload.extrapolation_work(k, K, methods, args.bins, observed.outscored.size)
+    work = workload.extrapolation_work(k, K, methods, args.bins or pseudolikelihood.DEFAULT_BINS, observed.outscored.size)
     workload.refuse_if_too_large(work, args.force, hint="a smaller --to or --bins, or one --method, needs less")
     workload.announce(work)
     unbiased = stats.unbiased_accuracy(observed.outscored, k)
@@ -456,7 +475,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
                                unit="method"):
         try:
             curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins,
-                                                 progress=args.progress)
+                                                 convention=args.convention, progress=args.progress)
         except ValueError as error:  # e.g. CONS infeasible, HD at accuracy 0 or 1
             if len(methods) == 1:
                 raise
@@ -464,7 +483,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
             continue
         predictions[method] = {"accuracy": None if np.isnan(curve[-1]) else float(curve[-1]),
                                "curve": [None if np.isnan(p) else float(p) for p in curve]}
-    result = {"file": observed.source, "input": observed.input_format, "k": k, "K": K,
+    result = {"file": observed.source, "input": observed.input_format, "convention": args.convention, "k": k, "K": K,
               "test_points": int(observed.outscored.size), "observed_accuracy": float(unbiased[-1]),
               "unbiased": [float(p) for p in unbiased], "predictions": predictions}
     if args.plot:
@@ -540,7 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
     report_parser.add_argument("run_dir", help="a run directory written by 'ladderlab run' (finished or not)")
-    report_parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="summary table format")
+    report_parser.add_argument("--format", choices=["text", "csv", "json", "markdown"], default="text",
+                               help="summary table format; markdown: a whole page, linking the --plots files")
     report_parser.add_argument("--out", help="write the summary table to this file instead of the terminal")
     report_parser.add_argument("--html", help="write a self-contained HTML report to this file")
     report_parser.add_argument("--plots", help="write the plots as PNG files into this folder")
@@ -611,7 +631,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     extrapolate = commands.add_parser(
         "extrapolate", help="predict the accuracy on K classes from a classifier's results on k of them",
-        description="Zheng, Achanta & Benjamini: extrapolate multi-class accuracy from k observed classes to K "
+        description="Zheng, Achanta & Benjamini (arXiv:1606.05228): extrapolate multi-class accuracy from k "
+                    "observed classes to K "
                     "(UN Eq. 5, EXP Sec. 4.1, CONS and MPLE Sec. 4.2, HD Sec. 4.3). FILE holds correct-label ranks "
                     "(plain numbers, 1 = top; needs --from) or a CSV score matrix with a 'label' column; "
                     "see docs/extrapolation.md and examples/extrapolation/.",
@@ -622,7 +643,11 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--method", choices=["un", "exp", "cons", "mple", "hd", "all"], default="all")
     extrapolate.add_argument("--input", choices=["auto", "ranks", "scores"], default="auto",
                              help="file format (default: a first line with a non-number means a score matrix)")
-    extrapolate.add_argument("--bins", type=_count(2), default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
+    extrapolate.add_argument("--bins", type=_count(2), help="grid of the pseudolikelihood density (CONS, MPLE; default "
+                             "1000; not with --convention authors)")
+    extrapolate.add_argument("--convention", choices=["ladderlab", "authors"], default="ladderlab",
+                             help="'authors': exactly as the authors' R code computes every estimator (their grids, "
+                                  "Binomial(k, u) in Eq. 6); see docs/extrapolation.md")
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     _add_force(extrapolate)

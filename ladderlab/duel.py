@@ -224,6 +224,8 @@ def duel(
     shared = None if key is None else TRANSCRIPTS.get(key)
     if shared is not None and replication > 0:
         return replay(shared, attack)
+    if key is not None and shared is None:
+        TRANSCRIPTS.make_room()
     split = shared.split if shared is not None else task.split(stream(seed, "task", task_spec, replication, *secret))
 
     def record(leaderboard: Leaderboard, state: Any, marks: dict[str, list[int]], submissions: int) -> None:

@@ -1,45 +1,44 @@
-"""Zheng, Achanta & Benjamini's Figure 3 (Sec. 5): predicting the 50-class accuracy from k classes.
+"""Zheng, Achanta & Benjamini's Figure 3 (arXiv:1606.05228, Sec. 5): predicting the 50-class
+accuracy from k classes, and the paper's statements about it.
 
-A simulated Gaussian mixture with K = 50 classes; the first k classes (a random order
-of the 50, so the subsets are nested, Z₃ ⊂ … ⊂ Z₅₀) train a classifier, its test scores
-on those k classes give the outscored counts V, and EXP, CONS and HD (Sec. 4) predict
-acc⁽⁵⁰⁾. The truth is the test accuracy of the same classifier trained on all 50
-classes; acc⁽ᵏ⁾ itself is the naive prediction. Classifiers as in the paper: QDA
-(generative), multinomial logistic regression, and a network with one hidden layer of
-10 logistic units.
+A simulated Gaussian mixture with K = 50 classes; the first k classes (the subsets are
+nested, Z₃ ⊂ … ⊂ Z₅₀) train a classifier, its test scores on those k classes give the
+outscored counts V, and EXP, CONS and HD (Sec. 4) predict acc⁽⁵⁰⁾ in each convention of
+:mod:`ladderlab.stats` (``ladderlab`` or ``authors``). The truth is the test accuracy of
+the same classifier trained on all 50 classes; acc⁽ᵏ⁾ itself is the naive prediction.
 
-The paper does not print the mixture's parameters (they are in its supplement); the
-:class:`MixtureDesign` defaults are ours, chosen so that acc⁽⁵⁰⁾ is far from both
-chance and 1: class means μ ~ N(0, spread² I) in 10 dimensions, each class N(μ, s² I)
-with its own scale s (so QDA's per-class covariances matter), 30 training and 50
-test points per class.
+The default :class:`MixtureDesign` is the authors' (``run_simulation.R`` in their public
+repository ``snarles/fmri``): class centroids μ ~ N(0, I₁₀), points μ + N(0, σ²I) with
+σ = 1, 20 training and 30 test points per class. The classifiers stand in for theirs:
+QDA without regularisation (``MASS::qda``), multinomial logistic regression with a weak
+ridge penalty, C = 100 (theirs: ``glmnet``'s lasso path at its smallest λ), and a network
+with one hidden layer of 10 logistic units fitted by L-BFGS for 100 iterations without
+weight decay (``nnet(size = 10)``, whose default is 100 BFGS iterations). The authors'
+ranks break ties at random; here V counts the classes strictly outscored, and the scores
+(log-posteriors, logits) have no ties.
 
-Run: ``python -m ladderlab.extrapolation_experiment --out runs/figure3`` (CSV of every
-prediction, a summary, and the figure).
+Run as the built-in scenario ``zheng-figure3`` (``ladderlab run zheng-figure3``; its
+``[[extrapolation]]`` table is :mod:`ladderlab.extrapolation_scenario`).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
+from scipy import special
 from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
-from ladderlab.atomic import save_figure, write_atomically
-from ladderlab.progress import progress_bar
 from ladderlab.seeding import stream
-from ladderlab.stats.extrapolation import accuracy_curve, outscored_counts
+from ladderlab.stats.extrapolation import accuracy_curve, high_dimensional_extrapolation, outscored_counts
 
 FloatArray = NDArray[np.float64]
 ESTIMATORS = ("exp", "cons", "hd")
@@ -50,25 +49,26 @@ PREDICTOR_COLORS = {"acc_k": "0.35", "exp": "#1f77b4", "cons": "#d62728", "hd": 
 
 @dataclass(frozen=True)
 class MixtureDesign:
-    """The simulated Gaussian mixture and the range of initial subsets."""
+    """The simulated Gaussian mixture: class c is N(μ_c, (σ·s_c)² I), μ_c ~ N(0, spread² I),
+    log s_c ~ N(0, scale_spread²) (0: one σ for every class, as the authors have it)."""
 
     classes: int = 50
     dimension: int = 10
     spread: float = 1.0
-    scale_spread: float = 0.25
-    training: int = 30
-    testing: int = 50
-    smallest: int = 3
-    bins: int = 1000
+    noise: float = 1.0
+    scale_spread: float = 0.0
+    training: int = 20
+    testing: int = 30
 
-    def subset_sizes(self, step: int = 1) -> list[int]:
-        sizes = list(range(self.smallest, self.classes + 1, step))
+    def subset_sizes(self, smallest: int = 3, step: int = 1) -> list[int]:
+        """k = smallest, smallest + step, …, and always K itself."""
+        sizes = list(range(smallest, self.classes + 1, step))
         return sizes if sizes[-1] == self.classes else [*sizes, self.classes]
 
 
 @dataclass(frozen=True)
 class Mixture:
-    """Training and test points of every class; class c is the c-th in the random order."""
+    """Training and test points of every class."""
 
     train_points: FloatArray
     train_labels: NDArray[np.int64]
@@ -82,9 +82,9 @@ class Mixture:
 
 
 def simulate_mixture(design: MixtureDesign, rng: np.random.Generator) -> Mixture:
-    """Draw the K class distributions N(μ_c, s_c² I) and their training and test points."""
+    """Draw the K class distributions and their training and test points."""
     means = rng.normal(0.0, design.spread, (design.classes, design.dimension))
-    scales = np.exp(rng.normal(0.0, design.scale_spread, design.classes))
+    scales = design.noise * np.exp(rng.normal(0.0, design.scale_spread, design.classes))
 
     def points(per_class: int) -> tuple[FloatArray, NDArray[np.int64]]:
         labels = np.repeat(np.arange(design.classes), per_class)
@@ -98,16 +98,17 @@ def simulate_mixture(design: MixtureDesign, rng: np.random.Generator) -> Mixture
 
 def _network_scores(model: MLPClassifier, points: FloatArray) -> FloatArray:
     """The output layer's logits (predict_proba underflows to ties at 0 with many classes)."""
-    hidden = 1.0 / (1.0 + np.exp(-(points @ model.coefs_[0] + model.intercepts_[0])))
+    hidden = special.expit(points @ model.coefs_[0] + model.intercepts_[0])
     return hidden @ model.coefs_[1] + model.intercepts_[1]
 
 
 Classifier = Callable[[int], tuple[object, Callable[[object, FloatArray], FloatArray]]]
 CLASSIFIERS: dict[str, Classifier] = {
-    "qda": lambda seed: (QuadraticDiscriminantAnalysis(reg_param=0.01), lambda m, x: m.decision_function(x)),
-    "logistic": lambda seed: (LogisticRegression(max_iter=2000), lambda m, x: m.decision_function(x)),
+    "qda": lambda seed: (QuadraticDiscriminantAnalysis(reg_param=0.0), lambda m, x: m.decision_function(x)),
+    "logistic": lambda seed: (LogisticRegression(C=100.0, max_iter=1000), lambda m, x: m.decision_function(x)),
     "network": lambda seed: (
-        MLPClassifier(hidden_layer_sizes=(10,), activation="logistic", max_iter=2000, random_state=seed),
+        MLPClassifier(hidden_layer_sizes=(10,), activation="logistic", solver="lbfgs", alpha=0.0, max_iter=100,
+                      random_state=seed),
         _network_scores,
     ),
 }
@@ -125,56 +126,53 @@ def _fit_and_score(name: str, seed: int, data: tuple[FloatArray, ...]) -> NDArra
     return outscored_counts(matrix, test_labels)
 
 
-def _predict(outscored: NDArray[np.int64], k: int, K: int, bins: int) -> dict[str, float]:
-    predictions = {"acc_k": float(np.mean(outscored == k - 1))}
+def predict(outscored: NDArray[np.int64], k: int, K: int, convention: str) -> dict[str, float]:
+    """acc⁽ᵏ⁾ and each estimator's prediction of acc⁽ᴷ⁾; NaN where an estimator fails (CONS
+    infeasible, HD at accuracy 0 or 1: the failures of the paper's Table 1)."""
+    observed = float(np.mean(outscored == k - 1))
+    predictions = {"acc_k": observed}
     for method in ESTIMATORS:
         try:
-            predictions[method] = float(accuracy_curve(outscored, k, K, method, bins=bins)[-1])
-        except ValueError:  # CONS infeasible or not converged, HD at accuracy 1: a failure, as in Table 1
+            if method == "hd" and convention == "ladderlab":  # one value, not the whole curve
+                predictions[method] = high_dimensional_extrapolation(observed, k, K)
+            else:
+                predictions[method] = float(accuracy_curve(outscored, k, K, method, convention=convention)[-1])
+        except ValueError:
             predictions[method] = float("nan")
     return predictions
 
 
 def run_replication(design: MixtureDesign, classifier: str, replication: int, seed: int = 0,
-                    step: int = 1, progress: bool | None = False) -> pd.DataFrame:
-    """One mixture, one classifier: the predictions of acc⁽ᴷ⁾ at every subset size k, and the truth
-    (``progress``: a bar over the subset sizes; None: on a terminal)."""
+                    sizes: Sequence[int] | None = None, conventions: Sequence[str] = ("ladderlab",)) -> pd.DataFrame:
+    """One mixture, one classifier: one row per subset size k and convention, with every
+    prediction of acc⁽ᴷ⁾ and the truth. The mixture's stream depends on the design and the
+    replication only, so every classifier and convention meets the same data."""
     mixture = simulate_mixture(design, stream(seed, "zheng-figure3", "mixture", asdict(design), replication))
     model_seed = int(stream(seed, "zheng-figure3", "classifier", classifier, replication).integers(2**31))
-    rows = []
     K = design.classes
-    for k in progress_bar(design.subset_sizes(step), progress=progress, desc=classifier, unit="subset size"):
+    rows = []
+    for k in design.subset_sizes() if sizes is None else sizes:
         outscored = _fit_and_score(classifier, model_seed, mixture.first(k))
-        rows.append({"classifier": classifier, "replication": replication, "k": k,
-                     **_predict(outscored, k, K, design.bins)})
+        rows += [{"classifier": classifier, "convention": convention, "replication": replication, "k": k,
+                  **predict(outscored, k, K, convention)} for convention in conventions]
     frame = pd.DataFrame(rows)
     frame["true"] = float(frame.loc[frame["k"] == K, "acc_k"].iloc[0])
     return frame
 
 
-def run(design: MixtureDesign = MixtureDesign(), classifiers: Sequence[str] = tuple(CLASSIFIERS),
-        replications: int = 1, seed: int = 0, step: int = 1, progress: bool | None = False) -> pd.DataFrame:
-    """Every classifier × replication; one row per (classifier, replication, k); ``progress`` as
-    in :func:`run_replication`."""
-    unknown = [name for name in classifiers if name not in CLASSIFIERS]
-    if unknown:
-        raise ValueError(f"unknown classifier {unknown[0]!r}; choose from {', '.join(CLASSIFIERS)}")
-    return pd.concat([run_replication(design, name, replication, seed, step, progress)
-                      for name in classifiers for replication in range(replications)], ignore_index=True)
-
-
-def summarise(results: pd.DataFrame, below: int | None = None) -> pd.DataFrame:
-    """Per classifier and predictor: mean absolute error against acc⁽ᴷ⁾, the share of subset
-    sizes at which the predictor is the closest, and its roughness (mean |change| from one
-    k to the next: how variable the prediction is as classes are added); k < ``below`` only."""
-    frame = results if below is None else results[results["k"] < below]
+def summarise(results: pd.DataFrame) -> pd.DataFrame:
+    """Per convention, classifier and predictor: the mean absolute error against acc⁽ᴷ⁾ over
+    k < K, the share of those k at which the predictor is the closest, its roughness (mean
+    |change| from one k to the next: how variable the prediction is as classes are added),
+    and the number of failed predictions."""
+    frame = results[results["k"] < results["k"].max()]
     rows = []
-    for classifier, group in frame.groupby("classifier", sort=False):
+    for (convention, classifier), group in frame.groupby(["convention", "classifier"], sort=False):
         errors = pd.DataFrame({p: (group[p] - group["true"]).abs() for p in PREDICTORS})
         closest = errors.idxmin(axis=1)
         for predictor in PREDICTORS:
             steps = group.groupby("replication")[predictor].apply(lambda s: s.diff().abs().mean())
-            rows.append({"classifier": classifier, "predictor": predictor,
+            rows.append({"convention": convention, "classifier": classifier, "predictor": predictor,
                          "mean_abs_error": float(errors[predictor].mean()),
                          "closest_share": float(np.mean(closest == predictor)),
                          "roughness": float(steps.mean()),
@@ -182,49 +180,95 @@ def summarise(results: pd.DataFrame, below: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+AUTHORS_RUN = pd.DataFrame(
+    [(classifier, predictor, error, closest, roughness) for classifier, rows in {
+        "qda": [("acc_k", 0.1258, 0.2340, 0.0106), ("exp", 0.0682, 0.1915, 0.0379),
+                ("cons", 0.0593, 0.1064, 0.0139), ("hd", 0.0301, 0.4681, 0.0127)],
+        "logistic": [("acc_k", 0.0954, 0.0000, 0.0107), ("exp", 0.0558, 0.2128, 0.0454),
+                     ("cons", 0.0949, 0.0426, 0.0169), ("hd", 0.0297, 0.7447, 0.0149)],
+        "network": [("acc_k", 0.0775, 0.6170, 0.0363), ("exp", 0.0899, 0.1064, 0.0884),
+                    ("cons", 0.1263, 0.0426, 0.0540), ("hd", 0.0650, 0.2340, 0.0384)],
+    }.items() for predictor, error, closest, roughness in rows],
+    columns=["classifier", "predictor", "mean_abs_error", "closest_share", "roughness"])
+"""The reference: :func:`summarise` of the authors' own Figure 3 run (``extrapolation/simres.rds`` in
+``snarles/fmri``: one mixture, their QDA, ``glmnet`` and ``nnet``, their acc_sub, exp, pmle_mm and hd
+at k = 3…49, the truth their acc_sub at k = 50), to four decimals."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One of the paper's Sec. 5 statements, how it is measured, and whether it held."""
+
+    claim: str
+    measure: str
+    value: str
+    holds: bool
+
+
+def statements(summary: pd.DataFrame) -> list[Statement]:
+    """The four statements of Sec. 5 on one convention's summary (:func:`summarise`), each
+    with the numbers that decide it; a statement about a classifier the run lacks is left out."""
+    table = summary.set_index(["classifier", "predictor"])
+
+    def value(classifier: str, predictor: str, column: str) -> float:
+        return float(table.loc[(classifier, predictor), column])
+
+    present = set(summary["classifier"])
+    found = []
+    if {"qda", "logistic"} <= present:
+        order = {c: sorted(ESTIMATORS, key=lambda m: value(c, m, "mean_abs_error")) for c in ("qda", "logistic")}
+        found.append(Statement(
+            "QDA and logistic regression behave alike",
+            "the three methods rank in the same order by mean absolute error for both",
+            f"QDA {' < '.join(m.upper() for m in order['qda'])}; logistic {' < '.join(m.upper() for m in order['logistic'])}",
+            order["qda"] == order["logistic"]))
+    if {"qda", "logistic", "network"} <= present:
+        worse = {m: value("network", m, "mean_abs_error") > max(value(c, m, "mean_abs_error") for c in ("qda", "logistic"))
+                 for m in ESTIMATORS}
+        found.append(Statement(
+            "every method does worse for the network than for QDA and logistic regression",
+            "mean absolute error for the network above both others, for EXP, CONS and HD",
+            ", ".join(f"{m.upper()} {value('network', m, 'mean_abs_error'):.3f}" for m in ESTIMATORS),
+            all(worse.values())))
+    if "network" in present:
+        share = value("network", "acc_k", "closest_share")
+        found.append(Statement(
+            "for the network, acc(k) itself is the better predictor for most of the curve",
+            "share of subset sizes k at which acc(k) is the closest of the four predictors",
+            f"{share:.0%}", share > 0.5))
+    rough = {c: {m: value(c, m, "roughness") for m in ESTIMATORS} for c in sorted(present)}
+    found.append(Statement(
+        "EXP is more variable than CONS and HD",
+        "roughness (mean |change| of the prediction from k to k + 1) of EXP above both, for every classifier",
+        "; ".join(f"{CLASSIFIER_LABELS.get(c, c).split(' (')[0]} {r['exp']:.3f} / {r['cons']:.3f} / {r['hd']:.3f}"
+                  for c, r in rough.items()),
+        all(r["exp"] > max(r["cons"], r["hd"]) for r in rough.values())))
+    return found
+
+
 def figure(results: pd.DataFrame) -> Figure:
-    """Figure 3: predicted acc⁽ᴷ⁾ against k, one panel per classifier, the truth as a dashed line."""
+    """Figure 3: predicted acc⁽ᴷ⁾ against k, one panel per classifier (a row per convention),
+    the truth as a dashed line; later replications are drawn lighter."""
     classifiers = list(dict.fromkeys(results["classifier"]))
-    fig = Figure(figsize=(4.2 * len(classifiers), 3.6))
-    axes = fig.subplots(1, len(classifiers), sharey=True, squeeze=False)[0]
-    for ax, classifier in zip(axes, classifiers):
-        group = results[results["classifier"] == classifier]
-        for replication, runs in group.groupby("replication"):
-            first = replication == group["replication"].min()
-            for predictor in PREDICTORS:
-                ax.plot(runs["k"], runs[predictor], color=PREDICTOR_COLORS[predictor], linewidth=1.2,
-                        alpha=1.0 if first else 0.35, label=PREDICTOR_LABELS[predictor] if first else None)
-            ax.axhline(runs["true"].iloc[0], color="black", linestyle="--", linewidth=1,
-                       alpha=1.0 if first else 0.35, label="true acc(K)" if first else None)
-        ax.set_title(CLASSIFIER_LABELS.get(classifier, classifier))
+    conventions = list(dict.fromkeys(results["convention"]))
+    fig = Figure(figsize=(4.2 * len(classifiers), 3.4 * len(conventions)))
+    grid = fig.subplots(len(conventions), len(classifiers), sharex=True, sharey=True, squeeze=False)
+    for row, convention in zip(grid, conventions):
+        for ax, classifier in zip(row, classifiers):
+            group = results[(results["classifier"] == classifier) & (results["convention"] == convention)]
+            for replication, runs in group.groupby("replication"):
+                first = replication == group["replication"].min()
+                for predictor in PREDICTORS:
+                    ax.plot(runs["k"], runs[predictor], color=PREDICTOR_COLORS[predictor], linewidth=1.2,
+                            alpha=1.0 if first else 0.3, label=PREDICTOR_LABELS[predictor] if first else None)
+                ax.axhline(runs["true"].iloc[0], color="black", linestyle="--", linewidth=1,
+                           alpha=1.0 if first else 0.3, label="true acc(K)" if first else None)
+            ax.set_title(f"{CLASSIFIER_LABELS.get(classifier, classifier)} ({convention})", fontsize=9)
+            ax.set_ylim(0, 1)
+        row[0].set_ylabel(f"predicted acc({int(results['k'].max())})")
+    for ax in grid[-1]:
         ax.set_xlabel("k (classes observed)")
-    axes[0].set_ylabel(f"predicted acc({int(results['k'].max())})")
-    axes[0].legend(fontsize=8)
+    grid[0][0].legend(fontsize=7)
     fig.tight_layout()
     return fig
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ladderlab.extrapolation_experiment", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="runs/extrapolation-figure3", help="output folder")
-    parser.add_argument("--replications", type=int, default=1, help="independent mixtures (default 1, as in the paper)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--step", type=int, default=1, help="evaluate every step-th subset size k")
-    parser.add_argument("--classifiers", nargs="+", default=list(CLASSIFIERS), choices=list(CLASSIFIERS))
-    args = parser.parse_args(argv)
-    if args.replications < 1 or args.step < 1:
-        parser.error("--replications and --step must be at least 1")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    results = run(MixtureDesign(), args.classifiers, args.replications, args.seed, args.step, progress=None)
-    write_atomically(out / "predictions.csv", results.to_csv(index=False))
-    summary = summarise(results)
-    write_atomically(out / "summary.csv", summary.to_csv(index=False))
-    save_figure(figure(results), out / "figure3.png", dpi=110, bbox_inches="tight")
-    print(summary.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
-    print(f"\npredictions, summary and figure written to {out}/")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,12 +20,14 @@ import math
 import shutil
 import sys
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ladderlab import competition_report, plots
+from ladderlab import competition_report, extrapolation_report, plots
+from ladderlab import markdown as md
 from ladderlab import rundir
 from ladderlab.competition_results import read_competition_files
 from ladderlab.naming import plugin_label
@@ -192,7 +194,7 @@ def load_run(directory: str | Path) -> Run:
     if expected is None:  # written before manifests listed their cells: needs the plugins installed
         expected = cell_records(Scenario.model_validate(manifest["scenario"]))
     competitions = [cell for cell in expected if cell.get("kind") == "competition"]
-    expected = [cell for cell in expected if cell.get("kind") != "competition"]
+    expected = [cell for cell in expected if cell.get("kind") is None]
     files, damaged = verified_cell_files(directory)
     competition_files, damaged_competitions = rundir.verified_files(directory, "competitions")
     results = read_cell_files(files, submissions=True)
@@ -219,29 +221,60 @@ def _labelled(table: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def text_table(table: pd.DataFrame) -> str:
-    """The summary for a terminal: labels, counts, and median [2.5%, 97.5%] of each measure."""
-    if table.empty:
-        return "no finished replications yet"
+def _interval_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Labels, counts, and median [2.5%, 97.5%] of each measure, as text."""
     shown = _labelled(table)
     for short, title in MEASURE_TITLES.items():
         shown[f"{title} median [95%]"] = [
             interval_text(m, lo, hi) for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
         ]
+    return shown
+
+
+def text_table(table: pd.DataFrame) -> str:
+    """The summary for a terminal: labels, counts, and median [2.5%, 97.5%] of each measure."""
+    if table.empty:
+        return "no finished replications yet"
     width = shutil.get_terminal_size((400, 24)).columns if sys.stdout.isatty() else 400
     with pd.option_context("display.max_colwidth", 60, "display.max_rows", 1000):
-        return shown.to_string(index=False, line_width=width)
+        return _interval_columns(table).to_string(index=False, line_width=width)
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """The summary as a Markdown table: labels, counts, and median [2.5%, 97.5%] of each measure."""
+    return md.table(_interval_columns(table)) if not table.empty else "No finished replications yet."
+
+
+def markdown_page(run: Run, figures: Sequence[tuple[str, str]] = ()) -> str:
+    """A Markdown page of the run: scenario, the summary, the extrapolation experiments, and
+    ``figures`` (title and image path, as written by ``--plots``)."""
+    scenario = run.manifest.get("scenario", {})
+    parts = [f"# {scenario.get('name', run.directory.name)}", "", scenario.get("description", ""), "",
+             f"{_provenance(run)}", ""]
+    expected = extrapolation_report.expected_cells(run.manifest)
+    if run.expected_cells or not (run.expected_competitions or expected):
+        parts += ["## Summary", "", "Median and 95% interval (2.5% and 97.5% quantiles over replications) of Δ = "
+                  "released public − final score of the attack's final submission, of the leaderboard error, and "
+                  "of the final submission's released and final scores.", "", markdown_table(summary(run.results)), ""]
+    if expected:
+        parts += ["## Accuracy extrapolation", "", extrapolation_report.markdown(extrapolation_report.load(run.directory)[0])]
+    if figures:
+        parts += ["## Figures", ""] + [f"![{title}]({path})\n" for title, path in figures]
+    return "\n".join(parts).rstrip() + "\n"
 
 
 def write_table(table: pd.DataFrame, form: str) -> str:
-    """The summary as ``text``, ``csv`` (parameters as JSON columns) or ``json`` (a list of rows)."""
+    """The summary as ``text``, ``csv`` (parameters as JSON columns), ``json`` (a list of rows)
+    or ``markdown``."""
     if form == "text":
         return text_table(table)
+    if form == "markdown":
+        return markdown_table(table)
     if form == "csv":
         return table.to_csv(index=False)
     if form == "json":
         return json.dumps(summary_records(table), indent=2, ensure_ascii=False)
-    raise ValueError(f"format must be 'text', 'csv' or 'json', got {form!r}")
+    raise ValueError(f"format must be 'text', 'csv', 'json' or 'markdown', got {form!r}")
 
 
 _STYLE = """
@@ -289,6 +322,8 @@ def html_page(run: Run) -> str:
         parts.append("<p>No plots: no replication has finished yet.</p>")
     parts += [_figure_html(figure) for figure in figures]
     parts += competition_report.html_section(run.expected_competitions, run.competitions, _figure_html)
+    parts += extrapolation_report.html_section(extrapolation_report.expected_cells(run.manifest),
+                                               extrapolation_report.load(run.directory)[0], _figure_html)
     parts += [
         "<h2>Scenario</h2>",
         f"<pre>{html.escape(json.dumps(scenario, indent=2, ensure_ascii=False))}</pre>",

@@ -41,7 +41,7 @@ log = logging.getLogger("ladderlab.run")
 
 LOCK_NAME = "lock"
 QUARANTINE = "quarantine"
-CELL_FOLDERS = ("cells", "competitions")
+CELL_FOLDERS = ("cells", "competitions", "extrapolations")
 """Where cell files live: duel cells, and competition cells."""
 _FAMILY_BASES = (Task, Mechanism, Attack)
 

@@ -64,6 +64,8 @@ from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.competition_results import cell_table as competition_cell_table
+from ladderlab.extrapolation_scenario import ExtrapolationCell
+from ladderlab.extrapolation_scenario import cell_table as extrapolation_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.seeding import secret_fingerprint
@@ -85,7 +87,7 @@ def cell_worker() -> Iterator[None]:
 def _versions(scenario: Scenario) -> dict[str, str]:
     versions = {"ladderlab": ladderlab.__version__}
     for cell in cells(scenario):
-        if isinstance(cell, CompetitionCell):
+        if not isinstance(cell, Cell):
             versions.update({f"{registry.kind}:{plugin_id}": registry.get(plugin_id).version
                              for registry, plugin_id in cell.plugin_ids()})
             continue
@@ -100,9 +102,11 @@ def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
             for cell in cells(scenario) for _, registry, plugin_id in _cell_plugins(cell)}
 
 
-def _cell_plugins(cell: Cell | CompetitionCell) -> list[tuple[str, Any, str]]:
+def _cell_plugins(cell: Cell | CompetitionCell | ExtrapolationCell) -> list[tuple[str, Any, str]]:
     """(role, registry, id) of every plugin a cell runs: task, mechanism, and the attack
-    or each distinct team policy (role ``team <id>``)."""
+    or each distinct team policy (role ``team <id>``); none for an extrapolation cell."""
+    if isinstance(cell, ExtrapolationCell):
+        return []
     roles = [("task", TASKS, cell.task[0]), ("mechanism", MECHANISMS, cell.mechanism[0])]
     if isinstance(cell, CompetitionCell):
         return roles + [(f"team {policy}", ATTACKS, policy) for policy in sorted({t["policy"] for t in cell.teams})]
@@ -246,11 +250,13 @@ def run_cells(
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). A competition cell is alone in its group; its file is under ``competitions/``."""
-    if isinstance(group[0], CompetitionCell):
+    fingerprints). A competition or extrapolation cell is alone in its group; its file is under
+    ``competitions/`` or ``extrapolations/``."""
+    if not isinstance(group[0], Cell):
         (cell,) = group
+        table = competition_cell_table if isinstance(cell, CompetitionCell) else extrapolation_cell_table
         with cell_worker():
-            return [_write_cell(cell, competition_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
+            return [_write_cell(cell, table(cell, seed, replications), out, _plugin_tokens(cell))]
     rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities)
     return write_cells(group, seed, rows, out, isolation)
 
@@ -336,7 +342,7 @@ def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
     """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order."""
     groups: dict[str, list[Cell]] = {}
     for cell in todo:
-        if isinstance(cell, CompetitionCell):
+        if not isinstance(cell, Cell):
             groups[cell.key] = [cell]
             continue
         final_only = ATTACKS.get(cell.attack[0]).final_only_params
@@ -437,8 +443,8 @@ def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str
     return manifest
 
 
-def _label(cell: Cell | CompetitionCell) -> str:
-    if isinstance(cell, CompetitionCell):
+def _label(cell: Cell | CompetitionCell | ExtrapolationCell) -> str:
+    if not isinstance(cell, Cell):
         return cell.label
     return " × ".join(plugin_label(plugin_id, json.dumps(params, sort_keys=True))
                       for plugin_id, params in (cell.task, cell.mechanism, cell.attack))
@@ -498,12 +504,12 @@ def run(
         groups = transcript_groups(todo)
         identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
                       for cell in todo if isinstance(cell, Cell)} if isolation == "process" else {}
-        duel_groups = [group for group in groups if not isinstance(group[0], CompetitionCell)]
+        duel_groups = [group for group in groups if isinstance(group[0], Cell)]
         jobs_to_run: list[Any] = []
         pieces_of: dict[int, int] = {}
         if backend == "loky" and isolation == "none" and jobs != 1 and duel_groups:
             pieces, first_rows = longest_first(duel_groups, scenario.seed, scenario.replications, jobs, secret_seed)
-            groups = [group for group in groups if isinstance(group[0], CompetitionCell)]
+            groups = [group for group in groups if not isinstance(group[0], Cell)]
             jobs_to_run = [joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation,
                                                      secret_seed) for group in groups]
             for index, start, stop in pieces:

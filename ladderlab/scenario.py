@@ -35,6 +35,10 @@ public size), its ``params`` added to every grid point; a matrix with
 regression attack on a classification task) instead of recording them as
 skipped. The ``zoo`` scenario uses both.
 
+``[[competition]]`` tables (:mod:`ladderlab.competition_scenario`) and ``[[extrapolation]]``
+tables (:mod:`ladderlab.extrapolation_scenario`: Zheng et al.'s Figure 3 experiment) have cells
+of their own, listed after the duels'.
+
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ from ladderlab.plugin import Plugin
 from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
 from ladderlab.competition import Rules, public_rows
 from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
+from ladderlab.extrapolation_scenario import KEYS as EXTRAPOLATION_KEYS
+from ladderlab.extrapolation_scenario import ExtrapolationCell, ExtrapolationTable, extrapolation_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenarios import builtin_scenarios
 from ladderlab.schema import StrictModel, problem_lines
@@ -114,12 +120,14 @@ class Scenario(StrictModel):
     seed: StrictInt = Field(default=0, ge=0, lt=INT64_LIMIT, description="the root of every random stream (results store it as a 64-bit integer)")
     matrix: list[Matrix] = Field(default_factory=list, description="`[[matrix]]` tables of duels")
     competition: list[CompetitionMatrix] = Field(default_factory=list, description="`[[competition]]` tables")
+    extrapolation: list[ExtrapolationTable] = Field(
+        default_factory=list, description="`[[extrapolation]]` tables (Zheng et al.'s Figure 3 experiment)")
     _source: str = PrivateAttr(default="scenario")
 
     @model_validator(mode="after")
     def _valid_cells(self) -> Scenario:
-        if not self.matrix and not self.competition:
-            raise ValueError("a scenario needs at least one [[matrix]] or [[competition]] table")
+        if not self.matrix and not self.competition and not self.extrapolation:
+            raise ValueError("a scenario needs at least one [[matrix]], [[competition]] or [[extrapolation]] table")
         for i, matrix in enumerate(self.matrix):
             for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
                 for j, entry in enumerate(getattr(matrix, key)):
@@ -133,13 +141,16 @@ class Scenario(StrictModel):
                     _check_entry(team, ATTACKS, f"competition[{i}].mixes[{m}].teams[{j}]", id_key="policy")
         _check_duplicates(self)
         competition_cells(self.competition)
+        extrapolation_cells(self.extrapolation)
         return self
 
     def identity(self) -> str:
         """A hash of everything that determines the results. The options added after the first
-        release (``strength_grid``, ``playable_only``) count only when set, so a scenario
-        without them keeps the hash of its existing run directories."""
+        release (``strength_grid``, ``playable_only``, ``extrapolation``) count only when set, so a
+        scenario without them keeps the hash of its existing run directories."""
         dump = self.model_dump(mode="json")
+        if not dump["extrapolation"]:
+            del dump["extrapolation"]
         for matrix in dump["matrix"]:
             if not matrix["playable_only"]:
                 del matrix["playable_only"]
@@ -150,7 +161,7 @@ class Scenario(StrictModel):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields} | COMPETITION_KEYS
+_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields} | COMPETITION_KEYS | EXTRAPOLATION_KEYS
 
 
 def _check_entry(entry: Any, registry: Registry, where: str, id_key: str = "id") -> None:
@@ -259,13 +270,13 @@ def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
     return located
 
 
-def cells(scenario: Scenario) -> list[Cell | CompetitionCell]:
+def cells(scenario: Scenario) -> list[Cell | CompetitionCell | ExtrapolationCell]:
     """Every cell of every matrix, in file order (a valid scenario lists each cell once);
-    competition cells last."""
+    competition cells, then extrapolation cells, last."""
     found: dict[str, Cell] = {}
     for _, cell in _located_cells(scenario):
         found.setdefault(cell.key, cell)
-    return [*found.values(), *competition_cells(scenario.competition)]
+    return [*found.values(), *competition_cells(scenario.competition), *extrapolation_cells(scenario.extrapolation)]
 
 
 def preflight(scenario: Scenario) -> dict[str, str]:

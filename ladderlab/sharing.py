@@ -32,6 +32,10 @@ from ladderlab.tasks import Split
 
 CACHED_TRANSCRIPTS = 4
 """Transcripts kept per process (the runner plays the duels of one replication together)."""
+CACHED_BYTES = 256 * 2**20
+"""Above this, only the newest transcript is kept, and none once a new split is about to be
+drawn: a transcript holds its split's data (1.2 GB for the Science experiment at full scale),
+and four of them made a run of ``dwork-science-fig1-full`` peak at 7.1 GB."""
 
 
 class TranscriptMismatch(RuntimeError):
@@ -46,6 +50,12 @@ class Transcript:
 
     split: Split
     played: bytes
+
+    @property
+    def nbytes(self) -> int:
+        """The memory it holds: the split's arrays and the pickled leaderboard and state."""
+        arrays = (self.split.public.X_train, self.split.public.y_train, self.split.public.X_holdout, self.split.y_holdout)
+        return sum(np.asarray(array).nbytes for array in arrays) + len(self.played)
 
     @classmethod
     def record(cls, split: Split, leaderboard: Leaderboard, state: Any, marks: dict[str, list[int]],
@@ -74,10 +84,12 @@ class Transcript:
 
 
 class TranscriptCache:
-    """The last few transcripts of this process, by the identity of the duel they belong to."""
+    """The last few transcripts of this process, by the identity of the duel they belong to: at
+    most ``size`` of them, and while they hold more than ``max_bytes``, only the newest."""
 
-    def __init__(self, size: int = CACHED_TRANSCRIPTS):
+    def __init__(self, size: int = CACHED_TRANSCRIPTS, max_bytes: int = CACHED_BYTES):
         self.size = size
+        self.max_bytes = max_bytes
         self._entries: OrderedDict[Hashable, Transcript] = OrderedDict()
 
     def get(self, key: Hashable) -> Transcript | None:
@@ -89,7 +101,15 @@ class TranscriptCache:
     def put(self, key: Hashable, transcript: Transcript) -> None:
         self._entries[key] = transcript
         self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
+        self._trim(keep=1)
+
+    def make_room(self) -> None:
+        """Before a new split is drawn: drop the transcripts that hold more than ``max_bytes``."""
+        self._trim(keep=0)
+
+    def _trim(self, keep: int) -> None:
+        while len(self._entries) > keep and (
+                len(self._entries) > self.size or sum(t.nbytes for t in self._entries.values()) > self.max_bytes):
             self._entries.popitem(last=False)
 
     def clear(self) -> None:

@@ -170,6 +170,21 @@ def competition_cell(label: str, n_holdout: int, n_public: int, data: int, teams
     return Estimate(label, replications * submissions, live + replications * teams * 3 * 8, seconds)
 
 
+SECONDS_PER_EXTRAPOLATION_FIT = 0.2
+"""One classifier fitted and scored on one subset of classes of Zheng et al.'s mixture, with its
+predictions (zheng-figure3: 408 s of CPU for 3 classifiers × 5 mixtures × 48 subset sizes × 2 conventions)."""
+
+
+def extrapolation_cell(cell: Any, replications: int) -> Estimate:
+    """One extrapolation cell (:class:`ladderlab.extrapolation_scenario.ExtrapolationCell`): a
+    classifier fitted on every subset size of ``replications`` simulated mixtures."""
+    design = cell.design
+    points = design.classes * (design.training + design.testing)
+    fits = len(design.subset_sizes(cell.smallest, cell.step)) * len(cell.conventions)
+    peak = WORKING_BYTES + 8 * points * (design.dimension + design.classes)
+    return Estimate(cell.label, None, peak, replications * fits * SECONDS_PER_EXTRAPOLATION_FIT)
+
+
 def combined(what: str, parts: list[Estimate], jobs: int = 1) -> Estimate:
     """Parts that run one after another, or ``jobs`` at a time (-1: every core): submissions
     and CPU add up, the memory is that of the ``jobs`` largest parts together."""
@@ -211,6 +226,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     measure them and to ask each attack how many submissions it makes."""
     from ladderlab.competition import Rules
     from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.extrapolation_scenario import ExtrapolationCell
     from ladderlab.registry import ATTACKS
     from ladderlab.runner import transcript_groups
     from ladderlab.scenario import cells
@@ -218,6 +234,9 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     parts = []
     for group in transcript_groups(cells(scenario)):
         cell = group[0]
+        if isinstance(cell, ExtrapolationCell):
+            parts.append(extrapolation_cell(cell, scenario.replications))
+            continue
         data, split = task_data(*cell.task, force=force)
         n_holdout = int(split.y_holdout.size)
         if isinstance(cell, CompetitionCell):

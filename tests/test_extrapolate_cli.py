@@ -110,3 +110,21 @@ def test_cons_infeasibility_is_reported_without_failing_the_other_methods(capsys
     result = run_json(capsys, path, "--from", "5", "--to", "10", "--method", "all")
     assert "1/k" in result["predictions"]["cons"]["error"]
     assert result["predictions"]["exp"]["accuracy"] is not None
+
+
+def test_the_authors_convention_is_their_code_from_the_command_line(capsys):
+    """--convention authors gives what ladderlab.stats.authors computes, here for CONS and HD."""
+    from ladderlab.stats import authors, pseudolikelihood
+
+    result = run_json(capsys, str(RANKS), "--from", "20", "--to", "100", "--method", "all", "--convention", "authors")
+    assert result["convention"] == "authors"
+    observed = read_observed_classes(RANKS, "ranks", 20)
+    counts = pseudolikelihood.check_counts(observed.outscored, 20)
+    masses = authors.fit_point_masses(counts, 20, constrained=True)
+    assert result["predictions"]["cons"]["accuracy"] == pytest.approx(authors.point_moments(masses, 100)[-1], abs=1e-6)
+    assert result["predictions"]["hd"]["accuracy"] == authors.high_dimensional_curve(result["observed_accuracy"], 20, 100)[-1]
+
+
+def test_bins_with_the_authors_convention_is_refused_before_any_work(capsys):
+    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40", "--convention", "authors", "--bins", "400"]) == 2
+    assert "--bins 400: the authors' convention has its own grid" in capsys.readouterr().err

@@ -52,6 +52,21 @@ def test_json_rows_carry_ids_params_and_statistics(finished_run, capsys):
         assert row["params"]["task"] == {"n_public": 200, "n_holdout": 600}
 
 
+def test_markdown_is_a_page_with_the_summary_and_links_to_the_plots(finished_run, tmp_path):
+    page = tmp_path / "pages" / "run.md"
+    page.parent.mkdir()
+    assert main(["report", str(finished_run), "--format", "markdown", "--out", str(page),
+                 "--plots", str(tmp_path / "plots")]) == 0
+    text = page.read_text()
+    table = report.summary(report.load_run(finished_run).results)
+    assert text.startswith("# ") and "## Summary" in text
+    rows = [line for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| ---") and "median [95%]" not in line]
+    assert len(rows) == len(table)
+    links = [line[line.index("](") + 2:-1] for line in text.splitlines() if line.startswith("![")]
+    assert links and all((page.parent / link).is_file() for link in links)
+
+
 def test_csv_has_one_line_per_cell(finished_run, tmp_path):
     out = tmp_path / "summary.csv"
     assert main(["report", str(finished_run), "--format", "csv", "--out", str(out)]) == 0

@@ -497,3 +497,25 @@ def test_retained_memory_is_not_faulted_in_again_for_every_temporary():
     default = faults("default")
     assert default >= 20 * 4  # each temporary is faulted in again (in huge pages, where the kernel uses them)
     assert 10 * faults("retain") < default
+
+
+def test_transcripts_beyond_the_memory_budget_give_way_to_a_new_split():
+    """A transcript holds its split's data: over the budget only the newest is kept, and none
+    once a new split is about to be drawn (dwork-science-fig1-full kept four 1.2 GB splits)."""
+    from ladderlab.sharing import Transcript, TranscriptCache
+
+    task = TASKS.make("correlated-feature-selection", n=10, d=5)
+    transcripts = [Transcript(task.split(np.random.default_rng(i)), b"") for i in range(3)]
+    size = transcripts[0].nbytes
+    roomy = TranscriptCache(size=4, max_bytes=10 * size)
+    tight = TranscriptCache(size=4, max_bytes=size + size // 2)
+    for number, transcript in enumerate(transcripts):
+        roomy.put(number, transcript)
+        tight.put(number, transcript)
+    assert len(roomy) == 3 and len(tight) == 1 and tight.get(2) is transcripts[2]
+    tight.make_room()
+    assert len(tight) == 1  # within the budget, the newest stays for the duels that share it
+    tight.max_bytes = size // 2
+    tight.make_room()
+    roomy.make_room()
+    assert len(tight) == 0 and len(roomy) == 3

@@ -1,5 +1,7 @@
 """Statistics of a leaderboard's winner: multiplicity-adjusted state of the art
-(Møllersen & Holsbø) and accuracy extrapolation to more classes (Zheng, Achanta & Benjamini)."""
+(Møllersen & Holsbø) and accuracy extrapolation to more classes (Zheng, Achanta & Benjamini, *How
+many faces can be recognized? Performance extrapolation for multi-class classification*,
+arXiv:1606.05228)."""
 
 from ladderlab.stats.extrapolation import (
     METHODS,

@@ -1,4 +1,5 @@
-"""Extrapolating multi-class accuracy from k classes to more (Zheng, Achanta & Benjamini).
+"""Extrapolating multi-class accuracy from k classes to more: Zheng, Achanta & Benjamini, *How many
+faces can be recognized? Performance extrapolation for multi-class classification* (arXiv:1606.05228).
 
 Classes are drawn at random from a population and each class's scoring function is
 learned from that class alone (marginal classifiers). For a test point of class i,
@@ -16,7 +17,9 @@ expected accuracy with t classes is p_t = E[U^{t−1}] (Theorem 3.1).
 - :func:`high_dimensional_extrapolation` — p̂ᴷ_HD = π̄_K(π̄_k⁻¹(p̂ᵏ_UN)) with
   π̄_k(c) = ∫ φ(z − c) Φ(z)^{k−1} dz (Sec. 4.3);
 - :func:`accuracy_curve` — any of these, or the pseudolikelihood estimators MPLE and
-  CONS (:mod:`ladderlab.stats.pseudolikelihood`, Sec. 4.2), as p̂ᵗ for t = 1…K.
+  CONS (:mod:`ladderlab.stats.pseudolikelihood`, Sec. 4.2), as p̂ᵗ for t = 1…K, in
+  ladderlab's convention or, with ``convention="authors"``, exactly as the authors' R code
+  computes them (:mod:`ladderlab.stats.authors`: coarser grids, Binomial(k, u) in Eq. 6).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import integrate, optimize, special
 
 from ladderlab.progress import progress_bar
-from ladderlab.stats import pseudolikelihood
+from ladderlab.stats import authors, pseudolikelihood
 
 FloatArray = NDArray[np.float64]
 KAPPA_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 20.0, 400)])
@@ -114,22 +117,38 @@ def high_dimensional_extrapolation(accuracy_k: float, k: int, K: int) -> float:
 METHODS = ("un", "exp", "cons", "mple", "hd")
 """The estimators of Sec. 4: unbiased (Eq. 5), exponential, constrained and maximum
 pseudolikelihood, high-dimensional."""
+CONVENTIONS = ("ladderlab", "authors")
+"""``ladderlab``: Theorem 3.2's Binomial(k − 1, U) throughout, a histogram density on ``bins``
+bins with exact integrals, a wide κ grid for EXP and HD's π̄_k inverted by root finding;
+``authors``: the authors' R code (:mod:`ladderlab.stats.authors`)."""
 
 
-def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str,
-                   bins: int = pseudolikelihood.DEFAULT_BINS, progress: bool | None = False) -> FloatArray:
+def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str, bins: int | None = None,
+                   convention: str = "ladderlab", progress: bool | None = False) -> FloatArray:
     """p̂ᵗ for t = 1…K (index t − 1) by one of :data:`METHODS`, from the outscored counts of k classes.
 
-    ``un`` exists only up to k (NaN beyond); ``bins`` is the pseudolikelihood grid;
+    ``un`` exists only up to k (NaN beyond); ``bins`` is the pseudolikelihood grid of the
+    ``ladderlab`` convention (default 1000); the ``authors`` convention has its own fixed grids.
     ``progress`` shows a bar over HD's K quadratures (None: on a terminal).
     """
     if method not in METHODS:
         raise ValueError(f"unknown extrapolation method {method!r}; choose from {', '.join(METHODS)}")
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r}; choose from {', '.join(CONVENTIONS)}")
+    if convention == "authors" and bins is not None:
+        raise ValueError(f"bins = {bins}: the authors' convention has its fixed grid of {authors.POINTS.size} points")
     if K < k:
         raise ValueError(f"K must be at least k = {k}, got {K}")
     unbiased = unbiased_accuracy(outscored, k)
     if method == "un":
         return np.concatenate([unbiased, np.full(K - k, np.nan)])
+    if convention == "authors":
+        if method == "exp":
+            return authors.exponential_curve(unbiased, K)
+        if method == "hd":
+            return authors.high_dimensional_curve(float(unbiased[-1]), k, K)
+        counts = pseudolikelihood.check_counts(outscored, k)
+        return authors.point_moments(authors.fit_point_masses(counts, k, constrained=method == "cons"), K)
     if method == "exp":
         return exponential_extrapolation(unbiased, K)
     if method == "hd":
@@ -138,4 +157,4 @@ def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str,
         return np.array([1.0] + [pi_bar(t, c) for t in progress_bar(classes, progress=progress if K > 1000 else False,
                                                                   desc="hd", unit="class count")])
     fit = pseudolikelihood.constrained_pseudolikelihood if method == "cons" else pseudolikelihood.maximum_pseudolikelihood
-    return fit(outscored, k, bins=bins).accuracies(K)
+    return fit(outscored, k, bins=pseudolikelihood.DEFAULT_BINS if bins is None else bins).accuracies(K)

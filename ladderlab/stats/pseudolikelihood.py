@@ -1,5 +1,6 @@
 """Maximum and constrained pseudolikelihood for the conditional-accuracy density (Zheng,
-Achanta & Benjamini, Sec. 4.2, Eq. 6 and Fig. 1).
+Achanta & Benjamini, *How many faces can be recognized?*, arXiv:1606.05228, Sec. 4.2, Eq. 6
+and Fig. 1; the authors' own grid and Binomial(k, u) are :mod:`ladderlab.stats.authors`).
 
 A test point's count V of outscored classes is Binomial(k − 1, U) given its conditional
 accuracy U, and U has a density η on [0, 1] (Theorem 3.2); the t-class accuracy is the
@@ -93,7 +94,8 @@ def _bin_probabilities(k: int, edges: FloatArray) -> FloatArray:
     return mass / (k * np.diff(edges)[None, :])
 
 
-def _check_counts(outscored: ArrayLike, k: int) -> NDArray[np.int64]:
+def check_counts(outscored: ArrayLike, k: int) -> NDArray[np.int64]:
+    """How many test points have V = 0, 1, …, k − 1; refuses counts outside 0…k − 1 and a bad k."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
         raise ValueError(f"k (the number of observed classes) must be a whole number ≥ 2, got {k!r}")
     values = np.asarray(outscored)
@@ -156,7 +158,7 @@ def _solve_dual(frequencies: FloatArray, likelihood: FloatArray, moment_row: Flo
 def _fit(outscored: ArrayLike, k: int, bins: int, constrained: bool, solver: str) -> PseudolikelihoodFit:
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 2:
         raise ValueError(f"bins must be a whole number ≥ 2, got {bins!r}")
-    counts = _check_counts(outscored, k)
+    counts = check_counts(outscored, k)
     observed = np.flatnonzero(counts)
     frequencies = counts[observed] / counts.sum()
     edges = np.linspace(0.0, 1.0, bins + 1)
