@@ -451,7 +451,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _extrapolate(args: argparse.Namespace) -> int:
-    from ladderlab.stats import class_scores, extrapolation, extrapolation_plot
+    from ladderlab.stats import class_scores, extrapolation, extrapolation_plot, pseudolikelihood
 
     methods = list(extrapolation.METHODS) if args.method == "all" else [args.method]
     _figure_file("--plot", args.plot)
