@@ -395,7 +395,7 @@ def play_competition(
     team's policy or the mechanism cannot play on the task."""
     if not teams:
         raise ValueError("a competition needs at least one team")
-    scorer = get_scorer(split.public.scorer)
+    scorer = get_scorer(split.public.scorer).within(split.public.prediction_range)
     attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
     for group in attacks:
         group[0].validate_params()
@@ -418,7 +418,7 @@ def play_competition(
 
     def bound(identity: tuple[Any, ...]) -> Mechanism:
         rng = stream(seed, "mechanism", mechanism_spec, task_spec, identity, replication)
-        return clone(mechanism).bind(split.y_public, scorer, rng, classes=data.classes)
+        return clone(mechanism).bind_to(data, split.y_public, rng)
 
     shared_mechanism = bound(("shared",)) if shared else None
     holdout_size = split.y_holdout.size

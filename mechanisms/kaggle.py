@@ -10,7 +10,8 @@ from ladderlab.params import Interval
 class Kaggle(Mechanism):
     """Releases every submission's empirical score rounded to a multiple of ``alpha``.
 
-    Blum & Hardt 2015, Fig. 7: output [R_S(f_t)]_α, α = 10⁻⁵ on Kaggle.
+    Blum & Hardt 2015, Fig. 7: output [R_S(f_t)]_α, α = 10⁻⁵ on Kaggle. α is in units of
+    the loss bound B (``Mechanism.unit_``; 1 for the 0/1 loss, as in the paper).
     """
 
     id = "kaggle"
@@ -25,4 +26,4 @@ class Kaggle(Mechanism):
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
     def _release(self, P: FloatArray) -> FloatArray:
-        return round_to_multiple(self._scores(P), self.alpha)
+        return round_to_multiple(self._scores(P), self.alpha * self.unit_)

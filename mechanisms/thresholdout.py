@@ -32,9 +32,9 @@ class Thresholdout(Mechanism):
     default, as in the Science code) never runs out. When the budget is spent the
     papers answer ⊥; a leaderboard needs a number, so every later submission
     releases the last released value again: the transcript freezes and an attack
-    learns nothing more (``budget_remaining_`` tells the organiser). Any scorer; for
-    one that is not a mean of [0, 1] losses (AUC, correlations) T and σ should be
-    scaled to its sensitivity, and the guarantee is only approximate. Comparison
+    learns nothing more (``budget_remaining_`` tells the organiser). T and σ are in
+    units of the loss bound B (``Mechanism.unit_``: 1 for the 0/1 loss and accuracy, 2 for
+    a correlation), so they scale with the score's sensitivity; any scorer. Comparison
     noise comes from one child stream (one draw per submission), overfitting-event
     noise from another (two draws per event), so batches and loops agree.
     """
@@ -70,8 +70,8 @@ class Thresholdout(Mechanism):
                 f"{self.id}: guard_fraction = {self.guard_fraction} leaves {guard} guard and {self.n_ - guard} "
                 f"released points of {self.n_}; each part needs at least 2"
             )
-        self.T_ = 4.0 / math.sqrt(self.n_) if self.T is None else float(self.T)
-        self.sigma_ = 0.25 / math.sqrt(self.n_) if self.sigma is None else float(self.sigma)
+        self.T_ = self.unit_ * (4.0 / math.sqrt(self.n_) if self.T is None else float(self.T))
+        self.sigma_ = self.unit_ * (0.25 / math.sqrt(self.n_) if self.sigma is None else float(self.sigma))
         order = self.rng_.permutation(self.n_)
         guard = round(self.guard_fraction * self.n_)
         self.guard_rows_ = np.sort(order[:guard])
