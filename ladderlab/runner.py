@@ -185,6 +185,8 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
             final_final=result.final_final,
             delta=result.delta,
             optimism=result.optimism,
+            reported=result.reported,
+            loss_bound=result.loss_bound,
             population=result.population,
             released=result.released,
             public=result.public,
@@ -209,17 +211,18 @@ def _cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
         "budget": [cell.budget] * len(rows),
         "seed": [seed] * len(rows),
     }
-    for name in ("replication", "status", "error", "marks", "wall_time", "submissions", "leaderboard_error",
-                 "final_released", "final_public", "final_final", "delta", "optimism", "population"):
+    for name in ("replication", "status", "error", "marks", "wall_time", "submissions", "reported", "leaderboard_error",
+                 "final_released", "final_public", "final_final", "delta", "optimism", "loss_bound", "population"):
         columns[name] = [row.get(name) for row in rows]
     for name in SUBMISSION_COLUMNS:
         columns[name] = [None if row.get(name) is None else np.asarray(row[name]).tolist() for row in rows]
     schema = pa.schema(
         [(name, pa.string()) for name in ("cell", "task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params")]
         + [("budget", pa.int64()), ("seed", pa.int64()), ("replication", pa.int64()), ("status", pa.string()),
-           ("error", pa.string()), ("marks", pa.string()), ("wall_time", pa.float64()), ("submissions", pa.int64())]
+           ("error", pa.string()), ("marks", pa.string()), ("wall_time", pa.float64()), ("submissions", pa.int64()),
+           ("reported", pa.int64())]
         + [(name, pa.float64()) for name in ("leaderboard_error", "final_released", "final_public", "final_final",
-                                             "delta", "optimism", "population")]
+                                             "delta", "optimism", "loss_bound", "population")]
         + [(name, pa.list_(pa.float64())) for name in SUBMISSION_COLUMNS]
     )
     return pa.table(columns, schema=schema)
