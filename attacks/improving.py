@@ -25,6 +25,7 @@ class Improving(Attack):
     id = "improving"
     reference = "Honest control (Zrnic & Hardt 2019's non-adaptive analyst; IDG-DREAM round 1b schedule)"
     task_types = frozenset({"regression"})
+    honest = True
     _parameter_constraints = {
         "days": [Interval(int, 1, None)],
         "alpha": [Interval(float, 0, None)],
