@@ -321,7 +321,9 @@ def _certify(args: argparse.Namespace) -> int:
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
-        progress=False if args.quiet else None,
+        progress=False if args.quiet else None, confidence=args.confidence, scorer=args.scorer,
+        prediction_range=certify.parse_prediction_range(args.prediction_range),
+        announce=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True),
     )
     text = certify.markdown(result)
     if args.competition:
@@ -488,12 +490,21 @@ def build_parser() -> argparse.ArgumentParser:
                            "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
     cert.add_argument("--only", action="store_true",
                       help="run only the attacks given with --attack, not the default battery of every attack")
-    cert.add_argument("--replications", type=_count(1), default=100, help="replications per battery cell (default 100)")
+    cert.add_argument("--replications", type=_count(1), default=100,
+                      help="the most replications a grid point uses; each stops once its verdict is decided (default 100)")
+    cert.add_argument("--confidence", type=float, default=0.95, help="confidence of every verdict (default 0.95)")
+    cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")
+    cert.add_argument("--prediction-range", nargs="+", default=["training"], metavar="LOW HIGH",
+                      help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "
+                           "'training' for the training labels' range (default)")
     cert.add_argument("--seed", type=_count(0), default=0, help="root seed of the battery (default 0)")
-    cert.add_argument("--tau", type=float, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
-    cert.add_argument("--epsilon", type=float, default=0.05, help="largest tolerated median leaderboard error")
+    cert.add_argument("--tau", type=float, default=0.05,
+                      help="largest tolerated median overfitting -Δ, in units of the loss bound B (default 0.05)")
+    cert.add_argument("--epsilon", type=float, default=0.05,
+                      help="largest tolerated median leaderboard error, in units of B (default 0.05)")
     cert.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
-    cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
+    cert.add_argument("--run-dir", help="keep the battery here instead of the user's cache (resumable; "
+                      "'ladderlab report' reads it when it finished)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
     _add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "

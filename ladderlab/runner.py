@@ -199,7 +199,8 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
     return row
 
 
-def _cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
+def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
+    """A duel cell's rows (one per replication, as :func:`run_replication` makes them) as its Parquet table."""
     columns: dict[str, list[Any]] = {
         "cell": [cell.key] * len(rows),
         "task": [cell.task[0]] * len(rows),
@@ -284,7 +285,7 @@ def play_replications(
 def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any]]], out: str,
                 isolation: Isolation = "none") -> list[dict[str, Any]]:
     """Write each cell of a group from its rows (every replication, in order); return the manifest records."""
-    return [_write_cell(cell, _cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
+    return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
             for cell in group]
 
 
@@ -305,7 +306,8 @@ def run_piece(index: int, group: list[Cell], seed: int, start: int, stop: int, s
                                                  first_rows=first_rows))
 
 
-def _write_table(path: Path, table: pa.Table) -> bytes:
+def write_table(path: Path, table: pa.Table) -> bytes:
+    """Write ``table`` as Parquet to ``path`` atomically; return the bytes written."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     data = sink.getvalue().to_pybytes()
@@ -330,7 +332,7 @@ def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] 
 def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins: dict[str, str | None]) -> dict[str, Any]:
     """Write a cell's table atomically; return its manifest record (file, SHA-256, size, plugin tokens)."""
     path = Path(out) / cell.directory / f"{cell.key}.parquet"
-    data = _write_table(path, table)
+    data = write_table(path, table)
     return {"key": cell.key, "file": str(path.relative_to(out)), "sha256": rundir.sha256_bytes(data),
             "bytes": len(data), "plugins": plugins, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
