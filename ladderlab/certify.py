@@ -547,11 +547,12 @@ def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec],
         family = family_of[json.dumps([cell.task[0], cell.task[1]], sort_keys=True)]
         if family == "honest":
             honest.append(cell)
-        elif cell.mechanism[0] == mechanism:
-            spec = spec_of[(cell.attack[0], json.dumps(cell.attack[1], sort_keys=True), cell.budget)]
-            points[cell.key] = (spec, cell.budget, family)
         else:
-            reference[_duel_key(cell)] = cell
+            if cell.mechanism[0] == mechanism:
+                spec = spec_of[(cell.attack[0], json.dumps(cell.attack[1], sort_keys=True), cell.budget)]
+                points[cell.key] = (spec, cell.budget, family)
+            if cell.mechanism[0] == REFERENCE:
+                reference[_duel_key(cell)] = cell
     return _Battery(scenario, points, reference, honest)
 
 
@@ -745,7 +746,7 @@ def _ran_scenario(scenario: Scenario, layout: _Battery, battery_rows: list[dict[
         matrix.append(table)
     for row in battery_rows:
         worst = _worst_point(row, verdicts)
-        if worst is not None:
+        if worst is not None and mechanism != REFERENCE:
             matrix.append({"tasks": [task_families[worst.family]], "mechanisms": [{"id": REFERENCE}],
                            "attacks": [{"id": worst.cell.attack[0], "params": _as_scenario_params(worst.params),
                                         "budget": worst.cell.budget}]})

@@ -315,3 +315,32 @@ def test_an_attack_that_plays_both_families_is_judged_by_its_worst_point_over_bo
         assert row["severity"] == worst["severity"]
     classification_only = [row for row in kaggle_certificate["battery"] if row["attack"] == "boosting"]
     assert all({point["task"] for point in row["grid"]} == {"random-labels"} for row in classification_only)
+
+
+# A criterion without artefacts: what learns nothing fails nothing.
+
+ARTEFACTS = str(Path(__file__).parent / "data" / "artefacts.py")
+
+
+@pytest.mark.parametrize("mechanism_id", sorted(MECHANISMS.ids()))
+@pytest.mark.parametrize("attack", ["GarbageFinal", "LoneProbe"])
+def test_a_garbage_final_prediction_or_a_lone_huge_probe_moves_no_measure(mechanism_id, attack):
+    """Δ is that of the submission the leaderboard reports (Blum & Hardt Def. 2.1), and both
+    measures are in units of B under a declared range, so neither a constant of 10 after an
+    ordinary submission nor one probe at scale 100 moves |Δ|/B or the error/B past 0.05, in
+    any of 5 replications at n = 4000, against any mechanism, full disclosure included."""
+    task = TASKS.make("gaussian-regression", n_samples=12000, n_features=20, prediction_range="training")
+    light = {"sage-bootladderboot": {"bootstrap_n": 1000}}.get(mechanism_id, {})
+    for replication in range(5):
+        result = duel(task, MECHANISMS.make(mechanism_id, **light), ATTACKS.make(f"{ARTEFACTS}:{attack}"), seed=7,
+                      replication=replication)
+        assert abs(result.delta) / result.loss_bound < 0.05
+        assert result.leaderboard_error / result.loss_bound < 0.05
+
+
+def test_a_certificate_against_the_artefacts_passes_full_disclosure(tmp_path):
+    certificate = certify.certify("full-disclosure", n=500, budgets=[1], attacks=[f"{ARTEFACTS}:GarbageFinal",
+                                  f"{ARTEFACTS}:LoneProbe"], default_battery=False, replications=20,
+                                  scorer="squared", honest_replications=1, run_dir=tmp_path / "battery")
+    assert [row["verdict"] for row in certificate["battery"]] == ["passes", "passes"]
+    assert certificate["safe_budget"] == 1
