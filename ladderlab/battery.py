@@ -3,13 +3,13 @@
 ``ladderlab certify`` replicates every grid point only until its verdict is decided
 (:mod:`ladderlab.sequential`). Here that is a :class:`Group` (the cells that share a
 transcript, :mod:`ladderlab.sharing`) with a stop rule: given the rows of its
-replications 0 … r − 1, the number of replications it needs, or None for more. Groups
-are replicated in chunks, replication 0 first (the pilot, whose cost gives the
-estimate), then up to 8, 16, 32, … and the maximum; a chunk that would cost a worker
-long is split into pieces that run in parallel. Only whole prefixes are judged, and a
-stop rule ignores replications past its stopping time, so what a group uses depends on
-its replications alone, never on the number of workers or on how chunks were split:
-the same seed gives the same certificate.
+replications 0 … r − 1, the number of replications it needs, or None for more. The
+undecided groups advance in rounds to 1 replication (the pilot, whose cost gives the
+estimate), then 8, 16, 32, … and the maximum; a round's replications of a group that
+would cost a worker long are split into pieces that run in parallel. Stop rules and the
+pruning between rounds see whole prefixes and ignore replications past a stopping time,
+so what a group uses depends on its replications alone, never on the number of workers
+or on how rounds were split: the same seed gives the same certificate.
 
 Nothing is lost on interruption. Every piece is written atomically to
 ``chunks/<group>/<first>-<last + 1>.parquet`` in the battery directory as soon as it is
@@ -57,6 +57,8 @@ class Group:
 
     cells: list[Cell]
     stop: StopRule
+    at_most: int | None = None
+    """The most replications the stop rule can need, where it is known (a fixed count)."""
 
     @property
     def key(self) -> str:
@@ -68,9 +70,7 @@ class _State:
     group: Group
     rows: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
     used: int | None = None
-    target: int = 0
     seconds: list[float] = field(default_factory=list)
-    in_flight: int = 0
 
     @property
     def prefix(self) -> int:
@@ -162,86 +162,101 @@ def replicate(
     progress: bool | None = False,
     announce: Callable[[Estimate], None] | None = None,
     first_look: int = 1,
+    prune: Callable[[dict[str, Rows], set[str]], set[str]] | None = None,
     desc: str = "replications",
-) -> tuple[Rows, dict[str, int]]:
+) -> tuple[Rows, dict[str, int], set[str]]:
     """Replicate every group until its stop rule is met (at most ``maximum`` replications).
 
+    The groups advance in rounds to the same number of replications (1, 8, 16, 32, …),
+    the pieces of a round in parallel, longest first. After each round, ``prune``
+    receives every group's rows (those it uses, by group key) and the keys of the groups
+    still undecided, and names those that need no more: they stop where they are, which
+    depends on the rows alone.
     Returns the rows of every cell (the complete prefix computed, stored replications
-    included) and, by group key, how many replications the group uses. ``announce``
-    receives the estimate once every group has one replication (not when all were stored
-    already); ``first_look``, the fewest replications a stop rule can stop at, is its
-    lower figure.
+    included), by group key how many replications each group uses, and the pruned
+    groups. ``announce`` receives the estimate after the first round (not when every
+    group's first replication was stored already); ``first_look``, the fewest
+    replications a stop rule can stop at, is its lower figure.
     """
     states = [_State(group) for group in groups]
     for state in states:
         state.rows = store.load(state.group)
         state.seconds = [sum(row.get("wall_time") or 0.0 for row in cells.values()) for cells in state.rows.values()]
-        _judge(state, maximum)
     workers = max(1, jobs if jobs > 0 else multiprocessing.cpu_count())
-    announced = announce is None or all(state.rows for state in states)
-    bar = progress_bar(total=sum(state.target for state in states), progress=progress, desc=desc, unit="rep",
-                       initial=sum(min(state.prefix, state.target) for state in states))
+    must_announce = announce is not None and not all(0 in state.rows for state in states)
+    pruned: set[str] = set()
+    bar = progress_bar(total=0, progress=progress, desc=desc, unit="rep")
     try:
         with _executor(workers, isolation) as executor:
-            running: dict[Future, tuple[_State, int, int]] = {}
+            done = 0
             while True:
-                if not announced and all(state.rows or state.used is not None for state in states):
+                for state in states:
+                    if state.used is None and done:
+                        _judge(state, done, maximum)
+                undecided = [state for state in states if state.used is None]
+                if done and prune and undecided:
+                    used = {state.group.key: {key: rows[: state.used or done] for key, rows in state.prefix_rows().items()}
+                            for state in states}
+                    stop = prune(used, {state.group.key for state in undecided})
+                    for state in undecided:
+                        if state.group.key in stop:
+                            state.used = done
+                            pruned.add(state.group.key)
+                    undecided = [state for state in undecided if state.used is None]
+                if done == 1 and must_announce:
                     announce(_estimate(states, maximum, workers, first_look))
-                    announced = True
-                ready = _ready_pieces(states, workers, pilot=not announced)
-                for state, start, stop in ready[: max(0, workers + 1 - len(running))]:
-                    state.in_flight += 1
-                    future = executor.submit(play_piece, state.group.cells, seed, start, stop, isolation, secret_seed)
-                    running[future] = (state, start, stop)
-                if not running:
+                if not undecided:
                     break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    state, start, stop = running.pop(future)
-                    rows, seconds = future.result()
-                    store.save(state.group, start, stop, rows)
-                    state.in_flight -= 1
-                    state.seconds += [seconds / (stop - start)] * (stop - start)
-                    for r in range(start, stop):
-                        state.rows[r] = {key: rows[key][r - start] for key in rows}
-                    before = state.target
-                    bar.update(stop - start)
-                    if state.in_flight == 0:
-                        _judge(state, maximum)
-                    if state.target != before:
-                        bar.total += state.target - before
-                        bar.refresh()
+                done = next_target(done, maximum)
+                _play_round(executor, [(state, min(done, state.group.at_most or done)) for state in undecided], seed,
+                            isolation, secret_seed, store, workers, bar)
     finally:
         bar.close()
     all_rows: Rows = {}
     for state in states:
-        for key, cell_rows in state.prefix_rows().items():
-            all_rows[key] = cell_rows
-    return all_rows, {state.group.key: state.used for state in states}
+        all_rows.update(state.prefix_rows())
+    return all_rows, {state.group.key: state.used for state in states}, pruned
 
 
-def _judge(state: _State, maximum: int) -> None:
-    """Apply the stop rule to the complete prefix; set ``used`` or the next ``target``."""
-    done = state.prefix
-    if done:
-        needed = state.group.stop(state.prefix_rows())
-        if needed is not None and needed <= done:
-            state.used, state.target = needed, needed
-            return
-        if done >= maximum:
-            state.used = state.target = maximum
-            return
-    state.target = next_target(done, maximum)
+def _judge(state: _State, done: int, maximum: int) -> None:
+    """Apply the stop rule after a round of ``done`` replications; set ``used`` if it is met."""
+    needed = state.group.stop({key: rows[:done] for key, rows in state.prefix_rows().items()})
+    if needed is not None and needed <= done:
+        state.used = needed
+    elif done >= maximum:
+        state.used = maximum
 
 
-def _ready_pieces(states: list[_State], workers: int, pilot: bool) -> list[tuple[_State, int, int]]:
-    """The pieces that can start now, most expensive first; while ``pilot``, only replication 0s."""
+def _play_round(executor: Executor, targets: list[tuple[_State, int]], seed: int, isolation: Isolation,
+                secret_seed: int | None, store: Store, workers: int, bar: Any) -> None:
+    """Play every missing replication below each state's target, longest pieces first, at most
+    ``workers`` + 1 in flight; store each piece as it comes back."""
+    pending = _pieces(targets)
+    bar.total += sum(stop - start for _, start, stop in pending)
+    bar.refresh()
+    running: dict[Future, tuple[_State, int, int]] = {}
+    while pending or running:
+        while pending and len(running) <= workers:
+            state, start, stop = pending.pop(0)
+            future = executor.submit(play_piece, state.group.cells, seed, start, stop, isolation, secret_seed)
+            running[future] = (state, start, stop)
+        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in finished:
+            state, start, stop = running.pop(future)
+            rows, seconds = future.result()
+            store.save(state.group, start, stop, rows)
+            state.seconds += [seconds / (stop - start)] * (stop - start)
+            for r in range(start, stop):
+                state.rows[r] = {key: rows[key][r - start] for key in rows}
+            bar.update(stop - start)
+
+
+def _pieces(targets: list[tuple[_State, int]]) -> list[tuple[_State, int, int]]:
+    """The missing replications below each target, in pieces of at most ``PIECE_SECONDS`` of
+    estimated CPU, most expensive first (unknown costs first of all)."""
     pieces = []
-    for state in states:
-        if state.used is not None or state.in_flight:
-            continue
-        target = min(state.target, 1) if pilot else state.target
-        missing = [r for r in range(state.prefix, target) if r not in state.rows]
+    for state, target in targets:
+        missing = [r for r in range(target) if r not in state.rows]
         if not missing:
             continue
         per_piece = len(missing)
@@ -250,7 +265,8 @@ def _ready_pieces(states: list[_State], workers: int, pilot: bool) -> list[tuple
         for start, stop in _runs(missing):
             for first in range(start, stop, per_piece):
                 pieces.append((state, first, min(stop, first + per_piece)))
-    return sorted(pieces, key=lambda piece: -(piece[0].cost if math.isfinite(piece[0].cost) else math.inf) * (piece[2] - piece[1]))
+    return sorted(pieces, key=lambda piece: -(piece[0].cost if math.isfinite(piece[0].cost) else math.inf)
+                  * (piece[2] - piece[1]))
 
 
 def _runs(replications: list[int]) -> Iterator[tuple[int, int]]:

@@ -328,18 +328,22 @@ class Criterion:
 
     def needed(self, rows: list[dict[str, Any]]) -> int | None:
         """A grid point's stop rule: how many replications it uses, or None while undecided."""
+        return self.decision(rows)[1]
+
+    def decision(self, rows: list[dict[str, Any]]) -> tuple[str | None, int | None]:
+        """A grid point's verdict and the replications it uses, or (None, None) while undecided."""
         if not rows:
-            return None
+            return None, None
         if all(row["status"] == "skipped" for row in rows):
-            return 1  # an incompatible pair is skipped in every replication
+            return DID_NOT_PLAY, 1  # an incompatible pair is skipped in every replication
         if not _played(rows):
-            return len(rows) if len(rows) >= min(DID_NOT_PLAY_AFTER, self.maximum) else None
+            return (DID_NOT_PLAY, len(rows)) if len(rows) >= min(DID_NOT_PLAY_AFTER, self.maximum) else (None, None)
         finished, beyond_tau, beyond_epsilon = self.indicators(rows)
         final = len(rows) >= self.maximum
         verdict = stopping_verdict(beyond_tau, beyond_epsilon, self.confidence, len(finished) if final else math.inf)
         if verdict.verdict in (PASSES, FAILS):
-            return finished[verdict.replications - 1] + 1
-        return len(rows) if final else None
+            return verdict.verdict, finished[verdict.replications - 1] + 1
+        return (INCONCLUSIVE, len(rows)) if final else (None, None)
 
     def stop_rule(self, group: list[Cell]) -> battery.StopRule:
         """A group is done when all its cells are; it uses as many replications as the most demanding."""
@@ -349,6 +353,19 @@ class Criterion:
             return None if None in counts else max(counts)
 
         return needed
+
+    def pruner(self, budgets: dict[str, int]) -> Callable[[dict[str, battery.Rows], set[str]], set[str]]:
+        """Between rounds: the undecided groups whose budget is at or above one where a point already
+        fails. The safe budget lies below it whatever they show, so they stop (``--complete`` does not
+        prune). ``budgets``: each group's budget, by group key."""
+
+        def prune(rows: dict[str, battery.Rows], undecided: set[str]) -> set[str]:
+            failing = [budgets[key] for key, group_rows in rows.items() if key not in undecided
+                       and any(self.decision(cell_rows)[0] == FAILS for cell_rows in group_rows.values())]
+            lowest = min(failing, default=math.inf)
+            return {key for key in undecided if budgets[key] >= lowest}
+
+        return prune
 
 
 def _played(rows: list[dict[str, Any]]) -> bool:
@@ -387,6 +404,8 @@ class _Point:
     reason: str | None
     severity: float
     measures: dict[str, Any]
+    stopped: bool = False
+    """Stopped undecided because a point at this budget or a smaller one had failed."""
 
     @property
     def params(self) -> dict[str, Any]:
@@ -394,12 +413,13 @@ class _Point:
 
     def as_dict(self) -> dict[str, Any]:
         return {"task": self.cell.task[0], "family": self.family, "params": self.params, "verdict": self.verdict,
-                "replications": self.replications, "reason": self.reason,
+                "stopped": self.stopped, "replications": self.replications, "reason": self.reason,
                 "severity": None if math.isnan(self.severity) else self.severity, **self.measures}
 
 
-def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criterion) -> _Point:
-    """A grid point's verdict and measures from the replications it used."""
+def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criterion, stopped: bool = False) -> _Point:
+    """A grid point's verdict and measures from the replications it used (``stopped``: it was
+    stopped undecided, see :meth:`Criterion.pruner`)."""
     label = f"{plugin_label(cell.attack[0], cell.attack[1])} on {cell.task[0]}"
     counts = {f"n_{status}": sum(row["status"] == status for row in rows) for status in ("ok", "failed", "skipped")}
     finished = [i for i, row in enumerate(rows) if row["status"] == "ok"]
@@ -429,7 +449,7 @@ def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criter
         loss_bound=_interval(np.array([rows[i].get("loss_bound") or 1.0 for i in finished]), criterion.confidence)["median"],
     )
     severity = max(-float(np.median(delta)) / criterion.tau, float(np.median(error)) / criterion.epsilon)
-    return _Point(cell, family, verdict, len(rows), None, severity, measures)
+    return _Point(cell, family, verdict, len(rows), None, severity, measures, stopped and verdict == INCONCLUSIVE)
 
 
 VERDICT_ORDER = {FAILS: 2, INCONCLUSIVE: 1, PASSES: 0}
@@ -448,6 +468,7 @@ def _row(spec: AttackSpec, budget: int, points: list[_Point], bound: Any) -> dic
         "worst_params": worst.params if worst else None,
         "worst_task": worst.cell.task[0] if worst else None,
         "worst_family": worst.family if worst else None,
+        "stopped": worst is not None and worst.stopped,
         "severity": worst.severity if worst else None,
         "replications": worst.replications if worst else max((point.replications for point in points), default=0),
         "theoretical_bound": None if bound is None else {
@@ -584,6 +605,7 @@ def certify(
     scorer: str | None = None,
     prediction_range: str | tuple[float, float] | None = TRAINING_RANGE,
     honest_replications: int = HONEST_REPLICATIONS,
+    complete: bool = False,
     announce: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
@@ -594,7 +616,9 @@ def certify(
     uses; ``confidence`` that of every verdict; ``tau`` and ``epsilon`` are in units of the loss
     bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`).
     ``run_dir`` keeps the battery (default: :func:`default_directory`); a run of the same
-    battery resumes it. ``announce`` receives the lines a person watching should read (where the
+    battery resumes it. Once a point fails at a budget, the undecided points at that budget
+    and above stop at the end of their round (the safe budget is below it whatever they
+    show): their verdict is inconclusive, marked ``stopped``; ``complete`` decides them all. ``announce`` receives the lines a person watching should read (where the
     battery is kept, the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in
     :func:`ladderlab.runner.run`.
     """
@@ -622,12 +646,19 @@ def certify(
         store = battery.Store(directory, seed)
         say(f"battery kept in {directory} (interrupt and run the same command again to resume)")
         point_cells = [cell for cell in cells(scenario) if cell.key in layout.points]
-        rows, _ = battery.replicate(
-            _groups(point_cells, criterion.stop_rule), seed, replications, store, jobs, isolation, secret_seed,
-            progress, announce=lambda estimate: say(estimate.text()), first_look=first_decision(confidence),
+        groups = _groups(point_cells, criterion.stop_rule)
+        rows, used, pruned = battery.replicate(
+            groups, seed, replications, store, jobs, isolation, secret_seed, progress,
+            announce=lambda estimate: say(estimate.text()), first_look=first_decision(confidence),
+            prune=None if complete else criterion.pruner({group.key: group.cells[0].budget for group in groups}),
             desc="grid points")
-        verdicts = {key: judge(cell, layout.points[key][2], rows[key][: criterion.needed(rows[key]) or len(rows[key])],
-                               criterion) for key, cell in ((cell.key, cell) for cell in point_cells)}
+        verdicts = {}
+        for group in groups:
+            for cell in group.cells:
+                cell_rows = rows[cell.key][: used[group.key]]
+                cell_rows = cell_rows[: criterion.needed(cell_rows) or len(cell_rows)]
+                verdicts[cell.key] = judge(cell, layout.points[cell.key][2], cell_rows, criterion,
+                                           stopped=group.key in pruned)
         certified = MECHANISMS.make(mechanism, **params)
         battery_rows = [_row(spec, budget, [verdicts[key] for key, (s, b, _) in layout.points.items() if s == spec and b == budget],
                              certified.leaderboard_error_bound(n, budget))
@@ -707,11 +738,11 @@ def _second_phase(layout: _Battery, verdicts: dict[str, _Point], battery_rows: l
             counts[cell.key] = max(counts.get(cell.key, 0), worst.replications)
     reference_cells = [cell for cell in layout.reference.values() if cell.key in counts]
 
-    def fixed(group: list[Cell]) -> battery.StopRule:
+    def fixed(group: list[Cell]) -> battery.Group:
         needed = max(counts.get(cell.key, honest_replications) for cell in group)
-        return lambda rows: needed
+        return battery.Group(group, lambda rows: needed, at_most=needed)
 
-    return _groups(reference_cells, fixed) + _groups(layout.honest, fixed)
+    return [fixed(group) for group in runner.transcript_groups(reference_cells + layout.honest)]
 
 
 def _worst_point(row: dict[str, Any], verdicts: dict[str, _Point]) -> _Point | None:
@@ -866,7 +897,8 @@ def markdown(certificate: dict[str, Any]) -> str:
             continue
         bound = row["theoretical_bound"]
         bound_text = "–" if bound is None else f"{bound['kind']} {bound['value']:.3g}"
-        verdict = {PASSES: "passes", FAILS: "**fails**"}.get(row["verdict"], "*inconclusive*")
+        verdict = {PASSES: "passes", FAILS: "**fails**"}.get(
+            row["verdict"], "*inconclusive (stopped)*" if row["stopped"] else "*inconclusive*")
         reference = row.get("reference_delta")
         lines.append(
             f"| {row['attack_label']} | {row['budget']} | {verdict} | {_params_text(row['worst_params'])} on "
@@ -878,11 +910,18 @@ def markdown(certificate: dict[str, Any]) -> str:
     if not_played:
         lines += ["", "## Did not play", "", "An attack that did not play is no evidence of safety; "
                   "it is left out of the verdict at that budget.", "", *not_played]
-    inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE]
+    inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
+    stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
+    if inconclusive or stopped:
+        lines += ["", "## Inconclusive", ""]
     if inconclusive:
-        lines += ["", "## Inconclusive", "", f"{len(inconclusive)} attack × budget rows were not decided within "
-                  f"{c['replications']} replications: their median sits too close to a threshold to tell at "
-                  f"{confidence} confidence. Inconclusive is not a pass; more replications (--replications) may decide them."]
+        lines += [f"{len(inconclusive)} attack × budget rows were not decided within {c['replications']} "
+                  f"replications: their median sits too close to a threshold to tell at {confidence} confidence. "
+                  "Inconclusive is not a pass; more replications (--replications) may decide them."]
+    if stopped:
+        lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
+                  "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
+                  "lies below it whatever they show. --complete decides them too."]
     honest = c["honest"]
     lines += [
         "",

@@ -323,7 +323,7 @@ def _certify(args: argparse.Namespace) -> int:
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
         progress=False if args.quiet else None, confidence=args.confidence, scorer=args.scorer,
         prediction_range=certify.parse_prediction_range(args.prediction_range),
-        announce=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True),
+        announce=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True), complete=args.complete,
     )
     text = certify.markdown(result)
     if args.competition:
@@ -493,6 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--replications", type=_count(1), default=100,
                       help="the most replications a grid point uses; each stops once its verdict is decided (default 100)")
     cert.add_argument("--confidence", type=float, default=0.95, help="confidence of every verdict (default 0.95)")
+    cert.add_argument("--complete", action="store_true", help="decide every grid point, also above a budget that "
+                      "already fails (by default they stop undecided)")
     cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")
     cert.add_argument("--prediction-range", nargs="+", default=["training"], metavar="LOW HIGH",
                       help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "

@@ -78,6 +78,17 @@ def test_an_attack_that_cannot_afford_one_step_did_not_play_and_is_not_a_pass(ka
     assert "## Did not play" in text and "step-forward" in text.split("## Did not play")[1]
 
 
+def test_points_are_stopped_undecided_only_at_or_above_a_budget_where_one_already_fails(kaggle_certificate):
+    """Once a point fails at a budget, the safe budget lies below it: undecided points there and above stop
+    at the end of a round (8, 16, … replications), and nowhere else."""
+    rows = kaggle_certificate["battery"]
+    points = [(row["budget"], point) for row in rows for point in row["grid"]]
+    lowest_failing = min(budget for budget, point in points if point["verdict"] == "fails")
+    stopped = [(budget, point) for budget, point in points if point["stopped"]]
+    assert all(budget >= lowest_failing and point["verdict"] == "inconclusive" for budget, point in stopped)
+    assert all(point["replications"] in (8, 12) for _, point in stopped)
+
+
 def test_safe_budget_is_the_largest_budget_up_to_which_every_attack_passes():
     rows = [{"budget": b, "passes": p} for b, p in [(10, True), (30, True), (100, False), (300, True)]]
     assert certify.safe_budget(rows, [10, 30, 100, 300]) == 30
@@ -187,7 +198,7 @@ def block_certificate():
     |Δ| and leaderboard error exceed 0.05 only beyond 4 sd) and boosting from block 8 on
     (k = 1000 on n = 2000: Kaggle's released loss falls about 0.15 below ½)."""
     return certify.certify("kaggle", n=2000, budgets=[1000], attacks=[f"{BLOCK_ATTACK}:BlockAttack"],
-                           replications=20, seed=2, default_battery=False)
+                           replications=20, seed=2, default_battery=False, complete=True)
 
 
 def test_a_grid_point_that_breaks_the_mechanism_fails_the_attack_though_the_default_passes(block_certificate):
