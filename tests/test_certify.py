@@ -355,3 +355,44 @@ def test_a_certificate_against_the_artefacts_passes_full_disclosure(tmp_path):
                                   scorer="squared", honest_replications=1, run_dir=tmp_path / "battery")
     assert [row["verdict"] for row in certificate["battery"]] == ["passes", "passes"]
     assert certificate["safe_budget"] == 1
+
+
+# Nothing lost on interruption (issue 34).
+
+def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
+    """A real Ctrl-C: the command gets SIGINT in the middle of its battery, exits with 130 and keeps
+    every piece it finished; the same command again computes only what is missing and writes the
+    certificate an uninterrupted run writes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "ladderlab.cli", "--quiet", "certify", "kaggle", "--n", "100", "--budgets", "20",
+               "60", "--replications", "16", "--jobs", "2", "--scorer", "zero-one", "--complete", "--only",
+               "--attack", "hill-climbing", "--attack", "boosting"]
+    interrupted = subprocess.Popen([*command, "--out", str(tmp_path / "first.json")], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    cache = tmp_path / "cache" / "ladderlab" / "certify"
+    deadline = time.monotonic() + 300
+    while len(list(cache.glob("*/chunks/*/*.parquet"))) < 6:
+        assert interrupted.poll() is None and time.monotonic() < deadline, interrupted.stderr.read() if interrupted.poll() else "too slow"
+        time.sleep(0.1)
+    interrupted.send_signal(signal.SIGINT)
+    assert interrupted.wait(timeout=60) == 130
+    assert "interrupted" in interrupted.stderr.read() and not (tmp_path / "first.json").exists()
+    kept = {path: path.stat().st_mtime_ns for path in cache.glob("*/chunks/*/*.parquet")}
+    assert kept
+    resumed = subprocess.run([*command, "--out", str(tmp_path / "resumed.json")], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())  # kept pieces were read, not redone
+    env["XDG_CACHE_HOME"] = str(tmp_path / "fresh")
+    subprocess.run([*command, "--out", str(tmp_path / "fresh.json")], env=env, check=True, capture_output=True)
+
+    def certificate(name):
+        content = json.loads((tmp_path / name).read_text())
+        return {key: value for key, value in content.items() if key not in ("wall_time_seconds", "cpu_time_seconds", "run_dir")}
+
+    assert certificate("resumed.json") == certificate("fresh.json")
