@@ -223,6 +223,13 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from ladderlab import benchmark
 
+    if args.certify:
+        timing = benchmark.time_certify(args.jobs)
+        print(f"README certificate ({', '.join(f'{k}={v}' for k, v in benchmark.README_CERTIFICATE.items())}), "
+              f"--jobs {timing.jobs}: wall {timing.wall_seconds:.1f} s, CPU {timing.cpu_seconds:.1f} s "
+              f"(workers included), {timing.replications} replications of the grid points, safe budget {timing.safe_budget}")
+        return 0
+
     def ratio(value: float | None) -> str:
         return "-" if value is None else f"{value:.1f}×"
 
@@ -523,6 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
     bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
+    bench.add_argument("--certify", action="store_true",
+                       help="instead: time the README's certify example from an empty battery directory")
+    bench.add_argument("--jobs", type=_count(1), default=2, help="workers of --certify (default 2)")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
     bench.set_defaults(handler=_bench)
