@@ -167,7 +167,8 @@ FAMILY_SCORERS = {"classification": "zero-one", "regression": "squared", "probab
 
 def families(n: int, scorer: str | None = None, prediction_range: str | tuple[float, float] | None = TRAINING_RANGE,
              ) -> dict[str, dict[str, Any]]:
-    """The task families of the battery, by name (and ``honest``, the honest participants' task).
+    """The task families of the battery, by name, and ``honest``, the honest participant's task: a
+    regression with signal, or for a label or probability scorer alone a classification with signal.
 
     ``scorer`` None: all three families with their default scorers; a scorer: only the family
     that scores with it (0/1 loss or accuracy on random labels, a real-valued loss or metric on
@@ -199,9 +200,15 @@ def families(n: int, scorer: str | None = None, prediction_range: str | tuple[fl
             "prediction_range": list(PROBABILITY_RANGE)}},
     }
     chosen_families = {name: _without_none(entry) for name, entry in table.items() if name in chosen}
-    chosen_families["honest"] = _without_none({"id": "gaussian-regression", "params": {
-        "n_samples": 3 * n, "n_features": 20, "n_signal": 5, "snr": 1.0, "mode": "random-split",
-        "scorer": regression_scorer, "prediction_range": real_range}})
+    if chosen == {"classification"} or chosen == {"probability"}:
+        (name,) = chosen
+        chosen_families["honest"] = _without_none({"id": "latent-classification", "params": {
+            "n_train": n, "n_public": n, "n_holdout": 3 * n, "scorer": table[name]["params"].get("scorer", "log-loss"),
+            "prediction_range": list(PROBABILITY_RANGE) if name == "probability" else None}})
+    else:
+        chosen_families["honest"] = _without_none({"id": "gaussian-regression", "params": {
+            "n_samples": 3 * n, "n_features": 20, "n_signal": 5, "snr": 1.0, "mode": "random-split",
+            "scorer": regression_scorer, "prediction_range": real_range}})
     return chosen_families
 
 

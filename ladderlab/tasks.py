@@ -604,6 +604,8 @@ class LatentClassification(Task):
     competitions need to tell the truly best team. ``n_public`` of ``n_holdout`` rows are
     public; ``disclose_public_rows=True`` tells the participants which (a two-stage
     competition such as the Data Science Bowl 2017, where the log-loss oracle plays).
+    ``prediction_range`` = [p₀, p₁] declares the probability range a log-loss prediction is
+    clipped into (:mod:`ladderlab.scoring`).
     """
 
     id = "latent-classification"
@@ -619,7 +621,9 @@ class LatentClassification(Task):
         "decay": [Interval(float, 0, 1, closed="right")],
         "scorer": [Options({"zero-one", "accuracy", "log-loss"})],
         "disclose_public_rows": [Boolean()],
+        "prediction_range": [Range(0.0, 1.0), None],
     }
+    _added_parameters = frozenset({"prediction_range"})
 
     def __init__(
         self,
@@ -631,6 +635,7 @@ class LatentClassification(Task):
         decay: float = 0.8,
         scorer: str = "zero-one",
         disclose_public_rows: bool = False,
+        prediction_range: list[float] | None = None,
     ):
         self.n_train = n_train
         self.n_public = n_public
@@ -640,11 +645,14 @@ class LatentClassification(Task):
         self.decay = decay
         self.scorer = scorer
         self.disclose_public_rows = disclose_public_rows
+        self.prediction_range = prediction_range
 
     def _check_params(self) -> None:
         super()._check_params()
         if self.n_public >= self.n_holdout:
             raise ValueError(f"{self.id}: n_public ({self.n_public}) must be smaller than n_holdout ({self.n_holdout})")
+        if self.prediction_range is not None and self.scorer != "log-loss":
+            raise ValueError(f"{self.id}: a prediction_range bounds the log loss; the {self.scorer!r} scorer takes labels")
 
     def split(self, rng: np.random.Generator) -> Split:
         beta = self.decay ** np.arange(self.n_features)
@@ -657,7 +665,7 @@ class LatentClassification(Task):
         order = rng.permutation(self.n_holdout)
         public_rows = np.sort(order[: self.n_public])
         public = PublicData(X_train, y[: self.n_train], X_holdout, "classification", self.scorer, classes,
-                            public_rows.copy() if self.disclose_public_rows else None)
+                            public_rows.copy() if self.disclose_public_rows else None, declared_range(self.prediction_range))
         return LabelNoiseSplit(
             public,
             public_rows,
