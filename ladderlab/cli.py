@@ -323,6 +323,10 @@ def _certify(args: argparse.Namespace) -> int:
     _output_folder("--run-dir", args.run_dir)
     attacks = [certify.parse_attack(text) for text in args.attack]
     out = certify.check_output(args.out) if args.out else None
+    if args.tune:
+        from ladderlab import tune
+
+        return tune.run_command(args, attacks, out)
     result = certify.certify(
         args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
@@ -500,6 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--replications", type=_count(1), default=100,
                       help="the most replications a grid point uses; each stops once its verdict is decided (default 100)")
     cert.add_argument("--confidence", type=float, default=0.95, help="confidence of every verdict (default 0.95)")
+    cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
+                      "prediction range) at the largest budget and --scorer (default zero-one); recommend the certified "
+                      "setting with the best honest utility; --out gets a table and a plot beside it")
     cert.add_argument("--complete", action="store_true", help="decide every grid point, also above a budget that "
                       "already fails (by default they stop undecided)")
     cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")

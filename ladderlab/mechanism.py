@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -46,6 +46,10 @@ class Mechanism(Plugin):
     ``ladderlab.testing`` against adaptive analysts."""
     expected_check_failures: ClassVar[dict[str, str]] = {}
     """Conformance checks (``ladderlab.testing``) this mechanism is known to fail, with why."""
+    _search_space: ClassVar[dict[str, list[Any]]] = {}
+    """The values ``ladderlab certify --tune`` tries for each parameter that trades safety for
+    honest utility (every combination; parameters it leaves out stay as given). Each value
+    must satisfy ``_parameter_constraints``; quantities in units of B as the mechanism reads them."""
     shared_state: ClassVar[bool] = False
     """True when one bound mechanism answers every account of a competition (one leaderboard
     state for all teams); False gives each account its own bound copy, as Ladder.jl's Kaggle

@@ -28,6 +28,7 @@ class Noisy(Mechanism):
         "scale": [Interval(float, 0, None), None],
         "rounding": [Interval(float, 0, None, closed="neither"), None],
     }
+    _search_space = {"scale": [None, 0.005, 0.01, 0.02, 0.05], "rounding": [None, 0.01]}
 
     def __init__(self, noise: str = "gaussian", scale: float | None = None, rounding: float | None = None):
         self.noise = noise

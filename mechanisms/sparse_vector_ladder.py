@@ -60,6 +60,7 @@ class SparseVectorLadder(Ladder):
         "release_scale": [Interval(float, 0, None)],
         "rounding": [Boolean()],
     }
+    _search_space = {"eta": [None, 0.02, 0.05], "sigma": [None, 0.002]}
 
     def __init__(
         self,

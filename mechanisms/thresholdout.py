@@ -48,6 +48,7 @@ class Thresholdout(Mechanism):
         "noise": [Options(NOISE_KINDS)],
         "guard_fraction": [Interval(float, 0, 1, closed="neither")],
     }
+    _search_space = {"T": [None, 0.03, 0.1], "sigma": [None, 0.01], "B": [None, 50]}
 
     def __init__(
         self,

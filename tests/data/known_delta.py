@@ -18,6 +18,7 @@ class Shifted(Mechanism):
     id = "shifted"
     reference = "test stand-in"
     _parameter_constraints = {"shift": [Interval(float, None, None)]}
+    _search_space = {"shift": [-0.1, 0.0, -0.02]}
 
     def __init__(self, shift: float = 0.0):
         self.shift = shift
