@@ -560,7 +560,7 @@ class _Battery:
     scenario: Scenario
     points: dict[str, tuple[AttackSpec, int, str]]
     """Certified cells by key: their attack spec, budget and family."""
-    reference: dict[tuple[Any, ...], Cell]
+    reference: dict[str, Cell]
     """Full-disclosure cells by (task, attack, budget)."""
     honest: list[Cell]
 
@@ -584,7 +584,8 @@ def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec],
     return _Battery(scenario, points, reference, honest)
 
 
-def _duel_key(cell: Cell) -> tuple[Any, ...]:
+def _duel_key(cell: Cell) -> str:
+    """A duel's identity without its mechanism: the certified point and its full-disclosure twin share it."""
     return json.dumps([cell.task, cell.attack, cell.budget], sort_keys=True, default=str)
 
 
@@ -625,9 +626,9 @@ def certify(
     ``run_dir`` keeps the battery (default: :func:`default_directory`); a run of the same
     battery resumes it. Once a point fails at a budget, the undecided points at that budget
     and above stop at the end of their round (the safe budget is below it whatever they
-    show): their verdict is inconclusive, marked ``stopped``; ``complete`` decides them all. ``announce`` receives the lines a person watching should read (where the
-    battery is kept, the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in
-    :func:`ladderlab.runner.run`.
+    show): their verdict is inconclusive, marked ``stopped``; ``complete`` decides them all.
+    ``announce`` receives the lines a person watching should read (where the battery is kept,
+    the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in :func:`ladderlab.runner.run`.
     """
     params = params or {}
     budgets = sorted(set(budgets or [100, 300, 1000, 2000]))
