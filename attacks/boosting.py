@@ -63,6 +63,9 @@ class Boosting(Attack):
             return "boosting needs binary labels {0, 1}"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return self.k
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         sign = get_scorer(data.scorer).sign
         k = self.k if board.remaining is None else min(self.k, board.remaining)

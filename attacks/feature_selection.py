@@ -55,6 +55,9 @@ class FeatureSelection(FinalChoiceAttack):
             return "feature-selection needs features"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return data.X_train.shape[1] + 1
+
     def play(self, board: Board, data: PublicData, rng: np.random.Generator) -> tuple[FloatArray, FloatArray, float]:
         """Query every feature's holdout correlation; return both correlations and the threshold."""
         n, d = data.X_train.shape

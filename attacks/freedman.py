@@ -41,6 +41,9 @@ class Freedman(FinalChoiceAttack):
         the public set hardest per feature, more of them add up (Fig. 2)."""
         return [{**cls.budget_params(budget), "k": k} for k in (1, 2, 5, 10, 20, 50) if k <= budget]
 
+    def max_submissions(self, data: PublicData) -> int:
+        return data.X_train.shape[1]
+
     def play(self, board: Board, data: PublicData, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
         """Submit the univariate regressions; return the features submitted and their released scores."""
         p = data.X_train.shape[1]

@@ -88,6 +88,9 @@ class HillClimbing(Attack):
             return "hill-climbing needs the task's label set to perturb labels"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return self.k
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         scorer = get_scorer(data.scorer)
         kind = scorer.prediction_kind

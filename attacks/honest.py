@@ -60,6 +60,9 @@ class Honest(Attack):
             return "honest participants need training data with features"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return len(self.models)
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         n_classes = 0 if data.classes is None else len(data.classes)
         available = _models(data.task_type, int(rng.integers(2**31)), n_classes)

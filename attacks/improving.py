@@ -49,6 +49,9 @@ class Improving(Attack):
             return "the improving participant needs training data with features"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return self.days
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         days = self.days if board.remaining is None else min(self.days, board.remaining)
         n, d = data.X_train.shape

@@ -87,6 +87,10 @@ class LogLossOracle(Attack):
             return "log-loss-oracle needs to know which holdout rows the leaderboard scores (a two-stage competition)"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int | None:
+        """At most one submission per public row (a batch decodes at least one label)."""
+        return None if data.public_rows is None else int(data.public_rows.size)
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         scorer = get_scorer(data.scorer)
         assert isinstance(scorer, (LogLoss, MulticlassLogLoss)) and data.public_rows is not None

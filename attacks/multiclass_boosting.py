@@ -77,6 +77,9 @@ class MulticlassBoosting(Attack):
                 return f"multiclass-boosting: r = {self.r} candidates but only {data.classes.size} classes"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return self.k
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         sign = get_scorer(data.scorer).sign
         classes = board.classes

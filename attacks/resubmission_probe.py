@@ -43,6 +43,9 @@ class ResubmissionProbe(Attack):
             return "the resubmission probe needs training data with features"
         return super().incompatibility(data)
 
+    def max_submissions(self, data: PublicData) -> int:
+        return 1 + self.repeats
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         from sklearn.linear_model import Ridge  # imported when played: slow to import
 

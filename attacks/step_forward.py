@@ -110,6 +110,10 @@ class StepForward(Attack):
         self.rules = rules
         self.repeats = repeats
 
+    def max_submissions(self, data: PublicData) -> int:
+        """Each iteration submits every feature not yet selected, ``repeats`` times."""
+        return self.iterations * data.X_train.shape[1] * self.repeats
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         sign = get_scorer(data.scorer).sign
         selected: list[int] = []

@@ -92,6 +92,9 @@ class NaturalAnalyst(Attack):
     def _update(self, theta: FloatArray, anchor: FloatArray, gradient: FloatArray, updates: int) -> FloatArray:
         """The next state from the current one, the anchor θ₀ and the estimate ĝ."""
 
+    def max_submissions(self, data: PublicData) -> int:
+        return self.submissions
+
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         scorer = get_scorer(data.scorer)
         view = rng.choice(data.X_train.shape[1], size=min(self.view, data.X_train.shape[1]), replace=False)

@@ -56,6 +56,12 @@ class Attack(Plugin):
             return f"attack {self.id!r} plays {' or '.join(sorted(self.task_types))} tasks, not {data.task_type}"
         return None
 
+    def max_submissions(self, data: PublicData) -> int | None:
+        """At most how many submissions ``run`` makes on ``data`` when the budget allows any
+        number (None: it does not say). Sizes a run before it starts (:mod:`ladderlab.workload`);
+        a budget caps it further."""
+        return None
+
     @classmethod
     def budget_params(cls, budget: int) -> dict[str, Any]:
         """Parameters that let the attack use a budget of ``budget`` submissions (for

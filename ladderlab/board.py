@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.holdout import holdout_scores
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns
-from ladderlab.scoring import PredictionKind
+from ladderlab.scoring import PredictionKind, scores_by_block
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
 
@@ -91,19 +91,26 @@ class Leaderboard:
         the public scores. A row's exact scores are computed once for all its copies.
         """
         step = rows_per_block(self.holdout_size)
-        blocks = [P[start : start + step] for start in range(0, P.shape[0], step)]
         mechanism = self.mechanism
-        public_blocks = [mechanism.holdout_.scores(columns(block, self._public_columns)) for block in blocks]
+        public_scores = scores_by_block(lambda block: mechanism.holdout_.scores(columns(block, self._public_columns)),
+                                        P, step)
         if self.final_rows.size:
-            final_scores = _joined([self._final_holdout.scores(columns(block, self._final_columns)) for block in blocks])
+            final_scores = scores_by_block(lambda block: self._final_holdout.scores(columns(block, self._final_columns)),
+                                           P, step)
         else:
             final_scores = np.full(P.shape[0], np.nan)
-        released = _joined([mechanism.submit_validated(columns(block, self._public_columns), repeats, public)
-                            for block, public in zip(blocks, public_blocks)])
-        public_scores = _joined(public_blocks)
+        released = _joined([mechanism.submit_validated(columns(P[start : start + step], self._public_columns), repeats,
+                                                       public_scores[start : start + step])
+                            for start in range(0, P.shape[0], step)])
         self._public.append(np.repeat(public_scores, repeats))
         self._final.append(np.repeat(final_scores, repeats))
         return released
+
+    def last_records(self) -> dict[str, FloatArray]:
+        """``records`` of the last ``submit_many`` batch only."""
+        count = self._public[-1].size
+        return {"released": np.array(self.mechanism.released_[-count:]), "public": self._public[-1].copy(),
+                "final": self._final[-1].copy()}
 
     def records(self) -> dict[str, FloatArray]:
         """Per submission: ``released``, ``public`` (exact) and ``final`` scores."""

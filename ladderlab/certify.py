@@ -45,11 +45,9 @@ import hashlib
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +57,13 @@ import numpy as np
 from scipy import stats
 
 import ladderlab
-from ladderlab import battery, rundir, runner
-from ladderlab.naming import plugin_label, unknown_name_error
+from ladderlab import battery, rundir, runner, workload
+from ladderlab.atomic import write_files_atomically
+from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scenario import Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
-from ladderlab.seeding import secret_fingerprint, stream
+from ladderlab.seeding import secret_fingerprint
 from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, first_decision, median_interval, stopping_verdict
 from ladderlab.tasks import TRAINING_RANGE
 
@@ -103,63 +102,12 @@ class AttackSpec:
         return [dict(point) for point in grid]
 
 
-_SPEC = re.compile(r"^(?P<id>[^()]+?)\s*\((?P<arguments>.*)\)\s*$", re.DOTALL)
-
-
 def parse_attack(text: str) -> AttackSpec:
-    """``id``, ``file.py:Class``, or either with parameters: ``hill-climbing(block=10, repeats=1)``.
-
-    Parameter values are TOML literals (``10``, ``0.5``, ``"ladder"``, ``true``,
-    ``[1, 2]``); an unknown key or a value the attack does not admit is an error
-    naming the key, raised before any work starts.
-    """
-    match = _SPEC.match(text.strip())
-    if not match:
-        if "(" in text or ")" in text:
-            raise ValueError(f"attack {text!r}: parameters go in one pair of parentheses, e.g. 'boosting(k=100)'")
-        ATTACKS.get(text.strip())
-        return AttackSpec(text.strip())
-    attack_id = match["id"].strip()
-    cls = ATTACKS.get(attack_id)
-    known = cls.parameter_defaults()
-    pinned: dict[str, Any] = {}
-    for argument in _split_arguments(match["arguments"]):
-        key, separator, value = argument.partition("=")
-        key = key.strip()
-        if not separator or not key:
-            raise ValueError(f"attack {attack_id!r}: expected key=value, got {argument.strip()!r}")
-        if key not in known:
-            raise unknown_name_error(f"parameter of attack {attack_id!r}", key, known)
-        try:
-            pinned[key] = tomllib.loads(f"value = {value.strip()}")["value"]
-        except tomllib.TOMLDecodeError:
-            raise ValueError(
-                f"attack {attack_id!r}: parameter {key!r} = {value.strip()!r} is not a TOML literal "
-                f"(write strings in double quotes: {key}=\"{value.strip()}\")"
-            ) from None
-    ATTACKS.make(attack_id, **pinned).validate_params()
+    """``id``, ``file.py:Class``, or either with parameters: ``hill-climbing(block=10, repeats=1)``
+    (:meth:`ladderlab.registry.Registry.parse`); without parentheses the attack plays its
+    strength grid."""
+    attack_id, pinned = ATTACKS.parse(text)
     return AttackSpec(attack_id, pinned)
-
-
-def _split_arguments(text: str) -> list[str]:
-    """Split ``a=1, b=[1, 2], c="x,y"`` at the commas outside brackets and strings."""
-    parts, current, depth, quote = [], [], 0, None
-    for char in text:
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "\"'":
-            quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
-    return [part for part in parts if part.strip()]
 
 
 FAMILY_SCORERS = {"classification": "zero-one", "regression": "squared", "probability": "log-loss"}
@@ -229,11 +177,11 @@ def _without_none(entry: dict[str, Any]) -> dict[str, Any]:
     return {"id": entry["id"], "params": {key: value for key, value in entry["params"].items() if value is not None}}
 
 
-def check_bounded(family: str, entry: dict[str, Any], seed: int) -> float:
-    """B of a family's scorer under its declared range (replication 0), or ``ValueError`` saying how
+def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> float:
+    """B of a family's scorer under its declared range (on one split, drawn at a fixed seed, after
+    :func:`ladderlab.workload.task_data` checked that its data fit), or ``ValueError`` saying how
     to declare a range when the loss is unbounded without one."""
-    split = TASKS.make(entry["id"], **entry["params"]).split(stream(seed, "task", (entry["id"], entry["params"]), 0))
-    data = split.public
+    data = workload.task_data(entry["id"], entry["params"], force)[1].public
     bound = get_scorer(data.scorer).within(data.prediction_range).bound(None if data.classes is None else data.classes.size)
     if bound is None:
         raise ValueError(
@@ -257,16 +205,20 @@ def _scenario(name: str, description: str, matrix: list[dict[str, Any]], replica
 
 def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
                      attacks: list[str | AttackSpec], replications: int, seed: int,
-                     task_families: dict[str, dict[str, Any]] | None = None) -> Scenario:
+                     task_families: dict[str, dict[str, Any]] | None = None, force: bool = False) -> Scenario:
     """The battery as a scenario: every attack at every point of its strength grid (or at its pinned
     parameters) at every budget, on each family it can play, against the mechanism and full
-    disclosure; honest participants against both. ``replications`` is the maximum."""
+    disclosure; honest participants against both. ``replications`` is the maximum. A family
+    whose data cannot fit in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`,
+    unless ``force``)."""
     if n < 10:
         raise ValueError(f"n must be at least 10 holdout points, got {n}")
     if not budgets or any(budget < 1 for budget in budgets):
         raise ValueError(f"budgets must be whole numbers ≥ 1, got {budgets}")
-    MECHANISMS.make(mechanism, **params).validate_params()
     task_families = task_families or families(n)
+    for entry in task_families.values():
+        workload.task_data(entry["id"], entry["params"], force)
+    MECHANISMS.make(mechanism, **params).validate_params()
     mechanisms = [{"id": mechanism, "params": _as_scenario_params(params)}]
     if mechanism != REFERENCE:
         mechanisms.append({"id": REFERENCE})
@@ -489,13 +441,13 @@ def _row(spec: AttackSpec, budget: int, points: list[_Point], bound: Any) -> dic
     return row
 
 
-def _unplayable_row(spec: AttackSpec, budget: int, task_families: dict[str, dict[str, Any]], seed: int) -> dict[str, Any]:
+def _unplayable_row(spec: AttackSpec, budget: int, task_families: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The row of an attack that can play none of the families, with each family's reason."""
     reasons = []
     for name, entry in task_families.items():
         if name == "honest":
             continue
-        split = TASKS.make(entry["id"], **entry["params"]).split(stream(seed, "task", (entry["id"], entry["params"]), 0))
+        split = workload.task_data(entry["id"], entry["params"])[1]
         attack = ATTACKS.make(spec.id, **spec.points(budget, split.public_rows.size)[0])
         reasons.append(f"{name}: {attack.incompatibility(split.public)}")
     row = _row(spec, budget, [], None)
@@ -615,6 +567,7 @@ def certify(
     honest_replications: int = HONEST_REPLICATIONS,
     complete: bool = False,
     announce: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -628,20 +581,29 @@ def certify(
     and above stop at the end of their round (the safe budget is below it whatever they
     show): their verdict is inconclusive, marked ``stopped``; ``complete`` decides them all.
     ``announce`` receives the lines a person watching should read (where the battery is kept,
-    the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in :func:`ladderlab.runner.run`.
+    the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in :func:`ladderlab.runner.run`;
+    a battery whose estimated memory cannot fit is refused before it runs
+    (:class:`ladderlab.workload.TooLarge`) unless ``force``.
     """
     params = params or {}
-    budgets = sorted(set(budgets or [100, 300, 1000, 2000]))
-    if tau <= 0 or epsilon <= 0:
-        raise ValueError(f"tau and epsilon must be positive, got {tau} and {epsilon}")
+    budgets = list(budgets or [100, 300, 1000, 2000])
+    repeated = sorted({budget for budget in budgets if budgets.count(budget) > 1})
+    if repeated:
+        raise ValueError(f"budgets: {', '.join(map(str, repeated))} given twice; give each budget once")
+    budgets = sorted(budgets)
+    for name, value in (("tau", tau), ("epsilon", epsilon)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     if not 0.5 < confidence < 1:
         raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
     if replications < 1 or honest_replications < 1:
         raise ValueError(f"replications must be at least 1, got {replications} and {honest_replications}")
     specs = _unique(_battery_specs(attacks or [], default_battery))
     task_families = families(n, scorer, prediction_range)
-    bounds = {name: check_bounded(name, entry, seed) for name, entry in task_families.items()}
-    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families)
+    bounds = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
+    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force)
+    workload.refuse_if_too_large(workload.scenario_work(scenario, jobs, force), force,
+                                 hint="certify fewer budgets, a smaller n or fewer --replications")
     preflight(scenario)
     directory = Path(run_dir) if run_dir else default_directory(battery_key(scenario, secret_seed))
     if directory.exists() and not directory.is_dir():
@@ -671,7 +633,7 @@ def certify(
         battery_rows = [_row(spec, budget, [verdicts[key] for key, (s, b, _) in layout.points.items() if s == spec and b == budget],
                              certified.leaderboard_error_bound(n, budget))
                         if any(s == spec for s, _, _ in layout.points.values())
-                        else _unplayable_row(spec, budget, task_families, seed)
+                        else _unplayable_row(spec, budget, task_families)
                         for spec in specs for budget in budgets]
         second = _second_phase(layout, verdicts, battery_rows, min(replications, honest_replications))
         rows.update(battery.replicate(second, seed, replications, store, jobs, isolation, secret_seed, progress,
@@ -715,8 +677,11 @@ def _battery_specs(attacks: list[str | AttackSpec], default_battery: bool) -> li
     specs = [a if isinstance(a, AttackSpec) else parse_attack(a) for a in attacks]
     for spec in specs:
         if ATTACKS.get(spec.id).honest:
-            raise ValueError(f"{spec.label} is an honest participant (its class sets honest = True), not an attack: "
-                             "the battery leaves honest policies out; the certificate's honest section measures them")
+            raise ValueError(f"attack {spec.label!r}: {spec.id!r} is an honest participant, not an attack; the "
+                             "certificate measures honest participants' cost on its own (see 'Cost to honest participants')")
+    if len(_unique(specs)) < len(specs):
+        twice = next(spec for number, spec in enumerate(specs) if spec in specs[:number])
+        raise ValueError(f"attack {twice.label!r} is given twice; give each attack once")
     if default_battery:
         specs = [AttackSpec(a) for a in ATTACKS.ids() if not ATTACKS.get(a).honest] + [
             spec for spec in specs if spec.pinned is not None or spec.id not in ATTACKS.ids()]
@@ -837,20 +802,26 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     """Write the certificate as JSON to ``out`` and as Markdown beside it (``text_for_people``,
     by default :func:`markdown` of the certificate); return the paths.
 
-    If writing fails (the disk filled up, the directory vanished), the certificate
-    is written to a new file in the system's temporary directory instead, and the
-    ``OSError`` raised names where it went: the work is never lost.
+    The two files are written all or nothing (:mod:`ladderlab.atomic`): if writing fails
+    (the disk filled up, the directory vanished), the previous certificate, if any, is left
+    as it was, the new one is saved to a new file in the system's temporary directory if
+    that can be written, and the ``OSError`` raised says where it went.
     """
     out = Path(out)
     text = json.dumps(_finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
-        out.write_text(text, encoding="utf-8")
-        out.with_suffix(".md").write_text(text_for_people or markdown(certificate), encoding="utf-8")
+        write_files_atomically({out: text, out.with_suffix(".md"): text_for_people or markdown(certificate)})
     except OSError as error:
-        handle, rescue = tempfile.mkstemp(prefix="ladderlab-certificate-", suffix=".json")
-        with os.fdopen(handle, "w", encoding="utf-8") as rescue_file:
-            rescue_file.write(text)
-        raise OSError(f"could not write the certificate to {out} ({error}); it was saved to {rescue}") from error
+        try:
+            handle, rescue = tempfile.mkstemp(prefix="ladderlab-certificate-", suffix=".json")
+            with os.fdopen(handle, "w", encoding="utf-8") as rescue_file:
+                rescue_file.write(text)
+        except OSError as rescue_error:
+            raise OSError(f"could not write the certificate to {out} ({error.strerror or error}), nor to the "
+                          f"temporary directory ({rescue_error.strerror or rescue_error}); the files at {out} "
+                          "were left as they were") from error
+        raise OSError(f"could not write the certificate to {out} ({error.strerror or error}); the files there were "
+                      f"left as they were, and the new certificate was saved to {rescue}") from error
     return [out, out.with_suffix(".md")]
 
 

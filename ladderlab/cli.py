@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import math
 import os
 import sys
 import tempfile
@@ -20,12 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__
+from ladderlab import __version__, rank_certificate, replay
+from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
-from ladderlab.params import describe
+from ladderlab.params import INT64_LIMIT, describe
+from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
+from ladderlab.serve import cli as serve_cli
 
 DESCRIPTION = (
     "Pit leaderboard mechanisms against adaptive attacks: run scenario matrices, report them, "
@@ -60,6 +65,8 @@ def _output_file(option: str, value: str | None) -> None:
     path = Path(value)
     if path.is_dir():
         raise ArgumentError(f"{option} {value}: is a directory; give a file name")
+    if not path.absolute().parent.is_dir():
+        raise ArgumentError(f"{option} {value}: the folder {path.parent} does not exist")
     _writable_folder(option, value, path.parent)
 
 
@@ -86,13 +93,30 @@ def _writable_folder(option: str, value: str, folder: Path) -> None:
         raise ArgumentError(f"{option} {value}: cannot write in {existing}: {error.strerror or error}") from None
 
 
+def _figure_file(option: str, value: str | None) -> None:
+    """Refuse an image path that cannot be written or whose suffix names no format matplotlib writes."""
+    if value is None:
+        return
+    _output_file(option, value)
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(value).suffix.lstrip(".").lower()
+    if suffix not in formats:
+        raise ArgumentError(f"{option} {value}: {'.' + suffix if suffix else 'no suffix'} is not an image format "
+                            f"matplotlib writes; end the name with one of {', '.join('.' + f for f in sorted(formats))}")
+
+
 def _count(minimum: int, every_core: bool = False):
-    """An argparse type: a whole number ≥ ``minimum`` (or -1 for every core)."""
+    """An argparse type: a whole number ≥ ``minimum`` (or -1 for every core) that fits a
+    64-bit integer, as results store it."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
+        if value is not None and value >= INT64_LIMIT:
+            raise argparse.ArgumentTypeError(f"must be a whole number below 2^63, got {text!r}")
         if value is None or not (value >= minimum or (every_core and value == -1)):
             extra = " (or -1 for every core)" if every_core else ""
             raise argparse.ArgumentTypeError(f"must be a whole number ≥ {minimum}{extra}, got {text!r}")
@@ -149,7 +173,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ArgumentError(f"--scheduler {args.scheduler} needs --backend dask (the loky backend runs locally)")
     _output_folder("--out", args.out)
-    from ladderlab import report, runner, scenario
+    from ladderlab import report, runner, scenario, workload
 
     loaded = scenario.load(args.scenario, args.replications)
     out = args.out or f"runs/{loaded.name}"
@@ -159,14 +183,16 @@ def _run(args: argparse.Namespace) -> int:
     except runner.BackendError as error:
         raise ArgumentError(f"--scheduler {args.scheduler}: {error}" if args.scheduler else str(error)) from None
     all_cells = scenario.cells(loaded)
+    workload.refuse_if_too_large(workload.scenario_work(loaded, args.jobs, args.force), args.force,
+                                 hint=runner.SMALLER_SCENARIO)
     skipped = scenario.preflight(loaded)
     print(f"scenario {loaded.name}: {len(all_cells)} cells × {loaded.replications} replications → {out}", flush=True)
     for cell in all_cells:
         if cell.key in skipped:
             print(f"skipped (cannot play): {cell.label}: {skipped[cell.key]}", file=sys.stderr)
     results = runner.run(loaded, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
-                         progress=False if args.quiet else None, isolation=args.isolation,
-                         rerun_stale=args.rerun_stale,
+                         progress=args.progress, isolation=args.isolation,
+                         rerun_stale=args.rerun_stale, force=args.force,
                          secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
     run = report.load_run(out)
     if loaded.matrix:
@@ -196,32 +222,33 @@ def _report(args: argparse.Namespace) -> int:
     run = report.load_run(args.run_dir)
     table = report.summary(run.results)
     duels = bool(run.expected_cells) or not run.expected_competitions  # a competition-only run has no duel table
-    for line in run.status.lines() if duels else []:
+    for line in run.status.lines() if duels else run.status.damaged_lines():
         print(line, file=sys.stderr)
-    for line in competition_report.status_lines(run.expected_competitions, run.competitions) if run.expected_competitions else []:
+    damaged = {Path(file).stem for file in run.damaged}
+    for line in competition_report.status_lines(run.expected_competitions, run.competitions, damaged) if run.expected_competitions else []:
         print(line, file=sys.stderr)
     text = report.write_table(table, args.format)
     if args.out:
-        Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
+        write_atomically(args.out, text if text.endswith("\n") else text + "\n")
     elif duels:
         print(text)
     if not run.competitions.empty and args.format == "text":
         print("\ncompetitions:" if duels else "competitions:")
         print(competition_report.text_summary(competition_report.summary(run.competitions)))
     if args.html:
-        Path(args.html).write_text(report.html_page(run), encoding="utf-8")
+        write_atomically(args.html, report.html_page(run))
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
         folder = Path(args.plots)
         folder.mkdir(parents=True, exist_ok=True)
         figures = plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
-        for number, figure in enumerate(figures, start=1):
-            (folder / f"{number:02d}-{figure.slug}.png").write_bytes(figure.png())
+        for number, figure in enumerate(progress_bar(figures, progress=args.progress, desc="plots", unit="plot"), start=1):
+            write_atomically(folder / f"{number:02d}-{figure.slug}.png", figure.png())
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ladderlab import benchmark
+    from ladderlab import benchmark, workload
 
     if args.certify:
         timing = benchmark.time_certify(args.jobs)
@@ -241,10 +268,9 @@ def _bench(args: argparse.Namespace) -> int:
         f"{'mechanism':<22} {'n':>5} {'batched /s':>11} {'one at a time /s':>17} {'plain loop /s':>14} "
         f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'batched cost ÷ bare loss':>25}"
     )
-    from ladderlab.progress import progress_bar
-
     measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
-    bar = progress_bar(progress=False if args.quiet else None, total=measurements, desc="bench", unit="measurement")
+    _check_work(workload.benchmark_work(args.n, measurements, args.seconds), args.force, "a smaller --n needs less")
+    bar = progress_bar(progress=args.progress, total=measurements, desc="bench", unit="measurement")
     for result in benchmark.run(tuple(args.n), args.seconds):
         bar.update()
         bar.write(
@@ -262,17 +288,37 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sota(args: argparse.Namespace) -> int:
-    from ladderlab import stats
+def _check_work(work: object, force: bool, hint: str) -> None:
+    """Refuse work that cannot fit in memory, and say what long work will cost (:mod:`ladderlab.workload`)."""
+    from ladderlab import workload
 
+    workload.refuse_if_too_large(work, force, hint=hint)
+    workload.announce(work)
+
+
+def _sota(args: argparse.Namespace) -> int:
+    from ladderlab import stats, workload
+
+    _refuse_unused("not used with --scores FILE", args.scores is not None, theta=args.theta, thetas=args.thetas,
+                   m=args.m, y0=args.y0)
+    _refuse_unused("used only with --scores FILE", args.scores is None, bootstrap=args.bootstrap, target=args.target)
+    _refuse_unused("not used with --thetas FILE, which gives one theta per classifier", args.thetas is not None, m=args.m)
+    _refuse_unused("used only with --rho", args.rho is None, y0=args.y0)
+    _refuse_unused("used only with --rho or --scores FILE", args.rho is None and args.scores is None,
+                   repetitions=args.repetitions)
     if args.scores:
         if args.n is None:
             raise ValueError("--scores needs --n, the size of the test set the scores were measured on")
         rho = 0.6 if args.rho is None else args.rho
+        scores = stats.read_numbers(args.scores, "scores")
+        repetitions = 1_000 if args.repetitions is None else args.repetitions
+        bootstrap = 30 if args.bootstrap is None else args.bootstrap
+        searches = (bootstrap + 1) * (math.ceil(math.log2(max(scores.size, 2))) + 3)
+        _check_work(workload.simulation_work(scores.size, repetitions, searches), args.force,
+                    "fewer --repetitions or --bootstrap resamples need less")
         estimate = stats.estimate_sota(
-            stats.read_numbers(args.scores, "scores"), args.n, np.random.default_rng(args.seed), rho=rho,
-            alpha=args.alpha, target=args.target, repetitions=args.repetitions or 1_000, bootstrap=args.bootstrap,
-            progress=False if args.quiet else None,
+            scores, args.n, np.random.default_rng(args.seed), rho=rho, alpha=args.alpha,
+            target=args.target or "expected", repetitions=repetitions, bootstrap=bootstrap, progress=args.progress,
         )
         result: dict[str, object] = {"model": "cropped observations, dependent through Y0 (v2, Sec. 5)",
                                      "n": args.n, "rho": rho, "alpha": args.alpha, **estimate.as_dict()}
@@ -284,15 +330,21 @@ def _sota(args: argparse.Namespace) -> int:
         if args.theta is not None and m is None:
             raise ValueError("--theta needs --m, the number of classifiers")
         if args.rho is None:
+            _check_work(workload.best_of_m_work(m or thetas.size, args.n, np.unique(thetas).size, float(thetas.max())),
+                        args.force, "fewer distinct thetas or a smaller --n need less")
             distribution = stats.best_of_m(thetas, args.n, m)
             model = "independent, identical (Eq. 2-3)" if thetas.size == 1 else "independent, non-identical (Eq. 8-9)"
             result = {"model": model, "m": distribution.m, "n": args.n, "alpha": args.alpha,
                       **distribution.summary(args.alpha)}
         else:
+            repetitions = 10_000 if args.repetitions is None else args.repetitions
+            _check_work(workload.simulation_work(m or thetas.size, repetitions), args.force,
+                        "fewer --repetitions or classifiers need less")
+            y0 = args.y0 or "random"
             best = stats.simulate_best_of_m(thetas, args.n, args.rho, np.random.default_rng(args.seed), m=m,
-                                            y0=args.y0, repetitions=args.repetitions or 10_000)
-            result = {"model": f"dependent through Y0 (Eq. 10-12), {args.y0} y0, simulated", "m": m or thetas.size,
-                      "n": args.n, "rho": args.rho, "alpha": args.alpha, "repetitions": args.repetitions or 10_000,
+                                            y0=y0, repetitions=repetitions)
+            result = {"model": f"dependent through Y0 (Eq. 10-12), {y0} y0, simulated", "m": m or thetas.size,
+                      "n": args.n, "rho": args.rho, "alpha": args.alpha, "repetitions": repetitions,
                       "seed": args.seed, "mean": float(best.mean()), "sd": float(best.std(ddof=1)),
                       "upper": float(np.quantile(best, 1 - args.alpha / 2)),
                       "lower": float(np.quantile(best, args.alpha / 2)), "median": float(np.median(best))}
@@ -304,12 +356,24 @@ def _sota(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_unused(why: str, applies: bool, **given: object) -> None:
+    """When ``applies``, refuse every option of ``given`` that was set, saying ``why`` it has no
+    effect: ignoring it silently would answer another question than the one asked."""
+    if not applies:
+        return
+    for name, value in given.items():
+        if value is not None:
+            raise ValueError(f"--{name.replace('_', '-')} {value}: {why}; leave it out")
+
+
 def _parse_params(pairs: list[str]) -> dict[str, object]:
     params: dict[str, object] = {}
     for pair in pairs:
         key, separator, value = pair.partition("=")
         if not separator or not key:
             raise ValueError(f"--param takes KEY=VALUE, got {pair!r}")
+        if key in params:
+            raise ValueError(f"--param {key} is given twice ({key}={params[key]!r} and {pair!r}): give it once")
         try:
             params[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -326,22 +390,32 @@ def _certify(args: argparse.Namespace) -> int:
     if args.tune:
         from ladderlab import tune
 
+        if args.competition:
+            raise ValueError("--tune certifies every setting of the search; add --competition to the certificate of "
+                             "the setting it recommends")
         return tune.run_command(args, attacks, out)
+    if args.competition:
+        from ladderlab import competition_certificate
+
+        try:
+            competitions = competition_certificate.competition_scenario(args.mechanism, _parse_params(args.param),
+                                                                        args.competition)
+        except ValueError as error:
+            raise ValueError(f"--competition: {error}") from None
     result = certify.certify(
         args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
-        progress=False if args.quiet else None, confidence=args.confidence, scorer=args.scorer,
-        prediction_range=certify.parse_prediction_range(args.prediction_range),
-        announce=None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True), complete=args.complete,
+        progress=args.progress, force=args.force, confidence=args.confidence, scorer=args.scorer,
+        prediction_range=certify.parse_prediction_range(args.prediction_range), complete=args.complete,
+        announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True),
     )
     text = certify.markdown(result)
     if args.competition:
-        from ladderlab import competition_certificate
-
         result["competition"] = competition_certificate.competition_view(
-            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs)
+            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs, scenario=competitions,
+            progress=args.progress, force=args.force)
         text += "\n" + competition_certificate.markdown(result["competition"])
     print(text)
     if out:
@@ -355,6 +429,12 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from ladderlab import workload
+
+    data, _ = workload.task_data("random-labels", {"n_public": args.n, "n_holdout": 3 * args.n}, args.force)
+    _check_work(workload.combined("the demo", [workload.duel_cells(variant, 3 * args.n, data, args.k, 1)
+                                               for variant in ("kaggle", "ladder")]), args.force,
+                "a smaller --n or --k needs less")
     task = TASKS.make("random-labels", n_public=args.n, n_holdout=3 * args.n)
     print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
     print(f"{'mechanism':<14} {'public (released)':>18} {'final (private)':>16} {'leaderboard error':>18}")
@@ -373,8 +453,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
     from ladderlab.stats import class_scores, extrapolation, extrapolation_plot
 
     methods = list(extrapolation.METHODS) if args.method == "all" else [args.method]
-    if args.plot and not Path(args.plot).resolve().parent.is_dir():
-        raise ValueError(f"--plot {args.plot}: the folder {Path(args.plot).parent} does not exist")
+    _figure_file("--plot", args.plot)
     observed = class_scores.read_observed_classes(args.file, args.input, args.k)
     k, K = observed.k, args.K
     if K < k:
@@ -382,13 +461,18 @@ def _extrapolate(args: argparse.Namespace) -> int:
     if methods == ["un"] and K > k:
         raise ValueError(f"the unbiased estimate (un) exists only up to k = {k} classes; "
                          "choose --to ≤ k or another --method")
-    from ladderlab import stats
+    from ladderlab import stats, workload
 
+    work = workload.extrapolation_work(k, K, methods, args.bins, observed.outscored.size)
+    workload.refuse_if_too_large(work, args.force, hint="a smaller --to or --bins, or one --method, needs less")
+    workload.announce(work)
     unbiased = stats.unbiased_accuracy(observed.outscored, k)
     predictions: dict[str, dict[str, object]] = {}
-    for method in methods:
+    for method in progress_bar(methods, progress=args.progress if work.cpu_seconds > 1 else False, desc="methods",
+                               unit="method"):
         try:
-            curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins)
+            curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins,
+                                                 progress=args.progress)
         except ValueError as error:  # e.g. CONS infeasible, HD at accuracy 0 or 1
             if len(methods) == 1:
                 raise
@@ -400,7 +484,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
               "test_points": int(observed.outscored.size), "observed_accuracy": float(unbiased[-1]),
               "unbiased": [float(p) for p in unbiased], "predictions": predictions}
     if args.plot:
-        extrapolation_plot.curve_figure(result).savefig(args.plot, dpi=110, bbox_inches="tight")
+        save_figure(extrapolation_plot.curve_figure(result), args.plot, dpi=110, bbox_inches="tight")
     if args.format == "json":
         print(json.dumps(result, indent=2))
     else:
@@ -427,6 +511,11 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentError(f"{message} (see '{self.prog} --help')")
 
 
+def _add_force(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="run even when the estimated memory exceeds what is available (see docs/run-directories.md)")
+
+
 def _add_trust_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
                         help="'process': play each attack in its own process, which never sees labels, split, "
@@ -439,7 +528,11 @@ def _add_trust_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ladderlab", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ladderlab {__version__}")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are shown only on a terminal anyway)")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", dest="progress", action="store_false", default=None,
+                       help="no progress bars (they are shown only on a terminal anyway)")
+    shown.add_argument("--progress", dest="progress", action="store_true",
+                       help="progress bars on standard error even when it is not a terminal (a log file)")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
@@ -458,6 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trust_options(run)
     run.add_argument("--rerun-stale", action="store_true",
                      help="compute again the finished cells whose plugin's version or source changed since")
+    _add_force(run)
     run.set_defaults(handler=_run)
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
@@ -474,28 +568,29 @@ def build_parser() -> argparse.ArgumentParser:
                     "(--m --n --theta, or --thetas FILE; --rho for dependent classifiers), or the state of the "
                     "art estimated from a leaderboard's accuracies (--scores FILE --n N).",
     )
-    sota.add_argument("--m", type=int, help="number of classifiers (with --theta)")
-    sota.add_argument("--n", type=int, help="test set size")
+    sota.add_argument("--m", type=_count(1), help="number of classifiers (with --theta)")
+    sota.add_argument("--n", type=_count(1), help="test set size")
     sota.add_argument("--theta", type=float, help="probability of a correct prediction, shared by all m")
     sota.add_argument("--thetas", help="file of one probability per classifier (white space or commas)")
     sota.add_argument("--scores", help="file of observed leaderboard accuracies, one per team")
     sota.add_argument("--alpha", type=float, default=0.05, help="1 - confidence of the interval (default 0.05)")
     sota.add_argument("--rho", type=float, help="correlation with the latent Y0 (dependent classifiers; 0.6 for --scores)")
-    sota.add_argument("--y0", choices=["random", "fixed"], default="random", help="latent Y0 random or fixed")
-    sota.add_argument("--target", choices=["expected", "upper"], default="expected",
+    sota.add_argument("--y0", choices=["random", "fixed"], help="latent Y0 random (the default) or fixed (with --rho)")
+    sota.add_argument("--target", choices=["expected", "upper"],
                       help="crop so that the expected (or upper-limit) maximum equals the observed one")
-    sota.add_argument("--repetitions", type=int,
+    sota.add_argument("--repetitions", type=_count(1),
                       help="simulated test sets (default 10000 for --rho, 1000 per search step for --scores)")
-    sota.add_argument("--bootstrap", type=int, default=30, help="bootstrap resamples of the teams (--scores)")
-    sota.add_argument("--seed", type=int, default=0, help="root seed of the simulations (default 0)")
+    sota.add_argument("--bootstrap", type=_count(1), help="bootstrap resamples of the teams (--scores; default 30)")
+    sota.add_argument("--seed", type=_count(0), default=0, help="root seed of the simulations (default 0)")
     sota.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    _add_force(sota)
     sota.set_defaults(handler=_sota)
 
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
     cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
-    cert.add_argument("--n", type=int, default=200, help="public holdout size (default 200)")
-    cert.add_argument("--budgets", type=int, nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
+    cert.add_argument("--n", type=_count(10), default=200, help="public holdout size (default 200)")
+    cert.add_argument("--budgets", type=_count(1), nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
     cert.add_argument("--attack", action="append", default=[],
                       help="an extra attack (repeatable): an id or file.py:Class, optionally with parameters run "
                            "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
@@ -514,9 +609,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "
                            "'training' for the training labels' range (default)")
     cert.add_argument("--seed", type=_count(0), default=0, help="root seed of the battery (default 0)")
-    cert.add_argument("--tau", type=float, default=0.05,
+    cert.add_argument("--tau", type=_positive, default=0.05,
                       help="largest tolerated median overfitting -Δ, in units of the loss bound B (default 0.05)")
-    cert.add_argument("--epsilon", type=float, default=0.05,
+    cert.add_argument("--epsilon", type=_positive, default=0.05,
                       help="largest tolerated median leaderboard error, in units of B (default 0.05)")
     cert.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
     cert.add_argument("--run-dir", help="keep the battery here instead of the user's cache (resumable; "
@@ -525,6 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
                       "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
+    _add_force(cert)
     cert.set_defaults(handler=_certify)
 
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
@@ -533,6 +629,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=_count(0), default=0, help="root seed of the duels (default 0)")
     demo.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
                       help="'process': play each attack in its own process (see docs/isolation.md)")
+    _add_force(demo)
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
@@ -542,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--jobs", type=_count(1), default=2, help="workers of --certify (default 2)")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
+    _add_force(bench)
     bench.set_defaults(handler=_bench)
 
     extrapolate = commands.add_parser(
@@ -552,21 +650,26 @@ def build_parser() -> argparse.ArgumentParser:
                     "see docs/extrapolation.md and examples/extrapolation/.",
     )
     extrapolate.add_argument("file", help="ranks file or CSV score matrix")
-    extrapolate.add_argument("--from", dest="k", type=int, help="k, the number of classes observed (required for ranks)")
-    extrapolate.add_argument("--to", dest="K", type=int, required=True, help="K, the number of classes to predict for")
+    extrapolate.add_argument("--from", dest="k", type=_count(2), help="k, the number of classes observed (required for ranks)")
+    extrapolate.add_argument("--to", dest="K", type=_count(2), required=True, help="K, the number of classes to predict for")
     extrapolate.add_argument("--method", choices=["un", "exp", "cons", "mple", "hd", "all"], default="all")
     extrapolate.add_argument("--input", choices=["auto", "ranks", "scores"], default="auto",
                              help="file format (default: a first line with a non-number means a score matrix)")
-    extrapolate.add_argument("--bins", type=int, default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
+    extrapolate.add_argument("--bins", type=_count(2), default=1000, help="grid of the pseudolikelihood density (CONS, MPLE)")
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
+    _add_force(extrapolate)
     extrapolate.set_defaults(handler=_extrapolate)
+    replay.add_subcommand(commands)
+    rank_certificate.add_subcommand(commands)
+    serve_cli.add_subcommands(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 1 some replications failed,
     2 a user error, reported as one line ``ladderlab: error: …``)."""
+    _show_run_messages()
     try:
         args = build_parser().parse_args(argv)
         return args.handler(args)
@@ -579,6 +682,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(f"{where}{error.strerror or error}")
     except KeyboardInterrupt:
         return _error("interrupted", code=130)
+
+
+class _StandardError(logging.Handler):
+    """Log records as plain lines on the standard error of the moment (a test may replace it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr, flush=True)
+
+
+def _show_run_messages() -> None:
+    """Show the runner's messages from INFO up (the estimated work, quarantined cells, a stale lock)."""
+    logger = logging.getLogger("ladderlab.run")
+    if not any(isinstance(handler, _StandardError) for handler in logger.handlers):
+        logger.addHandler(_StandardError())
+    logger.setLevel(logging.INFO)
 
 
 def _error(message: str, code: int = 2) -> int:

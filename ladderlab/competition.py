@@ -62,6 +62,7 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.duel import Incompatible, incompatibility, spec
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
+from ladderlab.params import Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import stream
@@ -69,6 +70,19 @@ from ladderlab.tasks import LabelNoiseSplit, Split, Task
 from ladderlab.validation import check_prediction_matrix
 
 SELECTIONS = ("last", "best-public")
+
+
+RULES_CONSTRAINTS: dict[str, list[Constraint | None]] = {
+    "rounds": [Interval(int, 1, None)],
+    "per_round": [Interval(int, 1, None)],
+    "total": [Interval(int, 1, None), None],
+    "public_fraction": [Interval(float, 0, 1, closed="neither"), None],
+    "precision": [Interval(float, 0, 1, closed="right"), None],
+    "selection": [Options(set(SELECTIONS)), Interval(int, 1, None)],
+}
+"""What each rule admits (:mod:`ladderlab.params`). A precision is at most 1: a coarser one
+would round every score of a bounded scorer (0/1 loss, accuracy, AUC, a correlation) to
+0 or ±1, and the tasks' data are standardised."""
 
 
 @dataclass(frozen=True)
@@ -86,20 +100,8 @@ class Rules:
     selection: str | int = "best-public"
 
     def __post_init__(self) -> None:
-        for name in ("rounds", "per_round"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"rules.{name} must be a whole number ≥ 1, got {value!r}")
-        if self.total is not None and (isinstance(self.total, bool) or not isinstance(self.total, int) or self.total < 0):
-            raise ValueError(f"rules.total must be a whole number ≥ 0 or None, got {self.total!r}")
-        if self.public_fraction is not None and not 0 < self.public_fraction < 1:
-            raise ValueError(f"rules.public_fraction must lie in (0, 1), got {self.public_fraction!r}")
-        if self.precision is not None and not self.precision > 0:
-            raise ValueError(f"rules.precision must be positive, got {self.precision!r}")
-        if isinstance(self.selection, bool) or not (
-            self.selection in SELECTIONS or (isinstance(self.selection, int) and self.selection >= 1)
-        ):
-            raise ValueError(f"rules.selection must be 'last', 'best-public' or a whole number k ≥ 1, got {self.selection!r}")
+        for name, constraints in RULES_CONSTRAINTS.items():
+            check_value("rules", name, getattr(self, name), constraints)
 
     @property
     def cap(self) -> int:
@@ -189,6 +191,11 @@ class Account:
         self.private: list[FloatArray] = []
         self.population: list[FloatArray] = []
         self.rounds: list[NDArray[np.int64]] = []
+        self.made = 0
+        """Submissions scored on this account so far, its final one included."""
+        self.capture: int | None = None
+        """The index of a submission whose prediction to keep (see ``play_competition``'s ``capture``)."""
+        self.captured: FloatArray | None = None
 
     def left_today(self, round_: int) -> int:
         used_today = self.used_today if round_ == self.today else 0
@@ -199,9 +206,22 @@ class Account:
         later = (self.rules.rounds - round_ - 1) * self.rules.per_round
         return max(0, min(self.rules.cap - self.used, self.left_today(round_) + later))
 
-    def submit(self, P: FloatArray, round_: int, counted: bool = True) -> FloatArray:
-        """Score validated rows; ``counted=False`` for the final selection outside the caps."""
-        released = self.mechanism.submit_validated(columns(P, self.split.public_rows))
+    def scores(self, P: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The exact public, private and population scores of validated rows: a
+        :class:`~ladderlab.scoring.ScoreError` raises here, before anything is released."""
+        public = self.mechanism.holdout_.scores(columns(P, self.split.public_rows))
+        private = self.scorer.score_many(self.split.y_final, columns(P, self.split.final_rows))
+        return public, private, population_scores(self.split, self.scorer, P)
+
+    def submit(self, P: FloatArray, round_: int, counted: bool = True,
+               scores: tuple[FloatArray, FloatArray, FloatArray] | None = None) -> FloatArray:
+        """Score validated rows (``scores``: theirs, from :meth:`scores`); ``counted=False`` for
+        the final selection outside the caps."""
+        public, private, population = self.scores(P) if scores is None else scores
+        if self.capture is not None and self.made <= self.capture < self.made + P.shape[0]:
+            self.captured = P[self.capture - self.made].copy()
+        self.made += P.shape[0]
+        released = self.mechanism.submit_validated(columns(P, self.split.public_rows), 1, public)
         if self.rules.precision is not None:
             released = round_to_multiple(released, self.rules.precision)
         if counted:
@@ -210,8 +230,8 @@ class Account:
             self.used += P.shape[0]
             self.used_today += P.shape[0]
         self.released.append(released)
-        self.private.append(self.scorer.score_many(self.split.y_final, columns(P, self.split.final_rows)))
-        self.population.append(population_scores(self.split, self.scorer, P))
+        self.private.append(private)
+        self.population.append(population)
         self.rounds.append(np.full(P.shape[0], round_))
         return released
 
@@ -275,6 +295,7 @@ class CompetitionBoard(Board):
             raise BudgetExceeded(
                 f"{P.shape[0]} submissions would exceed what the rules still allow ({self.remaining} left)"
             )
+        scores = self._accounts[0].scores(P)  # every row is scored before any is released
         parts, start = [], 0
         while start < P.shape[0]:
             open_accounts = [a for a in self._accounts if a.left_today(self._turn.round) > 0]
@@ -283,7 +304,8 @@ class CompetitionBoard(Board):
                 continue
             account = open_accounts[0]
             rows = min(account.left_today(self._turn.round), P.shape[0] - start)
-            parts.append(account.submit(P[start : start + rows], self._turn.round))
+            parts.append(account.submit(P[start : start + rows], self._turn.round,
+                                        scores=tuple(part[start : start + rows] for part in scores)))
             start += rows
         released = np.concatenate(parts)
         self._transcript.extend(released.tolist())
@@ -360,25 +382,34 @@ class CompetitionResult:
     last_round: FloatArray | None = None
     """The last round (1-based) in which each team submitted on any account, NaN if never: the day
     a team that probes and then submits its final prediction (the log-loss oracle) was done."""
+    counted: NDArray[np.int64] | None = None
+    """The submission whose private score counted, by its index among the team's main-account
+    submissions (its final prediction is the last)."""
+    counted_private_predictions: FloatArray | None = None
+    """With ``capture``: each team's captured prediction on the private (final-set) rows."""
+    private_labels: FloatArray | None = None
+    """With ``capture``: the private (final-set) labels."""
 
 
-def _leaderboard_value(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
-    """The leaderboard's value after each submission (nan-free input)."""
+def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
+    """The leaderboard's value after each submission (nan-free input): the release itself for
+    a mechanism that releases its best, else the best release so far."""
     if releases_best:
         return released.copy()
     return sign * np.minimum.accumulate(sign * released)
 
 
-def _selected(records: dict[str, NDArray[Any]], rules: Rules, sign: float, accepted: int | None) -> NDArray[np.int64]:
-    """Indices of the main account's submissions scored privately under the selection rule."""
-    count = records["released"].size
-    last = count - 1
-    if rules.selection == "last":
+def selected_submissions(released: FloatArray, selection: str | int, sign: float, accepted: int | None
+                         ) -> NDArray[np.int64]:
+    """Indices of an account's submissions scored privately under the ``selection`` rule
+    (``accepted``: its last accepted submission, for a mechanism that releases its best)."""
+    last = released.size - 1
+    if selection == "last":
         return np.array([last])
-    order = np.argsort(sign * records["released"], kind="stable")
-    if rules.selection == "best-public":
+    order = np.argsort(sign * released, kind="stable")
+    if selection == "best-public":
         return np.array([accepted if accepted is not None else order[0]])
-    others = [i for i in order if i != last][: rules.selection - 1]
+    others = [i for i in order if i != last][: selection - 1]
     return np.array([last, *others])
 
 
@@ -390,11 +421,23 @@ def play_competition(
     seed: int,
     replication: int,
     task_spec: tuple[str, dict[str, Any]] = ("", {}),
+    capture: NDArray[np.int64] | None = None,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
-    team's policy or the mechanism cannot play on the task."""
+    team's policy or the mechanism cannot play on the task.
+
+    ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
+    submission of that index on its main account: run again with an earlier result's
+    ``counted``, the same seed gives the same competition and each team's counted prediction,
+    on the private rows, with the private labels (the per-sample data of a ranking certificate).
+    """
     if not teams:
         raise ValueError("a competition needs at least one team")
+    names = [entry.name for entry in teams]
+    twice = next((name for number, name in enumerate(names) if name in names[:number]), None)
+    if twice is not None:
+        raise ValueError(f"two team entries are named {twice!r}: the results group teams by name and would merge "
+                         "them; give each entry its own label")
     scorer = get_scorer(split.public.scorer).within(split.public.prediction_range)
     attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
     for group in attacks:
@@ -405,9 +448,7 @@ def play_competition(
     mechanism.validate_params()
     if rules.public_fraction is not None:
         size = split.y_holdout.size
-        n_public = int(round(rules.public_fraction * size))
-        if not 2 <= n_public <= size - 1:
-            raise ValueError(f"rules.public_fraction {rules.public_fraction} leaves {n_public} public rows of {size}")
+        n_public = public_rows(rules, size)
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
     data = split.public
@@ -439,6 +480,11 @@ def play_competition(
                 ]
                 rng = stream(seed, "attack", attack_spec, task_spec, entry.name, member, replication)
                 roster.append(_Team(entry, member, attack, accounts, (holdout_size, classes, check), data, rng))
+        if capture is not None:
+            if len(capture) != len(roster):
+                raise ValueError(f"capture names {len(capture)} submissions, one per team of {len(roster)}")
+            for team, index in zip(roster, capture):
+                team.accounts[0].capture = int(index)
         order_rng = stream(seed, "competition-order", task_spec, replication)
         for round_ in range(rules.rounds):
             for index in order_rng.permutation(len(roster)):
@@ -454,7 +500,25 @@ def play_competition(
     finally:
         for team in roster:
             team.abort()
-    return _result(roster, rules, scorer, mechanism, split, shared)
+    result = _result(roster, rules, scorer, mechanism, split, shared)
+    if capture is None:
+        return result
+    kept = [team.accounts[0].captured for team in roster]
+    if any(prediction is None for prediction in kept):
+        missing = next(i for i, prediction in enumerate(kept) if prediction is None)
+        raise ValueError(f"capture: team {missing} made no submission {int(capture[missing])} on its main account")
+    return replace(result, counted_private_predictions=columns(np.stack(kept), split.final_rows),
+                   private_labels=split.y_final.copy())
+
+
+def public_rows(rules: Rules, size: int) -> int:
+    """How many of ``size`` holdout rows ``rules.public_fraction`` puts on the public leaderboard;
+    ``ValueError`` unless at least 2 are public and 1 is private."""
+    n_public = int(round(rules.public_fraction * size))
+    if not 2 <= n_public <= size - 1:
+        raise ValueError(f"rules.public_fraction {rules.public_fraction} leaves {n_public} public rows of {size}: "
+                         "at least 2 must be public and 1 private")
+    return n_public
 
 
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:
@@ -472,7 +536,7 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
     count = len(roster)
     public, private, population = np.empty(count), np.empty(count), np.empty(count)
     released_final, errors = np.empty(count), np.empty(count)
-    submissions = np.empty(count, dtype=np.int64)
+    submissions, counted = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
     last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
@@ -483,9 +547,9 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         if releases_best:
             accepted_indices = [i - main.start for i in main.mechanism.acceptances_]
             accepted = accepted_indices[-1] if accepted_indices else None
-        chosen = _selected(records, rules, sign, accepted)
-        best = chosen[np.argmin(sign * records["private"][chosen])]
-        values = _leaderboard_value(records["released"], sign, releases_best)
+        chosen = selected_submissions(records["released"], rules.selection, sign, accepted)
+        best = counted[t] = chosen[np.argmin(sign * records["private"][chosen])]
+        values = leaderboard_values(records["released"], sign, releases_best)
         public[t], private[t] = values[-1], records["private"][best]
         population[t], released_final[t] = records["population"][best], records["released"][-1]
         submissions[t] = sum(account.used for account in team.accounts)
@@ -520,6 +584,7 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         leaderboard_errors=errors,
         precision=rules.precision,
         last_round=last_round,
+        counted=counted,
     )
 
 
@@ -530,14 +595,15 @@ def compete(
     rules: Rules | None = None,
     seed: int = 0,
     replication: int = 0,
+    capture: NDArray[np.int64] | None = None,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
-    across mechanisms and rules.
+    across mechanisms and rules. ``capture``: see :func:`play_competition`.
     """
     task.validate_params()
     task_spec = spec(task)
     split = task.split(stream(seed, "task", task_spec, replication))
-    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec)
+    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture)

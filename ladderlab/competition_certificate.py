@@ -19,10 +19,27 @@ from ladderlab import runner
 from ladderlab.competition_results import load_competition_results, summary
 from ladderlab.competition_scenario import CompetitionPlugin
 from ladderlab.naming import plugin_label
-from ladderlab.scenario import ScenarioError, load
+from ladderlab.scenario import Scenario, ScenarioError, load, preflight
 
 REFERENCE = "full-disclosure"
 MEASURES = ("spearman", "top10_overlap", "best_team_wins", "winner_delta", "honest_utility", "leaderboard_error")
+
+
+def competition_scenario(mechanism: str, params: dict[str, Any], file: str | Path,
+                         replications: int | None = None) -> Scenario:
+    """The competitions of ``file`` with their mechanisms replaced by ``mechanism`` and
+    Full-disclosure, checked against the data (:func:`ladderlab.scenario.preflight`): call it
+    before any other work, so that a bad file is refused first."""
+    scenario = load(file, replications)
+    if not scenario.competition:
+        raise ScenarioError(f"{file}: has no [[competition]] table to certify against")
+    mechanisms = [CompetitionPlugin(id=mechanism, params=params)]
+    if mechanism != REFERENCE:
+        mechanisms.append(CompetitionPlugin(id=REFERENCE))
+    tables = [table.model_copy(update={"mechanisms": mechanisms}) for table in scenario.competition]
+    scenario = scenario.model_copy(update={"name": f"{scenario.name}-certify", "matrix": [], "competition": tables})
+    preflight(scenario)
+    return scenario
 
 
 def competition_view(
@@ -32,20 +49,18 @@ def competition_view(
     replications: int | None = None,
     jobs: int = 1,
     run_dir: str | Path | None = None,
+    scenario: Scenario | None = None,
+    progress: bool | None = False,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Run the competitions of ``file`` under ``mechanism`` and Full-disclosure; the summary rows."""
-    scenario = load(file, replications)
-    if not scenario.competition:
-        raise ScenarioError(f"{file}: has no [[competition]] table to certify against")
-    mechanisms = [CompetitionPlugin(id=mechanism, params=params)]
-    if mechanism != REFERENCE:
-        mechanisms.append(CompetitionPlugin(id=REFERENCE))
-    tables = [table.model_copy(update={"mechanisms": mechanisms}) for table in scenario.competition]
-    scenario = scenario.model_copy(update={"name": f"{scenario.name}-certify", "matrix": [], "competition": tables})
+    """Run the competitions of ``file`` under ``mechanism`` and Full-disclosure; the summary rows.
+    ``scenario``: :func:`competition_scenario`'s, when the caller checked it already; ``force``
+    as in :func:`ladderlab.runner.run`."""
+    scenario = scenario or competition_scenario(mechanism, params, file, replications)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(run_dir) if run_dir else Path(scratch) / "competition"
-        runner.run(scenario, out, jobs=jobs, progress=False)
+        runner.run(scenario, out, jobs=jobs, progress=progress, force=force)
         table = summary(load_competition_results(out))
     rows = []
     for record in json.loads(table.to_json(orient="records")):

@@ -13,6 +13,7 @@ Plots (matplotlib ``Figure`` objects, no pyplot state):
 from __future__ import annotations
 
 import html
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -28,12 +29,14 @@ MAX_SCATTER_PANELS = 12
 HONEST_COLOR, OTHER_COLOR = "#1f77b4", "#d62728"
 
 
-def status_lines(expected: list[dict[str, Any]], results: pd.DataFrame) -> list[str]:
-    """Finished and missing competition cells, failed and skipped replications, in words."""
+def status_lines(expected: list[dict[str, Any]], results: pd.DataFrame, damaged: Collection[str] = ()) -> list[str]:
+    """Finished and missing competition cells (``damaged``: the keys of cells whose file is
+    damaged and left out), failed and skipped replications, in words."""
     finished = set(results.cell) if not results.empty else set()
     missing = [cell for cell in expected if cell["key"] not in finished]
     lines = [f"{len(expected) - len(missing)} of {len(expected)} competition cells finished"]
-    lines += [f"  - no results yet: {_cell_label(cell)}" for cell in missing]
+    lines += [f"  - {'damaged, left out' if cell['key'] in damaged else 'no results yet'}: {_cell_label(cell)}"
+              for cell in missing]
     if not results.empty:
         for status, verb in (("failed", "failed"), ("skipped", "were skipped")):
             for (_, error), group in results[results.status == status].groupby(["cell", "error"], sort=True):

@@ -32,8 +32,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-from ladderlab.competition import Rules, TeamSpec
+from ladderlab.competition import RULES_CONSTRAINTS, TeamSpec
 from ladderlab.naming import plugin_label
+from ladderlab.params import INT64_LIMIT, ParameterError, check_value
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.schema import StrictModel
 
@@ -53,9 +54,9 @@ class TeamEntry(StrictModel):
 
     policy: StrictStr = Field(description="an attack id (honest participants are attacks too)")
     params: dict[str, Any] = Field(default_factory=dict, description="the policy's parameters (scalars)")
-    count: StrictInt = Field(default=1, ge=1, description="teams playing this policy, each with its own random stream")
-    accounts: StrictInt = Field(default=1, ge=1, description="accounts per team; ≥ 2 makes a Sybil team probing on the extra ones")
-    label: StrictStr | None = Field(default=None, description="the group's name in results (default: the policy id)")
+    count: StrictInt = Field(default=1, ge=1, lt=INT64_LIMIT, description="teams playing this policy, each with its own random stream")
+    accounts: StrictInt = Field(default=1, ge=1, lt=INT64_LIMIT, description="accounts per team; ≥ 2 makes a Sybil team probing on the extra ones")
+    label: StrictStr | None = Field(default=None, pattern=r"\S", description="the group's name in results (default: the policy id); each group of a mix has its own")
     honest: StrictBool | None = Field(default=None, description="counts in the honest utility (default: the policy class's `honest`)")
 
 
@@ -86,17 +87,26 @@ class CompetitionMatrix(StrictModel):
     rules: list[RulesEntry] = Field(default_factory=lambda: [RulesEntry()], min_length=1, description="platform rules")
     mixes: list[Mix] = Field(min_length=1, description="team populations")
 
-    @model_validator(mode="after")
-    def _valid_rules(self) -> CompetitionMatrix:
-        """Every rules combination makes valid :class:`~ladderlab.competition.Rules`. The
-        plugins are checked with the duels' (:class:`ladderlab.scenario.Scenario`)."""
-        for j, rules in enumerate(self.rules):
-            for values in _grid(rules.model_dump()):
-                try:
-                    Rules(**values)
-                except ValueError as error:
-                    raise ValueError(f"rules[{j}]: {error}") from None
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_rules(cls, data: Any) -> Any:
+        """Every value of every rules entry (each item of a list: a grid) is a valid rule
+        (:data:`ladderlab.competition.RULES_CONSTRAINTS`), checked before the types so that a bad
+        value is one error naming the entry and the rule. The plugins are checked with the
+        duels' (:class:`ladderlab.scenario.Scenario`)."""
+        entries = data.get("rules") if isinstance(data, dict) else None
+        for j, entry in enumerate(entries if isinstance(entries, list) else []):
+            for name, value in entry.items() if isinstance(entry, dict) else ():
+                if name not in RULES_CONSTRAINTS:
+                    continue
+                if value == []:
+                    raise ValueError(f"rules[{j}].{name}: an empty list is an empty grid (no cells); give at least one value")
+                for item in value if isinstance(value, list) else [value]:
+                    try:
+                        check_value("rules", name, item, RULES_CONSTRAINTS[name])
+                    except ParameterError as error:
+                        raise ValueError(f"rules[{j}].{name}: {error}") from None
+        return data
 
 
 KEYS = {name for model in (CompetitionMatrix, TeamEntry, Mix, RulesEntry) for name in model.model_fields}
@@ -142,12 +152,21 @@ class CompetitionCell:
 
 
 def competition_cells(matrices: list[CompetitionMatrix]) -> list[CompetitionCell]:
-    """Every cell of every competition matrix, in file order; a cell listed twice is an error
-    naming both tables, as for duels."""
+    """Every cell of every competition matrix, in file order. A cell listed twice, two mixes
+    of a table with one name, two team groups of a mix with one label, and two cells that
+    differ only in their teams (the report could not tell them apart) are errors naming
+    where, as for duels."""
     found: dict[str, CompetitionCell] = {}
     first_seen: dict[str, str] = {}
+    shown: dict[str, str] = {}
     for i, matrix in enumerate(matrices):
-        mixes = [(mix.name, tuple(_teams(mix))) for mix in matrix.mixes]
+        names: dict[str, int] = {}
+        for m, mix in enumerate(matrix.mixes):
+            if mix.name in names:
+                raise ValueError(f"competition[{i}].mixes[{m}].name: {mix.name!r} is also the name of mixes[{names[mix.name]}]; "
+                                 "the report tells mixes apart by name: rename one")
+            names[mix.name] = m
+        mixes = [(mix.name, tuple(_teams(mix, f"competition[{i}].mixes[{m}]"))) for m, mix in enumerate(matrix.mixes)]
         for task in matrix.tasks:
             for task_params in _grid(task.params, TASKS.get(task.id)):
                 for mechanism in matrix.mechanisms:
@@ -160,19 +179,39 @@ def competition_cells(matrices: list[CompetitionMatrix]) -> list[CompetitionCell
                                         raise ValueError(
                                             f"competition[{i}]: the competition {cell.label} is listed twice "
                                             f"(also in {first_seen[cell.key]}): remove one")
+                                    looks = json.dumps([cell.task, cell.mechanism, rules, name], sort_keys=True, default=str)
+                                    if looks in shown:
+                                        raise ValueError(
+                                            f"competition[{i}]: the competition {cell.label} has other teams than the one "
+                                            f"of the same name in {shown[looks]}; the report could not tell them apart: "
+                                            "rename one of the mixes")
                                     found[cell.key], first_seen[cell.key] = cell, f"competition[{i}]"
+                                    shown[looks] = f"competition[{i}]"
     return list(found.values())
 
 
-def _teams(mix: Mix) -> list[dict[str, Any]]:
-    teams = []
-    for entry in mix.teams:
+def _teams(mix: Mix, where: str) -> list[dict[str, Any]]:
+    """The team groups of a mix: one per team entry and value of its parameter grid, each
+    with its own label (the group's name in results); two groups with one label are refused."""
+    teams: list[dict[str, Any]] = []
+    labelled: dict[str, int] = {}
+    for j, entry in enumerate(mix.teams):
         grid = _grid(entry.params, ATTACKS.get(entry.policy))
         varying = [k for k in entry.params if len({json.dumps(p[k], sort_keys=True, default=str) for p in grid}) > 1]
+        labels = set()
         for params in grid:
             label = entry.label or entry.policy
             if varying:
                 label = plugin_label(label, {k: params[k] for k in varying})
+            if label in labels:
+                raise ValueError(f"{where}.teams[{j}].params: two values of the grid make the same group {label!r}: "
+                                 "remove the repeated value")
+            if label in labelled:
+                raise ValueError(
+                    f"{where}.teams[{j}]: its group is labelled {label!r}, as is teams[{labelled[label]}]'s; "
+                    "the results would merge them: give each entry its own label")
+            labels.add(label)
             teams.append({"policy": entry.policy, "params": params, "count": entry.count,
                           "accounts": entry.accounts, "label": label, "honest": entry.honest})
+        labelled.update(dict.fromkeys(labels, j))
     return teams

@@ -36,6 +36,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
+from ladderlab.atomic import save_figure, write_atomically
+from ladderlab.progress import progress_bar
 from ladderlab.seeding import stream
 from ladderlab.stats.extrapolation import accuracy_curve, outscored_counts
 
@@ -134,13 +136,14 @@ def _predict(outscored: NDArray[np.int64], k: int, K: int, bins: int) -> dict[st
 
 
 def run_replication(design: MixtureDesign, classifier: str, replication: int, seed: int = 0,
-                    step: int = 1) -> pd.DataFrame:
-    """One mixture, one classifier: the predictions of acc⁽ᴷ⁾ at every subset size k, and the truth."""
+                    step: int = 1, progress: bool | None = False) -> pd.DataFrame:
+    """One mixture, one classifier: the predictions of acc⁽ᴷ⁾ at every subset size k, and the truth
+    (``progress``: a bar over the subset sizes; None: on a terminal)."""
     mixture = simulate_mixture(design, stream(seed, "zheng-figure3", "mixture", asdict(design), replication))
     model_seed = int(stream(seed, "zheng-figure3", "classifier", classifier, replication).integers(2**31))
     rows = []
     K = design.classes
-    for k in design.subset_sizes(step):
+    for k in progress_bar(design.subset_sizes(step), progress=progress, desc=classifier, unit="subset size"):
         outscored = _fit_and_score(classifier, model_seed, mixture.first(k))
         rows.append({"classifier": classifier, "replication": replication, "k": k,
                      **_predict(outscored, k, K, design.bins)})
@@ -150,12 +153,13 @@ def run_replication(design: MixtureDesign, classifier: str, replication: int, se
 
 
 def run(design: MixtureDesign = MixtureDesign(), classifiers: Sequence[str] = tuple(CLASSIFIERS),
-        replications: int = 1, seed: int = 0, step: int = 1) -> pd.DataFrame:
-    """Every classifier × replication; one row per (classifier, replication, k)."""
+        replications: int = 1, seed: int = 0, step: int = 1, progress: bool | None = False) -> pd.DataFrame:
+    """Every classifier × replication; one row per (classifier, replication, k); ``progress`` as
+    in :func:`run_replication`."""
     unknown = [name for name in classifiers if name not in CLASSIFIERS]
     if unknown:
         raise ValueError(f"unknown classifier {unknown[0]!r}; choose from {', '.join(CLASSIFIERS)}")
-    return pd.concat([run_replication(design, name, replication, seed, step)
+    return pd.concat([run_replication(design, name, replication, seed, step, progress)
                       for name in classifiers for replication in range(replications)], ignore_index=True)
 
 
@@ -212,11 +216,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--replications and --step must be at least 1")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = run(MixtureDesign(), args.classifiers, args.replications, args.seed, args.step)
-    results.to_csv(out / "predictions.csv", index=False)
+    results = run(MixtureDesign(), args.classifiers, args.replications, args.seed, args.step, progress=None)
+    write_atomically(out / "predictions.csv", results.to_csv(index=False))
     summary = summarise(results)
-    summary.to_csv(out / "summary.csv", index=False)
-    figure(results).savefig(out / "figure3.png", dpi=110, bbox_inches="tight")
+    write_atomically(out / "summary.csv", summary.to_csv(index=False))
+    save_figure(figure(results), out / "figure3.png", dpi=110, bbox_inches="tight")
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     print(f"\npredictions, summary and figure written to {out}/")
     return 0

@@ -6,9 +6,9 @@ answers submissions with released scores. ``bind`` is also where a declared pred
 range takes effect, for duels, competitions and a deployed leaderboard alike: the bound
 scorer clips predictions into it, and its width B (``loss_bound_``) is the unit of the
 mechanism's parameters (η, α, noise scales, thresholds): ``unit_`` is B, or 1 for a
-scorer that is unbounded without a range, which then behaves as before ranges existed. ``submit_many(P)`` has exactly the
-semantics of ``submit`` called on the rows of ``P`` in order, including the random
-stream, so a batch and a loop give bit-identical transcripts.
+scorer that is unbounded without a range, which then behaves as before ranges existed.
+``submit_many(P)`` has exactly the semantics of ``submit`` called on the rows of ``P`` in
+order, including the random stream, so a batch and a loop give bit-identical transcripts.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from ladderlab.bounds import TheoreticalBound
 from ladderlab.holdout import holdout_scores
 from ladderlab.plugin import Plugin
-from ladderlab.scoring import LossScorer, Scorer, ValueRange, get_scorer, require_finite_scores
+from ladderlab.scoring import LossScorer, Scorer, ValueRange, get_scorer, require_finite_scores, scores_by_block
 from ladderlab.tasks import PublicData
 from ladderlab.validation import check_prediction_matrix, quick_row_check, rows_per_block
 
@@ -50,6 +50,11 @@ class Mechanism(Plugin):
     """The values ``ladderlab certify --tune`` tries for each parameter that trades safety for
     honest utility (every combination; parameters it leaves out stay as given). Each value
     must satisfy ``_parameter_constraints``; quantities in units of B as the mechanism reads them."""
+    scores_only: ClassVar[bool] = False
+    """True when a release depends on a submission only through its exact score on the bound
+    holdout (besides the mechanism's state and random stream): such a mechanism releases from
+    a log of exact scores (:meth:`release_scores`), as Blum & Hardt (2015, §6) replayed a Kaggle
+    competition's submissions; ``ladderlab.testing`` checks the declaration."""
     shared_state: ClassVar[bool] = False
     """True when one bound mechanism answers every account of a competition (one leaderboard
     state for all teams); False gives each account its own bound copy, as Ladder.jl's Kaggle
@@ -169,19 +174,39 @@ class Mechanism(Plugin):
         cache-sized blocks, in order: a batch streams through memory once, and
         ``_release``'s sequential semantics make the result the same as one call on the
         whole batch. A mechanism never releases a non-finite score: a score that
-        overflows or is undefined raises :class:`ladderlab.scoring.ScoreError` (the scorers
-        raise it before the mechanism updates anything).
+        overflows or is undefined raises :class:`ladderlab.scoring.ScoreError` naming the
+        row of the batch, and nothing is released. A batch of several blocks is scored
+        whole before its first block is released (the scores are then lent to
+        ``_release``); within one block the scorers raise before the mechanism updates
+        anything.
         """
         step = rows_per_block(self.n_)
+        if scores is None and P.shape[0] > step:
+            scores = scores_by_block(self.holdout_.scores, P, step)
         blocks = []
         for start in range(0, P.shape[0], step):
             rows = P[start : start + step]
             block = self._release_given_scores(rows, None if scores is None else scores[start : start + step], repeats)
             if not np.isfinite(block).all():
-                require_finite_scores(f"{self.id} release", block)
+                require_finite_scores(f"{self.id} release", block, start)
             self.released_.extend(block.tolist())
             blocks.append(block)
         return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+    def release_scores(self, scores: ArrayLike) -> FloatArray:
+        """The releases of submissions known only by their exact scores on the bound holdout, in
+        order: what ``submit_many`` releases for predictions with these scores, random streams
+        included. Only for a mechanism that declares ``scores_only``, which never reads the bound
+        labels, so a replay may bind it to stand-in labels of the holdout's size."""
+        if not self.scores_only:
+            raise TypeError(f"mechanism {self.id!r} needs the predictions, not only their scores (scores_only is False)")
+        if not hasattr(self, "labels_"):
+            raise RuntimeError(f"mechanism {self.id!r} is not bound: call bind(labels, scorer, rng)")
+        scores = np.asarray(scores, dtype=float)
+        if scores.ndim != 1:
+            raise ValueError(f"release_scores takes a vector of scores, got an array of shape {scores.shape}")
+        require_finite_scores(f"{self.id} replayed", scores)
+        return self.submit_validated(np.empty((scores.size, 0)), scores=scores)
 
     def _release_given_scores(self, rows: FloatArray, scores: FloatArray | None, repeats: int = 1) -> FloatArray:
         """``_release`` (or ``_release_repeated``) of ``rows``, during which ``_scores(rows)`` is

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -65,14 +66,24 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+INT64_LIMIT = 2**63
+"""Whole-number parameters lie in [−2⁶³, 2⁶³): results store them as 64-bit integers."""
+
+
+def _subnormal(value: float) -> bool:
+    return value != 0.0 and abs(value) < sys.float_info.min
+
+
 @dataclass(frozen=True)
 class Interval(Constraint):
     """A number of type ``int`` or ``float`` between ``low`` and ``high`` (None: unbounded).
 
     ``closed`` says which ends belong to the interval: ``"both"``, ``"left"``,
-    ``"right"`` or ``"neither"``. ``int`` admits only integers (not bools, not 2.0);
-    ``float`` admits integers and floats, finite unless the matching bound is None
-    and ``allow_infinite`` is set.
+    ``"right"`` or ``"neither"``. ``int`` admits only integers (not bools, not 2.0)
+    that fit a 64-bit integer, as results store them; ``float`` admits integers and
+    floats, finite unless the matching bound is None and ``allow_infinite`` is set, and
+    never a subnormal number (below 2.2e-308 in size but not 0: dividing by it
+    overflows, so no rounding step, scale or rate can be one).
     """
 
     type: type
@@ -82,12 +93,12 @@ class Interval(Constraint):
     allow_infinite: bool = False
 
     def accepts(self, value: Any) -> bool:
-        if self.type is int and not _is_integer(value):
+        if self.type is int and not (_is_integer(value) and -INT64_LIMIT <= value < INT64_LIMIT):
             return False
         if self.type is float and not _is_real(value):
             return False
         value = float(value)
-        if math.isnan(value):
+        if math.isnan(value) or _subnormal(value):
             return False
         if math.isinf(value) and not self.allow_infinite:
             return False
@@ -110,6 +121,13 @@ class Interval(Constraint):
         if self.low is None and self.high is None:
             return kind
         return f"{kind} in {left}{low}, {high}{right}"
+
+    def hint(self, value: Any) -> str:
+        if self.type is int and _is_integer(value) and not -INT64_LIMIT <= value < INT64_LIMIT:
+            return "larger than a 64-bit integer"
+        if _is_real(value) and _subnormal(float(value)):
+            return f"a subnormal number, below the smallest normal {sys.float_info.min:.3g}: dividing by it overflows"
+        return ""
 
 
 @dataclass(frozen=True)

@@ -108,14 +108,17 @@ class RunStatus:
         """Every cell finished and no replication failed."""
         return not self.missing and (self.results.empty or not (self.results.status == "failed").any())
 
-    def lines(self) -> list[str]:
-        """The status in words: finished cells, missing cells, failed and skipped replications."""
-        lines = [f"{len(self.finished)} of {len(self.expected)} cells finished"]
+    def damaged_lines(self) -> list[str]:
+        """Each damaged cell file (duel or competition) in words, with the cell it holds."""
         labels = {cell["key"]: _cell_label(cell["task"], cell["mechanism"], cell["attack"], cell["budget"])
                   for cell in self.expected} | self.competition_labels
-        lines += [f"{file} ({labels.get(Path(file).stem, 'not a cell of this scenario')}) is damaged and left out: "
-                  f"{reason}; 'ladderlab run' will quarantine it and compute the cell again"
-                  for file, reason in self.damaged.items()]
+        return [f"{file} ({labels.get(Path(file).stem, 'not a cell of this scenario')}) is damaged and left out: "
+                f"{reason}; 'ladderlab run' will quarantine it and compute the cell again"
+                for file, reason in self.damaged.items()]
+
+    def lines(self) -> list[str]:
+        """The status in words: finished cells, missing cells, failed and skipped replications."""
+        lines = [f"{len(self.finished)} of {len(self.expected)} cells finished", *self.damaged_lines()]
         if self.missing:
             lines.append(f"{len(self.missing)} cells have no results yet (still running, interrupted, or not started):")
             lines += [f"  - {_cell_label(cell['task'], cell['mechanism'], cell['attack'], cell['budget'])}"

@@ -26,13 +26,13 @@ import json
 import logging
 import os
 import socket
-import tempfile
 import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ladderlab.atomic import write_atomically
 from ladderlab.attack import Attack
 from ladderlab.mechanism import Mechanism
 from ladderlab.tasks import Task
@@ -69,22 +69,6 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, flush it to disk, rename it over
-    ``path`` and flush the directory: a crash leaves either the old file or the new one."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with open(descriptor, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 # --- plugin fingerprints ------------------------------------------------------------------
@@ -273,7 +257,7 @@ def quarantine(directory: Path, path: Path, reason: str) -> Path:
         number += 1
         target = folder / f"{path.stem}.{stamp}-{number}.parquet"
     os.replace(path, target)
-    target.with_suffix(".reason.txt").write_text(reason + "\n")
+    write_atomically(target.with_suffix(".reason.txt"), reason + "\n")
     return target
 
 

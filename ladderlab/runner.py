@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import ladderlab
-from ladderlab import rundir
+from ladderlab import rundir, workload
 from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
@@ -466,8 +466,12 @@ def run(
     isolation: Isolation = "none",
     rerun_stale: bool = False,
     secret_seed: int | None = None,
+    force: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) a scenario into ``out``; return one row per cell × replication.
+
+    Before anything runs, the scenario's work is estimated (:mod:`ladderlab.workload`); one
+    whose memory cannot fit raises :class:`~ladderlab.workload.TooLarge` unless ``force``.
 
     ``backend="dask"`` runs the cells on the Dask cluster at ``scheduler`` through
     joblib's dask backend. Results do not depend on the backend or on ``jobs``.
@@ -486,7 +490,10 @@ def run(
     if isolation == "process" and scenario.competition:
         raise ValueError("isolation='process' plays duels only: a competition's teams play in threads of one "
                          "process; run the scenario's competitions without it")
+    work = workload.scenario_work(scenario, jobs, force)
+    workload.refuse_if_too_large(work, force, hint=SMALLER_SCENARIO)
     preflight(scenario)
+    log.info("ladderlab: estimated %s", work)
     out = Path(out) if out is not None else Path("runs") / scenario.name
     with rundir.RunLock(out):
         rundir.remove_temporary_files(out)
@@ -554,6 +561,9 @@ def run(
                 warnings.filterwarnings("ignore", "A worker stopped while some jobs were given", UserWarning)
                 record(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks))
     return load_results(out)
+
+
+SMALLER_SCENARIO = "fewer replications, budgets, rounds, teams or accounts, smaller tasks, or fewer --jobs need less"
 
 
 SCHEDULER_TIMEOUT = 10

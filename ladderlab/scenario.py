@@ -53,13 +53,14 @@ from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, Valid
 
 from ladderlab.duel import incompatibility, spec
 from ladderlab.naming import plugin_label, unknown_name_error
-from ladderlab.params import ParameterError, list_valued
+from ladderlab.params import INT64_LIMIT, ParameterError, list_valued
 from ladderlab.plugin import Plugin
 from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
+from ladderlab.competition import Rules, public_rows
 from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenarios import builtin_scenarios
-from ladderlab.schema import StrictModel
+from ladderlab.schema import StrictModel, problem_lines
 from ladderlab.seeding import stream
 from ladderlab.tasks import Split
 
@@ -76,7 +77,7 @@ class PluginEntry(StrictModel):
 
 
 class AttackEntry(PluginEntry):
-    budget: StrictInt | None = Field(default=None, ge=0, description="submissions allowed (None: unlimited)")
+    budget: StrictInt | None = Field(default=None, ge=0, lt=INT64_LIMIT, description="submissions allowed (None: unlimited)")
     oracle: StrictBool = Field(default=False, description="give the attack the paper's jump-count oracle")
     strength_grid: StrictBool = Field(
         default=False,
@@ -109,8 +110,8 @@ class Scenario(StrictModel):
     name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the run directory's default name")
     description: StrictStr = Field(default="", description="what the scenario runs")
     source: StrictStr = Field(default="", description="the paper, figure or table it reproduces")
-    replications: StrictInt = Field(ge=1, description="replications of every cell")
-    seed: StrictInt = Field(default=0, ge=0, description="the root of every random stream")
+    replications: StrictInt = Field(ge=1, lt=INT64_LIMIT, description="replications of every cell")
+    seed: StrictInt = Field(default=0, ge=0, lt=INT64_LIMIT, description="the root of every random stream (results store it as a 64-bit integer)")
     matrix: list[Matrix] = Field(default_factory=list, description="`[[matrix]]` tables of duels")
     competition: list[CompetitionMatrix] = Field(default_factory=list, description="`[[competition]]` tables")
     _source: str = PrivateAttr(default="scenario")
@@ -294,6 +295,8 @@ def preflight(scenario: Scenario) -> dict[str, str]:
             mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
             if isinstance(cell, CompetitionCell):  # every team's policy must play, or the competition is skipped
                 attacks = [ATTACKS.make(team["policy"], **team["params"]) for team in cell.teams]
+                if cell.rules["public_fraction"] is not None:
+                    public_rows(Rules(**cell.rules), split.y_holdout.size)
             else:
                 attacks = [ATTACKS.make(cell.attack[0], **cell.attack[1])]
             reason = next(filter(None, (incompatibility(split, mechanism, attack) for attack in attacks)), None)
@@ -311,19 +314,20 @@ def _attack_settings(attack: AttackEntry, task_id: str, task_params: dict[str, A
     if not attack.strength_grid:
         return expand(attack.params, ATTACKS.get(attack.id))
     assert attack.budget is not None
-    n = _public_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
+    n = drawn_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
     grid = ATTACKS.get(attack.id).strength_grid(attack.budget, n)
     return [{**setting, **extra} for setting in grid for extra in expand(attack.params, ATTACKS.get(attack.id))]
 
 
 @functools.lru_cache(maxsize=64)
-def _public_split(task_id: str, task_params: str) -> Split:
-    """One split of a task, drawn with a fixed seed: its public size and what it lets play."""
+def drawn_split(task_id: str, task_params: str) -> Split:
+    """One split of a task (parameters as sorted JSON), drawn with a fixed seed: its sizes and
+    what it lets play (the strength grid's public size, ``playable_only``, the workload)."""
     return TASKS.make(task_id, **json.loads(task_params)).split(np.random.default_rng(0))
 
 
 def _playable(cell: Cell) -> bool:
-    split = _public_split(cell.task[0], json.dumps(cell.task[1], sort_keys=True))
+    split = drawn_split(cell.task[0], json.dumps(cell.task[1], sort_keys=True))
     mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
     attack = ATTACKS.make(cell.attack[0], **cell.attack[1])
     return incompatibility(split, mechanism, attack) is None
@@ -381,16 +385,6 @@ def validate(raw: dict[str, Any], source: str = "scenario") -> Scenario:
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as error:
-        problems = []
-        for problem in error.errors():
-            where = ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in problem["loc"]).replace(".[", "[")
-            message = problem["msg"].removeprefix("Value error, ")
-            if problem["type"] == "extra_forbidden":
-                message = str(unknown_name_error("key", str(problem["loc"][-1]), _KEYS))
-            elif problem["type"] not in ("value_error", "missing") and "input" in problem:
-                message = f"{message}, got {problem['input']!r}"
-            location = where or ("" if problem["type"] == "value_error" else "top level")
-            problems.append(f"{source}: {location}: {message}" if location else f"{source}: {message}")
-        raise ScenarioError("\n".join(problems)) from None
+        raise ScenarioError(problem_lines(error, source, _KEYS)) from None
     scenario._source = source
     return scenario

@@ -59,23 +59,50 @@ class PredictionKind(Enum):
 
 
 class ScoreError(ValueError):
-    """A submission whose score is not a finite number (an overflow, or an undefined metric)."""
+    """A submission whose score is not a finite number (an overflow, or an undefined metric).
+
+    ``row`` is the submission's index in the scored rows; :meth:`in_batch` renumbers it for
+    rows that were a block of a larger batch, so that a message names the row of the batch."""
+
+    def __init__(self, name: str, row: int, value: float):
+        self.name, self.row, self.value = name, row, value
+        why = (
+            "overflows: the predictions are too large for this score"
+            if math.isinf(value)
+            else "is undefined for these predictions (e.g. a correlation of a constant prediction)"
+        )
+        super().__init__(f"the {name} score of submission {row} is {value}: it {why}; nothing was released")
+
+    def __reduce__(self) -> tuple[type, tuple[str, int, float]]:
+        return type(self), (self.name, self.row, self.value)
+
+    def in_batch(self, first_row: int) -> ScoreError:
+        """The same error for rows that start at ``first_row`` of a batch."""
+        return ScoreError(self.name, self.row + first_row, self.value)
 
 
-def require_finite_scores(name: str, scores: FloatArray) -> FloatArray:
+def require_finite_scores(name: str, scores: FloatArray, first_row: int = 0) -> FloatArray:
     """Return ``scores``, or raise :class:`ScoreError` naming the first submission whose
     ``name`` score is infinite (an overflow: predictions too large for this score) or NaN
-    (undefined, e.g. a correlation of a constant prediction)."""
+    (undefined, e.g. a correlation of a constant prediction); ``scores`` are those of the
+    rows from ``first_row`` of a batch on."""
     finite = np.isfinite(scores)
     if not finite.all():
         row = int(np.flatnonzero(~finite)[0])
-        why = (
-            "overflows: the predictions are too large for this score"
-            if np.isinf(scores[row])
-            else "is undefined for these predictions (e.g. a correlation of a constant prediction)"
-        )
-        raise ScoreError(f"the {name} score of submission {row} is {scores[row]}: it {why}; nothing was released")
+        raise ScoreError(name, first_row + row, float(scores[row]))
     return scores
+
+
+def scores_by_block(score: Callable[[FloatArray], FloatArray], P: FloatArray, step: int) -> FloatArray:
+    """``score`` of every row of ``P``, ``step`` rows at a time (blocks that stay in cache); a
+    :class:`ScoreError` names the row of ``P``, not of its block."""
+    parts = []
+    for start in range(0, P.shape[0], step):
+        try:
+            parts.append(score(P[start : start + step]))
+        except ScoreError as error:
+            raise error.in_batch(start) from None
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 ValueRange = tuple[float, float]

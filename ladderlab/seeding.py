@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ladderlab.atomic import create_exclusively
 
 
 def identity_key(*identity: Any) -> tuple[int, ...]:
@@ -52,9 +53,7 @@ def read_secret_seed(path: str | Path) -> int:
     bits, readable by its owner only, if the file does not exist yet."""
     path = Path(path)
     if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(f"{secrets.randbits(128)}\n")
+        create_exclusively(path, f"{secrets.randbits(128)}\n", 0o600)
     text = path.read_text().strip()
     if not text.isdigit():
         raise ValueError(f"{path}: a secret seed file holds one whole number, got {text[:20]!r}")

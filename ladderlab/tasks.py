@@ -117,6 +117,12 @@ class Task(Plugin):
         """One replication's training, public and final sets."""
         raise NotImplementedError
 
+    def data_shape(self) -> tuple[int, int] | None:
+        """(rows, columns) of one replication's data, training and holdout rows, features and
+        label, known from the parameters alone (None: not declared; the data are then
+        measured when first drawn). Sizes a run before it starts (:mod:`ladderlab.workload`)."""
+        return None
+
 
 def _standardise(a: FloatArray) -> FloatArray:
     """Centre and scale each column (or a vector) to mean 0, sd 1; constant columns become 0."""
@@ -213,6 +219,11 @@ class RandomLabels(Task):
 
     def _side_features(self, y: FloatArray, rng: np.random.Generator) -> FloatArray:
         return self.side_information * np.eye(self.n_classes)[y.astype(int)] + rng.standard_normal((y.size, self.n_classes))
+
+    def data_shape(self) -> tuple[int, int]:
+        if self.side_information > 0:
+            return self.n_train + self.n_holdout, self.n_classes + 1
+        return self.n_holdout, 1
 
 
 class TabularTask(Task):
@@ -337,6 +348,10 @@ class GaussianRegression(TabularTask):
         """(samples, features): the explicit values, else the preset's."""
         preset = GAUSSIAN_PRESETS[self.preset]
         return self.n_samples or preset["n_samples"], self.n_features or preset["n_features"]
+
+    def data_shape(self) -> tuple[int, int]:
+        samples, features = self.shape
+        return samples, features + 1
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -479,6 +494,9 @@ class LogLossRandomLabels(Task):
                              f"({values['n_holdout']})")
         return values["n_public"], values["n_holdout"], values["n_classes"]
 
+    def data_shape(self) -> tuple[int, int]:
+        return self.shape()[1], 1
+
     def split(self, rng: np.random.Generator) -> Split:
         n_public, n_holdout, m = self.shape()
         labels = rng.integers(0, m, n_holdout).astype(float)
@@ -526,6 +544,9 @@ class CorrelatedFeatureSelection(Task):
         if self.n_signal > self.d:
             raise ValueError(f"{self.id}: n_signal ({self.n_signal}) must not exceed d ({self.d})")
 
+    def data_shape(self) -> tuple[int, int]:
+        return 3 * self.n, self.d // 2 + 1  # the features are single precision
+
     def split(self, rng: np.random.Generator) -> Split:
         y = rng.integers(0, 2, 3 * self.n).astype(float)
         X = rng.standard_normal((3 * self.n, self.d), dtype=np.float32)
@@ -566,6 +587,9 @@ class KinaseBinding(Task):
         self.n_features = n_features
         self.snr = snr
         self.scorer = scorer
+
+    def data_shape(self) -> tuple[int, int]:
+        return self.n_train + 2 * self.n_public, self.n_features + 1
 
     def split(self, rng: np.random.Generator) -> Split:
         n = self.n_train + 2 * self.n_public
@@ -653,6 +677,9 @@ class LatentClassification(Task):
             raise ValueError(f"{self.id}: n_public ({self.n_public}) must be smaller than n_holdout ({self.n_holdout})")
         if self.prediction_range is not None and self.scorer != "log-loss":
             raise ValueError(f"{self.id}: a prediction_range bounds the log loss; the {self.scorer!r} scorer takes labels")
+
+    def data_shape(self) -> tuple[int, int]:
+        return self.n_train + self.n_holdout, self.n_features + 2
 
     def split(self, rng: np.random.Generator) -> Split:
         beta = self.decay ** np.arange(self.n_features)

@@ -179,13 +179,13 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
     from ladderlab.cli import _parse_params
     from ladderlab.seeding import read_secret_seed
 
-    announce = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    announce = None if args.progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
     result = tune(args.mechanism, _parse_params(args.param), n=args.n, budget=max(args.budgets),
                   scorer=args.scorer or "zero-one", announce=announce, attacks=attacks, replications=args.replications,
                   seed=args.seed, tau=args.tau, epsilon=args.epsilon, confidence=args.confidence, jobs=args.jobs,
                   default_battery=not args.only, isolation=args.isolation, complete=args.complete,
                   secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
-                  progress=False if args.quiet else None)
+                  progress=args.progress, force=args.force)
     print(markdown(result))
     if out:
         written = write(result, out)

@@ -16,6 +16,7 @@ class Kaggle(Mechanism):
 
     id = "kaggle"
     reference = "Blum & Hardt 2015, Fig. 7"
+    scores_only = True
     _parameter_constraints = {"alpha": [Interval(float, 0, None, closed="neither")]}
     _search_space = {"alpha": [1e-5, 0.001, 0.01, 0.03, 0.1]}
 

@@ -13,10 +13,16 @@ import sys
 import numpy as np
 import pytest
 
+from ladderlab.attack import Attack
+from ladderlab.board import Board, Leaderboard
 from ladderlab.cli import main
-from ladderlab.registry import MECHANISMS
+from ladderlab.competition import Rules, TeamSpec, compete
+from ladderlab.competition_measures import measures
+from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scenario import ScenarioError, load, preflight
-from tests.helpers import FAST_PARAMS, failing_mechanism
+from ladderlab.scoring import ScoreError
+from ladderlab.validation import rows_per_block
+from tests.helpers import FAST_PARAMS, assert_one_line_error, failing_mechanism
 
 BASE = """
 schema_version = 1
@@ -127,16 +133,6 @@ def _scenario(tmp_path, base, old, new):
     return path
 
 
-def _assert_one_line_error(capsys, code, words):
-    captured = capsys.readouterr()
-    assert code == 2, captured
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ladderlab: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-
-
 @pytest.mark.parametrize(("base", "old", "new", "words"), SCENARIO_CASES)
 def test_bad_scenarios_are_refused_before_anything_runs(tmp_path, base, old, new, words):
     path = _scenario(tmp_path, base, old, new)
@@ -152,7 +148,7 @@ def test_bad_scenarios_are_refused_before_anything_runs(tmp_path, base, old, new
 def test_bad_scenarios_on_the_command_line_are_one_line_errors(tmp_path, capsys, base, old, new, words):
     path = _scenario(tmp_path, base, old, new)
     code = main(["run", str(path), "--out", str(tmp_path / "run")])
-    _assert_one_line_error(capsys, code, words)
+    assert_one_line_error(capsys, code, words)
     assert not (tmp_path / "run").exists()
 
 
@@ -242,7 +238,7 @@ def test_bad_command_lines_are_one_line_errors_naming_the_argument(tmp_path, cap
     assert len(cases) == CLI_CASE_COUNT
     argv, words = cases[case]
     code = main(argv)
-    _assert_one_line_error(capsys, code, words)
+    assert_one_line_error(capsys, code, words)
 
 
 def test_local_plugins_that_cannot_load_are_named_in_scenarios(tmp_path, capsys):
@@ -253,7 +249,7 @@ def test_local_plugins_that_cannot_load_are_named_in_scenarios(tmp_path, capsys)
         plugin = tmp_path / name
         plugin.write_text(text)
         path = _scenario(tmp_path, BASE, KAGGLE, f'{{ id = "{plugin}:Broken" }}')
-        _assert_one_line_error(capsys, main(["run", str(path), "--out", str(tmp_path / "run")]), words)
+        assert_one_line_error(capsys, main(["run", str(path), "--out", str(tmp_path / "run")]), words)
 
 
 def test_a_run_where_every_replication_fails_ends_with_a_summary_and_can_be_reported(tmp_path, capsys):
@@ -287,9 +283,13 @@ BAD_SUBMISSIONS = {
     "three dimensions": (np.zeros((1, 1, 40)), ValueError),
     "empty batch": (np.zeros((0, 40)), ValueError),
 }
+SEVERAL_BLOCKS = rows_per_block(40) + 100
+"""Rows in a batch that is released in two blocks."""
 REGRESSION_SUBMISSIONS = {
     "overflowing squared loss": (np.full(40, 1e200), ValueError),
     "overflow in a later row": (np.vstack([np.zeros(40), np.full(40, 1e200)]), ValueError),
+    "overflow in the last row of a batch of several blocks": (
+        np.vstack([np.zeros((SEVERAL_BLOCKS - 1, 40)), np.full(40, 1e200)]), ValueError),
 }
 
 
@@ -314,6 +314,23 @@ def test_bad_submissions_raise_and_change_nothing(mechanism_id, what):
     assert _state(mechanism) == before
     if regression:
         assert "overflows" in str(caught.value)
+        assert f"submission {len(np.atleast_2d(bad)) - 1} " in str(caught.value)  # the row of the batch
+
+
+@pytest.mark.parametrize("mechanism_id", MECHANISMS.ids())
+def test_a_board_batch_with_a_bad_score_in_its_last_block_releases_nothing(mechanism_id):
+    labels = np.random.default_rng(0).normal(size=40)
+    mechanism = MECHANISMS.make(mechanism_id, **FAST_PARAMS.get(mechanism_id, {}))
+    mechanism.bind(labels[:20], "squared", np.random.default_rng(1))
+    board = Board(Leaderboard(mechanism, np.arange(20), np.arange(20, 40), labels[20:]))
+    board.submit_many(np.zeros((3, 40)))
+    before = _state(mechanism), board.transcript.tolist(), {k: v.tolist() for k, v in board._leaderboard.records().items()}
+    batch = np.zeros((SEVERAL_BLOCKS, 40))
+    batch[-1, 25] = 1e200  # a final row: only the organiser's record overflows
+    with pytest.raises(ValueError, match=f"submission {SEVERAL_BLOCKS - 1} "):
+        board.submit_many(batch)
+    after = _state(mechanism), board.transcript.tolist(), {k: v.tolist() for k, v in board._leaderboard.records().items()}
+    assert after == before
 
 
 BIND_CASES = [
@@ -362,3 +379,34 @@ def test_a_real_process_prints_one_line_and_exits_with_2(tmp_path):
     assert result.stderr.strip().splitlines() == [
         f"ladderlab: error: plugin file {plugin}: syntax error at line 2: invalid syntax"
     ] or ("Traceback" not in result.stderr and "syntax_error.py" in result.stderr and len(result.stderr.splitlines()) == 1)
+
+
+class OverflowingBatch(Attack):
+    """Submits four rows whose last overflows the squared loss, then gives up."""
+
+    id = "overflowing-batch"
+    reference = "a bad-input test"
+    _parameter_constraints = {}
+
+    def run(self, board, data, rng):
+        batch = np.zeros((4, board.holdout_size))
+        batch[-1] = 1e200
+        with pytest.raises(ScoreError, match="submission 3 "):
+            board.submit_many(batch)
+        return np.zeros(board.holdout_size)
+
+
+def test_a_competition_batch_that_spans_two_days_with_a_bad_last_row_releases_nothing():
+    task = TASKS.make("gaussian-regression", n_samples=60, n_features=10)
+    result = compete(task, MECHANISMS.make("kaggle"), [TeamSpec(OverflowingBatch())], Rules(rounds=2, per_round=2))
+    assert result.submissions.tolist() == [0]
+
+
+def test_a_competition_whose_team_scores_perfectly_on_a_small_final_set_is_measured():
+    """θ₀ = the best private accuracy, 1 here, is moved just inside (0, 1): the state-of-the-art
+    estimate is then 1, where it used to fail the replication ("theta0 must lie in (0, 1)")."""
+    task = TASKS.make("latent-classification", n_train=200, n_public=4, n_holdout=8, n_features=3, signal=20.0)
+    teams = [TeamSpec("honest"), TeamSpec("progressive-analyst", {"view": 2}, count=3)]
+    result = compete(task, MECHANISMS.make("kaggle"), teams, Rules(rounds=2, per_round=2), seed=0)
+    assert result.private.min() == 0.0
+    assert measures(result, np.random.default_rng(0), 20)["sota_estimate"] == 1.0

@@ -288,7 +288,7 @@ def test_a_certificate_that_cannot_be_written_is_saved_elsewhere(tmp_path, monke
     out = tmp_path / "gone" / "cert.json"  # the directory vanished after the check
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(OSError, match="saved to") as error:
-        certify.write_certificate(certificate, out)
+        certify.write_certificate(certificate, out, text_for_people="-")
     rescued = Path(str(error.value).rsplit("saved to ", 1)[1])
     assert json.loads(rescued.read_text()) == certificate
 

@@ -172,7 +172,7 @@ def test_every_team_plays_in_the_callers_thread():
 
 def test_a_team_that_raises_stops_the_competition_and_every_waiting_team_is_ended():
     Witness.cleaned_up.clear()
-    teams = [TeamSpec(Witness(), count=3), TeamSpec(Witness(crash=True))]
+    teams = [TeamSpec(Witness(), count=3), TeamSpec(Witness(crash=True), label="crashing")]
     with pytest.raises(RuntimeError, match="the witness crashed"):
         compete(small_task(), MECHANISMS.make("kaggle"), teams, Rules(rounds=4, per_round=1))
     assert Witness.cleaned_up == [True] * 4

@@ -179,8 +179,8 @@ def test_cli_reads_a_file_of_thetas_and_a_file_of_scores(tmp_path, capsys):
 
 @pytest.mark.parametrize(("arguments", "message"), [
     (["--m", "10", "--n", "100", "--theta", "1.5"], "theta must lie in [0, 1]"),
-    (["--m", "0", "--n", "100", "--theta", "0.5"], "m must be a whole number"),
-    (["--m", "10", "--n", "0", "--theta", "0.5"], "n must be a whole number"),
+    (["--m", "0", "--n", "100", "--theta", "0.5"], "argument --m: must be a whole number ≥ 1"),
+    (["--m", "10", "--n", "0", "--theta", "0.5"], "argument --n: must be a whole number ≥ 1"),
     (["--scores", "/no/such/file", "--n", "100"], "cannot read the scores file /no/such/file"),
     (["--n", "100", "--theta", "0.5"], "--theta needs --m"),
     (["--scores", "SCORES", "--n", "100"], "'0.9x' in the scores file is not a number"),

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import integrate, optimize, special
 
+from ladderlab.progress import progress_bar
 from ladderlab.stats import pseudolikelihood
 
 FloatArray = NDArray[np.float64]
@@ -116,10 +117,11 @@ pseudolikelihood, high-dimensional."""
 
 
 def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str,
-                   bins: int = pseudolikelihood.DEFAULT_BINS) -> FloatArray:
+                   bins: int = pseudolikelihood.DEFAULT_BINS, progress: bool | None = False) -> FloatArray:
     """p̂ᵗ for t = 1…K (index t − 1) by one of :data:`METHODS`, from the outscored counts of k classes.
 
-    ``un`` exists only up to k (NaN beyond); ``bins`` is the pseudolikelihood grid.
+    ``un`` exists only up to k (NaN beyond); ``bins`` is the pseudolikelihood grid;
+    ``progress`` shows a bar over HD's K quadratures (None: on a terminal).
     """
     if method not in METHODS:
         raise ValueError(f"unknown extrapolation method {method!r}; choose from {', '.join(METHODS)}")
@@ -132,6 +134,8 @@ def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str,
         return exponential_extrapolation(unbiased, K)
     if method == "hd":
         c = _signal_strength(float(unbiased[-1]), k)
-        return np.array([1.0] + [pi_bar(t, c) for t in range(2, K + 1)])
+        classes = range(2, K + 1)
+        return np.array([1.0] + [pi_bar(t, c) for t in progress_bar(classes, progress=progress if K > 1000 else False,
+                                                                  desc="hd", unit="class count")])
     fit = pseudolikelihood.constrained_pseudolikelihood if method == "cons" else pseudolikelihood.maximum_pseudolikelihood
     return fit(outscored, k, bins=bins).accuracies(K)

@@ -256,6 +256,18 @@ def _contenders(thetas: FloatArray, n: int) -> NDArray[np.bool_]:
     return stats.binom.logsf(floor - 1, n, thetas) > np.log(1e-9 / thetas.size)
 
 
+LATENT_MARGIN = 1e-9
+"""How far θ₀ stays inside (0, 1) in :func:`estimate_sota` (see :func:`_latent_accuracy`)."""
+
+
+def _latent_accuracy(largest: float) -> float:
+    """θ₀ = the largest θ̃ (Sec. 5), moved into [1e-9, 1 − 1e-9]: Eq. 10–11 divide by θ₀ and
+    1 − θ₀, so a perfect (or null) observed accuracy, which a small test set often shows, is
+    taken as the nearest value at which the model is defined. A perfect team then keeps
+    P(Y_j = 1 | Y₀) = 1 and teams below Eq. 12's bound are excluded, as at any large θ₀."""
+    return min(max(float(largest), LATENT_MARGIN), 1 - LATENT_MARGIN)
+
+
 @dataclass(frozen=True)
 class SotaEstimate:
     """Multiplicity-adjusted state of the art from observed accuracies (v2, Sec. 5, Table 3)."""
@@ -300,6 +312,9 @@ def estimate_sota(
     ``progress`` shows a bar over the bootstrap resamples (None: on a terminal).
     """
     n = _check_count("n", n)
+    repetitions = _check_count("repetitions", repetitions)
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValueError(f"bootstrap must be a whole number ≥ 0 (0: no interval), got {bootstrap!r}")
     observed = _check_accuracies(scores, "scores")
     if observed.size < 2:
         raise ValueError("scores: need at least two teams' accuracies")
@@ -308,12 +323,13 @@ def estimate_sota(
     if target not in ("expected", "upper"):
         raise ValueError(f"target must be 'expected' or 'upper', got {target!r}")
     observed_max = float(observed.max())
-    given_one, _ = conditional_accuracies(observed, min(observed_max, 1 - 1e-9), rho)
+    given_one, _ = conditional_accuracies(observed, _latent_accuracy(observed_max), rho)
     kept = observed[~np.isnan(given_one)]
     seeds = rng.integers(0, 2**63, size=bootstrap + 1)
 
     def statistic(thetas: FloatArray, seed: int) -> tuple[float, float, float]:
-        best = simulate_best_of_m(thetas, n, rho, np.random.default_rng(seed), repetitions=repetitions)
+        best = simulate_best_of_m(thetas, n, rho, np.random.default_rng(seed), theta0=_latent_accuracy(thetas.max()),
+                                  repetitions=repetitions)
         return float(best.mean()), float(np.quantile(best, alpha / 2)), float(np.quantile(best, 1 - alpha / 2))
 
     def matched(thetas: FloatArray, seed: int) -> float:

@@ -1,0 +1,309 @@
+"""How large a command's work is, before it starts: submissions, memory and CPU time.
+
+Every command that can run long estimates its work from its inputs alone (the
+scenario's replications, budgets, rounds, teams and accounts, the tasks' sizes, a
+certificate's n and budgets, an extrapolation's K, a simulation's repetitions), prints
+the estimate, and refuses work whose memory cannot fit in what the machine has
+available (:class:`TooLarge`, a one-line error with the estimate; ``--force`` runs it
+anyway). The model keeps only the terms that grow with the inputs, with constants
+measured on this project's code (``tracemalloc`` peaks, CPU seconds):
+
+- a duel cell keeps about :data:`BYTES_PER_RECORD` bytes per submission and replication
+  until its file is written, and a replication in play about
+  :data:`BYTES_PER_LIVE_SUBMISSION` per submission; attacks and mechanisms work in
+  bounded chunks (:data:`WORKING_BYTES`);
+- a competition replication keeps every team's state (:data:`BYTES_PER_TEAM_ROW` per
+  holdout row: analysts hold their views and predictions), every account's bound
+  mechanism (:data:`BYTES_PER_ACCOUNT_ROW` per public row) and about
+  :data:`BYTES_PER_COMPETITION_SUBMISSION` per submission;
+- a task's data are its rows × columns as float64, :data:`DATA_COPIES` times over
+  (raw, standardised, the split's parts), from ``Task.data_shape``; a task that does not
+  declare its shape is drawn once (``ladderlab.scenario``'s cached split) and measured.
+
+Times are typical, within a few times either way: submissions × a per-submission cost
+calibrated on the built-in scenarios (:func:`seconds_per_submission`); a mechanism with
+many bootstrap replicates, or an attack that fits many models, costs more. Memory is
+that of the parallel jobs together, compared with ``MemAvailable`` (Linux) or the
+physical memory.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+BYTES_PER_RECORD = 160
+"""Kept per submission and replication of a duel cell until the cell is written (measured 120 B)."""
+BYTES_PER_LIVE_SUBMISSION = 100
+"""Per submission of the replication in play: the board's and the mechanism's transcripts."""
+WORKING_BYTES = 256 << 20
+"""What a job holds beside its records: the interpreter and libraries (about 200 MB resident),
+an attack's batch
+(at most 32 MiB, :data:`ladderlab.attack.SUBMISSION_CHUNK_ELEMENTS`) and a mechanism's
+bootstrap chunks."""
+DATA_COPIES = 4
+"""A task's data in memory at once, counted in copies of its rows × columns."""
+BYTES_PER_TEAM_ROW = 160
+"""A competition team's state per holdout row (measured 80–160 B: natural analysts keep their
+features' view and predictions, boosting its votes)."""
+BYTES_PER_ACCOUNT_ROW = 40
+"""An account's bound mechanism per public row (measured 35 B), plus :data:`BYTES_PER_ACCOUNT`."""
+BYTES_PER_ACCOUNT = 4096
+BYTES_PER_COMPETITION_SUBMISSION = 500
+"""Per submission of a competition replication (records and transcripts, measured 450 B)."""
+SECONDS_PER_SUBMISSION = 5e-5
+SECONDS_PER_ELEMENT = 1e-8
+"""A duel submission costs about 50 µs plus 10 ns per holdout value, the attack's work of making
+it included (the built-in scenarios: 140 µs for Blum & Hardt's Fig. 3 at 12,000 holdout values,
+117 µs for Chaibub Neto's Fig. 2 at 418, whose attack fits a regression per submission)."""
+SECONDS_PER_COMPETITION_SUBMISSION = 1e-4
+SECONDS_PER_COMPETITION_ELEMENT = 1e-7
+"""A competition submission costs about 100 µs plus 100 ns per holdout value (``kaggle-like``:
+725 µs at 5,000 holdout values; natural analysts fit and probe their models)."""
+
+
+def seconds_per_submission(n: int) -> float:
+    """The typical CPU seconds of one duel submission on a holdout of ``n`` values."""
+    return SECONDS_PER_SUBMISSION + SECONDS_PER_ELEMENT * n
+
+
+class TooLarge(ValueError):
+    """Work whose estimated memory does not fit in the memory available; the message has the estimate."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A command's work: submissions over all replications (None: some part does not say),
+    the most memory the processes hold at once, and the CPU seconds (typical, within a few times)."""
+
+    what: str
+    submissions: int | None
+    peak_bytes: int
+    cpu_seconds: float
+    notes: list[str] = field(default_factory=list)
+    """What the estimate leaves out (parts whose size is unknown)."""
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.details()}"
+
+    def details(self) -> str:
+        """The estimate in words: submissions, memory, CPU time, and what it leaves out."""
+        parts = [] if self.submissions is None else [f"{_count(self.submissions)} submissions"]
+        parts.append(f"about {_bytes(self.peak_bytes)} of memory")
+        if self.cpu_seconds:
+            parts.append(f"roughly {_duration(self.cpu_seconds)} of CPU")
+        notes = f" ({'; '.join(self.notes)})" if self.notes else ""
+        return ", ".join(parts) + notes
+
+
+def available_memory() -> int:
+    """Bytes this process may still take: ``MemAvailable`` of /proc/meminfo (else the physical
+    memory), or less when an address-space limit (``ulimit -v``) leaves less."""
+    available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    used = 0
+    try:
+        with open("/proc/meminfo") as meminfo:
+            available = next((int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:")),
+                             available)
+        with open("/proc/self/status") as status:
+            used = next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")), 0)
+    except OSError:
+        pass
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return available if limit == resource.RLIM_INFINITY else max(0, min(available, limit - used))
+
+
+def refuse_if_too_large(estimate: Estimate, force: bool = False, available: int | None = None,
+                        hint: str = "") -> None:
+    """Raise :class:`TooLarge` when ``estimate`` needs more memory than is ``available`` (default:
+    :func:`available_memory`), unless ``force``. ``hint`` says which inputs make it smaller."""
+    available = available_memory() if available is None else available
+    if force or estimate.peak_bytes <= available:
+        return
+    smaller = f"; {hint}" if hint else ""
+    raise TooLarge(f"{estimate.what} needs about {_bytes(estimate.peak_bytes)} of memory, more than the "
+                   f"{_bytes(available)} available (estimated: {estimate.details()}){smaller}, or pass --force "
+                   "to try anyway")
+
+
+def data_bytes(task: Any) -> int | None:
+    """Bytes of one replication's data of ``task`` from its declared shape (None: not declared)."""
+    shape = task.data_shape()
+    if shape is None:
+        return None
+    rows, columns = shape
+    return DATA_COPIES * 8 * rows * max(columns, 1)
+
+
+def split_bytes(split: Any) -> int:
+    """Bytes of a drawn split's arrays (its public data and labels)."""
+    public = split.public
+    arrays = [public.X_train, public.y_train, public.X_holdout, split.y_holdout]
+    return DATA_COPIES * sum(int(getattr(array, "nbytes", 0)) for array in arrays)
+
+
+def duel_cells(label: str, n_holdout: int, data: int, submissions: int | None, replications: int,
+               cells: int = 1) -> Estimate:
+    """``cells`` duel cells that share one transcript (:mod:`ladderlab.sharing`; usually one):
+    ``submissions`` per replication (None: unknown) on a holdout of ``n_holdout``."""
+    per_replication = submissions or 0
+    peak = (WORKING_BYTES + data
+            + per_replication * (cells * replications * BYTES_PER_RECORD + BYTES_PER_LIVE_SUBMISSION))
+    seconds = replications * per_replication * seconds_per_submission(n_holdout)
+    notes = [] if submissions is not None else [f"{label}: no budget, and the attack does not say how many "
+                                                "submissions it makes"]
+    return Estimate(label, None if submissions is None else replications * submissions, peak, seconds, notes)
+
+
+def competition_cell(label: str, n_holdout: int, n_public: int, data: int, teams: int, accounts: int,
+                     cap: int, rounds: int, replications: int) -> Estimate:
+    """One competition cell: ``teams`` teams with ``accounts`` accounts in all, each account
+    allowed ``cap`` submissions over ``rounds`` rounds."""
+    submissions = accounts * cap + teams
+    live = (WORKING_BYTES + data + teams * (BYTES_PER_TEAM_ROW * n_holdout + 8 * rounds)
+            + accounts * (BYTES_PER_ACCOUNT_ROW * n_public + BYTES_PER_ACCOUNT)
+            + submissions * BYTES_PER_COMPETITION_SUBMISSION)
+    seconds = replications * submissions * (SECONDS_PER_COMPETITION_SUBMISSION + SECONDS_PER_COMPETITION_ELEMENT * n_holdout)
+    return Estimate(label, replications * submissions, live + replications * teams * 3 * 8, seconds)
+
+
+def combined(what: str, parts: list[Estimate], jobs: int = 1) -> Estimate:
+    """Parts that run one after another, or ``jobs`` at a time (-1: every core): submissions
+    and CPU add up, the memory is that of the ``jobs`` largest parts together."""
+    workers = (os.cpu_count() or 1) if jobs == -1 else jobs
+    largest = sorted((part.peak_bytes for part in parts), reverse=True)[: max(workers, 1)]
+    known = [part.submissions for part in parts if part.submissions is not None]
+    notes = [note for part in parts for note in part.notes]
+    if len(notes) > 3:
+        notes = [*notes[:2], f"and {len(notes) - 2} more cells whose submissions are unknown"]
+    return Estimate(what, sum(known) if len(known) == len(parts) else (sum(known) or None),
+                    sum(largest), sum(part.cpu_seconds for part in parts), notes)
+
+
+def _count(value: float) -> str:
+    for size, suffix in ((1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if value >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:g}"
+
+
+def _bytes(value: float) -> str:
+    for size, suffix in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if value >= size:
+            return f"{value / size:.3g} {suffix}"
+    return f"{value:.0f} B"
+
+
+def _duration(seconds: float) -> str:
+    for size, unit in ((365.25 * 86400, "years"), (86400, "days"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.2g} s" if seconds >= 0.01 else "under a second"
+
+
+def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate:
+    """The work of every cell of ``scenario`` (:class:`ladderlab.scenario.Scenario`) run ``jobs``
+    at a time. A task whose declared data alone cannot fit is refused before it is drawn
+    (:class:`TooLarge`, unless ``force``); the others are drawn once, at a fixed seed, to
+    measure them and to ask each attack how many submissions it makes."""
+    from ladderlab.competition import Rules
+    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.registry import ATTACKS
+    from ladderlab.runner import transcript_groups
+    from ladderlab.scenario import cells
+
+    parts = []
+    for group in transcript_groups(cells(scenario)):
+        cell = group[0]
+        data, split = task_data(*cell.task, force=force)
+        n_holdout = int(split.y_holdout.size)
+        if isinstance(cell, CompetitionCell):
+            rules = Rules(**cell.rules)
+            n_public = int(split.public_rows.size)
+            if rules.public_fraction is not None:  # a fraction that leaves too few rows is the preflight's to refuse
+                n_public = max(2, min(int(round(rules.public_fraction * n_holdout)), n_holdout))
+            teams = sum(team["count"] for team in cell.teams)
+            accounts = sum(team["count"] * team["accounts"] for team in cell.teams)
+            parts.append(competition_cell(cell.label, n_holdout, n_public, data, teams, accounts, rules.cap,
+                                          rules.rounds, scenario.replications))
+            continue
+        planned = ATTACKS.make(cell.attack[0], **cell.attack[1]).max_submissions(split.public)
+        submissions = planned if cell.budget is None else min(cell.budget, cell.budget if planned is None else planned)
+        parts.append(duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group)))
+    return combined(f"scenario {scenario.name}", parts, jobs)
+
+
+def task_data(task_id: str, params: dict[str, Any], force: bool = False) -> tuple[int, Any]:
+    """The bytes of one replication's data of a task, and one split of it drawn at a fixed seed
+    (:func:`ladderlab.scenario.drawn_split`, cached). A task whose declared data cannot fit in
+    memory is refused before it is drawn (:class:`TooLarge`, unless ``force``)."""
+    import json
+
+    from ladderlab.naming import plugin_label
+    from ladderlab.registry import TASKS
+    from ladderlab.scenario import drawn_split
+
+    declared = data_bytes(TASKS.make(task_id, **params))
+    if declared is not None:
+        refuse_if_too_large(Estimate(f"the data of task {plugin_label(task_id, params)}", None, declared, 0.0), force,
+                            hint="give the task fewer rows or features")
+    split = drawn_split(task_id, json.dumps(params, sort_keys=True))
+    return (split_bytes(split) if declared is None else declared), split
+
+
+KAPPA_COLUMNS = 401
+"""Grid points of EXP's mixing measure (:data:`ladderlab.stats.extrapolation.KAPPA_GRID`)."""
+BYTES_PER_CURVE_VALUE = 100
+"""A predicted accuracy held as a float, in Python's lists and in the JSON or text printed."""
+SECONDS_PER_HD_POINT = 1.5e-4
+"""One quadrature of HD's π̄_t (measured 130 µs)."""
+SECONDS_PER_SIMULATED_ACCURACY = 2e-7
+"""One classifier's correct count in one simulated test set of the dependent model (measured 180 ns)."""
+SIMULATION_CHUNK_BYTES = 4_000_000 * 8 * 3
+"""``simulate_best_of_m`` draws at most 4·10⁶ counts at a time."""
+
+
+def extrapolation_work(k: int, K: int, methods: list[str], bins: int, points: int) -> Estimate:
+    """Predicting the accuracy at t = 1 … K classes from ``points`` test points on k classes."""
+    peak = WORKING_BYTES + 8 * points + BYTES_PER_CURVE_VALUE * K * len(methods)
+    seconds = 0.0
+    if "exp" in methods:
+        peak += 16 * KAPPA_COLUMNS * max(K - k, 0)
+    if {"cons", "mple"} & set(methods):
+        peak += 16 * bins * K + 48 * bins * k
+        seconds += sum(method in methods for method in ("cons", "mple")) * SECONDS_PER_ELEMENT * bins * (K + k)
+    if "hd" in methods:
+        seconds += SECONDS_PER_HD_POINT * K
+    return Estimate(f"extrapolation to K = {K} classes", None, peak, seconds)
+
+
+def best_of_m_work(m: int, n: int, distinct: int, best: float) -> Estimate:
+    """The exact distribution of the best of ``m`` accuracies (``distinct`` different θ, the
+    largest ``best``) on ``n`` test points: a window of error counts per distinct θ."""
+    error_rate = 1.0 - best
+    window = min(n + 1, 20 * (n * max(error_rate * (1 - error_rate), 0.0)) ** 0.5 + 10)
+    return Estimate(f"the best of {m} accuracies on n = {n}", None, int(WORKING_BYTES + 64 * distinct * window), 0.0)
+
+
+def simulation_work(m: int, repetitions: int, runs: int = 1) -> Estimate:
+    """``runs`` simulations of ``repetitions`` test sets for ``m`` dependent classifiers."""
+    peak = WORKING_BYTES + 16 * repetitions + min(SIMULATION_CHUNK_BYTES, 24 * m * repetitions)
+    return Estimate(f"{_count(runs)} simulations of {_count(repetitions)} test sets of {_count(m)} classifiers" if runs > 1
+                    else f"a simulation of {_count(repetitions)} test sets of {_count(m)} classifiers",
+                    None, peak, runs * SECONDS_PER_SIMULATED_ACCURACY * m * repetitions)
+
+
+def announce(estimate: Estimate, threshold: float = 5.0) -> None:
+    """Say on standard error what a command will cost when it will take more than ``threshold``
+    seconds of CPU (the runner logs every run's estimate)."""
+    if estimate.cpu_seconds > threshold:
+        print(f"ladderlab: estimated {estimate}", file=sys.stderr, flush=True)
+
+
+def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: int = 1000) -> Estimate:
+    """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
+    size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""
+    return Estimate("the benchmark", None, WORKING_BYTES + 24 * batch * max(sizes), 6 * seconds * measurements)

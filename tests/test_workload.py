@@ -1,0 +1,92 @@
+"""Sizing work before it starts (ladderlab.workload): the model's constants against measured
+memory, the refusal of what cannot fit, and --force."""
+
+import tracemalloc
+
+import pytest
+
+from ladderlab import runner, workload
+from ladderlab.cli import main
+from ladderlab.competition import Rules, TeamSpec, compete
+from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.scenario import Cell
+from tests.helpers import scenario_file
+
+
+def peak_bytes(work) -> int:
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_duel_cell_keeps_no_more_per_submission_and_replication_than_the_model_says(tmp_path):
+    """Doubling the submissions of every replication adds at most BYTES_PER_RECORD per added
+    submission × replication (and at least a quarter of it: the constant is not padding)."""
+    (tmp_path / "cells").mkdir()
+    replications = 8
+
+    def cell(k: int) -> Cell:
+        return Cell(("random-labels", {"n_public": 20, "n_holdout": 60}), ("kaggle", {}), ("boosting", {"k": k}), None, False)
+
+    runner.run_cells([cell(10)], 0, 1, str(tmp_path))  # imports and caches
+    small, large = (peak_bytes(lambda k=k: runner.run_cells([cell(k)], 0, replications, str(tmp_path)))
+                    for k in (4000, 8000))
+    per_record = (large - small) / (4000 * replications)
+    assert workload.BYTES_PER_RECORD / 4 <= per_record <= workload.BYTES_PER_RECORD
+
+
+def test_a_competition_team_and_its_accounts_take_no_more_than_the_model_says():
+    task = TASKS.make("latent-classification", n_train=200, n_public=300, n_holdout=1000, n_features=8)
+    rules = Rules(rounds=2, per_round=2)
+
+    def play(teams: int, accounts: int) -> None:
+        compete(task, MECHANISMS.make("kaggle"), [TeamSpec("progressive-analyst", count=teams, accounts=accounts)], rules)
+
+    play(2, 1)
+    few, many = peak_bytes(lambda: play(20, 1)), peak_bytes(lambda: play(60, 1))
+    per_team = (many - few) / 40
+    assert per_team <= workload.BYTES_PER_TEAM_ROW * 1000
+    one, three = peak_bytes(lambda: play(20, 1)), peak_bytes(lambda: play(20, 3))
+    per_account = (three - one) / 40 - 2 * 2 * workload.BYTES_PER_COMPETITION_SUBMISSION
+    assert per_account <= workload.BYTES_PER_ACCOUNT_ROW * 300 + workload.BYTES_PER_ACCOUNT
+
+
+def test_work_that_cannot_fit_is_refused_with_its_estimate_and_runs_with_force(tmp_path, monkeypatch, capsys):
+    path = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }')
+    monkeypatch.setattr(workload, "available_memory", lambda: 1 << 20)
+    assert main(["run", str(path), "--out", str(tmp_path / "refused")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("ladderlab: error: scenario small needs about ") and "more than the 1 MiB available" in error
+    assert "450 submissions" in error and "--force" in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "refused").exists()
+    assert main(["run", str(path), "--out", str(tmp_path / "forced"), "--force"]) == 0
+    assert "ladderlab: estimated scenario small: 450 submissions" in capsys.readouterr().err
+    assert (tmp_path / "forced" / "manifest.json").exists()
+
+
+def test_the_python_api_refuses_too_large_work_before_it_starts(tmp_path, monkeypatch):
+    path = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }')
+    monkeypatch.setattr(workload, "available_memory", lambda: 1 << 20)
+    with pytest.raises(workload.TooLarge, match="scenario small needs about"):
+        runner.run(path, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    runner.run(path, tmp_path / "run", force=True)
+
+
+@pytest.mark.parametrize(("estimate", "words"), [
+    (workload.Estimate("x", 1234567, 3 << 30, 7200.0), ["1.23 M submissions", "3 GiB", "2 h"]),
+    (workload.Estimate("x", None, 512, 0.0), ["512 B"]),
+    (workload.Estimate("x", 10, 2048, 90.0, ["cell y: unknown"]), ["10 submissions", "2 KiB", "1.5 min", "(cell y: unknown)"]),
+])
+def test_an_estimate_reads_in_units(estimate, words):
+    for word in words:
+        assert word in str(estimate)
+
+
+def test_an_attack_without_a_budget_is_sized_by_what_it_says_it_submits():
+    path_cells = workload.duel_cells("c", 100, 0, None, 3)
+    assert path_cells.submissions is None and "does not say" in path_cells.notes[0]
+    assert workload.duel_cells("c", 100, 0, 400, 3).submissions == 1200
