@@ -21,9 +21,12 @@ timings made under the same load even when the machine's speed drifts.
 from __future__ import annotations
 
 import math
+import resource
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -259,3 +262,41 @@ def time_duels(replications: int = 5) -> Iterator[DuelTiming]:
 def _with_params(plugin_id: str, params: dict[str, object]) -> str:
     """``id(k=v, ...)``, or the bare id without parameters."""
     return f"{plugin_id}({', '.join(f'{k}={v!r}' for k, v in params.items())})" if params else plugin_id
+
+
+README_CERTIFICATE: dict[str, Any] = {"mechanism": "ladder-boot", "params": {"b": 1000}, "n": 200,
+                                      "budgets": [100, 300, 1000, 2000], "replications": 100}
+"""The README's example: ``ladderlab certify ladder-boot --param b=1000 --n 200 --budgets 100 300 1000 2000
+--replications 100 --jobs 2`` (target: at most 2 minutes on 2 cores)."""
+
+
+@dataclass(frozen=True)
+class CertifyTiming:
+    """One certification from an empty battery directory."""
+
+    jobs: int
+    wall_seconds: float
+    cpu_seconds: float
+    """User and system CPU of this process and of its workers."""
+    replications: int
+    safe_budget: int
+
+
+def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
+    """Time the README's certificate (``overrides`` change its arguments) into a fresh temporary
+    directory; the CPU time counts the workers, which are shut down and reaped before it is read."""
+    from joblib.externals.loky import get_reusable_executor
+
+    from ladderlab.certify import certify
+
+    get_reusable_executor().shutdown(wait=True)
+    before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as directory:
+        certificate = certify(**{**README_CERTIFICATE, **overrides}, jobs=jobs, run_dir=directory)
+        wall = time.perf_counter() - start
+        get_reusable_executor().shutdown(wait=True)
+    after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
+    return CertifyTiming(jobs, wall, cpu, certificate["replications_used"], certificate["safe_budget"])
+

@@ -1,65 +1,82 @@
-"""Certify a mechanism: an attack battery over submission budgets, a safe budget, and the cost to honest participants.
+"""Certify a mechanism: a sequential attack battery over submission budgets, a safe budget with a
+stated confidence, and the cost to honest participants.
 
-The battery is an ordinary scenario (run, resumed and reported like any other):
+The battery (docs/certification.md):
 
-- every registered attack (not the honest participants, whose class sets
-  ``honest = True``: ``honest`` and the natural analysts), plus any named by the organiser (a third-party id or a
-  ``file.py:Class``, optionally with parameters: ``hill-climbing(block=10)``), at
-  every budget, on every task family it plays: random labels with n public labels
-  scored with the 0/1 loss for classification, a null Gaussian regression with n
-  public rows and 300 features scored with the squared error (standardised MSE
-  units, Chaibub Neto et al. Suppl. S3) for regression. An attack that plays both
-  (hill climbing) is judged by its worse family;
-- each attack at every point of its strength grid (``Attack.strength_grid``: the
-  parameter settings that make it weaker or stronger at that budget and holdout
-  size); an attack named with parameters is run at exactly those (with
-  ``Attack.budget_params`` filling in what it does not pin), with no grid;
-- ``honest`` participants on a Gaussian regression with real signal;
-- each against the mechanism and against ``full-disclosure``, the reference.
+- every registered attack that is not an honest participant (``Attack.honest``), plus any
+  named by the organiser (a third-party id or ``file.py:Class``, optionally with
+  parameters: ``hill-climbing(block=10)``), at every budget, at every point of its
+  strength grid (``Attack.strength_grid``; an attack named with parameters runs at
+  exactly those), on every task family it can play: random binary labels scored with the
+  0/1 loss (B = 1); a null Gaussian regression with 300 features scored with the squared
+  error, its predictions clipped into the training labels' range (B = that range's
+  width squared); random labels scored with the log loss of probabilities clipped into
+  [0.01, 0.99] (B ≈ 4.6). Each family has n public points. A loss that is unbounded
+  without a declared range is refused, with how to declare one: every number of a
+  certificate is in units of the loss bound B, the unit of Blum & Hardt's theorems;
+- an honest participant (``improving``: a model fitted on more training data every day,
+  never looking at the leaderboard) on a Gaussian regression with real signal, for the
+  cost to honest participants: how well the released scores track its real progress;
+- full disclosure, the reference, at each attack's worst point.
 
-Verdict. A grid point *passes* when the median Δ (released public − final loss of
-the attack's final submission) stays above −τ and the median leaderboard error
-below ε (τ = 0.05 by default, Suppl. S3); its severity is max(−Δ/τ, error/ε), so it
-passes exactly when the severity is below 1. An attack's verdict at a budget is
-that of its worst grid point (highest severity), and the certificate names that
-point's parameters. A grid point that made no submission in any replication (one
-step of the attack needs more submissions than the budget allows, or it submits
-nothing), or could not run at all, *did not play*: it is no evidence either way.
-An attack none of whose points played is reported as "did not play", with the
-reason, and never counts as a pass. The safe budget is the largest budget up to
-which, at every budget, some attack played and every attack that played passed.
+Measures (:mod:`ladderlab.duel`): Δ = R_k − the final-set score of the submission the
+leaderboard reports (Blum & Hardt Def. 2.1's R_k and the submission it stands for) and
+the leaderboard error of Def. 2.1, both divided by B.
 
-The cost to honest participants is how much less the released scores agree with
-the final-set scores (Spearman correlation over each replication's honest
-submissions) than under full disclosure. Where the mechanism has a theoretical
-bound (``Mechanism.leaderboard_error_bound``), it is reported beside the
-measurement.
+Verdicts with a stated error (:mod:`ladderlab.sequential`). Each grid point is
+replicated sequentially, its replications looked at one by one, until anytime-valid
+confidence sequences (Robbins 1970) decide at the stated confidence whether the
+median Δ lies above −τ and the median leaderboard error below ε (it *passes*) or
+either does not (it *fails*); undecided at the maximum number of replications, it is
+*inconclusive*, which is not a pass. A point that made no submission (one step of the
+attack needs more than the budget) or could not run *did not play*: no evidence either
+way. An attack's verdict at a budget is its worst point's: fails if one fails, else
+inconclusive if one is, else passes. The safe budget is the largest budget up to which,
+at every budget, some attack played and every attack that played passes.
+
+The battery is kept in a directory (``--run-dir``, or a cache named by its identity)
+that a run of the same battery resumes (:mod:`ladderlab.battery`); when it finishes it
+is a run directory that ``ladderlab report`` reads.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
-from ladderlab import report, runner, workload
+import ladderlab
+from ladderlab import battery, rundir, runner, workload
 from ladderlab.atomic import write_files_atomically
 from ladderlab.naming import plugin_label
-from ladderlab.registry import ATTACKS, MECHANISMS
-from ladderlab.scenario import Scenario
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.scenario import Cell, Scenario, cells, preflight
+from ladderlab.scoring import PredictionKind, get_scorer
+from ladderlab.seeding import secret_fingerprint
+from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, first_decision, median_interval, stopping_verdict
+from ladderlab.tasks import TRAINING_RANGE
 
 REFERENCE = "full-disclosure"
 REGRESSION_FEATURES = 300
+PROBABILITY_RANGE = (0.01, 0.99)
+"""The log-loss family's declared probability range: B = log(0.99/0.01) − … ≈ 4.6."""
 DID_NOT_PLAY = "did not play"
+DID_NOT_PLAY_AFTER = 8
+"""Replications after which a point that made no submission (or could not run) stops: it did not play."""
+HONEST_REPLICATIONS = 20
+HONEST_DAYS = 30
+"""The honest participant's submissions: one a day, on a growing share of the training data."""
 
 
 @dataclass(frozen=True)
@@ -93,18 +110,85 @@ def parse_attack(text: str) -> AttackSpec:
     return AttackSpec(attack_id, pinned)
 
 
-ATTACK_FAMILIES = ("classification", "regression")
-"""An attack plays on every family its ``task_types`` name; its verdict is its worst there."""
+FAMILY_SCORERS = {"classification": "zero-one", "regression": "squared", "probability": "log-loss"}
 
 
-def _families(n: int) -> dict[str, dict[str, Any]]:
-    return {
-        "classification": {"id": "random-labels", "params": {"n_public": n, "n_holdout": 3 * n}},
-        "regression": {"id": "gaussian-regression",
-                       "params": {"n_samples": 3 * n, "n_features": REGRESSION_FEATURES, "mode": "permuted"}},
-        "honest": {"id": "gaussian-regression",
-                   "params": {"n_samples": 3 * n, "n_features": 20, "n_signal": 5, "snr": 1.0, "mode": "random-split"}},
+def families(n: int, scorer: str | None = None, prediction_range: str | tuple[float, float] | None = TRAINING_RANGE,
+             ) -> dict[str, dict[str, Any]]:
+    """The task families of the battery, by name, and ``honest``, the honest participant's task: a
+    regression with signal, or for a label or probability scorer alone a classification with signal.
+
+    ``scorer`` None: all three families with their default scorers; a scorer: only the family
+    that scores with it (0/1 loss or accuracy on random labels, a real-valued loss or metric on
+    the null regression, log loss on random labels). ``prediction_range`` is the regression
+    family's ("training": the training labels' range; None declares none, which an unbounded
+    loss cannot be certified with).
+    """
+    real_range = list(prediction_range) if isinstance(prediction_range, (tuple, list)) else prediction_range
+    regression_scorer = FAMILY_SCORERS["regression"]
+    chosen = set(FAMILY_SCORERS)
+    if scorer is not None:
+        kind = get_scorer(scorer).prediction_kind
+        name = {PredictionKind.LABEL: "classification", PredictionKind.REAL: "regression",
+                PredictionKind.PROBABILITY: "probability"}.get(kind)
+        if name is None:
+            raise ValueError(f"scorer {scorer!r}: certify plays binary labels, real values and probabilities, "
+                             "not class-probability rows")
+        chosen = {name}
+        if name == "regression":
+            regression_scorer = scorer
+    table = {
+        "classification": {"id": "random-labels", "params": {
+            "n_public": n, "n_holdout": 3 * n, "scorer": scorer if scorer and "classification" in chosen else "zero-one"}},
+        "regression": {"id": "gaussian-regression", "params": {
+            "n_samples": 3 * n, "n_features": REGRESSION_FEATURES, "mode": "permuted", "scorer": regression_scorer,
+            "prediction_range": real_range}},
+        "probability": {"id": "random-labels-log-loss", "params": {
+            "preset": None, "n_public": n, "n_holdout": 3 * n, "n_classes": 2, "disclose_public_rows": False,
+            "prediction_range": list(PROBABILITY_RANGE)}},
     }
+    chosen_families = {name: _without_none(entry) for name, entry in table.items() if name in chosen}
+    if chosen == {"classification"} or chosen == {"probability"}:
+        (name,) = chosen
+        chosen_families["honest"] = _without_none({"id": "latent-classification", "params": {
+            "n_train": n, "n_public": n, "n_holdout": 3 * n, "scorer": table[name]["params"].get("scorer", "log-loss"),
+            "prediction_range": list(PROBABILITY_RANGE) if name == "probability" else None}})
+    else:
+        chosen_families["honest"] = _without_none({"id": "gaussian-regression", "params": {
+            "n_samples": 3 * n, "n_features": 20, "n_signal": 5, "snr": 1.0, "mode": "random-split",
+            "scorer": regression_scorer, "prediction_range": real_range}})
+    return chosen_families
+
+
+def parse_prediction_range(words: list[str]) -> str | tuple[float, float]:
+    """``--prediction-range``: ``training``, or LOW HIGH (``ValueError`` naming the words otherwise)."""
+    if words == [TRAINING_RANGE]:
+        return TRAINING_RANGE
+    try:
+        low, high = (float(word) for word in words)
+    except ValueError:
+        raise ValueError(f"--prediction-range takes LOW HIGH or 'training', got {' '.join(words)!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"--prediction-range needs finite LOW < HIGH, got {low:g} {high:g}")
+    return low, high
+
+
+def _without_none(entry: dict[str, Any]) -> dict[str, Any]:
+    return {"id": entry["id"], "params": {key: value for key, value in entry["params"].items() if value is not None}}
+
+
+def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> float:
+    """B of a family's scorer under its declared range (on one split, drawn at a fixed seed, after
+    :func:`ladderlab.workload.task_data` checked that its data fit), or ``ValueError`` saying how
+    to declare a range when the loss is unbounded without one."""
+    data = workload.task_data(entry["id"], entry["params"], force)[1].public
+    bound = get_scorer(data.scorer).within(data.prediction_range).bound(None if data.classes is None else data.classes.size)
+    if bound is None:
+        raise ValueError(
+            f"the {family} family's scorer {data.scorer!r} is unbounded without a declared prediction range, and "
+            "a certificate is stated in units of the loss bound: declare one with --prediction-range LOW HIGH "
+            "(or --prediction-range training, the training labels' range)")
+    return bound
 
 
 def _as_scenario_params(point: dict[str, Any]) -> dict[str, Any]:
@@ -112,159 +196,353 @@ def _as_scenario_params(point: dict[str, Any]) -> dict[str, Any]:
     return {name: [value] if isinstance(value, list) else value for name, value in point.items()}
 
 
+def _scenario(name: str, description: str, matrix: list[dict[str, Any]], replications: int, seed: int) -> Scenario:
+    return Scenario.model_validate({
+        "schema_version": 1, "name": name, "description": description, "source": "ladderlab certify",
+        "replications": replications, "seed": seed, "matrix": matrix,
+    })
+
+
 def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
-                     attacks: list[str | AttackSpec], replications: int, seed: int, force: bool = False) -> Scenario:
-    """The certification battery as a scenario: every attack at every point of its strength
-    grid (or at its pinned parameters) at every budget. A task family whose data cannot fit
-    in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`, unless ``force``)."""
+                     attacks: list[str | AttackSpec], replications: int, seed: int,
+                     task_families: dict[str, dict[str, Any]] | None = None, force: bool = False) -> Scenario:
+    """The battery as a scenario: every attack at every point of its strength grid (or at its pinned
+    parameters) at every budget, on each family it can play, against the mechanism and full
+    disclosure; honest participants against both. ``replications`` is the maximum. A family
+    whose data cannot fit in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`,
+    unless ``force``)."""
     if n < 10:
         raise ValueError(f"n must be at least 10 holdout points, got {n}")
-    if not budgets or min(budgets) < 1:
+    if not budgets or any(budget < 1 for budget in budgets):
         raise ValueError(f"budgets must be whole numbers ≥ 1, got {budgets}")
-    families = _families(n)
-    for family in families.values():
-        workload.task_data(family["id"], family["params"], force)
-    MECHANISMS.make(mechanism, **params).bind(np.arange(n, dtype=float), "squared", np.random.default_rng(0))
-    mechanisms = [{"id": mechanism, "params": params}, {"id": REFERENCE}]
+    task_families = task_families or families(n)
+    for entry in task_families.values():
+        workload.task_data(entry["id"], entry["params"], force)
+    MECHANISMS.make(mechanism, **params).validate_params()
+    mechanisms = [{"id": mechanism, "params": _as_scenario_params(params)}]
+    if mechanism != REFERENCE:
+        mechanisms.append({"id": REFERENCE})
     matrix = []
     for attack in attacks:
         spec = attack if isinstance(attack, AttackSpec) else parse_attack(attack)
         task_types = ATTACKS.get(spec.id).task_types
         entries = [{"id": spec.id, "params": _as_scenario_params(point), "budget": budget}
                    for budget in sorted(set(budgets)) for point in spec.points(budget, n)]
-        matrix.extend({"tasks": [families[family]], "mechanisms": mechanisms, "attacks": entries}
-                      for family in ATTACK_FAMILIES if family in task_types)
-    matrix.append({"tasks": [families["honest"]], "mechanisms": mechanisms, "attacks": [{"id": "honest"}]})
-    return Scenario.model_validate({
-        "schema_version": 1, "name": f"certify-{mechanism.replace(':', '-').replace('/', '-')}",
-        "description": f"Certification battery for {plugin_label(mechanism, params)} at n = {n}",
-        "source": "ladderlab certify", "replications": replications, "seed": seed, "matrix": matrix,
-    })
+        matrix.extend({"tasks": [entry], "mechanisms": mechanisms, "attacks": entries, "playable_only": True}
+                      for family, entry in task_families.items()
+                      if family != "honest" and TASKS.get(entry["id"]).task_type in task_types)
+    matrix.append({"tasks": [task_families["honest"]], "mechanisms": mechanisms,
+                   "attacks": [{"id": "improving", "params": {"days": HONEST_DAYS}, "budget": HONEST_DAYS}]})
+    return _scenario(f"certify-{mechanism.replace(':', '-').replace('/', '-')}",
+                     f"Certification battery for {plugin_label(mechanism, params)} at n = {n}", matrix, replications, seed)
 
 
-def safe_budget(battery: list[dict[str, Any]], budgets: list[int]) -> int:
+def safe_budget(battery_rows: list[dict[str, Any]], budgets: list[int]) -> int:
     """The largest budget up to which, at every budget, some row played and every row that
     played passes (0: not even the smallest). Rows that did not play count neither way."""
     safe = 0
     for budget in sorted(budgets):
-        played = [row for row in battery
-                  if row["params"]["budget"] == budget and row.get("verdict") != DID_NOT_PLAY]
+        played = [row for row in battery_rows if row["budget"] == budget and row.get("verdict") != DID_NOT_PLAY]
         if not played or not all(row["passes"] for row in played):
             break
         safe = budget
     return safe
 
 
-def _honest_agreement(results: pd.DataFrame, mechanism: str) -> float:
-    """Mean Spearman correlation between released and final-set scores of the honest submissions."""
-    rows = results[(results.attack == "honest") & (results.mechanism == mechanism) & (results.status == "ok")]
-    correlations = []
-    for released, final in zip(rows.released, rows.final):
-        released, final = np.asarray(released)[:-1], np.asarray(final)[:-1]  # the last row is the organiser's scoring
-        if released.size > 2 and np.ptp(released) > 0 and np.ptp(final) > 0:
-            correlations.append(stats.spearmanr(released, final).statistic)
-    return float(np.mean(correlations)) if correlations else float("nan")
+def default_directory(key: str) -> Path:
+    """Where a battery is kept unless ``--run-dir`` says: the user's cache, by the battery's identity."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "ladderlab" / "certify" / key
+
+
+def battery_key(scenario: Scenario, secret_seed: int | None) -> str:
+    """The battery's identity: its cells and seed (not its maximum of replications: the pieces of
+    one maximum serve another), the secret, and the code of every plugin it runs."""
+    dump = scenario.model_dump(mode="json")
+    dump.pop("replications")
+    plugins = sorted({f"{kind}:{plugin_id}" for cell in cells(scenario)
+                      for kind, plugin_id in (("task", cell.task[0]), ("mechanism", cell.mechanism[0]),
+                                              ("attack", cell.attack[0]))})
+    prints = {name: rundir.fingerprint_token(rundir.fingerprint(
+        {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}[name.split(":", 1)[0]].get(name.split(":", 1)[1])))
+        for name in plugins}
+    text = json.dumps([dump, prints, ladderlab.__version__, secret_fingerprint(secret_seed)], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """The verdict's thresholds (in units of B), its confidence and the most replications a point may use."""
+
+    tau: float
+    epsilon: float
+    confidence: float
+    maximum: int
+
+    def indicators(self, rows: list[dict[str, Any]]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The positions of the finished replications, and per finished replication 1{Δ/B < −τ} and 1{error/B > ε}."""
+        finished = [i for i, row in enumerate(rows) if row["status"] == "ok"]
+        delta, error = _in_units(rows, finished)
+        return finished, delta < -self.tau, error > self.epsilon
+
+    def needed(self, rows: list[dict[str, Any]]) -> int | None:
+        """A grid point's stop rule: how many replications it uses, or None while undecided."""
+        return self.decision(rows)[1]
+
+    def decision(self, rows: list[dict[str, Any]]) -> tuple[str | None, int | None]:
+        """A grid point's verdict and the replications it uses, or (None, None) while undecided."""
+        if not rows:
+            return None, None
+        if all(row["status"] == "skipped" for row in rows):
+            return DID_NOT_PLAY, 1  # an incompatible pair is skipped in every replication
+        if not _played(rows):
+            return (DID_NOT_PLAY, len(rows)) if len(rows) >= min(DID_NOT_PLAY_AFTER, self.maximum) else (None, None)
+        finished, beyond_tau, beyond_epsilon = self.indicators(rows)
+        final = len(rows) >= self.maximum
+        verdict = stopping_verdict(beyond_tau, beyond_epsilon, self.confidence, len(finished) if final else math.inf)
+        if verdict.verdict in (PASSES, FAILS):
+            return verdict.verdict, finished[verdict.replications - 1] + 1
+        return (INCONCLUSIVE, len(rows)) if final else (None, None)
+
+    def stop_rule(self, group: list[Cell]) -> battery.StopRule:
+        """A group is done when all its cells are; it uses as many replications as the most demanding."""
+
+        def needed(rows: battery.Rows) -> int | None:
+            counts = [self.needed(rows[cell.key]) for cell in group]
+            return None if None in counts else max(counts)
+
+        return needed
+
+    def pruner(self, budgets: dict[str, int]) -> Callable[[dict[str, battery.Rows], set[str]], set[str]]:
+        """Between rounds: the undecided groups whose budget is at or above one where a point already
+        fails. The safe budget lies below it whatever they show, so they stop (``--complete`` does not
+        prune). ``budgets``: each group's budget, by group key."""
+
+        def prune(rows: dict[str, battery.Rows], undecided: set[str]) -> set[str]:
+            failing = [budgets[key] for key, group_rows in rows.items() if key not in undecided
+                       and any(self.decision(cell_rows)[0] == FAILS for cell_rows in group_rows.values())]
+            lowest = min(failing, default=math.inf)
+            return {key for key in undecided if budgets[key] >= lowest}
+
+        return prune
+
+
+def _played(rows: list[dict[str, Any]]) -> bool:
+    return any(row["status"] == "ok" and (row.get("submissions") or 0) > 0 for row in rows)
+
+
+def _in_units(rows: list[dict[str, Any]], positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Δ and the leaderboard error of the given replications, divided by their loss bound B."""
+    units = np.array([rows[i].get("loss_bound") or 1.0 for i in positions])
+    delta = np.array([rows[i]["delta"] for i in positions], dtype=float) / units
+    error = np.array([rows[i]["leaderboard_error"] for i in positions], dtype=float) / units
+    return delta, error
+
+
+def _raw(rows: list[dict[str, Any]], positions: list[int], column: str) -> np.ndarray:
+    return np.array([rows[i][column] for i in positions], dtype=float)
+
+
+def _interval(values: np.ndarray, confidence: float) -> dict[str, float | None]:
+    median, low, high = median_interval(values, confidence)
+    return {"median": _finite(median), "lo": _finite(low), "hi": _finite(high)}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
 
 
 @dataclass
 class _Point:
     """One grid point's outcome against the certified mechanism."""
 
-    record: dict[str, Any]
-    submissions_used: float | None
+    cell: Cell
+    family: str
     verdict: str
+    replications: int
     reason: str | None
     severity: float
-    errors: list[str] = field(default_factory=list)
+    measures: dict[str, Any]
+    stopped: bool = False
+    """Stopped undecided because a point at this budget or a smaller one had failed."""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.cell.attack[1]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"task": self.record["task"], "params": self.record["params"]["attack"], "verdict": self.verdict,
-                "submissions_used": self.submissions_used, "reason": self.reason,
-                "severity": None if math.isnan(self.severity) else self.severity,
-                "n_ok": self.record["n_ok"], "delta_median": self.record["delta_median"],
-                "lberr_median": self.record["lberr_median"]}
+        return {"task": self.cell.task[0], "family": self.family, "params": self.params, "verdict": self.verdict,
+                "stopped": self.stopped, "replications": self.replications, "reason": self.reason,
+                "severity": None if math.isnan(self.severity) else self.severity, **self.measures}
 
 
-def _judge(record: dict[str, Any], rows: pd.DataFrame, label: str, tau: float, epsilon: float) -> _Point:
-    budget = record["params"]["budget"]
-    ok = rows[rows.status == "ok"]
-    used = float(np.median(ok.submissions)) if len(ok) else None
-    if used is not None and used.is_integer():
-        used = int(used)
-    if not len(ok):
-        errors = sorted(set(rows.error.dropna()))
-        reason = f"{label} could not run at a budget of {budget}: {'; '.join(errors) or 'no replication finished'}"
-        return _Point(record, used, DID_NOT_PLAY, reason, math.nan, errors)
-    if int(ok.submissions.max()) == 0:
-        reason = (f"{label} made no submission in any of its {len(ok)} replications at a budget of {budget}: "
-                  "one step of it needs more submissions than the budget allows, or it submits nothing here")
-        return _Point(record, used, DID_NOT_PLAY, reason, math.nan)
-    severity = max(-record["delta_median"] / tau, record["lberr_median"] / epsilon)
-    return _Point(record, used, "passes" if severity < 1 else "fails", None, severity)
+def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criterion, stopped: bool = False) -> _Point:
+    """A grid point's verdict and measures from the replications it used (``stopped``: it was
+    stopped undecided, see :meth:`Criterion.pruner`)."""
+    label = f"{plugin_label(cell.attack[0], cell.attack[1])} on {cell.task[0]}"
+    counts = {f"n_{status}": sum(row["status"] == status for row in rows) for status in ("ok", "failed", "skipped")}
+    finished = [i for i, row in enumerate(rows) if row["status"] == "ok"]
+    used = [rows[i]["submissions"] for i in finished]
+    submissions = float(np.median(used)) if used else None
+    measures: dict[str, Any] = {**counts, "submissions_used": int(submissions) if submissions is not None and
+                                submissions.is_integer() else submissions}
+    if not finished:
+        errors = sorted({row["error"] for row in rows if row.get("error")})
+        reason = f"{label} could not run at a budget of {cell.budget}: {'; '.join(errors) or 'no replication finished'}"
+        return _Point(cell, family, DID_NOT_PLAY, len(rows), reason, math.nan, {**measures, "errors": errors})
+    if not _played(rows):
+        reason = (f"{label} made no submission in any of its {len(finished)} replications at a budget of "
+                  f"{cell.budget}: one step of it needs more submissions than the budget allows, or it submits nothing here")
+        return _Point(cell, family, DID_NOT_PLAY, len(rows), reason, math.nan, measures)
+    _, beyond_tau, beyond_epsilon = criterion.indicators(rows)
+    decided = stopping_verdict(beyond_tau, beyond_epsilon, criterion.confidence,
+                               len(finished) if len(rows) >= criterion.maximum else math.inf)
+    verdict = decided.verdict if decided.verdict in (PASSES, FAILS) else INCONCLUSIVE
+    delta, error = _in_units(rows, finished)
+    measures.update(
+        delta=_interval(delta, criterion.confidence), lberr=_interval(error, criterion.confidence),
+        delta_raw=_interval(_raw(rows, finished, "delta"), criterion.confidence),
+        lberr_raw=_interval(_raw(rows, finished, "leaderboard_error"), criterion.confidence),
+        p_delta=dict(zip(("estimate", "lo", "hi"), (float(beyond_tau.mean()), *decided.p_delta))),
+        p_lberr=dict(zip(("estimate", "lo", "hi"), (float(beyond_epsilon.mean()), *decided.p_error))),
+        loss_bound=_interval(np.array([rows[i].get("loss_bound") or 1.0 for i in finished]), criterion.confidence)["median"],
+    )
+    severity = max(-float(np.median(delta)) / criterion.tau, float(np.median(error)) / criterion.epsilon)
+    return _Point(cell, family, verdict, len(rows), None, severity, measures, stopped and verdict == INCONCLUSIVE)
 
 
-def _battery_rows(table: pd.DataFrame, results: pd.DataFrame, specs: list[AttackSpec], mechanism: str,
-                  certified: Any, n: int, budgets: list[int], tau: float, epsilon: float) -> list[dict[str, Any]]:
-    """One row per attack × budget: the worst grid point's measures, its parameters, and the grid."""
-    mine = table[table.mechanism == mechanism]
-    rows = []
-    for spec in specs:
-        for budget in budgets:
-            points = []
-            for point in spec.points(budget, n):
-                key = json.dumps(point, sort_keys=True)
-                summary = mine[(mine.attack == spec.id) & (mine.attack_params == key) & (mine.budget == budget)]
-                for record in report.summary_records(summary):
-                    replications = results[(results.mechanism == mechanism) & (results.attack == spec.id)
-                                           & (results.attack_params == key) & (results.budget == budget)
-                                           & (results.task == record["task"])]
-                    label = f"{plugin_label(spec.id, point)} on {record['task']}"
-                    points.append(_judge(record, replications, label, tau, epsilon))
-            if not points:
-                continue
-            played = [point for point in points if point.verdict != DID_NOT_PLAY]
-            worst = max(played, key=lambda point: point.severity) if played else points[0]
-            row = dict(worst.record)
-            reference = table[(table.mechanism == REFERENCE) & (table.attack == spec.id) & (table.task == worst.record["task"])
-                              & (table.attack_params == json.dumps(worst.record["params"]["attack"], sort_keys=True))
-                              & (table.budget == budget)]
-            bound = certified.leaderboard_error_bound(n, budget)
-            row.update(
-                attack_label=spec.label,
-                pinned=spec.pinned is not None,
-                budget=budget,
-                submissions_used=worst.submissions_used,
-                verdict=worst.verdict if played else DID_NOT_PLAY,
-                passes=bool(played) and worst.verdict == "passes",
-                did_not_play=None if played else _not_played_reason(spec, budget, points),
-                worst_params=worst.record["params"]["attack"] if played else None,
-                worst_task=worst.record["task"] if played else None,
-                severity=worst.severity if played else None,
-                reference_delta_median=float(reference.delta_median.iloc[0]) if len(reference) else None,
-                theoretical_bound=None if bound is None else {
-                    "kind": bound.kind, "value": bound.value, "statement": bound.statement,
-                    "reference": bound.reference},
-                grid=[point.as_dict() for point in points],
-            )
-            rows.append(row)
-    return rows
+VERDICT_ORDER = {FAILS: 2, INCONCLUSIVE: 1, PASSES: 0}
+
+
+def _row(spec: AttackSpec, budget: int, points: list[_Point], bound: Any) -> dict[str, Any]:
+    """An attack at a budget: its worst grid point (a failing one before an inconclusive one before
+    a passing one, by severity within each), or did not play."""
+    played = [point for point in points if point.verdict != DID_NOT_PLAY]
+    worst = max(played, key=lambda point: (VERDICT_ORDER[point.verdict], point.severity)) if played else None
+    row: dict[str, Any] = {
+        "attack": spec.id, "attack_label": spec.label, "pinned": spec.pinned is not None, "budget": budget,
+        "verdict": worst.verdict if worst else DID_NOT_PLAY,
+        "passes": worst is not None and all(point.verdict == PASSES for point in played),
+        "did_not_play": None if worst else _not_played_reason(spec, budget, points),
+        "worst_params": worst.params if worst else None,
+        "worst_task": worst.cell.task[0] if worst else None,
+        "worst_family": worst.family if worst else None,
+        "stopped": worst is not None and worst.stopped,
+        "severity": worst.severity if worst else None,
+        "replications": worst.replications if worst else max((point.replications for point in points), default=0),
+        "theoretical_bound": None if bound is None else {
+            "kind": bound.kind, "value": bound.value, "statement": bound.statement, "reference": bound.reference},
+        "grid": [point.as_dict() for point in points],
+    }
+    if worst:
+        row.update({key: value for key, value in worst.measures.items()})
+    else:
+        row["submissions_used"] = 0 if all(point.reason and "no submission" in point.reason for point in points) else None
+    return row
+
+
+def _unplayable_row(spec: AttackSpec, budget: int, task_families: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The row of an attack that can play none of the families, with each family's reason."""
+    reasons = []
+    for name, entry in task_families.items():
+        if name == "honest":
+            continue
+        split = workload.task_data(entry["id"], entry["params"])[1]
+        attack = ATTACKS.make(spec.id, **spec.points(budget, split.public_rows.size)[0])
+        reasons.append(f"{name}: {attack.incompatibility(split.public)}")
+    row = _row(spec, budget, [], None)
+    row["did_not_play"] = f"{spec.label} cannot play any family of the battery ({'; '.join(reasons)})"
+    return row
 
 
 def _not_played_reason(spec: AttackSpec, budget: int, points: list[_Point]) -> str:
-    if len(points) > 1 and not any(point.errors for point in points):
+    if len(points) > 1 and all(point.reason and "no submission" in point.reason for point in points):
         return (f"{spec.label} made no submission at a budget of {budget} at any of its {len(points)} parameter "
                 "settings, in any replication: one step of it needs more submissions than the budget allows, "
                 "or it submits nothing here")
-    return "; ".join(dict.fromkeys(point.reason for point in points))
+    return "; ".join(dict.fromkeys(point.reason or "" for point in points))
 
 
-def _broken_by(battery: list[dict[str, Any]], safe: int, budgets: list[int]) -> list[dict[str, Any]]:
-    """The rows that fail at the first budget above the safe one, worst first."""
+def _broken_by(rows: list[dict[str, Any]], safe: int, budgets: list[int]) -> list[dict[str, Any]]:
+    """The rows that fail or are inconclusive at the first budget above the safe one, failures and the worst first."""
     above = [budget for budget in sorted(budgets) if budget > safe]
     if not above:
         return []
-    failing = [row for row in battery if row["budget"] == above[0] and row["verdict"] == "fails"]
-    return sorted(failing, key=lambda row: -row["severity"])
+    unsafe = [row for row in rows if row["budget"] == above[0] and row["verdict"] in (FAILS, INCONCLUSIVE)]
+    return sorted(unsafe, key=lambda row: (-VERDICT_ORDER[row["verdict"]], -row["severity"]))
+
+
+def _honest(rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str, confidence: float) -> dict[str, Any]:
+    """How well the released scores of the honest participant's submissions rank their final-set
+    scores (Spearman's ρ per replication; 0 where the releases do not vary: a frozen leaderboard
+    tells an honest team nothing) under the mechanism and under full disclosure, the paired cost
+    (full disclosure's ρ minus the mechanism's), and its leaderboard error in units of B."""
+    correlation = {name: _agreements(rows) for name, rows in rows_by_mechanism.items()}
+    mine, reference = correlation.get(mechanism, []), correlation.get(REFERENCE, [])
+    errors = {name: _in_units(rows, [i for i, row in enumerate(rows) if row["status"] == "ok"])[1]
+              for name, rows in rows_by_mechanism.items()}
+    return {
+        "participant": plugin_label("improving", {"days": HONEST_DAYS}),
+        "replications": max((len(rows) for rows in rows_by_mechanism.values()), default=0),
+        "rank_correlation": _interval(np.array(mine), confidence),
+        "rank_correlation_full_disclosure": _interval(np.array(reference), confidence),
+        "cost": _interval(np.array([r - m for m, r in zip(mine, reference)]), confidence),
+        "lberr": _interval(errors.get(mechanism, np.empty(0)), confidence),
+        "lberr_full_disclosure": _interval(errors.get(REFERENCE, np.empty(0)), confidence),
+    }
+
+
+def _agreements(rows: list[dict[str, Any]]) -> list[float]:
+    """Per finished replication, Spearman's ρ of the honest submissions' released and final scores
+    (0 where the releases do not vary)."""
+    out = []
+    for row in rows:
+        if row["status"] != "ok":
+            continue
+        released, final = np.asarray(row["released"])[:-1], np.asarray(row["final"])[:-1]  # the last is the final scoring
+        varies = released.size > 2 and np.ptp(released) > 0 and np.ptp(final) > 0
+        out.append(float(stats.spearmanr(released, final).statistic) if varies else 0.0)
+    return out
+
+
+@dataclass(frozen=True)
+class _Battery:
+    """The battery's cells, sorted into what each phase runs."""
+
+    scenario: Scenario
+    points: dict[str, tuple[AttackSpec, int, str]]
+    """Certified cells by key: their attack spec, budget and family."""
+    reference: dict[str, Cell]
+    """Full-disclosure cells by (task, attack, budget)."""
+    honest: list[Cell]
+
+
+def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec], budgets: list[int], n: int,
+                    task_families: dict[str, dict[str, Any]]) -> _Battery:
+    family_of = {json.dumps([entry["id"], entry["params"]], sort_keys=True): name for name, entry in task_families.items()}
+    spec_of = {(spec.id, json.dumps(point, sort_keys=True), budget): spec
+               for spec in specs for budget in budgets for point in spec.points(budget, n)}
+    points, reference, honest = {}, {}, []
+    for cell in cells(scenario):
+        family = family_of[json.dumps([cell.task[0], cell.task[1]], sort_keys=True)]
+        if family == "honest":
+            honest.append(cell)
+        else:
+            if cell.mechanism[0] == mechanism:
+                spec = spec_of[(cell.attack[0], json.dumps(cell.attack[1], sort_keys=True), cell.budget)]
+                points[cell.key] = (spec, cell.budget, family)
+            if cell.mechanism[0] == REFERENCE:
+                reference[_duel_key(cell)] = cell
+    return _Battery(scenario, points, reference, honest)
+
+
+def _duel_key(cell: Cell) -> str:
+    """A duel's identity without its mechanism: the certified point and its full-disclosure twin share it."""
+    return json.dumps([cell.task, cell.attack, cell.budget], sort_keys=True, default=str)
+
+
+def _groups(group_cells: list[Cell], rule: Callable[[list[Cell]], battery.StopRule]) -> list[battery.Group]:
+    return [battery.Group(group, rule(group)) for group in runner.transcript_groups(group_cells)]
 
 
 def certify(
@@ -277,22 +555,35 @@ def certify(
     seed: int = 0,
     tau: float = 0.05,
     epsilon: float = 0.05,
+    confidence: float = 0.95,
     jobs: int = 1,
     run_dir: str | Path | None = None,
     default_battery: bool = True,
     isolation: str = "none",
     secret_seed: int | None = None,
     progress: bool | None = False,
+    scorer: str | None = None,
+    prediction_range: str | tuple[float, float] | None = TRAINING_RANGE,
+    honest_replications: int = HONEST_REPLICATIONS,
+    complete: bool = False,
+    announce: Callable[[str], None] | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
-    ``attacks`` are added to the battery of every registered attack (or, with
-    ``default_battery=False``, replace it); each is an id, ``file.py:Class``, or
-    either with pinned parameters (see :func:`parse_attack`). ``isolation``,
-    ``secret_seed`` and ``progress`` (a bar over the battery's cells) as in
-    :func:`ladderlab.runner.run`; a battery whose estimated memory cannot fit is refused before
-    it runs (:class:`ladderlab.workload.TooLarge`) unless ``force``.
+    ``attacks`` are added to the battery of every registered attack that is not honest (or, with
+    ``default_battery=False``, replace it); each is an id, ``file.py:Class``, or either with
+    pinned parameters (see :func:`parse_attack`). ``replications`` is the most any grid point
+    uses; ``confidence`` that of every verdict; ``tau`` and ``epsilon`` are in units of the loss
+    bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`).
+    ``run_dir`` keeps the battery (default: :func:`default_directory`); a run of the same
+    battery resumes it. Once a point fails at a budget, the undecided points at that budget
+    and above stop at the end of their round (the safe budget is below it whatever they
+    show): their verdict is inconclusive, marked ``stopped``; ``complete`` decides them all.
+    ``announce`` receives the lines a person watching should read (where the battery is kept,
+    the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in :func:`ladderlab.runner.run`;
+    a battery whose estimated memory cannot fit is refused before it runs
+    (:class:`ladderlab.workload.TooLarge`) unless ``force``.
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -303,7 +594,87 @@ def certify(
     for name, value in (("tau", tau), ("epsilon", epsilon)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    specs = [a if isinstance(a, AttackSpec) else parse_attack(a) for a in (attacks or [])]
+    if not 0.5 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
+    if replications < 1 or honest_replications < 1:
+        raise ValueError(f"replications must be at least 1, got {replications} and {honest_replications}")
+    specs = _unique(_battery_specs(attacks or [], default_battery))
+    task_families = families(n, scorer, prediction_range)
+    bounds = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
+    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force)
+    workload.refuse_if_too_large(workload.scenario_work(scenario, jobs, force), force,
+                                 hint="certify fewer budgets, a smaller n or fewer --replications")
+    preflight(scenario)
+    directory = Path(run_dir) if run_dir else default_directory(battery_key(scenario, secret_seed))
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"--run-dir {directory} exists and is not a directory")
+    say = announce or (lambda line: None)
+    layout = _sorted_battery(scenario, mechanism, specs, budgets, n, task_families)
+    criterion = Criterion(tau, epsilon, confidence, replications)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    with rundir.RunLock(directory, command="ladderlab certify"):
+        store = battery.Store(directory, seed)
+        say(f"battery kept in {directory} (interrupt and run the same command again to resume)")
+        point_cells = [cell for cell in cells(scenario) if cell.key in layout.points]
+        groups = _groups(point_cells, criterion.stop_rule)
+        rows, used, pruned = battery.replicate(
+            groups, seed, replications, store, jobs, isolation, secret_seed, progress,
+            announce=lambda estimate: say(estimate.text()), first_look=first_decision(confidence),
+            prune=None if complete else criterion.pruner({group.key: group.cells[0].budget for group in groups}),
+            desc="grid points")
+        verdicts = {}
+        for group in groups:
+            for cell in group.cells:
+                cell_rows = rows[cell.key][: used[group.key]]
+                cell_rows = cell_rows[: criterion.needed(cell_rows) or len(cell_rows)]
+                verdicts[cell.key] = judge(cell, layout.points[cell.key][2], cell_rows, criterion,
+                                           stopped=group.key in pruned)
+        certified = MECHANISMS.make(mechanism, **params)
+        battery_rows = [_row(spec, budget, [verdicts[key] for key, (s, b, _) in layout.points.items() if s == spec and b == budget],
+                             certified.leaderboard_error_bound(n, budget))
+                        if any(s == spec for s, _, _ in layout.points.values())
+                        else _unplayable_row(spec, budget, task_families)
+                        for spec in specs for budget in budgets]
+        second = _second_phase(layout, verdicts, battery_rows, min(replications, honest_replications))
+        rows.update(battery.replicate(second, seed, replications, store, jobs, isolation, secret_seed, progress,
+                                      desc="reference and honest")[0])
+        _attach_reference(battery_rows, layout, rows, verdicts, confidence)
+        ran = _ran_scenario(scenario, layout, battery_rows, verdicts, mechanism, task_families, replications, seed)
+        _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
+    safe = safe_budget(battery_rows, budgets)
+    honest_count = min(replications, honest_replications)
+    honest = _honest({cell.mechanism[0]: rows[cell.key][:honest_count] for cell in layout.honest}, mechanism, confidence)
+    return {
+        "mechanism": mechanism,
+        "params": certified.get_params(),
+        "n": n,
+        "budgets": budgets,
+        "replications": replications,
+        "confidence": confidence,
+        "seed": seed,
+        "tau": tau,
+        "epsilon": epsilon,
+        "units": "loss bound B",
+        "families": {name: {"task": entry["id"], "params": entry["params"], "loss_bound": bounds[name]}
+                     for name, entry in task_families.items()},
+        "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
+        "safe_budget": safe,
+        "broken_by": [{"attack": row["attack_label"], "budget": row["budget"], "verdict": row["verdict"],
+                       "worst_params": row["worst_params"], "worst_task": row["worst_task"],
+                       "delta_median": row["delta"]["median"], "lberr_median": row["lberr"]["median"]}
+                      for row in _broken_by(battery_rows, safe, budgets)],
+        "battery": battery_rows,
+        "honest": honest,
+        "replications_used": sum(point.replications for point in verdicts.values()),
+        "run_dir": str(directory),
+        "versions": rundir.read_manifest(directory)["versions"],
+        "wall_time_seconds": time.perf_counter() - start,
+        "cpu_time_seconds": time.process_time() - cpu_start,
+    }
+
+
+def _battery_specs(attacks: list[str | AttackSpec], default_battery: bool) -> list[AttackSpec]:
+    specs = [a if isinstance(a, AttackSpec) else parse_attack(a) for a in attacks]
     for spec in specs:
         if ATTACKS.get(spec.id).honest:
             raise ValueError(f"attack {spec.label!r}: {spec.id!r} is an honest participant, not an attack; the "
@@ -316,49 +687,7 @@ def certify(
             spec for spec in specs if spec.pinned is not None or spec.id not in ATTACKS.ids()]
     if not specs:
         raise ValueError("no attack to certify against: name one with --attack, or keep the default battery")
-    specs = _unique(specs)
-    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, force)
-    if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
-        raise ValueError(f"--run-dir {run_dir} exists and is not a directory")
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as scratch:
-        out = Path(run_dir) if run_dir else Path(scratch) / "battery"
-        runner.run(scenario, out, jobs=jobs, progress=progress, isolation=isolation, secret_seed=secret_seed,
-                   force=force)
-        run = report.load_run(out)
-    wall_time = time.perf_counter() - start
-    table = report.summary(run.results)
-    certified = MECHANISMS.make(mechanism, **params)
-    battery = _battery_rows(table, run.results, specs, mechanism, certified, n, budgets, tau, epsilon)
-    safe = safe_budget(battery, budgets)
-    honest = {name: _honest_agreement(run.results, name) for name in (mechanism, REFERENCE)}
-    honest_rows = table[table.attack == "honest"].set_index("mechanism")
-    return {
-        "mechanism": mechanism,
-        "params": certified.get_params(),
-        "n": n,
-        "budgets": budgets,
-        "replications": replications,
-        "seed": seed,
-        "tau": tau,
-        "epsilon": epsilon,
-        "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
-        "safe_budget": safe,
-        "broken_by": [{"attack": row["attack_label"], "budget": row["budget"], "worst_params": row["worst_params"],
-                       "worst_task": row["worst_task"], "delta_median": row["delta_median"], "lberr_median": row["lberr_median"]}
-                      for row in _broken_by(battery, safe, budgets)],
-        "battery": battery,
-        "honest": {
-            "rank_correlation": honest[mechanism],
-            "rank_correlation_full_disclosure": honest[REFERENCE],
-            "cost": honest[REFERENCE] - honest[mechanism],
-            "final_score_median": _number(honest_rows, mechanism, "final_final_median"),
-            "final_score_median_full_disclosure": _number(honest_rows, REFERENCE, "final_final_median"),
-        },
-        "status": run.status.lines(),
-        "versions": run.manifest["versions"],
-        "wall_time_seconds": wall_time,
-    }
+    return specs
 
 
 def _unique(specs: list[AttackSpec]) -> list[AttackSpec]:
@@ -371,12 +700,82 @@ def _unique(specs: list[AttackSpec]) -> list[AttackSpec]:
     return unique
 
 
-def _number(table: pd.DataFrame, index: str, column: str) -> float | None:
-    if index not in table.index:
-        return None
-    value = float(table.loc[index, column])
-    return None if math.isnan(value) else value
+def _second_phase(layout: _Battery, verdicts: dict[str, _Point], battery_rows: list[dict[str, Any]],
+                  honest_replications: int) -> list[battery.Group]:
+    """Full disclosure at each row's worst point, with as many replications, and the honest participants."""
+    counts: dict[str, int] = {}
+    for row in battery_rows:
+        worst = _worst_point(row, verdicts)
+        if worst is not None:
+            cell = layout.reference[_duel_key(worst.cell)]
+            counts[cell.key] = max(counts.get(cell.key, 0), worst.replications)
+    reference_cells = [cell for cell in layout.reference.values() if cell.key in counts]
 
+    def fixed(group: list[Cell]) -> battery.Group:
+        needed = max(counts.get(cell.key, honest_replications) for cell in group)
+        return battery.Group(group, lambda rows: needed, at_most=needed)
+
+    return [fixed(group) for group in runner.transcript_groups(reference_cells + layout.honest)]
+
+
+def _worst_point(row: dict[str, Any], verdicts: dict[str, _Point]) -> _Point | None:
+    if row["worst_params"] is None:
+        return None
+    return next(point for point in verdicts.values()
+                if point.cell.attack[0] == row["attack"] and point.cell.budget == row["budget"]
+                and point.params == row["worst_params"] and point.cell.task[0] == row["worst_task"]
+                and point.family == row["worst_family"])
+
+
+def _attach_reference(battery_rows: list[dict[str, Any]], layout: _Battery, rows: battery.Rows,
+                      verdicts: dict[str, _Point], confidence: float) -> None:
+    """Full disclosure's Δ (units of B) at each row's worst point, over as many replications."""
+    for row in battery_rows:
+        worst = _worst_point(row, verdicts)
+        if worst is None:
+            row["reference_delta"] = None
+            continue
+        reference_rows = rows[layout.reference[_duel_key(worst.cell)].key][: worst.replications]
+        finished = [i for i, r in enumerate(reference_rows) if r["status"] == "ok"]
+        row["reference_delta"] = _interval(_in_units(reference_rows, finished)[0], confidence) if finished else None
+
+
+def _ran_scenario(scenario: Scenario, layout: _Battery, battery_rows: list[dict[str, Any]], verdicts: dict[str, _Point],
+                  mechanism: str, task_families: dict[str, dict[str, Any]], replications: int, seed: int) -> Scenario:
+    """The scenario of what ran: every certified point, full disclosure at the worst points, the honest matrix."""
+    dump = scenario.model_dump(mode="json")
+    matrix = []
+    for table in dump["matrix"][:-1]:
+        table["mechanisms"] = [entry for entry in table["mechanisms"] if entry["id"] == mechanism]
+        matrix.append(table)
+    for row in battery_rows:
+        worst = _worst_point(row, verdicts)
+        if worst is not None and mechanism != REFERENCE:
+            matrix.append({"tasks": [task_families[worst.family]], "mechanisms": [{"id": REFERENCE}],
+                           "attacks": [{"id": worst.cell.attack[0], "params": _as_scenario_params(worst.params),
+                                        "budget": worst.cell.budget}]})
+    matrix.append(dump["matrix"][-1])
+    unique = []
+    for table in matrix:
+        if table not in unique:
+            unique.append(table)
+    return _scenario(dump["name"], dump["description"], unique, replications, seed)
+
+
+def _write_run_directory(directory: Path, scenario: Scenario, rows: battery.Rows, verdicts: dict[str, _Point],
+                         seed: int, secret_seed: int | None) -> None:
+    """Make the battery directory a run directory of what ran (``ladderlab report`` reads it): the
+    manifest, and each cell's file with the replications its verdict used."""
+    manifest_path = directory / "manifest.json"
+    manifest_path.unlink(missing_ok=True)
+    runner.prepare(scenario, directory, secret_seed)
+    manifest = rundir.read_manifest(directory)
+    for cell in cells(scenario):
+        used = verdicts[cell.key].replications if cell.key in verdicts else None
+        cell_rows = rows[cell.key][:used] if used else rows[cell.key]
+        for record in runner.write_cells([cell], seed, {cell.key: cell_rows}, str(directory)):
+            manifest["completed"][record["key"]] = record
+    rundir.write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
 
 def check_output(path: str | Path) -> Path:
     """Make sure the certificate can be written to ``path`` (JSON) and beside it (``.md``)
@@ -437,75 +836,103 @@ def _finite_or_null(value: Any) -> Any:
     return value
 
 
+
 def markdown(certificate: dict[str, Any]) -> str:
     """The certificate for people."""
     c = certificate
     safe = c["safe_budget"]
-    broken = "; ".join(
-        f"{row['attack']} with {_params_text(row['worst_params'])} on {row['worst_task']} (Δ median {_float(row['delta_median'])}, "
-        f"lb error median {_float(row['lberr_median'])})"
-        for row in c.get("broken_by", [])
-    )
+    confidence = f"{100 * c['confidence']:g}%"
     headline = f"**Safe submission budget: {safe if safe else 'none of the budgets tested'}**"
     lines = [
         f"# Certificate: {plugin_label(c['mechanism'], c['params'])} on n = {c['n']} holdout points",
         "",
-        (
-            f"{headline} (largest budget up to which every attack that plays keeps median Δ > −{c['tau']:g} "
-            f"and median leaderboard error < {c['epsilon']:g}, each at its worst parameters; budgets tested: "
-            f"{', '.join(map(str, c['budgets']))}; {c['replications']} replications, seed {c['seed']})."
-        ),
+        (f"{headline} (the largest budget up to which every attack that plays keeps, at its worst parameters, "
+         f"median Δ > −{c['tau']:g}·B and median leaderboard error < {c['epsilon']:g}·B, each verdict at "
+         f"{confidence} confidence; budgets tested: {', '.join(map(str, c['budgets']))}; every grid point replicated "
+         f"until decided, at most {c['replications']} times; seed {c['seed']})."),
+        "",
+        "B is the bound of the per-sample loss, the unit of Blum & Hardt's theorems: "
+        + "; ".join(f"{name}: {_family_text(family)}" for name, family in c["families"].items() if name != "honest") + ".",
     ]
+    broken = "; ".join(
+        f"{row['attack']} with {_params_text(row['worst_params'])} on {row['worst_task']} ({row['verdict']}: Δ/B median "
+        f"{_float(row['delta_median'])}, lb error/B median {_float(row['lberr_median'])})" for row in c.get("broken_by", []))
     if broken:
-        first_unsafe = c["broken_by"][0]["budget"]
-        lines += ["", f"Broken at budget {first_unsafe} by: {broken}."]
+        lines += ["", f"Not safe at budget {c['broken_by'][0]['budget']}: {broken}."]
     lines += [
         "",
-        "| attack | budget | submissions used | worst parameters | Δ median [95%] | full disclosure Δ "
-        "| lb error median [95%] | bound | verdict |",
-        "| --- | ---: | ---: | --- | --- | ---: | --- | --- | --- |",
+        f"| attack | budget | verdict | worst parameters | replications | Δ/B median [{confidence} CI] | Δ raw median "
+        f"| P(Δ/B < −τ) [{confidence} CS] | lb error/B median [{confidence} CI] | lb error raw "
+        f"| P(lb error/B > ε) [{confidence} CS] | full disclosure Δ/B | bound |",
+        "| --- | ---: | --- | --- | ---: | --- | ---: | --- | --- | ---: | --- | ---: | --- |",
     ]
     not_played = []
     for row in c["battery"]:
-        bound = row["theoretical_bound"]
-        bound_text = "–" if bound is None else f"{bound['kind']} {bound['value']:.3g}"
         played = row["verdict"] != DID_NOT_PLAY
-        worst = f"{_params_text(row['worst_params'])} on {row['worst_task']}" if played else "–"
-        verdict = {"passes": "passes", "fails": "**fails**"}.get(row["verdict"], "did not play")
-        lines.append(
-            f"| {row['attack_label']} | {row['budget']} | {_count(row['submissions_used'])} | {worst} | "
-            f"{_interval(row, 'delta') if played else '–'} | {_float(row['reference_delta_median']) if played else '–'} | "
-            f"{_interval(row, 'lberr') if played else '–'} | {bound_text} | {verdict} |"
-        )
         if not played:
             not_played.append(f"- {row['did_not_play']}")
+            lines.append(f"| {row['attack_label']} | {row['budget']} | did not play | – | {row['replications']} "
+                         "| – | – | – | – | – | – | – | – |")
+            continue
+        bound = row["theoretical_bound"]
+        bound_text = "–" if bound is None else f"{bound['kind']} {bound['value']:.3g}"
+        verdict = {PASSES: "passes", FAILS: "**fails**"}.get(
+            row["verdict"], "*inconclusive (stopped)*" if row["stopped"] else "*inconclusive*")
+        reference = row.get("reference_delta")
+        lines.append(
+            f"| {row['attack_label']} | {row['budget']} | {verdict} | {_params_text(row['worst_params'])} on "
+            f"{row['worst_task']} | {row['replications']} | {_interval_text(row['delta'])} | "
+            f"{_float(row['delta_raw']['median'])} | {_probability_text(row['p_delta'])} | {_interval_text(row['lberr'])} | "
+            f"{_float(row['lberr_raw']['median'])} | {_probability_text(row['p_lberr'])} | "
+            f"{_float(reference['median']) if reference else '–'} | "
+            f"{bound_text} |")
     if not_played:
         lines += ["", "## Did not play", "", "An attack that did not play is no evidence of safety; "
                   "it is left out of the verdict at that budget.", "", *not_played]
+    inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
+    stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
+    if inconclusive or stopped:
+        lines += ["", "## Inconclusive", ""]
+    if inconclusive:
+        lines += [f"{len(inconclusive)} attack × budget rows were not decided within {c['replications']} "
+                  f"replications: their median sits too close to a threshold to tell at {confidence} confidence. "
+                  "Inconclusive is not a pass; more replications (--replications) may decide them."]
+    if stopped:
+        lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
+                  "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
+                  "lies below it whatever they show. --complete decides them too."]
     honest = c["honest"]
     lines += [
         "",
         "## Cost to honest participants",
         "",
-        (
-            f"Spearman correlation between released and final-set scores of honest submissions: "
-            f"{_float(honest['rank_correlation'])} under the mechanism, "
-            f"{_float(honest['rank_correlation_full_disclosure'])} under full disclosure "
-            f"(cost {_float(honest['cost'])}). Median final score of the honest pick: "
-            f"{_float(honest['final_score_median'])} "
-            f"(full disclosure {_float(honest['final_score_median_full_disclosure'])})."
-        ),
+        (f"An honest participant ({honest['participant']}: a better model every day, never fitted to the "
+         f"leaderboard) on a regression with signal. Spearman correlation between the released and the final-set "
+         f"scores of its submissions, median over {honest['replications']} replications [{confidence} CI]: "
+         f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
+         f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
+         f"{_interval_text(honest['cost'])}); its leaderboard error/B {_interval_text(honest['lberr'])} "
+         f"(full disclosure {_interval_text(honest['lberr_full_disclosure'])})."),
     ]
-    if _missing(honest["rank_correlation"]) or _missing(honest["rank_correlation_full_disclosure"]):
-        lines += ["", "A dash: no replication had honest released and final scores that both varied "
-                  "(a mechanism that holds its release gives no ranking), or no honest replication finished."]
     bounds = {row["theoretical_bound"]["reference"]: row["theoretical_bound"] for row in c["battery"] if row["theoretical_bound"]}
     if bounds:
         lines += ["", "## Theory", ""]
-        lines += [f"- {reference}: {bound['statement']} (at the largest budget)" for reference, bound in bounds.items()]
-    lines += ["", "## Run", "", *[f"- {line}" for line in c["status"]],
-              f"- wall time {c['wall_time_seconds']:.0f} s; versions: {json.dumps(c['versions'])}"]
+        lines += [f"- {reference}: {bound['statement']} (in units of B, at the largest budget)" for reference, bound in bounds.items()]
+    lines += ["", "## Run", "",
+              f"- {c['replications_used']} replications of the grid points (each at most {c['replications']}); "
+              f"battery kept in {c['run_dir']}",
+              f"- wall time {c['wall_time_seconds']:.0f} s, CPU time of this process {c['cpu_time_seconds']:.0f} s; "
+              f"versions: {json.dumps(c['versions'])}"]
     return "\n".join(lines) + "\n"
+
+
+def _family_text(family: dict[str, Any]) -> str:
+    params = family["params"]
+    scorer = params.get("scorer") or get_scorer(TASKS.get(family["task"]).default_scorer).name
+    declared = params.get("prediction_range")
+    where = "" if declared is None else (" clipped into the training labels' range" if declared == TRAINING_RANGE
+                                         else f" clipped into [{declared[0]:g}, {declared[1]:g}]")
+    return f"{family['task']} scored by {scorer}{where}, B = {family['loss_bound']:.4g}"
 
 
 def _params_text(params: dict[str, Any] | None) -> str:
@@ -514,17 +941,15 @@ def _params_text(params: dict[str, Any] | None) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-def _count(value: float | None) -> str:
-    return "–" if value is None else f"{value:g}"
-
-
-def _missing(value: float | None) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def _float(value: float | None) -> str:
-    return "–" if _missing(value) else f"{value:.4f}"
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
 
 
-def _interval(row: dict[str, Any], measure: str) -> str:
-    return report.interval_text(row[f"{measure}_median"], row[f"{measure}_lo"], row[f"{measure}_hi"])
+def _interval_text(interval: dict[str, float | None] | None) -> str:
+    if not interval or interval.get("median") is None:
+        return "–"
+    return f"{_float(interval['median'])} [{_float(interval['lo'])}, {_float(interval['hi'])}]"
+
+
+def _probability_text(probability: dict[str, float]) -> str:
+    return f"{probability['estimate']:.2f} [{probability['lo']:.2f}, {probability['hi']:.2f}]"

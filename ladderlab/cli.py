@@ -267,6 +267,13 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from ladderlab import benchmark, workload
 
+    if args.certify:
+        timing = benchmark.time_certify(args.jobs)
+        print(f"README certificate ({', '.join(f'{k}={v}' for k, v in benchmark.README_CERTIFICATE.items())}), "
+              f"--jobs {timing.jobs}: wall {timing.wall_seconds:.1f} s, CPU {timing.cpu_seconds:.1f} s "
+              f"(workers included), {timing.replications} replications of the grid points, safe budget {timing.safe_budget}")
+        return 0
+
     def ratio(value: float | None) -> str:
         return "-" if value is None else f"{value:.1f}×"
 
@@ -397,6 +404,13 @@ def _certify(args: argparse.Namespace) -> int:
     _output_folder("--run-dir", args.run_dir)
     attacks = [certify.parse_attack(text) for text in args.attack]
     out = certify.check_output(args.out) if args.out else None
+    if args.tune:
+        from ladderlab import tune
+
+        if args.competition:
+            raise ValueError("--tune certifies every setting of the search; add --competition to the certificate of "
+                             "the setting it recommends")
+        return tune.run_command(args, attacks, out)
     if args.competition:
         from ladderlab import competition_certificate
 
@@ -410,7 +424,9 @@ def _certify(args: argparse.Namespace) -> int:
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
-        progress=args.progress, force=args.force,
+        progress=args.progress, force=args.force, confidence=args.confidence, scorer=args.scorer,
+        prediction_range=certify.parse_prediction_range(args.prediction_range), complete=args.complete,
+        announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True),
     )
     text = certify.markdown(result)
     if args.competition:
@@ -600,12 +616,26 @@ def build_parser() -> argparse.ArgumentParser:
                            "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
     cert.add_argument("--only", action="store_true",
                       help="run only the attacks given with --attack, not the default battery of every attack")
-    cert.add_argument("--replications", type=_count(1), default=100, help="replications per battery cell (default 100)")
+    cert.add_argument("--replications", type=_count(1), default=100,
+                      help="the most replications a grid point uses; each stops once its verdict is decided (default 100)")
+    cert.add_argument("--confidence", type=float, default=0.95, help="confidence of every verdict (default 0.95)")
+    cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
+                      "prediction range) at the largest budget and --scorer (default zero-one); recommend the certified "
+                      "setting with the best honest utility; --out gets a table and a plot beside it")
+    cert.add_argument("--complete", action="store_true", help="decide every grid point, also above a budget that "
+                      "already fails (by default they stop undecided)")
+    cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")
+    cert.add_argument("--prediction-range", nargs="+", default=["training"], metavar="LOW HIGH",
+                      help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "
+                           "'training' for the training labels' range (default)")
     cert.add_argument("--seed", type=_count(0), default=0, help="root seed of the battery (default 0)")
-    cert.add_argument("--tau", type=_positive, default=0.05, help="largest tolerated median overfitting -Δ (default 0.05)")
-    cert.add_argument("--epsilon", type=_positive, default=0.05, help="largest tolerated median leaderboard error")
+    cert.add_argument("--tau", type=_positive, default=0.05,
+                      help="largest tolerated median overfitting -Δ, in units of the loss bound B (default 0.05)")
+    cert.add_argument("--epsilon", type=_positive, default=0.05,
+                      help="largest tolerated median leaderboard error, in units of B (default 0.05)")
     cert.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
-    cert.add_argument("--run-dir", help="keep the battery's run directory here (resumable; 'ladderlab report' reads it)")
+    cert.add_argument("--run-dir", help="keep the battery here instead of the user's cache (resumable; "
+                      "'ladderlab report' reads it when it finished)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
     _add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
@@ -624,6 +654,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
     bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
+    bench.add_argument("--certify", action="store_true",
+                       help="instead: time the README's certify example from an empty battery directory")
+    bench.add_argument("--jobs", type=_count(1), default=2, help="workers of --certify (default 2)")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
     _add_force(bench)

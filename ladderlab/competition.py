@@ -438,7 +438,7 @@ def play_competition(
     if twice is not None:
         raise ValueError(f"two team entries are named {twice!r}: the results group teams by name and would merge "
                          "them; give each entry its own label")
-    scorer = get_scorer(split.public.scorer)
+    scorer = get_scorer(split.public.scorer).within(split.public.prediction_range)
     attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
     for group in attacks:
         group[0].validate_params()
@@ -459,7 +459,7 @@ def play_competition(
 
     def bound(identity: tuple[Any, ...]) -> Mechanism:
         rng = stream(seed, "mechanism", mechanism_spec, task_spec, identity, replication)
-        return clone(mechanism).bind(split.y_public, scorer, rng, classes=data.classes)
+        return clone(mechanism).bind_to(data, split.y_public, rng)
 
     shared_mechanism = bound(("shared",)) if shared else None
     holdout_size = split.y_holdout.size

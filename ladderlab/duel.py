@@ -9,10 +9,21 @@ scores) and the two measures of the papers:
   Full-disclosure) and R_true the population score where the task knows it,
   otherwise the final-set score; both oriented so that smaller is better; the
   attack's final submission counts (Corollary 5.2's sequence ends with it);
-- for the attack's final submission: the released public score, the final score,
-  and Δ = released public − final (ΔMSE of Chaibub Neto et al.; negative means
-  overfitting for a loss). ``optimism`` = how much better the public release
-  looks than the final score, in either orientation.
+- Δ = R_k − final score of the *reported* submission: the value the leaderboard shows
+  at the end (R_k of Definition 2.1) minus the final-set score of the submission that
+  value belongs to (ΔMSE of Chaibub Neto et al.; negative means overfitting for a
+  loss). The reported submission is the mechanism's current best for a mechanism that
+  releases the best so far (``Mechanism.releases_best``: the Ladders), and the
+  submission with the best release so far for one that scores each submission
+  (Kaggle, Full-disclosure, noise, Thresholdout); the attack's final submission is
+  the last candidate. A garbage final prediction that the leaderboard does not report
+  changes nothing, as Definition 2.1 compares a release with the submission it stands
+  for. ``optimism`` = how much better the release looks than that final score, in
+  either orientation. The final submission's own released and final scores are kept
+  beside (``final_released``, ``final_final``).
+
+Both measures are in the scorer's units; ``loss_bound`` is the bound B of the bound
+scorer (None when unbounded), the unit in which a certificate states them.
 """
 
 from __future__ import annotations
@@ -64,10 +75,24 @@ class DuelResult:
     delta: float
     optimism: float
     submissions: int
+    reported: int = -1
+    """The index of the submission whose score the leaderboard reports at the end (see the module docstring)."""
+    loss_bound: float | None = None
+    """B, the bound of the bound scorer's per-sample loss or score (None: unbounded)."""
     marks: dict[str, list[int]] = field(default_factory=dict)
     """The attack's named submission indices (see :meth:`Attack.marks`)."""
     attack_fingerprint: dict[str, Any] = field(default_factory=dict)
     """Under process isolation: the version and source hash of the attack code that ran."""
+
+
+def reported_submission(released: FloatArray, sign: float, mechanism: Mechanism) -> int:
+    """The submission whose score the leaderboard shows at the end: the mechanism's current
+    best if it releases the best so far (the last submission if it never accepted one),
+    otherwise the first submission with the best release."""
+    if mechanism.releases_best:
+        best = mechanism.best_index_
+        return released.size - 1 if best is None else best
+    return int(np.argmin(sign * released))
 
 
 def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, releases_best: bool) -> float:
@@ -148,9 +173,10 @@ def replay(transcript: Transcript, attack: FinalChoiceAttack) -> DuelResult:
 
 def open_board(split: Split, mechanism: Mechanism, rng: np.random.Generator, budget: int | None = None,
                oracle: bool = False) -> Board:
-    """Bind ``mechanism`` to the split's public labels with ``rng`` and open a participant's
-    board on it: the one path from a split to a leaderboard (duels and ``ladderlab serve``)."""
-    mechanism.bind(split.y_public, split.public.scorer, rng, classes=split.public.classes)
+    """Bind ``mechanism`` to the split's public labels with ``rng`` (and its declared prediction
+    range) and open a participant's board on it: the one path from a split to a leaderboard
+    (duels and ``ladderlab serve``)."""
+    mechanism.bind_to(split.public, split.y_public, rng)
     leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
     return Board(leaderboard, budget=budget, oracle=oracle)
 
@@ -163,6 +189,8 @@ def _score(split: Split, leaderboard: Leaderboard, submissions: int, final_predi
     scorer = get_scorer(split.public.scorer)
     true = records["final"] if split.population_score is None else np.full(records["final"].size, split.population_score)
     final_released, final_final = records["released"][-1], records["final"][-1]
+    reported = reported_submission(records["released"], scorer.sign, mechanism)
+    shown = records["released"][-1] if mechanism.releases_best else records["released"][reported]
     return DuelResult(
         released=records["released"],
         public=records["public"],
@@ -172,9 +200,11 @@ def _score(split: Split, leaderboard: Leaderboard, submissions: int, final_predi
         final_released=float(final_released),
         final_public=float(records["public"][-1]),
         final_final=float(final_final),
-        delta=float(final_released - final_final),
-        optimism=float(scorer.sign * (final_final - final_released)),
+        delta=float(shown - records["final"][reported]),
+        optimism=float(scorer.sign * (records["final"][reported] - shown)),
         submissions=submissions,
+        reported=reported,
+        loss_bound=mechanism.loss_bound_,
         marks=marks,
         attack_fingerprint=fingerprint,
     )

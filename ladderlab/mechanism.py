@@ -2,16 +2,20 @@
 
 A mechanism is bound to the public holdout labels, a scorer and a
 ``numpy.random.Generator`` (``bind``, the analogue of scikit-learn's ``fit``), then
-answers submissions with released scores. ``submit_many(P)`` has exactly the
-semantics of ``submit`` called on the rows of ``P`` in order, including the random
-stream, so a batch and a loop give bit-identical transcripts.
+answers submissions with released scores. ``bind`` is also where a declared prediction
+range takes effect, for duels, competitions and a deployed leaderboard alike: the bound
+scorer clips predictions into it, and its width B (``loss_bound_``) is the unit of the
+mechanism's parameters (η, α, noise scales, thresholds): ``unit_`` is B, or 1 for a
+scorer that is unbounded without a range, which then behaves as before ranges existed.
+``submit_many(P)`` has exactly the semantics of ``submit`` called on the rows of ``P`` in
+order, including the random stream, so a batch and a loop give bit-identical transcripts.
 """
 
 from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,7 +23,8 @@ from numpy.typing import ArrayLike, NDArray
 from ladderlab.bounds import TheoreticalBound
 from ladderlab.holdout import holdout_scores
 from ladderlab.plugin import Plugin
-from ladderlab.scoring import LossScorer, Scorer, get_scorer, require_finite_scores, scores_by_block
+from ladderlab.scoring import LossScorer, Scorer, ValueRange, get_scorer, require_finite_scores, scores_by_block
+from ladderlab.tasks import PublicData
 from ladderlab.validation import check_prediction_matrix, quick_row_check, rows_per_block
 
 FloatArray = NDArray[np.float64]
@@ -41,6 +46,10 @@ class Mechanism(Plugin):
     ``ladderlab.testing`` against adaptive analysts."""
     expected_check_failures: ClassVar[dict[str, str]] = {}
     """Conformance checks (``ladderlab.testing``) this mechanism is known to fail, with why."""
+    _search_space: ClassVar[dict[str, list[Any]]] = {}
+    """The values ``ladderlab certify --tune`` tries for each parameter that trades safety for
+    honest utility (every combination; parameters it leaves out stay as given). Each value
+    must satisfy ``_parameter_constraints``; quantities in units of B as the mechanism reads them."""
     scores_only: ClassVar[bool] = False
     """True when a release depends on a submission only through its exact score on the bound
     holdout (besides the mechanism's state and random stream): such a mechanism releases from
@@ -58,13 +67,16 @@ class Mechanism(Plugin):
         scorer: str | Scorer,
         rng: np.random.Generator,
         classes: ArrayLike | None = None,
+        prediction_range: ValueRange | None = None,
     ) -> Self:
         """Attach the holdout labels, the scorer and the random stream; reset all state.
 
         ``classes`` is the task's label set, against which label predictions are
-        validated; it defaults to the distinct values of ``labels``.
+        validated; it defaults to the distinct values of ``labels``. ``prediction_range``
+        (low, high), public like the metric, is clipped into before scoring and bounds the
+        loss (:meth:`ladderlab.scoring.Scorer.within`); ``loss_bound_`` is then its B.
         """
-        scorer = get_scorer(scorer)
+        scorer = get_scorer(scorer).within(prediction_range)
         if self.requires_loss and not isinstance(scorer, LossScorer):
             raise ValueError(
                 f"mechanism {self.id!r} needs a per-sample loss (its paired t-test compares "
@@ -84,6 +96,8 @@ class Mechanism(Plugin):
         self.scorer_ = scorer
         self.rng_ = rng
         self.classes_ = np.unique(labels if classes is None else _label_set(classes, labels))
+        self.loss_bound_ = scorer.bound(self.classes_.size)
+        self.unit_ = 1.0 if self.loss_bound_ is None else self.loss_bound_
         self.holdout_ = holdout_scores(scorer, labels, self.classes_)
         self.row_shape_ = (self.n_,)
         self.row_is_valid_ = quick_row_check(scorer.prediction_kind, self.classes_)
@@ -94,9 +108,14 @@ class Mechanism(Plugin):
         self._start()
         return self
 
+    def bind_to(self, data: PublicData, labels: ArrayLike, rng: np.random.Generator) -> Self:
+        """``bind`` to the public ``labels`` of a task's data: its scorer, label set and declared
+        prediction range (the path duels, competitions and a deployed leaderboard share)."""
+        return self.bind(labels, data.scorer, rng, classes=data.classes, prediction_range=data.prediction_range)
+
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound | None:
         """The theory's bound on the leaderboard error after ``k`` submissions on ``n``
-        holdout points, where there is one (None by default)."""
+        holdout points, in units of the loss bound B, where there is one (None by default)."""
         return None
 
     def submit(self, prediction: ArrayLike) -> float:

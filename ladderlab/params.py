@@ -214,6 +214,28 @@ class Vector(Constraint):
 
 
 @dataclass(frozen=True)
+class Range(Constraint):
+    """A range ``[low, high]`` of finite real numbers with low < high (a list or tuple of two),
+    within [``low``, ``high``] of the constraint where they are given: a declared prediction
+    range. One value, never expanded into a grid."""
+
+    low: float | None = None
+    high: float | None = None
+    single_value_list = True
+
+    def accepts(self, value: Any) -> bool:
+        if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(_is_real(v) for v in value):
+            return False
+        low, high = (float(v) for v in value)
+        return (math.isfinite(low) and math.isfinite(high) and low < high
+                and (self.low is None or low >= self.low) and (self.high is None or high <= self.high))
+
+    def describe(self) -> str:
+        within = "" if self.low is None and self.high is None else f" within [{self.low:g}, {self.high:g}]"
+        return f"a range [low, high] of finite numbers with low < high{within}"
+
+
+@dataclass(frozen=True)
 class InstanceOf(Constraint):
     """An instance of a type (e.g. ``str`` for a free-form name)."""
 

@@ -189,6 +189,8 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
             final_final=result.final_final,
             delta=result.delta,
             optimism=result.optimism,
+            reported=result.reported,
+            loss_bound=result.loss_bound,
             population=result.population,
             released=result.released,
             public=result.public,
@@ -201,7 +203,8 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
     return row
 
 
-def _cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
+def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
+    """A duel cell's rows (one per replication, as :func:`run_replication` makes them) as its Parquet table."""
     columns: dict[str, list[Any]] = {
         "cell": [cell.key] * len(rows),
         "task": [cell.task[0]] * len(rows),
@@ -213,17 +216,18 @@ def _cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
         "budget": [cell.budget] * len(rows),
         "seed": [seed] * len(rows),
     }
-    for name in ("replication", "status", "error", "marks", "wall_time", "submissions", "leaderboard_error",
-                 "final_released", "final_public", "final_final", "delta", "optimism", "population"):
+    for name in ("replication", "status", "error", "marks", "wall_time", "submissions", "reported", "leaderboard_error",
+                 "final_released", "final_public", "final_final", "delta", "optimism", "loss_bound", "population"):
         columns[name] = [row.get(name) for row in rows]
     for name in SUBMISSION_COLUMNS:
         columns[name] = [None if row.get(name) is None else np.asarray(row[name]).tolist() for row in rows]
     schema = pa.schema(
         [(name, pa.string()) for name in ("cell", "task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params")]
         + [("budget", pa.int64()), ("seed", pa.int64()), ("replication", pa.int64()), ("status", pa.string()),
-           ("error", pa.string()), ("marks", pa.string()), ("wall_time", pa.float64()), ("submissions", pa.int64())]
+           ("error", pa.string()), ("marks", pa.string()), ("wall_time", pa.float64()), ("submissions", pa.int64()),
+           ("reported", pa.int64())]
         + [(name, pa.float64()) for name in ("leaderboard_error", "final_released", "final_public", "final_final",
-                                             "delta", "optimism", "population")]
+                                             "delta", "optimism", "loss_bound", "population")]
         + [(name, pa.list_(pa.float64())) for name in SUBMISSION_COLUMNS]
     )
     return pa.table(columns, schema=schema)
@@ -287,7 +291,7 @@ def play_replications(
 def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any]]], out: str,
                 isolation: Isolation = "none") -> list[dict[str, Any]]:
     """Write each cell of a group from its rows (every replication, in order); return the manifest records."""
-    return [_write_cell(cell, _cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
+    return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
             for cell in group]
 
 
@@ -308,7 +312,8 @@ def run_piece(index: int, group: list[Cell], seed: int, start: int, stop: int, s
                                                  first_rows=first_rows))
 
 
-def _write_table(path: Path, table: pa.Table) -> bytes:
+def write_table(path: Path, table: pa.Table) -> bytes:
+    """Write ``table`` as Parquet to ``path`` atomically; return the bytes written."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     data = sink.getvalue().to_pybytes()
@@ -333,7 +338,7 @@ def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] 
 def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins: dict[str, str | None]) -> dict[str, Any]:
     """Write a cell's table atomically; return its manifest record (file, SHA-256, size, plugin tokens)."""
     path = Path(out) / cell.directory / f"{cell.key}.parquet"
-    data = _write_table(path, table)
+    data = write_table(path, table)
     return {"key": cell.key, "file": str(path.relative_to(out)), "sha256": rundir.sha256_bytes(data),
             "bytes": len(data), "plugins": plugins, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 

@@ -314,8 +314,7 @@ def preflight(scenario: Scenario) -> dict[str, str]:
             if reason:
                 skipped[cell.key] = reason
                 continue
-            data = split.public
-            mechanism.bind(split.y_public, data.scorer, np.random.default_rng(0), classes=data.classes)
+            mechanism.bind_to(split.public, split.y_public, np.random.default_rng(0))
         except ValueError as error:
             raise ScenarioError(f"{scenario._source}: {where}: cell {cell.label}: {error}") from None
     return skipped

@@ -12,16 +12,29 @@ A :class:`LossScorer` is the mean of a per-sample loss (Chaibub Neto Eq. 1); the
 paired-t-test mechanisms need one. A :class:`MetricScorer` is any other function of
 weighted sample moments (Pearson, Lin's CCC, ...), usable with the Bayesian-bootstrap
 mechanisms.
+
+Bounded scores. Every scorer states the range of its per-sample loss or of its score
+(:meth:`Scorer.value_range`); its width B is the unit in which mechanism parameters and
+certificates are stated (Blum & Hardt's Theorem 3.1 assumes a loss in [0, 1]). Where the
+range depends on the predictions (squared, absolute, RMSE, log loss near 0 or 1, sign
+agreement), a declared prediction range bounds it: ``scorer.within((low, high))`` clips
+every prediction into [low, high] before scoring (a projection, which never increases a
+squared or absolute loss for a label inside the range) and caps a per-sample squared or
+absolute loss at B, which binds only for a label outside the range; B then depends on
+the declared range alone, never on a label. Without a declared range these scorers are
+unbounded (``bound`` is None) and score as they always did.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -92,13 +105,55 @@ def scores_by_block(score: Callable[[FloatArray], FloatArray], P: FloatArray, st
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+ValueRange = tuple[float, float]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scorer(ABC):
-    """A score of predictions against labels; ``greater_is_better`` gives its orientation."""
+    """A score of predictions against labels; ``greater_is_better`` gives its orientation.
+
+    ``prediction_range``, set by :meth:`within`, is the declared range every prediction is
+    clipped into before it is scored (None: no range declared)."""
 
     name: str
     greater_is_better: bool
     prediction_kind: PredictionKind
+    prediction_range: ValueRange | None = None
+
+    def within(self, prediction_range: ValueRange | None) -> Self:
+        """This scorer with predictions clipped into ``prediction_range`` = (low, high), or
+        unchanged for None; ``ValueError`` naming the range when it is not finite with
+        low < high, is declared for label predictions, or leaves [0, 1] for probabilities."""
+        if prediction_range is None:
+            return self if self.prediction_range is None else dataclasses.replace(self, prediction_range=None)
+        low, high = check_prediction_range(prediction_range)
+        if self.prediction_kind is PredictionKind.LABEL:
+            raise ValueError(f"prediction range {[low, high]}: the {self.name!r} scorer takes class labels, "
+                             "which have no range to clip into")
+        if self.prediction_kind is not PredictionKind.REAL and not 0.0 <= low < high <= 1.0:
+            raise ValueError(f"prediction range {[low, high]}: the {self.name!r} scorer takes probabilities, "
+                             "so the range must lie within [0, 1]")
+        return dataclasses.replace(self, prediction_range=(low, high))
+
+    def value_range(self, n_classes: int | None = None) -> ValueRange | None:
+        """The range [low, high] of the per-sample loss (a :class:`LossScorer`) or of the score,
+        under the declared prediction range; None where it is unbounded. ``n_classes``: the
+        number of classes, for scorers whose range depends on it."""
+        return None
+
+    def bound(self, n_classes: int | None = None) -> float | None:
+        """B, the width of :meth:`value_range`: the unit of mechanism parameters, leaderboard
+        errors and Δ in a certificate (1 for the 0/1 loss and accuracy); None when unbounded."""
+        value_range = self.value_range(n_classes)
+        return None if value_range is None else value_range[1] - value_range[0]
+
+    def _clipped(self, P: FloatArray) -> FloatArray:
+        """``P`` clipped into the declared prediction range (``P`` itself when none is declared)."""
+        return P if self.prediction_range is None else np.clip(P, *self.prediction_range)
+
+    def _range_width(self) -> float:
+        low, high = self.prediction_range
+        return high - low
 
     @abstractmethod
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
@@ -192,6 +247,18 @@ class LossScorer(Scorer):
         return paired_sd(losses, best_loss)
 
 
+def check_prediction_range(prediction_range: object) -> ValueRange:
+    """(low, high) as floats, or ``ValueError`` naming the value unless it is two finite
+    numbers with low < high."""
+    try:
+        low, high = (float(value) for value in prediction_range)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise ValueError(f"a prediction range is two numbers [low, high], got {prediction_range!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"a prediction range needs finite low < high, got {[low, high]}")
+    return low, high
+
+
 def _row_counts(flags: NDArray[np.bool_]) -> NDArray[np.intp]:
     """The number of True values in each row (numpy counts one row several times faster without an axis)."""
     if flags.shape[0] == 1:
@@ -241,6 +308,9 @@ class ZeroOneLoss(LossScorer):
     name: str = "zero-one"
     prediction_kind: PredictionKind = PredictionKind.LABEL
 
+    def value_range(self, n_classes: int | None = None) -> ValueRange:
+        return 0.0, 1.0
+
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
         return (P != y).astype(float)
 
@@ -269,8 +339,14 @@ class SquaredLoss(LossScorer):
     name: str = "squared"
     prediction_kind: PredictionKind = PredictionKind.REAL
 
+    def value_range(self, n_classes: int | None = None) -> ValueRange | None:
+        return None if self.prediction_range is None else (0.0, self._range_width() ** 2)
+
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        return (P - y) ** 2
+        losses = (self._clipped(P) - y) ** 2
+        if self.prediction_range is not None:  # binds only where a label lies outside the range
+            np.minimum(losses, self._range_width() ** 2, out=losses)
+        return losses
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,35 +356,65 @@ class AbsoluteLoss(LossScorer):
     name: str = "absolute"
     prediction_kind: PredictionKind = PredictionKind.REAL
 
+    def value_range(self, n_classes: int | None = None) -> ValueRange | None:
+        return None if self.prediction_range is None else (0.0, self._range_width())
+
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        return np.abs(P - y)
+        losses = np.abs(self._clipped(P) - y)
+        if self.prediction_range is not None:  # binds only where a label lies outside the range
+            np.minimum(losses, self._range_width(), out=losses)
+        return losses
 
 
 @dataclass(frozen=True, kw_only=True)
 class LogLoss(LossScorer):
-    """Binary cross-entropy of a probability clipped to [ε, 1 − ε]."""
+    """Binary cross-entropy of a probability clipped to [ε, 1 − ε], and into the declared
+    prediction range [p₀, p₁]: the loss then lies between −log max(p₁, 1 − p₀) and
+    −log min(p₀, 1 − p₁). Without a declared range it is unbounded (up to −log ε = 34.5)."""
 
     name: str = "log-loss"
     prediction_kind: PredictionKind = PredictionKind.PROBABILITY
     eps: float = 1e-15
 
+    def _limits(self) -> ValueRange:
+        low, high = self.prediction_range or (0.0, 1.0)
+        return max(low, self.eps), min(high, 1.0 - self.eps)
+
+    def value_range(self, n_classes: int | None = None) -> ValueRange | None:
+        if self.prediction_range is None:
+            return None
+        low, high = self._limits()
+        return -math.log(max(high, 1.0 - low)), -math.log(min(low, 1.0 - high))
+
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        p = np.clip(P, self.eps, 1.0 - self.eps)
+        p = np.clip(P, *self._limits())
         return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
 
 
 @dataclass(frozen=True, kw_only=True)
 class MulticlassLogLoss(LossScorer):
     """Multiclass cross-entropy ℓ = −log p(yᵢ) of class-probability rows clipped to [ε, 1 − ε]
-    and renormalised, as Kaggle scores multi-class log loss; labels are the column
-    indices 0 … m − 1."""
+    (and into the declared prediction range [p₀, p₁]) and renormalised, as Kaggle scores
+    multi-class log loss; labels are the column indices 0 … m − 1. Under a declared range
+    the loss lies in [log(p₁ + (m − 1)p₀) − log p₁, log(p₀ + (m − 1)p₁) − log p₀]."""
 
     name: str = "multiclass-log-loss"
     prediction_kind: PredictionKind = PredictionKind.PROBABILITIES
     eps: float = 1e-15
 
+    def _limits(self) -> ValueRange:
+        low, high = self.prediction_range or (0.0, 1.0)
+        return max(low, self.eps), min(high, 1.0 - self.eps)
+
+    def value_range(self, n_classes: int | None = None) -> ValueRange | None:
+        if self.prediction_range is None or n_classes is None:
+            return None
+        low, high = self._limits()
+        others = n_classes - 1
+        return math.log(high + others * low) - math.log(high), math.log(low + others * high) - math.log(low)
+
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        p = np.clip(P, self.eps, 1.0 - self.eps)
+        p = np.clip(P, *self._limits())
         picked = np.take_along_axis(p, y.astype(np.int64)[None, :, None], axis=2)[:, :, 0]
         return np.log(p.sum(axis=2)) - np.log(picked)
 
@@ -320,12 +426,17 @@ class MetricScorer(Scorer):
 
 @dataclass(frozen=True, kw_only=True)
 class RootMeanSquaredError(MetricScorer):
+    """The square root of the mean squared loss (its per-sample losses bounded like ``squared``'s)."""
+
     name: str = "rmse"
     greater_is_better: bool = False
     prediction_kind: PredictionKind = PredictionKind.REAL
 
+    def value_range(self, n_classes: int | None = None) -> ValueRange | None:
+        return None if self.prediction_range is None else (0.0, self._range_width())
+
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
-        return np.sqrt(W @ ((P - y) ** 2).T)
+        return np.sqrt(W @ SquaredLoss(prediction_range=self.prediction_range).loss(y, P).T)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -335,6 +446,9 @@ class Accuracy(MetricScorer):
     name: str = "accuracy"
     greater_is_better: bool = True
     prediction_kind: PredictionKind = PredictionKind.LABEL
+
+    def value_range(self, n_classes: int | None = None) -> ValueRange:
+        return 0.0, 1.0
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
         return W @ (P == y).astype(float).T
@@ -385,7 +499,11 @@ class MomentsByCounts:
 
 @dataclass(frozen=True, kw_only=True)
 class MomentMetric(MetricScorer):
-    """A function of the weighted means, variances and covariance of (y, ŷ) (``_from_moments``)."""
+    """A function of the weighted means, variances and covariance of (y, ŷ) (``_from_moments``),
+    a correlation in [−1, 1] whatever the predictions."""
+
+    def value_range(self, n_classes: int | None = None) -> ValueRange:
+        return -1.0, 1.0
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
         return self._from_moments(*_weighted_moments(y, P, W))
@@ -437,6 +555,9 @@ class SpearmanCorrelation(MetricScorer):
     name: str = "spearman"
     greater_is_better: bool = True
     prediction_kind: PredictionKind = PredictionKind.REAL
+
+    def value_range(self, n_classes: int | None = None) -> ValueRange:
+        return -1.0, 1.0
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
         return PEARSON.weighted(*_ranks(y, P), W)
@@ -515,6 +636,9 @@ class RocAuc(MetricScorer):
     greater_is_better: bool = True
     prediction_kind: PredictionKind = PredictionKind.REAL
 
+    def value_range(self, n_classes: int | None = None) -> ValueRange:
+        return 0.0, 1.0
+
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
         positive = y == 1
         out = np.empty((W.shape[0], P.shape[0]))
@@ -544,14 +668,22 @@ class SignAgreement(MetricScorer):
     accuracy (ŷ = 0 counts one half), for a feature column x it is (1 + c)/2 with c
     the correlation statistic mean(x·s) of Dwork et al. 2015 (Science), so one
     leaderboard answers both the analyst's correlation queries and its accuracy report.
+    Under a declared range with M = max(|low|, |high|) each sample's term lies in
+    [(1 − M)/2, (1 + M)/2]: B = M, 1 for the range [−1, 1].
     """
 
     name: str = "sign-agreement"
     greater_is_better: bool = True
     prediction_kind: PredictionKind = PredictionKind.REAL
 
+    def value_range(self, n_classes: int | None = None) -> ValueRange | None:
+        if self.prediction_range is None:
+            return None
+        largest = max(abs(value) for value in self.prediction_range)
+        return (1.0 - largest) / 2.0, (1.0 + largest) / 2.0
+
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
-        return 0.5 + 0.5 * (W @ (P * (2.0 * y - 1.0)).T)
+        return 0.5 + 0.5 * (W @ (self._clipped(P) * (2.0 * y - 1.0)).T)
 
 
 PEARSON = PearsonCorrelation()

@@ -27,7 +27,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ladderlab.params import Boolean, Interval, Options
+from ladderlab.params import Boolean, Interval, Options, Range
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import ALIASES, SCORERS, PredictionKind, get_scorer
 
@@ -79,6 +79,22 @@ class Split:
 
 SCORER_NAMES = frozenset({*SCORERS, *ALIASES})
 MODES = frozenset({"permuted", "random-split"})
+TRAINING_RANGE = "training"
+"""A task's ``prediction_range`` setting: the range of the training labels, which participants see."""
+PREDICTION_RANGE = [Options({TRAINING_RANGE}), Range(), None]
+"""The declaration of a task's ``prediction_range`` parameter: None (no range declared, as
+the papers' experiments), ``"training"``, or [low, high]."""
+
+
+def declared_range(setting: str | list[float] | tuple[float, float] | None,
+                   y_train: FloatArray | None = None) -> tuple[float, float] | None:
+    """The prediction range a task declares: None, the training labels' range, or the given one."""
+    if setting is None:
+        return None
+    if setting == TRAINING_RANGE and y_train is not None:
+        return float(y_train.min()), float(y_train.max())
+    low, high = setting
+    return float(low), float(high)
 
 
 class Task(Plugin):
@@ -123,6 +139,7 @@ def _assemble(
     rng: np.random.Generator,
     classes: FloatArray | None = None,
     population_score: float | None = None,
+    prediction_range: tuple[float, float] | None = None,
 ) -> Split:
     """A Split from (train, public, final) sets; the holdout rows are shuffled together."""
     (X_tr, X_pub, X_fin), (y_tr, y_pub, y_fin) = X_sets, y_sets
@@ -131,7 +148,7 @@ def _assemble(
     X_holdout = np.concatenate([X_pub, X_fin])[order]
     y_holdout = np.concatenate([y_pub, y_fin])[order]
     position = np.argsort(order)
-    public = PublicData(X_tr, y_tr, X_holdout, task.task_type, scorer, classes)
+    public = PublicData(X_tr, y_tr, X_holdout, task.task_type, scorer, classes, prediction_range=prediction_range)
     return Split(public, position[:n_pub], position[n_pub:], y_holdout, population_score)
 
 
@@ -227,7 +244,8 @@ class TabularTask(Task):
             y_parts = [y[rows] for rows in sets]
         y_sets = [y_part if self.task_type == "classification" else _standardise(y_part) for y_part in y_parts]
         classes = np.unique(y) if self.task_type == "classification" else None
-        return _assemble(tuple(X_sets), tuple(y_sets), self, scorer, rng, classes)
+        prediction_range = declared_range(getattr(self, "prediction_range", None), y_sets[0])
+        return _assemble(tuple(X_sets), tuple(y_sets), self, scorer, rng, classes, prediction_range=prediction_range)
 
 
 _FIXED_DATA: dict[tuple[type, str], tuple[FloatArray, FloatArray, tuple[list[FloatArray], list[FloatArray]] | None]] = {}
@@ -271,6 +289,9 @@ class GaussianRegression(TabularTask):
     (variance of signal / variance of noise). Presets: ``"ad-challenge"`` (n = 628,
     p = 300, the paper's AD Challenge subset) and ``"simulated"`` (n = 120,
     p = 1000); explicit ``n_samples`` / ``n_features`` override the preset.
+    ``prediction_range`` declares the range predictions are clipped into (bounding the
+    loss, :mod:`ladderlab.scoring`): ``"training"``, the standardised training labels'
+    range, or [low, high]; None (the papers' setting) declares none.
     """
 
     id = "gaussian-regression"
@@ -289,8 +310,10 @@ class GaussianRegression(TabularTask):
         "mode": [Options(MODES)],
         "data_seed": [Interval(int, 0, None)],
         "scorer": [Options(SCORER_NAMES)],
+        "prediction_range": PREDICTION_RANGE,
     }
     """At least 9 samples: three sets (training, public, final) of at least three."""
+    _added_parameters = frozenset({"prediction_range"})
 
     def __init__(
         self,
@@ -305,6 +328,7 @@ class GaussianRegression(TabularTask):
         mode: str = "permuted",
         data_seed: int = 0,
         scorer: str = "squared",
+        prediction_range: str | list[float] | None = None,
     ):
         self.preset = preset
         self.n_samples = n_samples
@@ -317,6 +341,7 @@ class GaussianRegression(TabularTask):
         self.mode = mode
         self.data_seed = data_seed
         self.scorer = scorer
+        self.prediction_range = prediction_range
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -415,7 +440,9 @@ class LogLossRandomLabels(Task):
     row per sample); both clip at 1e-15 as Kaggle does. Preset ``"dsb-2017"``: the
     Data Science Bowl 2017 (198 public of 704, binary), the setting of the log-loss
     label-recovery attack (Whitehill 2017); explicit values override the preset,
-    ``preset=None`` needs them all.
+    ``preset=None`` needs them all. ``prediction_range`` = [p₀, p₁] declares the
+    probability range predictions are clipped into, which bounds the log loss
+    (:mod:`ladderlab.scoring`); None, as on Kaggle, declares none.
     """
 
     id = "random-labels-log-loss"
@@ -429,7 +456,9 @@ class LogLossRandomLabels(Task):
         "n_holdout": [Interval(int, 2, None), None],
         "n_classes": [Interval(int, 2, None), None],
         "disclose_public_rows": [Boolean()],
+        "prediction_range": [Range(0.0, 1.0), None],
     }
+    _added_parameters = frozenset({"prediction_range"})
 
     def __init__(
         self,
@@ -438,12 +467,14 @@ class LogLossRandomLabels(Task):
         n_holdout: int | None = None,
         n_classes: int | None = None,
         disclose_public_rows: bool = True,
+        prediction_range: list[float] | None = None,
     ):
         self.preset = preset
         self.n_public = n_public
         self.n_holdout = n_holdout
         self.n_classes = n_classes
         self.disclose_public_rows = disclose_public_rows
+        self.prediction_range = prediction_range
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -474,7 +505,8 @@ class LogLossRandomLabels(Task):
         scorer = "log-loss" if m == 2 else "multiclass-log-loss"
         empty = np.empty((0, 0))
         public = PublicData(empty, np.empty(0), np.empty((n_holdout, 0)), "classification", scorer,
-                            np.arange(m, dtype=float), public_rows.copy() if self.disclose_public_rows else None)
+                            np.arange(m, dtype=float), public_rows.copy() if self.disclose_public_rows else None,
+                            declared_range(self.prediction_range))
         return Split(public, public_rows, final_rows, labels)
 
 
@@ -609,6 +641,8 @@ class LatentClassification(Task):
     competitions need to tell the truly best team. ``n_public`` of ``n_holdout`` rows are
     public; ``disclose_public_rows=True`` tells the participants which (a two-stage
     competition such as the Data Science Bowl 2017, where the log-loss oracle plays).
+    ``prediction_range`` = [p₀, p₁] declares the probability range a log-loss prediction is
+    clipped into (:mod:`ladderlab.scoring`).
     """
 
     id = "latent-classification"
@@ -624,7 +658,9 @@ class LatentClassification(Task):
         "decay": [Interval(float, 0, 1, closed="right")],
         "scorer": [Options({"zero-one", "accuracy", "log-loss"})],
         "disclose_public_rows": [Boolean()],
+        "prediction_range": [Range(0.0, 1.0), None],
     }
+    _added_parameters = frozenset({"prediction_range"})
 
     def __init__(
         self,
@@ -636,6 +672,7 @@ class LatentClassification(Task):
         decay: float = 0.8,
         scorer: str = "zero-one",
         disclose_public_rows: bool = False,
+        prediction_range: list[float] | None = None,
     ):
         self.n_train = n_train
         self.n_public = n_public
@@ -645,11 +682,14 @@ class LatentClassification(Task):
         self.decay = decay
         self.scorer = scorer
         self.disclose_public_rows = disclose_public_rows
+        self.prediction_range = prediction_range
 
     def _check_params(self) -> None:
         super()._check_params()
         if self.n_public >= self.n_holdout:
             raise ValueError(f"{self.id}: n_public ({self.n_public}) must be smaller than n_holdout ({self.n_holdout})")
+        if self.prediction_range is not None and self.scorer != "log-loss":
+            raise ValueError(f"{self.id}: a prediction_range bounds the log loss; the {self.scorer!r} scorer takes labels")
 
     def data_shape(self) -> tuple[int, int]:
         return self.n_train + self.n_holdout, self.n_features + 2
@@ -665,7 +705,7 @@ class LatentClassification(Task):
         order = rng.permutation(self.n_holdout)
         public_rows = np.sort(order[: self.n_public])
         public = PublicData(X_train, y[: self.n_train], X_holdout, "classification", self.scorer, classes,
-                            public_rows.copy() if self.disclose_public_rows else None)
+                            public_rows.copy() if self.disclose_public_rows else None, declared_range(self.prediction_range))
         return LabelNoiseSplit(
             public,
             public_rows,

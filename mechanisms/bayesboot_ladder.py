@@ -16,6 +16,7 @@ class BayesBootLadder(BayesBootLadderBase):
 
     id = "bayesboot-ladder"
     reference = "Chaibub Neto et al. 2016, Alg. 5"
+    _search_space = {"alpha": [0.01, 0.15, 0.5]}
 
     def __init__(
         self,

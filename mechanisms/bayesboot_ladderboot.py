@@ -18,6 +18,7 @@ class BayesBootLadderBoot(BayesBootLadderBase):
     id = "bayesboot-ladderboot"
     reference = "Chaibub Neto et al. 2016, Alg. 6"
     _parameter_constraints = {**BayesBootLadderBase._parameter_constraints, "b": [Interval(int, 1, None)]}
+    _search_space = {"alpha": [0.01, 0.15, 0.5], "b": [10, 1000]}
 
     def __init__(
         self,

@@ -10,13 +10,15 @@ from ladderlab.params import Interval
 class Kaggle(Mechanism):
     """Releases every submission's empirical score rounded to a multiple of ``alpha``.
 
-    Blum & Hardt 2015, Fig. 7: output [R_S(f_t)]_α, α = 10⁻⁵ on Kaggle.
+    Blum & Hardt 2015, Fig. 7: output [R_S(f_t)]_α, α = 10⁻⁵ on Kaggle. α is in units of
+    the loss bound B (``Mechanism.unit_``; 1 for the 0/1 loss, as in the paper).
     """
 
     id = "kaggle"
     reference = "Blum & Hardt 2015, Fig. 7"
     scores_only = True
     _parameter_constraints = {"alpha": [Interval(float, 0, None, closed="neither")]}
+    _search_space = {"alpha": [1e-5, 0.001, 0.01, 0.03, 0.1]}
 
     def __init__(self, alpha: float = 1e-5):
         self.alpha = alpha
@@ -26,4 +28,4 @@ class Kaggle(Mechanism):
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
     def _release(self, P: FloatArray) -> FloatArray:
-        return round_to_multiple(self._scores(P), self.alpha)
+        return round_to_multiple(self._scores(P), self.alpha * self.unit_)

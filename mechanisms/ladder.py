@@ -11,7 +11,8 @@ class FixedLadder(Ladder):
 
     Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1. R_0 = ∞, so the
     first submission is always released. Needs only the score, so it works with any
-    scorer; for larger-is-better scores the test is mirrored.
+    scorer; for larger-is-better scores the test is mirrored. η is in units of the loss
+    bound B (``Mechanism.unit_``; 1 for the 0/1 loss, the theorem's loss in [0, 1]).
     """
 
     id = "ladder"
@@ -19,6 +20,7 @@ class FixedLadder(Ladder):
     scores_only = True
     reference = "Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1"
     _parameter_constraints = {"eta": [Interval(float, 0, None, closed="neither")]}
+    _search_space = {"eta": [0.005, 0.01, 0.02, 0.05, 0.1]}
 
     def __init__(self, eta: float = 0.01):
         self.eta = eta
@@ -28,7 +30,7 @@ class FixedLadder(Ladder):
         return ladder_error_bound(n, k, self.eta)
 
     def _margins(self, loss_rows: FloatArray | None, rows: int) -> float:
-        return self.eta
+        return self.eta * self.unit_
 
     def _accepted_release(self, risk: float) -> float:
-        return float(round_to_multiple(risk, self.eta))
+        return float(round_to_multiple(risk, self.eta * self.unit_))

@@ -22,6 +22,7 @@ class LadderBoot(PairedTTestLadder):
     reference = "Chaibub Neto et al. 2016, Alg. 4"
     compares_with_release = False
     _parameter_constraints = {**PairedTTestLadder._parameter_constraints, "b": [Interval(int, 1, None)]}
+    _search_space = {"alpha": [0.01, 0.15, 0.5], "b": [10, 1000]}
     version = "3"
 
     def __init__(self, alpha: float | None = 0.15, b: int = 1000, critical_value: float | None = None):

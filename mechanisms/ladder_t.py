@@ -15,6 +15,7 @@ class TTestLadder(PairedTTestLadder):
     id = "ladder-t"
     monotone = True
     reference = "Chaibub Neto et al. 2016, Alg. 3"
+    _search_space = {"alpha": [0.01, 0.05, 0.15, 0.5]}
 
     def __init__(self, alpha: float | None = 0.15, critical_value: float | None = None):
         self.alpha = alpha

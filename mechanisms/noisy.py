@@ -14,7 +14,8 @@ class Noisy(Mechanism):
     release step (Dwork et al. 2015, Science) added to every score. ``noise`` is
     ``"gaussian"`` (N(0, scale), scale = standard deviation) or ``"laplace"``
     (Lap(scale), standard deviation √2·scale); ``scale`` defaults to 1/√n, the order
-    of the sampling error of a mean [0, 1] loss on n points. ``rounding`` rounds the
+    of the sampling error of a mean [0, 1] loss on n points; ``scale`` and ``rounding``
+    are in units of the loss bound B (``Mechanism.unit_``). ``rounding`` rounds the
     noisy score to a multiple of itself (post-processing). With ``scale=0`` and no
     rounding it releases exactly what Full-disclosure does. Any scorer; one draw per
     submission, in submission order.
@@ -28,6 +29,7 @@ class Noisy(Mechanism):
         "scale": [Interval(float, 0, None), None],
         "rounding": [Interval(float, 0, None, closed="neither"), None],
     }
+    _search_space = {"scale": [None, 0.005, 0.01, 0.02, 0.05], "rounding": [None, 0.01]}
 
     def __init__(self, noise: str = "gaussian", scale: float | None = None, rounding: float | None = None):
         self.noise = noise
@@ -35,9 +37,9 @@ class Noisy(Mechanism):
         self.rounding = rounding
 
     def _start(self) -> None:
-        self.scale_ = 1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale)
+        self.scale_ = self.unit_ * (1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale))
 
     def _release(self, P: FloatArray) -> FloatArray:
         scores = self._scores(P)
         released = scores + draw_noise(self.rng_, self.noise, self.scale_, scores.size)
-        return released if self.rounding is None else round_to_multiple(released, self.rounding)
+        return released if self.rounding is None else round_to_multiple(released, self.rounding * self.unit_)

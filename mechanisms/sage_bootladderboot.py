@@ -93,6 +93,7 @@ class SageBootLadderBoot(Mechanism):
         "report_n": [Interval(int, 1, None)],
         "bayes_threshold": [Interval(float, 0, None)],
     }
+    _search_space = {"bayes_threshold": [1.0, 3.0, 10.0]}
 
     def __init__(self, variant: str = "2019", bootstrap_n: int = 10_000, report_n: int = 10, bayes_threshold: float = 3.0):
         self.variant = variant

@@ -39,7 +39,8 @@ class SparseVectorLadder(Ladder):
 
     Defaults η and σ come from n and the expected number of submissions ``k``
     (:func:`sparse_vector_defaults`, δ = ``delta``); the scale multipliers 2, 4, 1
-    are Thresholdout's. With σ = 0 and ``rounding`` it is exactly the fixed Ladder.
+    are Thresholdout's. η and σ are in units of the loss bound B (``Mechanism.unit_``).
+    With σ = 0 and ``rounding`` it is exactly the fixed Ladder.
     A noisy release may go up, so releases are not monotone. Comparison noise comes
     from one child stream of the Generator (one draw per submission) and the
     release and threshold noise from another (two draws per acceptance), so a batch
@@ -60,6 +61,7 @@ class SparseVectorLadder(Ladder):
         "release_scale": [Interval(float, 0, None)],
         "rounding": [Boolean()],
     }
+    _search_space = {"eta": [None, 0.02, 0.05], "sigma": [None, 0.002]}
 
     def __init__(
         self,
@@ -94,7 +96,7 @@ class SparseVectorLadder(Ladder):
 
     def _start(self) -> None:
         super()._start()
-        self.eta_, self.sigma_ = self.effective_parameters(self.n_)
+        self.eta_, self.sigma_ = (self.unit_ * value for value in self.effective_parameters(self.n_))
         self.comparison_rng_, self.update_rng_ = self.rng_.spawn(2)
         self.pending_comparison_noise_ = np.empty(0)
         self.threshold_noise_ = self._laplace(self.threshold_scale)

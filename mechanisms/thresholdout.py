@@ -50,9 +50,10 @@ class Thresholdout(Mechanism):
     When the budget is spent the papers answer ⊥; a leaderboard needs a number, so
     every later submission releases the last released value again: the transcript
     freezes and an attack learns nothing more (``budget_remaining_`` tells the
-    organiser). Any scorer; for one that is not a mean of [0, 1] losses (AUC,
-    correlations) T and σ should be scaled to its sensitivity, and the guarantee is
-    only approximate. Comparison noise comes from one child stream (one draw per
+    organiser). T and σ are in units of the loss bound B (``Mechanism.unit_``: 1 for the
+    0/1 loss and accuracy, 2 for a correlation), so they scale with the score's
+    sensitivity; any scorer, but for one that is not a mean of bounded per-sample losses
+    (AUC) the guarantee is only approximate. Comparison noise comes from one child stream (one draw per
     submission), overfitting-event noise from another (one draw per event, and one for
     the threshold at the start and after each event in the NIPS variant), so batches
     and loops agree.
@@ -70,6 +71,7 @@ class Thresholdout(Mechanism):
         "variant": [Options(set(NOISE_SCALES))],
         "split": [Options({"random", "ordered"})],
     }
+    _search_space = {"T": [None, 0.03, 0.1], "sigma": [None, 0.01], "B": [None, 50]}
 
     def __init__(
         self,
@@ -96,8 +98,8 @@ class Thresholdout(Mechanism):
                 f"{self.id}: guard_fraction = {self.guard_fraction} leaves {guard} guard and {self.n_ - guard} "
                 f"released points of {self.n_}; each part needs at least 2"
             )
-        self.T_ = 4.0 / math.sqrt(self.n_) if self.T is None else float(self.T)
-        self.sigma_ = 0.25 / math.sqrt(self.n_) if self.sigma is None else float(self.sigma)
+        self.T_ = self.unit_ * (4.0 / math.sqrt(self.n_) if self.T is None else float(self.T))
+        self.sigma_ = self.unit_ * (0.25 / math.sqrt(self.n_) if self.sigma is None else float(self.sigma))
         if self.split == "random":
             order = self.rng_.permutation(self.n_)
             self.guard_rows_ = np.sort(order[:guard])

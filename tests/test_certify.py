@@ -22,28 +22,42 @@ DELTA = 1e-6
 
 @pytest.fixture(scope="module")
 def kaggle_certificate():
-    return certify.certify("kaggle", n=100, budgets=[20, 200], attacks=[], replications=6, seed=1)
+    return certify.certify("kaggle", n=100, budgets=[20, 200], attacks=[], replications=12, seed=1)
 
 
 def test_certificate_has_the_documented_keys(kaggle_certificate):
-    assert {"mechanism", "params", "n", "safe_budget", "battery", "versions", "seed", "broken_by"} <= set(kaggle_certificate)
-    attacks = {(row["attack"], row["params"]["budget"]) for row in kaggle_certificate["battery"]}
+    assert {"mechanism", "params", "n", "safe_budget", "battery", "versions", "seed", "broken_by", "confidence",
+            "families", "honest", "run_dir"} <= set(kaggle_certificate)
+    attacks = {(row["attack"], row["budget"]) for row in kaggle_certificate["battery"]}
+    # every registered attack that is not an honest policy, and no honest policy (by the declared property)
     assert attacks == {(a, b) for a in ATTACKS.ids() if not ATTACKS.get(a).honest for b in (20, 200)}
-    # honest participants are the utility side, not attacks: never in the battery
-    assert not {"honest", "progressive-analyst", "conservative-analyst"} & {a for a, _ in attacks}
     for row in kaggle_certificate["battery"]:
-        assert {"budget", "submissions_used", "worst_params", "verdict", "grid"} <= set(row)
-        assert row["budget"] == row["params"]["budget"]
+        assert {"budget", "submissions_used", "worst_params", "verdict", "grid", "replications"} <= set(row)
         if row["verdict"] != "did not play":
-            assert row["n_ok"] == 6
-            assert row["worst_params"] == row["params"]["attack"]
+            assert row["n_ok"] == row["replications"] <= 12
             assert row["worst_params"] in [point["params"] for point in row["grid"]]
+            for measure in ("delta", "lberr", "delta_raw", "lberr_raw"):
+                assert row[measure]["median"] is not None and {"lo", "hi"} <= set(row[measure])
+            assert 0 <= row["p_delta"]["lo"] <= row["p_delta"]["estimate"] <= row["p_delta"]["hi"] <= 1
+
+
+@pytest.mark.parametrize("attack_id", ATTACKS.ids())
+def test_honest_policies_are_never_in_the_battery(attack_id):
+    """Over every registered attack, by the declared ``honest`` property, not by name: an honest
+    participant's noise is not overfitting, so the default battery leaves it out and naming it is
+    refused. (``improving``, which never looks at a release, declares it.)"""
+    honest = ATTACKS.get(attack_id).honest
+    assert (certify.AttackSpec(attack_id) in certify._battery_specs([], True)) is not honest
+    if honest:
+        with pytest.raises(ValueError, match="honest"):
+            certify._battery_specs([attack_id], False)
+    assert ATTACKS.get("improving").honest
 
 
 def test_kaggle_is_not_safe_against_boosting_at_a_budget_of_200(kaggle_certificate):
     boosting = next(row for row in kaggle_certificate["battery"]
-                    if row["attack"] == "boosting" and row["params"]["budget"] == 200)
-    assert boosting["delta_median"] < -0.05 and not boosting["passes"] and boosting["verdict"] == "fails"
+                    if row["attack"] == "boosting" and row["budget"] == 200)
+    assert boosting["delta"]["median"] < -0.05 and not boosting["passes"] and boosting["verdict"] == "fails"
     assert boosting["worst_params"]["k"] == 200 and boosting["worst_params"]["variant"] in ("kaggle", "ladder")
     assert boosting["submissions_used"] == 200
     assert {point["params"]["variant"] for point in boosting["grid"]} == {"kaggle", "ladder"}
@@ -55,7 +69,7 @@ def test_an_attack_that_cannot_afford_one_step_did_not_play_and_is_not_a_pass(ka
     """Step-forward needs one submission per feature (300) for its first iteration: at a budget
     of 20 it submits nothing at any grid point. That is no evidence of safety."""
     row = next(row for row in kaggle_certificate["battery"]
-               if row["attack"] == "step-forward" and row["params"]["budget"] == 20)
+               if row["attack"] == "step-forward" and row["budget"] == 20)
     assert row["verdict"] == "did not play" and not row["passes"]
     assert row["submissions_used"] == 0 and row["worst_params"] is None
     assert "made no submission" in row["did_not_play"]
@@ -64,26 +78,40 @@ def test_an_attack_that_cannot_afford_one_step_did_not_play_and_is_not_a_pass(ka
     assert "## Did not play" in text and "step-forward" in text.split("## Did not play")[1]
 
 
+def test_points_are_stopped_undecided_only_at_or_above_a_budget_where_one_already_fails(kaggle_certificate):
+    """Once a point fails at a budget, the safe budget lies below it: undecided points there and above stop
+    at the end of a round (8, 16, … replications), and nowhere else."""
+    rows = kaggle_certificate["battery"]
+    points = [(row["budget"], point) for row in rows for point in row["grid"]]
+    lowest_failing = min(budget for budget, point in points if point["verdict"] == "fails")
+    stopped = [(budget, point) for budget, point in points if point["stopped"]]
+    assert all(budget >= lowest_failing and point["verdict"] == "inconclusive" for budget, point in stopped)
+    assert all(point["replications"] in (8, 12) for _, point in stopped)
+
+
 def test_safe_budget_is_the_largest_budget_up_to_which_every_attack_passes():
-    rows = [{"params": {"budget": b}, "passes": p} for b, p in [(10, True), (30, True), (100, False), (300, True)]]
+    rows = [{"budget": b, "passes": p} for b, p in [(10, True), (30, True), (100, False), (300, True)]]
     assert certify.safe_budget(rows, [10, 30, 100, 300]) == 30
-    assert certify.safe_budget([{"params": {"budget": 10}, "passes": False}], [10]) == 0
+    assert certify.safe_budget([{"budget": 10, "passes": False}], [10]) == 0
 
 
 def test_a_budget_where_no_attack_played_is_not_safe_and_one_that_did_not_play_is_not_a_pass():
-    idle = {"params": {"budget": 10}, "passes": False, "verdict": "did not play"}
+    idle = {"budget": 10, "passes": False, "verdict": "did not play"}
     assert certify.safe_budget([idle], [10]) == 0
-    played = {"params": {"budget": 10}, "passes": True, "verdict": "passes"}
+    played = {"budget": 10, "passes": True, "verdict": "passes"}
     assert certify.safe_budget([idle, played], [10]) == 10
-    failing = {"params": {"budget": 10}, "passes": False, "verdict": "fails"}
+    inconclusive = {"budget": 10, "passes": False, "verdict": "inconclusive"}
+    assert certify.safe_budget([idle, played, inconclusive], [10]) == 0
+    failing = {"budget": 10, "passes": False, "verdict": "fails"}
     assert certify.safe_budget([idle, played, failing], [10]) == 0
 
 
 def test_kaggle_rounding_costs_honest_participants_nothing(kaggle_certificate):
-    """Rounding the MSE to 1e-5 almost never reorders honest models: the same rank correlation."""
+    """Rounding the MSE to 1e-5·B almost never reorders an honest participant's submissions: the
+    same rank correlation as full disclosure, replication by replication."""
     honest = kaggle_certificate["honest"]
-    assert -1 <= honest["rank_correlation"] <= 1
-    assert abs(honest["cost"]) < 0.05
+    assert -1 <= honest["rank_correlation"]["median"] <= 1
+    assert abs(honest["cost"]["median"]) < 0.05
 
 
 def test_cli_writes_json_and_markdown(tmp_path, capsys):
@@ -170,12 +198,12 @@ def block_certificate():
     |Δ| and leaderboard error exceed 0.05 only beyond 4 sd) and boosting from block 8 on
     (k = 1000 on n = 2000: Kaggle's released loss falls about 0.15 below ½)."""
     return certify.certify("kaggle", n=2000, budgets=[1000], attacks=[f"{BLOCK_ATTACK}:BlockAttack"],
-                           replications=5, seed=2, default_battery=False)
+                           replications=20, seed=2, default_battery=False, complete=True)
 
 
 def test_a_grid_point_that_breaks_the_mechanism_fails_the_attack_though_the_default_passes(block_certificate):
     (row,) = block_certificate["battery"]
-    by_block = {point["params"]["block"]: point for point in row["grid"]}
+    by_block = {point["params"]["block"]: point for point in row["grid"] if point["task"] == "random-labels"}
     assert sorted(by_block) == [1, 2, 4, 8, 16, 32]
     assert all(by_block[block]["verdict"] == "passes" for block in (1, 2, 4))
     assert all(by_block[block]["verdict"] == "fails" for block in (8, 16, 32))
@@ -188,9 +216,9 @@ def test_a_grid_point_that_breaks_the_mechanism_fails_the_attack_though_the_defa
 
 def test_pinned_parameters_are_run_exactly_without_a_grid():
     certificate = certify.certify("kaggle", n=2000, budgets=[1000], attacks=[f"{BLOCK_ATTACK}:BlockAttack(block=2)"],
-                                  replications=3, seed=2, default_battery=False)
+                                  replications=12, seed=2, default_battery=False)
     (row,) = certificate["battery"]
-    assert [point["params"] for point in row["grid"]] == [{"k": 1000, "block": 2}]
+    assert [point["params"] for point in row["grid"]] == [{"k": 1000, "block": 2}] * 2  # on both classification families
     assert row["verdict"] == "passes" and row["pinned"] and certificate["safe_budget"] == 1000
 
 
@@ -291,10 +319,80 @@ def test_an_attack_that_plays_both_families_is_judged_by_its_worst_point_over_bo
     rows = [row for row in kaggle_certificate["battery"] if row["attack"] == "hill-climbing"]
     assert rows
     for row in rows:
-        assert {point["task"] for point in row["grid"]} == {"random-labels", "gaussian-regression"}
+        assert {point["task"] for point in row["grid"]} == {"random-labels", "gaussian-regression", "random-labels-log-loss"}
         played = [point for point in row["grid"] if point["verdict"] != "did not play"]
         worst = max(played, key=lambda point: point["severity"])
         assert (row["worst_task"], row["worst_params"]) == (worst["task"], worst["params"])
         assert row["severity"] == worst["severity"]
     classification_only = [row for row in kaggle_certificate["battery"] if row["attack"] == "boosting"]
     assert all({point["task"] for point in row["grid"]} == {"random-labels"} for row in classification_only)
+
+
+# A criterion without artefacts: what learns nothing fails nothing.
+
+ARTEFACTS = str(Path(__file__).parent / "data" / "artefacts.py")
+
+
+@pytest.mark.parametrize("mechanism_id", sorted(MECHANISMS.ids()))
+@pytest.mark.parametrize("attack", ["GarbageFinal", "LoneProbe"])
+def test_a_garbage_final_prediction_or_a_lone_huge_probe_moves_no_measure(mechanism_id, attack):
+    """Δ is that of the submission the leaderboard reports (Blum & Hardt Def. 2.1), and both
+    measures are in units of B under a declared range, so neither a constant of 10 after an
+    ordinary submission nor one probe at scale 100 moves |Δ|/B or the error/B past 0.05, in
+    any of 5 replications at n = 4000, against any mechanism, full disclosure included."""
+    task = TASKS.make("gaussian-regression", n_samples=12000, n_features=20, prediction_range="training")
+    light = {"sage-bootladderboot": {"bootstrap_n": 1000}}.get(mechanism_id, {})
+    for replication in range(5):
+        result = duel(task, MECHANISMS.make(mechanism_id, **light), ATTACKS.make(f"{ARTEFACTS}:{attack}"), seed=7,
+                      replication=replication)
+        assert abs(result.delta) / result.loss_bound < 0.05
+        assert result.leaderboard_error / result.loss_bound < 0.05
+
+
+def test_a_certificate_against_the_artefacts_passes_full_disclosure(tmp_path):
+    certificate = certify.certify("full-disclosure", n=500, budgets=[1], attacks=[f"{ARTEFACTS}:GarbageFinal",
+                                  f"{ARTEFACTS}:LoneProbe"], default_battery=False, replications=20,
+                                  scorer="squared", honest_replications=1, run_dir=tmp_path / "battery")
+    assert [row["verdict"] for row in certificate["battery"]] == ["passes", "passes"]
+    assert certificate["safe_budget"] == 1
+
+
+# Nothing lost on interruption (issue 34).
+
+def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
+    """A real Ctrl-C: the command gets SIGINT in the middle of its battery, exits with 130 and keeps
+    every piece it finished; the same command again computes only what is missing and writes the
+    certificate an uninterrupted run writes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "ladderlab.cli", "--quiet", "certify", "kaggle", "--n", "100", "--budgets", "20",
+               "60", "--replications", "16", "--jobs", "2", "--scorer", "zero-one", "--complete", "--only",
+               "--attack", "hill-climbing", "--attack", "boosting"]
+    interrupted = subprocess.Popen([*command, "--out", str(tmp_path / "first.json")], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    cache = tmp_path / "cache" / "ladderlab" / "certify"
+    deadline = time.monotonic() + 300
+    while len(list(cache.glob("*/chunks/*/*.parquet"))) < 6:
+        assert interrupted.poll() is None and time.monotonic() < deadline, interrupted.stderr.read() if interrupted.poll() else "too slow"
+        time.sleep(0.1)
+    interrupted.send_signal(signal.SIGINT)
+    assert interrupted.wait(timeout=60) == 130
+    assert "interrupted" in interrupted.stderr.read() and not (tmp_path / "first.json").exists()
+    kept = {path: path.stat().st_mtime_ns for path in cache.glob("*/chunks/*/*.parquet")}
+    assert kept
+    resumed = subprocess.run([*command, "--out", str(tmp_path / "resumed.json")], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())  # kept pieces were read, not redone
+    env["XDG_CACHE_HOME"] = str(tmp_path / "fresh")
+    subprocess.run([*command, "--out", str(tmp_path / "fresh.json")], env=env, check=True, capture_output=True)
+
+    def certificate(name):
+        content = json.loads((tmp_path / name).read_text())
+        return {key: value for key, value in content.items() if key not in ("wall_time_seconds", "cpu_time_seconds", "run_dir")}
+
+    assert certificate("resumed.json") == certificate("fresh.json")

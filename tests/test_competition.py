@@ -454,7 +454,7 @@ def test_shared_state_and_honest_are_declared_on_the_base_classes():
 
     assert Mechanism.shared_state is False and BatchLog.shared_state is True
     assert Attack.honest is False
-    assert {a for a in ATTACKS.ids() if ATTACKS.get(a).honest} == {"honest", "progressive-analyst", "conservative-analyst"}
+    assert {a for a in ATTACKS.ids() if ATTACKS.get(a).honest} == {"honest", "improving", "progressive-analyst", "conservative-analyst"}
     assert TeamSpec("honest").is_honest and not TeamSpec("boosting").is_honest
 
 

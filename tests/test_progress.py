@@ -40,3 +40,15 @@ def test_bench_prints_every_measurement_as_a_table_row(monkeypatch, capsys):
     assert [row[:3] for row in rows] == [["kaggle", "200", "2,000"], ["kaggle", "4000", "2,000"]]
     assert "4.0×" in printed.out and "boosting vs kaggle" in printed.out and "0.250" in printed.out
     assert [line.split(":")[1] for line in printed.err.splitlines()] == [" estimated the benchmark"]  # no bar: not a terminal
+
+
+def test_bench_times_a_certificate_with_its_workers_cpu(monkeypatch, capsys):
+    """``bench --certify`` times the README's certificate from an empty directory (here a small one)."""
+    from ladderlab import benchmark, cli
+
+    monkeypatch.setattr(benchmark, "README_CERTIFICATE", {"mechanism": "kaggle", "n": 60, "budgets": [10],
+                                                          "replications": 8, "scorer": "zero-one",
+                                                          "attacks": ["boosting"], "default_battery": False})
+    assert cli.main(["--quiet", "bench", "--certify", "--jobs", "2"]) == 0
+    line = capsys.readouterr().out
+    assert "--jobs 2" in line and "safe budget 0" in line and "workers included" in line

@@ -1,0 +1,137 @@
+"""Anytime-valid verdicts: confidence sequences for a Bernoulli probability, and the verdict of a grid point.
+
+A certificate replicates each grid point until its verdict is decided at a stated
+confidence, so its statements must hold at a data-dependent stopping time. For
+indicators X₁, X₂, … independent with P(Xᵢ = 1) = p, Robbins' (1970) mixture
+martingale with a Beta(a, b) prior,
+
+    M_t(p) = B(a + S_t, b + t − S_t) / B(a, b) / (p^S_t (1 − p)^(t − S_t)),   S_t = X₁ + … + X_t,
+
+is a nonnegative martingale of mean 1 under p, so by Ville's inequality
+P(M_t(p) ≥ 1/δ for some t) ≤ δ: the sets CS_t = {p : M_t(p) < 1/δ} contain the true p
+at every t simultaneously with probability at least 1 − δ (a confidence sequence,
+Robbins 1970; Howard, Ramdas, McAuliffe & Sekhon 2021, §3). Each CS_t is an interval
+around S_t/t (−log of the denominator is convex in p). The prior is Jeffreys',
+Beta(½, ½): with unanimous indicators a sequence at δ = 0.025 excludes ½ after 8.
+
+A grid point's verdict concerns two medians, of Δ (in units of B) against −τ and of the
+leaderboard error against ε, through p_Δ = P(Δ < −τ) and p_E = P(error > ε): the median
+of Δ is below −τ exactly when p_Δ > ½. With confidence 1 − α, each probability gets a
+sequence at δ = α/2 (a union bound), and the point
+
+- **fails** as soon as either sequence lies above ½;
+- **passes** as soon as both lie below ½;
+- is **inconclusive** if neither happened by the largest number of replications.
+
+Whatever the truth, a decided verdict is wrong with probability at most α: a wrong
+"passes" needs a sequence below ½ that should contain a p ≥ ½ (δ), a wrong "fails" one
+above ½ that should contain a p ≤ ½ (δ for each of two). A point whose median sits at
+the threshold stays inconclusive with probability at least 1 − α.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize, special, stats
+
+PRIOR = (0.5, 0.5)
+"""Jeffreys' Beta(½, ½) mixing distribution."""
+PASSES, FAILS, UNDECIDED, INCONCLUSIVE = "passes", "fails", "undecided", "inconclusive"
+
+
+def log_mixture_martingale(successes: int, trials: int, p: float, prior: tuple[float, float] = PRIOR) -> float:
+    """log M_t(p) for S_t = ``successes`` of t = ``trials`` (module docstring)."""
+    a, b = prior
+    log_mixture = special.betaln(a + successes, b + trials - successes) - special.betaln(a, b)
+    return log_mixture - special.xlogy(successes, p) - special.xlog1py(trials - successes, -p)
+
+
+def confidence_sequence(successes: int, trials: int, delta: float,
+                        prior: tuple[float, float] = PRIOR) -> tuple[float, float]:
+    """The interval {p : M_t(p) < 1/δ} at time t = ``trials`` (the whole [0, 1] before any trial)."""
+    if trials == 0:
+        return 0.0, 1.0
+    threshold = -math.log(delta)
+
+    def excess(p: float) -> float:
+        return log_mixture_martingale(successes, trials, p, prior) - threshold
+
+    estimate = successes / trials
+    low = 0.0 if excess(0.0) < 0 else optimize.brentq(excess, 0.0, estimate, xtol=1e-12) if estimate > 0 else 0.0
+    high = 1.0 if excess(1.0) < 0 else optimize.brentq(excess, estimate, 1.0, xtol=1e-12) if estimate < 1 else 1.0
+    return float(low), float(high)
+
+
+def excludes_half(successes: int, trials: int, delta: float) -> int:
+    """+1 when the sequence lies above ½, −1 when below, 0 when it contains ½."""
+    if trials == 0 or log_mixture_martingale(successes, trials, 0.5) < -math.log(delta):
+        return 0
+    return 1 if 2 * successes > trials else -1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A grid point's verdict after ``replications`` replications, with both probabilities' intervals."""
+
+    verdict: str
+    replications: int
+    p_delta: tuple[float, float]
+    p_error: tuple[float, float]
+
+
+def verdict_at(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, confidence: float) -> Verdict:
+    """The verdict after the given indicators (1{Δ < −τ} and 1{error > ε} per replication, in order):
+    ``passes``, ``fails`` or ``undecided``."""
+    delta = (1.0 - confidence) / 2.0
+    x, y = np.asarray(beyond_tau, dtype=bool), np.asarray(beyond_epsilon, dtype=bool)
+    t, s_delta, s_error = x.size, int(x.sum()), int(y.sum())
+    sides = excludes_half(s_delta, t, delta), excludes_half(s_error, t, delta)
+    verdict = FAILS if 1 in sides else PASSES if sides == (-1, -1) else UNDECIDED
+    return Verdict(verdict, t, confidence_sequence(s_delta, t, delta), confidence_sequence(s_error, t, delta))
+
+
+def stopping_verdict(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, confidence: float,
+                     maximum: float = math.inf) -> Verdict:
+    """The verdict at the first t at which it is decided (looking after every replication), or
+    at the last t: ``inconclusive`` once ``maximum`` indicators were given, else ``undecided``.
+    The indicators may run past the stopping time (a chunk of replications computed at once):
+    what follows the stop is ignored, so the verdict and the replications it used do not
+    depend on how the replications were chunked."""
+    x, y = np.asarray(beyond_tau, dtype=bool), np.asarray(beyond_epsilon, dtype=bool)
+    delta = (1.0 - confidence) / 2.0
+    cumulative_x, cumulative_y = np.cumsum(x), np.cumsum(y)
+    for t in range(1, x.size + 1):
+        sides = excludes_half(int(cumulative_x[t - 1]), t, delta), excludes_half(int(cumulative_y[t - 1]), t, delta)
+        if 1 in sides or sides == (-1, -1):
+            return verdict_at(x[:t], y[:t], confidence)
+    final = verdict_at(x, y, confidence)
+    return Verdict(INCONCLUSIVE, x.size, final.p_delta, final.p_error) if x.size >= maximum else final
+
+
+def first_decision(confidence: float) -> int:
+    """The fewest replications that can decide a verdict: unanimous indicators."""
+    delta = (1.0 - confidence) / 2.0
+    t = 1
+    while log_mixture_martingale(0, t, 0.5) < -math.log(delta):
+        t += 1
+    return t
+
+
+def median_interval(values: ArrayLike, confidence: float) -> tuple[float, float, float]:
+    """The sample median and a distribution-free confidence interval for the median: order
+    statistics x₍ₗ₎ ≤ x₍ᵤ₎ with l, u from Binomial(t, ½), so that P(x₍ₗ₎ ≤ median ≤ x₍ᵤ₎) ≥
+    ``confidence`` (the sign-test interval); an end is ±inf where t is too small for it."""
+    x = np.sort(np.asarray(values, dtype=float))
+    t = x.size
+    if t == 0:
+        return math.nan, math.nan, math.nan
+    lower_rank = int(stats.binom.ppf((1.0 - confidence) / 2.0, t, 0.5))  # P(Bin ≤ l − 1) ≤ (1 − c)/2
+    if stats.binom.cdf(lower_rank, t, 0.5) > (1.0 - confidence) / 2.0:
+        lower_rank -= 1
+    low = x[lower_rank] if lower_rank >= 0 else -math.inf
+    high = x[t - 1 - lower_rank] if lower_rank >= 0 else math.inf
+    return float(np.median(x)), float(low), float(high)

@@ -1,0 +1,51 @@
+"""What to deploy: declared search spaces, and the recommendation of ``certify --tune``."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ladderlab import tune
+from ladderlab.cli import main
+from ladderlab.registry import MECHANISMS
+
+KNOWN_DELTA = str(Path(__file__).parent / "data" / "known_delta.py")
+
+
+@pytest.mark.parametrize("mechanism_id", MECHANISMS.ids())
+def test_every_search_space_holds_declared_parameters_and_admissible_values(mechanism_id):
+    cls = MECHANISMS.get(mechanism_id)
+    assert set(cls._search_space) <= set(cls._parameter_constraints)
+    for name, values in cls._search_space.items():
+        assert len(values) >= 2 and len(set(map(repr, values))) == len(values)
+        for value in values:
+            MECHANISMS.make(mechanism_id, **{name: value}).validate_params()
+
+
+def test_a_real_valued_scorer_searches_the_prediction_range_too():
+    found = tune.settings("ladder", {}, "squared")
+    assert len(found) == len(MECHANISMS.get("ladder")._search_space["eta"]) * len(tune.PREDICTION_RANGES)
+    assert {str(prediction_range) for _, prediction_range in found} == {str(r) for r in tune.PREDICTION_RANGES}
+
+
+def test_a_mechanism_with_nothing_to_search_is_refused_by_name():
+    with pytest.raises(ValueError, match="ladder-free.*nothing to search"):
+        tune.settings("ladder-free", {}, "zero-one")
+
+
+def test_tune_recommends_the_certified_setting_with_the_best_honest_utility(tmp_path):
+    """A release shifted by −0.1·B fails (Δ ≈ −0.1 < −τ); shifts 0 and −0.02 pass. A constant shift
+    does not reorder the honest participant's releases, so their utilities tie and the first
+    certified setting is recommended; the table, the plot and the certificate go beside --out."""
+    out = tmp_path / "tuned.json"
+    assert main(["--quiet", "certify", f"{KNOWN_DELTA}:Shifted", "--tune", "--n", "1000", "--budgets", "1", "--only",
+                 "--attack", f"{KNOWN_DELTA}:Guess", "--replications", "30", "--epsilon", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    certified = [row["certified"] for row in result["settings"]]
+    assert certified == [False, True, True]
+    utilities = [row["utility"]["median"] for row in result["settings"]]
+    best = max(utility for utility, ok in zip(utilities, certified) if ok)
+    assert result["recommended"] == next(i for i, (u, ok) in enumerate(zip(utilities, certified)) if ok and u == best)
+    assert result["settings"][result["recommended"]]["params"]["shift"] != -0.1
+    assert "Recommended:" in out.with_suffix(".md").read_text()
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
