@@ -15,4 +15,9 @@ class FullDisclosure(Mechanism):
     _parameter_constraints = {}
 
     def _release(self, P: FloatArray) -> FloatArray:
-        return self._scores(P)
+        return self._release_scores(self._scores(P))
+
+    def _release_scores(self, scores: FloatArray) -> FloatArray:
+        """The release of submissions with these exact scores (no state: a competition releases
+        every account's rows at once, :mod:`ladderlab.mechanism_bank`)."""
+        return scores

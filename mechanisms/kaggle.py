@@ -25,4 +25,9 @@ class Kaggle(Mechanism):
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
     def _release(self, P: FloatArray) -> FloatArray:
-        return round_to_multiple(self._scores(P), self.alpha)
+        return self._release_scores(self._scores(P))
+
+    def _release_scores(self, scores: FloatArray) -> FloatArray:
+        """The release of submissions with these exact scores (no state: a competition releases
+        every account's rows at once, :mod:`ladderlab.mechanism_bank`)."""
+        return round_to_multiple(scores, self.alpha)
