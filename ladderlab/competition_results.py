@@ -70,7 +70,12 @@ SCHEMA = pa.schema(
 
 def cell_table(cell: CompetitionCell, seed: int, replications: int) -> pa.Table:
     """Every replication of a competition cell as a Parquet table."""
-    rows = [run_replication(cell, seed, replication) for replication in range(replications)]
+    return rows_table(cell, seed, [run_replication(cell, seed, replication) for replication in range(replications)])
+
+
+def rows_table(cell: CompetitionCell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
+    """A competition cell's table from its rows (every replication, in order; the runner may
+    have played ranges of them in different workers)."""
     fixed = {
         "cell": cell.key, "task": cell.task[0], "task_params": json.dumps(cell.task[1], sort_keys=True),
         "mechanism": cell.mechanism[0], "mechanism_params": json.dumps(cell.mechanism[1], sort_keys=True),
