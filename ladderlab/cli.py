@@ -514,6 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="time per mechanism and n, its references included (default: 1)")
     bench.set_defaults(handler=_bench)
 
+    from ladderlab import competition_benchmark
+
+    competition_benchmark.add_subcommand(commands)
+
     extrapolate = commands.add_parser(
         "extrapolate", help="predict the accuracy on K classes from a classifier's results on k of them",
         description="Zheng, Achanta & Benjamini: extrapolate multi-class accuracy from k observed classes to K "
