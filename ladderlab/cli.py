@@ -514,9 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="time per mechanism and n, its references included (default: 1)")
     bench.set_defaults(handler=_bench)
 
-    from ladderlab import competition_benchmark
+    from ladderlab import competition_benchmark, realism
 
     competition_benchmark.add_subcommand(commands)
+    realism.add_subcommand(commands)
 
     extrapolate = commands.add_parser(
         "extrapolate", help="predict the accuracy on K classes from a classifier's results on k of them",

@@ -70,6 +70,7 @@ from ladderlab.board import Board, BudgetExceeded
 from ladderlab.cohort import Cohort
 from ladderlab.competition_scoring import HoldoutScorer, population_scores
 from ladderlab.duel import Incompatible, incompatibility, spec
+from ladderlab.kaggle_calibration import ACTIVITIES, Schedule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.mechanism_bank import LadderBank, MechanismBank, Wave, make_bank
 from ladderlab.registry import ATTACKS
@@ -136,12 +137,18 @@ class TeamSpec:
     honest: bool | None = None
     """Counts towards the honest utility (None: when the policy's class sets ``honest = True``,
     as ``honest`` and the natural analysts do)."""
+    activity: str | None = None
+    """An activity profile (:data:`ladderlab.kaggle_calibration.ACTIVITIES`): each team draws when it
+    arrives, how long it stays and how many submissions it makes (None: every round, the whole quota)."""
 
     def __post_init__(self) -> None:
         for name in ("count", "accounts"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"team {self.name!r}: {name} must be a whole number ≥ 1, got {value!r}")
+        if self.activity is not None and self.activity not in ACTIVITIES:
+            raise ValueError(f"team {self.name!r}: activity must be one of {', '.join(map(repr, ACTIVITIES))} or None, "
+                             f"got {self.activity!r}")
         if isinstance(self.policy, Attack) and self.params:
             raise ValueError(f"team {self.name!r}: give params in the attack instance, not beside it")
 
@@ -168,22 +175,29 @@ class TeamSpec:
 
 
 class Account:
-    """One account's quota; its leaderboard state is slot ``slot`` of the mechanism bank."""
+    """One account's quota; its leaderboard state is slot ``slot`` of the mechanism bank. A team with
+    an activity profile submits only from round ``first`` to round ``last``, at most ``daily`` a
+    round and ``total`` in all (by default: the rules' whole competition, quota and cap)."""
 
-    __slots__ = ("slot", "rules", "used", "used_today", "today")
+    __slots__ = ("slot", "rules", "used", "used_today", "today", "first", "last", "daily", "total")
 
-    def __init__(self, slot: int, rules: Rules):
+    def __init__(self, slot: int, rules: Rules, schedule: Schedule | None = None):
         self.slot, self.rules = slot, rules
         self.used = self.used_today = self.today = 0
+        if schedule is None:
+            schedule = Schedule(0, rules.rounds - 1, rules.per_round, rules.cap)
+        self.first, self.last, self.daily, self.total = schedule.first, schedule.last, schedule.daily, schedule.total
 
     def left_today(self, round_: int) -> int:
+        if not self.first <= round_ <= self.last:
+            return 0
         used_today = self.used_today if round_ == self.today else 0
-        return max(0, min(self.rules.per_round - used_today, self.rules.cap - self.used))
+        return max(0, min(self.daily - used_today, self.total - self.used))
 
     def remaining(self, round_: int) -> int:
         """Submissions the rules still allow this account, today's included."""
-        later = (self.rules.rounds - round_ - 1) * self.rules.per_round
-        return max(0, min(self.rules.cap - self.used, self.left_today(round_) + later))
+        later = max(0, self.last - max(round_, self.first - 1)) * self.daily
+        return max(0, min(self.total - self.used, self.left_today(round_) + later))
 
     def count(self, rows: int, round_: int) -> None:
         """Charge ``rows`` submissions made in ``round_`` to the quotas."""
@@ -404,6 +418,19 @@ class CompetitionResult:
     last_round: FloatArray | None = None
     """The last round (1-based) in which each team submitted on any account, NaN if never: the day
     a team that probes and then submits its final prediction (the log-loss oracle) was done."""
+    first_round: NDArray[np.int64] | None = None
+    """The round (0-based) from which each team could submit: its arrival under an activity profile."""
+    improvements: NDArray[np.int64] | None = None
+    """How many times each team's leaderboard value improved on its main account (its first value included)."""
+    public_exact: FloatArray | None = None
+    """The exact public score of the submission that counted privately (the release may be rounded or noisy)."""
+    population_public: FloatArray | None = None
+    """The population score of that submission on the public rows alone (NaN where the task has no closed form)."""
+    public_noise_sd: float = float("nan")
+    """The standard deviation of any fixed submission's public score under the task's label noise (the
+    0/1 loss and accuracy on a task that knows P(y = 1 | x); NaN otherwise): the sampling noise."""
+    private_noise_sd: float = float("nan")
+    """The same for its private score."""
 
 
 def _leaderboard_value(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -498,9 +525,10 @@ class _Engine:
             cohort = prototype.cohort(self.data, rngs) if self.batched else None
             for member, rng in enumerate(rngs):
                 identity = ("team", entry_index, entry.name, member, attack_spec)
+                schedule = self._schedule(entry, member)
                 accounts = []
                 for account in range(entry.accounts):
-                    accounts.append(Account(len(self.slot_identities), self.rules))
+                    accounts.append(Account(len(self.slot_identities), self.rules, schedule))
                     self.slot_identities.append((*identity, account))
                 if cohort is not None:
                     self.teams.append(_CohortMember(entry, member, accounts, cohort, self.check))
@@ -510,6 +538,13 @@ class _Engine:
                                                   self.holdout_size, self.classes))
         self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched)
         self.keep_losses = isinstance(self.bank, LadderBank) and self.bank.paired and self.holdout.keeps_loss_rows
+
+    def _schedule(self, entry: TeamSpec, member: int) -> Schedule | None:
+        """The team's activity, drawn from its own stream (None without an activity profile)."""
+        if entry.activity is None:
+            return None
+        rng = stream(self.seed, "activity", entry.activity, self.task_spec, entry.name, member, self.replication)
+        return ACTIVITIES[entry.activity](self.rules.rounds, self.rules.per_round, self.rules.cap, rng)
 
     def _bind(self, slot: int) -> Mechanism:
         from sklearn.base import clone  # imported when a competition plays: it is slow to import
@@ -531,7 +566,7 @@ class _Engine:
         cohorts: dict[int, tuple[Cohort, list[_CohortMember]]] = {}
         advanced = False
         for team in ordered:
-            if team.state is not _State.READY:
+            if team.state is not _State.READY or round_ < team.accounts[0].first:
                 continue
             advanced = True
             if isinstance(team, _PolicyTeam):
@@ -605,7 +640,8 @@ class _Engine:
                 team.abort()
 
     def result(self) -> CompetitionResult:
-        return _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared)
+        return _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared,
+                       (self.holdout.public_noise_sd, self.holdout.private_noise_sd))
 
 
 class _Wave:
@@ -642,8 +678,9 @@ class _Wave:
             return False
         self._score_unscored()
         engine = self.engine
-        public, private, population = (np.concatenate([getattr(scores, name) for scores in self.scored])
-                                       for name in ("public", "private", "population"))
+        public, private, population, population_public = (
+            np.concatenate([getattr(scores, name) for scores in self.scored])
+            for name in ("public", "private", "population", "population_public"))
         losses = np.concatenate([scores.public_losses for scores in self.scored]) if engine.keep_losses else None
         sizes = np.array([rows.shape[0] for _, _, rows in self.parts])
         stops = np.cumsum(sizes)
@@ -662,7 +699,8 @@ class _Wave:
         if engine.rules.precision is not None:
             released = round_to_multiple(released, engine.rules.precision)
         engine.records.append({"slot": slots, "round": np.full(slots.size, self.round), "released": released,
-                               "public": public, "private": private, "population": population, "accepted": accepted})
+                               "public": public, "private": private, "population": population,
+                               "population_public": population_public, "accepted": accepted})
         for (team, _, _), (start, stop, _) in zip(self.parts, segments):
             team.answer(released[start:stop])
         return True
@@ -688,13 +726,14 @@ def _by_account(records: list[dict[str, NDArray[Any]]]) -> tuple[dict[str, NDArr
 
 
 def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: Rules, scorer: Scorer,
-            mechanism: Mechanism, split: Split, shared: bool) -> CompetitionResult:
+            mechanism: Mechanism, split: Split, shared: bool, noise_sd: tuple[float, float]) -> CompetitionResult:
     sign = scorer.sign
     releases_best = type(mechanism).releases_best and not shared
     count = len(teams)
     public, private, population = np.empty(count), np.empty(count), np.empty(count)
     released_final, errors = np.empty(count), np.empty(count)
-    submissions = np.empty(count, dtype=np.int64)
+    public_exact, population_public = np.empty(count), np.empty(count)
+    submissions, improvements = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
     last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
@@ -709,6 +748,8 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
         values = _leaderboard_value(mine["released"], sign, releases_best)
         public[t], private[t] = values[-1], mine["private"][best]
         population[t], released_final[t] = mine["population"][best], mine["released"][-1]
+        public_exact[t], population_public[t] = mine["public"][best], mine["population_public"][best]
+        improvements[t] = 1 + np.count_nonzero(sign * np.diff(values) < 0)
         submissions[t] = sum(account.used for account in team.accounts)
         true_best = np.minimum.accumulate(sign * mine["population"])
         errors[t] = float(np.max(np.abs(true_best - sign * values)))
@@ -738,6 +779,12 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
         leaderboard_errors=errors,
         precision=rules.precision,
         last_round=last_round,
+        first_round=np.array([team.accounts[0].first for team in teams]),
+        improvements=improvements,
+        public_exact=public_exact,
+        population_public=population_public,
+        public_noise_sd=noise_sd[0],
+        private_noise_sd=noise_sd[1],
     )
 
 

@@ -24,6 +24,8 @@ private scores are those of ``scorer.score_many`` on the gathered columns.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ladderlab.holdout import BinaryErrorCounts, holdout_scores
@@ -39,14 +41,17 @@ def population_scores(split: Split, scorer: Scorer, P: FloatArray) -> FloatArray
 
 
 class Scores:
-    """The scores of the rows of one matrix: ``public``, ``private``, ``population``; for a per-sample
-    loss also ``public_losses`` (rows × public rows), the loss rows the paired-t-test Ladders compare."""
+    """The scores of the rows of one matrix: ``public``, ``private``, ``population``, the population
+    score on the public rows alone (``population_public``, NaN where the task has no closed form);
+    for a per-sample loss also ``public_losses`` (rows × public rows), the loss rows the
+    paired-t-test Ladders compare."""
 
-    __slots__ = ("public", "private", "population", "public_losses")
+    __slots__ = ("public", "private", "population", "population_public", "public_losses")
 
     def __init__(self, public: FloatArray, private: FloatArray, population: FloatArray,
-                 public_losses: FloatArray | None = None):
+                 public_losses: FloatArray | None = None, population_public: FloatArray | None = None):
         self.public, self.private, self.population, self.public_losses = public, private, population, public_losses
+        self.population_public = np.full(public.size, np.nan) if population_public is None else population_public
 
 
 class HoldoutScorer:
@@ -72,9 +77,19 @@ class HoldoutScorer:
             self.offsets = np.array([self.public_holdout.labels_offset, self.final_holdout.labels_offset])
             self.width = self.public_holdout.width
         self.closed_form = self.probabilities is not None and self.scorer.name in ("zero-one", "accuracy")
+        self.public_noise_sd = self.private_noise_sd = float("nan")
         if self.closed_form:
             self.error_weights = 1.0 - 2.0 * self.probabilities
             self.error_base = float(np.sum(self.probabilities))
+            public_p = self.probabilities[self.public_rows]
+            self.public_weights = np.zeros(self.n)
+            self.public_weights[self.public_rows] = self.error_weights[self.public_rows]
+            self.public_base = float(np.sum(public_p))
+            # a fixed submission's public (private) 0/1 loss: a mean of independent Bernoulli errors, each of
+            # variance p_i(1 − p_i) whatever the prediction
+            variances = self.probabilities * (1.0 - self.probabilities)
+            self.public_noise_sd = math.sqrt(float(np.sum(variances[self.public_rows]))) / self.public_rows.size
+            self.private_noise_sd = math.sqrt(float(np.sum(variances[self.final_rows]))) / self.final_rows.size
 
     @property
     def keeps_loss_rows(self) -> bool:
@@ -90,15 +105,17 @@ class HoldoutScorer:
         if len(parts) == 1:
             return parts[0]
         losses = [part.public_losses for part in parts]
-        return Scores(*(np.concatenate([getattr(part, name) for part in parts]) for name in ("public", "private", "population")),
-                      np.concatenate(losses) if keep_losses and losses[0] is not None else None)
+        public, private, population, population_public = (np.concatenate([getattr(part, name) for part in parts])
+                                                          for name in ("public", "private", "population", "population_public"))
+        return Scores(public, private, population, np.concatenate(losses) if keep_losses and losses[0] is not None else None,
+                      population_public)
 
     def _score_block(self, block: FloatArray, keep_losses: bool) -> Scores:
         if self.binary_counts:
             counts = (block @ self.signs - self.offsets) / self.width
             public = counts[:, 0] / self.public_holdout.n
             private = counts[:, 1] / self.final_holdout.n
-            return Scores(public, private, self._population(block, private))
+            return Scores(public, private, self._population(block, private), population_public=self._population_public(block))
         if isinstance(self.scorer, LogLoss):
             return self._log_loss_block(block, keep_losses)
         if isinstance(self.scorer, LossScorer):
@@ -107,7 +124,8 @@ class HoldoutScorer:
             return self._loss_scores(block, losses, keep_losses)
         public_block = columns(block, self.public_rows)
         private = self.final_holdout.scores(columns(block, self.final_rows))
-        return Scores(self.public_holdout.scores(public_block), private, self._population(block, private))
+        return Scores(self.public_holdout.scores(public_block), private, self._population(block, private),
+                      population_public=self._population_public(block))
 
     def _log_loss_block(self, block: FloatArray, keep_losses: bool) -> Scores:
         """Log loss from its two terms, −log p̂ and −log(1 − p̂), each computed once per value: the
@@ -144,3 +162,10 @@ class HoldoutScorer:
         if self.constant_population is not None:
             return np.full(block.shape[0], self.constant_population)
         return private.copy()
+
+    def _population_public(self, block: FloatArray) -> FloatArray | None:
+        """The population score on the public rows (the closed form's public part), or None."""
+        if not self.closed_form:
+            return None
+        errors = np.array([self.public_base + row.dot(self.public_weights) for row in block]) / self.public_rows.size
+        return errors if self.scorer.name == "zero-one" else 1.0 - errors

@@ -35,7 +35,7 @@ def mixed_teams():
 def results_equal(first, second):
     for name, value in vars(first).items():
         other = getattr(second, name)
-        if isinstance(value, np.ndarray):
+        if isinstance(value, (np.ndarray, float)):
             np.testing.assert_array_equal(value, other, err_msg=name)
         else:
             assert value == other, name
