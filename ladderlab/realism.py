@@ -71,11 +71,11 @@ def shakeup_statistics(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _quartiles(values: np.ndarray) -> str:
-    return " / ".join(f"{q:g}" for q in np.quantile(values, QUARTILES))
+    return " / ".join(f"{q:.3g}" for q in np.quantile(values, QUARTILES))
 
 
 def _real_quartiles(table: tuple[float, ...]) -> str:
-    return " / ".join(f"{np.interp(q, LEVELS, table):g}" for q in QUARTILES)
+    return " / ".join(f"{np.interp(q, LEVELS, table):.3g}" for q in QUARTILES)
 
 
 def shakeup_page(results: pd.DataFrame, command: str) -> str:
@@ -137,6 +137,8 @@ of Ultrasound Nerve Segmentation, whose organisers kept 80% private).
 
 {calibration}
 
+{_calibration_remark(submissions, improvements, float(spread.median()), real_single)}
+
 ## Shake-up
 
 The shake-up of the final leaderboards, for each real competition over the teams on both of its
@@ -157,6 +159,19 @@ Varoquaux & Cheplygina in github.com/GaelVaroquaux/ml_med_imaging_failures, numb
 number in the real rows was computed from those files with `leaderboard_shakeup`, the function that
 computes the simulated rows.
 """
+
+
+def _calibration_remark(submissions: np.ndarray, improvements: np.ndarray, spread: float, real: list[Any]) -> str:
+    """What the calibration table says about the quantities that are not inputs."""
+    low, high = min(r.top10_spread_in_sd for r in real), max(r.top10_spread_in_sd for r in real)
+    real_90 = float(np.interp(0.9, LEVELS, IMPROVEMENTS))
+    simulated = float(np.quantile(improvements, 0.9))
+    closeness = "close to" if abs(simulated - real_90) <= 0.25 * real_90 else ("below" if simulated < real_90 else "above")
+    return (f"Submissions and arrival are inputs (drawn from the real distributions); the improvements of a team's "
+            f"public best are not, and they come out {closeness} CHAMPS's at the top: the 90th percentile is "
+            f"{simulated:.3g} against {real_90:.3g}. The median private spread of the top 10, also an outcome, "
+            f"is {spread:.2f} sd, {'within' if low <= spread <= high else 'outside'} the single-stage "
+            f"leaderboards' range ({low:.2f} to {high:.2f}).")
 
 
 def roelofs_page(results: pd.DataFrame, command: str) -> str:
