@@ -79,7 +79,8 @@ from ladderlab.seeding import stream
 from ladderlab.tasks import Split, Task
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
-__all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "play_competition", "population_scores"]
+__all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "leaderboard_values",
+           "play_competition", "population_scores", "selected_submissions"]
 
 SELECTIONS = ("last", "best-public")
 WAVE_ELEMENTS = 1 << 23
@@ -179,11 +180,17 @@ class Account:
     an activity profile submits only from round ``first`` to round ``last``, at most ``daily`` a
     round and ``total`` in all (by default: the rules' whole competition, quota and cap)."""
 
-    __slots__ = ("slot", "rules", "used", "used_today", "today", "first", "last", "daily", "total")
+    __slots__ = ("slot", "rules", "used", "used_today", "today", "first", "last", "daily", "total", "made", "capture",
+                 "captured")
 
     def __init__(self, slot: int, rules: Rules, schedule: Schedule | None = None):
         self.slot, self.rules = slot, rules
         self.used = self.used_today = self.today = 0
+        self.made = 0
+        """Submissions scored on this account so far, its final one included."""
+        self.capture: int | None = None
+        """The index of a submission whose prediction to keep (see ``play_competition``'s ``capture``)."""
+        self.captured: FloatArray | None = None
         if schedule is None:
             schedule = Schedule(0, rules.rounds - 1, rules.per_round, rules.cap)
         self.first, self.last, self.daily, self.total = schedule.first, schedule.last, schedule.daily, schedule.total
@@ -431,25 +438,34 @@ class CompetitionResult:
     0/1 loss and accuracy on a task that knows P(y = 1 | x); NaN otherwise): the sampling noise."""
     private_noise_sd: float = float("nan")
     """The same for its private score."""
+    counted: NDArray[np.int64] | None = None
+    """The submission whose private score counted, by its index among the team's main-account
+    submissions (its final prediction is the last)."""
+    counted_private_predictions: FloatArray | None = None
+    """With ``capture``: each team's captured prediction on the private (final-set) rows."""
+    private_labels: FloatArray | None = None
+    """With ``capture``: the private (final-set) labels."""
 
 
-def _leaderboard_value(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
-    """The leaderboard's value after each submission (nan-free input)."""
+def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
+    """The leaderboard's value after each submission (nan-free input): the release itself for
+    a mechanism that releases its best, else the best release so far."""
     if releases_best:
         return released.copy()
     return sign * np.minimum.accumulate(sign * released)
 
 
-def _selected(records: dict[str, NDArray[Any]], rules: Rules, sign: float, accepted: int | None) -> NDArray[np.int64]:
-    """Indices of the main account's submissions scored privately under the selection rule."""
-    count = records["released"].size
-    last = count - 1
-    if rules.selection == "last":
+def selected_submissions(released: FloatArray, selection: str | int, sign: float, accepted: int | None
+                         ) -> NDArray[np.int64]:
+    """Indices of an account's submissions scored privately under the ``selection`` rule
+    (``accepted``: its last accepted submission, for a mechanism that releases its best)."""
+    last = released.size - 1
+    if selection == "last":
         return np.array([last])
-    order = np.argsort(sign * records["released"], kind="stable")
-    if rules.selection == "best-public":
+    order = np.argsort(sign * released, kind="stable")
+    if selection == "best-public":
         return np.array([accepted if accepted is not None else order[0]])
-    others = [i for i in order if i != last][: rules.selection - 1]
+    others = [i for i in order if i != last][: selection - 1]
     return np.array([last, *others])
 
 
@@ -461,12 +477,19 @@ def play_competition(
     seed: int,
     replication: int,
     task_spec: tuple[str, dict[str, Any]] = ("", {}),
+    capture: NDArray[np.int64] | None = None,
     batched: bool = True,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
-    team's policy or the mechanism cannot play on the task. ``batched=False`` plays every team
-    on its own and gives every account its own bound mechanism: the reference that cohorts and
-    vector banks are tested against (the same results, bit for bit)."""
+    team's policy or the mechanism cannot play on the task.
+
+    ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
+    submission of that index on its main account: run again with an earlier result's
+    ``counted``, the same seed gives the same competition and each team's counted prediction,
+    on the private rows, with the private labels (the per-sample data of a ranking certificate).
+    ``batched=False`` plays every team on its own and gives every account its own bound mechanism:
+    the reference that cohorts and vector banks are tested against (the same results, bit for bit).
+    """
     if not teams:
         raise ValueError("a competition needs at least one team")
     scorer = get_scorer(split.public.scorer)
@@ -487,12 +510,25 @@ def play_competition(
     engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched)
     try:
         engine.enrol(teams, prototypes)
+        if capture is not None:
+            if len(capture) != len(engine.teams):
+                raise ValueError(f"capture names {len(capture)} submissions, one per team of {len(engine.teams)}")
+            for team, index in zip(engine.teams, capture):
+                team.accounts[0].capture = int(index)
         for round_ in range(rules.rounds):
             engine.play_round(round_)
         engine.final_round()
     finally:
         engine.abort()
-    return engine.result()
+    result = engine.result()
+    if capture is None:
+        return result
+    kept = [team.accounts[0].captured for team in engine.teams]
+    if any(prediction is None for prediction in kept):
+        missing = next(i for i, prediction in enumerate(kept) if prediction is None)
+        raise ValueError(f"capture: team {missing} made no submission {int(capture[missing])} on its main account")
+    return replace(result, counted_private_predictions=columns(np.stack(kept), split.final_rows),
+                   private_labels=split.y_final.copy())
 
 
 class _Engine:
@@ -658,6 +694,9 @@ class _Wave:
         self.block_rows = rows_per_block(engine.holdout_size)
 
     def add(self, team: _Team, account: Account, rows: FloatArray) -> None:
+        if account.capture is not None and account.made <= account.capture < account.made + rows.shape[0]:
+            account.captured = rows[account.capture - account.made].copy()
+        account.made += rows.shape[0]
         self.parts.append((team, account, rows))
         self.elements += rows.size
         self.unscored.append(rows)
@@ -734,6 +773,7 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
     released_final, errors = np.empty(count), np.empty(count)
     public_exact, population_public = np.empty(count), np.empty(count)
     submissions, improvements = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+    counted = np.empty(count, dtype=np.int64)
     last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
@@ -743,9 +783,10 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
         main = team.accounts[0].slot
         mine = {name: values[starts[main] : starts[main + 1]] for name, values in grouped.items()}
         accepted_rows = np.flatnonzero(mine["accepted"]) if releases_best else np.empty(0, dtype=np.intp)
-        chosen = _selected(mine, rules, sign, int(accepted_rows[-1]) if accepted_rows.size else None)
-        best = chosen[np.argmin(sign * mine["private"][chosen])]
-        values = _leaderboard_value(mine["released"], sign, releases_best)
+        chosen = selected_submissions(mine["released"], rules.selection, sign,
+                                      int(accepted_rows[-1]) if accepted_rows.size else None)
+        best = counted[t] = chosen[np.argmin(sign * mine["private"][chosen])]
+        values = leaderboard_values(mine["released"], sign, releases_best)
         public[t], private[t] = values[-1], mine["private"][best]
         population[t], released_final[t] = mine["population"][best], mine["released"][-1]
         public_exact[t], population_public[t] = mine["public"][best], mine["population_public"][best]
@@ -785,6 +826,7 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
         population_public=population_public,
         public_noise_sd=noise_sd[0],
         private_noise_sd=noise_sd[1],
+        counted=counted,
     )
 
 
@@ -795,15 +837,16 @@ def compete(
     rules: Rules | None = None,
     seed: int = 0,
     replication: int = 0,
+    capture: NDArray[np.int64] | None = None,
     batched: bool = True,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
-    across mechanisms and rules.
+    across mechanisms and rules. ``capture`` and ``batched``: see :func:`play_competition`.
     """
     task.validate_params()
     task_spec = spec(task)
     split = task.split(stream(seed, "task", task_spec, replication))
-    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, batched)
+    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched)

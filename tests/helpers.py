@@ -1,4 +1,6 @@
-"""Shared test fixtures: labels and streams of submissions that sometimes improve."""
+"""Shared test fixtures: labels and streams of submissions that sometimes improve, and a headless browser."""
+
+import shutil
 
 import numpy as np
 
@@ -67,3 +69,15 @@ def failing_mechanism(tmp_path) -> str:
     path = tmp_path / "failing_plugin.py"
     path.write_text(FAILING_PLUGIN)
     return f'{{ id = "{path}:Failing" }}'
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def launch_chromium(playwright):
+    """Debian's chromium, headless, without sandbox (the tests run as root), network chatter or GPU."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--no-first-run", "--disable-quic"],
+    )

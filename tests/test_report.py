@@ -11,9 +11,8 @@ import pytest
 from ladderlab import plots, report, runner
 from ladderlab.cli import main
 from ladderlab.scenario import cells, load
-from tests.helpers import failing_mechanism, scenario_file
+from tests.helpers import CHROMIUM, failing_mechanism, launch_chromium, scenario_file
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 
@@ -130,11 +129,7 @@ def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
     problems: list[str] = []
     requests: list[str] = []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
+        browser = launch_chromium(playwright)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.on("console", lambda message: problems.append(message.text) if message.type in ("error", "warning") else None)
         page.on("pageerror", lambda error: problems.append(str(error)))
