@@ -266,10 +266,12 @@ class _Team:
     def rows(self) -> int:
         return 0 if self.pending is None else self.pending.shape[0]
 
-    def start_batch(self, P: FloatArray, round_: int) -> None:
-        if P.shape[0] > self.remaining(round_):
-            raise BudgetExceeded(f"{P.shape[0]} submissions would exceed what the rules still allow "
-                                 f"({self.remaining(round_)} left)")
+    def check_budget(self, rows: int, round_: int) -> None:
+        """:class:`BudgetExceeded` before anything is submitted if the rules do not allow ``rows`` more."""
+        if rows > self.remaining(round_):
+            raise BudgetExceeded(f"{rows} submissions would exceed what the rules still allow ({self.remaining(round_)} left)")
+
+    def start_batch(self, P: FloatArray) -> None:
         self.pending, self.submitted, self.answered, self.answered_rows = P, 0, [], 0
         self.state = _State.PENDING
 
@@ -295,7 +297,7 @@ class CompetitionBoard(Board):
         self._oracle = False
         self._transcript = []
         self._team = team
-        self.budget = sum(account.rules.cap for account in team.probes)
+        self.budget = sum(account.total for account in team.probes)
         self.holdout_size = holdout_size
         self.classes = classes.copy()
         self.prediction_ndim = 2 if team.check_kind is PredictionKind.PROBABILITIES else 1
@@ -311,10 +313,7 @@ class CompetitionBoard(Board):
         P = self._team.check(predictions)
         if check_repeats(repeats) > 1:  # copies may fall on different accounts and days: submitted one by one
             P = np.repeat(P, repeats, axis=0)
-        if P.shape[0] > self.remaining:
-            raise BudgetExceeded(
-                f"{P.shape[0]} submissions would exceed what the rules still allow ({self.remaining} left)"
-            )
+        self._team.check_budget(P.shape[0], self._team.round)
         released = self._team.request(P)
         self._transcript.extend(released.tolist())
         return released.copy()
@@ -353,7 +352,7 @@ class _PolicyTeam(_Team):
         if self._greenlet.dead:
             self.state = _State.DONE
         else:
-            self.start_batch(batch, round_)
+            self.start_batch(batch)
 
     def answered_with(self, released: FloatArray) -> None:
         self._released = released
@@ -384,8 +383,7 @@ class _CohortMember(_Team):
         return self.prepared if self.pending is None else self.pending.shape[0]
 
     def prepare(self, rows: int, round_: int) -> None:
-        if rows > self.remaining(round_):
-            raise BudgetExceeded(f"{rows} submissions would exceed what the rules still allow ({self.remaining(round_)} left)")
+        self.check_budget(rows, round_)
         self.prepared, self.pending, self.submitted, self.answered, self.answered_rows = rows, None, 0, [], 0
         self.state = _State.PENDING if rows else _State.DONE
 
