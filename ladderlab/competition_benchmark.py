@@ -36,7 +36,6 @@ def time_cell(scenario: str, key: str, replication: int) -> dict[str, Any]:
     from ladderlab.competition import Rules, compete
     from ladderlab.competition_measures import measures
     from ladderlab.competition_scenario import CompetitionCell
-    from ladderlab.naming import plugin_label
     from ladderlab.registry import MECHANISMS, TASKS
     from ladderlab.runner import cell_worker
     from ladderlab.scenario import cells, load
@@ -53,9 +52,16 @@ def time_cell(scenario: str, key: str, replication: int) -> dict[str, Any]:
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         submissions = int(result.submissions.sum()) + len(result.labels)  # the final selections too
         floor = floor_seconds(task, loaded.seed, replication, submissions)
-    return {"scenario": loaded.name, "cell": f"{plugin_label(*cell.task)} × {plugin_label(*cell.mechanism)}, mix {cell.mix}", "teams": len(result.labels), "submissions": submissions,
+    return {"scenario": loaded.name, "cell": cell_label(cell), "teams": len(result.labels), "submissions": submissions,
             "holdout": int(result.n_public + result.n_private), "cpu_seconds": cpu, "wall_seconds": wall,
             "floor_seconds": floor, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def cell_label(cell: Any) -> str:
+    """``task × mechanism, mix M``: how the table names a cell, and what ``--cells`` matches."""
+    from ladderlab.naming import plugin_label
+
+    return f"{plugin_label(*cell.task)} × {plugin_label(*cell.mechanism)}, mix {cell.mix}"
 
 
 def floor_seconds(task: Any, seed: int, replication: int, submissions: int) -> float:
@@ -96,7 +102,7 @@ def run(scenarios: Sequence[str], replication: int = 0, jobs: int = 1, only: str
     todo = []
     for scenario in scenarios:
         for cell in cells(load(scenario)):
-            if isinstance(cell, CompetitionCell) and (only is None or only in cell.label):
+            if isinstance(cell, CompetitionCell) and (only is None or only in cell_label(cell)):
                 todo.append((scenario, cell.key))
     if not todo:
         raise ValueError(f"no competition cell in {', '.join(scenarios)}" + (f" whose label contains {only!r}" if only else ""))

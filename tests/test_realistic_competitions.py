@@ -152,3 +152,58 @@ def test_honest_teams_gaps_are_near_sampling_noise_and_a_hill_climbers_far_beyon
     assert math.isclose(sd, math.hypot(result.public_noise_sd, result.private_noise_sd))
     no_closed_form = replace(result, public_noise_sd=float("nan"))
     assert gap_z_scores(no_closed_form) is None
+
+
+# --- the pages and the benchmark ----------------------------------------------------------------
+
+TINY = """
+schema_version = 1
+name = "tiny-realistic"
+replications = 2
+
+[[competition]]
+tasks = [{ id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 900, n_features = 8 } }]
+mechanisms = [{ id = "full-disclosure" }, { id = "ladder-free" }]
+rules = [{ rounds = 10, per_round = 3, public_fraction = 0.2, selection = 2 }]
+
+[[competition.mixes]]
+name = "honest"
+teams = [{ policy = "progressive-analyst", count = 25, activity = "kaggle", params = { view = 6, grow_every = 2, submissions = 100 } }]
+
+[[competition.mixes]]
+name = "honest-and-hill-climbing"
+teams = [{ policy = "progressive-analyst", count = 25, activity = "kaggle", params = { view = 6, grow_every = 2, submissions = 100 } },
+         { policy = "hill-climbing", count = 2, params = { k = 30, start = "model", block = 4 }, label = "hill-climbing" }]
+"""
+
+
+def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the_cheaters(tmp_path):
+    from ladderlab import runner
+    from ladderlab.competition_results import load_competition_results
+    from ladderlab.kaggle_calibration import REAL_LEADERBOARDS
+    from ladderlab.realism import roelofs_page, shakeup_page
+
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    runner.run(path, tmp_path / "run")
+    results = load_competition_results(tmp_path / "run", teams=True)
+    honest = results[results.mix == "honest"]
+    shakeup = shakeup_page(honest, "ladderlab realism shakeup --out page.md")
+    assert all(real.title in shakeup for real in REAL_LEADERBOARDS)
+    assert "kaggle-realistic, full-disclosure (2 replications)" in shakeup and "ladder-free" in shakeup
+    roelofs = roelofs_page(results[results.mechanism == "full-disclosure"], "ladderlab realism roelofs --out page.md")
+    assert "| honest-and-hill-climbing |" in roelofs and "With hill-climbing among them" in roelofs
+    assert "nan" not in roelofs.lower()
+
+
+def test_the_competition_benchmark_times_a_cell_against_the_floor(tmp_path):
+    from ladderlab.competition_benchmark import run, table
+
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    (row,) = run([str(path)], only="ladder-free, mix honest-and")
+    assert row["teams"] == 27 and row["submissions"] > 27 and row["floor_seconds"] > 0
+    assert row["cpu_seconds"] > 0 and row["peak_mb"] > 0
+    assert "| tiny-realistic |" in table([row])
+    with pytest.raises(ValueError, match="no competition cell .* whose label contains 'nothing'"):
+        run([str(path)], only="nothing")
