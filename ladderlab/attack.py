@@ -8,7 +8,7 @@ public leaderboard and on the final set. An attack never sees holdout labels.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,6 +16,9 @@ from numpy.typing import NDArray
 from ladderlab.board import Board
 from ladderlab.plugin import Plugin
 from ladderlab.tasks import PublicData, TaskType
+
+if TYPE_CHECKING:
+    from ladderlab.cohort import Cohort
 
 SUBMISSION_CHUNK_ELEMENTS = 1 << 22
 """The most prediction values an attack builds for one ``submit_many`` call (32 MiB of
@@ -75,6 +78,12 @@ class Attack(Plugin):
         worst case over them. Each entry includes what ``budget_params`` gives. By
         default the one setting of ``budget_params``."""
         return [cls.budget_params(budget)]
+
+    def cohort(self, data: PublicData, rngs: list[np.random.Generator]) -> Cohort | None:
+        """Many teams playing this attack (with these parameters) in lockstep, member i with the
+        stream ``rngs[i]`` (:mod:`ladderlab.cohort`), for a competition to play them at once; None
+        (the default): each team runs ``run`` on its own."""
+        return None
 
     def marks(self) -> dict[str, list[int]]:
         """After ``run``: named lists of submission indices (0-based) that a trace plot should

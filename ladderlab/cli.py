@@ -662,6 +662,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_force(bench)
     bench.set_defaults(handler=_bench)
 
+    from ladderlab import competition_benchmark, realism
+
+    competition_benchmark.add_subcommand(commands)
+    realism.add_subcommand(commands)
+
     extrapolate = commands.add_parser(
         "extrapolate", help="predict the accuracy on K classes from a classifier's results on k of them",
         description="Zheng, Achanta & Benjamini (arXiv:1606.05228): extrapolate multi-class accuracy from k "

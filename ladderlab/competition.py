@@ -16,17 +16,23 @@ once and answers every account.
 **Interleaving many sequential attacks.** An attack is sequential code,
 ``attack.run(board, data, rng)``. Each team runs it in its own greenlet (a coroutine
 with its own stack, from the ``greenlet`` package) against a :class:`CompetitionBoard`;
-the engine hands the turn to one team at a time, in a seeded order each round, and
-the team keeps it until its ``run`` needs more submissions than the day allows (its
-``submit_many`` then switches back to the engine until the next round) or returns.
-Only one team ever runs, so the transcript is a function of the seed alone, bit for
-bit, with no change to any attack's code; coroutines instead of rewriting policies as
-step functions keep every attack, present and future, a team policy. Everything runs
-in the caller's thread, so its settings (one BLAS thread, joblib's sequential backend)
-hold for every team. Within its turn a team submits whole batches (one scoring call
-per batch), and the per-round cost is one switch per team: about a microsecond, where
-operating-system threads cost 0.1–0.3 ms a hand-off and made a 100-team competition
-twice as slow.
+a team's ``submit_many`` hands its batch to the engine and waits for the released scores.
+Everything runs in the caller's thread, so its settings (one BLAS thread, joblib's
+sequential backend) hold for every team, and no attack had to be rewritten as a step
+function: every attack, present and future, is a team policy. A policy that can play many
+teams at once (:meth:`ladderlab.attack.Attack.cohort`, the natural analysts) plays each
+team group as one :class:`~ladderlab.cohort.Cohort`, with the same submissions.
+
+**Waves.** A round is played in waves. In a wave every team whose last batch was answered
+makes its next one (a greenlet runs until its next ``submit_many``; a cohort prepares the
+batches of all its members), then the batches are scored as one matrix in the round's seeded
+team order (:class:`~ladderlab.competition_scoring.HoldoutScorer`: public, private and
+population scores in one pass per cache-sized block) and released by the mechanism for all
+accounts at once (:mod:`ladderlab.mechanism_bank`), and each team gets its scores. A round
+ends when no team can submit any more that day. With one state per account, a team's
+transcript depends only on its own submissions, so the waves change nothing in it; a
+mechanism with one state for all (``shared_state``) sees the submissions of a wave in the
+team order, one team's batch after the other's.
 
 **Accounts and the final selection.** A team with one account probes and selects on
 it. A team with ``accounts = A ≥ 2`` probes on A − 1 throwaway accounts (its board
@@ -52,6 +58,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any
 
 import greenlet
@@ -60,18 +67,23 @@ from numpy.typing import NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
+from ladderlab.cohort import Cohort
+from ladderlab.competition_scoring import HoldoutScorer, population_scores
 from ladderlab.duel import Incompatible, incompatibility, spec
+from ladderlab.kaggle_calibration import ACTIVITIES, Schedule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
+from ladderlab.mechanism_bank import LadderBank, MechanismBank, Wave, make_bank
 from ladderlab.params import Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
-from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
+from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import stream
-from ladderlab.tasks import LabelNoiseSplit, Split, Task
-from ladderlab.validation import check_prediction_matrix
+from ladderlab.tasks import Split, Task
+from ladderlab.validation import check_prediction_matrix, rows_per_block
+
+__all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "leaderboard_values",
+           "play_competition", "population_scores", "selected_submissions"]
 
 SELECTIONS = ("last", "best-public")
-
-
 RULES_CONSTRAINTS: dict[str, list[Constraint | None]] = {
     "rounds": [Interval(int, 1, None)],
     "per_round": [Interval(int, 1, None)],
@@ -83,6 +95,9 @@ RULES_CONSTRAINTS: dict[str, list[Constraint | None]] = {
 """What each rule admits (:mod:`ladderlab.params`). A precision is at most 1: a coarser one
 would round every score of a bounded scorer (0/1 loss, accuracy, AUC, a correlation) to
 0 or ±1, and the tasks' data are standardised."""
+WAVE_ELEMENTS = 1 << 23
+"""Prediction values scored together at most (64 MiB of float64): a wave that grows beyond it is
+scored in parts, in order (a row's scores do not depend on the rows beside it)."""
 
 
 @dataclass(frozen=True)
@@ -123,12 +138,18 @@ class TeamSpec:
     honest: bool | None = None
     """Counts towards the honest utility (None: when the policy's class sets ``honest = True``,
     as ``honest`` and the natural analysts do)."""
+    activity: str | None = None
+    """An activity profile (:data:`ladderlab.kaggle_calibration.ACTIVITIES`): each team draws when it
+    arrives, how long it stays and how many submissions it makes (None: every round, the whole quota)."""
 
     def __post_init__(self) -> None:
         for name in ("count", "accounts"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"team {self.name!r}: {name} must be a whole number ≥ 1, got {value!r}")
+        if self.activity is not None and self.activity not in ACTIVITIES:
+            raise ValueError(f"team {self.name!r}: activity must be one of {', '.join(map(repr, ACTIVITIES))} or None, "
+                             f"got {self.activity!r}")
         if isinstance(self.policy, Attack) and self.params:
             raise ValueError(f"team {self.name!r}: give params in the attack instance, not beside it")
 
@@ -154,176 +175,163 @@ class TeamSpec:
         return ATTACKS.make(self.policy, **self.params)
 
 
-def population_scores(split: Split, scorer: Scorer, P: FloatArray) -> FloatArray:
-    """Population score of each row of whole-holdout predictions ``P``.
-
-    Where the task knows p_i = P(y_i = 1 | x_i), the expected score over fresh labels at
-    the holdout inputs, mean_i [p_i ℓ(1, ŷ_i) + (1 − p_i) ℓ(0, ŷ_i)], for a per-sample
-    loss (accuracy as 1 − 0/1 loss). Otherwise the task's constant population score, or
-    else the final-set score (as in a duel).
-    """
-    probabilities = getattr(split, "holdout_probabilities", None) if isinstance(split, LabelNoiseSplit) else None
-    if probabilities is not None:
-        if isinstance(scorer, LossScorer):
-            ones, zeros = np.ones(P.shape[1]), np.zeros(P.shape[1])
-            return (probabilities * scorer.loss(ones, P) + (1 - probabilities) * scorer.loss(zeros, P)).mean(axis=1)
-        if scorer.name == "accuracy":
-            zero_one = get_scorer("zero-one")
-            return 1.0 - population_scores(split, zero_one, P)
-    if split.population_score is not None:
-        return np.full(P.shape[0], float(split.population_score))
-    return scorer.score_many(split.y_final, columns(P, split.final_rows))
-
-
 class Account:
-    """One account on the leaderboard: its mechanism (own or shared) and its records."""
+    """One account's quota; its leaderboard state is slot ``slot`` of the mechanism bank. A team with
+    an activity profile submits only from round ``first`` to round ``last``, at most ``daily`` a
+    round and ``total`` in all (by default: the rules' whole competition, quota and cap)."""
 
-    def __init__(self, mechanism: Mechanism, split: Split, rules: Rules, scorer: Scorer):
-        self.mechanism = mechanism
-        self.split = split
-        self.rules = rules
-        self.scorer = scorer
-        self.start = len(mechanism.released_)
-        self.used = 0
-        self.used_today = 0
-        self.today = 0
-        self.released: list[FloatArray] = []
-        self.private: list[FloatArray] = []
-        self.population: list[FloatArray] = []
-        self.rounds: list[NDArray[np.int64]] = []
+    __slots__ = ("slot", "rules", "used", "used_today", "today", "first", "last", "daily", "total", "made", "capture",
+                 "captured")
+
+    def __init__(self, slot: int, rules: Rules, schedule: Schedule | None = None):
+        self.slot, self.rules = slot, rules
+        self.used = self.used_today = self.today = 0
         self.made = 0
         """Submissions scored on this account so far, its final one included."""
         self.capture: int | None = None
         """The index of a submission whose prediction to keep (see ``play_competition``'s ``capture``)."""
         self.captured: FloatArray | None = None
+        if schedule is None:
+            schedule = Schedule(0, rules.rounds - 1, rules.per_round, rules.cap)
+        self.first, self.last, self.daily, self.total = schedule.first, schedule.last, schedule.daily, schedule.total
 
     def left_today(self, round_: int) -> int:
+        if not self.first <= round_ <= self.last:
+            return 0
         used_today = self.used_today if round_ == self.today else 0
-        return max(0, min(self.rules.per_round - used_today, self.rules.cap - self.used))
+        return max(0, min(self.daily - used_today, self.total - self.used))
 
     def remaining(self, round_: int) -> int:
         """Submissions the rules still allow this account, today's included."""
-        later = (self.rules.rounds - round_ - 1) * self.rules.per_round
-        return max(0, min(self.rules.cap - self.used, self.left_today(round_) + later))
+        later = max(0, self.last - max(round_, self.first - 1)) * self.daily
+        return max(0, min(self.total - self.used, self.left_today(round_) + later))
 
-    def scores(self, P: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """The exact public, private and population scores of validated rows: a
-        :class:`~ladderlab.scoring.ScoreError` raises here, before anything is released."""
-        public = self.mechanism.holdout_.scores(columns(P, self.split.public_rows))
-        private = self.scorer.score_many(self.split.y_final, columns(P, self.split.final_rows))
-        return public, private, population_scores(self.split, self.scorer, P)
-
-    def submit(self, P: FloatArray, round_: int, counted: bool = True,
-               scores: tuple[FloatArray, FloatArray, FloatArray] | None = None) -> FloatArray:
-        """Score validated rows (``scores``: theirs, from :meth:`scores`); ``counted=False`` for
-        the final selection outside the caps."""
-        public, private, population = self.scores(P) if scores is None else scores
-        if self.capture is not None and self.made <= self.capture < self.made + P.shape[0]:
-            self.captured = P[self.capture - self.made].copy()
-        self.made += P.shape[0]
-        released = self.mechanism.submit_validated(columns(P, self.split.public_rows), 1, public)
-        if self.rules.precision is not None:
-            released = round_to_multiple(released, self.rules.precision)
-        if counted:
-            if round_ != self.today:
-                self.today, self.used_today = round_, 0
-            self.used += P.shape[0]
-            self.used_today += P.shape[0]
-        self.released.append(released)
-        self.private.append(private)
-        self.population.append(population)
-        self.rounds.append(np.full(P.shape[0], round_))
-        return released
-
-    def records(self) -> dict[str, NDArray[Any]]:
-        def joined(parts: list[NDArray[Any]], dtype: Any = float) -> NDArray[Any]:
-            return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
-
-        return {
-            "released": joined(self.released),
-            "private": joined(self.private),
-            "population": joined(self.population),
-            "round": joined(self.rounds, np.int64),
-        }
+    def count(self, rows: int, round_: int) -> None:
+        """Charge ``rows`` submissions made in ``round_`` to the quotas."""
+        if round_ != self.today:
+            self.today, self.used_today = round_, 0
+        self.used += rows
+        self.used_today += rows
 
 
 class _Aborted(BaseException):
     """Raised inside a team's greenlet when the competition stops early."""
 
 
-class _Turn:
-    """The hand-off between the engine and one team's greenlet: exactly one of them runs."""
+class _State(Enum):
+    READY = "ready"
+    """Makes its next batch when the engine advances it (at the start, or once its batch is answered)."""
+    PENDING = "pending"
+    """Has a batch with rows still to submit or to be answered."""
+    DONE = "done"
 
-    def __init__(self) -> None:
-        self.round = 0
-        self.engine = greenlet.getcurrent()
 
-    def wait_for_next_round(self) -> None:
-        self.engine.switch()
+class _Team:
+    """One team: its accounts (the first is the main one, the only one ranked; a team with
+    several probes on the others), its pending batch and the scores released for it."""
+
+    def __init__(self, entry: TeamSpec, member: int, accounts: list[Account]):
+        self.entry, self.member, self.accounts = entry, member, accounts
+        self.probes = accounts[1:] if len(accounts) > 1 else accounts
+        self.state = _State.READY
+        self.pending: FloatArray | None = None
+        self.submitted = 0
+        self.answered: list[FloatArray] = []
+        self.answered_rows = 0
+        self.whole: FloatArray | None = None
+        """The released scores of the batch just answered, until the engine hands them over."""
+        self.error: BaseException | None = None
+
+    def remaining(self, round_: int) -> int:
+        return sum(account.remaining(round_) for account in self.probes)
+
+    def batch(self) -> FloatArray:
+        """The pending batch (a cohort member makes it when it first gets to submit)."""
+        assert self.pending is not None
+        return self.pending
+
+    def parts_today(self, round_: int) -> list[tuple[Account, FloatArray]]:
+        """The rows of the pending batch that the probe accounts' quotas allow today, account after
+        account (charged to them)."""
+        parts = []
+        for account in self.probes:
+            left = min(account.left_today(round_), self.rows - self.submitted)
+            if left:
+                parts.append((account, self.batch()[self.submitted : self.submitted + left]))
+                account.count(left, round_)
+                self.submitted += left
+        return parts
+
+    @property
+    def rows(self) -> int:
+        return 0 if self.pending is None else self.pending.shape[0]
+
+    def check_budget(self, rows: int, round_: int) -> None:
+        """:class:`BudgetExceeded` before anything is submitted if the rules do not allow ``rows`` more."""
+        if rows > self.remaining(round_):
+            raise BudgetExceeded(f"{rows} submissions would exceed what the rules still allow ({self.remaining(round_)} left)")
+
+    def start_batch(self, P: FloatArray) -> None:
+        self.pending, self.submitted, self.answered, self.answered_rows = P, 0, [], 0
+        self.state = _State.PENDING
+
+    def answer(self, released: FloatArray) -> None:
+        """Record released scores of the pending batch; once it is all answered, the team is ready
+        for its next one (``whole`` holds the batch's scores)."""
+        self.answered.append(released)
+        self.answered_rows += released.size
+        if self.answered_rows == self.rows:
+            self.whole = self.answered[0] if len(self.answered) == 1 else np.concatenate(self.answered)
+            self.pending, self.answered, self.state = None, [], _State.READY
 
 
 class CompetitionBoard(Board):
-    """A team's client: submissions fill its probe accounts' daily quotas in turn, and wait
-    for the next round when all are used. ``remaining`` is what the rules still allow."""
+    """A team's client: a batch goes to the engine, which submits it as the rules allow (filling
+    the probe accounts' daily quotas in turn, over as many rounds as it takes) and returns the
+    released scores. ``remaining`` is what the rules still allow."""
 
-    __slots__ = ("_accounts", "_turn", "_check")
+    __slots__ = ("_team",)
 
-    def __init__(self, accounts: list[Account], turn: _Turn, holdout_size: int, classes: FloatArray, check: Any):
+    def __init__(self, team: _PolicyTeam, holdout_size: int, classes: FloatArray, check: Any):
         self._leaderboard = None
         self._oracle = False
         self._transcript = []
-        self._accounts = accounts
-        self._turn = turn
-        self._check = check
-        self.budget = sum(account.rules.cap for account in accounts)
+        self._team = team
+        self.budget = sum(account.total for account in team.probes)
         self.holdout_size = holdout_size
         self.classes = classes.copy()
-        self.prediction_ndim = 2 if accounts[0].scorer.prediction_kind is PredictionKind.PROBABILITIES else 1
+        self.prediction_ndim = 2 if team.check_kind is PredictionKind.PROBABILITIES else 1
 
     @property
     def remaining(self) -> int:
-        return sum(account.remaining(self._turn.round) for account in self._accounts)
+        return self._team.remaining(self._team.round)
 
     def oracle_jumps(self, since: int) -> int:
         raise PermissionError("competition boards have no oracle")
 
     def submit_many(self, predictions: Any, repeats: int = 1) -> NDArray[np.float64]:
-        P = self._check(predictions)
+        P = self._team.check(predictions)
         if check_repeats(repeats) > 1:  # copies may fall on different accounts and days: submitted one by one
             P = np.repeat(P, repeats, axis=0)
-        if P.shape[0] > self.remaining:
-            raise BudgetExceeded(
-                f"{P.shape[0]} submissions would exceed what the rules still allow ({self.remaining} left)"
-            )
-        scores = self._accounts[0].scores(P)  # every row is scored before any is released
-        parts, start = [], 0
-        while start < P.shape[0]:
-            open_accounts = [a for a in self._accounts if a.left_today(self._turn.round) > 0]
-            if not open_accounts:
-                self._turn.wait_for_next_round()
-                continue
-            account = open_accounts[0]
-            rows = min(account.left_today(self._turn.round), P.shape[0] - start)
-            parts.append(account.submit(P[start : start + rows], self._turn.round,
-                                        scores=tuple(part[start : start + rows] for part in scores)))
-            start += rows
-        released = np.concatenate(parts)
+        self._team.check_budget(P.shape[0], self._team.round)
+        self._team.score(P)  # a ScoreError reaches the attack here, before any row of the batch is released
+        released = self._team.request(P)
         self._transcript.extend(released.tolist())
         return released.copy()
 
 
-class _Team:
-    """One team: its attack running in a greenlet, its accounts and its board."""
+class _PolicyTeam(_Team):
+    """A team whose attack runs in its own greenlet against a :class:`CompetitionBoard`."""
 
-    def __init__(self, entry: TeamSpec, member: int, attack: Attack, accounts: list[Account],
-                 board_args: tuple[Any, ...], data: Any, rng: np.random.Generator):
-        self.entry, self.member, self.attack, self.accounts = entry, member, attack, accounts
-        self.turn = _Turn()
-        probes = accounts[1:] if len(accounts) > 1 else accounts
-        self.board = CompetitionBoard(probes, self.turn, *board_args)
+    def __init__(self, entry: TeamSpec, member: int, accounts: list[Account], attack: Attack, data: Any,
+                 rng: np.random.Generator, check: Any, score: Any, kind: PredictionKind, holdout_size: int,
+                 classes: FloatArray):
+        super().__init__(entry, member, accounts)
+        self.attack, self.check, self.score, self.check_kind = attack, check, score, kind
+        self.round = 0
         self.final: FloatArray | None = None
-        self.error: BaseException | None = None
-        self.done = False
+        self.board = CompetitionBoard(self, holdout_size, classes, check)
+        self._released: FloatArray | None = None
         self._greenlet = greenlet.greenlet(functools.partial(self._main, data, rng))
 
     def _main(self, data: Any, rng: np.random.Generator) -> None:
@@ -333,21 +341,56 @@ class _Team:
             pass
         except BaseException as error:  # handed to the engine, which raises it
             self.error = error
-        finally:
-            self.done = True
 
-    def play(self, round_: int) -> None:
-        """Give the team its turn in ``round_``; return when it waits for the next round or ends."""
-        if self.done:
-            return
-        self.turn.round = round_
-        self._greenlet.switch()
+    def request(self, P: FloatArray) -> FloatArray:
+        """In the team's greenlet: hand the batch to the engine, wait for its released scores."""
+        return self._greenlet.parent.switch(P)
+
+    def advance(self, round_: int) -> None:
+        """Run the team until it asks for its next batch, or ends."""
+        self.round = round_
+        batch = self._greenlet.switch(self._released) if self._greenlet else self._greenlet.switch()
+        self._released = None
+        if self._greenlet.dead:
+            self.state = _State.DONE
+        else:
+            self.start_batch(batch)
+
+    def answered_with(self, released: FloatArray) -> None:
+        self._released = released
 
     def abort(self) -> None:
-        """End a team that is waiting for a round that will not come."""
-        if not self.done and self._greenlet:
+        """End a team that is waiting for scores that will not come."""
+        if self._greenlet:
             self._greenlet.throw(_Aborted)
-        self.done = True
+        self.state = _State.DONE
+
+
+class _CohortMember(_Team):
+    """Member ``index`` of a :class:`~ladderlab.cohort.Cohort`: its batches are made when it gets to submit."""
+
+    def __init__(self, entry: TeamSpec, member: int, accounts: list[Account], cohort: Cohort, check: Any):
+        super().__init__(entry, member, accounts)
+        self.cohort, self.index, self.check = cohort, member, check
+        self.started = False
+        self.prepared = 0
+
+    def batch(self) -> FloatArray:
+        if self.pending is None:
+            self.pending = self.check(self.cohort.predictions(self.index))
+        return self.pending
+
+    @property
+    def rows(self) -> int:
+        return self.prepared if self.pending is None else self.pending.shape[0]
+
+    def prepare(self, rows: int, round_: int) -> None:
+        self.check_budget(rows, round_)
+        self.prepared, self.pending, self.submitted, self.answered, self.answered_rows = rows, None, 0, [], 0
+        self.state = _State.PENDING if rows else _State.DONE
+
+    def final_prediction(self) -> FloatArray:
+        return self.cohort.final(self.index)
 
 
 @dataclass
@@ -382,6 +425,19 @@ class CompetitionResult:
     last_round: FloatArray | None = None
     """The last round (1-based) in which each team submitted on any account, NaN if never: the day
     a team that probes and then submits its final prediction (the log-loss oracle) was done."""
+    first_round: NDArray[np.int64] | None = None
+    """The round (0-based) from which each team could submit: its arrival under an activity profile."""
+    improvements: NDArray[np.int64] | None = None
+    """How many times each team's leaderboard value improved on its main account (its first value included)."""
+    public_exact: FloatArray | None = None
+    """The exact public score of the submission that counted privately (the release may be rounded or noisy)."""
+    population_public: FloatArray | None = None
+    """The population score of that submission on the public rows alone (NaN where the task has no closed form)."""
+    public_noise_sd: float = float("nan")
+    """The standard deviation of any fixed submission's public score under the task's label noise (the
+    0/1 loss and accuracy on a task that knows P(y = 1 | x); NaN otherwise): the sampling noise."""
+    private_noise_sd: float = float("nan")
+    """The same for its private score."""
     counted: NDArray[np.int64] | None = None
     """The submission whose private score counted, by its index among the team's main-account
     submissions (its final prediction is the last)."""
@@ -422,6 +478,7 @@ def play_competition(
     replication: int,
     task_spec: tuple[str, dict[str, Any]] = ("", {}),
     capture: NDArray[np.int64] | None = None,
+    batched: bool = True,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
     team's policy or the mechanism cannot play on the task.
@@ -430,6 +487,8 @@ def play_competition(
     submission of that index on its main account: run again with an earlier result's
     ``counted``, the same seed gives the same competition and each team's counted prediction,
     on the private rows, with the private labels (the per-sample data of a ranking certificate).
+    ``batched=False`` plays every team on its own and gives every account its own bound mechanism:
+    the reference that cohorts and vector banks are tested against (the same results, bit for bit).
     """
     if not teams:
         raise ValueError("a competition needs at least one team")
@@ -439,10 +498,10 @@ def play_competition(
         raise ValueError(f"two team entries are named {twice!r}: the results group teams by name and would merge "
                          "them; give each entry its own label")
     scorer = get_scorer(split.public.scorer).within(split.public.prediction_range)
-    attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
-    for group in attacks:
-        group[0].validate_params()
-        reason = incompatibility(split, mechanism, group[0])
+    prototypes = [entry.attack() for entry in teams]
+    for attack in prototypes:
+        attack.validate_params()
+        reason = incompatibility(split, mechanism, attack)
         if reason:
             raise Incompatible(reason)
     mechanism.validate_params()
@@ -451,59 +510,23 @@ def play_competition(
         n_public = public_rows(rules, size)
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
-    data = split.public
-    mechanism_spec = spec(mechanism)
-    shared = type(mechanism).shared_state
-
-    from sklearn.base import clone  # imported when a competition plays: it is slow to import
-
-    def bound(identity: tuple[Any, ...]) -> Mechanism:
-        rng = stream(seed, "mechanism", mechanism_spec, task_spec, identity, replication)
-        return clone(mechanism).bind_to(data, split.y_public, rng)
-
-    shared_mechanism = bound(("shared",)) if shared else None
-    holdout_size = split.y_holdout.size
-    classes = np.unique(split.y_public if data.classes is None else data.classes)
-
-    def check(predictions: Any) -> FloatArray:
-        return check_prediction_matrix(predictions, holdout_size, scorer.prediction_kind, classes)
-
-    roster: list[_Team] = []
+    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched)
     try:
-        for entry_index, (entry, group) in enumerate(zip(teams, attacks)):
-            attack_spec = spec(group[0])
-            for member, attack in enumerate(group):
-                identity = ("team", entry_index, entry.name, member, attack_spec)
-                accounts = [
-                    Account(shared_mechanism or bound((*identity, account)), split, rules, scorer)
-                    for account in range(entry.accounts)
-                ]
-                rng = stream(seed, "attack", attack_spec, task_spec, entry.name, member, replication)
-                roster.append(_Team(entry, member, attack, accounts, (holdout_size, classes, check), data, rng))
+        engine.enrol(teams, prototypes)
         if capture is not None:
-            if len(capture) != len(roster):
-                raise ValueError(f"capture names {len(capture)} submissions, one per team of {len(roster)}")
-            for team, index in zip(roster, capture):
+            if len(capture) != len(engine.teams):
+                raise ValueError(f"capture names {len(capture)} submissions, one per team of {len(engine.teams)}")
+            for team, index in zip(engine.teams, capture):
                 team.accounts[0].capture = int(index)
-        order_rng = stream(seed, "competition-order", task_spec, replication)
         for round_ in range(rules.rounds):
-            for index in order_rng.permutation(len(roster)):
-                team = roster[index]
-                team.play(round_)
-                if team.error is not None:
-                    raise team.error
-        for index in order_rng.permutation(len(roster)):
-            team = roster[index]
-            if not team.done:
-                raise RuntimeError(f"team {team.entry.name!r} #{team.member} was still playing after the last round")
-            team.accounts[0].submit(check(team.final), rules.rounds, counted=False)
+            engine.play_round(round_)
+        engine.final_round()
     finally:
-        for team in roster:
-            team.abort()
-    result = _result(roster, rules, scorer, mechanism, split, shared)
+        engine.abort()
+    result = engine.result()
     if capture is None:
         return result
-    kept = [team.accounts[0].captured for team in roster]
+    kept = [team.accounts[0].captured for team in engine.teams]
     if any(prediction is None for prediction in kept):
         missing = next(i for i, prediction in enumerate(kept) if prediction is None)
         raise ValueError(f"capture: team {missing} made no submission {int(capture[missing])} on its main account")
@@ -521,6 +544,221 @@ def public_rows(rules: Rules, size: int) -> int:
     return n_public
 
 
+class _Engine:
+    """One competition's teams, accounts, mechanism bank and records (module docstring)."""
+
+    def __init__(self, split: Split, scorer: Scorer, mechanism: Mechanism, rules: Rules, seed: int, replication: int,
+                 task_spec: tuple[str, dict[str, Any]], batched: bool):
+        self.split, self.scorer, self.mechanism, self.rules = split, scorer, mechanism, rules
+        self.seed, self.replication, self.task_spec, self.batched = seed, replication, task_spec, batched
+        self.data = split.public
+        self.holdout_size = split.y_holdout.size
+        self.classes = np.unique(split.y_public if self.data.classes is None else self.data.classes)
+        self.kind = scorer.prediction_kind
+        self.shared = type(mechanism).shared_state
+        self.holdout = HoldoutScorer(split, scorer, self.classes)
+        self.teams: list[_Team] = []
+        self.slot_identities: list[tuple[Any, ...]] = []
+        self.order_rng = stream(seed, "competition-order", task_spec, replication)
+        self.records: list[dict[str, NDArray[Any]]] = []
+
+    def check(self, predictions: Any) -> FloatArray:
+        return check_prediction_matrix(predictions, self.holdout_size, self.kind, self.classes)
+
+    def enrol(self, teams: list[TeamSpec], prototypes: list[Attack]) -> None:
+        """Every team with its accounts and random stream; a policy that plays as a cohort, one cohort per group."""
+        seed, task_spec, replication = self.seed, self.task_spec, self.replication
+        for entry_index, (entry, prototype) in enumerate(zip(teams, prototypes)):
+            attack_spec = spec(prototype)
+            rngs = [stream(seed, "attack", attack_spec, task_spec, entry.name, member, replication) for member in range(entry.count)]
+            cohort = prototype.cohort(self.data, rngs) if self.batched else None
+            for member, rng in enumerate(rngs):
+                identity = ("team", entry_index, entry.name, member, attack_spec)
+                schedule = self._schedule(entry, member)
+                accounts = []
+                for account in range(entry.accounts):
+                    accounts.append(Account(len(self.slot_identities), self.rules, schedule))
+                    self.slot_identities.append((*identity, account))
+                if cohort is not None:
+                    self.teams.append(_CohortMember(entry, member, accounts, cohort, self.check))
+                else:
+                    attack = prototype if member == 0 else entry.attack()
+                    self.teams.append(_PolicyTeam(entry, member, accounts, attack, self.data, rng, self.check, self.holdout.score,
+                                                  self.kind,
+                                                  self.holdout_size, self.classes))
+        self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched)
+        self.keep_losses = isinstance(self.bank, LadderBank) and self.bank.paired and self.holdout.keeps_loss_rows
+
+    def _schedule(self, entry: TeamSpec, member: int) -> Schedule | None:
+        """The team's activity, drawn from its own stream (None without an activity profile)."""
+        if entry.activity is None:
+            return None
+        rng = stream(self.seed, "activity", entry.activity, self.task_spec, entry.name, member, self.replication)
+        return ACTIVITIES[entry.activity](self.rules.rounds, self.rules.per_round, self.rules.cap, rng)
+
+    def _bind(self, slot: int) -> Mechanism:
+        from sklearn.base import clone  # imported when a competition plays: it is slow to import
+
+        identity = ("shared",) if self.shared else self.slot_identities[slot]
+        rng = stream(self.seed, "mechanism", spec(self.mechanism), self.task_spec, identity, self.replication)
+        return clone(self.mechanism).bind_to(self.data, self.split.y_public, rng)
+
+    def play_round(self, round_: int) -> None:
+        """Waves until no team can submit any more today (module docstring)."""
+        ordered = [self.teams[index] for index in self.order_rng.permutation(len(self.teams))]
+        while True:
+            advanced = self._advance(ordered, round_)
+            if not self._submit(ordered, round_) and not advanced:
+                return
+
+    def _advance(self, ordered: list[_Team], round_: int) -> bool:
+        """Every team whose batch was answered makes its next one; True if any did."""
+        cohorts: dict[int, tuple[Cohort, list[_CohortMember]]] = {}
+        advanced = False
+        for team in ordered:
+            if team.state is not _State.READY or round_ < team.accounts[0].first:
+                continue
+            advanced = True
+            if isinstance(team, _PolicyTeam):
+                team.advance(round_)
+                if team.error is not None:
+                    raise team.error
+            else:
+                assert isinstance(team, _CohortMember)
+                cohorts.setdefault(id(team.cohort), (team.cohort, []))[1].append(team)
+        for cohort, members in cohorts.values():
+            for member in members:
+                if not member.started:
+                    cohort.begin(member.index, member.remaining(round_))
+                    member.started = True
+            rows = cohort.next_batches(np.array([member.index for member in members], dtype=np.intp))
+            for member, count in zip(members, rows.tolist()):
+                member.prepare(count, round_)
+        return advanced
+
+    def _submit(self, ordered: list[_Team], round_: int) -> bool:
+        """Score the rows the quotas allow today, in team order; answer the batches that are complete.
+        True if anything was submitted."""
+        wave, submitted = _Wave(self, round_), False
+        for team in ordered:
+            if team.state is not _State.PENDING:
+                continue
+            for account, rows in team.parts_today(round_):
+                wave.add(team, account, rows)
+            if wave.elements >= WAVE_ELEMENTS:
+                wave.release()
+                wave, submitted = _Wave(self, round_), True
+        submitted |= wave.release()
+        self._deliver(ordered)
+        return submitted
+
+    def _deliver(self, ordered: list[_Team]) -> None:
+        """Hand the answered batches to their teams (a cohort's members at once)."""
+        cohorts: dict[int, tuple[Cohort, list[int], list[FloatArray]]] = {}
+        for team in ordered:
+            whole, team.whole = team.whole, None
+            if whole is None:
+                continue
+            if isinstance(team, _PolicyTeam):
+                team.answered_with(whole)
+            else:
+                assert isinstance(team, _CohortMember)
+                entry = cohorts.setdefault(id(team.cohort), (team.cohort, [], []))
+                entry[1].append(team.index)
+                entry[2].append(whole)
+        for cohort, members, released in cohorts.values():
+            cohort.deliver(np.array(members, dtype=np.intp), released)
+
+    def final_round(self) -> None:
+        """Every team's final prediction, submitted on its main account outside the caps."""
+        ordered = [self.teams[index] for index in self.order_rng.permutation(len(self.teams))]
+        wave = _Wave(self, self.rules.rounds)
+        for team in ordered:
+            if team.state is not _State.DONE:
+                raise RuntimeError(f"team {team.entry.name!r} #{team.member} was still playing after the last round")
+            final = team.final if isinstance(team, _PolicyTeam) else team.final_prediction()
+            team.pending, team.submitted, team.answered, team.answered_rows = self.check(final), 1, [], 0
+            wave.add(team, team.accounts[0], team.pending)
+            if wave.elements >= WAVE_ELEMENTS:
+                wave.release()
+                wave = _Wave(self, self.rules.rounds)
+        wave.release()
+
+    def abort(self) -> None:
+        for team in self.teams:
+            if isinstance(team, _PolicyTeam):
+                team.abort()
+
+    def result(self) -> CompetitionResult:
+        return _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared,
+                       (self.holdout.public_noise_sd, self.holdout.private_noise_sd))
+
+
+class _Wave:
+    """The rows submitted in one wave, in team order: scored a cache-sized block at a time as they
+    arrive, released together (:meth:`release`), each team answered with its part."""
+
+    def __init__(self, engine: _Engine, round_: int):
+        self.engine, self.round = engine, round_
+        self.parts: list[tuple[_Team, Account, FloatArray]] = []
+        self.scored: list[Any] = []
+        self.unscored: list[FloatArray] = []
+        self.unscored_rows = 0
+        self.elements = 0
+        self.block_rows = rows_per_block(engine.holdout_size)
+
+    def add(self, team: _Team, account: Account, rows: FloatArray) -> None:
+        if account.capture is not None and account.made <= account.capture < account.made + rows.shape[0]:
+            account.captured = rows[account.capture - account.made].copy()
+        account.made += rows.shape[0]
+        self.parts.append((team, account, rows))
+        self.elements += rows.size
+        self.unscored.append(rows)
+        self.unscored_rows += rows.shape[0]
+        if self.unscored_rows >= self.block_rows:
+            self._score_unscored()
+
+    def _score_unscored(self) -> None:
+        if self.unscored:
+            block = self.unscored[0] if len(self.unscored) == 1 else np.concatenate(self.unscored)
+            self.scored.append(self.engine.holdout.score(block, keep_losses=self.engine.keep_losses))
+            self.unscored, self.unscored_rows = [], 0
+
+    def release(self) -> bool:
+        """Release every row (the mechanism bank, then the rules' precision), record them and
+        answer the teams; False if the wave is empty."""
+        if not self.parts:
+            return False
+        self._score_unscored()
+        engine = self.engine
+        public, private, population, population_public = (
+            np.concatenate([getattr(scores, name) for scores in self.scored])
+            for name in ("public", "private", "population", "population_public"))
+        losses = np.concatenate([scores.public_losses for scores in self.scored]) if engine.keep_losses else None
+        sizes = np.array([rows.shape[0] for _, _, rows in self.parts])
+        stops = np.cumsum(sizes)
+        slots = np.repeat(np.array([account.slot for _, account, _ in self.parts], dtype=np.intp), sizes)
+        segments = [(int(stop - size), int(stop), account.slot) for (_, account, _), size, stop in zip(self.parts, sizes, stops)]
+        public_rows = engine.split.public_rows
+
+        def loss_rows(indices: NDArray[np.intp]) -> FloatArray:
+            if losses is not None:
+                return losses[indices]
+            part = np.searchsorted(stops, indices, side="right")
+            return columns(np.stack([self.parts[k][2][i - stops[k] + sizes[k]] for k, i in zip(part, indices)]), public_rows)
+
+        released, accepted = engine.bank.release(Wave(slots, segments, public, lambda k: columns(self.parts[k][2], public_rows),
+                                                      loss_rows))
+        if engine.rules.precision is not None:
+            released = round_to_multiple(released, engine.rules.precision)
+        engine.records.append({"slot": slots, "round": np.full(slots.size, self.round), "released": released,
+                               "public": public, "private": private, "population": population,
+                               "population_public": population_public, "accepted": accepted})
+        for (team, _, _), (start, stop, _) in zip(self.parts, segments):
+            team.answer(released[start:stop])
+        return True
+
+
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:
     """The split with the competition's own public rows; a task that discloses its public
     rows (a two-stage competition) discloses these instead."""
@@ -530,46 +768,58 @@ def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray
     return replace(split, public=public, public_rows=public_rows, final_rows=final_rows)
 
 
-def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechanism, split: Split, shared: bool) -> CompetitionResult:
+def _by_account(records: list[dict[str, NDArray[Any]]]) -> tuple[dict[str, NDArray[Any]], NDArray[np.intp]]:
+    """Every record, grouped by account in submission order, and where each account's group starts
+    (``starts[slot]`` … ``starts[slot + 1]``)."""
+    joined = {name: np.concatenate([wave[name] for wave in records]) for name in records[0]}
+    order = np.argsort(joined["slot"], kind="stable")
+    grouped = {name: values[order] for name, values in joined.items()}
+    slots = int(grouped["slot"].max()) + 1
+    return grouped, np.searchsorted(grouped["slot"], np.arange(slots + 1))
+
+
+def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: Rules, scorer: Scorer,
+            mechanism: Mechanism, split: Split, shared: bool, noise_sd: tuple[float, float]) -> CompetitionResult:
     sign = scorer.sign
     releases_best = type(mechanism).releases_best and not shared
-    count = len(roster)
+    count = len(teams)
     public, private, population = np.empty(count), np.empty(count), np.empty(count)
     released_final, errors = np.empty(count), np.empty(count)
-    submissions, counted = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+    public_exact, population_public = np.empty(count), np.empty(count)
+    submissions, improvements = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+    counted = np.empty(count, dtype=np.int64)
     last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
-    for t, team in enumerate(roster):
-        main = team.accounts[0]
-        records = main.records()
-        accepted = None
-        if releases_best:
-            accepted_indices = [i - main.start for i in main.mechanism.acceptances_]
-            accepted = accepted_indices[-1] if accepted_indices else None
-        chosen = selected_submissions(records["released"], rules.selection, sign, accepted)
-        best = counted[t] = chosen[np.argmin(sign * records["private"][chosen])]
-        values = leaderboard_values(records["released"], sign, releases_best)
-        public[t], private[t] = values[-1], records["private"][best]
-        population[t], released_final[t] = records["population"][best], records["released"][-1]
+    grouped, starts = _by_account(records)
+    every_round = np.arange(rules.rounds)
+    for t, team in enumerate(teams):
+        main = team.accounts[0].slot
+        mine = {name: values[starts[main] : starts[main + 1]] for name, values in grouped.items()}
+        accepted_rows = np.flatnonzero(mine["accepted"]) if releases_best else np.empty(0, dtype=np.intp)
+        chosen = selected_submissions(mine["released"], rules.selection, sign,
+                                      int(accepted_rows[-1]) if accepted_rows.size else None)
+        best = counted[t] = chosen[np.argmin(sign * mine["private"][chosen])]
+        values = leaderboard_values(mine["released"], sign, releases_best)
+        public[t], private[t] = values[-1], mine["private"][best]
+        population[t], released_final[t] = mine["population"][best], mine["released"][-1]
+        public_exact[t], population_public[t] = mine["public"][best], mine["population_public"][best]
+        improvements[t] = 1 + np.count_nonzero(sign * np.diff(values) < 0)
         submissions[t] = sum(account.used for account in team.accounts)
-        true_best = np.minimum.accumulate(sign * records["population"])
+        true_best = np.minimum.accumulate(sign * mine["population"])
         errors[t] = float(np.max(np.abs(true_best - sign * values)))
         for account in team.accounts:
-            account_records = account.records()
-            best_population = min(best_population, float(np.min(sign * account_records["population"])))
-            played = account_records["round"][account_records["round"] < rules.rounds]
+            rows = slice(starts[account.slot], starts[account.slot + 1])
+            best_population = min(best_population, float(np.min(sign * grouped["population"][rows])))
+            played = grouped["round"][rows][grouped["round"][rows] < rules.rounds]
             if played.size:
                 last_round[t] = np.fmax(last_round[t], played.max() + 1)
-        rounds = records["round"]
-        for r in range(rules.rounds):
-            made = np.flatnonzero(rounds <= r)
-            if made.size:
-                by_round[t, r] = values[made[-1]]
+        latest = np.searchsorted(mine["round"], every_round, side="right") - 1
+        by_round[t] = np.where(latest >= 0, values[np.maximum(latest, 0)], np.nan)
     return CompetitionResult(
-        labels=[team.entry.name for team in roster],
-        honest=np.array([team.entry.is_honest for team in roster]),
-        accounts=np.array([len(team.accounts) for team in roster]),
+        labels=[team.entry.name for team in teams],
+        honest=np.array([team.entry.is_honest for team in teams]),
+        accounts=np.array([len(team.accounts) for team in teams]),
         public=public,
         private=private,
         population=population,
@@ -584,6 +834,12 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         leaderboard_errors=errors,
         precision=rules.precision,
         last_round=last_round,
+        first_round=np.array([team.accounts[0].first for team in teams]),
+        improvements=improvements,
+        public_exact=public_exact,
+        population_public=population_public,
+        public_noise_sd=noise_sd[0],
+        private_noise_sd=noise_sd[1],
         counted=counted,
     )
 
@@ -596,14 +852,15 @@ def compete(
     seed: int = 0,
     replication: int = 0,
     capture: NDArray[np.int64] | None = None,
+    batched: bool = True,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
-    across mechanisms and rules. ``capture``: see :func:`play_competition`.
+    across mechanisms and rules. ``capture`` and ``batched``: see :func:`play_competition`.
     """
     task.validate_params()
     task_spec = spec(task)
     split = task.split(stream(seed, "task", task_spec, replication))
-    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture)
+    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched)

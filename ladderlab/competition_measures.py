@@ -17,16 +17,22 @@ For teams ranked on their main accounts (:class:`~ladderlab.competition.Competit
   :func:`ladderlab.stats.estimate_sota`) from the final private accuracies, beside the
   observed best private accuracy and the true best population accuracy (0/1 loss and
   accuracy only; NaN otherwise);
+- the public winner's private rank (1: the public leaderboard's leader also wins);
+- the top teams' public–private gaps against sampling noise (Roelofs et al., NeurIPS 2019,
+  :func:`sampling_noise_gaps`), where the task knows P(y = 1 | x) and the score is the 0/1 loss
+  or accuracy;
 - per team group: mean public and private rank, the best private rank, mean Δ, the
   first round a team of the group leads the public leaderboard, the first round
   one shows a perfect public score (0 loss, accuracy 1; within half the released
-  precision), the share of its teams whose final public score is perfect, and the mean
+  precision), the share of its teams whose final public score is perfect, the mean
   last round its teams submitted in (for the log-loss oracle, which shows its perfect
-  score only with its final prediction: the day its decoding was done).
+  score only with its final prediction: the day its decoding was done) and the mean z of
+  its public–private gaps (:func:`sampling_noise_gaps`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -38,11 +44,17 @@ from ladderlab.stats import estimate_sota
 
 FloatArray = NDArray[np.float64]
 TOP = 10
+GAP_MEASURES = ("noise_sd", "gap_all_z_mean", "gap_all_within_noise", "gap_top_mean", "gap_top_z_mean",
+                "gap_top_within_noise")
 MEASURE_NAMES = (
     "spearman", "kendall", "top10_overlap", "best_team_wins", "best_team_private_rank",
     "winner_population_rank", "winner_delta", "leaderboard_error", "leaderboard_error_median",
-    "honest_utility", "sota_estimate", "sota_observed", "sota_true",
+    "honest_utility", "sota_estimate", "sota_observed", "sota_true", "public_winner_private_rank", *GAP_MEASURES,
 )
+TOP_SHARE = 0.1
+"""The truly best teams whose gaps :func:`sampling_noise_gaps` examines (a tenth, at least 10)."""
+WITHIN_NOISE = 1.959963984540054
+"""|z| within the central 95% of the standard normal distribution."""
 
 
 def ranks(risks: FloatArray) -> NDArray[np.int64]:
@@ -120,6 +132,8 @@ def group_measures(result: CompetitionResult) -> dict[str, dict[str, float]]:
     perfect = np.abs(result.public_by_round - perfect_value) <= tolerance
     final_perfect = np.abs(result.public - perfect_value) <= tolerance
     last_round = np.full(len(result.labels), np.nan) if result.last_round is None else result.last_round
+    scored = gap_z_scores(result)
+    z = np.full(len(result.labels), np.nan) if scored is None else scored[1]
     labels = np.array(result.labels)
     groups = {}
     for label in dict.fromkeys(result.labels):
@@ -142,8 +156,56 @@ def group_measures(result: CompetitionResult) -> dict[str, dict[str, float]]:
             "final_perfect": float(final_perfect[members].mean()),
             "last_round_mean": float(np.nanmean(last_round[members])) if np.isfinite(last_round[members]).any()
             else float("nan"),
+            "gap_z_mean": float(z[members].mean()),
         }
     return groups
+
+
+def sampling_noise_gaps(result: CompetitionResult) -> dict[str, float]:
+    """The public–private gaps of the teams' counted submissions against sampling noise (Roelofs et al. 2019).
+
+    A team's gap is its counted submission's exact public score minus its private score, signed so that
+    positive means the public score looked better (accuracy public − private for the 0/1 loss). Were
+    the submission fixed in advance, public and private scores would be independent means of
+    Bernoulli errors at the known P(y = 1 | x): the gap would have mean μ, the submission's expected
+    score on the private rows minus on the public rows, and sd σ = (σ_pub² + σ_priv²)^½, the same for
+    every submission (``noise_sd``). z = (gap − μ)/σ is then standard normal (to the normal
+    approximation of a binomial), whatever other teams submitted: without adaptive overfitting its
+    mean is 0 and 95% of the z lie within ±1.96, for every team and for any group chosen without
+    looking at the noise.
+
+    - ``gap_all_z_mean``, ``gap_all_within_noise``: over every team, the mean z and the share with |z| ≤ 1.96;
+    - ``gap_top_mean``, ``gap_top_z_mean``, ``gap_top_within_noise``: the same for the truly best tenth of
+      the teams (by the population score of the counted submission, at least 10 teams), the gap also in
+      score units. Choosing the top by public score instead would add the winner's curse of the public
+      noise itself.
+
+    NaN where the task has no closed form (another score, no known probabilities)."""
+    scored = gap_z_scores(result)
+    if scored is None:
+        return dict.fromkeys(GAP_MEASURES, float("nan"))
+    gap, z, sd = scored
+    top = np.argsort(result.sign * result.population, kind="stable")[: min(z.size, max(10, math.ceil(TOP_SHARE * z.size)))]
+    return {
+        "noise_sd": sd,
+        "gap_all_z_mean": float(z.mean()),
+        "gap_all_within_noise": float(np.mean(np.abs(z) <= WITHIN_NOISE)),
+        "gap_top_mean": float(gap[top].mean()),
+        "gap_top_z_mean": float(z[top].mean()),
+        "gap_top_within_noise": float(np.mean(np.abs(z[top]) <= WITHIN_NOISE)),
+    }
+
+
+def gap_z_scores(result: CompetitionResult) -> tuple[FloatArray, FloatArray, float] | None:
+    """Every team's gap, its z and σ (:func:`sampling_noise_gaps`), or None without a closed form."""
+    if result.public_exact is None or not math.isfinite(result.public_noise_sd):
+        return None
+    sign, n_public, n_private = result.sign, result.n_public, result.n_private
+    population_private = ((n_public + n_private) * result.population - n_public * result.population_public) / n_private
+    gap = -sign * (result.public_exact - result.private)
+    expected = -sign * (result.population_public - population_private)
+    sd = math.hypot(result.public_noise_sd, result.private_noise_sd)
+    return gap, (gap - expected) / sd, sd
 
 
 def measures(result: CompetitionResult, rng: np.random.Generator, sota_repetitions: int = 1000) -> dict[str, Any]:
@@ -165,5 +227,7 @@ def measures(result: CompetitionResult, rng: np.random.Generator, sota_repetitio
         "leaderboard_error_median": float(np.median(result.leaderboard_errors)),
         "honest_utility": utility,
         **sota(result, rng, sota_repetitions),
+        "public_winner_private_rank": float(private_ranks[int(np.argmin(public_risk))]),
+        **sampling_noise_gaps(result),
         "groups": group_measures(result),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import traceback
 from pathlib import Path
@@ -21,7 +22,7 @@ import pyarrow.parquet as pq
 
 from ladderlab import rundir
 from ladderlab.competition import Rules, compete
-from ladderlab.competition_measures import MEASURE_NAMES, measures
+from ladderlab.competition_measures import MEASURE_NAMES, gap_z_scores, measures
 from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.duel import Incompatible
 from ladderlab.naming import plugin_label
@@ -32,6 +33,8 @@ from ladderlab.seeding import stream
 log = logging.getLogger("ladderlab.run")
 
 SCORE_COLUMNS = ("team_public", "team_private", "team_population")
+ACTIVITY_COLUMNS = ("team_submissions", "team_improvements", "team_first_round")
+"""Per team: its submissions, how often its public value improved, the round it could first submit."""
 SOTA_REPETITIONS = 300
 
 
@@ -54,6 +57,10 @@ def run_replication(cell: CompetitionCell, seed: int, replication: int) -> dict[
                    team_honest=result.honest.tolist(), team_public=result.public.tolist(),
                    team_private=result.private.tolist(), team_population=result.population.tolist(),
                    best_population=result.best_population, sign=result.sign)
+        scored = gap_z_scores(result)
+        row.update(team_submissions=result.submissions.tolist(), team_improvements=result.improvements.tolist(),
+                   team_first_round=result.first_round.tolist(),
+                   team_gap_z=[math.nan] * len(result.labels) if scored is None else scored[1].tolist())
     row["wall_time"] = time.perf_counter() - start
     return row
 
@@ -65,12 +72,18 @@ SCHEMA = pa.schema(
     + [(name, pa.float64()) for name in MEASURE_NAMES]
     + [("groups", pa.string()), ("team_labels", pa.list_(pa.string())), ("team_honest", pa.list_(pa.bool_()))]
     + [(name, pa.list_(pa.float64())) for name in SCORE_COLUMNS]
+    + [(name, pa.list_(pa.int64())) for name in ACTIVITY_COLUMNS] + [("team_gap_z", pa.list_(pa.float64()))]
 )
 
 
 def cell_table(cell: CompetitionCell, seed: int, replications: int) -> pa.Table:
     """Every replication of a competition cell as a Parquet table."""
-    rows = [run_replication(cell, seed, replication) for replication in range(replications)]
+    return rows_table(cell, seed, [run_replication(cell, seed, replication) for replication in range(replications)])
+
+
+def rows_table(cell: CompetitionCell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
+    """A competition cell's table from its rows (every replication, in order; the runner may
+    have played ranges of them in different workers)."""
     fixed = {
         "cell": cell.key, "task": cell.task[0], "task_params": json.dumps(cell.task[1], sort_keys=True),
         "mechanism": cell.mechanism[0], "mechanism_params": json.dumps(cell.mechanism[1], sort_keys=True),
@@ -98,7 +111,8 @@ def read_competition_files(files: list[Path], teams: bool = False) -> pd.DataFra
     """The rows of the given competition cell files, sorted by cell and replication."""
     if not files:
         return pd.DataFrame()
-    columns = SCHEMA.names if teams else [n for n in SCHEMA.names if n not in (*SCORE_COLUMNS, "team_labels", "team_honest")]
+    per_team = (*SCORE_COLUMNS, *ACTIVITY_COLUMNS, "team_gap_z", "team_labels", "team_honest")
+    columns = SCHEMA.names if teams else [n for n in SCHEMA.names if n not in per_team]
     frames = [pq.read_table(f, columns=columns).to_pandas() for f in files]
     return pd.concat(frames, ignore_index=True).sort_values(["cell", "replication"], ignore_index=True)
 

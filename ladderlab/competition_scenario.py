@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
@@ -58,6 +58,9 @@ class TeamEntry(StrictModel):
     accounts: StrictInt = Field(default=1, ge=1, lt=INT64_LIMIT, description="accounts per team; ≥ 2 makes a Sybil team probing on the extra ones")
     label: StrictStr | None = Field(default=None, pattern=r"\S", description="the group's name in results (default: the policy id); each group of a mix has its own")
     honest: StrictBool | None = Field(default=None, description="counts in the honest utility (default: the policy class's `honest`)")
+    activity: Literal["kaggle"] | None = Field(
+        default=None, description="an activity profile: each team draws when it arrives, how long it stays and how many "
+                                  "submissions it makes, as Kaggle teams do (`ladderlab.kaggle_calibration`); default: every round, the whole quota")
 
 
 class Mix(StrictModel):
@@ -211,7 +214,10 @@ def _teams(mix: Mix, where: str) -> list[dict[str, Any]]:
                     f"{where}.teams[{j}]: its group is labelled {label!r}, as is teams[{labelled[label]}]'s; "
                     "the results would merge them: give each entry its own label")
             labels.add(label)
-            teams.append({"policy": entry.policy, "params": params, "count": entry.count,
-                          "accounts": entry.accounts, "label": label, "honest": entry.honest})
+            team = {"policy": entry.policy, "params": params, "count": entry.count,
+                    "accounts": entry.accounts, "label": label, "honest": entry.honest}
+            if entry.activity is not None:  # only then: the keys of cells without one stay as they were
+                team["activity"] = entry.activity
+            teams.append(team)
         labelled.update(dict.fromkeys(labels, j))
     return teams

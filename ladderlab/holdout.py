@@ -80,6 +80,13 @@ class HoldoutScores:
         assert isinstance(self.scorer, LossScorer)
         return functools.partial(self.scorer.paired_sd, best_loss=best_loss_row)
 
+    def paired_sd_each(self, loss_rows: FloatArray, best_loss_rows: FloatArray) -> FloatArray:
+        """The paired sd of each loss row against its own best (the matching row of
+        ``best_loss_rows``): row by row the bits of :meth:`paired_with` (the Ladders of many
+        accounts at once)."""
+        assert isinstance(self.scorer, LossScorer)
+        return self.scorer.paired_sd(loss_rows, best_loss_rows)
+
 
 class BinaryErrorCounts(HoldoutScores):
     """The 0/1 loss on two integer labels {a, b}, by matrix–vector products (module docstring).
@@ -159,6 +166,15 @@ class BinaryErrorCounts(HoldoutScores):
 
     def paired_with(self, best_loss_row: FloatArray) -> Callable[[FloatArray], FloatArray]:
         return PairedDisagreements(self, best_loss_row)
+
+    def paired_sd_each(self, loss_rows: FloatArray, best_loss_rows: FloatArray) -> FloatArray:
+        """From exact counts, as :class:`PairedDisagreements`: each row's disagreements with its own
+        best, and the difference of their error counts."""
+        best_signs = np.where(best_loss_rows == self.low, 1.0, -1.0)
+        best_offsets = np.einsum("ij,ij->i", best_signs, best_loss_rows)
+        disagreements = (np.einsum("ij,ij->i", loss_rows, best_signs) - best_offsets) / self.width
+        differences = self.errors(loss_rows) - self.errors(best_loss_rows)
+        return paired_sd_from_counts(disagreements, differences, self.labels.size)
 
 
 class PairedDisagreements:

@@ -63,7 +63,8 @@ from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.competition_scenario import CompetitionCell
-from ladderlab.competition_results import cell_table as competition_cell_table
+from ladderlab.competition_results import rows_table as competition_table
+from ladderlab.competition_results import run_replication as play_competition_replication
 from ladderlab.extrapolation_scenario import ExtrapolationCell
 from ladderlab.extrapolation_scenario import cell_table as extrapolation_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight
@@ -254,13 +255,12 @@ def run_cells(
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). A competition or extrapolation cell is alone in its group; its file is under
-    ``competitions/`` or ``extrapolations/``."""
-    if not isinstance(group[0], Cell):
+    fingerprints). An extrapolation cell is alone in its group and written whole; a competition
+    cell is alone in its group too; their files are under ``extrapolations/`` and ``competitions/``."""
+    if isinstance(group[0], ExtrapolationCell):
         (cell,) = group
-        table = competition_cell_table if isinstance(cell, CompetitionCell) else extrapolation_cell_table
         with cell_worker():
-            return [_write_cell(cell, table(cell, seed, replications), out, _plugin_tokens(cell))]
+            return [_write_cell(cell, extrapolation_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
     rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities)
     return write_cells(group, seed, rows, out, isolation)
 
@@ -274,7 +274,8 @@ def play_replications(
     identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
     first_rows: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The rows of ``replications`` of every cell of a transcript group, by cell key, single-threaded."""
+    """The rows of ``replications`` of every cell of a transcript group (or of one competition
+    cell), by cell key, single-threaded."""
     identities = identities or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
     with cell_worker():
@@ -282,6 +283,8 @@ def play_replications(
             for cell in group:
                 if replication == 0 and first_rows and cell.key in first_rows:
                     rows[cell.key].append(first_rows[cell.key])
+                elif isinstance(cell, CompetitionCell):
+                    rows[cell.key].append(play_competition_replication(cell, seed, replication))
                 else:
                     rows[cell.key].append(run_replication(cell, seed, replication, isolation, secret_seed,
                                                           identities.get(cell.key)))
@@ -291,6 +294,9 @@ def play_replications(
 def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any]]], out: str,
                 isolation: Isolation = "none") -> list[dict[str, Any]]:
     """Write each cell of a group from its rows (every replication, in order); return the manifest records."""
+    if isinstance(group[0], CompetitionCell):
+        (cell,) = group
+        return [_write_cell(cell, competition_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell))]
     return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
             for cell in group]
 
@@ -359,10 +365,9 @@ def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
 
 def first_replication(group: list[Cell], seed: int, secret_seed: int | None) -> tuple[float, dict[str, dict[str, Any]]]:
     """Replication 0 of every cell of a group, single-threaded: its CPU seconds, and the rows, by cell key."""
-    with cell_worker():
-        start = time.process_time()
-        rows = {cell.key: run_replication(cell, seed, 0, secret_seed=secret_seed) for cell in group}
-        return time.process_time() - start, rows
+    start = time.process_time()
+    rows = {key: replication[0] for key, replication in play_replications(group, seed, range(1), secret_seed=secret_seed).items()}
+    return time.process_time() - start, rows
 
 
 def longest_first(
@@ -509,17 +514,17 @@ def run(
         groups = transcript_groups(todo)
         identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
                       for cell in todo if isinstance(cell, Cell)} if isolation == "process" else {}
-        duel_groups = [group for group in groups if isinstance(group[0], Cell)]
         jobs_to_run: list[Any] = []
         pieces_of: dict[int, int] = {}
-        if backend == "loky" and isolation == "none" and jobs != 1 and duel_groups:
-            pieces, first_rows = longest_first(duel_groups, scenario.seed, scenario.replications, jobs, secret_seed)
-            groups = [group for group in groups if not isinstance(group[0], Cell)]
+        split_groups = [group for group in groups if not isinstance(group[0], ExtrapolationCell)]
+        if backend == "loky" and isolation == "none" and jobs != 1 and split_groups:
+            pieces, first_rows = longest_first(split_groups, scenario.seed, scenario.replications, jobs, secret_seed)
             jobs_to_run = [joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation,
-                                                     secret_seed) for group in groups]
+                                                     secret_seed) for group in groups if isinstance(group[0], ExtrapolationCell)]
+            groups = split_groups
             for index, start, stop in pieces:
                 pieces_of[index] = pieces_of.get(index, 0) + 1
-                group = duel_groups[index]
+                group = groups[index]
                 rows = {cell.key: first_rows[cell.key] for cell in group} if start == 0 else None
                 jobs_to_run.append(joblib.delayed(run_piece)(index, group, scenario.seed, start, stop, secret_seed, rows))
         else:
@@ -537,7 +542,7 @@ def run(
             played.setdefault(result.group, []).append(result)
             if len(played[result.group]) < pieces_of[result.group]:
                 return []
-            group = duel_groups[result.group]
+            group = groups[result.group]
             ordered = sorted(played.pop(result.group), key=lambda piece: piece.start)
             rows = {cell.key: [row for piece in ordered for row in piece.rows[cell.key]] for cell in group}
             return write_cells(group, scenario.seed, rows, str(out))

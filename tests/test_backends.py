@@ -44,3 +44,59 @@ def test_serial_loky_and_dask_agree_value_for_value(tmp_path):
         pd.testing.assert_frame_equal(everything_but_time(serial),
                                       everything_but_time(runner.load_results(tmp_path / other, submissions=True)),
                                       check_exact=True)
+
+
+COMPETITION = """
+schema_version = 1
+name = "competition-backends"
+replications = 4
+seed = 5
+
+[[competition]]
+tasks = [{ id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 600, n_features = 6 } },
+         { id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 600, n_features = 6, scorer = "log-loss" } }]
+mechanisms = [{ id = "ladder-free" }, { id = "ladder-boot", params = { b = 10 } }, { id = "noisy" }]
+rules = [{ rounds = 4, per_round = 3, public_fraction = 0.4, selection = 2 }]
+
+[[competition.mixes]]
+name = "mix"
+teams = [
+  { policy = "progressive-analyst", count = 6, params = { view = 3, batch = 2 } },
+  { policy = "conservative-analyst", count = 3, accounts = 2, params = { view = 3, batch = 1 } },
+  { policy = "honest", count = 1 },
+]
+"""
+
+
+def test_competitions_agree_value_for_value_on_every_backend(tmp_path):
+    """Every measure and every team's scores, serially, with loky (which splits a cell's replications
+    into ranges played by different workers) and on a Dask cluster of two worker processes."""
+    from ladderlab.competition_results import load_competition_results
+
+    distributed = pytest.importorskip("distributed")
+    path = tmp_path / "competition-backends.toml"
+    path.write_text(COMPETITION)
+    runner.run(path, tmp_path / "serial")
+    serial = load_competition_results(tmp_path / "serial", teams=True)
+    runner.run(path, tmp_path / "loky", jobs=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        runner.run(path, tmp_path / "dask", backend="dask", scheduler=cluster.scheduler_address)
+    assert (serial.status == "ok").all() and len(serial) == 6 * 4
+    for other in ("loky", "dask"):
+        pd.testing.assert_frame_equal(everything_but_time(serial),
+                                      everything_but_time(load_competition_results(tmp_path / other, teams=True)),
+                                      check_exact=True)
+
+
+def test_a_competition_cell_is_split_into_ranges_of_replications(tmp_path):
+    """As duel groups are: replication 0 is played first, and a cell that costs more than a quarter of
+    a worker's even share is split into ranges of replications."""
+    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.scenario import cells, load
+
+    path = tmp_path / "competition-backends.toml"
+    path.write_text(COMPETITION)
+    (cell, *_) = [cell for cell in cells(load(path)) if isinstance(cell, CompetitionCell)]
+    pieces, first_rows = runner.longest_first([[cell]], seed=5, replications=4, jobs=2, secret_seed=None)
+    assert sorted((start, stop) for _, start, stop in pieces) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert first_rows[cell.key]["status"] == "ok" and first_rows[cell.key]["replication"] == 0
