@@ -56,11 +56,15 @@ from scipy import stats
 from ladderlab import report, runner
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.registry import ATTACKS, MECHANISMS
+from ladderlab.report_tables import finite_or_null
+from ladderlab.rundir import write_atomically
 from ladderlab.scenario import Scenario
 
 REFERENCE = "full-disclosure"
 REGRESSION_FEATURES = 300
 DID_NOT_PLAY = "did not play"
+CERTIFICATE_FILE = "certificate.json"
+"""The certificate's copy in the battery's run directory, which ``ladderlab report`` reads."""
 
 
 @dataclass(frozen=True)
@@ -367,7 +371,7 @@ def certify(
     safe = safe_budget(battery, budgets)
     honest = {name: _honest_agreement(run.results, name) for name in (mechanism, REFERENCE)}
     honest_rows = table[table.attack == "honest"].set_index("mechanism")
-    return {
+    result = {
         "mechanism": mechanism,
         "params": certified.get_params(),
         "n": n,
@@ -393,6 +397,10 @@ def certify(
         "versions": run.manifest["versions"],
         "wall_time_seconds": wall_time,
     }
+    if run_dir is not None:
+        text = json.dumps(finite_or_null(result), indent=2, ensure_ascii=False, allow_nan=False)
+        write_atomically(Path(run_dir) / CERTIFICATE_FILE, text.encode())
+    return result
 
 
 def _unique(specs: list[AttackSpec]) -> list[AttackSpec]:
@@ -442,7 +450,7 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     ``OSError`` raised names where it went: the work is never lost.
     """
     out = Path(out)
-    text = json.dumps(_finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
         out.write_text(text, encoding="utf-8")
         out.with_suffix(".md").write_text(text_for_people or markdown(certificate), encoding="utf-8")
@@ -452,17 +460,6 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
             rescue_file.write(text)
         raise OSError(f"could not write the certificate to {out} ({error}); it was saved to {rescue}") from error
     return [out, out.with_suffix(".md")]
-
-
-def _finite_or_null(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None: strict JSON has no NaN."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite_or_null(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_null(item) for item in value]
-    return value
 
 
 def markdown(certificate: dict[str, Any]) -> str:

@@ -149,7 +149,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ArgumentError(f"--scheduler {args.scheduler} needs --backend dask (the loky backend runs locally)")
     _output_folder("--out", args.out)
-    from ladderlab import report, runner, scenario
+    from ladderlab import report, report_formats, runner, scenario
 
     loaded = scenario.load(args.scenario, args.replications)
     out = args.out or f"runs/{loaded.name}"
@@ -169,13 +169,7 @@ def _run(args: argparse.Namespace) -> int:
                          rerun_stale=args.rerun_stale,
                          secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
     run = report.load_run(out)
-    if loaded.matrix:
-        print(report.text_table(report.summary(run.results)))
-    if not run.competitions.empty:
-        from ladderlab import competition_report
-
-        print("\ncompetitions:" if loaded.matrix else "competitions:")
-        print(competition_report.text_summary(competition_report.summary(run.competitions)))
+    print(report_formats.compact_text(run), end="")
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
     if not run.competitions.empty and (run.competitions.status == "failed").any():
@@ -191,25 +185,18 @@ def _report(args: argparse.Namespace) -> int:
     _output_file("--out", args.out)
     _output_file("--html", args.html)
     _output_folder("--plots", args.plots)
-    from ladderlab import competition_report, plots, report
+    from ladderlab import competition_report, plots, report, report_formats
 
     run = report.load_run(args.run_dir)
-    table = report.summary(run.results)
-    duels = bool(run.expected_cells) or not run.expected_competitions  # a competition-only run has no duel table
-    for line in run.status.lines() if duels else []:
+    for line in report.status_lines(run):
         print(line, file=sys.stderr)
-    for line in competition_report.status_lines(run.expected_competitions, run.competitions) if run.expected_competitions else []:
-        print(line, file=sys.stderr)
-    text = report.write_table(table, args.format)
-    if args.out:
-        Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
-    elif duels:
-        print(text)
-    if not run.competitions.empty and args.format == "text":
-        print("\ncompetitions:" if duels else "competitions:")
-        print(competition_report.text_summary(competition_report.summary(run.competitions)))
+    text = report_formats.write(run, args.format, args.out)
+    if not args.out:
+        print(text, end="")
     if args.html:
-        Path(args.html).write_text(report.html_page(run), encoding="utf-8")
+        from ladderlab import report_html, rundir
+
+        rundir.write_atomically(Path(args.html), report_html.html_page(run).encode())
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
         folder = Path(args.plots)
@@ -449,8 +436,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
     report_parser.add_argument("run_dir", help="a run directory written by 'ladderlab run' (finished or not)")
-    report_parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="summary table format")
-    report_parser.add_argument("--out", help="write the summary table to this file instead of the terminal")
+    report_parser.add_argument("--format", choices=["text", "markdown", "csv", "json"],
+                               help="every table of the run at full width: the duels' and competitions' summaries, "
+                                    "each competition replication, team groups, a certificate's rows, the papers' "
+                                    "values (json and csv: each duel replication too); default: the main measures "
+                                    "in a table that fits a 120-column terminal")
+    report_parser.add_argument("--out", help="write the report to this file instead of the terminal")
     report_parser.add_argument("--html", help="write a self-contained HTML report to this file")
     report_parser.add_argument("--plots", help="write the plots as PNG files into this folder")
     report_parser.set_defaults(handler=_report)

@@ -1,4 +1,6 @@
-"""Shared test fixtures: labels and streams of submissions that sometimes improve."""
+"""Shared test fixtures: labels and streams of submissions that sometimes improve, small scenarios, a browser."""
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -48,6 +50,22 @@ def scenario_file(tmp_path, mechanisms='{ id = "kaggle" }, { id = "ladder-boot",
     return path
 
 
+TINY_COMPETITION = """
+[[competition]]
+tasks = [{ id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 600, n_features = 6 } }]
+mechanisms = [{ id = "kaggle" }, { id = "ladder", params = { eta = [0.01, 0.02] } }]
+rules = [{ rounds = 3, per_round = 2, public_fraction = 0.4, selection = 2 }]
+
+[[competition.mixes]]
+name = "mix"
+teams = [
+  { policy = "progressive-analyst", count = 6, params = { view = 3, batch = 2, lam = [0.5, 0.9] } },
+  { policy = "boosting", count = 1, accounts = 2, params = { k = 20 } },
+]
+"""
+"""A competition table of three cells, 13 teams, 3 days: seconds to run."""
+
+
 FAILING_PLUGIN = '''
 from ladderlab.mechanisms.kaggle import Kaggle
 
@@ -67,3 +85,25 @@ def failing_mechanism(tmp_path) -> str:
     path = tmp_path / "failing_plugin.py"
     path.write_text(FAILING_PLUGIN)
     return f'{{ id = "{path}:Failing" }}'
+
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@contextmanager
+def browser_page(sync_api, chromium: str, width: int = 1400, height: int = 1000):
+    """A page of Debian's headless chromium through Playwright, with the console's errors and
+    warnings and every requested URL collected in ``page.problems`` and ``page.requests``."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.problems, page.requests = [], []
+            page.on("console", lambda message: page.problems.append(message.text)
+                    if message.type in ("error", "warning") else None)
+            page.on("pageerror", lambda error: page.problems.append(str(error)))
+            page.on("request", lambda request: page.requests.append(request.url))
+            yield page
+        finally:
+            browser.close()
