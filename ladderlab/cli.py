@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__
-from ladderlab.duel import duel
+from ladderlab import __version__, demo
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
@@ -328,21 +327,6 @@ def _certify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    task = TASKS.make("random-labels", n_public=args.n, n_holdout=3 * args.n)
-    print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
-    print(f"{'mechanism':<14} {'public (released)':>18} {'final (private)':>16} {'leaderboard error':>18}")
-    for mechanism_id, variant in [("kaggle", "kaggle"), ("ladder-free", "ladder")]:
-        result = duel(task, MECHANISMS.make(mechanism_id), ATTACKS.make("boosting", k=args.k, variant=variant), seed=args.seed,
-                      isolation=args.isolation)
-        print(
-            f"{mechanism_id:<14} {result.final_released:>18.4f} {result.final_final:>16.4f} "
-            f"{result.leaderboard_error:>18.4f}"
-        )
-    print("A 0/1 loss of 0.5 is chance: Kaggle's public score is overfitted, the Ladder's is not.")
-    return 0
-
-
 def _extrapolate(args: argparse.Namespace) -> int:
     from ladderlab.stats import class_scores, extrapolation, extrapolation_plot
 
@@ -491,13 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
     cert.set_defaults(handler=_certify)
 
-    demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
-    demo.add_argument("--k", type=_count(1), default=400, help="number of attack submissions")
-    demo.add_argument("--n", type=_count(2), default=4000, help="public holdout size")
-    demo.add_argument("--seed", type=_count(0), default=0, help="root seed of the duels (default 0)")
-    demo.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
-                      help="'process': play each attack in its own process (see docs/isolation.md)")
-    demo.set_defaults(handler=_demo)
+    demo.add_subcommand(commands, _count, ISOLATION_MODES)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
     bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
