@@ -13,7 +13,7 @@ note = "read off the figure"
 ``attack``), ``budget``, a competition's team ``mix``, and by a parameter as the scenario
 writes it (``task.NAME``, ``mechanism.NAME``, ``attack.NAME``, a competition's
 ``rules.NAME``). ``measure`` is a column of that cell's summary: for a duel
-``delta``, ``lberr``, ``final_released`` or ``final_final``, for a competition one of
+``delta``, ``lberr``, ``final_released``, ``final_public`` (the exact public score) or ``final_final``, for a competition one of
 :data:`ladderlab.replications.COMPETITION_MEASURES`, each followed by ``_median``,
 ``_lo`` or ``_hi``. Reports put our value beside the paper's (and our 95% interval
 beside a median). Paper values do not change what a scenario computes, so they are not

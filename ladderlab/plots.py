@@ -240,8 +240,7 @@ def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
     if results.empty or not (results.status == "ok").any():
         return []
     figures = []
-    ok = results[results.status == "ok"]
-    if ok.attack.nunique() > 1 and ok[["mechanism", "mechanism_params"]].drop_duplicates().shape[0] > 1:
+    if zoo.applies(results):
         figures.append(zoo_figure(results))
     for sweep in sweeps(results):
         figures += [scores_figure(sweep), delta_figure(sweep)]

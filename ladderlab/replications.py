@@ -13,7 +13,7 @@ STATUSES = ("ok", "failed", "skipped")
 STATISTICS = ("median", "lo", "hi")
 """A summary's columns per measure: ``{measure}_median``, ``_lo`` (2.5%) and ``_hi`` (97.5%)."""
 DUEL_MEASURES = {"delta": "delta", "lberr": "leaderboard_error", "final_released": "final_released",
-                 "final_final": "final_final"}
+                 "final_public": "final_public", "final_final": "final_final"}
 """A duel summary's measures: their names in the summary, and the replication column each summarises."""
 COMPETITION_MEASURES = ("spearman", "kendall", "top10_overlap", "best_team_wins", "best_team_private_rank",
                         "winner_delta", "leaderboard_error", "honest_utility", "sota_estimate", "sota_true")

@@ -8,7 +8,7 @@ The summary has, per task × mechanism × attack (with parameters and budget), t
 median and the 95% interval (2.5% and 97.5% quantiles over replications, the
 spread the papers' boxplots show) of Δ = released public − final score
 (Chaibub Neto et al. 2016, ΔMSE), of the leaderboard error (Blum & Hardt 2015,
-Def. 2.1) and of the final submission's released and final scores.
+Def. 2.1) and of the final submission's released, exact public and final scores.
 """
 
 from __future__ import annotations

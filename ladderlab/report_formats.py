@@ -4,7 +4,7 @@ Every format carries every section a run has (:class:`ladderlab.report_tables.Se
 
 - ``duels``: per task × mechanism × attack × budget, the replications ok / failed /
   skipped and the median [2.5%, 97.5%] over replications of Δ, the leaderboard error and
-  the final submission's released and final scores (:func:`ladderlab.report.summary`);
+  the final submission's released, exact public and final scores (:func:`ladderlab.report.summary`);
 - ``duel_replications``: every duel replication's values (JSON and CSV only: a paper
   scenario has up to 120,000 of them);
 - ``competitions``, ``competition_replications``, ``competition_groups``: the competition
@@ -26,13 +26,14 @@ task, with long labels cut to the parameters that vary between rows.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ladderlab import certify, competition_results, paper_values
+from ladderlab import certify, competition_results, paper_values, zoo
 from ladderlab.report import Run, status_lines, summary
 from ladderlab.rundir import write_atomically
 from ladderlab.report_tables import (
@@ -84,10 +85,15 @@ def sections(run: Run) -> list[Section]:
             Section("duels", "Duels", "Per task × mechanism × attack × budget: replications ok/failed/skipped, and "
                     "the median [2.5%, 97.5%] over replications of Δ = released public − final score of the "
                     "attack's final submission, of the leaderboard error (Blum & Hardt 2015, Def. 2.1), and of the "
-                    "final submission's released and final scores.", summary(run.results)),
+                    "final submission's released, exact public and final scores.", summary(run.results)),
             Section("duel_replications", "Duel replications", "Every replication of every duel cell.",
                     _scalars(run.results), for_people=False),
         ]
+        if zoo.applies(run.results):
+            found.append(Section("worst_cases", "Worst case per mechanism × attack", "Per mechanism and attack id: "
+                                 "the median over replications of Δ as a loss (negative: overfitted), at the attack's "
+                                 "worst parameters and task (the zoo's heat map).", zoo.worst_cases(run.results),
+                                 decimals=3))
     if not run.competitions.empty:
         found += [
             Section("competitions", "Competitions", "Per competition cell: replications ok/failed/skipped, and the "
@@ -140,7 +146,8 @@ def _paper_values(run: Run) -> pd.DataFrame:
 
 
 def provenance(run: Run) -> dict[str, Any]:
-    """What ran, where and when: scenario, dates, versions and machine (from the manifest)."""
+    """What ran, where and when: scenario, dates, versions and machine (from the manifest), and
+    the sum of the replications' wall times (what the run cost, without its workers' overhead)."""
     scenario = run.manifest.get("scenario", {})
     finished = [cell.get("finished") for cell in run.manifest.get("completed", {}).values() if cell.get("finished")]
     return {
@@ -153,16 +160,23 @@ def provenance(run: Run) -> dict[str, Any]:
         "created": run.manifest.get("created"),
         "finished": max(finished) if finished else None,
         "complete": run.status.complete and not competition_results.incomplete(run.expected_competitions, run.competitions),
+        "replication_seconds": float(sum(frame.wall_time.sum() for frame in (run.results, run.competitions)
+                                         if not frame.empty)),
         "versions": run.manifest.get("versions", {}),
         "machine": run.manifest.get("machine"),
     }
 
 
+SECTIONS = ("duels", "duel_replications", "worst_cases", "competitions", "competition_replications",
+            "competition_groups", "certificate", "paper_values")
+"""Every section a report may have, in order."""
+
+
 def json_text(run: Run) -> str:
+    """The report as one JSON object: ``run``, ``status``, a list of records per section (empty
+    when the run has none) and the whole ``certificate`` (or null)."""
     document: dict[str, Any] = {"run": provenance(run), "status": status_lines(run)}
-    for key in ("duels", "duel_replications", "competitions", "competition_replications", "competition_groups",
-                "paper_values"):
-        document[key] = []
+    document |= {key: [] for key in SECTIONS if key != "certificate"}
     for section in sections(run):
         if section.key != "certificate":
             document[section.key] = machine_records(section.frame)
@@ -170,41 +184,43 @@ def json_text(run: Run) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _for_people(run: Run) -> list[tuple[Section, str | None]]:
+def _for_people(found: list[Section], issued: dict[str, Any] | None) -> list[tuple[Section, str | None]]:
     """The sections for people, with the certificate as ``certify`` writes it for people."""
-    shown = []
-    for section in sections(run):
-        if not section.for_people:
-            continue
-        issued = certificate(run) if section.key == "certificate" else None
-        shown.append((section, certify.markdown(issued) if issued else None))
-    return shown
+    return [(section, certify.markdown(issued) if issued and section.key == "certificate" else None)
+            for section in found if section.for_people]
 
 
 def text(run: Run) -> str:
     """Every section for people, each table at its full width (no wrapping)."""
+    found = sections(run)
     parts = []
-    for section, written in _for_people(run):
+    for section, written in _for_people(found, certificate(run)):
         parts.append(f"{section.title}\n{'=' * len(section.title)}\n{section.note}\n")
         parts.append(written or fixed_width(people_columns(section)))
         parts.append("")
-    if any(section.key == "duel_replications" for section in sections(run)):
+    if any(section.key == "duel_replications" for section in found):
         parts.append("Every duel replication: ladderlab report RUN --format json (or csv).")
     return "\n".join(parts).rstrip() + "\n" if parts else "no finished replications yet\n"
 
 
-def markdown(run: Run, heading_level: int = 2) -> str:
-    """Every section for people as Markdown (``heading_level`` for the sections' headings)."""
-    hashes = "#" * heading_level
+def _demoted(markdown_text: str, levels: int) -> str:
+    """Markdown with every heading ``levels`` deeper."""
+    return re.sub(r"^(#+) ", lambda match: "#" * (len(match[1]) + levels) + " ", markdown_text, flags=re.M)
+
+
+def sections_markdown(found: list[Section], issued: dict[str, Any] | None, heading_level: int = 2) -> str:
+    """Sections for people as Markdown, their headings at ``heading_level``; the certificate
+    (``issued``) as ``certify`` writes it."""
     parts = []
-    for section, written in _for_people(run):
-        if written:
-            body = "\n".join(line.replace("# ", "#" * (heading_level + 1) + " ", 1) if line.startswith("#") else line
-                             for line in written.splitlines())
-        else:
-            body = markdown_table(people_columns(section))
-        parts += [f"{hashes} {section.title}", "", section.note, "", body, ""]
+    for section, written in _for_people(found, issued):
+        body = _demoted(written, heading_level) if written else markdown_table(people_columns(section))
+        parts += [f"{'#' * heading_level} {section.title}", "", section.note, "", body, ""]
     return "\n".join(parts).rstrip() + "\n" if parts else "No finished replications yet.\n"
+
+
+def markdown(run: Run) -> str:
+    """Every section for people as Markdown."""
+    return sections_markdown(sections(run), certificate(run))
 
 
 def render(run: Run, form: str) -> str:

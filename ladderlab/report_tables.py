@@ -45,7 +45,7 @@ TITLES = {
     "public_rank_mean": "mean public rank", "private_rank_mean": "mean private rank",
     "private_rank_best": "best private rank", "delta_mean": "mean Δ", "private_mean": "mean private",
     "population_mean": "mean population", "first_leading_round": "first leading day",
-    "first_perfect_round": "first perfect day", "final_perfect": "share perfect", "last_round_mean": "mean last day",
+    "first_perfect_round": "first perfect day", "delta_median": "worst median Δ", "worst_params": "worst parameters", "final_perfect": "share perfect", "last_round_mean": "mean last day",
 }
 STATUS_COUNTS = ("n_ok", "n_failed", "n_skipped")
 INTERVAL = ("_median", "_lo", "_hi")
@@ -103,8 +103,10 @@ def finite_or_null(value: Any) -> Any:
     return value
 
 
-def _is_json_column(name: str) -> bool:
-    return name.endswith("_params") or name in JSON_COLUMNS
+def _is_json(name: str, value: Any) -> bool:
+    """A value of a JSON column (``*_params``, :data:`JSON_COLUMNS`) holding an object or a list."""
+    return ((name.endswith("_params") or name in JSON_COLUMNS) and isinstance(value, str)
+            and value.startswith(("{", "[")))
 
 
 def machine_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -119,7 +121,7 @@ def machine_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         params: dict[str, Any] = {}
         for name, value in row.items():
             value = _plain(value)
-            if _is_json_column(name) and isinstance(value, str):
+            if _is_json(name, value):
                 value = finite_or_null(json.loads(value))
             if name == "budget" and value is not None:
                 value = int(value)
@@ -178,7 +180,7 @@ def interval_text(median: Any, lo: Any, hi: Any, decimals: int = 4) -> str:
 
 def params_text(value: Any) -> str:
     """Parameters (a dict, or its JSON) as ``k=v, …``."""
-    if isinstance(value, str):
+    if isinstance(value, str) and value.startswith("{"):
         value = json.loads(value)
     if not isinstance(value, dict):
         return DASH if missing(value) else str(value)
@@ -219,7 +221,7 @@ def people_columns(section: Section, labels: dict[str, list[str]] | None = None,
             texts = [interval_text(m, a, b, section.decimals) for m, a, b in zip(values, lo, hi)]
             title = f"{title_of(stem)} median [95%]" if interval_titles else title_of(stem)
             columns.append(Column(title, texts, [_sort_key(v) for v in values], True))
-        elif any(isinstance(v, dict) or (isinstance(v, str) and _is_json_column(name)) for v in values):
+        elif any(isinstance(v, dict) or _is_json(name, v) for v in values):
             texts = [params_text(v) for v in values]
             columns.append(Column(title_of(name), texts, texts, False))
         elif pd.api.types.is_numeric_dtype(frame[name]) and not pd.api.types.is_bool_dtype(frame[name]):
@@ -227,7 +229,8 @@ def people_columns(section: Section, labels: dict[str, list[str]] | None = None,
             texts = [number_text(v, decimals) for v in values]
             columns.append(Column(title_of(name), texts, [_sort_key(v) for v in values], True))
         else:
-            texts = [DASH if missing(v) else ("yes" if v is True else "no" if v is False else str(v)) for v in values]
+            texts = [DASH if missing(v) or v == "" else ("yes" if v is True else "no" if v is False else str(v))
+                     for v in values]
             columns.append(Column(title_of(name), texts, texts, False))
     return columns
 
