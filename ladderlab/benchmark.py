@@ -20,6 +20,7 @@ timings made under the same load even when the machine's speed drifts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import ladderlab
 from ladderlab.duel import duel
+from ladderlab.rundir import machine
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 
 FloatArray = np.ndarray
@@ -259,3 +262,14 @@ def time_duels(replications: int = 5) -> Iterator[DuelTiming]:
 def _with_params(plugin_id: str, params: dict[str, object]) -> str:
     """``id(k=v, ...)``, or the bare id without parameters."""
     return f"{plugin_id}({', '.join(f'{k}={v!r}' for k, v in params.items())})" if params else plugin_id
+
+
+def document(throughputs: list[Throughput], duels: list[DuelTiming], command: str) -> dict[str, object]:
+    """A bench run as JSON-ready data (``ladderlab bench --out``): every measurement with its
+    ratios, the parameters, the command, the date, the version and the machine."""
+    rows = [{**dataclasses.asdict(result), "batched_over_loop": result.batched_over_loop,
+             "single_over_loop": result.single_over_loop,
+             "batched_cost_over_bare_loss": result.batched_cost_over_bare_loss} for result in throughputs]
+    return {"kind": "bench", "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "versions": {"ladderlab": ladderlab.__version__}, "machine": machine(),
+            "parameters": BENCHMARK_PARAMS, "throughput": rows, "duels": [dataclasses.asdict(t) for t in duels]}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, demo
+from ladderlab import __version__, demo, results
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
@@ -207,6 +207,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    _output_file("--out", args.out)
     from ladderlab import benchmark
 
     def ratio(value: float | None) -> str:
@@ -224,7 +225,9 @@ def _bench(args: argparse.Namespace) -> int:
 
     measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
     bar = progress_bar(progress=False if args.quiet else None, total=measurements, desc="bench", unit="measurement")
+    throughputs, duels = [], []
     for result in benchmark.run(tuple(args.n), args.seconds):
+        throughputs.append(result)
         bar.update()
         bar.write(
             f"{result.mechanism:<22} {result.n:>5} {result.batched_per_second:>11,.0f} "
@@ -235,9 +238,16 @@ def _bench(args: argparse.Namespace) -> int:
         )
     bar.write(f"\n{'duel (one replication)':<110} {'submissions':>11} {'wall s':>8}")
     for timing in benchmark.time_duels():
+        duels.append(timing)
         bar.update()
         bar.write(f"{timing.description:<110} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}")
     bar.close()
+    if args.out:
+        from ladderlab.rundir import write_atomically
+
+        command = " ".join(["ladderlab bench", "--n", *map(str, args.n), "--seconds", f"{args.seconds:g}"])
+        text = json.dumps(benchmark.document(throughputs, duels, command), indent=1) + "\n"
+        write_atomically(Path(args.out), text.encode())
     return 0
 
 
@@ -476,11 +486,14 @@ def build_parser() -> argparse.ArgumentParser:
     cert.set_defaults(handler=_certify)
 
     demo.add_subcommand(commands, _count, ISOLATION_MODES)
+    results.add_subcommand(commands)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
     bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
+    bench.add_argument("--out", help="also write the measurements, machine and date as JSON to this file "
+                                     "(the bench results page is built from it)")
     bench.set_defaults(handler=_bench)
 
     extrapolate = commands.add_parser(
