@@ -119,13 +119,6 @@ def test_the_report_command_writes_every_format(mixed_run, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["competitions"]
 
 
-@pytest.fixture(scope="module")
-def quickstart_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("quickstart") / "run"
-    runner.run("quickstart", out, progress=False)
-    return report.load_run(out)
-
-
 def test_the_quickstart_table_fits_a_120_column_terminal(quickstart_run):
     compact = report_formats.compact_text(quickstart_run)
     assert max(len(line) for line in compact.splitlines()) <= 120
