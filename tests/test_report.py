@@ -30,7 +30,8 @@ def test_summary_has_the_median_and_the_95_percent_interval_over_finished_replic
     results = pd.DataFrame({
         "cell": "c", "task": "t", "task_params": "{}", "mechanism": "m", "mechanism_params": "{}", "attack": "a",
         "attack_params": "{}", "budget": np.nan, "status": ["ok"] * 200 + ["failed"] * 3,
-        "delta": np.concatenate([deltas, [1e9] * 3]), "leaderboard_error": 1.0, "final_released": 2.0, "final_final": 3.0,
+        "delta": np.concatenate([deltas, [1e9] * 3]), "leaderboard_error": 1.0, "final_released": 2.0, "final_public": 2.5,
+        "final_final": 3.0,
     })
     row = report.summary(results).iloc[0]
     assert (row.n_ok, row.n_failed, row.n_skipped) == (200, 3, 0)
