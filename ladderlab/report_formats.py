@@ -34,6 +34,7 @@ from typing import Any
 import pandas as pd
 
 from ladderlab import certify, competition_results, paper_values, zoo
+from ladderlab.naming import plugin_label
 from ladderlab.report import Run, status_lines, summary
 from ladderlab.rundir import write_atomically
 from ladderlab.report_tables import (
@@ -285,15 +286,15 @@ def compact_text(run: Run) -> str:
     parts = []
     if not run.results.empty:
         table = summary(run.results)
-        tasks = [f"{label}" for label in compact_labels(table, "task", width=10_000)[0]]
+        tasks = [plugin_label(task, params) for task, params in zip(table.task, table.task_params)]
         body, notes = _compact(table, tasks, ["delta_", "lberr_"], 4, medians_only=False)
         parts += [body, *_wrapped([f"same in every row: {'; '.join(notes)}"] if notes else []),
                   *_wrapped(["Δ = released public − final score of the attack's final submission; lb error = "
                              "leaderboard error; median [2.5%, 97.5%] over replications. Every column: --format text."])]
     if not run.competitions.empty:
         table = competition_results.summary(run.competitions)
-        groups = [f"{task} · {competition_results.rules_label(rules)} · mix {mix}" for task, rules, mix in zip(
-            compact_labels(table, "task", width=10_000)[0], table.rules, table["mix"])]
+        groups = [f"{plugin_label(task, params)} · {competition_results.rules_label(rules)} · mix {mix}"
+                  for task, params, rules, mix in zip(table.task, table.task_params, table.rules, table["mix"])]
         measures = ["spearman_", "top10_overlap_", "winner_delta_", "honest_utility_", "leaderboard_error_",
                     "best_team_wins_"]
         body, notes = _compact(table, groups, measures, 3, medians_only=True)

@@ -191,11 +191,10 @@ def _sort_key(value: Any) -> Any:
     return None if missing(value) else value
 
 
-def people_columns(section: Section, labels: dict[str, list[str]] | None = None,
-                   interval_titles: bool = True) -> list[Column]:
-    """The section's columns for people (see the module docstring); ``labels`` replaces the
-    label of a plugin role (compact labels); ``interval_titles=False`` leaves " median [95%]"
-    out of the titles of interval columns (for a table whose caption says it)."""
+def people_columns(section: Section, interval_titles: bool = True) -> list[Column]:
+    """The section's columns for people (see the module docstring); ``interval_titles=False``
+    leaves " median [95%]" out of the titles of interval columns (for a table whose caption
+    says it)."""
     frame = section.frame
     names = [name for name in frame.columns if name not in HIDDEN]
     consumed: set[str] = set()
@@ -206,8 +205,7 @@ def people_columns(section: Section, labels: dict[str, list[str]] | None = None,
         values = frame[name].tolist()
         if name in ROLES and f"{name}_params" in frame:
             consumed.add(f"{name}_params")
-            texts = labels[name] if labels and name in labels else [
-                plugin_label(i, p) for i, p in zip(values, frame[f"{name}_params"])]
+            texts = [plugin_label(i, p) for i, p in zip(values, frame[f"{name}_params"])]
             columns.append(Column(name, texts, texts, False))
         elif name == STATUS_COUNTS[0] and all(c in frame for c in STATUS_COUNTS):
             consumed.update(STATUS_COUNTS)
