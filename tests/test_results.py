@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab.results.pages import check, load_pages, page_data
+from ladderlab.results.pages import PageSpec, caveats, check, load_pages, page_data, run_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "docs" / "results"
@@ -52,3 +52,16 @@ def test_the_pages_file_names_its_problems(tmp_path):
     (tmp_path / "pages.toml").write_text('[[page]]\nname = "a"\ntitle = "A"\ncommand = "c"\nrun = "r"\nabout = 1\n')
     with pytest.raises(ValueError, match=r"pages\.toml: .*about"):
         load_pages(tmp_path)
+
+
+def test_a_smaller_run_is_labelled_and_its_own_command_named():
+    certify = PageSpec(name="c", title="C", command="ladderlab certify kaggle --replications 100 --run-dir runs/c",
+                       run="runs/c")
+    scenario = PageSpec(name="s", title="S", command="ladderlab run chaibub-neto-fig4 --jobs 2", run="runs/s")
+    info = {"scenario": "certify-kaggle", "replications": 20, "complete": True}
+    assert run_command(certify, info) == "ladderlab certify kaggle --replications 20 --run-dir runs/c"
+    assert caveats(certify, info, [])[0].startswith("Smaller run: 20 of the experiment's 100 replications")
+    info = {"scenario": "chaibub-neto-fig4", "replications": 100, "complete": False}
+    assert run_command(scenario, info) == scenario.command
+    assert caveats(scenario, info, ["3 of 12 cells finished"]) == ["Partial run: 3 of 12 cells finished."]
+    assert run_command(scenario, {**info, "replications": 7}) == "ladderlab run chaibub-neto-fig4 --jobs 2 --replications 7"

@@ -21,6 +21,7 @@ numbers edited by hand on a page fail it (the test suite runs it).
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -86,27 +87,36 @@ def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
             for row in frame.to_dict("records")]
 
 
-def _scenario_replications(name: str) -> int | None:
-    """The replications a built-in scenario asks for (None for another scenario)."""
-    path = builtin_scenarios().get(name)
+REPLICATIONS = re.compile(r"--replications[ =](\d+)")
+
+
+def planned_replications(spec: PageSpec, scenario: str) -> int | None:
+    """The replications the experiment in full has: the page command's ``--replications``, or
+    the built-in scenario's (None when neither says)."""
+    found = REPLICATIONS.search(spec.command)
+    if found:
+        return int(found[1])
+    path = builtin_scenarios().get(scenario)
     return tomllib.loads(path.read_text())["replications"] if path else None
 
 
 def run_command(spec: PageSpec, info: dict[str, Any]) -> str:
-    """The command that made this run: the page's, with ``--replications`` where the run had
-    another number of replications than the built-in scenario."""
-    planned = _scenario_replications(info["scenario"])
-    if planned is None or info["replications"] in (None, planned) or "--replications" in spec.command:
+    """The command that made this run: the page's, with the run's ``--replications`` where it
+    had another number than the experiment in full."""
+    planned = planned_replications(spec, info["scenario"])
+    if planned is None or info["replications"] in (None, planned):
         return spec.command
+    if REPLICATIONS.search(spec.command):
+        return REPLICATIONS.sub(f"--replications {info['replications']}", spec.command)
     return f"{spec.command} --replications {info['replications']}"
 
 
-def caveats(info: dict[str, Any], status: list[str]) -> list[str]:
+def caveats(spec: PageSpec, info: dict[str, Any], status: list[str]) -> list[str]:
     """Why the page's run is not the experiment in full: fewer replications, unfinished cells."""
     found = []
-    planned = _scenario_replications(info["scenario"])
+    planned = planned_replications(spec, info["scenario"])
     if planned and info["replications"] and info["replications"] < planned:
-        found.append(f"Smaller run: {info['replications']} of the scenario's {planned} replications per cell. "
+        found.append(f"Smaller run: {info['replications']} of the experiment's {planned} replications per cell. "
                      "Medians and intervals are rougher than the experiment's in full.")
     if not info["complete"]:
         found.append("Partial run: " + "; ".join(status[:3]) + (" …" if len(status) > 3 else "") + ".")
@@ -124,7 +134,7 @@ def page_data(spec: PageSpec, run: Run) -> dict[str, Any]:
         "command": run_command(spec, info),
         "run": info,
         "status": status,
-        "caveats": caveats(info, status),
+        "caveats": caveats(spec, info, status),
         "sections": [{"key": section.key, "title": section.title, "note": section.note,
                       "decimals": section.decimals, "rows": _rows(section.frame)}
                      for section in sections(run) if section.for_people],
