@@ -83,8 +83,8 @@ COMPETITION_HEADLINE = ("spearman_", "top10_overlap_", "best_team_wins_", "winne
 def table_html(columns: Sequence[Column]) -> str:
     """A sortable table, the columns that are the same in every row named once above it."""
     columns, shared = split_constant(columns)
-    parts = [f'<p class="shared">{" · ".join(f"<b>{html.escape(title)}</b>: {html.escape(text)}" for title, text in shared)}</p>'
-             ] if shared else []
+    said = " · ".join(f"<b>{html.escape(title)}</b>: {html.escape(text)}" for title, text in shared)
+    parts = [f'<p class="shared">{said}</p>'] if shared else []
     if not columns:
         return "".join(parts)
     head = "".join(f'<th scope="col"{" class=num" if column.numeric else ""}><button type="button">'
@@ -216,7 +216,8 @@ def html_page(run: Run) -> str:
     scenario = run.manifest.get("scenario", {})
     parts += [
         "<h2 id=\"scenario\">Scenario and versions</h2>",
-        f"<details><summary>The scenario as run</summary><pre>{html.escape(json.dumps(scenario, indent=2, ensure_ascii=False))}</pre></details>",
+        "<details><summary>The scenario as run</summary>"
+        f"<pre>{html.escape(json.dumps(scenario, indent=2, ensure_ascii=False))}</pre></details>",
         f"<p>Versions: {html.escape(params_text(info['versions']))}</p>",
         f"<script>{_SORT}</script>",
         "</body></html>",

@@ -161,8 +161,8 @@ def bench_data(spec: PageSpec, document: dict[str, Any]) -> dict[str, Any]:
     return {
         "data_version": DATA_VERSION, "page": spec.name, "command": document["command"], "run": info, "status": [],
         "caveats": [],
-        "sections": [{"key": key, "title": title, "note": note, "decimals": 1, "rows": _rows(pd.DataFrame(document[key]))}
-                     for key, (title, note) in BENCH_NOTES.items()],
+        "sections": [{"key": key, "title": title, "note": note, "decimals": 1,
+                      "rows": _rows(pd.DataFrame(document[key]))} for key, (title, note) in BENCH_NOTES.items()],
         "certificate": None, "cells": {}, "figures": [],
     }
 
@@ -231,7 +231,8 @@ def render_page(spec: PageSpec, data: dict[str, Any] | None) -> str:
 
 def render_index(pages: list[PageSpec], data: dict[str, dict[str, Any] | None]) -> str:
     """``index.md``: every page with the state of its run."""
-    lines = ["# Results", "", INDEX_GENERATED, "", "Every table and figure here was computed by the command its page names, on the machine it names. "
+    lines = ["# Results", "", INDEX_GENERATED, "",
+             "Every table and figure here was computed by the command its page names, on the machine it names. "
              "`ladderlab results build` regenerates the pages from their run directories.", "",
              "| page | run | state |", "| --- | --- | --- |"]
     for spec in pages:
@@ -324,7 +325,8 @@ def check(folder: Path = DEFAULT_FOLDER, nav: Path | None = Path("mkdocs.yml")) 
     for spec in pages:
         for figure in (data[spec.name] or {}).get("figures", []):
             if not (folder / "img" / spec.name / figure["file"]).is_file():
-                problems.append(f"{folder / 'img' / spec.name / figure['file']}: missing (listed in data/{spec.name}.json)")
+                problems.append(f"{folder / 'img' / spec.name / figure['file']}: missing "
+                                f"(listed in data/{spec.name}.json)")
     if nav is not None and nav.is_file():
         text = nav.read_text(encoding="utf-8")
         relative = folder.resolve().relative_to((nav.parent / "docs").resolve())
