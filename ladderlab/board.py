@@ -105,6 +105,12 @@ class Leaderboard:
         self._final.append(np.repeat(final_scores, repeats))
         return released
 
+    def last_records(self) -> dict[str, FloatArray]:
+        """``records`` of the last ``submit_many`` batch only."""
+        count = self._public[-1].size
+        return {"released": np.array(self.mechanism.released_[-count:]), "public": self._public[-1].copy(),
+                "final": self._final[-1].copy()}
+
     def records(self) -> dict[str, FloatArray]:
         """Per submission: ``released``, ``public`` (exact) and ``final`` scores."""
         return {

@@ -41,10 +41,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import tempfile
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +52,7 @@ import pandas as pd
 from scipy import stats
 
 from ladderlab import report, runner
-from ladderlab.naming import plugin_label, unknown_name_error
+from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS
 from ladderlab.report_tables import finite_or_null
 from ladderlab.rundir import write_atomically
@@ -90,63 +88,12 @@ class AttackSpec:
         return [dict(point) for point in grid]
 
 
-_SPEC = re.compile(r"^(?P<id>[^()]+?)\s*\((?P<arguments>.*)\)\s*$", re.DOTALL)
-
-
 def parse_attack(text: str) -> AttackSpec:
-    """``id``, ``file.py:Class``, or either with parameters: ``hill-climbing(block=10, repeats=1)``.
-
-    Parameter values are TOML literals (``10``, ``0.5``, ``"ladder"``, ``true``,
-    ``[1, 2]``); an unknown key or a value the attack does not admit is an error
-    naming the key, raised before any work starts.
-    """
-    match = _SPEC.match(text.strip())
-    if not match:
-        if "(" in text or ")" in text:
-            raise ValueError(f"attack {text!r}: parameters go in one pair of parentheses, e.g. 'boosting(k=100)'")
-        ATTACKS.get(text.strip())
-        return AttackSpec(text.strip())
-    attack_id = match["id"].strip()
-    cls = ATTACKS.get(attack_id)
-    known = cls.parameter_defaults()
-    pinned: dict[str, Any] = {}
-    for argument in _split_arguments(match["arguments"]):
-        key, separator, value = argument.partition("=")
-        key = key.strip()
-        if not separator or not key:
-            raise ValueError(f"attack {attack_id!r}: expected key=value, got {argument.strip()!r}")
-        if key not in known:
-            raise unknown_name_error(f"parameter of attack {attack_id!r}", key, known)
-        try:
-            pinned[key] = tomllib.loads(f"value = {value.strip()}")["value"]
-        except tomllib.TOMLDecodeError:
-            raise ValueError(
-                f"attack {attack_id!r}: parameter {key!r} = {value.strip()!r} is not a TOML literal "
-                f"(write strings in double quotes: {key}=\"{value.strip()}\")"
-            ) from None
-    ATTACKS.make(attack_id, **pinned).validate_params()
+    """``id``, ``file.py:Class``, or either with parameters: ``hill-climbing(block=10, repeats=1)``
+    (:meth:`ladderlab.registry.Registry.parse`); without parentheses the attack plays its
+    strength grid."""
+    attack_id, pinned = ATTACKS.parse(text)
     return AttackSpec(attack_id, pinned)
-
-
-def _split_arguments(text: str) -> list[str]:
-    """Split ``a=1, b=[1, 2], c="x,y"`` at the commas outside brackets and strings."""
-    parts, current, depth, quote = [], [], 0, None
-    for char in text:
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "\"'":
-            quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
-    return [part for part in parts if part.strip()]
 
 
 ATTACK_FAMILIES = ("classification", "regression")

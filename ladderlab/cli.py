@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, demo, results
+from ladderlab import __version__, demo, rank_certificate, replay, results
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
+from ladderlab.serve import cli as serve_cli
 
 DESCRIPTION = (
     "Pit leaderboard mechanisms against adaptive attacks: run scenario matrices, report them, "
@@ -513,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     extrapolate.set_defaults(handler=_extrapolate)
+    replay.add_subcommand(commands)
+    rank_certificate.add_subcommand(commands)
+    serve_cli.add_subcommands(commands)
     return parser
 
 

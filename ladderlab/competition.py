@@ -189,6 +189,11 @@ class Account:
         self.private: list[FloatArray] = []
         self.population: list[FloatArray] = []
         self.rounds: list[NDArray[np.int64]] = []
+        self.made = 0
+        """Submissions scored on this account so far, its final one included."""
+        self.capture: int | None = None
+        """The index of a submission whose prediction to keep (see ``play_competition``'s ``capture``)."""
+        self.captured: FloatArray | None = None
 
     def left_today(self, round_: int) -> int:
         used_today = self.used_today if round_ == self.today else 0
@@ -201,6 +206,9 @@ class Account:
 
     def submit(self, P: FloatArray, round_: int, counted: bool = True) -> FloatArray:
         """Score validated rows; ``counted=False`` for the final selection outside the caps."""
+        if self.capture is not None and self.made <= self.capture < self.made + P.shape[0]:
+            self.captured = P[self.capture - self.made].copy()
+        self.made += P.shape[0]
         released = self.mechanism.submit_validated(columns(P, self.split.public_rows))
         if self.rules.precision is not None:
             released = round_to_multiple(released, self.rules.precision)
@@ -360,25 +368,34 @@ class CompetitionResult:
     last_round: FloatArray | None = None
     """The last round (1-based) in which each team submitted on any account, NaN if never: the day
     a team that probes and then submits its final prediction (the log-loss oracle) was done."""
+    counted: NDArray[np.int64] | None = None
+    """The submission whose private score counted, by its index among the team's main-account
+    submissions (its final prediction is the last)."""
+    counted_private_predictions: FloatArray | None = None
+    """With ``capture``: each team's captured prediction on the private (final-set) rows."""
+    private_labels: FloatArray | None = None
+    """With ``capture``: the private (final-set) labels."""
 
 
-def _leaderboard_value(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
-    """The leaderboard's value after each submission (nan-free input)."""
+def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
+    """The leaderboard's value after each submission (nan-free input): the release itself for
+    a mechanism that releases its best, else the best release so far."""
     if releases_best:
         return released.copy()
     return sign * np.minimum.accumulate(sign * released)
 
 
-def _selected(records: dict[str, NDArray[Any]], rules: Rules, sign: float, accepted: int | None) -> NDArray[np.int64]:
-    """Indices of the main account's submissions scored privately under the selection rule."""
-    count = records["released"].size
-    last = count - 1
-    if rules.selection == "last":
+def selected_submissions(released: FloatArray, selection: str | int, sign: float, accepted: int | None
+                         ) -> NDArray[np.int64]:
+    """Indices of an account's submissions scored privately under the ``selection`` rule
+    (``accepted``: its last accepted submission, for a mechanism that releases its best)."""
+    last = released.size - 1
+    if selection == "last":
         return np.array([last])
-    order = np.argsort(sign * records["released"], kind="stable")
-    if rules.selection == "best-public":
+    order = np.argsort(sign * released, kind="stable")
+    if selection == "best-public":
         return np.array([accepted if accepted is not None else order[0]])
-    others = [i for i in order if i != last][: rules.selection - 1]
+    others = [i for i in order if i != last][: selection - 1]
     return np.array([last, *others])
 
 
@@ -390,9 +407,16 @@ def play_competition(
     seed: int,
     replication: int,
     task_spec: tuple[str, dict[str, Any]] = ("", {}),
+    capture: NDArray[np.int64] | None = None,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
-    team's policy or the mechanism cannot play on the task."""
+    team's policy or the mechanism cannot play on the task.
+
+    ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
+    submission of that index on its main account: run again with an earlier result's
+    ``counted``, the same seed gives the same competition and each team's counted prediction,
+    on the private rows, with the private labels (the per-sample data of a ranking certificate).
+    """
     if not teams:
         raise ValueError("a competition needs at least one team")
     scorer = get_scorer(split.public.scorer)
@@ -439,6 +463,11 @@ def play_competition(
                 ]
                 rng = stream(seed, "attack", attack_spec, task_spec, entry.name, member, replication)
                 roster.append(_Team(entry, member, attack, accounts, (holdout_size, classes, check), data, rng))
+        if capture is not None:
+            if len(capture) != len(roster):
+                raise ValueError(f"capture names {len(capture)} submissions, one per team of {len(roster)}")
+            for team, index in zip(roster, capture):
+                team.accounts[0].capture = int(index)
         order_rng = stream(seed, "competition-order", task_spec, replication)
         for round_ in range(rules.rounds):
             for index in order_rng.permutation(len(roster)):
@@ -454,7 +483,15 @@ def play_competition(
     finally:
         for team in roster:
             team.abort()
-    return _result(roster, rules, scorer, mechanism, split, shared)
+    result = _result(roster, rules, scorer, mechanism, split, shared)
+    if capture is None:
+        return result
+    kept = [team.accounts[0].captured for team in roster]
+    if any(prediction is None for prediction in kept):
+        missing = next(i for i, prediction in enumerate(kept) if prediction is None)
+        raise ValueError(f"capture: team {missing} made no submission {int(capture[missing])} on its main account")
+    return replace(result, counted_private_predictions=columns(np.stack(kept), split.final_rows),
+                   private_labels=split.y_final.copy())
 
 
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:
@@ -472,7 +509,7 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
     count = len(roster)
     public, private, population = np.empty(count), np.empty(count), np.empty(count)
     released_final, errors = np.empty(count), np.empty(count)
-    submissions = np.empty(count, dtype=np.int64)
+    submissions, counted = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
     last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
@@ -483,9 +520,9 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         if releases_best:
             accepted_indices = [i - main.start for i in main.mechanism.acceptances_]
             accepted = accepted_indices[-1] if accepted_indices else None
-        chosen = _selected(records, rules, sign, accepted)
-        best = chosen[np.argmin(sign * records["private"][chosen])]
-        values = _leaderboard_value(records["released"], sign, releases_best)
+        chosen = selected_submissions(records["released"], rules.selection, sign, accepted)
+        best = counted[t] = chosen[np.argmin(sign * records["private"][chosen])]
+        values = leaderboard_values(records["released"], sign, releases_best)
         public[t], private[t] = values[-1], records["private"][best]
         population[t], released_final[t] = records["population"][best], records["released"][-1]
         submissions[t] = sum(account.used for account in team.accounts)
@@ -520,6 +557,7 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         leaderboard_errors=errors,
         precision=rules.precision,
         last_round=last_round,
+        counted=counted,
     )
 
 
@@ -530,14 +568,15 @@ def compete(
     rules: Rules | None = None,
     seed: int = 0,
     replication: int = 0,
+    capture: NDArray[np.int64] | None = None,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
-    across mechanisms and rules.
+    across mechanisms and rules. ``capture``: see :func:`play_competition`.
     """
     task.validate_params()
     task_spec = spec(task)
     split = task.split(stream(seed, "task", task_spec, replication))
-    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec)
+    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture)

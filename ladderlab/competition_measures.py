@@ -7,7 +7,7 @@ For teams ranked on their main accounts (:class:`~ladderlab.competition.Competit
 - does the truly best team win: the team whose counted submission has the best
   population score, its private rank, and the population rank of the private winner;
 - the winner's Δ = its public score − its private score (Chaibub Neto et al.'s Δ for
-  the team that takes the prize);
+  the team that takes the prize), and the private rank of the public winner;
 - leaderboard error (Blum & Hardt 2015, Def. 2.1, with population scores): per team
   max_t |min_{i≤t} R(f_i) − R_t| over its main account, then the maximum and the
   median over teams;
@@ -77,11 +77,36 @@ def accuracies(scores: FloatArray, scorer: str) -> FloatArray | None:
 def sota(result: CompetitionResult, rng: np.random.Generator, repetitions: int = 1000) -> dict[str, float]:
     """Multiplicity-adjusted state of the art of the private leaderboard, the observed best
     and the true best population accuracy (NaN for metrics that are not accuracies)."""
-    private, best = accuracies(result.private, result.scorer), accuracies(np.array([result.best_population]), result.scorer)
-    if private is None or best is None or private.size < 2:
+    return state_of_the_art(result.private, result.scorer, result.n_private, rng, repetitions, result.best_population)
+
+
+def state_of_the_art(private_scores: FloatArray, scorer: str | None, n_private: int | None, rng: np.random.Generator,
+                     repetitions: int = 1000, best_population: float = float("nan")) -> dict[str, float]:
+    """Møllersen & Holsbø v2 Sec. 5's estimate from the private scores of ``n_private`` test
+    points, the observed best, and the true best population accuracy where it is known; all
+    NaN for metrics that are not accuracies, fewer than two teams or an unknown test size."""
+    private, best = accuracies(private_scores, scorer), accuracies(np.array([best_population]), scorer)
+    if private is None or best is None or private.size < 2 or n_private is None:
         return {"sota_estimate": float("nan"), "sota_observed": float("nan"), "sota_true": float("nan")}
-    estimate = estimate_sota(private, result.n_private, rng, repetitions=repetitions, bootstrap=0)
+    estimate = estimate_sota(private, n_private, rng, repetitions=repetitions, bootstrap=0)
     return {"sota_estimate": estimate.estimate, "sota_observed": float(private.max()), "sota_true": float(best[0])}
+
+
+def leaderboard_measures(public: FloatArray, private: FloatArray, sign: float) -> dict[str, float]:
+    """The shake-up of one final leaderboard, its teams in leaderboard order (a tie goes to the
+    earlier team): Spearman's ρ and Kendall's τ of the public and private scores, the top-10
+    overlap, the private winner's public − private score (``winner_delta``) and the private
+    rank of the public winner."""
+    public_risk, private_risk = sign * public, sign * private
+    spearman, kendall = rank_correlations(public_risk, private_risk)
+    winner, public_winner = int(np.argmin(private_risk)), int(np.argmin(public_risk))
+    return {
+        "spearman": spearman,
+        "kendall": kendall,
+        "top10_overlap": top_overlap(public_risk, private_risk),
+        "winner_delta": float(public[winner] - private[winner]),
+        "public_winner_private_rank": float(ranks(private_risk)[public_winner]),
+    }
 
 
 def group_measures(result: CompetitionResult) -> dict[str, dict[str, float]]:
@@ -125,7 +150,6 @@ def measures(result: CompetitionResult, rng: np.random.Generator, sota_repetitio
     """Every measure of one replication (see the module docstring), plus ``groups``."""
     sign = result.sign
     public_risk, private_risk, population_risk = sign * result.public, sign * result.private, sign * result.population
-    spearman, kendall = rank_correlations(public_risk, private_risk)
     private_ranks = ranks(private_risk)
     winner = int(np.argmin(private_risk))
     truly_best = np.flatnonzero(population_risk == population_risk.min())
@@ -133,13 +157,10 @@ def measures(result: CompetitionResult, rng: np.random.Generator, sota_repetitio
     honest = np.asarray(result.honest, dtype=bool)
     utility = rank_correlations(public_risk[honest], population_risk[honest])[0] if honest.sum() >= 2 else float("nan")
     return {
-        "spearman": spearman,
-        "kendall": kendall,
-        "top10_overlap": top_overlap(public_risk, private_risk),
+        **leaderboard_measures(result.public, result.private, sign),
         "best_team_wins": float(winner == truly_best[0]) if unique_best else float("nan"),
         "best_team_private_rank": float(private_ranks[truly_best[0]]) if unique_best else float("nan"),
         "winner_population_rank": float(ranks(population_risk)[winner]),
-        "winner_delta": float(result.public[winner] - result.private[winner]),
         "leaderboard_error": float(np.max(result.leaderboard_errors)),
         "leaderboard_error_median": float(np.median(result.leaderboard_errors)),
         "honest_utility": utility,

@@ -110,7 +110,7 @@ def play(
         reason = incompatibility(split, mechanism, None)
         if reason:
             raise Incompatible(reason)
-        board = _open_board(split, mechanism, mechanism_rng, budget, oracle)
+        board = open_board(split, mechanism, mechanism_rng, budget, oracle)
         try:
             outcome = run_attack(ref, board, data, attack_rng)
         except AttackIncompatible as declined:
@@ -123,7 +123,7 @@ def play(
         if reason:
             raise Incompatible(reason)
         attack.validate_params()
-        board = _open_board(split, mechanism, mechanism_rng, budget, oracle)
+        board = open_board(split, mechanism, mechanism_rng, budget, oracle)
         if record is not None and isinstance(attack, FinalChoiceAttack):
             state = attack.play(board, data, attack_rng)
             record(board._leaderboard, state, attack.marks(), board.submissions)
@@ -146,8 +146,10 @@ def replay(transcript: Transcript, attack: FinalChoiceAttack) -> DuelResult:
     return _score(transcript.split, leaderboard, submissions, prediction, marks, {})
 
 
-def _open_board(split: Split, mechanism: Mechanism, rng: np.random.Generator, budget: int | None,
-                oracle: bool) -> Board:
+def open_board(split: Split, mechanism: Mechanism, rng: np.random.Generator, budget: int | None = None,
+               oracle: bool = False) -> Board:
+    """Bind ``mechanism`` to the split's public labels with ``rng`` and open a participant's
+    board on it: the one path from a split to a leaderboard (duels and ``ladderlab serve``)."""
     mechanism.bind(split.y_public, split.public.scorer, rng, classes=split.public.classes)
     leaderboard = Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final)
     return Board(leaderboard, budget=budget, oracle=oracle)

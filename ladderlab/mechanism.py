@@ -41,6 +41,11 @@ class Mechanism(Plugin):
     ``ladderlab.testing`` against adaptive analysts."""
     expected_check_failures: ClassVar[dict[str, str]] = {}
     """Conformance checks (``ladderlab.testing``) this mechanism is known to fail, with why."""
+    scores_only: ClassVar[bool] = False
+    """True when a release depends on a submission only through its exact score on the bound
+    holdout (besides the mechanism's state and random stream): such a mechanism releases from
+    a log of exact scores (:meth:`release_scores`), as Blum & Hardt (2015, §6) replayed a Kaggle
+    competition's submissions; ``ladderlab.testing`` checks the declaration."""
     shared_state: ClassVar[bool] = False
     """True when one bound mechanism answers every account of a competition (one leaderboard
     state for all teams); False gives each account its own bound copy, as Ladder.jl's Kaggle
@@ -163,6 +168,21 @@ class Mechanism(Plugin):
             self.released_.extend(block.tolist())
             blocks.append(block)
         return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+    def release_scores(self, scores: ArrayLike) -> FloatArray:
+        """The releases of submissions known only by their exact scores on the bound holdout, in
+        order: what ``submit_many`` releases for predictions with these scores, random streams
+        included. Only for a mechanism that declares ``scores_only``, which never reads the bound
+        labels, so a replay may bind it to stand-in labels of the holdout's size."""
+        if not self.scores_only:
+            raise TypeError(f"mechanism {self.id!r} needs the predictions, not only their scores (scores_only is False)")
+        if not hasattr(self, "labels_"):
+            raise RuntimeError(f"mechanism {self.id!r} is not bound: call bind(labels, scorer, rng)")
+        scores = np.asarray(scores, dtype=float)
+        if scores.ndim != 1:
+            raise ValueError(f"release_scores takes a vector of scores, got an array of shape {scores.shape}")
+        require_finite_scores(f"{self.id} replayed", scores)
+        return self.submit_validated(np.empty((scores.size, 0)), scores=scores)
 
     def _release_given_scores(self, rows: FloatArray, scores: FloatArray | None, repeats: int = 1) -> FloatArray:
         """``_release`` (or ``_release_repeated``) of ``rows``, during which ``_scores(rows)`` is

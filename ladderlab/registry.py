@@ -22,7 +22,9 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
+import re
 import sys
+import tomllib
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -96,10 +98,69 @@ class Registry(Generic[P]):
                 raise unknown_name_error(f"parameter of {self.kind} {spec!r}", name, known)
         return cls(**params)
 
+    def parse(self, text: str) -> tuple[str, dict[str, Any] | None]:
+        """The id and parameters of ``id``, ``file.py:Class``, or either with parameters in one
+        pair of parentheses: ``ladder(eta=0.01)``, ``hill-climbing(block=10, repeats=1)``
+        (None without parentheses).
+
+        Parameter values are TOML literals (``10``, ``0.5``, ``"ladder"``, ``true``,
+        ``[1, 2]``); an unknown key or a value the plugin does not admit is an error
+        naming the key, raised before any work starts.
+        """
+        match = _SPEC.match(text.strip())
+        if not match:
+            if "(" in text or ")" in text:
+                raise ValueError(f"{self.kind} {text!r}: parameters go in one pair of parentheses, e.g. 'boosting(k=100)'")
+            self.get(text.strip())
+            return text.strip(), None
+        plugin_id = match["id"].strip()
+        known = self.get(plugin_id).parameter_defaults()
+        pinned: dict[str, Any] = {}
+        for argument in _split_arguments(match["arguments"]):
+            key, separator, value = argument.partition("=")
+            key = key.strip()
+            if not separator or not key:
+                raise ValueError(f"{self.kind} {plugin_id!r}: expected key=value, got {argument.strip()!r}")
+            if key not in known:
+                raise unknown_name_error(f"parameter of {self.kind} {plugin_id!r}", key, known)
+            try:
+                pinned[key] = tomllib.loads(f"value = {value.strip()}")["value"]
+            except tomllib.TOMLDecodeError:
+                raise ValueError(
+                    f"{self.kind} {plugin_id!r}: parameter {key!r} = {value.strip()!r} is not a TOML literal "
+                    f"(write strings in double quotes: {key}=\"{value.strip()}\")"
+                ) from None
+        self.make(plugin_id, **pinned).validate_params()
+        return plugin_id, pinned
+
     def _check_class(self, obj: object, spec: str) -> type[P]:
         if not (inspect.isclass(obj) and issubclass(obj, self.base)):
             raise ValueError(f"{spec!r} is not a {self.kind}: expected a subclass of {self.base.__name__}")
         return obj
+
+
+_SPEC = re.compile(r"^(?P<id>[^()]+?)\s*\((?P<arguments>.*)\)\s*$", re.DOTALL)
+
+
+def _split_arguments(text: str) -> list[str]:
+    """Split ``a=1, b=[1, 2], c="x,y"`` at the commas outside brackets and strings."""
+    parts, current, depth, quote = [], [], 0, None
+    for char in text:
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return [part for part in parts if part.strip()]
 
 
 def _load_class(spec: str) -> type:

@@ -61,7 +61,7 @@ from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
 from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenarios import builtin_scenarios
-from ladderlab.schema import StrictModel
+from ladderlab.schema import StrictModel, problem_lines
 from ladderlab.seeding import stream
 from ladderlab.tasks import Split
 
@@ -396,16 +396,6 @@ def validate(raw: dict[str, Any], source: str = "scenario") -> Scenario:
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as error:
-        problems = []
-        for problem in error.errors():
-            where = ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in problem["loc"]).replace(".[", "[")
-            message = problem["msg"].removeprefix("Value error, ")
-            if problem["type"] == "extra_forbidden":
-                message = str(unknown_name_error("key", str(problem["loc"][-1]), _KEYS))
-            elif problem["type"] not in ("value_error", "missing") and "input" in problem:
-                message = f"{message}, got {problem['input']!r}"
-            location = where or ("" if problem["type"] == "value_error" else "top level")
-            problems.append(f"{source}: {location}: {message}" if location else f"{source}: {message}")
-        raise ScenarioError("\n".join(problems)) from None
+        raise ScenarioError(problem_lines(error, source, _KEYS)) from None
     scenario._source = source
     return scenario

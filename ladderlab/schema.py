@@ -1,11 +1,32 @@
-"""The base of every model of a scenario file: a key the model does not know is an error."""
+"""The base of every model of a file ladderlab reads (scenarios, challenges), and its errors
+as one line per problem."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ladderlab.naming import unknown_name_error
 
 
 class StrictModel(BaseModel):
-    """A table of a scenario file; unknown keys are refused, naming them."""
+    """A table of a scenario or challenge file; unknown keys are refused, naming them."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+def problem_lines(error: ValidationError, source: str, known_keys: Iterable[str]) -> str:
+    """One line per problem of ``error``, each naming ``source``, the location, the problem and
+    the value given; an unknown key comes with the near misses among ``known_keys``."""
+    problems = []
+    for problem in error.errors():
+        where = ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in problem["loc"]).replace(".[", "[")
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden":
+            message = str(unknown_name_error("key", str(problem["loc"][-1]), known_keys))
+        elif problem["type"] not in ("value_error", "missing") and "input" in problem:
+            message = f"{message}, got {problem['input']!r}"
+        location = where or ("" if problem["type"] == "value_error" else "top level")
+        problems.append(f"{source}: {location}: {message}" if location else f"{source}: {message}")
+    return "\n".join(problems)

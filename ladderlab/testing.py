@@ -41,6 +41,7 @@ from ladderlab.mechanism import Mechanism
 from ladderlab.params import describe
 from ladderlab.plugin import Plugin
 from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.scoring import get_scorer
 from ladderlab.tasks import Split
 
 Check = Callable[[Any], None]
@@ -201,6 +202,20 @@ def check_picklable(mechanism: Mechanism) -> None:
         raise ConformanceError(f"{mechanism.id}: cannot be pickled: {error}") from error
     if not np.array_equal(original.submit_many(predictions[10:]), restored.submit_many(predictions[10:])):
         raise ConformanceError(f"{mechanism.id}: the unpickled copy releases different scores")
+
+
+def check_releases_from_scores(mechanism: Mechanism) -> None:
+    """A mechanism that declares ``scores_only`` releases from the exact scores alone, bound to
+    stand-in labels (zeros), exactly what it releases for the predictions on the true labels."""
+    predictions = _submissions()
+    scores = get_scorer("squared").score_many(_labels(), predictions)
+    rule = "scores_only: releases from exact scores equal releases from predictions"
+    stand_in = clone(mechanism).bind(np.zeros(CHECK_SIZE), "squared", np.random.default_rng(1))
+    try:
+        replayed = stand_in.release_scores(scores)
+    except Exception as error:
+        raise ConformanceError(f"{mechanism.id}: rule '{rule}' broken: release_scores raised {error!r}") from error
+    _same_releases(mechanism, rule, replayed, _bound(mechanism).submit_many(predictions), "from its score")
 
 
 BAD_SUBMISSIONS = {
@@ -450,6 +465,8 @@ def plugin_checks(plugin: Mechanism | Attack) -> Iterator[tuple[str, Check]]:
     if not isinstance(plugin, (Mechanism, Attack)):
         raise TypeError(f"expected a Mechanism or an Attack, got {type(plugin).__name__}")
     yield from (MECHANISM_CHECKS if isinstance(plugin, Mechanism) else ATTACK_CHECKS).items()
+    if isinstance(plugin, Mechanism) and plugin.scores_only:
+        yield "releases_from_scores", check_releases_from_scores
 
 
 def expected_failure(plugin: Mechanism | Attack, name: str) -> str | None:

@@ -12,6 +12,7 @@ class FullDisclosure(Mechanism):
 
     id = "full-disclosure"
     reference = "Chaibub Neto et al. 2016, Introduction (Full-disclosure)"
+    scores_only = True
     _parameter_constraints = {}
 
     def _release(self, P: FloatArray) -> FloatArray:

@@ -15,6 +15,7 @@ class Kaggle(Mechanism):
 
     id = "kaggle"
     reference = "Blum & Hardt 2015, Fig. 7"
+    scores_only = True
     _parameter_constraints = {"alpha": [Interval(float, 0, None, closed="neither")]}
 
     def __init__(self, alpha: float = 1e-5):

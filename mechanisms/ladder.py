@@ -16,6 +16,7 @@ class FixedLadder(Ladder):
 
     id = "ladder"
     monotone = True
+    scores_only = True
     reference = "Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1"
     _parameter_constraints = {"eta": [Interval(float, 0, None, closed="neither")]}
 

@@ -22,6 +22,7 @@ class Noisy(Mechanism):
 
     id = "noisy"
     reference = "Dwork et al. 2015 (Science), noisy release as in Thresholdout"
+    scores_only = True
     _parameter_constraints = {
         "noise": [Options(NOISE_KINDS)],
         "scale": [Interval(float, 0, None), None],

@@ -49,6 +49,7 @@ class SparseVectorLadder(Ladder):
     id = "sparse-vector-ladder"
     reference = "Blum & Hardt 2015, Fig. 1 with sparse-vector noise after Hardt 2017 (reconstruction)"
     decides_deterministically = False
+    scores_only = True
     _parameter_constraints = {
         "eta": [Interval(float, 0, None, closed="neither"), None],
         "sigma": [Interval(float, 0, None), None],

@@ -1,3 +1,4 @@
+import itertools
 import os
 
 import pytest
@@ -7,6 +8,32 @@ from hypothesis import settings
 settings.register_profile("dev", deadline=None, max_examples=40)
 if not os.environ.get("CI"):
     settings.load_profile("dev")
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A PostgreSQL cluster in a temporary folder for this test process (Debian's server, run as
+    the postgres user when the tests run as root); skipped, saying why, where it cannot start."""
+    from ladderlab.serve.postgres import TemporaryPostgres, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    with TemporaryPostgres() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    """The URL of a new, empty log database: SQLite in the test's folder, or PostgreSQL."""
+    if request.param == "sqlite":
+        from ladderlab.serve.storage import sqlite_url
+
+        return sqlite_url(tmp_path / "log.sqlite")
+    cluster = request.getfixturevalue("postgres_cluster")
+    return cluster.database(f"test_{os.getpid()}_{next(_databases)}")
 
 
 @pytest.fixture(scope="session")

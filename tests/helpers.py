@@ -1,5 +1,7 @@
-"""Shared test fixtures: labels and streams of submissions that sometimes improve, small scenarios, a browser."""
+"""Shared test fixtures: labels and streams of submissions that sometimes improve, small scenarios, and a
+headless browser."""
 
+import shutil
 from contextlib import contextmanager
 
 import numpy as np
@@ -87,16 +89,24 @@ def failing_mechanism(tmp_path) -> str:
     return f'{{ id = "{path}:Failing" }}'
 
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def launch_chromium(playwright):
+    """Debian's chromium, headless, without sandbox (the tests run as root), network chatter or GPU."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--no-first-run", "--disable-quic"],
+    )
 
 
 @contextmanager
-def browser_page(sync_api, chromium: str, width: int = 1400, height: int = 1000):
-    """A page of Debian's headless chromium through Playwright, with the console's errors and
-    warnings and every requested URL collected in ``page.problems`` and ``page.requests``."""
+def browser_page(sync_api, width: int = 1400, height: int = 1000):
+    """A page of :func:`launch_chromium`'s browser, with the console's errors and warnings and every
+    requested URL collected in ``page.problems`` and ``page.requests``."""
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.problems, page.requests = [], []

@@ -17,6 +17,7 @@ from ladderlab.testing import (
     check_batch_equals_loop,
     check_leaves_global_rng_alone,
     check_mechanism,
+    check_releases_from_scores,
     parametrize_checks,
 )
 from tests.helpers import FAST_PARAMS
@@ -56,6 +57,7 @@ class KnownFlawKaggle(GlobalRandomKaggle):
         "batch_equals_loop": "a batch and a loop draw different global noise",
         "picklable": "the global draws make its copy diverge",
         "bad_input_changes_nothing": "the global draws make later releases differ",
+        "releases_from_scores": "the global draws make the replay from scores diverge",
     }
 
 
@@ -108,6 +110,28 @@ class RepeatsOnceLadderBoot(MECHANISMS.get("ladder-boot")):
 def test_a_mechanism_that_answers_copies_with_one_draw_breaks_batch_equals_loop():
     with pytest.raises(ConformanceError, match=r"rule 'submit_many\(P, repeats=3\) equals submitting each row 3 times' broken"):
         check_batch_equals_loop(RepeatsOnceLadderBoot())
+
+
+class ScoresOnlyLadderFree(MECHANISMS.get("ladder-free")):
+    """Declares scores_only wrongly: the parameter-free Ladder's margin needs the loss vectors."""
+
+    id = "scores-only-ladder-free"
+    scores_only = True
+
+
+class LabelShiftedKaggle(Kaggle):
+    """Declares scores_only (as Kaggle does) but shifts its releases by the first label."""
+
+    id = "label-shifted-kaggle"
+
+    def _release(self, P):
+        return super()._release(P) + self.labels_[0]
+
+
+@pytest.mark.parametrize("mechanism", [ScoresOnlyLadderFree(), LabelShiftedKaggle()], ids=lambda m: m.id)
+def test_a_mechanism_that_reads_more_than_scores_cannot_declare_scores_only(mechanism):
+    with pytest.raises(ConformanceError, match="rule 'scores_only: releases from exact scores equal releases"):
+        check_releases_from_scores(mechanism)
 
 
 def test_a_mechanism_drawing_global_noise_is_named_by_the_global_rng_rule():

@@ -11,9 +11,8 @@ import pytest
 from ladderlab import plots, report, report_formats, report_html, runner
 from ladderlab.cli import main
 from ladderlab.scenario import cells, load
-from tests.helpers import browser_page, failing_mechanism, scenario_file
+from tests.helpers import CHROMIUM, browser_page, failing_mechanism, scenario_file
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 
@@ -129,7 +128,7 @@ def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
     runner.run(path, tmp_path / "run")
     page_file = tmp_path / "report.html"
     assert main(["report", str(tmp_path / "run"), "--html", str(page_file)]) == 0
-    with browser_page(sync_api, CHROMIUM) as page:
+    with browser_page(sync_api) as page:
         page.goto(page_file.as_uri())
         page.wait_for_load_state("load")
         images = page.evaluate(

@@ -16,9 +16,7 @@ from ladderlab import competition_report, competition_results, report, report_fo
 from ladderlab.cli import main
 from ladderlab.report_tables import finite_or_null
 from ladderlab.scenario import ScenarioError, load
-from tests.helpers import TINY_COMPETITION, browser_page
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from tests.helpers import CHROMIUM, TINY_COMPETITION, browser_page
 
 
 MIXED = """
@@ -231,7 +229,7 @@ def test_a_competition_only_report_reads_like_one_in_a_browser(tmp_path):
     runner.run(load(tmp_path / "competition.toml"), tmp_path / "run", progress=False)
     page_file, screen = tmp_path / "report.html", tmp_path / "first-screen.png"
     assert main(["report", str(tmp_path / "run"), "--html", str(page_file)]) == 0
-    with browser_page(sync_api, CHROMIUM, width=1280, height=800) as page:
+    with browser_page(sync_api, width=1280, height=800) as page:
         page.goto(page_file.as_uri())
         page.wait_for_load_state("load")
         page.screenshot(path=str(screen))

@@ -1,0 +1,7 @@
+"""``python -m ladderlab``: the command line (as the ``ladderlab`` script)."""
+
+import sys
+
+from ladderlab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,494 @@
+"""Challenge files: an organiser's own holdout labels, split, scorer, mechanism, rules and teams.
+
+A challenge file is TOML, validated like a scenario (strict types, unknown keys refused
+with suggestions, one line per problem naming the file, the key and the value), and
+every file it names is read and checked before anything runs:
+
+```toml
+schema_version = 1
+name = "my-challenge"
+scorer = "zero-one"
+prediction_range = [0.0, 1.0]      # optional: [low, high] of a real or probability prediction
+
+[labels]                           # CSV or Parquet, relative to this file
+file = "labels.csv"
+id_column = "id"
+label_column = "label"
+
+[split]                            # a column of the labels file ("public" / "final") ...
+column = "split"
+# public_fraction = 0.5            # ... or a fraction of the rows, drawn with a seed
+# seed = 7
+
+[mechanism]
+id = "ladder"
+params = { eta = 0.01 }
+certificate = "ladder.json"        # optional: what `ladderlab certify --out` wrote
+
+[rules]
+per_day = 5                        # submissions per team and UTC day
+total = 200                        # per team over the challenge
+start = 2026-01-05T00:00:00Z
+end = 2026-03-01T00:00:00Z
+selection = "best-public"          # "last", "best-public", or k (a team selects k submissions)
+
+[[teams]]
+name = "team-a"
+```
+
+:func:`load` returns a :class:`Challenge`: the validated file and ladderlab's own
+objects built from it, a :class:`~ladderlab.tasks.Split` (public and final labels in the
+published order of the holdout ids, label set, scorer, prediction range, the public data
+an attack may see) and the unbound mechanism. Nothing here knows about the server.
+:func:`certificate_problems` says what a certificate does not cover.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from pydantic import Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator
+
+from ladderlab.mechanism import Mechanism
+from ladderlab.naming import unknown_name_error
+from ladderlab.registry import MECHANISMS
+from ladderlab.scenario import PluginEntry, _check_entry, expand
+from ladderlab.schema import StrictModel, problem_lines
+from ladderlab.scoring import PredictionKind, get_scorer
+from ladderlab.seeding import stream
+from ladderlab.tasks import SCORER_NAMES, PublicData, Split, TaskType
+
+SCHEMA_VERSION = 1
+Number = StrictFloat | StrictInt
+SPLIT_VALUES = ("public", "final")
+DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE = 64
+"""Default upload limit per prediction value (a CSV line of an id and a value fits easily)."""
+
+
+class ChallengeError(ValueError):
+    """A challenge file (or a file it names) that cannot be used; the message names it."""
+
+
+class LabelsTable(StrictModel):
+    file: StrictStr = Field(description="CSV or Parquet file of the holdout labels, relative to the challenge file")
+    id_column: StrictStr = Field(default="id", description="the column of row ids")
+    label_column: StrictStr = Field(default="label", description="the column of labels (numbers)")
+
+
+class SplitTable(StrictModel):
+    column: StrictStr | None = Field(default=None, description="a column of the labels file: 'public' or 'final'")
+    public_fraction: Number | None = Field(default=None, gt=0, lt=1, description="share of public rows")
+    seed: StrictInt | None = Field(default=None, ge=0, description="the seed of the public_fraction draw")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> SplitTable:
+        if (self.column is None) == (self.public_fraction is None):
+            raise ValueError("give either column (a column of the labels file) or public_fraction with a seed")
+        if self.public_fraction is not None and self.seed is None:
+            raise ValueError("public_fraction needs a seed, so that the split is the same at every start")
+        if self.column is not None and self.seed is not None:
+            raise ValueError("seed goes with public_fraction, not with a split column")
+        return self
+
+
+class MechanismTable(StrictModel):
+    id: StrictStr = Field(description="a mechanism id (see `ladderlab list mechanisms`)")
+    params: dict[str, Any] = Field(default_factory=dict, description="the mechanism's parameters")
+    certificate: StrictStr | None = Field(default=None, description="JSON certificate from `ladderlab certify --out`")
+
+
+class RulesTable(StrictModel):
+    per_day: StrictInt | None = Field(default=5, ge=1, description="submissions per team and UTC day (None: no cap)")
+    total: StrictInt | None = Field(default=None, ge=1, description="submissions per team over the challenge")
+    start: datetime | None = Field(default=None, description="opening time (TOML date-time with a time zone)")
+    end: datetime | None = Field(default=None, description="closing time (TOML date-time with a time zone)")
+    selection: Literal["last", "best-public"] | StrictInt = Field(
+        default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
+
+    @field_validator("start", "end")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.utcoffset() is None:
+            raise ValueError(f"give a time zone (e.g. {value.isoformat()}Z for UTC), got {value.isoformat()}")
+        return value
+
+    @field_validator("selection")
+    @classmethod
+    def _k(cls, value: str | int) -> str | int:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"k must be at least 1, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RulesTable:
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValueError(f"end {self.end.isoformat()} is not after start {self.start.isoformat()}")
+        return self
+
+
+class LimitsTable(StrictModel):
+    max_upload_bytes: StrictInt | None = Field(default=None, ge=1024,
+                                               description="largest upload (default: 64 bytes per prediction value + 64 KiB)")
+    uploads_per_second: Number = Field(default=10.0, gt=0, description="sustained uploads per second and team")
+    burst: StrictInt = Field(default=20, ge=1, description="uploads a team may send at once above that rate")
+
+
+class DataTable(StrictModel):
+    train: StrictStr | None = Field(default=None, description="training rows: feature columns and the label column")
+    holdout: StrictStr | None = Field(default=None, description="holdout inputs: the id column and feature columns")
+
+
+class TeamTable(StrictModel):
+    name: StrictStr = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$", description="the team's name on the leaderboard")
+
+
+class ChallengeFile(StrictModel):
+    """The contents of a challenge file."""
+
+    schema_version: Literal[1] = Field(description="the file format's version")
+    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the challenge's name")
+    title: StrictStr = Field(default="", description="the title shown on the leaderboard page")
+    scorer: StrictStr = Field(description="a scorer name (see docs/concepts.md#scorers-and-orientation)")
+    task_type: Literal["classification", "regression"] | None = Field(
+        default=None, description="default: classification for label and probability scorers, else regression")
+    classes: list[Number] | None = Field(default=None, description="the label set (default: the distinct labels)")
+    prediction_range: tuple[Number, Number] | None = Field(default=None, description="[low, high] of a prediction")
+    labels: LabelsTable
+    split: SplitTable
+    mechanism: MechanismTable
+    rules: RulesTable = Field(default_factory=RulesTable)
+    limits: LimitsTable = Field(default_factory=LimitsTable)
+    data: DataTable = Field(default_factory=DataTable)
+    teams: list[TeamTable] = Field(min_length=1, description="[[teams]] tables")
+
+    @field_validator("scorer")
+    @classmethod
+    def _known_scorer(cls, value: str) -> str:
+        if value not in SCORER_NAMES:
+            raise unknown_name_error("scorer", value, SCORER_NAMES)
+        return value
+
+    @field_validator("prediction_range")
+    @classmethod
+    def _range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not (math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]):
+            raise ValueError(f"prediction_range must be [low, high] with finite low < high, got {list(value)}")
+        return value
+
+    @field_validator("teams")
+    @classmethod
+    def _unique_teams(cls, teams: list[TeamTable]) -> list[TeamTable]:
+        seen: set[str] = set()
+        for team in teams:
+            if team.name.casefold() in seen:
+                raise ValueError(f"team {team.name!r} is listed twice (names are compared ignoring case)")
+            seen.add(team.name.casefold())
+        return teams
+
+    @model_validator(mode="after")
+    def _one_mechanism(self) -> ChallengeFile:
+        entry = PluginEntry(id=self.mechanism.id, params=self.mechanism.params)
+        _check_entry(entry, MECHANISMS, "mechanism")
+        if len(expand(self.mechanism.params, MECHANISMS.get(self.mechanism.id))) > 1:
+            raise ValueError("mechanism.params: a list makes a grid of mechanisms; a challenge runs one")
+        return self
+
+
+_KEYS = {name for model in (ChallengeFile, LabelsTable, SplitTable, MechanismTable, RulesTable, LimitsTable,
+                            DataTable, TeamTable) for name in model.model_fields}
+
+
+@dataclass(frozen=True, eq=False)
+class Challenge:
+    """A loaded challenge: the file, and ladderlab's objects built from it."""
+
+    spec: ChallengeFile
+    path: Path
+    ids: NDArray[np.object_]
+    """The holdout ids in the published order (sorted: numerically when all are whole numbers)."""
+    split: Split
+    """Public and final labels, label set, scorer and the public data, in the order of ``ids``."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def mechanism(self) -> Mechanism:
+        """A fresh, unbound instance of the challenge's mechanism."""
+        return MECHANISMS.make(self.spec.mechanism.id, **self.spec.mechanism.params)
+
+    def identity(self) -> str:
+        """A hash of everything that determines a release: labels, split, scorer, label set,
+        prediction range and the mechanism with all its parameters. The rules and the teams
+        are not part of it (an organiser may extend the end date or add a team)."""
+        split = self.split
+        digest = hashlib.sha256()
+        digest.update("\n".join(self.ids).encode())
+        for array in (split.y_holdout, split.public_rows.astype(np.int64), split.final_rows.astype(np.int64)):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        public = split.public
+        mechanism = self.mechanism()
+        described = [public.scorer, None if public.classes is None else public.classes.tolist(),
+                     public.prediction_range, mechanism.id, mechanism.identity_params()]
+        digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
+        return digest.hexdigest()[:32]
+
+    def per_team_budget(self) -> int | None:
+        """The most submissions a team can make over the challenge: the total cap, or the daily
+        cap times the UTC days between start and end; None when nothing bounds it."""
+        rules = self.spec.rules
+        by_days = None
+        if rules.per_day is not None and rules.start is not None and rules.end is not None:
+            first = rules.start.astimezone(timezone.utc).date()
+            last = (rules.end - timedelta(microseconds=1)).astimezone(timezone.utc).date()
+            by_days = rules.per_day * ((last - first).days + 1)
+        bounds = [bound for bound in (rules.total, by_days) if bound is not None]
+        return min(bounds) if bounds else None
+
+    def max_upload_bytes(self) -> int:
+        """The largest upload the server reads."""
+        limit = self.spec.limits.max_upload_bytes
+        values = self.ids.size * max(1, 0 if self.split.public.classes is None else self.split.public.classes.size)
+        return limit if limit is not None else DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE * values + (64 << 10)
+
+
+def load(path: str | Path) -> Challenge:
+    """Read and validate a challenge file and every file it names; :class:`ChallengeError`
+    with one line per problem, naming the file, the key and the value, before any work."""
+    path = Path(path)
+    if not path.is_file():
+        raise ChallengeError(f"{path}: no such challenge file")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise ChallengeError(f"{path}: not valid TOML: {error}") from None
+    except UnicodeDecodeError:
+        raise ChallengeError(f"{path}: not a text file") from None
+    try:
+        spec = ChallengeFile.model_validate(raw)
+    except ValidationError as error:
+        raise ChallengeError(problem_lines(error, str(path), _KEYS)) from None
+    return build(spec, path)
+
+
+def build(spec: ChallengeFile, path: Path) -> Challenge:
+    """The :class:`Challenge` of a validated file (``path`` locates the files it names)."""
+    folder = path.parent
+    labels_path = _named_file(path, "labels.file", spec.labels.file)
+    columns = [spec.labels.id_column, spec.labels.label_column] + ([spec.split.column] if spec.split.column else [])
+    table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column})
+    ids = _ids(table[spec.labels.id_column], f"{labels_path}: column {spec.labels.id_column!r}")
+    order = _published_order(ids)
+    ids = ids[order]
+    labels = _numbers(table[spec.labels.label_column].to_numpy()[order], ids,
+                      f"{labels_path}: column {spec.labels.label_column!r}")
+    scorer = get_scorer(spec.scorer)
+    kind = scorer.prediction_kind
+    task_type: TaskType = spec.task_type or ("regression" if kind is PredictionKind.REAL else "classification")
+    classes = None
+    if task_type == "classification":
+        classes = np.unique(labels) if spec.classes is None else np.unique(np.asarray(spec.classes, dtype=float))
+        outside = ~np.isin(labels, classes)
+        if outside.any():
+            first = int(np.flatnonzero(outside)[0])
+            raise ChallengeError(f"{labels_path}: id {ids[first]!r} has label {labels[first]:g}, not one of classes "
+                                 f"{classes.tolist()} (challenge key 'classes')")
+        if classes.size < 2:
+            raise ChallengeError(f"{labels_path}: a classification challenge needs at least two classes, "
+                                 f"got {classes.tolist()}")
+    elif spec.classes is not None:
+        raise ChallengeError(f"{path}: classes: a regression challenge has no label set (scorer {spec.scorer!r})")
+    if spec.split.column is not None:
+        public_rows, final_rows = _column_split(table[spec.split.column].to_numpy()[order], ids,
+                                                f"{labels_path}: column {spec.split.column!r}")
+    else:
+        permutation = stream(spec.split.seed, "challenge-split", spec.name).permutation(ids.size)
+        n_public = int(round(spec.split.public_fraction * ids.size))
+        public_rows, final_rows = np.sort(permutation[:n_public]), np.sort(permutation[n_public:])
+    for rows, which in ((public_rows, "public"), (final_rows, "final")):
+        if rows.size < 2:
+            raise ChallengeError(f"{path}: split: the {which} set has {rows.size} rows of {ids.size}; it needs at least 2")
+    X_train, y_train, X_holdout = _public_inputs(spec, path, folder, ids)
+    public = PublicData(X_train, y_train, X_holdout, task_type, scorer.name, classes, None,
+                        None if spec.prediction_range is None else tuple(map(float, spec.prediction_range)))
+    split = Split(public, public_rows, final_rows, labels)
+    challenge = Challenge(spec, path, ids, split)
+    _bind_check(challenge)
+    return challenge
+
+
+def _bind_check(challenge: Challenge) -> None:
+    """Bind the mechanism to the public labels once, so that a parameter that does not fit
+    them (or a scorer the mechanism cannot use) is found now."""
+    from ladderlab.duel import incompatibility
+
+    mechanism = challenge.mechanism()
+    reason = incompatibility(challenge.split, mechanism, None)
+    if reason:
+        raise ChallengeError(f"{challenge.path}: mechanism: {reason}")
+    split = challenge.split
+    try:
+        mechanism.bind(split.y_public, split.public.scorer, np.random.default_rng(0), classes=split.public.classes)
+    except ValueError as error:
+        raise ChallengeError(f"{challenge.path}: mechanism.params: {error}") from None
+
+
+def _named_file(challenge: Path, key: str, name: str) -> Path:
+    path = Path(name) if Path(name).is_absolute() else challenge.parent / name
+    if not path.is_file():
+        raise ChallengeError(f"{challenge}: {key}: no such file {path}")
+    return path
+
+
+def _read_table(path: Path, where: str, required: list[str], text_columns: set[str]) -> pd.DataFrame:
+    """A CSV or Parquet file as a DataFrame with the ``required`` columns (``text_columns`` read as text)."""
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            table = pd.read_parquet(path)
+        elif path.suffix.lower() in (".csv", ".txt"):
+            table = pd.read_csv(path, dtype={column: str for column in text_columns}, keep_default_na=False,
+                                na_values=[""])
+        else:
+            raise ChallengeError(f"{where}: {path} is neither CSV (.csv) nor Parquet (.parquet)")
+    except (OSError, ValueError, pd.errors.ParserError) as error:
+        if isinstance(error, ChallengeError):
+            raise
+        raise ChallengeError(f"{where}: cannot read {path}: {str(error).splitlines()[0]}") from None
+    missing = [column for column in required if column not in table.columns]
+    if missing:
+        raise ChallengeError(f"{where}: {path} has no column {missing[0]!r} (columns: {', '.join(map(str, table.columns))})")
+    if table.empty:
+        raise ChallengeError(f"{where}: {path} has no rows")
+    return table
+
+
+def _ids(column: pd.Series, where: str) -> NDArray[np.str_]:
+    if column.isna().any():
+        raise ChallengeError(f"{where}: row {int(np.flatnonzero(column.isna().to_numpy())[0]) + 1} has no id")
+    ids = column.astype(str).str.strip().to_numpy(dtype=object)
+    unique, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise ChallengeError(f"{where}: id {unique[counts > 1][0]!r} appears {counts[counts > 1][0]} times")
+    return ids
+
+
+def _published_order(ids: NDArray[Any]) -> NDArray[np.int64]:
+    """Ids sorted numerically when all are whole numbers, else as text: the order does not
+    depend on how the labels file is sorted, so it cannot reveal the split."""
+    if all(text.lstrip("-").isdigit() for text in ids):
+        return np.argsort(np.array([int(text) for text in ids]), kind="stable")
+    return np.argsort(ids.astype(str), kind="stable")
+
+
+def _numbers(values: NDArray[Any], ids: NDArray[Any], where: str) -> NDArray[np.float64]:
+    numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(numbers)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ChallengeError(f"{where}: id {ids[first]!r} has {values[first]!r}, not a finite number")
+    return numbers
+
+
+def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    text = np.array([str(value).strip().lower() for value in values])
+    bad = ~np.isin(text, SPLIT_VALUES)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ChallengeError(f"{where}: id {ids[first]!r} has {values[first]!r}; the split column holds "
+                             f"{' or '.join(map(repr, SPLIT_VALUES))}")
+    return np.flatnonzero(text == "public"), np.flatnonzero(text == "final")
+
+
+def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[Any]
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Training features and labels, and the holdout inputs in the order of ``ids`` (empty
+    arrays where the challenge publishes none)."""
+    X_train, y_train = np.empty((0, 0)), np.empty(0)
+    X_holdout = np.empty((ids.size, 0))
+    label = spec.labels.label_column
+    if spec.data.train is not None:
+        train_path = _named_file(path, "data.train", spec.data.train)
+        table = _read_table(train_path, f"{path}: data.train", [label], set())
+        features = [column for column in table.columns if column != label]
+        X_train = _feature_matrix(table[features], f"{train_path}")
+        y_train = _numbers(table[label].to_numpy(), np.arange(len(table)).astype(str), f"{train_path}: column {label!r}")
+    if spec.data.holdout is not None:
+        holdout_path = _named_file(path, "data.holdout", spec.data.holdout)
+        id_column = spec.labels.id_column
+        table = _read_table(holdout_path, f"{path}: data.holdout", [id_column], {id_column})
+        holdout_ids = _ids(table[id_column], f"{holdout_path}: column {id_column!r}")
+        position = pd.Index(holdout_ids).get_indexer(ids)
+        if (position < 0).any() or holdout_ids.size != ids.size:
+            missing = ids[position < 0]
+            extra = np.setdiff1d(holdout_ids, ids)
+            detail = f"misses id {missing[0]!r}" if missing.size else f"has id {extra[0]!r}, which the labels file has not"
+            raise ChallengeError(f"{holdout_path}: the holdout inputs must have exactly the labels file's ids; it {detail}")
+        features = [column for column in table.columns if column != id_column]
+        X_holdout = _feature_matrix(table[features], f"{holdout_path}")[position]
+        if spec.data.train is not None and X_holdout.shape[1] != X_train.shape[1]:
+            raise ChallengeError(f"{holdout_path}: {X_holdout.shape[1]} feature columns, the training file has "
+                                 f"{X_train.shape[1]}")
+    return X_train, y_train, X_holdout
+
+
+def _feature_matrix(table: pd.DataFrame, where: str) -> NDArray[np.float64]:
+    matrix = table.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(matrix)
+    if bad.any():
+        row, column = np.argwhere(bad)[0]
+        raise ChallengeError(f"{where}: row {row + 1}, column {table.columns[column]!r}: "
+                             f"{table.iloc[row, column]!r} is not a finite number")
+    return matrix
+
+
+def certificate_problems(challenge: Challenge) -> list[str]:
+    """What the challenge's certificate does not cover (empty: everything is covered).
+
+    A certificate (``ladderlab certify --out``: keys ``mechanism``, ``params``, ``n``,
+    ``safe_budget``, ``budgets``) covers the challenge when it certifies the same mechanism
+    with the same parameters (defaults included), on a public holdout no larger than the
+    challenge's, at a safe budget of at least the most submissions one team can make.
+    A challenge without a certificate is not covered.
+    """
+    spec = challenge.spec
+    if spec.mechanism.certificate is None:
+        return ["the challenge names no certificate (mechanism.certificate): certify the mechanism with "
+                "'ladderlab certify ... --out FILE' and name the file"]
+    path = _named_file(challenge.path, "mechanism.certificate", spec.mechanism.certificate)
+    try:
+        certificate = json.loads(path.read_text())
+        certified_id, certified_params = certificate["mechanism"], certificate["params"]
+        certified_n, safe = int(certificate["n"]), int(certificate["safe_budget"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path} is not a certificate written by "
+                             f"'ladderlab certify --out' ({type(error).__name__}: {error})") from None
+    mechanism = challenge.mechanism()
+    problems = []
+    if certified_id != mechanism.id:
+        problems.append(f"mechanism {mechanism.id!r} is not the certified mechanism {certified_id!r} ({path})")
+    else:
+        params = json.loads(json.dumps(mechanism.get_params(), default=repr))
+        for name in sorted(set(params) | set(certified_params)):
+            if params.get(name) != certified_params.get(name):
+                problems.append(f"mechanism parameter {name} = {params.get(name)!r} is not the certified "
+                                f"{certified_params.get(name)!r} ({path})")
+    n_public = int(challenge.split.public_rows.size)
+    if n_public < certified_n:
+        problems.append(f"the public holdout has {n_public} rows, fewer than the certified n = {certified_n} ({path})")
+    budget = challenge.per_team_budget()
+    if budget is None:
+        problems.append(f"nothing bounds a team's submissions (set rules.total, or rules.per_day with start and end); "
+                        f"the certificate's safe budget is {safe} ({path})")
+    elif budget > safe:
+        problems.append(f"a team may make {budget} submissions, more than the certificate's safe budget of {safe} ({path})")
+    return problems

@@ -1,0 +1,247 @@
+"""The HTTP API and the page, with FastAPI (OpenAPI schema at ``/openapi.json``).
+
+Participants (``Authorization: Bearer TEAM-TOKEN``):
+
+- ``POST /api/submissions``: upload a prediction (CSV, Parquet or JSON by id) or rows
+  of them (``application/x-npy``); an ``Idempotency-Key`` header makes a retry count once;
+- ``GET /api/submissions``: the team's own submissions (released values);
+- ``PUT`` / ``DELETE /api/submissions/{id}/selection``: select for the final ranking (rule k);
+- ``GET /api/me``: what the caps still allow.
+
+Everyone: ``GET /api/challenge`` (ids in the published order, scorer, rules, mechanism),
+``GET /api/public-data`` (training data and holdout inputs, ``.npz``),
+``GET /api/leaderboard``, the page ``/`` with its forms, ``/sample_submission.csv``.
+
+The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, and after the
+close ``GET /api/organiser/final`` and ``GET /api/organiser/export`` (Parquet).
+
+Every refusal is a 4xx JSON ``{"error": …, "reason": …}`` that names the problem and
+changes nothing; ``Retry-After`` says when a cap or the rate limit allows again.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from ladderlab.scoring import PredictionKind
+from ladderlab.serve import pages
+from ladderlab.serve.security import RateLimiter
+from ladderlab.serve.service import Accepted, Service, ServiceError
+from ladderlab.serve.uploads import UploadError, UploadReader
+from ladderlab.validation import PredictionError
+
+MULTIPART_OVERHEAD = 64 << 10
+"""Room for a form's token field and part headers beside the file."""
+
+
+def create_app(service: Service) -> FastAPI:
+    """The FastAPI application serving ``service``."""
+    challenge = service.challenge
+    reader = UploadReader(challenge)
+    limits = challenge.spec.limits
+    limiter = RateLimiter(float(limits.uploads_per_second), limits.burst)
+    max_bytes = challenge.max_upload_bytes()
+    split = challenge.split
+    classes = split.public.classes
+    app = FastAPI(title=f"ladderlab serve: {challenge.name}", docs_url=None, redoc_url=None,
+                  description="A leaderboard that releases what a certified mechanism releases.")
+
+    @app.exception_handler(ServiceError)
+    async def refused(_request: Request, error: ServiceError) -> JSONResponse:
+        content: dict[str, Any] = {"error": str(error), "reason": error.reason}
+        headers = {}
+        if error.retry_after is not None:
+            content["retry_after"] = error.retry_after
+            headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+        return JSONResponse(content, status_code=error.status, headers=headers)
+
+    @app.exception_handler(UploadError)
+    async def unreadable(_request: Request, error: UploadError) -> JSONResponse:
+        return JSONResponse({"error": str(error), "reason": "invalid" if error.status == 422 else "unreadable"},
+                            status_code=error.status)
+
+    def validated(rows: np.ndarray) -> np.ndarray:
+        try:
+            return service.check(rows)
+        except PredictionError as error:
+            raise UploadError(f"id {reader.id_at(error.position)!r}: {error}") from None
+        except ValueError as error:
+            raise UploadError(str(error)) from None
+
+    def upload(team: str, data: bytes, fmt: str, key: str | None) -> Accepted:
+        wait = limiter.wait_time(team)
+        if wait:
+            raise ServiceError(429, "rate", f"too many uploads: at most {limits.uploads_per_second:g} per second "
+                                            f"(bursts of {limits.burst}); try again in {wait:.2f} s", retry_after=wait)
+        return service.submit(team, validated(reader.read(data, fmt)), key)
+
+    def bearer(request: Request) -> str:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise ServiceError(401, "unauthorized", "send the token as 'Authorization: Bearer TOKEN'")
+        return token.strip()
+
+    async def body(request: Request, limit: int) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise UploadError(f"the upload has {int(declared)} bytes, more than the limit of {limit}", status=413)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise UploadError(f"the upload is larger than the limit of {limit} bytes", status=413)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    @app.post("/api/submissions", status_code=201, summary="Upload a prediction, or rows of them (.npy)")
+    async def submit(request: Request) -> JSONResponse:
+        team = service.team_of(bearer(request))
+        fmt = reader.format_of(request.headers.get("content-type"))
+        data = await body(request, max_bytes)
+        accepted = await run_in_threadpool(upload, team, data, fmt, request.headers.get("idempotency-key"))
+        return JSONResponse(_accepted_json(team, accepted), status_code=200 if accepted.repeated else 201)
+
+    @app.get("/api/submissions", summary="The team's own submissions (released values only)")
+    def own(request: Request) -> dict[str, Any]:
+        team = service.team_of(bearer(request))
+        return {"team": team, "submissions": service.own_submissions(team)}
+
+    @app.put("/api/submissions/{submission_id}/selection", summary="Select a submission for the final ranking")
+    def select(submission_id: int, request: Request) -> dict[str, Any]:
+        team = service.team_of(bearer(request))
+        service.select(team, submission_id, True)
+        return {"team": team, "submission_id": submission_id, "selected": True}
+
+    @app.delete("/api/submissions/{submission_id}/selection", summary="Unselect a submission")
+    def unselect(submission_id: int, request: Request) -> dict[str, Any]:
+        team = service.team_of(bearer(request))
+        service.select(team, submission_id, False)
+        return {"team": team, "submission_id": submission_id, "selected": False}
+
+    @app.get("/api/me", summary="The team and what the caps still allow")
+    def me(request: Request) -> dict[str, Any]:
+        team = service.team_of(bearer(request))
+        remaining_today, remaining_total = service.allowance(team)
+        closed = service.closed_at()
+        return {"team": team, "remaining_today": remaining_today, "remaining_total": remaining_total,
+                "closed": closed is not None}
+
+    @app.get("/api/challenge", summary="The challenge: ids in the published order, scorer, rules, mechanism")
+    def describe() -> dict[str, Any]:
+        spec = challenge.spec
+        rules = spec.rules
+        public = split.public
+        mechanism = challenge.mechanism()
+        return {
+            "name": spec.name, "title": spec.title, "scorer": service.scorer.name,
+            "greater_is_better": service.scorer.greater_is_better, "task_type": public.task_type,
+            "prediction_kind": reader.kind.value, "classes": None if classes is None else classes.tolist(),
+            "prediction_range": None if public.prediction_range is None else list(public.prediction_range),
+            "holdout_size": int(challenge.ids.size), "id_column": spec.labels.id_column,
+            "ids": challenge.ids.tolist(),
+            "mechanism": {"id": mechanism.id, "params": spec.mechanism.params},
+            "rules": {"per_day": rules.per_day, "total": rules.total,
+                      "start": None if rules.start is None else rules.start.isoformat(),
+                      "end": None if rules.end is None else rules.end.isoformat(),
+                      "selection": rules.selection},
+            "limits": {"max_upload_bytes": max_bytes, "uploads_per_second": limits.uploads_per_second,
+                       "burst": limits.burst},
+        }
+
+    @app.get("/api/public-data", summary="Training data and holdout inputs (.npz, rows of X_holdout in the id order)")
+    def public_data() -> Response:
+        buffer = io.BytesIO()
+        public = split.public
+        np.savez(buffer, X_train=public.X_train, y_train=public.y_train, X_holdout=public.X_holdout)
+        return Response(buffer.getvalue(), media_type="application/octet-stream")
+
+    @app.get("/api/leaderboard", summary="The public leaderboard (released values only)")
+    def public_leaderboard() -> dict[str, Any]:
+        return {"challenge": challenge.name, "scorer": service.scorer.name,
+                "greater_is_better": service.scorer.greater_is_better, "teams": service.leaderboard()}
+
+    @app.post("/api/organiser/close", summary="Close the challenge: no more submissions")
+    def close(request: Request) -> dict[str, Any]:
+        service.check_organiser(bearer(request))
+        return {"closed_at": service.close().isoformat()}
+
+    @app.get("/api/organiser/final", summary="The final leaderboard under the selection rule (after the close)")
+    def final(request: Request) -> dict[str, Any]:
+        service.check_organiser(bearer(request))
+        return service.final()
+
+    @app.get("/api/organiser/export", summary="The submissions log as Parquet (after the close)")
+    def export(request: Request) -> Response:
+        service.check_organiser(bearer(request))
+        return Response(service.export(), media_type="application/vnd.apache.parquet",
+                        headers={"Content-Disposition": f'attachment; filename="{challenge.name}-log.parquet"'})
+
+    value_columns = ", ".join(reader.class_columns) if reader.kind is PredictionKind.PROBABILITIES else "prediction"
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(pages.index(service, value_columns))
+
+    @app.get("/sample_submission.csv", include_in_schema=False)
+    def sample() -> Response:
+        columns = reader.class_columns or ["prediction"]
+        fill = 1.0 / len(columns) if reader.class_columns else float(classes[0] if classes is not None else 0.0)
+        lines = [",".join([challenge.spec.labels.id_column, *columns])]
+        lines += [",".join([str(identifier), *[f"{fill:g}"] * len(columns)]) for identifier in challenge.ids]
+        return Response("\n".join(lines) + "\n", media_type="text/csv")
+
+    @app.post("/upload", response_class=HTMLResponse, include_in_schema=False)
+    async def page_upload(request: Request) -> HTMLResponse:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes + MULTIPART_OVERHEAD:
+            return _page_refusal(service, f"the upload is larger than the limit of {max_bytes} bytes", 413)
+        form = await request.form(max_files=1, max_fields=4, max_part_size=max_bytes)
+        token, upload_file = form.get("token"), form.get("file")
+        try:
+            team = service.team_of(str(token or ""))
+            if upload_file is None or isinstance(upload_file, str):
+                raise UploadError("choose a file to upload")
+            data = await upload_file.read()
+            fmt = reader.format_of(upload_file.content_type, upload_file.filename)
+            accepted = await run_in_threadpool(upload, team, data, fmt, None)
+        except (ServiceError, UploadError) as error:
+            status = error.status
+            known = None if status == 401 else service.team_of(str(token))
+            return HTMLResponse(pages.result(service, str(error), False, known), status_code=status)
+        entry = accepted.entries[-1]
+        message = (f"Submission {entry.team_sequence} of {team} (id {entry.submission_id}): released "
+                   f"{service.scorer.name} {pages.released_text(entry.released)}")
+        return HTMLResponse(pages.result(service, message, True, team), status_code=201)
+
+    @app.post("/mine", response_class=HTMLResponse, include_in_schema=False)
+    async def page_mine(request: Request) -> HTMLResponse:
+        form = await request.form(max_files=0, max_fields=2, max_part_size=4096)
+        try:
+            team = service.team_of(str(form.get("token") or ""))
+        except ServiceError as error:
+            return _page_refusal(service, str(error), error.status)
+        return HTMLResponse(pages.result(service, None, True, team))
+
+    return app
+
+
+def _page_refusal(service: Service, message: str, status: int) -> HTMLResponse:
+    return HTMLResponse(pages.result(service, message, False, None), status_code=status)
+
+
+def _accepted_json(team: str, accepted: Accepted) -> dict[str, Any]:
+    return {
+        "team": team,
+        "submissions": [{"submission_id": entry.submission_id, "sequence": entry.team_sequence,
+                         "released": entry.released} for entry in accepted.entries],
+        "remaining_today": accepted.remaining_today,
+        "remaining_total": accepted.remaining_total,
+        "repeated": accepted.repeated,
+    }

@@ -1,0 +1,205 @@
+"""The ``ladderlab serve`` and ``ladderlab attack`` commands.
+
+``ladderlab serve CHALLENGE.toml`` (or ``--demo``) starts the server;
+``ladderlab serve verify CHALLENGE.toml`` checks the log's chain and replays it;
+``ladderlab serve bench`` measures the server; ``ladderlab attack URL --token T
+--attack SPEC`` plays an attack plugin against a running server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+SUBCOMMANDS = ("verify", "bench")
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """``serve verify …`` and ``serve bench …`` go to their own parsers; any other first word is
+    the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
+    if args.target in SUBCOMMANDS:
+        sub_args = args.subcommands[args.target].parse_args(args.rest)
+        return sub_args.handler(sub_args)
+    target = args.target
+    if args.rest:
+        args = args.serve_parser.parse_args(args.rest, args)
+        if args.target is not None:
+            raise ValueError(f"unexpected argument {args.target!r} after the challenge file {target!r}")
+        args.target = target
+    return _serve(args)
+
+
+def _add_state_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state", help="folder of the secret and the SQLite log (default: <challenge folder>/<name>-state)")
+    parser.add_argument("--database", help="SQLAlchemy URL of the log, e.g. postgresql+psycopg://user@host/db "
+                                           "(default: SQLite in the state folder)")
+    parser.add_argument("--secret", help="file of the secret seed of the mechanisms' streams (default: <state>/secret; "
+                                         "created with 128 random bits if missing)")
+
+
+def add_subcommands(commands: argparse._SubParsersAction) -> None:
+    """Register ``serve`` (with ``verify`` and ``bench``) and ``attack``."""
+    from ladderlab.cli import _count
+
+    serve = commands.add_parser(
+        "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
+        description="Start the leaderboard server of CHALLENGE (a challenge TOML file), or of the demo challenge "
+                    "(--demo). 'ladderlab serve verify CHALLENGE' checks the log; 'ladderlab serve bench' measures.")
+    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | bench",
+                       help="the challenge file, or a subcommand (see 'ladderlab serve verify --help')")
+    serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    serve.add_argument("--demo", action="store_true", help="serve a demo challenge on built-in data (written to --state, "
+                                                           "default ./ladderlab-demo)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=_count(0), default=8000, help="port (default 8000; 0: any free port)")
+    _add_state_options(serve)
+    serve.add_argument("--uncertified", action="store_true",
+                       help="serve even where the challenge's certificate does not cover its mechanism, parameters, "
+                            "holdout size or per-team budget (each is named)")
+    serve.add_argument("--reissue", metavar="TEAM", help="print a new token for TEAM (or 'organiser') and exit; "
+                                                         "the old token stops working")
+    serve.add_argument("--quiet-access", action="store_true", help="no access log lines")
+    serve.add_argument("--full-sync", action="store_true",
+                       help="flush the SQLite log to disk at every commit, so that a submission survives a crash of the "
+                            "machine, not only of the server (costs a disk flush per submission)")
+    verify = type(serve)(prog="ladderlab serve verify",
+                         description="Check the log's hash chain and replay every release bit for bit.")
+    verify.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
+    _add_state_options(verify)
+    verify.set_defaults(handler=_verify)
+    from ladderlab.serve.bench import add_arguments
+
+    bench = type(serve)(prog="ladderlab serve bench",
+                        description="Submissions per second and latency of the server over loopback.")
+    add_arguments(bench)
+    serve.set_defaults(handler=_dispatch, serve_parser=serve, subcommands={"verify": verify, "bench": bench})
+
+    attack = commands.add_parser("attack", help="play an attack plugin against a running 'ladderlab serve'",
+                                 description="Red-team a live leaderboard: the attack holds a RemoteBoard and the "
+                                             "challenge's public data, nothing else.")
+    attack.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
+    attack.add_argument("--token", required=True, help="the team's token")
+    attack.add_argument("--attack", required=True, help="an attack id with parameters, e.g. 'hill-climbing(block=32)'")
+    attack.add_argument("--budget", type=_count(0), help="the most submissions to make (default: what the caps allow)")
+    attack.add_argument("--seed", type=_count(0), default=0, help="root seed of the attacker's coins (default 0)")
+    attack.add_argument("--final-out", metavar="FILE", help="write the attack's final prediction here (CSV by id)")
+    attack.add_argument("--submit-final", action="store_true", help="submit the final prediction too (counts against the caps)")
+    attack.set_defaults(handler=_attack)
+
+
+def _state(args: argparse.Namespace, challenge: Any) -> tuple[Path, str, int]:
+    from ladderlab.seeding import read_secret_seed
+    from ladderlab.serve.storage import sqlite_url
+
+    state = Path(args.state) if args.state else challenge.path.parent / f"{challenge.name}-state"
+    state.mkdir(parents=True, exist_ok=True)
+    secret = read_secret_seed(args.secret or state / "secret")
+    return state, args.database or sqlite_url(state / "log.sqlite"), secret
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ladderlab.cli import ArgumentError
+    from ladderlab.serve import require_server_extra
+
+    require_server_extra()
+    from ladderlab import challenge as challenges
+
+    if args.demo == (args.target is not None):
+        raise ArgumentError("give a challenge file or --demo (see 'ladderlab serve --help')")
+    if args.demo:
+        from ladderlab.serve.demo import write_demo
+
+        args.state = args.state or "ladderlab-demo"
+        path = write_demo(Path(args.state))
+    else:
+        path = Path(args.target)
+    challenge = challenges.load(path)
+    problems = challenges.certificate_problems(challenge)
+    if problems and not (args.uncertified or args.demo):
+        raise ArgumentError(f"{path}: the certificate does not cover this challenge: {'; '.join(problems)} "
+                            "(--uncertified serves it anyway)")
+    for problem in problems:
+        print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
+    _, url, secret = _state(args, challenge)
+    from ladderlab.serve.service import Service
+    from ladderlab.serve.storage import Storage
+
+    service = Service(challenge, Storage(url, full_sync=args.full_sync), secret)
+    issued = service.open()
+    if args.reissue:
+        print(f"{args.reissue}: {service.reissue(args.reissue)}")
+        return 0
+    from ladderlab.serve.server import listen, run
+
+    sock = listen(args.host, args.port)
+    address = f"http://{args.host}:{sock.getsockname()[1]}/"
+    if issued:
+        print("tokens (shown once; only their hashes are stored):")
+        for name, token in issued.items():
+            print(f"  {name}: {token}")
+    if args.demo:
+        print(f"demo challenge in {path.parent}; a file to upload: {path.parent / 'sample_submission.csv'}")
+    print(f"serving {challenge.name} at {address} (log: {service.storage.display_url()})", flush=True)
+    run(service, sock, access_log=not args.quiet_access)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ladderlab.serve import require_server_extra
+
+    require_server_extra()
+    from ladderlab import challenge as challenges
+    from ladderlab.serve import replay
+    from ladderlab.serve.storage import Storage, StorageError
+
+    challenge = challenges.load(args.challenge_file)
+    _, url, secret = _state(args, challenge)
+    storage = Storage(url)
+    try:
+        states, count = replay.rebuild(challenge, storage, secret)
+    except StorageError as error:
+        print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
+        return 1
+    finally:
+        storage.close()
+    print(f"{storage.display_url()}: {count} submissions of {len(states)} mechanism state(s): the chain is intact and "
+          "every release, public and final score replays bit for bit")
+    return 0
+
+
+def _attack(args: argparse.Namespace) -> int:
+    from ladderlab.certify import parse_attack
+    from ladderlab.registry import ATTACKS
+    from ladderlab.serve.client import play_remote
+
+    spec = parse_attack(args.attack)
+    attack = ATTACKS.make(spec.id, **(spec.pinned or {}))
+    board, final = play_remote(args.url, args.token, attack, args.budget, args.seed)
+    transcript = board.transcript
+    print(f"{attack.id}: {board.submissions} submissions; released: first {_value(transcript, 0)}, "
+          f"last {_value(transcript, -1)}, best {_best(transcript, board.challenge['greater_is_better'])}")
+    if args.final_out:
+        import pandas as pd
+
+        ids = board.challenge["ids"]
+        pd.DataFrame({board.challenge["id_column"]: ids, "prediction": final}).to_csv(args.final_out, index=False)
+        print(f"final prediction written to {args.final_out}", file=sys.stderr)
+    if args.submit_final:
+        from ladderlab.serve.client import RemoteBoard
+
+        final_board = RemoteBoard(args.url, args.token)
+        print(f"final prediction submitted: released {final_board.submit(final)!r}")
+        final_board.close()
+    return 0
+
+
+def _value(transcript: Any, index: int) -> str:
+    return repr(float(transcript[index])) if len(transcript) else "-"
+
+
+def _best(transcript: Any, greater_is_better: bool) -> str:
+    if not len(transcript):
+        return "-"
+    return repr(float(max(transcript) if greater_is_better else min(transcript)))

@@ -1,0 +1,87 @@
+"""A throwaway PostgreSQL cluster in a temporary folder, on a Unix socket (tests and the benchmark).
+
+Debian's server binaries (``/usr/lib/postgresql/<version>/bin``) run ``initdb`` and
+``pg_ctl``; PostgreSQL refuses to run as root, so as root the cluster runs as the
+``postgres`` user (``runuser``), in a folder it owns. Nothing listens on TCP.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+def server_binaries() -> Path | None:
+    """The folder of ``initdb`` and ``pg_ctl`` (the newest Debian version, else the PATH)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda path: int(Path(path).parts[-3]))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def unavailable() -> str | None:
+    """Why no cluster can be started here, or None."""
+    if server_binaries() is None:
+        return "PostgreSQL's server is not installed (apt-get install postgresql)"
+    if os.geteuid() == 0 and (shutil.which("runuser") is None or _uid("postgres") is None):
+        return "running as root needs the 'postgres' user and runuser to start PostgreSQL"
+    return None
+
+
+def _uid(user: str) -> int | None:
+    import pwd
+
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
+class TemporaryPostgres:
+    """``with TemporaryPostgres() as cluster: url = cluster.database("name")``."""
+
+    def __init__(self) -> None:
+        reason = unavailable()
+        if reason:
+            raise RuntimeError(reason)
+        self.binaries = server_binaries()
+        self.folder = Path(tempfile.mkdtemp(prefix="ladderlab-postgres-"))
+        self._as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+    def _run(self, *command: str) -> None:
+        subprocess.run([*self._as_postgres, *command], check=True, capture_output=True, text=True, cwd="/")
+
+    def start(self) -> TemporaryPostgres:
+        if self._as_postgres:
+            os.chown(self.folder, _uid("postgres"), -1)
+        data = self.folder / "data"
+        self._run(str(self.binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
+        options = f"-k {self.folder} -c listen_addresses='' -c max_connections=200"
+        self._run(str(self.binaries / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-o", options,
+                  "-w", "start")
+        return self
+
+    def database(self, name: str) -> str:
+        """A new, empty database; its SQLAlchemy URL."""
+        import psycopg
+
+        with psycopg.connect(host=str(self.folder), user="postgres", dbname="postgres", autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql+psycopg://postgres@/{name}?host={self.folder}"
+
+    def stop(self) -> None:
+        try:
+            self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> TemporaryPostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

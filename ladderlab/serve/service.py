@@ -1,0 +1,439 @@
+"""The leaderboard service: a challenge, its log and the mechanisms' state, without HTTP.
+
+:meth:`Service.submit` is the one way a submission enters the log. Under the team's lock
+(a thread lock in this process, and the database's: see :mod:`ladderlab.serve.storage`)
+it answers a retried upload (same ``Idempotency-Key``) with what the first one got,
+catches the mechanism up on entries other server processes appended, checks the caps,
+scores, and appends, in one transaction. A batch is accepted whole or not at all. If
+anything fails after the mechanism saw the batch, that state is dropped and rebuilt
+from the log on the next request: the log is the truth.
+
+What is served before the close holds released values only. The exact public and
+final scores leave the service only through :meth:`final` and :meth:`export`, and
+only after the close.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ladderlab.challenge import Challenge
+from ladderlab.competition import leaderboard_values, selected_submissions
+from ladderlab.competition_measures import rank_correlations, ranks, top_overlap
+from ladderlab.scoring import get_scorer
+from ladderlab.seeding import secret_fingerprint
+from ladderlab.serve import replay
+from ladderlab.serve.replay import SHARED, MechanismState
+from ladderlab.serve.security import holder, new_token, token_hash
+from ladderlab.serve.storage import Entry, Storage, StorageError, encode_prediction, prediction_sha256
+
+log = logging.getLogger("ladderlab.serve")
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+ORGANISER = "organiser"
+MAX_IDEMPOTENCY_KEY = 128
+TOKEN_REFRESH_SECONDS = 5.0
+
+
+class ServiceError(Exception):
+    """A request the service refuses: ``status`` (HTTP), ``reason`` (a stable word) and a
+    message for people; ``retry_after`` in seconds where waiting helps."""
+
+    def __init__(self, status: int, reason: str, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What an upload got: its log entries (released values to be shown), what the caps
+    still allow, and whether it was a retry answered from the log."""
+
+    entries: list[Entry]
+    remaining_today: int | None
+    remaining_total: int | None
+    repeated: bool = False
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def microseconds(moment: datetime) -> int:
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def moment(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+class Service:
+    """The leaderboard service of one challenge on one log."""
+
+    def __init__(self, challenge: Challenge, storage: Storage, secret_seed: int,
+                 clock: Callable[[], datetime] = utc_now):
+        self.challenge = challenge
+        self.storage = storage
+        self.secret_seed = secret_seed
+        self.clock = clock
+        self.scorer = get_scorer(challenge.split.public.scorer)
+        mechanism_class = type(challenge.mechanism())
+        self.shared = mechanism_class.shared_state
+        self.releases_best = mechanism_class.releases_best and not self.shared
+        self._states: dict[str | None, MechanismState] = {}
+        self._locks: dict[str | None, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+        self._write_lock = threading.Lock() if storage.is_sqlite else None
+        self._hashes: dict[str, str] = {}
+        self._organiser_hash = ""
+        self._hashes_read = -math.inf
+        self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
+
+    # --- starting ---------------------------------------------------------------------------
+
+    def open(self) -> dict[str, str]:
+        """Create or check the log, give every team of the challenge file a token if it has
+        none, verify the chain and rebuild the mechanisms' state by replaying the log.
+        Returns the tokens issued now (by team, and the organiser's), to be shown once."""
+        identity = self.challenge.identity()
+        issued: dict[str, str] = {}
+        organiser = new_token()
+        if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser)):
+            issued[ORGANISER] = organiser
+        known = self.storage.team_hashes()
+        names = [team.name for team in self.challenge.spec.teams]
+        dropped = sorted(set(known) - set(names))
+        logged = {entry.team for entry in self.storage.entries()} if dropped else set()
+        if set(dropped) & logged:
+            raise StorageError(f"team {sorted(set(dropped) & logged)[0]!r} has submissions in the log but is not in "
+                               f"{self.challenge.path}: put it back (a team cannot be removed once it submitted)")
+        for name in names:
+            if name not in known:
+                token = new_token()
+                self.storage.add_team(name, token_hash(token))
+                issued[name] = token
+        self._hashes_read = -math.inf
+        self._states, replayed = replay.rebuild(self.challenge, self.storage, self.secret_seed)
+        log.info("log %s: %d submissions verified and replayed", self.storage.display_url(), replayed)
+        return issued
+
+    def reissue(self, name: str) -> str:
+        """A new token for a team (or the organiser); the old one stops working."""
+        token = new_token()
+        if name == ORGANISER:
+            self.storage.set_meta("organiser_token_hash", token_hash(token))
+        elif name in {team.name for team in self.challenge.spec.teams}:
+            self.storage.set_token_hash(name, token_hash(token))
+        else:
+            raise ValueError(f"--reissue {name}: no such team in {self.challenge.path} (or '{ORGANISER}')")
+        return token
+
+    # --- who is asking ----------------------------------------------------------------------
+
+    def _token_hashes(self) -> tuple[dict[str, str], str]:
+        """The teams' and the organiser's token hashes, read again from the log's database every
+        few seconds, so that a token reissued by another process takes effect here too."""
+        now = time.monotonic()
+        if now - self._hashes_read > TOKEN_REFRESH_SECONDS:
+            names = {team.name for team in self.challenge.spec.teams}
+            self._hashes = {name: digest for name, digest in self.storage.team_hashes().items() if name in names}
+            self._organiser_hash = self.storage.meta_value("organiser_token_hash") or ""
+            self._hashes_read = now
+        return self._hashes, self._organiser_hash
+
+    def team_of(self, token: str) -> str:
+        team = holder(token, self._token_hashes()[0])
+        if team is None:
+            raise ServiceError(401, "unauthorized", "unknown team token")
+        return team
+
+    def check_organiser(self, token: str) -> None:
+        if holder(token, {ORGANISER: self._token_hashes()[1]}) is None:
+            raise ServiceError(401, "unauthorized", "this needs the organiser's token")
+
+    # --- submitting -------------------------------------------------------------------------
+
+    def closed_at(self, connection: Any = None) -> datetime | None:
+        """When the challenge closed (by the organiser, or at its end), None while it is open."""
+        stored = self.storage.meta_value("closed_at", connection)
+        end = self.challenge.spec.rules.end
+        moments = [when for when in (None if stored is None else datetime.fromisoformat(stored), end)
+                   if when is not None and when <= self.clock()]
+        return min(moments) if moments else None
+
+    def check(self, predictions: np.ndarray) -> np.ndarray:
+        """Predictions as the leaderboard accepts them (``Leaderboard.check``, the duels' validation),
+        or ``ValueError`` naming the problem; nothing is scored."""
+        return self._validator.check(predictions)
+
+    def submit(self, team: str, P: np.ndarray, idempotency_key: str | None = None) -> Accepted:
+        """Score the validated predictions ``P`` (rows, in the published order of the holdout)
+        for ``team`` and append them to the log, or raise :class:`ServiceError`."""
+        if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
+            raise ServiceError(400, "invalid", f"Idempotency-Key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, "
+                                               f"got {len(idempotency_key)}")
+        digests = [prediction_sha256(row) for row in P]
+        encoded = {digest: encode_prediction(row) for digest, row in zip(digests, P)}
+        key = SHARED if self.shared else team
+        with self._lock(key), self._writing():
+            state = None
+            try:
+                with self.storage.transaction() as connection:
+                    self.storage.lock_team(connection, team)
+                    if self.shared:
+                        self.storage.head(connection)
+                    if idempotency_key is not None:
+                        earlier = self.storage.by_idempotency_key(connection, team, idempotency_key, P.shape[0])
+                        if earlier:
+                            return self._repeated(connection, team, earlier, digests, idempotency_key)
+                    now = self.clock()
+                    self._check_open(now, connection)
+                    total, today = self.storage.counts(connection, team, now.date().isoformat())
+                    self._check_caps(P.shape[0], total, today, now)
+                    state = self._caught_up(connection, key)
+                    state.dirty = True
+                    records, decisions = replay.score(state, P)
+                    self.storage.store_predictions(connection, encoded)
+                    stamp = microseconds(now)
+                    rows = [
+                        {"team": team, "team_sequence": total + i + 1, "submitted_at_us": stamp,
+                         "utc_day": now.date().isoformat(), "prediction_sha256": digests[i],
+                         "public_score": float(records["public"][i]), "private_score": float(records["final"][i]),
+                         "released": float(records["released"][i]), "decision": decisions[i],
+                         "idempotency_key": None if idempotency_key is None else f"{idempotency_key}#{i}"}
+                        for i in range(P.shape[0])
+                    ]
+                    entries = self.storage.append(connection, rows)
+            except BaseException:
+                if state is not None and state.dirty:
+                    del self._states[key]
+                raise
+            state.dirty = False
+            state.last_id = entries[-1].submission_id
+            state.applied += len(entries)
+            log.info("team %s: submissions %s scored", team, ", ".join(str(entry.submission_id) for entry in entries))
+            return Accepted(entries, *self._remaining(total + len(entries), today + len(entries)))
+
+    def _repeated(self, connection: Any, team: str, earlier: list[Entry], digests: list[str], key: str) -> Accepted:
+        if [entry.prediction_sha256 for entry in earlier] != digests:
+            raise ServiceError(409, "conflict", f"Idempotency-Key {key!r} was used before for other predictions: "
+                                                "use a new key for a new upload")
+        total, today = self.storage.counts(connection, team, self.clock().date().isoformat())
+        return Accepted(earlier, *self._remaining(total, today), repeated=True)
+
+    def _check_open(self, now: datetime, connection: Any) -> None:
+        rules = self.challenge.spec.rules
+        if rules.start is not None and now < rules.start:
+            raise ServiceError(403, "not-open", f"the challenge opens at {_text(rules.start)}")
+        closed = self.closed_at(connection)
+        if closed is not None:
+            raise ServiceError(403, "closed", f"the challenge closed at {_text(closed)}")
+
+    def _check_caps(self, count: int, total: int, today: int, now: datetime) -> None:
+        rules = self.challenge.spec.rules
+        if rules.total is not None and total + count > rules.total:
+            raise ServiceError(429, "cap", f"{_uploads(count)} would exceed the total cap of {rules.total} submissions "
+                                           f"per team ({total} made, {rules.total - total} left)")
+        if rules.per_day is not None and today + count > rules.per_day:
+            resets = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), timezone.utc)
+            raise ServiceError(429, "cap", f"{_uploads(count)} would exceed the daily cap of {rules.per_day} submissions "
+                                           f"per team ({today} made today, {rules.per_day - today} left); "
+                                           f"it resets at {_text(resets)}",
+                               retry_after=(resets - now).total_seconds())
+
+    def _remaining(self, total: int, today: int) -> tuple[int | None, int | None]:
+        rules = self.challenge.spec.rules
+        return (None if rules.per_day is None else rules.per_day - today,
+                None if rules.total is None else rules.total - total)
+
+    def _lock(self, key: str | None) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def _writing(self) -> threading.Lock | _NoLock:
+        """SQLite has one writer at a time: threads of this process queue here rather than in
+        SQLite's busy handler, which polls."""
+        return self._write_lock or _NoLock()
+
+    def _caught_up(self, connection: Any, key: str | None) -> MechanismState:
+        """The state of ``key``'s mechanism after every logged entry (other processes' too)."""
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = replay.fresh_state(self.challenge, self.secret_seed, key)
+        later = self.storage.entries(connection, team=key, after_id=state.last_id)
+        if later:
+            replay.apply(state, later, self.storage, connection)
+        return state
+    # --- reading ----------------------------------------------------------------------------
+
+    def leaderboard(self) -> list[dict[str, Any]]:
+        """The public leaderboard: each team's leaderboard value (the last release for a mechanism
+        that releases its best, else its best release), best first, with its submission count."""
+        summaries = self.storage.team_summaries()
+        sign = self.scorer.sign
+        rows = []
+        for team, (count, last_us, lowest, highest, last_released) in summaries.items():
+            value = last_released if self.releases_best else (lowest if sign > 0 else highest)
+            rows.append({"team": team, "released": value, "submissions": count, "last_submission": _text(moment(last_us))})
+        rows.sort(key=lambda row: (sign * row["released"], row["last_submission"]))
+        for rank, row in zip(ranks(np.array([sign * row["released"] for row in rows])), rows):
+            row["rank"] = int(rank)
+        return rows
+
+    def own_submissions(self, team: str) -> list[dict[str, Any]]:
+        """A team's submissions as it may see them: released values, never the exact scores."""
+        chosen = self.storage.selected().get(team, set())
+        return [{"submission_id": entry.submission_id, "sequence": entry.team_sequence,
+                 "submitted_at": _text(moment(entry.submitted_at_us)), "released": entry.released,
+                 "prediction_sha256": entry.prediction_sha256, "selected": entry.submission_id in chosen}
+                for entry in self.storage.entries(team=team)]
+
+    def allowance(self, team: str) -> tuple[int | None, int | None]:
+        """Submissions the caps still allow the team: today, and in total (None: no cap)."""
+        with self.storage.reading() as connection:
+            total, today = self.storage.counts(connection, team, self.clock().date().isoformat())
+        return self._remaining(total, today)
+
+    def select(self, team: str, submission_id: int, selected: bool) -> None:
+        """Select (or unselect) one of the team's submissions for the final ranking (rule k)."""
+        k = self.challenge.spec.rules.selection
+        if not isinstance(k, int):
+            raise ServiceError(409, "conflict", f"this challenge's final selection is {k!r}: teams do not select")
+        if self.closed_at() is not None:
+            raise ServiceError(403, "closed", "the challenge is closed: selections are final")
+        with self.storage.transaction() as connection:
+            self.storage.lock_team(connection, team)
+            owned = {entry.submission_id for entry in self.storage.entries(connection, team=team)}
+            if submission_id not in owned:
+                raise ServiceError(404, "not-found", f"team {team} has no submission {submission_id}")
+            chosen = self.storage.selected(connection).get(team, set())
+            if selected and submission_id not in chosen and len(chosen) >= k:
+                raise ServiceError(409, "conflict", f"a team selects at most {k} submissions; unselect one of "
+                                                    f"{sorted(chosen)} first")
+            self.storage.select(connection, team, submission_id, selected)
+
+    # --- the organiser ----------------------------------------------------------------------
+
+    def close(self) -> datetime:
+        """Close the challenge now (no more submissions); return when it closed."""
+        closed = self.closed_at()
+        if closed is None:
+            closed = self.clock()
+            self.storage.set_meta("closed_at", closed.isoformat())
+            log.info("the challenge was closed by the organiser")
+        return closed
+
+    def _require_closed(self) -> None:
+        if self.closed_at() is None:
+            raise ServiceError(409, "open", "the challenge is still open: exact scores leave the service only after "
+                                            "the close (POST /api/organiser/close)")
+
+    def _counted(self) -> tuple[list[Entry], dict[str, list[Entry]], set[int]]:
+        """Every entry, by team, and the ids that count under the final-selection rule."""
+        entries = self.storage.entries()
+        by_team: dict[str, list[Entry]] = {}
+        for entry in entries:
+            by_team.setdefault(entry.team, []).append(entry)
+        rule = self.challenge.spec.rules.selection
+        chosen_by_team = self.storage.selected() if isinstance(rule, int) else {}
+        counted: set[int] = set()
+        for team, team_entries in by_team.items():
+            chosen = chosen_by_team.get(team)
+            if chosen:
+                counted |= chosen
+                continue
+            released = np.array([entry.released for entry in team_entries])
+            accepted = [i for i, entry in enumerate(team_entries) if entry.decision == "accepted"]
+            picked = selected_submissions(released, rule, self.scorer.sign,
+                                          accepted[-1] if self.releases_best and accepted else None)
+            counted |= {team_entries[int(i)].submission_id for i in picked}
+        return entries, by_team, counted
+
+    def final(self) -> dict[str, Any]:
+        """The final leaderboard under the selection rule, and how much it shook up the public one."""
+        self._require_closed()
+        _, by_team, counted = self._counted()
+        sign = self.scorer.sign
+        rows = []
+        for team, team_entries in by_team.items():
+            released = np.array([entry.released for entry in team_entries])
+            public_value = float(leaderboard_values(released, sign, self.releases_best)[-1])
+            selected = [entry for entry in team_entries if entry.submission_id in counted]
+            best = min(selected, key=lambda entry: sign * entry.private_score)
+            rows.append({"team": team, "public": public_value, "private": best.private_score,
+                         "counted_submission": best.submission_id, "submissions": len(team_entries)})
+        rows.sort(key=lambda row: sign * row["private"])
+        public = np.array([sign * row["public"] for row in rows])
+        private = np.array([sign * row["private"] for row in rows])
+        for row, public_rank, private_rank in zip(rows, ranks(public), ranks(private)):
+            row["public_rank"], row["private_rank"] = int(public_rank), int(private_rank)
+        spearman, kendall = rank_correlations(public, private)
+        shake_up = {"spearman": spearman, "kendall": kendall,
+                    "top10_overlap": top_overlap(public, private) if rows else None,
+                    "winner_delta": rows[0]["public"] - rows[0]["private"] if rows else None}
+        return {"challenge": self.challenge.name, "scorer": self.scorer.name,
+                "greater_is_better": self.scorer.greater_is_better,
+                "selection": self.challenge.spec.rules.selection, "teams": rows,
+                "shake_up": {name: None if value is None or not np.isfinite(value) else float(value)
+                             for name, value in shake_up.items()}}
+
+    def export(self) -> bytes:
+        """The log as Parquet: the columns ``ladderlab replay`` and ``rank-certificate`` read
+        (team, submission_id, team_sequence, submitted_at, public_score, private_score,
+        released, selected), then the log's own (decision, prediction_sha256, hashes)."""
+        self._require_closed()
+        entries, _, counted = self._counted()
+        columns = {
+            "team": pa.array([entry.team for entry in entries], pa.string()),
+            "submission_id": pa.array([entry.submission_id for entry in entries], pa.int64()),
+            "team_sequence": pa.array([entry.team_sequence for entry in entries], pa.int64()),
+            "submitted_at": pa.array([entry.submitted_at_us for entry in entries], pa.int64()).cast(
+                pa.timestamp("us", tz="UTC")),
+            "public_score": pa.array([entry.public_score for entry in entries], pa.float64()),
+            "private_score": pa.array([entry.private_score for entry in entries], pa.float64()),
+            "released": pa.array([entry.released for entry in entries], pa.float64()),
+            "selected": pa.array([entry.submission_id in counted for entry in entries], pa.bool_()),
+            "decision": pa.array([entry.decision for entry in entries], pa.string()),
+            "prediction_sha256": pa.array([entry.prediction_sha256 for entry in entries], pa.string()),
+            "previous_hash": pa.array([entry.previous_hash for entry in entries], pa.string()),
+            "entry_hash": pa.array([entry.entry_hash for entry in entries], pa.string()),
+        }
+        table = pa.table(columns).replace_schema_metadata({
+            "ladderlab.scorer": self.scorer.name,
+            "ladderlab.greater_is_better": "true" if self.scorer.greater_is_better else "false",
+            "ladderlab.challenge": self.challenge.name,
+            "ladderlab.mechanism": self.challenge.spec.mechanism.id,
+        })
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        return buffer.getvalue()
+
+
+class _NoLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _text(value: datetime) -> str:
+    """A time as ISO 8601 in UTC, to the second (``2026-01-05T00:00:00Z``)."""
+    return value.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _uploads(count: int) -> str:
+    return "this submission" if count == 1 else f"these {count} submissions"

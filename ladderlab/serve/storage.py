@@ -1,0 +1,376 @@
+"""The submissions log: an append-only, hash-chained table in SQLite (WAL) or PostgreSQL.
+
+SQLAlchemy Core, one schema for both databases:
+
+- ``meta``: the challenge's identity, the secret's fingerprint, the organiser's token
+  hash, the closing time;
+- ``teams``: name and token hash (the token itself is never stored);
+- ``submissions``: one row per scored submission, in the order the mechanism saw them
+  (``submission_id``, gapless from 1): team, its sequence number, time (µs since the
+  epoch, UTC), SHA-256 of the prediction's float64 bytes, exact public and final scores,
+  the released value, the mechanism's decision, the idempotency key, and the hashes that
+  chain every entry to the one before it (the first to the challenge's identity);
+- ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
+- ``selections``: the submissions a team selected for the final ranking (rule k);
+- ``chain``: one row, the head of the chain (last id and hash). Appending an entry locks
+  it, so ids are gapless and the chain is linear under any number of server processes.
+
+Locks: SQLite takes its one write lock with ``BEGIN IMMEDIATE``; PostgreSQL locks the
+team's row (``SELECT … FOR UPDATE``) for the whole submission, so that caps and the
+mechanism's state are exact across processes, and the chain's row only to append.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from numpy.typing import NDArray
+
+SCHEMA_VERSION = "1"
+
+metadata = sa.MetaData()
+meta = sa.Table("meta", metadata, sa.Column("key", sa.String(64), primary_key=True), sa.Column("value", sa.Text, nullable=False))
+teams = sa.Table(
+    "teams", metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("token_hash", sa.String(64), nullable=False),
+)
+submissions = sa.Table(
+    "submissions", metadata,
+    sa.Column("submission_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("team", sa.String(64), sa.ForeignKey("teams.name"), nullable=False),
+    sa.Column("team_sequence", sa.BigInteger, nullable=False),
+    sa.Column("submitted_at_us", sa.BigInteger, nullable=False),
+    sa.Column("utc_day", sa.String(10), nullable=False),
+    sa.Column("prediction_sha256", sa.String(64), nullable=False),
+    sa.Column("public_score", sa.Double, nullable=False),
+    sa.Column("private_score", sa.Double, nullable=False),
+    sa.Column("released", sa.Double, nullable=False),
+    sa.Column("decision", sa.String(16), nullable=False),
+    sa.Column("idempotency_key", sa.String(200)),
+    sa.Column("previous_hash", sa.String(64), nullable=False),
+    sa.Column("entry_hash", sa.String(64), nullable=False),
+    sa.UniqueConstraint("team", "team_sequence"),
+    sa.UniqueConstraint("team", "idempotency_key"),
+    sa.Index("submissions_team_day", "team", "utc_day"),
+)
+predictions = sa.Table(
+    "predictions", metadata,
+    sa.Column("sha256", sa.String(64), primary_key=True),
+    sa.Column("shape", sa.String(64), nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+selections = sa.Table(
+    "selections", metadata,
+    sa.Column("team", sa.String(64), primary_key=True),
+    sa.Column("submission_id", sa.BigInteger, sa.ForeignKey("submissions.submission_id"), primary_key=True),
+)
+chain = sa.Table(
+    "chain", metadata,
+    sa.Column("singleton", sa.Integer, primary_key=True),
+    sa.Column("last_id", sa.BigInteger, nullable=False),
+    sa.Column("last_hash", sa.String(64), nullable=False),
+)
+
+
+class StorageError(RuntimeError):
+    """The database holds another challenge, or its log does not verify; the message says how."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the log."""
+
+    submission_id: int
+    team: str
+    team_sequence: int
+    submitted_at_us: int
+    utc_day: str
+    prediction_sha256: str
+    public_score: float
+    private_score: float
+    released: float
+    decision: str
+    idempotency_key: str | None
+    previous_hash: str
+    entry_hash: str
+
+    def expected_hash(self) -> str:
+        """The hash this entry must carry: SHA-256 of its fields (floats as exact hex) and the
+        previous entry's hash."""
+        return entry_hash(self.submission_id, self.team, self.team_sequence, self.submitted_at_us,
+                          self.prediction_sha256, self.public_score, self.private_score, self.released,
+                          self.decision, self.idempotency_key, self.previous_hash)
+
+
+def entry_hash(submission_id: int, team: str, team_sequence: int, submitted_at_us: int, prediction_sha256: str,
+               public_score: float, private_score: float, released: float, decision: str,
+               idempotency_key: str | None, previous_hash: str) -> str:
+    fields = [submission_id, team, team_sequence, submitted_at_us, prediction_sha256, float(public_score).hex(),
+              float(private_score).hex(), float(released).hex(), decision, idempotency_key, previous_hash]
+    return hashlib.sha256(json.dumps(fields, separators=(",", ":")).encode()).hexdigest()
+
+
+def genesis_hash(challenge_identity: str) -> str:
+    """The hash the first entry links to: the challenge's identity."""
+    return hashlib.sha256(f"ladderlab serve {challenge_identity}".encode()).hexdigest()
+
+
+def prediction_sha256(row: NDArray[np.float64]) -> str:
+    """SHA-256 of a prediction's float64 bytes in the published order of the holdout."""
+    return hashlib.sha256(np.ascontiguousarray(row, dtype=np.float64).tobytes()).hexdigest()
+
+
+def encode_prediction(row: NDArray[np.float64]) -> tuple[str, bytes]:
+    return json.dumps(list(row.shape)), zlib.compress(np.ascontiguousarray(row, dtype=np.float64).tobytes(), 1)
+
+
+def decode_prediction(shape: str, data: bytes) -> NDArray[np.float64]:
+    return np.frombuffer(zlib.decompress(data), dtype=np.float64).reshape(json.loads(shape))
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+class Storage:
+    """The log in one database; every method that writes runs in one transaction."""
+
+    def __init__(self, url: str, full_sync: bool = False):
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            self.engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
+                                           isolation_level=None)
+            synchronous = "FULL" if full_sync else "NORMAL"
+            sa.event.listen(self.engine, "connect", lambda connection, _: _sqlite_pragmas(connection, synchronous))
+        else:
+            self.engine = sa.create_engine(url, pool_size=8, max_overflow=32, pool_pre_ping=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        """A write transaction: SQLite's write lock is taken at its start (``BEGIN IMMEDIATE``),
+        so that reads inside it see what no other writer can change before the commit."""
+        with self.engine.connect() as connection:
+            if self.is_sqlite:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+                try:
+                    yield connection
+                except BaseException:
+                    connection.exec_driver_sql("ROLLBACK")
+                    raise
+                connection.exec_driver_sql("COMMIT")
+            else:
+                with connection.begin():
+                    yield connection
+
+    @contextmanager
+    def reading(self) -> Iterator[sa.Connection]:
+        with self.engine.connect() as connection:
+            yield connection
+
+    def lock_team(self, connection: sa.Connection, team: str) -> None:
+        """Hold the team's row until the transaction ends (SQLite: already held)."""
+        if not self.is_sqlite:
+            connection.execute(sa.select(teams.c.name).where(teams.c.name == team).with_for_update())
+
+    def head(self, connection: sa.Connection) -> tuple[int, str]:
+        """The chain's last id and hash, locked until the transaction ends."""
+        query = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == 1)
+        if not self.is_sqlite:
+            query = query.with_for_update()
+        last_id, last_hash = connection.execute(query).one()
+        return int(last_id), str(last_hash)
+
+    # --- setting up ---------------------------------------------------------------------
+
+    def initialise(self, identity: str, secret_fingerprint: str, organiser_token_hash: str) -> bool:
+        """Create the tables for a new log (True), or check that the existing one belongs to this
+        challenge and secret (False); raise :class:`StorageError` if not."""
+        metadata.create_all(self.engine)
+        with self.transaction() as connection:
+            stored = dict(connection.execute(sa.select(meta.c.key, meta.c.value)).all())
+            if not stored:
+                connection.execute(meta.insert(), [
+                    {"key": "schema_version", "value": SCHEMA_VERSION},
+                    {"key": "challenge_identity", "value": identity},
+                    {"key": "secret_fingerprint", "value": secret_fingerprint},
+                    {"key": "organiser_token_hash", "value": organiser_token_hash},
+                ])
+                connection.execute(chain.insert().values(singleton=1, last_id=0, last_hash=genesis_hash(identity)))
+                return True
+        if stored.get("schema_version") != SCHEMA_VERSION:
+            raise StorageError(f"{self.display_url()}: log schema version {stored.get('schema_version')!r}, "
+                               f"this ladderlab writes {SCHEMA_VERSION!r}")
+        if stored.get("challenge_identity") != identity:
+            raise StorageError(f"{self.display_url()} holds the log of another challenge (or of this one with other "
+                               "labels, split, scorer or mechanism): its releases could not be replayed; "
+                               "use a new database")
+        if stored.get("secret_fingerprint") != secret_fingerprint:
+            raise StorageError(f"{self.display_url()} was written with another secret: give the secret file it was "
+                               "started with (--secret)")
+        return False
+
+    def display_url(self) -> str:
+        return sa.make_url(self.url).render_as_string(hide_password=True)
+
+    def meta_value(self, key: str, connection: sa.Connection | None = None) -> str | None:
+        query = sa.select(meta.c.value).where(meta.c.key == key)
+        if connection is None:
+            with self.reading() as reader:
+                return reader.execute(query).scalar_one_or_none()
+        return connection.execute(query).scalar_one_or_none()
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as connection:
+            if connection.execute(sa.select(meta.c.key).where(meta.c.key == key)).first():
+                connection.execute(meta.update().where(meta.c.key == key).values(value=value))
+            else:
+                connection.execute(meta.insert().values(key=key, value=value))
+
+    def team_hashes(self) -> dict[str, str]:
+        with self.reading() as connection:
+            return dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
+
+    def add_team(self, name: str, token_hash: str) -> None:
+        with self.transaction() as connection:
+            connection.execute(teams.insert().values(name=name, token_hash=token_hash))
+
+    def set_token_hash(self, name: str, token_hash: str) -> None:
+        with self.transaction() as connection:
+            connection.execute(teams.update().where(teams.c.name == name).values(token_hash=token_hash))
+
+    # --- the log ------------------------------------------------------------------------
+
+    def entries(self, connection: sa.Connection | None = None, team: str | None = None, after_id: int = 0,
+                after_sequence: int = 0) -> list[Entry]:
+        """Log entries in order: all, one team's, or those after an id or a team's sequence number."""
+        query = sa.select(*submissions.c).where(submissions.c.submission_id > after_id)
+        if team is not None:
+            query = query.where(submissions.c.team == team, submissions.c.team_sequence > after_sequence)
+        query = query.order_by(submissions.c.submission_id)
+        if connection is None:
+            with self.reading() as reader:
+                return [Entry(**row._mapping) for row in reader.execute(query)]
+        return [Entry(**row._mapping) for row in connection.execute(query)]
+
+    def counts(self, connection: sa.Connection, team: str, utc_day: str) -> tuple[int, int]:
+        """The team's submissions: in total and on ``utc_day``."""
+        today = sa.func.coalesce(sa.func.sum(sa.case((submissions.c.utc_day == utc_day, 1), else_=0)), 0)
+        total, on_day = connection.execute(sa.select(sa.func.count(), today).where(submissions.c.team == team)).one()
+        return int(total), int(on_day)
+
+    def by_idempotency_key(self, connection: sa.Connection, team: str, key: str, rows: int) -> list[Entry]:
+        """The entries an upload of ``rows`` rows with this key made (row i carries ``key#i``)."""
+        query = sa.select(*submissions.c).where(
+            submissions.c.team == team, submissions.c.idempotency_key.in_([f"{key}#{i}" for i in range(rows)]),
+        ).order_by(submissions.c.submission_id)
+        return [Entry(**row._mapping) for row in connection.execute(query)]
+
+    def store_predictions(self, connection: sa.Connection, encoded: dict[str, tuple[str, bytes]]) -> None:
+        """Store predictions (``encode_prediction``'s, by SHA-256) not stored yet."""
+        dialect = sqlite if self.is_sqlite else postgresql
+        values = [{"sha256": digest, "shape": shape, "data": data} for digest, (shape, data) in encoded.items()]
+        connection.execute(dialect.insert(predictions).on_conflict_do_nothing(), values)
+
+    def load_predictions(self, digests: list[str], connection: sa.Connection | None = None) -> dict[str, NDArray[np.float64]]:
+        query = sa.select(predictions.c.sha256, predictions.c.shape, predictions.c.data).where(
+            predictions.c.sha256.in_(sorted(set(digests))))
+        if connection is None:
+            with self.reading() as reader:
+                rows = reader.execute(query).all()
+        else:
+            rows = connection.execute(query).all()
+        return {digest: decode_prediction(shape, data) for digest, shape, data in rows}
+
+    def append(self, connection: sa.Connection, rows: list[dict[str, Any]]) -> list[Entry]:
+        """Append entries (dicts without id and hashes) to the chain, in order; return them."""
+        last_id, last_hash = self.head(connection)
+        entries = []
+        for row in rows:
+            last_id += 1
+            digest = entry_hash(last_id, row["team"], row["team_sequence"], row["submitted_at_us"],
+                                row["prediction_sha256"], row["public_score"], row["private_score"], row["released"],
+                                row["decision"], row["idempotency_key"], last_hash)
+            entries.append(Entry(submission_id=last_id, previous_hash=last_hash, entry_hash=digest, **row))
+            last_hash = digest
+        connection.execute(submissions.insert(), [entry.__dict__ for entry in entries])
+        connection.execute(chain.update().where(chain.c.singleton == 1).values(last_id=last_id, last_hash=last_hash))
+        return entries
+
+    def team_summaries(self) -> dict[str, tuple[int, int, float, float, float]]:
+        """Per team with submissions: count, time of the last (µs), lowest, highest and last release."""
+        query = sa.select(submissions.c.team, sa.func.count(), sa.func.max(submissions.c.submitted_at_us),
+                          sa.func.min(submissions.c.released), sa.func.max(submissions.c.released),
+                          sa.func.max(submissions.c.submission_id)).group_by(submissions.c.team)
+        with self.reading() as connection:
+            rows = connection.execute(query).all()
+            last_ids = [row[5] for row in rows]
+            last = dict(connection.execute(sa.select(submissions.c.submission_id, submissions.c.released).where(
+                submissions.c.submission_id.in_(last_ids))).all()) if last_ids else {}
+        return {team: (int(count), int(last_us), float(lowest), float(highest), float(last[last_id]))
+                for team, count, last_us, lowest, highest, last_id in rows}
+
+    def selected(self, connection: sa.Connection | None = None) -> dict[str, set[int]]:
+        query = sa.select(selections.c.team, selections.c.submission_id)
+        if connection is None:
+            with self.reading() as reader:
+                rows = reader.execute(query).all()
+        else:
+            rows = connection.execute(query).all()
+        chosen: dict[str, set[int]] = {}
+        for team, submission_id in rows:
+            chosen.setdefault(team, set()).add(int(submission_id))
+        return chosen
+
+    def select(self, connection: sa.Connection, team: str, submission_id: int, selected: bool) -> None:
+        where = (selections.c.team == team) & (selections.c.submission_id == submission_id)
+        connection.execute(selections.delete().where(where))
+        if selected:
+            connection.execute(selections.insert().values(team=team, submission_id=submission_id))
+
+    def verify_chain(self, identity: str) -> list[Entry]:
+        """Every entry, after checking that ids are gapless from 1, each hash is the hash of its
+        entry and links to the one before, the head is the last entry, and every prediction is
+        stored under its hash; :class:`StorageError` names the first entry that is not."""
+        entries = self.entries()
+        previous = genesis_hash(identity)
+        for number, entry in enumerate(entries, start=1):
+            if entry.submission_id != number:
+                raise StorageError(f"the log skips from submission {number - 1} to {entry.submission_id}")
+            if entry.previous_hash != previous:
+                raise StorageError(f"submission {entry.submission_id} does not link to the entry before it")
+            if entry.expected_hash() != entry.entry_hash:
+                raise StorageError(f"submission {entry.submission_id} was changed after it was written "
+                                   "(its hash does not match its contents)")
+            previous = entry.entry_hash
+        with self.reading() as connection:
+            last_id, last_hash = connection.execute(sa.select(chain.c.last_id, chain.c.last_hash)).one()
+        if (int(last_id), last_hash) != (len(entries), previous):
+            raise StorageError(f"the chain's head names submission {last_id}, but the log ends at {len(entries)}: "
+                               "entries were removed")
+        return entries
+
+
+def _sqlite_pragmas(connection: Any, synchronous: str) -> None:
+    """WAL (readers never block the writer). ``synchronous=NORMAL``: a commit is in the WAL file
+    when it returns and survives the server being killed; ``FULL`` also flushes it to disk, so
+    that it survives a crash of the machine, at the cost of a disk flush per submission."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA synchronous={synchronous}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()

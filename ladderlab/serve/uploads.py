@@ -1,0 +1,147 @@
+"""Uploaded predictions: CSV, Parquet or JSON by id, or NumPy rows in the published order.
+
+- CSV, Parquet, JSON (``{"id": [...], "prediction": [...]}`` or a list of
+  ``{"id": …, "prediction": …}`` records): one submission, matched to the holdout by id,
+  in any row order. The prediction column is ``prediction`` (or the challenge's label
+  column); a class-probability scorer takes one column per class, named by the class
+  (``0``, ``1``, …).
+- ``.npy`` (``application/x-npy``): one row or a batch of rows in the published order of
+  the ids (``GET /api/challenge``): what :class:`~ladderlab.serve.client.RemoteBoard`
+  sends. Read with ``allow_pickle=False``.
+
+Every problem is an :class:`UploadError` naming it (a missing, unknown or repeated id,
+a value that is not a number, the wrong shape) before the service sees the upload.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ladderlab.challenge import Challenge
+from ladderlab.scoring import PredictionKind, get_scorer
+
+NPY = "application/x-npy"
+FORMATS = {"text/csv": "csv", "application/csv": "csv", "application/vnd.apache.parquet": "parquet",
+           "application/x-parquet": "parquet", "application/json": "json", NPY: "npy"}
+SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".npy": "npy"}
+SHOWN_IDS = 3
+
+
+class UploadError(ValueError):
+    """An upload the service cannot read; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 422):
+        super().__init__(message)
+        self.status = status
+
+
+class UploadReader:
+    """Turns uploads into prediction rows in the published order of a challenge's holdout."""
+
+    def __init__(self, challenge: Challenge):
+        self.challenge = challenge
+        self.ids = challenge.ids
+        self.index = pd.Index(challenge.ids)
+        scorer = get_scorer(challenge.split.public.scorer)
+        self.kind = scorer.prediction_kind
+        classes = challenge.split.public.classes
+        self.class_columns = [f"{label:g}" for label in classes] if self.kind is PredictionKind.PROBABILITIES else []
+        self.value_columns = ("prediction", challenge.spec.labels.label_column)
+
+    def format_of(self, content_type: str | None, filename: str | None = None) -> str:
+        """The upload's format, from its file name or its content type."""
+        if filename:
+            for suffix, name in SUFFIXES.items():
+                if filename.lower().endswith(suffix):
+                    return name
+        media = (content_type or "").split(";")[0].strip().lower()
+        if media in FORMATS:
+            return FORMATS[media]
+        raise UploadError(f"cannot read an upload of type {media or 'unknown'!r}"
+                          f"{f' named {filename!r}' if filename else ''}: send CSV, Parquet, JSON or .npy "
+                          f"({', '.join(sorted(FORMATS))})", status=415)
+
+    def read(self, data: bytes, fmt: str) -> NDArray[np.float64]:
+        """The predictions of an upload as rows (a batch for ``.npy``, else one row)."""
+        if not data:
+            raise UploadError("the upload is empty")
+        if fmt == "npy":
+            return self._rows(data)
+        table = self._table(data, fmt)
+        return self._by_id(table)[None]
+
+    def _rows(self, data: bytes) -> NDArray[np.float64]:
+        try:
+            array = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as error:
+            raise UploadError(f"not a .npy array: {error}") from None
+        if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
+            raise UploadError(f"a .npy upload holds numbers, got dtype {getattr(array, 'dtype', type(array).__name__)}")
+        one = 2 if self.kind is PredictionKind.PROBABILITIES else 1
+        if array.ndim == one:
+            array = array[None]
+        if array.ndim != one + 1 or array.shape[1] != self.ids.size or array.shape[0] == 0:
+            raise UploadError(f"a .npy upload is one prediction of length {self.ids.size} or rows of them "
+                              f"({self.ids.size} holdout ids), got shape {array.shape}")
+        return np.ascontiguousarray(array, dtype=np.float64)
+
+    def _table(self, data: bytes, fmt: str) -> pd.DataFrame:
+        id_column = self.challenge.spec.labels.id_column
+        try:
+            if fmt == "csv":
+                table = pd.read_csv(io.BytesIO(data), dtype={id_column: str}, keep_default_na=False, na_values=[""])
+            elif fmt == "parquet":
+                table = pd.read_parquet(io.BytesIO(data))
+            else:
+                table = pd.DataFrame(json.loads(data))
+        except (ValueError, TypeError, OSError, pd.errors.ParserError) as error:
+            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise UploadError(f"cannot read the upload as {fmt.upper()}: {detail}") from None
+        if id_column not in table.columns:
+            raise UploadError(f"the upload has no {id_column!r} column (columns: {', '.join(map(repr, table.columns))})")
+        return table
+
+    def _by_id(self, table: pd.DataFrame) -> NDArray[np.float64]:
+        id_column = self.challenge.spec.labels.id_column
+        ids = table[id_column].astype(str).str.strip().to_numpy(dtype=object)
+        columns = self.class_columns or [next((c for c in self.value_columns if c in table.columns), None)]
+        missing_columns = [column for column in columns if column not in table.columns]
+        if missing_columns or columns == [None]:
+            wanted = ", ".join(map(repr, self.class_columns)) if self.class_columns else "'prediction'"
+            raise UploadError(f"the upload needs the column(s) {wanted} beside {id_column!r} "
+                              f"(columns: {', '.join(map(str, table.columns))})")
+        unique, counts = np.unique(ids, return_counts=True)
+        if (counts > 1).any():
+            raise UploadError(f"id {unique[counts > 1][0]!r} appears {counts[counts > 1][0]} times")
+        position = self.index.get_indexer(ids)
+        if (position < 0).any():
+            unknown = ids[position < 0]
+            raise UploadError(f"{unknown.size} unknown id(s), e.g. {_some(unknown)}: not in the holdout")
+        if ids.size != self.ids.size:
+            absent = np.setdiff1d(self.ids, ids)
+            raise UploadError(f"{absent.size} holdout id(s) missing, e.g. {_some(absent)}: "
+                              f"predict all {self.ids.size}")
+        raw = table[columns]
+        values = raw.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        if np.isnan(values).any():  # text that is not a number, told apart from a NaN, which validation names
+            text = raw.map(lambda value: str(value).strip().lower())
+            unreadable = np.isnan(values) & ~text.isin(["nan", "", "none"]).to_numpy()
+            if unreadable.any():
+                row, column = np.argwhere(unreadable)[0]
+                raise UploadError(f"id {ids[row]!r}: {raw.iloc[row, column]!r} is not a number")
+        ordered = np.empty_like(values)
+        ordered[position] = values
+        return ordered if self.class_columns else ordered[:, 0]
+
+    def id_at(self, position: int) -> str:
+        return str(self.ids[position])
+
+
+def _some(ids: NDArray[np.object_]) -> str:
+    shown = ", ".join(repr(str(value)) for value in ids[:SHOWN_IDS])
+    return shown + (", …" if ids.size > SHOWN_IDS else "")

@@ -1,0 +1,154 @@
+"""Challenge files: what they build, every refusal as one line naming the file, key and value,
+and what a certificate covers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ladderlab import challenge as challenges
+from ladderlab.challenge import ChallengeError, certificate_problems
+from tests.serve_helpers import write_challenge
+
+
+def test_the_split_follows_the_labels_file_in_the_published_order_of_the_ids(tmp_path):
+    path = write_challenge(tmp_path, n=101)
+    loaded = challenges.load(path)
+    table = pd.read_csv(tmp_path / "labels.csv")
+    assert loaded.ids.tolist() == [str(i) for i in sorted(table.id)]
+    by_id = table.set_index(table.id.astype(str))
+    assert np.array_equal(loaded.split.y_holdout, by_id.loc[loaded.ids, "label"].to_numpy())
+    public = set(loaded.ids[loaded.split.public_rows])
+    assert public == set(table.id[table.split == "public"].astype(str))
+    assert loaded.split.public.classes.tolist() == [0.0, 1.0]
+    assert loaded.split.public.X_holdout.shape == (101, 0)
+
+
+def test_a_public_fraction_with_a_seed_is_the_same_split_at_every_load(tmp_path):
+    path = write_challenge(tmp_path, n=200)
+    text = path.read_text().replace('column = "split"', "public_fraction = 0.3\nseed = 5")
+    path.write_text(text)
+    first, again = challenges.load(path), challenges.load(path)
+    assert first.split.public_rows.size == 60
+    assert np.array_equal(first.split.public_rows, again.split.public_rows)
+    path.write_text(text.replace("seed = 5", "seed = 6"))
+    assert not np.array_equal(first.split.public_rows, challenges.load(path).split.public_rows)
+
+
+def test_the_identity_changes_with_what_determines_a_release_and_not_with_the_rules(tmp_path):
+    path = write_challenge(tmp_path)
+    identity = challenges.load(path).identity()
+    path.write_text(path.read_text().replace("per_day = 1000", "per_day = 3"))
+    assert challenges.load(path).identity() == identity
+    path.write_text(path.read_text().replace("eta = 0.01", "eta = 0.02"))
+    assert challenges.load(path).identity() != identity
+
+
+def _replace(old: str, new: str):
+    return lambda path: path.write_text(path.read_text().replace(old, new, 1))
+
+
+def _labels(change):
+    def apply(path: Path) -> None:
+        table = pd.read_csv(path.parent / "labels.csv", dtype={"id": str})
+        change(table)
+        table.to_csv(path.parent / "labels.csv", index=False)
+    return apply
+
+
+def _set(column, row, value):
+    def change(table):
+        table[column] = table[column].astype(object)
+        table.loc[row, column] = value
+    return change
+
+
+BAD = [
+    (_replace('scorer = "zero-one"', 'scorrer = "zero-one"'), "unknown key 'scorrer'; did you mean 'scorer'"),
+    (_replace('scorer = "zero-one"', 'scorer = "zero-two"'), "scorer: unknown scorer 'zero-two'"),
+    (_replace('file = "labels.csv"', 'file = "nowhere.csv"'), "labels.file: no such file"),
+    (_replace("[labels]", '[labels]\nlabel_column = "y"'), "has no column 'y'"),
+    (_labels(_set("id", 1, None)), "has no id"),
+    (_labels(lambda table: table.__setitem__("id", [table.id[1]] + list(table.id[1:]))), "appears 2 times"),
+    (_labels(_set("label", 3, "cat")), "has 'cat', not a finite number"),
+    (lambda path: (_labels(_set("label", 3, 2.0))(path), _replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = [0, 1]')(path)),
+     "has label 2, not one of classes [0.0, 1.0]"),
+    (_labels(_set("split", 2, "private")), "has 'private'; the split column holds 'public' or 'final'"),
+    (_replace('column = "split"', 'column = "split"\npublic_fraction = 0.5'), "give either column"),
+    (_replace("eta = 0.01", "eta = 0.01, etta = 2"), "mechanism.params.etta: unknown parameter of 'ladder' 'etta'"),
+    (_replace("eta = 0.01", "eta = -1.0"), "mechanism.params.eta"),
+    (_replace("eta = 0.01", "eta = [0.01, 0.02]"), "a list makes a grid of mechanisms"),
+    (_replace("per_day = 1000", "per_day = 0"), "rules.per_day: Input should be greater than or equal to 1, got 0"),
+    (_replace("per_day = 1000", "per_day = 5\nstart = 2026-03-01T00:00:00Z\nend = 2026-01-01T00:00:00Z"),
+     "end 2026-01-01T00:00:00+00:00 is not after start"),
+    (_replace("per_day = 1000", "start = 2026-03-01T00:00:00"), "give a time zone"),
+    (_replace('name = "beta"', 'name = "Alpha"'), "team 'Alpha' is listed twice"),
+    (_replace('scorer = "zero-one"', 'scorer = "zero-one"\nprediction_range = [1.0, 0.0]'), "prediction_range must be"),
+    (lambda path: path.write_text(path.read_text() + "\n[[["), "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("mutate, expected", BAD)
+def test_a_bad_challenge_is_refused_with_one_line_per_problem_naming_the_file_and_the_key(tmp_path, mutate, expected):
+    path = write_challenge(tmp_path, n=20)
+    mutate(path)
+    with pytest.raises(ChallengeError) as refused:
+        challenges.load(path)
+    lines = str(refused.value).splitlines()
+    assert any(expected in line for line in lines)
+    assert all(line.startswith(str(tmp_path)) for line in lines)
+
+
+def test_a_mechanism_that_cannot_use_the_scorer_is_refused_before_anything_runs(tmp_path):
+    path = write_challenge(tmp_path, n=20, scorer="accuracy", mechanism="ladder-t", params="alpha = 0.15")
+    with pytest.raises(ChallengeError, match=r"mechanism: mechanism 'ladder-t' needs a per-sample loss"):
+        challenges.load(path)
+
+
+def _certificate(folder: Path, **changes) -> Path:
+    certificate = {"mechanism": "ladder", "params": {"eta": 0.01}, "n": 200, "safe_budget": 300,
+                   "budgets": [100, 300, 1000], **changes}
+    (folder / "ladder.json").write_text(json.dumps(certificate))
+    return folder / "ladder.json"
+
+
+def _certified(tmp_path: Path, rules: str = "per_day = 10\ntotal = 300", **changes) -> challenges.Challenge:
+    path = write_challenge(tmp_path, n=400, rules=rules)
+    _certificate(tmp_path, **changes)
+    path.write_text(path.read_text().replace("params = { eta = 0.01 }",
+                                             'params = { eta = 0.01 }\ncertificate = "ladder.json"'))
+    return challenges.load(path)
+
+
+def test_a_certificate_covers_the_same_mechanism_on_a_holdout_as_large_at_a_budget_as_large(tmp_path):
+    assert certificate_problems(_certified(tmp_path)) == []
+
+
+@pytest.mark.parametrize("changes, rules, named", [
+    ({"mechanism": "kaggle"}, "total = 300", "mechanism 'ladder' is not the certified mechanism 'kaggle'"),
+    ({"params": {"eta": 0.02}}, "total = 300", "mechanism parameter eta = 0.01 is not the certified 0.02"),
+    ({"n": 201}, "total = 300", "the public holdout has 200 rows, fewer than the certified n = 201"),
+    ({"safe_budget": 299}, "total = 300", "a team may make 300 submissions, more than the certificate's safe budget of 299"),
+    ({}, "per_day = 10", "nothing bounds a team's submissions"),
+    ({}, "per_day = 10\nstart = 2026-01-01T00:00:00Z\nend = 2026-02-01T00:00:00Z",
+     "a team may make 310 submissions, more than the certificate's safe budget of 300"),
+])
+def test_what_a_certificate_does_not_cover_is_named(tmp_path, changes, rules, named):
+    problems = certificate_problems(_certified(tmp_path, rules=rules, **changes))
+    assert len(problems) == 1 and named in problems[0]
+
+
+def test_a_challenge_without_a_certificate_is_not_covered(tmp_path):
+    assert "names no certificate" in certificate_problems(challenges.load(write_challenge(tmp_path)))[0]
+
+
+def test_the_documented_example_challenge_loads_with_its_public_data():
+    loaded = challenges.load(Path(__file__).resolve().parent.parent / "examples" / "challenge" / "challenge.toml")
+    public = loaded.split.public
+    assert (loaded.ids.size, loaded.split.public_rows.size, public.X_train.shape, public.X_holdout.shape) == (
+        200, 100, (300, 3), (200, 3))
+    assert loaded.ids[0] == "row-000" and loaded.per_team_budget() == 100
