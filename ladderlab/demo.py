@@ -18,6 +18,9 @@ import numpy as np
 
 LEVEL = 0.05
 """A probability below this calls the released score overfitted."""
+TOLERANCE = 1e-12
+"""Differences of losses closer than this count as equal (the floating-point error of a
+difference of two mean losses is far smaller)."""
 
 
 def optimism_probability(optimism: float, n_public: int, n_final: int) -> float:
@@ -27,7 +30,7 @@ def optimism_probability(optimism: float, n_public: int, n_final: int) -> float:
     from scipy import stats
 
     public_errors = np.arange(n_public + 1)
-    needed = np.ceil(n_final * (optimism + public_errors / n_public) - 1e-9)
+    needed = np.ceil(n_final * (optimism + public_errors / n_public - TOLERANCE))
     tail = stats.binom.sf(needed - 1, n_final, 0.5)
     return float(np.clip(np.sum(stats.binom.pmf(public_errors, n_public, 0.5) * tail), 0.0, 1.0))
 
