@@ -78,8 +78,12 @@ def _battery_frame(battery: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+HEADLINES = ("certificate", "paper_values")
+"""Sections shown first: what a certify battery concluded, and the papers' values beside ours."""
+
+
 def sections(run: Run) -> list[Section]:
-    """Every section the run has (empty ones left out)."""
+    """Every section the run has (empty ones left out), the headlines first."""
     found = []
     if not run.results.empty:
         found += [
@@ -116,7 +120,8 @@ def sections(run: Run) -> list[Section]:
     compared = _paper_values(run)
     if not compared.empty:
         found.append(Section("paper_values", "Against the papers", paper_values.NOTE, compared))
-    return [section for section in found if not section.frame.empty]
+    found = [section for section in found if not section.frame.empty]
+    return sorted(found, key=lambda section: section.key not in HEADLINES)
 
 
 def _paper_values(run: Run) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from ladderlab import competition_report, plots
 from ladderlab.competition_results import rules_label
 from ladderlab.naming import plugin_label
 from ladderlab.report import Run, status_lines
-from ladderlab.report_formats import provenance, sections
+from ladderlab.report_formats import HEADLINES, provenance, sections
 from ladderlab.report_tables import Column, Section, params_text, people_columns, split_constant
 
 _STYLE = """
@@ -188,6 +188,7 @@ def html_page(run: Run) -> str:
     nav = ['<a href="#what-ran">What ran</a>'] + [
         f'<a href="#{key}">{html.escape(section.title)}</a>' for key, section in found.items() if section.for_people]
     parts.insert(parts.index("<h2 id=\"what-ran\">What ran</h2>"), f"<nav>{''.join(nav)}</nav>")
+    parts += [_section_html(found[key]) for key in HEADLINES if key in found]
     if run.expected_cells:
         if "duels" in found:
             parts.append(_section_html(found["duels"]))
@@ -210,9 +211,6 @@ def html_page(run: Run) -> str:
             parts += [_figure_html(figure) for figure in competition_report.report_figures(run.competitions)]
         else:
             parts.append('<h2 id="competitions">Competitions</h2><p>No competition replication has finished yet.</p>')
-    for key in ("certificate", "paper_values"):
-        if key in found:
-            parts.append(_section_html(found[key]))
     scenario = run.manifest.get("scenario", {})
     parts += [
         "<h2 id=\"scenario\">Scenario and versions</h2>",
