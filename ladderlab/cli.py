@@ -246,7 +246,8 @@ def _bench(args: argparse.Namespace) -> int:
     if args.out:
         from ladderlab.rundir import write_atomically
 
-        command = " ".join(["ladderlab bench", "--n", *map(str, args.n), "--seconds", f"{args.seconds:g}"])
+        command = " ".join(["ladderlab bench", "--n", *map(str, args.n), "--seconds", f"{args.seconds:g}",
+                            "--out", args.out])
         text = json.dumps(benchmark.document(throughputs, duels, command), indent=1) + "\n"
         write_atomically(Path(args.out), text.encode())
     return 0

@@ -161,10 +161,10 @@ def number_text(value: Any, decimals: int) -> str:
 
 
 def column_decimals(values: Sequence[Any], decimals: int) -> int:
-    """Decimals for a column of numbers: none when all are whole, one when some is ≥ 10 in size,
-    ``decimals`` otherwise."""
+    """Decimals for a column of numbers: none when all are whole or at least 100 in size, one
+    when some is ≥ 10 in size, ``decimals`` otherwise."""
     present = [float(v) for v in values if not missing(v)]
-    if all(v.is_integer() for v in present):
+    if all(v.is_integer() or abs(v) >= 100 for v in present):
         return 0
     return 1 if any(abs(v) >= 10 for v in present) else decimals
 

@@ -14,7 +14,7 @@ DEFAULT_FOLDER = "docs/results"
 def _build(args: argparse.Namespace) -> int:
     from ladderlab.results.pages import build
 
-    build(Path(args.folder), args.names)
+    build(Path(args.folder), args.names, args.note)
     return 0
 
 
@@ -33,6 +33,8 @@ def add_subcommand(commands: Any) -> None:
     actions = results.add_subparsers(dest="action", required=True, metavar="ACTION")
     build_parser = actions.add_parser("build", help="regenerate the pages whose run directory exists, and the index")
     build_parser.add_argument("names", nargs="*", metavar="NAME", help="pages to regenerate (default: all)")
+    build_parser.add_argument("--note", default="", help="the conditions of the runs, written on their pages "
+                              "(e.g. 'a shared machine, other jobs running')")
     check_parser = actions.add_parser("check", help="name every page that differs from what its data file gives")
     for parser, handler in ((build_parser, _build), (check_parser, _check)):
         parser.add_argument("--folder", default=str(DEFAULT_FOLDER),

@@ -214,6 +214,7 @@ def render_page(spec: PageSpec, data: dict[str, Any] | None) -> str:
         f"| dates of the run | started {info['created'] or '?'}, last result {info['finished'] or '?'} |",
         *([f"| replications | {info['replications']} per cell, seed {info['seed']} |"] if info["replications"] else []),
         f"| machine | {_machine_text(info['machine'])} |",
+        *([f"| conditions | {data['note']} |"] if data.get("note") else []),
         *([f"| time | {info['replication_seconds']:.0f} s, the sum of the replications' wall times |"]
           if info.get("replication_seconds") else []),
         f"| versions | {params_text(info['versions']).replace('|', '/')} |",
@@ -266,9 +267,11 @@ def _figures(spec: PageSpec, run: Run) -> list[plots.ReportFigure]:
     return [figure for figure in figures if figure.title.startswith(tuple(spec.figures))]
 
 
-def build(folder: Path = DEFAULT_FOLDER, names: list[str] | None = None, log: Any = print) -> list[str]:
+def build(folder: Path = DEFAULT_FOLDER, names: list[str] | None = None, note: str = "", log: Any = print
+          ) -> list[str]:
     """Regenerate the pages named (all by default) whose run directory exists, then the index;
-    return the names of the pages built."""
+    return the names of the pages built. ``note`` says under what conditions the runs were made
+    (``"a shared 2-core machine, other jobs running"``), which the machine's record cannot tell."""
     pages = load_pages(folder)
     known = {page.name for page in pages}
     unknown = [name for name in names or [] if name not in known]
@@ -285,6 +288,7 @@ def build(folder: Path = DEFAULT_FOLDER, names: list[str] | None = None, log: An
             continue
         run = None if source.suffix == ".json" else load_run(source)
         data = bench_data(spec, json.loads(source.read_text())) if run is None else page_data(spec, run)
+        data["note"] = note
         images = folder / "img" / spec.name
         for old in images.glob("*.png") if images.is_dir() else []:
             old.unlink()
