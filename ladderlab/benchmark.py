@@ -20,6 +20,7 @@ timings made under the same load even when the machine's speed drifts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import resource
 import tempfile
@@ -30,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
+import ladderlab
 from ladderlab.duel import duel
+from ladderlab.rundir import machine
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 
 FloatArray = np.ndarray
@@ -300,3 +303,13 @@ def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
     cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
     return CertifyTiming(jobs, wall, cpu, certificate["replications_used"], certificate["safe_budget"])
 
+
+def document(throughputs: list[Throughput], duels: list[DuelTiming], command: str) -> dict[str, object]:
+    """A bench run as JSON-ready data (``ladderlab bench --out``): every measurement with its
+    ratios, the parameters, the command, the date, the version and the machine."""
+    rows = [{**dataclasses.asdict(result), "batched_over_loop": result.batched_over_loop,
+             "single_over_loop": result.single_over_loop,
+             "batched_cost_over_bare_loss": result.batched_cost_over_bare_loss} for result in throughputs]
+    return {"kind": "bench", "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "versions": {"ladderlab": ladderlab.__version__}, "machine": machine(),
+            "parameters": BENCHMARK_PARAMS, "throughput": rows, "duels": [dataclasses.asdict(t) for t in duels]}

@@ -61,6 +61,7 @@ from ladderlab import battery, rundir, runner, workload
 from ladderlab.atomic import write_files_atomically
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.report_tables import finite_or_null
 from ladderlab.scenario import Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import secret_fingerprint
@@ -72,6 +73,8 @@ REGRESSION_FEATURES = 300
 PROBABILITY_RANGE = (0.01, 0.99)
 """The log-loss family's declared probability range: B = log(0.99/0.01) − … ≈ 4.6."""
 DID_NOT_PLAY = "did not play"
+CERTIFICATE_FILE = "certificate.json"
+"""The certificate's copy in the battery's run directory, which ``ladderlab report`` reads."""
 DID_NOT_PLAY_AFTER = 8
 """Replications after which a point that made no submission (or could not run) stops: it did not play."""
 HONEST_REPLICATIONS = 20
@@ -644,7 +647,7 @@ def certify(
     safe = safe_budget(battery_rows, budgets)
     honest_count = min(replications, honest_replications)
     honest = _honest({cell.mechanism[0]: rows[cell.key][:honest_count] for cell in layout.honest}, mechanism, confidence)
-    return {
+    issued = {
         "mechanism": mechanism,
         "params": certified.get_params(),
         "n": n,
@@ -671,6 +674,9 @@ def certify(
         "wall_time_seconds": time.perf_counter() - start,
         "cpu_time_seconds": time.process_time() - cpu_start,
     }
+    text = json.dumps(finite_or_null(issued), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    rundir.write_atomically(directory / CERTIFICATE_FILE, text.encode())
+    return issued
 
 
 def _battery_specs(attacks: list[str | AttackSpec], default_battery: bool) -> list[AttackSpec]:
@@ -808,7 +814,7 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     that can be written, and the ``OSError`` raised says where it went.
     """
     out = Path(out)
-    text = json.dumps(_finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
         write_files_atomically({out: text, out.with_suffix(".md"): text_for_people or markdown(certificate)})
     except OSError as error:
@@ -823,18 +829,6 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
         raise OSError(f"could not write the certificate to {out} ({error.strerror or error}); the files there were "
                       f"left as they were, and the new certificate was saved to {rescue}") from error
     return [out, out.with_suffix(".md")]
-
-
-def _finite_or_null(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None: strict JSON has no NaN."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite_or_null(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_null(item) for item in value]
-    return value
-
 
 
 def markdown(certificate: dict[str, Any]) -> str:

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, rank_certificate, replay
+from ladderlab import __version__, demo, rank_certificate, replay, results
 from ladderlab.atomic import save_figure, write_atomically
-from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES
 from ladderlab.params import INT64_LIMIT, describe
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
+from ladderlab.workload import add_force_option as _add_force
 from ladderlab.serve import cli as serve_cli
 
 DESCRIPTION = (
@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ArgumentError(f"--scheduler {args.scheduler} needs --backend dask (the loky backend runs locally)")
     _output_folder("--out", args.out)
-    from ladderlab import report, runner, scenario, workload
+    from ladderlab import report, report_formats, runner, scenario, workload
 
     loaded = scenario.load(args.scenario, args.replications)
     out = args.out or f"runs/{loaded.name}"
@@ -196,17 +196,7 @@ def _run(args: argparse.Namespace) -> int:
                          rerun_stale=args.rerun_stale, force=args.force,
                          secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None)
     run = report.load_run(out)
-    if loaded.matrix:
-        print(report.text_table(report.summary(run.results)))
-    if not run.competitions.empty:
-        from ladderlab import competition_report
-
-        print("\ncompetitions:" if loaded.matrix else "competitions:")
-        print(competition_report.text_summary(competition_report.summary(run.competitions)))
-    if loaded.extrapolation:
-        from ladderlab import extrapolation_report
-
-        print(extrapolation_report.text(extrapolation_report.load(out)[0]))
+    print(report_formats.compact_text(run), end="")
     print(f"\nfull report with plots: ladderlab report {out} --html {out}/report.html")
     failures = report.failure_lines(results)
     if not run.competitions.empty and (run.competitions.status == "failed").any():
@@ -222,42 +212,23 @@ def _report(args: argparse.Namespace) -> int:
     _output_file("--out", args.out)
     _output_file("--html", args.html)
     _output_folder("--plots", args.plots)
-    from ladderlab import competition_report, extrapolation_report, plots, report
+    from ladderlab import competition_report, extrapolation_report, plots, report, report_formats
 
     run = report.load_run(args.run_dir)
-    table = report.summary(run.results)
-    extrapolations = extrapolation_report.expected_cells(run.manifest)
-    extrapolated = extrapolation_report.load(run.directory)[0]
-    duels = bool(run.expected_cells) or not (run.expected_competitions or extrapolations)  # a duel table only if it has duels
-    for line in run.status.lines() if duels else run.status.damaged_lines():
+    for line in report.status_lines(run):
         print(line, file=sys.stderr)
-    damaged = {Path(file).stem for file in run.damaged}
-    for line in competition_report.status_lines(run.expected_competitions, run.competitions, damaged) if run.expected_competitions else []:
-        print(line, file=sys.stderr)
-    for line in extrapolation_report.status_lines(extrapolations, extrapolated) if extrapolations else []:
-        print(line, file=sys.stderr)
-    figures = (plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
-               + extrapolation_report.report_figures(extrapolated)) if args.plots else []
-    files = [Path(args.plots) / f"{number:02d}-{figure.slug}.png" for number, figure in enumerate(figures, start=1)]
-    if args.format == "markdown":
-        base = Path(args.out).resolve().parent if args.out else Path.cwd()
-        text = report.markdown_page(run, [(figure.title, os.path.relpath(path.resolve(), base))
-                                          for figure, path in zip(figures, files)])
-    else:
-        text = report.write_table(table, args.format)
-    if args.out:
-        write_atomically(args.out, text if text.endswith("\n") else text + "\n")
-    elif duels or args.format == "markdown":
-        print(text)
-    if not run.competitions.empty and args.format == "text":
-        print("\ncompetitions:" if duels else "competitions:")
-        print(competition_report.text_summary(competition_report.summary(run.competitions)))
-    if extrapolations and args.format == "text":
-        print(extrapolation_report.text(extrapolated))
+    text = report_formats.write(run, args.format, args.out)
+    if not args.out:
+        print(text, end="")
     if args.html:
-        write_atomically(args.html, report.html_page(run))
+        from ladderlab import report_html
+
+        write_atomically(args.html, report_html.html_page(run))
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
+        figures = (plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
+                   + extrapolation_report.report_figures(extrapolation_report.load(run.directory)[0]))
+        files = [Path(args.plots) / f"{number:02d}-{figure.slug}.png" for number, figure in enumerate(figures, start=1)]
         Path(args.plots).mkdir(parents=True, exist_ok=True)
         for figure, path in zip(progress_bar(figures, progress=args.progress, desc="plots", unit="plot"), files):
             write_atomically(path, figure.png())
@@ -265,6 +236,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    _output_file("--out", args.out)
     from ladderlab import benchmark, workload
 
     if args.certify:
@@ -288,7 +260,9 @@ def _bench(args: argparse.Namespace) -> int:
     measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
     _check_work(workload.benchmark_work(args.n, measurements, args.seconds), args.force, "a smaller --n needs less")
     bar = progress_bar(progress=args.progress, total=measurements, desc="bench", unit="measurement")
+    throughputs, duels = [], []
     for result in benchmark.run(tuple(args.n), args.seconds):
+        throughputs.append(result)
         bar.update()
         bar.write(
             f"{result.mechanism:<22} {result.n:>5} {result.batched_per_second:>11,.0f} "
@@ -299,9 +273,17 @@ def _bench(args: argparse.Namespace) -> int:
         )
     bar.write(f"\n{'duel (one replication)':<110} {'submissions':>11} {'wall s':>8}")
     for timing in benchmark.time_duels():
+        duels.append(timing)
         bar.update()
         bar.write(f"{timing.description:<110} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}")
     bar.close()
+    if args.out:
+        from ladderlab.rundir import write_atomically
+
+        command = " ".join(["ladderlab bench", "--n", *map(str, args.n), "--seconds", f"{args.seconds:g}",
+                            "--out", args.out])
+        text = json.dumps(benchmark.document(throughputs, duels, command), indent=1) + "\n"
+        write_atomically(Path(args.out), text.encode())
     return 0
 
 
@@ -445,27 +427,6 @@ def _certify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from ladderlab import workload
-
-    data, _ = workload.task_data("random-labels", {"n_public": args.n, "n_holdout": 3 * args.n}, args.force)
-    _check_work(workload.combined("the demo", [workload.duel_cells(variant, 3 * args.n, data, args.k, 1)
-                                               for variant in ("kaggle", "ladder")]), args.force,
-                "a smaller --n or --k needs less")
-    task = TASKS.make("random-labels", n_public=args.n, n_holdout=3 * args.n)
-    print(f"Boosting attack (Blum & Hardt §5), k = {args.k} random label vectors, n = {args.n} public labels")
-    print(f"{'mechanism':<14} {'public (released)':>18} {'final (private)':>16} {'leaderboard error':>18}")
-    for mechanism_id, variant in [("kaggle", "kaggle"), ("ladder-free", "ladder")]:
-        result = duel(task, MECHANISMS.make(mechanism_id), ATTACKS.make("boosting", k=args.k, variant=variant), seed=args.seed,
-                      isolation=args.isolation)
-        print(
-            f"{mechanism_id:<14} {result.final_released:>18.4f} {result.final_final:>16.4f} "
-            f"{result.leaderboard_error:>18.4f}"
-        )
-    print("A 0/1 loss of 0.5 is chance: Kaggle's public score is overfitted, the Ladder's is not.")
-    return 0
-
-
 def _extrapolate(args: argparse.Namespace) -> int:
     from ladderlab.stats import class_scores, extrapolation, extrapolation_plot, pseudolikelihood
 
@@ -530,9 +491,6 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentError(f"{message} (see '{self.prog} --help')")
 
 
-def _add_force(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--force", action="store_true",
-                        help="run even when the estimated memory exceeds what is available (see docs/run-directories.md)")
 
 
 def _add_trust_options(parser: argparse.ArgumentParser) -> None:
@@ -575,9 +533,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
     report_parser.add_argument("run_dir", help="a run directory written by 'ladderlab run' (finished or not)")
-    report_parser.add_argument("--format", choices=["text", "csv", "json", "markdown"], default="text",
-                               help="summary table format; markdown: a whole page, linking the --plots files")
-    report_parser.add_argument("--out", help="write the summary table to this file instead of the terminal")
+    report_parser.add_argument("--format", choices=["text", "markdown", "csv", "json"],
+                               help="every table of the run at full width: the duels' and competitions' summaries, "
+                                    "each competition replication, team groups, a certificate's rows, the papers' "
+                                    "values, the accuracy extrapolations (json and csv: each duel replication too); "
+                                    "default: the main measures in a table that fits a 120-column terminal")
+    report_parser.add_argument("--out", help="write the report to this file instead of the terminal")
     report_parser.add_argument("--html", help="write a self-contained HTML report to this file")
     report_parser.add_argument("--plots", help="write the plots as PNG files into this folder")
     report_parser.set_defaults(handler=_report)
@@ -643,14 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_force(cert)
     cert.set_defaults(handler=_certify)
 
-    demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
-    demo.add_argument("--k", type=_count(1), default=400, help="number of attack submissions")
-    demo.add_argument("--n", type=_count(2), default=4000, help="public holdout size")
-    demo.add_argument("--seed", type=_count(0), default=0, help="root seed of the duels (default 0)")
-    demo.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
-                      help="'process': play each attack in its own process (see docs/isolation.md)")
-    _add_force(demo)
-    demo.set_defaults(handler=_demo)
+    demo.add_subcommand(commands, _count, ISOLATION_MODES)
+    results.add_subcommand(commands)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
     bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
@@ -659,6 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--jobs", type=_count(1), default=2, help="workers of --certify (default 2)")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
+    bench.add_argument("--out", help="also write the measurements, machine and date as JSON to this file "
+                                     "(the bench results page is built from it)")
     _add_force(bench)
     bench.set_defaults(handler=_bench)
 

@@ -13,12 +13,14 @@ import logging
 import math
 import time
 import traceback
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from scipy import stats
 
 from ladderlab import rundir
 from ladderlab.competition import Rules, compete
@@ -27,7 +29,7 @@ from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.duel import Incompatible
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS, TASKS
-from ladderlab.replications import median_interval, status_counts
+from ladderlab.replications import COMPETITION_MEASURES, median_interval, status_counts, summary_columns
 from ladderlab.seeding import stream
 
 log = logging.getLogger("ladderlab.run")
@@ -118,16 +120,15 @@ def read_competition_files(files: list[Path], teams: bool = False) -> pd.DataFra
 
 
 GROUP_KEYS = ["task", "task_params", "mechanism", "mechanism_params", "rules", "mix"]
-SUMMARY_MEASURES = ("spearman", "kendall", "top10_overlap", "best_team_wins", "best_team_private_rank",
-                    "winner_delta", "leaderboard_error", "honest_utility", "sota_estimate", "sota_true")
+SUMMARY_MEASURES = COMPETITION_MEASURES
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per competition cell: counts by status, and the median, 2.5% and 97.5%
-    quantiles of every measure (``best_team_wins_median`` is replaced by its mean, the
-    share of replications the truly best team won)."""
-    columns = GROUP_KEYS + ["n_ok", "n_failed", "n_skipped", "wall_time_median"] + [
-        f"{m}_{s}" for m in SUMMARY_MEASURES for s in ("median", "lo", "hi")]
+    """One row per competition cell (in the order of ``results``): counts by status, and the
+    median, 2.5% and 97.5% quantiles of every measure; for ``best_team_wins``, the share of
+    replications the truly best team won and its exact 95% (Clopper–Pearson) interval."""
+    columns = ["cell", *GROUP_KEYS, "n_ok", "n_failed", "n_skipped", "wall_time_median",
+               *summary_columns(SUMMARY_MEASURES)]
     if results.empty:
         return pd.DataFrame(columns=columns)
     table = status_counts(results, GROUP_KEYS)
@@ -136,50 +137,64 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
     for name in SUMMARY_MEASURES:
         quantiles = median_interval(finished, name, name)
         if name == "best_team_wins":
-            quantiles[f"{name}_median"] = finished.groupby("cell")[name].mean()
+            quantiles = finished.groupby("cell")[name].apply(_share_interval).apply(pd.Series)
+            quantiles.columns = summary_columns([name])
         table = table.join(quantiles, how="left")
-    return table.reset_index()[["cell", *columns]]
+    return table.reset_index()[columns]
+
+
+def _share_interval(wins: pd.Series) -> tuple[float, float, float]:
+    """The share of replications won, with its Clopper–Pearson 95% interval (NaN without any)."""
+    known = wins.dropna()
+    if known.empty:
+        return float("nan"), float("nan"), float("nan")
+    won = int(known.sum())
+    interval = stats.binomtest(won, known.size).proportion_ci(confidence_level=0.95, method="exact")
+    return won / known.size, float(interval.low), float(interval.high)
 
 
 def group_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Per cell and team group: the means over replications of the group measures."""
+    """Per cell (in the order of ``results``) and team group (in the mix's order): the means
+    over replications of the group measures."""
     rows = []
-    for _, row in results[results.status == "ok"].iterrows():
+    for row in results[results.status == "ok"].itertuples(index=False):
         for label, values in json.loads(row.groups).items():
-            rows.append({"cell": row.cell, "mechanism": plugin_label(row.mechanism, row.mechanism_params),
-                         "task": plugin_label(row.task, row.task_params), "rules": row.rules, "mix": row.mix,
-                         "group": label, **values})
+            rows.append({"cell": row.cell, **{key: getattr(row, key) for key in GROUP_KEYS}, "group": label, **values})
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows)
-    keys = ["cell", "task", "mechanism", "rules", "mix", "group"]
-    return frame.groupby(keys, sort=False).mean(numeric_only=True).reset_index()
+    return frame.groupby(["cell", *GROUP_KEYS, "group"], sort=False).mean(numeric_only=True).reset_index()
 
 
-def text_summary(table: pd.DataFrame) -> str:
-    """The competition summary for a terminal: median [95%] of the main measures."""
-    if table.empty:
-        return "no finished competition replications yet"
-    shown = pd.DataFrame({
-        "task": [plugin_label(t, p) for t, p in zip(table.task, table.task_params)],
-        "mechanism": [plugin_label(m, p) for m, p in zip(table.mechanism, table.mechanism_params)],
-        "rules": [_rules_label(r) for r in table.rules],
-        "mix": table.mix,
-        "ok/failed/skipped": [f"{o}/{f}/{s}" for o, f, s in zip(table.n_ok, table.n_failed, table.n_skipped)],
-    })
-    for name in ("spearman", "top10_overlap", "winner_delta", "honest_utility", "leaderboard_error"):
-        shown[name] = [_interval(m, lo, hi) for m, lo, hi in zip(table[f"{name}_median"], table[f"{name}_lo"], table[f"{name}_hi"])]
-    shown["best wins"] = table.best_team_wins_median.map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
-    with pd.option_context("display.width", 400, "display.max_colwidth", 50, "display.max_rows", 1000):
-        return shown.to_string(index=False)
+def incomplete(expected: list[dict[str, Any]], results: pd.DataFrame) -> bool:
+    """Some competition cell has no results yet, or a replication failed."""
+    finished = set(results.cell) if not results.empty else set()
+    failed = not results.empty and (results.status == "failed").any()
+    return failed or any(cell["key"] not in finished for cell in expected)
 
 
-def _rules_label(rules: str) -> str:
-    values = json.loads(rules)
+def rules_label(rules: str | dict[str, Any]) -> str:
+    """A competition's rules as ``rounds=60, per_round=5, …`` (the rules left unset omitted)."""
+    values = json.loads(rules) if isinstance(rules, str) else rules
     return ", ".join(f"{k}={v}" for k, v in values.items() if v is not None)
 
 
-def _interval(median: float, lo: float, hi: float) -> str:
-    if pd.isna(median):
-        return "–"
-    return f"{median:.3f} [{lo:.3f}, {hi:.3f}]"
+def status_lines(expected: list[dict[str, Any]], results: pd.DataFrame, damaged: Collection[str] = ()) -> list[str]:
+    """Finished and missing competition cells (``damaged``: the keys of cells whose file is
+    damaged and left out), failed and skipped replications, in words."""
+    finished = set(results.cell) if not results.empty else set()
+    missing = [cell for cell in expected if cell["key"] not in finished]
+    lines = [f"{len(expected) - len(missing)} of {len(expected)} competition cells finished"]
+    lines += [f"  - {'damaged, left out' if cell['key'] in damaged else 'no results yet'}: {_cell_label(cell)}"
+              for cell in missing]
+    if not results.empty:
+        for status, verb in (("failed", "failed"), ("skipped", "were skipped")):
+            for (_, error), group in results[results.status == status].groupby(["cell", "error"], sort=True):
+                first = group.iloc[0]
+                label = f"{plugin_label(first.task, first.task_params)} × {plugin_label(first.mechanism, first.mechanism_params)} × {first.mix}"
+                lines.append(f"{len(group)} competition replications {verb} in {label}: {error}")
+    return lines
+
+
+def _cell_label(cell: dict[str, Any]) -> str:
+    return f"{plugin_label(*cell['task'])} × {plugin_label(*cell['mechanism'])} × {cell['mix']}"

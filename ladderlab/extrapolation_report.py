@@ -90,7 +90,7 @@ def _statement_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _tables(results: pd.DataFrame) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:
+def tables(results: pd.DataFrame) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:
     found = []
     for label, group in _experiments(results):
         summary = summarise(group)
@@ -115,7 +115,7 @@ def text(results: pd.DataFrame) -> str:
     """The error tables and the statements, for a terminal."""
     parts = []
     with pd.option_context("display.width", 400, "display.max_colwidth", 120):
-        for title, errors, claims in _tables(results):
+        for title, errors, claims in tables(results):
             parts += [title, ERROR_NOTE, errors.to_string(index=False), "",
                       claims[["convention", "the paper says", "here", "holds here"]].to_string(index=False), ""]
     return "\n".join(parts) if parts else "no finished extrapolation replications yet"
@@ -124,7 +124,7 @@ def text(results: pd.DataFrame) -> str:
 def markdown(results: pd.DataFrame) -> str:
     """The error tables and the statements, in Markdown."""
     parts = []
-    for title, errors, claims in _tables(results):
+    for title, errors, claims in tables(results):
         parts += [f"### {title}", "", ERROR_NOTE, "", md.table(errors), "", md.table(claims), ""]
     return "\n".join(parts) if parts else "No finished extrapolation replications yet.\n"
 
@@ -145,7 +145,7 @@ def html_section(expected: list[dict[str, Any]], results: pd.DataFrame,
         return []
     parts = ["<h2>Accuracy extrapolation</h2>", "<ul>",
              *(f"<li>{html.escape(line)}</li>" for line in status_lines(expected, results)), "</ul>"]
-    for title, errors, claims in _tables(results):
+    for title, errors, claims in tables(results):
         parts += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(ERROR_NOTE)}</p>",
                   errors.to_html(index=False, border=0), claims.to_html(index=False, border=0)]
     return parts + [figure_html(item) for item in report_figures(results)]

@@ -144,7 +144,8 @@ def _panels(sweep: Sweep, draw: Callable[[Axes, pd.DataFrame, np.ndarray, list[A
     for ax, mechanism in zip(axes, sweep.mechanisms):
         positions = np.arange(len(sweep.xs))
         draw(ax, sweep.rows(mechanism), positions, sweep.xs)
-        ax.set_xticks(positions, [str(x) for x in sweep.xs], fontsize=8, rotation=30 if len(sweep.xs) > 6 else 0)
+        ax.set_xticks(positions, [f"{x:.4g}" if isinstance(x, float) else str(x) for x in sweep.xs], fontsize=8,
+                      rotation=30 if len(sweep.xs) > 6 else 0)
         ax.set_xlabel(sweep.x_name)
         ax.set_title(plugin_label(*mechanism), fontsize=9)
     return figure, axes
@@ -240,8 +241,7 @@ def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
     if results.empty or not (results.status == "ok").any():
         return []
     figures = []
-    ok = results[results.status == "ok"]
-    if ok.attack.nunique() > 1 and ok[["mechanism", "mechanism_params"]].drop_duplicates().shape[0] > 1:
+    if zoo.applies(results):
         figures.append(zoo_figure(results))
     for sweep in sweeps(results):
         figures += [scores_figure(sweep), delta_figure(sweep)]

@@ -4,10 +4,25 @@ measure over the replications that finished."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 INTERVAL = (0.025, 0.975)
 STATUSES = ("ok", "failed", "skipped")
+STATISTICS = ("median", "lo", "hi")
+"""A summary's columns per measure: ``{measure}_median``, ``_lo`` (2.5%) and ``_hi`` (97.5%)."""
+DUEL_MEASURES = {"delta": "delta", "lberr": "leaderboard_error", "final_released": "final_released",
+                 "final_public": "final_public", "final_final": "final_final"}
+"""A duel summary's measures: their names in the summary, and the replication column each summarises."""
+COMPETITION_MEASURES = ("spearman", "kendall", "top10_overlap", "best_team_wins", "best_team_private_rank",
+                        "winner_delta", "leaderboard_error", "honest_utility", "sota_estimate", "sota_true")
+"""A competition summary's measures (columns of a competition replication of the same names)."""
+
+
+def summary_columns(measures: Iterable[str]) -> list[str]:
+    """``{measure}_{statistic}`` for every measure and statistic."""
+    return [f"{measure}_{statistic}" for measure in measures for statistic in STATISTICS]
 
 
 def status_counts(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -19,7 +34,7 @@ def status_counts(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def median_interval(finished: pd.DataFrame, column: str, prefix: str) -> pd.DataFrame:
     """Per cell: ``{prefix}_median``, ``{prefix}_lo`` and ``{prefix}_hi`` of ``column`` over ``finished``."""
-    names = [f"{prefix}_median", f"{prefix}_lo", f"{prefix}_hi"]
+    names = summary_columns([prefix])
     if finished.empty:
         return pd.DataFrame(columns=names, dtype=float)
     quantiles = finished.groupby("cell")[column].quantile([0.5, *INTERVAL]).unstack()

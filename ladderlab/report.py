@@ -8,45 +8,37 @@ The summary has, per task × mechanism × attack (with parameters and budget), t
 median and the 95% interval (2.5% and 97.5% quantiles over replications, the
 spread the papers' boxplots show) of Δ = released public − final score
 (Chaibub Neto et al. 2016, ΔMSE), of the leaderboard error (Blum & Hardt 2015,
-Def. 2.1) and of the final submission's released and final scores.
+Def. 2.1) and of the final submission's released, exact public and final scores.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
-import shutil
-import sys
 from dataclasses import dataclass, field
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ladderlab import competition_report, extrapolation_report, plots
-from ladderlab import markdown as md
 from ladderlab import rundir
-from ladderlab.competition_results import read_competition_files
+from ladderlab.competition_results import read_competition_files, status_lines as competition_status_lines
 from ladderlab.naming import plugin_label
-from ladderlab.replications import median_interval, status_counts
+from ladderlab.report_tables import interval_text as _interval_text
+from ladderlab.replications import DUEL_MEASURES, median_interval, status_counts, summary_columns
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.runner import cell_records, read_cell_files, verified_cell_files
 from ladderlab.scenario import Scenario
 
 GROUP_KEYS = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
-MEASURES = {"delta": "delta", "lberr": "leaderboard_error", "final_released": "final_released", "final_final": "final_final"}
+MEASURES = DUEL_MEASURES
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
     """One row per task × mechanism × attack × budget: counts by status, and the median,
     2.5% and 97.5% quantiles (``_median``, ``_lo``, ``_hi``) of every measure over the
     replications that finished."""
-    columns = GROUP_KEYS + ["n_ok", "n_failed", "n_skipped"] + [
-        f"{short}_{stat}" for short in MEASURES for stat in ("median", "lo", "hi")
-    ]
+    columns = ["cell", *GROUP_KEYS, "n_ok", "n_failed", "n_skipped", *summary_columns(MEASURES)]
     if results.empty:
         return pd.DataFrame(columns=columns)
     table = status_counts(results, GROUP_KEYS)
@@ -73,7 +65,9 @@ def summary_records(table: pd.DataFrame) -> list[dict[str, Any]]:
             },
         }
         for name, value in row.items():
-            if name not in GROUP_KEYS:
+            if name == "cell":
+                record[name] = value
+            elif name not in GROUP_KEYS:
                 record[name] = None if _missing(value) else (int(value) if name.startswith("n_") else float(value))
         records.append(record)
     return records
@@ -85,7 +79,7 @@ def _missing(value: Any) -> bool:
 
 def interval_text(median: float | None, lo: float | None, hi: float | None) -> str:
     """``median [lo, hi]`` to four decimals, or a dash when nothing finished."""
-    return "–" if _missing(median) else f"{median:.4f} [{lo:.4f}, {hi:.4f}]"
+    return _interval_text(median, lo, hi)
 
 
 @dataclass(frozen=True)
@@ -197,165 +191,32 @@ def load_run(directory: str | Path) -> Run:
     expected = [cell for cell in expected if cell.get("kind") is None]
     files, damaged = verified_cell_files(directory)
     competition_files, damaged_competitions = rundir.verified_files(directory, "competitions")
-    results = read_cell_files(files, submissions=True)
-    if not results.empty:
-        order = {cell["key"]: position for position, cell in enumerate(expected)}
-        results = results.sort_values(["cell", "replication"], key=lambda c: c.map(order) if c.name == "cell" else c,
-                                      ignore_index=True)
+    results = _in_scenario_order(read_cell_files(files, submissions=True), expected)
     damaged_files = {str(path.relative_to(directory)): reason for path, reason in (damaged | damaged_competitions).items()}
     return Run(directory, manifest, expected, results, damaged_files, competitions,
-               read_competition_files(competition_files, teams=True))
+               _in_scenario_order(read_competition_files(competition_files, teams=True), competitions))
 
 
-MEASURE_TITLES = {"delta": "Δ", "lberr": "lb error", "final_released": "released", "final_final": "final"}
+def _in_scenario_order(results: pd.DataFrame, expected: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows ordered by their cell's place in the scenario, then by replication."""
+    if results.empty:
+        return results
+    order = {cell["key"]: position for position, cell in enumerate(expected)}
+    return results.sort_values(["cell", "replication"], key=lambda c: c.map(order) if c.name == "cell" else c,
+                               ignore_index=True)
 
 
-def _labelled(table: pd.DataFrame) -> pd.DataFrame:
-    """The summary's identifying columns as readable labels, and its counts."""
-    return pd.DataFrame({
-        "task": [plugin_label(t, p) for t, p in zip(table.task, table.task_params)],
-        "mechanism": [plugin_label(m, p) for m, p in zip(table.mechanism, table.mechanism_params)],
-        "attack": [plugin_label(a, p) for a, p in zip(table.attack, table.attack_params)],
-        "budget": ["–" if _missing(b) else str(int(b)) for b in table.budget],
-        "ok/failed/skipped": [f"{o}/{f}/{s}" for o, f, s in zip(table.n_ok, table.n_failed, table.n_skipped)],
-    })
+def status_lines(run: Run) -> list[str]:
+    """The run's status in words: its duel cells (unless it has only competitions or
+    extrapolations: then only damaged files), its competition and extrapolation cells."""
+    from ladderlab import extrapolation_report
 
-
-def _interval_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """Labels, counts, and median [2.5%, 97.5%] of each measure, as text."""
-    shown = _labelled(table)
-    for short, title in MEASURE_TITLES.items():
-        shown[f"{title} median [95%]"] = [
-            interval_text(m, lo, hi) for m, lo, hi in zip(table[f"{short}_median"], table[f"{short}_lo"], table[f"{short}_hi"])
-        ]
-    return shown
-
-
-def text_table(table: pd.DataFrame) -> str:
-    """The summary for a terminal: labels, counts, and median [2.5%, 97.5%] of each measure."""
-    if table.empty:
-        return "no finished replications yet"
-    width = shutil.get_terminal_size((400, 24)).columns if sys.stdout.isatty() else 400
-    with pd.option_context("display.max_colwidth", 60, "display.max_rows", 1000):
-        return _interval_columns(table).to_string(index=False, line_width=width)
-
-
-def markdown_table(table: pd.DataFrame) -> str:
-    """The summary as a Markdown table: labels, counts, and median [2.5%, 97.5%] of each measure."""
-    return md.table(_interval_columns(table)) if not table.empty else "No finished replications yet."
-
-
-def markdown_page(run: Run, figures: Sequence[tuple[str, str]] = ()) -> str:
-    """A Markdown page of the run: scenario, the summary, the extrapolation experiments, and
-    ``figures`` (title and image path, as written by ``--plots``)."""
-    scenario = run.manifest.get("scenario", {})
-    parts = [f"# {scenario.get('name', run.directory.name)}", "", scenario.get("description", ""), "",
-             f"{_provenance(run)}", ""]
-    expected = extrapolation_report.expected_cells(run.manifest)
-    if run.expected_cells or not (run.expected_competitions or expected):
-        parts += ["## Summary", "", "Median and 95% interval (2.5% and 97.5% quantiles over replications) of Δ = "
-                  "released public − final score of the attack's final submission, of the leaderboard error, and "
-                  "of the final submission's released and final scores.", "", markdown_table(summary(run.results)), ""]
-    if expected:
-        parts += ["## Accuracy extrapolation", "", extrapolation_report.markdown(extrapolation_report.load(run.directory)[0])]
-    if figures:
-        parts += ["## Figures", ""] + [f"![{title}]({path})\n" for title, path in figures]
-    return "\n".join(parts).rstrip() + "\n"
-
-
-def write_table(table: pd.DataFrame, form: str) -> str:
-    """The summary as ``text``, ``csv`` (parameters as JSON columns), ``json`` (a list of rows)
-    or ``markdown``."""
-    if form == "text":
-        return text_table(table)
-    if form == "markdown":
-        return markdown_table(table)
-    if form == "csv":
-        return table.to_csv(index=False)
-    if form == "json":
-        return json.dumps(summary_records(table), indent=2, ensure_ascii=False)
-    raise ValueError(f"format must be 'text', 'csv', 'json' or 'markdown', got {form!r}")
-
-
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; font-size: 0.85em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
-th { background: #f0f0f0; }
-td:nth-child(-n+3) { text-align: left; }
-figure { margin: 1.5em 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-.warning { color: #a40000; }
-pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
-"""
-
-
-def html_page(run: Run) -> str:
-    """One self-contained HTML page (no script, plots embedded as PNG data): the scenario,
-    the run's status, the summary table and the plots."""
-    scenario = run.manifest.get("scenario", {})
-    status = run.status
-    table = summary(run.results)
-    figures = plots.report_figures(run.results)
-    title = f"ladderlab report: {scenario.get('name', run.directory.name)}"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>{html.escape(scenario.get('description', ''))}</p>",
-        f"<p>{html.escape(_provenance(run))}</p>",
-        "<h2>Status</h2>",
-        '<ul class="warning">' if not status.complete else "<ul>",
-        *(f"<li>{html.escape(line)}</li>" for line in status.lines()),
-        "</ul>",
-        "<h2>Summary</h2>",
-        (
-            "<p>Median and 95% interval (2.5% and 97.5% quantiles over replications) of "
-            "Δ = released public − final score of the attack's final submission, of the leaderboard "
-            "error, and of the final submission's released and final scores.</p>"
-        ),
-        _html_table(table),
-        "<h2>Plots</h2>",
-    ]
-    if not figures:
-        parts.append("<p>No plots: no replication has finished yet.</p>")
-    parts += [_figure_html(figure) for figure in figures]
-    parts += competition_report.html_section(run.expected_competitions, run.competitions, _figure_html)
-    parts += extrapolation_report.html_section(extrapolation_report.expected_cells(run.manifest),
-                                               extrapolation_report.load(run.directory)[0], _figure_html)
-    parts += [
-        "<h2>Scenario</h2>",
-        f"<pre>{html.escape(json.dumps(scenario, indent=2, ensure_ascii=False))}</pre>",
-        "<h2>Versions</h2>",
-        f"<pre>{html.escape(json.dumps(run.manifest.get('versions', {}), indent=2))}</pre>",
-        "</body></html>",
-    ]
-    return "\n".join(parts)
-
-
-def _figure_html(figure: plots.ReportFigure) -> str:
-    data = base64.b64encode(figure.png()).decode()
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure.title)}">'
-            f"<figcaption>{html.escape(figure.caption)}</figcaption></figure>")
-
-
-def _provenance(run: Run) -> str:
-    scenario = run.manifest.get("scenario", {})
-    source = f"Source: {scenario['source']}. " if scenario.get("source") else ""
-    return (
-        f"{source}Run directory {run.directory}, created {run.manifest.get('created', '?')}, "
-        f"{scenario.get('replications', '?')} replications per cell, seed {scenario.get('seed', '?')}."
-    )
-
-
-def _html_table(table: pd.DataFrame) -> str:
-    if table.empty:
-        return "<p>No finished replications yet.</p>"
-    shown = _labelled(table)
-    for short, title in MEASURE_TITLES.items():
-        shown[f"{title} median"] = table[f"{short}_median"]
-        shown[f"{title} 95%"] = [
-            "–" if _missing(lo) else f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(table[f"{short}_lo"], table[f"{short}_hi"])
-        ]
-    return shown.to_html(index=False, escape=True, na_rep="–", float_format=lambda v: f"{v:.4f}", border=0)
+    extrapolations = extrapolation_report.expected_cells(run.manifest)
+    duels = bool(run.expected_cells) or not (run.expected_competitions or extrapolations)
+    lines = run.status.lines() if duels else run.status.damaged_lines()
+    if run.expected_competitions:
+        damaged = {Path(file).stem for file in run.damaged}
+        lines += competition_status_lines(run.expected_competitions, run.competitions, damaged)
+    if extrapolations:
+        lines += extrapolation_report.status_lines(extrapolations, extrapolation_report.load(run.directory)[0])
+    return lines

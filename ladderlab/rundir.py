@@ -25,6 +25,7 @@ import inspect
 import json
 import logging
 import os
+import platform
 import socket
 import time
 from dataclasses import dataclass
@@ -192,6 +193,23 @@ def describe_holder(holder: dict[str, Any] | None) -> str:
 
 
 # --- verifying finished cells --------------------------------------------------------------
+
+def machine() -> dict[str, Any]:
+    """The machine a run starts on, for its reports: processor, cores, memory, system, Python."""
+    processor = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            processor = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
+                             processor)
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    return {"processor": processor, "cpus": os.cpu_count(), "memory_gib": None if memory is None else round(memory, 1),
+            "system": platform.platform(terse=True), "python": platform.python_version()}
+
 
 def read_manifest(directory: Path) -> dict[str, Any]:
     """The run directory's manifest; a clear error if it is not valid JSON."""

@@ -133,6 +133,10 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
                 f"{out} was started {started}, and this run has {now}: "
                 "resume it with the same --secret-seed, or choose another --out"
             )
+        dump = scenario.model_dump(mode="json")
+        if manifest.get("scenario") != dump:  # the same computation, with other paper values
+            manifest["scenario"] = dump
+            _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
         return
     for folder in rundir.CELL_FOLDERS:
         (out / folder).mkdir(parents=True, exist_ok=True)
@@ -144,6 +148,7 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
         "cells": cell_records(scenario),
         "completed": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": rundir.machine(),
     }
     if secret:
         manifest["secret_seed_sha256"] = secret

@@ -43,6 +43,7 @@ of their own, listed after the duels'.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -57,6 +58,7 @@ from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, Valid
 
 from ladderlab.duel import incompatibility, spec
 from ladderlab.naming import plugin_label, unknown_name_error
+from ladderlab.paper_values import PaperValue, locate
 from ladderlab.params import INT64_LIMIT, ParameterError, list_valued
 from ladderlab.plugin import Plugin
 from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
@@ -122,6 +124,8 @@ class Scenario(StrictModel):
     competition: list[CompetitionMatrix] = Field(default_factory=list, description="`[[competition]]` tables")
     extrapolation: list[ExtrapolationTable] = Field(
         default_factory=list, description="`[[extrapolation]]` tables (Zheng et al.'s Figure 3 experiment)")
+    paper_values: list[PaperValue] = Field(default_factory=list, description="`[[paper_values]]`: the papers' "
+                                           "values for cells of this scenario, shown beside ours in its reports")
     _source: str = PrivateAttr(default="scenario")
 
     @model_validator(mode="after")
@@ -142,12 +146,21 @@ class Scenario(StrictModel):
         _check_duplicates(self)
         competition_cells(self.competition)
         extrapolation_cells(self.extrapolation)
+        expanded = cells(self) if self.paper_values else []
+        records = [dataclasses.asdict(cell) for cell in expanded]
+        labels = {id(record): cell.label for record, cell in zip(records, expanded)}
+        for i, value in enumerate(self.paper_values):
+            try:
+                locate(value, records, label=lambda record: labels[id(record)])
+            except ValueError as error:
+                raise ValueError(f"paper_values[{i}]: {error}") from None
         return self
 
     def identity(self) -> str:
         """A hash of everything that determines the results. The options added after the first
         release (``strength_grid``, ``playable_only``, ``extrapolation``) count only when set, so a
-        scenario without them keeps the hash of its existing run directories."""
+        scenario without them keeps the hash of its existing run directories; the papers' values do
+        not count."""
         dump = self.model_dump(mode="json")
         if not dump["extrapolation"]:
             del dump["extrapolation"]
@@ -157,11 +170,12 @@ class Scenario(StrictModel):
             for attack in matrix["attacks"]:
                 if not attack["strength_grid"]:
                     del attack["strength_grid"]
+        del dump["paper_values"]
         text = json.dumps(dump, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_KEYS = {name for model in (Scenario, Matrix, AttackEntry) for name in model.model_fields} | COMPETITION_KEYS | EXTRAPOLATION_KEYS
+_KEYS = {name for model in (Scenario, Matrix, AttackEntry, PaperValue) for name in model.model_fields} | COMPETITION_KEYS | EXTRAPOLATION_KEYS
 
 
 def _check_entry(entry: Any, registry: Registry, where: str, id_key: str = "id") -> None:

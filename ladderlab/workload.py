@@ -326,3 +326,9 @@ def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: i
     """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
     size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""
     return Estimate("the benchmark", None, WORKING_BYTES + 24 * batch * max(sizes), 6 * seconds * measurements)
+
+
+def add_force_option(parser: Any) -> None:
+    """A command's ``--force``: run work the estimate refuses (:func:`refuse_if_too_large`)."""
+    parser.add_argument("--force", action="store_true",
+                        help="run even when the estimated memory exceeds what is available (see docs/run-directories.md)")

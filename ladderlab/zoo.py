@@ -22,6 +22,13 @@ from ladderlab.naming import plugin_label
 WORST_COLUMNS = ["mechanism", "attack", "delta_median", "worst_params", "task", "settings", "replications"]
 
 
+def applies(results: pd.DataFrame) -> bool:
+    """Whether finished replications cross at least two mechanisms with two attacks: what a
+    table (and heat map) of worst cases needs."""
+    ok = results[results.status == "ok"] if not results.empty else results
+    return not ok.empty and ok.attack.nunique() > 1 and ok[["mechanism", "mechanism_params"]].drop_duplicates().shape[0] > 1
+
+
 def worst_cases(results: pd.DataFrame) -> pd.DataFrame:
     """One row per mechanism (with its parameters) × attack id: the worst median Δ (as a loss)
     over the attack's settings and tasks, the attack parameters and task that attained it

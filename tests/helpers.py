@@ -1,6 +1,8 @@
-"""Shared test fixtures: labels and streams of submissions that sometimes improve, and a headless browser."""
+"""Shared test fixtures: labels and streams of submissions that sometimes improve, small scenarios, and a
+headless browser."""
 
 import shutil
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -50,6 +52,22 @@ def scenario_file(tmp_path, mechanisms='{ id = "kaggle" }, { id = "ladder-boot",
     return path
 
 
+TINY_COMPETITION = """
+[[competition]]
+tasks = [{ id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 600, n_features = 6 } }]
+mechanisms = [{ id = "kaggle" }, { id = "ladder", params = { eta = [0.01, 0.02] } }]
+rules = [{ rounds = 3, per_round = 2, public_fraction = 0.4, selection = 2 }]
+
+[[competition.mixes]]
+name = "mix"
+teams = [
+  { policy = "progressive-analyst", count = 6, params = { view = 3, batch = 2, lam = [0.5, 0.9] } },
+  { policy = "boosting", count = 1, accounts = 2, params = { k = 20 } },
+]
+"""
+"""A competition table of three cells, 13 teams, 3 days: seconds to run."""
+
+
 FAILING_PLUGIN = '''
 from ladderlab.mechanisms.kaggle import Kaggle
 
@@ -93,3 +111,21 @@ def assert_one_line_error(capsys, code: int, words: list[str]) -> None:
     assert "Traceback" not in captured.err + captured.out
     for word in words:
         assert word in lines[0], (word, lines[0])
+
+
+@contextmanager
+def browser_page(sync_api, width: int = 1400, height: int = 1000):
+    """A page of :func:`launch_chromium`'s browser, with the console's errors and warnings and every
+    requested URL collected in ``page.problems`` and ``page.requests``."""
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.problems, page.requests = [], []
+            page.on("console", lambda message: page.problems.append(message.text)
+                    if message.type in ("error", "warning") else None)
+            page.on("pageerror", lambda error: page.problems.append(str(error)))
+            page.on("request", lambda request: page.requests.append(request.url))
+            yield page
+        finally:
+            browser.close()

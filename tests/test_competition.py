@@ -16,6 +16,7 @@ from ladderlab.competition_measures import measures, rank_correlations, top_over
 from ladderlab.duel import leaderboard_error
 from ladderlab.mechanisms.full_disclosure import FullDisclosure
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from tests.helpers import TINY_COMPETITION
 
 SMALL_TASK = {"n_train": 300, "n_public": 300, "n_holdout": 900, "n_features": 8}
 ANALYST = {"view": 4, "grow_every": 3, "batch": 2}
@@ -281,19 +282,7 @@ SCENARIO = """
 schema_version = 1
 name = "tiny-competition"
 replications = 2
-
-[[competition]]
-tasks = [{ id = "latent-classification", params = { n_train = 300, n_public = 200, n_holdout = 600, n_features = 6 } }]
-mechanisms = [{ id = "kaggle" }, { id = "ladder", params = { eta = [0.01, 0.02] } }]
-rules = [{ rounds = 3, per_round = 2, public_fraction = 0.4, selection = 2 }]
-
-[[competition.mixes]]
-name = "mix"
-teams = [
-  { policy = "progressive-analyst", count = 6, params = { view = 3, batch = 2, lam = [0.5, 0.9] } },
-  { policy = "boosting", count = 1, accounts = 2, params = { k = 20 } },
-]
-"""
+""" + TINY_COMPETITION
 
 
 def run_tiny_scenario(tmp_path):
@@ -309,7 +298,7 @@ def run_tiny_scenario(tmp_path):
 def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkeypatch):
     """The run, the resume and the report page's words; the figures are built but not drawn
     (drawing them costs seconds: the slow test below draws them)."""
-    from ladderlab import plots, report, runner
+    from ladderlab import plots, report, report_html, runner
     from ladderlab.competition_results import load_competition_results
     from ladderlab.scenario import cells, load
 
@@ -326,7 +315,7 @@ def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkey
     runner.run(scenario, tmp_path / "run", progress=False, jobs=2)
     assert {p: p.stat().st_mtime_ns for p in written} == written  # resumed: nothing recomputed
     monkeypatch.setattr(plots.ReportFigure, "png", lambda self: b"figure")
-    page = report.html_page(report.load_run(tmp_path / "run"))
+    page = report_html.html_page(report.load_run(tmp_path / "run"))
     assert "Competition shake-up" in page and "Honest utility" in page and "3 of 3 competition cells finished" in page
 
 
@@ -357,12 +346,12 @@ def test_a_damaged_competition_file_is_left_out_by_the_report_and_computed_again
 
 @pytest.mark.slow
 def test_the_competition_report_draws_its_figures(tmp_path):
-    from ladderlab import competition_report, report
+    from ladderlab import competition_report, report, report_html
 
     run = report.load_run(run_tiny_scenario(tmp_path))
     figures = competition_report.report_figures(run.competitions)
     assert len(figures) == 3 and all(figure.png().startswith(b"\x89PNG") for figure in figures)
-    assert report.html_page(run).count("data:image/png;base64,") == 3
+    assert report_html.html_page(run).count("data:image/png;base64,") == 3
 
 
 def test_a_competition_table_names_unknown_policies_and_rules():

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import plots, report, runner
+from ladderlab import plots, report, report_formats, report_html, runner
 from ladderlab.cli import main
 from ladderlab.scenario import cells, load
-from tests.helpers import CHROMIUM, failing_mechanism, launch_chromium, scenario_file
+from tests.helpers import CHROMIUM, browser_page, failing_mechanism, scenario_file
 
 
 
@@ -29,7 +29,8 @@ def test_summary_has_the_median_and_the_95_percent_interval_over_finished_replic
     results = pd.DataFrame({
         "cell": "c", "task": "t", "task_params": "{}", "mechanism": "m", "mechanism_params": "{}", "attack": "a",
         "attack_params": "{}", "budget": np.nan, "status": ["ok"] * 200 + ["failed"] * 3,
-        "delta": np.concatenate([deltas, [1e9] * 3]), "leaderboard_error": 1.0, "final_released": 2.0, "final_final": 3.0,
+        "delta": np.concatenate([deltas, [1e9] * 3]), "leaderboard_error": 1.0, "final_released": 2.0, "final_public": 2.5,
+        "final_final": 3.0,
     })
     row = report.summary(results).iloc[0]
     assert (row.n_ok, row.n_failed, row.n_skipped) == (200, 3, 0)
@@ -40,7 +41,7 @@ def test_summary_has_the_median_and_the_95_percent_interval_over_finished_replic
 
 def test_json_rows_carry_ids_params_and_statistics(finished_run, capsys):
     assert main(["report", str(finished_run), "--format", "json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["duels"]
     results = runner.load_results(finished_run)
     assert len(rows) == results.cell.nunique() == 4
     for row in rows:
@@ -71,6 +72,7 @@ def test_csv_has_one_line_per_cell(finished_run, tmp_path):
     out = tmp_path / "summary.csv"
     assert main(["report", str(finished_run), "--format", "csv", "--out", str(out)]) == 0
     table = pd.read_csv(out)
+    table = table[table.section == "duels"]
     assert len(table) == 4 and {"delta_median", "delta_lo", "delta_hi", "lberr_median", "n_ok"} <= set(table.columns)
 
 
@@ -85,7 +87,7 @@ def test_a_partial_run_says_which_cells_are_missing_and_which_replications_faile
     text = "\n".join(status.lines())
     assert "3 of 4 cells finished" in text and "1 cells have no results yet" in text
     assert "replications failed in" in text and "the release failed on purpose" in text
-    page = report.html_page(report.load_run(tmp_path / "run"))
+    page = report_html.html_page(report.load_run(tmp_path / "run"))
     assert "the release failed on purpose" in page and "have no results yet" in page
 
 
@@ -94,8 +96,8 @@ def test_a_run_with_no_finished_cell_is_reported_without_plots(tmp_path):
     runner.prepare(scenario, tmp_path / "run")
     run = report.load_run(tmp_path / "run")
     assert len(run.status.missing) == len(cells(scenario))
-    assert "No finished replications yet" in report.html_page(run)
-    assert report.text_table(report.summary(run.results)) == "no finished replications yet"
+    assert "No duel replication has finished yet" in report_html.html_page(run)
+    assert report_formats.compact_text(run) == "no finished replications yet\n"
 
 
 def test_a_report_needs_only_the_run_directory(tmp_path):
@@ -111,7 +113,7 @@ def test_a_report_needs_only_the_run_directory(tmp_path):
     plugin.unlink()
     run = report.load_run(tmp_path / "elsewhere")
     assert run.status.complete
-    assert "alpha=0.01" in report.text_table(report.summary(run.results))
+    assert "alpha=0.01" in report_formats.compact_text(run)
 
 
 def test_an_unknown_directory_is_a_clear_error(tmp_path, capsys):
@@ -141,14 +143,7 @@ def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
     runner.run(path, tmp_path / "run")
     page_file = tmp_path / "report.html"
     assert main(["report", str(tmp_path / "run"), "--html", str(page_file)]) == 0
-    problems: list[str] = []
-    requests: list[str] = []
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.on("console", lambda message: problems.append(message.text) if message.type in ("error", "warning") else None)
-        page.on("pageerror", lambda error: problems.append(str(error)))
-        page.on("request", lambda request: requests.append(request.url))
+    with browser_page(sync_api) as page:
         page.goto(page_file.as_uri())
         page.wait_for_load_state("load")
         images = page.evaluate(
@@ -157,7 +152,7 @@ def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
         )
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         heading = page.inner_text("h1")
-        browser.close()
+        problems, requests = page.problems, page.requests
     assert heading == "ladderlab report: small"
     assert len(images) == len(plots.report_figures(runner.load_results(tmp_path / "run", submissions=True))) >= 3
     assert all(image["ok"] and image["w"] > 100 and image["h"] > 100 and image["shown"] > 0 for image in images)

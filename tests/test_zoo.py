@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from ladderlab import plots, report, runner, zoo
+from ladderlab import plots, report, report_html, runner, zoo
 from ladderlab.duel import incompatibility
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scenario import ScenarioError, cells, load
@@ -75,5 +75,5 @@ def test_the_zoo_report_shows_the_worst_setting_of_each_attack_in_a_heat_map(tmp
     figures = plots.report_figures(report.load_run(tmp_path / "run").results)
     assert figures[0].title.startswith("zoo")
     assert "log-loss-oracle" in zoo.markdown_table(worst)
-    page = report.html_page(report.load_run(tmp_path / "run"))
+    page = report_html.html_page(report.load_run(tmp_path / "run"))
     assert "Every mechanism against every attack" in page or "zoo: worst median" in page
