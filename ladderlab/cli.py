@@ -451,7 +451,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _extrapolate(args: argparse.Namespace) -> int:
-    from ladderlab.stats import class_scores, extrapolation, extrapolation_plot
+    from ladderlab.stats import class_scores, extrapolation, extrapolation_plot, pseudolikelihood
 
     methods = list(extrapolation.METHODS) if args.method == "all" else [args.method]
     _figure_file("--plot", args.plot)
@@ -464,6 +464,9 @@ def _extrapolate(args: argparse.Namespace) -> int:
     if methods == ["un"] and K > k:
         raise ValueError(f"the unbiased estimate (un) exists only up to k = {k} classes; "
                          "choose --to ≤ k or another --method")
+    solver_missing = pseudolikelihood.solver_missing() if set(methods) & set(pseudolikelihood.NEEDS_SOLVER) else None
+    if solver_missing and len(methods) == 1:
+        raise ValueError(f"--method {args.method}: {solver_missing}")
     from ladderlab import stats, workload
 
     work = workload.extrapolation_work(k, K, methods, args.bins or pseudolikelihood.DEFAULT_BINS, observed.outscored.size)
@@ -473,6 +476,9 @@ def _extrapolate(args: argparse.Namespace) -> int:
     predictions: dict[str, dict[str, object]] = {}
     for method in progress_bar(methods, progress=args.progress if work.cpu_seconds > 1 else False, desc="methods",
                                unit="method"):
+        if solver_missing and method in pseudolikelihood.NEEDS_SOLVER:
+            predictions[method] = {"accuracy": None, "error": solver_missing}
+            continue
         try:
             curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins,
                                                  convention=args.convention, progress=args.progress)

@@ -1,6 +1,7 @@
 """``ladderlab extrapolate``: the shipped examples, the output formats, and one-line errors for bad files."""
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -128,3 +129,30 @@ def test_the_authors_convention_is_their_code_from_the_command_line(capsys):
 def test_bins_with_the_authors_convention_is_refused_before_any_work(capsys):
     assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40", "--convention", "authors", "--bins", "400"]) == 2
     assert "--bins 400: the authors' convention has its own grid" in capsys.readouterr().err
+
+
+@pytest.fixture
+def without_cvxpy(monkeypatch):
+    """A plain install, without the ``extrapolation`` extra: ``import cvxpy`` fails."""
+    monkeypatch.setitem(sys.modules, "cvxpy", None)
+
+
+def test_cons_without_cvxpy_is_a_one_line_error_naming_the_extra(capsys, without_cvxpy):
+    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40", "--method", "cons"]) == 2
+    error = capsys.readouterr().err
+    assert "--method cons" in error and "pip install 'ladderlab[extrapolation]'" in error
+    assert error.count("\n") == 1
+
+
+def test_every_method_without_cvxpy_runs_those_that_need_no_solver(capsys, without_cvxpy):
+    result = run_json(capsys, str(RANKS), "--from", "20", "--to", "40")
+    for method in ("cons", "mple"):
+        assert "ladderlab[extrapolation]" in result["predictions"][method]["error"]
+    assert all(result["predictions"][method]["accuracy"] is not None for method in ("exp", "hd"))
+
+
+def test_fitting_without_cvxpy_names_the_extra(without_cvxpy):
+    from ladderlab.stats import pseudolikelihood
+
+    with pytest.raises(ModuleNotFoundError, match=r"ladderlab\[extrapolation\]"):
+        pseudolikelihood.constrained_pseudolikelihood(np.array([0, 1, 2, 19]), 20)
