@@ -500,7 +500,8 @@ def _extrapolate(args: argparse.Namespace) -> int:
             predictions[method]["bootstrap"] = extrapolation_spread.interval(resampled)
     result = {"file": observed.source, "input": observed.input_format, "convention": args.convention, "k": k, "K": K,
               "test_points": int(observed.outscored.size), "observed_accuracy": float(unbiased[-1]),
-              "unbiased": [float(p) for p in unbiased], "predictions": predictions}
+              "unbiased": [float(p) for p in unbiased], "predictions": predictions,
+              "spread": extrapolation_spread.verdict(predictions, k, K, args.bootstrap)}
     if args.plot:
         save_figure(extrapolation_plot.curve_figure(result), args.plot, dpi=110, bbox_inches="tight")
     if args.format == "json":
@@ -520,7 +521,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
             if interval and interval["interval"]:
                 shown += f"  [{interval['interval'][0]:.4f}, {interval['interval'][1]:.4f}]"
             print(f"{method:<8} {shown}")
-        for line in extrapolation_spread.verdict(predictions, k, K, args.bootstrap):
+        for line in result["spread"]:
             print(line)
     if args.plot:
         print(f"plot written to {args.plot}", file=sys.stderr)

@@ -211,3 +211,4 @@ def test_text_output_says_how_far_apart_the_methods_are(capsys):
     low, high = min(values, key=values.get), max(values, key=values.get)
     assert f"the methods predict from {values[low]:.4f} ({low}) to {values[high]:.4f} ({high}) at K = 60" in out
     assert "--bootstrap 200 adds each method's sampling interval" in out
+    assert result["spread"] == [line for line in out.splitlines() if line.startswith(("the methods", "--bootstrap"))]
