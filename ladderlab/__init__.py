@@ -5,6 +5,11 @@ et al. (2016), "Reducing overfitting in challenge-based competitions".
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from ladderlab import source_tree
+
+source_tree.install(Path(__file__).parent)
 
 from ladderlab.board import Board, BudgetExceeded, Leaderboard
 from ladderlab.mechanism import Mechanism

@@ -11,6 +11,7 @@ Subcommands import what they need when they run, so ``--help`` and ``list`` star
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -428,7 +429,8 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def _extrapolate(args: argparse.Namespace) -> int:
-    from ladderlab.stats import class_scores, extrapolation, extrapolation_plot, pseudolikelihood
+    from ladderlab.seeding import stream
+    from ladderlab.stats import class_scores, extrapolation, extrapolation_plot, extrapolation_spread, pseudolikelihood
 
     methods = list(extrapolation.METHODS) if args.method == "all" else [args.method]
     _figure_file("--plot", args.plot)
@@ -441,15 +443,23 @@ def _extrapolate(args: argparse.Namespace) -> int:
     if methods == ["un"] and K > k:
         raise ValueError(f"the unbiased estimate (un) exists only up to k = {k} classes; "
                          "choose --to ≤ k or another --method")
+    solver_missing = pseudolikelihood.solver_missing() if set(methods) & set(pseudolikelihood.NEEDS_SOLVER) else None
+    if solver_missing and len(methods) == 1:
+        raise ValueError(f"--method {args.method}: {solver_missing}")
     from ladderlab import stats, workload
 
     work = workload.extrapolation_work(k, K, methods, args.bins or pseudolikelihood.DEFAULT_BINS, observed.outscored.size)
-    workload.refuse_if_too_large(work, args.force, hint="a smaller --to or --bins, or one --method, needs less")
+    if args.bootstrap:
+        work = dataclasses.replace(work, cpu_seconds=work.cpu_seconds * (1 + args.bootstrap))
+    workload.refuse_if_too_large(work, args.force, hint="a smaller --to, --bins or --bootstrap, or one --method, needs less")
     workload.announce(work)
     unbiased = stats.unbiased_accuracy(observed.outscored, k)
     predictions: dict[str, dict[str, object]] = {}
     for method in progress_bar(methods, progress=args.progress if work.cpu_seconds > 1 else False, desc="methods",
                                unit="method"):
+        if solver_missing and method in pseudolikelihood.NEEDS_SOLVER:
+            predictions[method] = {"accuracy": None, "error": solver_missing}
+            continue
         try:
             curve = extrapolation.accuracy_curve(observed.outscored, k, K, method, bins=args.bins,
                                                  convention=args.convention, progress=args.progress)
@@ -460,9 +470,15 @@ def _extrapolate(args: argparse.Namespace) -> int:
             continue
         predictions[method] = {"accuracy": None if np.isnan(curve[-1]) else float(curve[-1]),
                                "curve": [None if np.isnan(p) else float(p) for p in curve]}
+        if args.bootstrap and not np.isnan(curve[-1]):
+            resampled = extrapolation.bootstrap_accuracies(
+                observed.outscored, k, K, method, stream(args.seed, "extrapolate-bootstrap", method), args.bootstrap,
+                bins=args.bins, convention=args.convention)
+            predictions[method]["bootstrap"] = extrapolation_spread.interval(resampled)
     result = {"file": observed.source, "input": observed.input_format, "convention": args.convention, "k": k, "K": K,
               "test_points": int(observed.outscored.size), "observed_accuracy": float(unbiased[-1]),
-              "unbiased": [float(p) for p in unbiased], "predictions": predictions}
+              "unbiased": [float(p) for p in unbiased], "predictions": predictions,
+              "spread": extrapolation_spread.verdict(predictions, k, K, args.bootstrap)}
     if args.plot:
         save_figure(extrapolation_plot.curve_figure(result), args.plot, dpi=110, bbox_inches="tight")
     if args.format == "json":
@@ -470,7 +486,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
     else:
         print(f"{observed.source}: {observed.outscored.size} test points on k = {k} classes ({observed.input_format})")
         print(f"observed accuracy at k = {k}: {unbiased[-1]:.4f}")
-        print(f"{'method':<8} predicted accuracy at K = {K}")
+        print(f"{'method':<8} predicted accuracy at K = {K}" + ("  (95% bootstrap interval)" if args.bootstrap else ""))
         for method, prediction in predictions.items():
             if "error" in prediction:
                 shown = f"failed: {prediction['error']}"
@@ -478,7 +494,12 @@ def _extrapolate(args: argparse.Namespace) -> int:
                 shown = f"undefined beyond k = {k}"
             else:
                 shown = f"{prediction['accuracy']:.4f}"
+            interval = prediction.get("bootstrap")
+            if interval and interval["interval"]:
+                shown += f"  [{interval['interval'][0]:.4f}, {interval['interval'][1]:.4f}]"
             print(f"{method:<8} {shown}")
+        for line in result["spread"]:
+            print(line)
     if args.plot:
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
@@ -643,6 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.add_argument("--convention", choices=["ladderlab", "authors"], default="ladderlab",
                              help="'authors': exactly as the authors' R code computes every estimator (their grids, "
                                   "Binomial(k, u) in Eq. 6); see docs/extrapolation.md")
+    extrapolate.add_argument("--bootstrap", type=_count(1), metavar="B",
+                             help="give each prediction a 95%% interval from B resamples of the test points")
+    extrapolate.add_argument("--seed", type=_count(0), default=0, help="seed of the bootstrap resamples")
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     _add_force(extrapolate)

@@ -127,6 +127,8 @@ def play(
     an :class:`~ladderlab.isolation.AttackRef`, so that its code never runs in this process.
     Raises :class:`Incompatible` when the pair cannot play on this split.
     """
+    if budget is not None and budget < 1:
+        raise ValueError(f"budget must be ≥ 1 or None (unlimited), got {budget}: a duel scores a prediction the attack submitted")
     data = split.public
     if check_isolation(isolation) == "process":
         if record is not None:

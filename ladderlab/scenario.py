@@ -85,7 +85,10 @@ class PluginEntry(StrictModel):
 
 
 class AttackEntry(PluginEntry):
-    budget: StrictInt | None = Field(default=None, ge=0, lt=INT64_LIMIT, description="submissions allowed (None: unlimited)")
+    budget: StrictInt | None = Field(
+        default=None, ge=1, lt=INT64_LIMIT,
+        description="submissions allowed (None: unlimited); at least 1, since the duel scores a submitted prediction",
+    )
     oracle: StrictBool = Field(default=False, description="give the attack the paper's jump-count oracle")
     strength_grid: StrictBool = Field(
         default=False,

@@ -1,8 +1,8 @@
 """Conformance checks for mechanism and attack plugins, in the manner of scikit-learn's ``check_estimator``.
 
 ``plugin_checks(plugin)`` yields the ``(name, check)``
-pairs; ``check_mechanism`` / ``check_attack`` run them all and raise the first
-failure. In a test suite, one test per check::
+pairs; ``check_mechanism`` / ``check_attack`` run them all, raise the first
+failure, and on success print and return a :class:`ConformanceReport` of what passed. In a test suite, one test per check::
 
     from ladderlab.testing import parametrize_checks
 
@@ -21,6 +21,7 @@ import copy
 import pickle
 import random
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -474,22 +475,50 @@ def expected_failure(plugin: Mechanism | Attack, name: str) -> str | None:
     return getattr(plugin, "expected_check_failures", {}).get(name)
 
 
-def _check_all(plugin: Mechanism | Attack, kind: type) -> None:
+@dataclass(frozen=True)
+class ConformanceReport:
+    """What :func:`check_mechanism` or :func:`check_attack` ran: the checks that passed, and the
+    checks the plugin declares it fails (``expected_check_failures``), with their reasons."""
+
+    plugin: str
+    passed: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    def __str__(self) -> str:
+        lines = [f"{self.plugin} passed {len(self.passed)} conformance checks: {', '.join(self.passed)}"]
+        lines += [f"  not run, declared as failing: {name} ({reason})" for name, reason in self.skipped]
+        return "\n".join(lines)
+
+
+def _check_all(plugin: Mechanism | Attack, kind: type, quiet: bool) -> ConformanceReport:
     if not isinstance(plugin, kind):
         raise TypeError(f"expected {kind.__name__}, got {type(plugin).__name__}")
+    passed, skipped = [], []
     for name, check in plugin_checks(plugin):
-        if expected_failure(plugin, name) is None:
+        reason = expected_failure(plugin, name)
+        if reason is None:
             check(plugin)
+            passed.append(name)
+        else:
+            skipped.append((name, reason))
+    report = ConformanceReport(repr(plugin), tuple(passed), tuple(skipped))
+    if not quiet:
+        print(report)
+    return report
 
 
-def check_mechanism(mechanism: Mechanism) -> None:
-    """Run every mechanism check (except those the plugin declares it fails); raise the first failure."""
-    _check_all(mechanism, Mechanism)
+def check_mechanism(mechanism: Mechanism, quiet: bool = False) -> ConformanceReport:
+    """Run every mechanism check (except those the plugin declares it fails); raise the first failure.
+
+    On success, print (unless ``quiet``) and return what passed."""
+    return _check_all(mechanism, Mechanism, quiet)
 
 
-def check_attack(attack: Attack) -> None:
-    """Run every attack check (except those the plugin declares it fails); raise the first failure."""
-    _check_all(attack, Attack)
+def check_attack(attack: Attack, quiet: bool = False) -> ConformanceReport:
+    """Run every attack check (except those the plugin declares it fails); raise the first failure.
+
+    On success, print (unless ``quiet``) and return what passed."""
+    return _check_all(attack, Attack, quiet)
 
 
 def parametrize_checks(*plugins: Mechanism | Attack) -> Callable[[Callable[..., Any]], Any]:

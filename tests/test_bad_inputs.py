@@ -93,6 +93,7 @@ SCENARIO_CASES = [
     (BASE, BOOSTING, '{ id = "boosting", params = { variant = "kagle" } }', ["params.variant", "did you mean 'kaggle'"]),
     (BASE, BOOSTING, '{ id = "boosting", params = { batch = 0 } }', ["params.batch", "0"]),
     (BASE, BOOSTING, '{ id = "boosting", budget = -1 }', ["budget", "-1"]),
+    (BASE, BOOSTING, '{ id = "boosting", budget = 0 }', ["attacks[0].budget", "0"]),
     (BASE, BOOSTING, '{ id = "boosting", budget = "5" }', ["budget", "'5'"]),
     (BASE, BOOSTING, '{ id = "boosting", budget = 2.5 }', ["budget", "2.5"]),
     (BASE, BOOSTING, '{ id = "boosting", oracle = "yes" }', ["oracle", "'yes'"]),

@@ -19,6 +19,7 @@ from ladderlab.testing import (
     check_mechanism,
     check_releases_from_scores,
     parametrize_checks,
+    plugin_checks,
 )
 from tests.helpers import FAST_PARAMS
 
@@ -159,8 +160,22 @@ def test_parametrized_checks_catch_global_reseeding(plugin, check, request):
         check(plugin)
 
 
-def test_declared_failures_are_skipped_by_check_mechanism():
-    check_mechanism(KnownFlawKaggle())
+def test_declared_failures_are_skipped_by_check_mechanism(capsys):
+    report = check_mechanism(KnownFlawKaggle())
+    assert report.passed == ("parameters_declared", "get_params_round_trip", "adaptive_analyst")
+    assert dict(report.skipped) == KnownFlawKaggle.expected_check_failures
+    printed = capsys.readouterr().out
+    assert "passed 3 conformance checks: parameters_declared, get_params_round_trip, adaptive_analyst" in printed
+    assert "picklable (the global draws make its copy diverge)" in printed
+
+
+def test_a_successful_check_says_what_passed(capsys):
+    report = check_attack(ATTACKS.make("boosting"))
+    assert report.passed == tuple(name for name, _ in plugin_checks(ATTACKS.make("boosting")))
+    assert report.skipped == ()
+    assert capsys.readouterr().out == f"Boosting() passed {len(report.passed)} conformance checks: {', '.join(report.passed)}\n"
+    check_attack(ATTACKS.make("boosting"), quiet=True)
+    assert capsys.readouterr().out == ""
 
 
 @parametrize_checks(KnownFlawKaggle())

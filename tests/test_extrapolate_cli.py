@@ -1,6 +1,7 @@
 """``ladderlab extrapolate``: the shipped examples, the output formats, and one-line errors for bad files."""
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -128,3 +129,86 @@ def test_the_authors_convention_is_their_code_from_the_command_line(capsys):
 def test_bins_with_the_authors_convention_is_refused_before_any_work(capsys):
     assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40", "--convention", "authors", "--bins", "400"]) == 2
     assert "--bins 400: the authors' convention has its own grid" in capsys.readouterr().err
+
+
+@pytest.fixture
+def without_cvxpy(monkeypatch):
+    """A plain install, without the ``extrapolation`` extra: ``import cvxpy`` fails."""
+    monkeypatch.setitem(sys.modules, "cvxpy", None)
+
+
+def test_cons_without_cvxpy_is_a_one_line_error_naming_the_extra(capsys, without_cvxpy):
+    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40", "--method", "cons"]) == 2
+    error = capsys.readouterr().err
+    assert "--method cons" in error and "pip install 'ladderlab[extrapolation]'" in error
+    assert error.count("\n") == 1
+
+
+def test_every_method_without_cvxpy_runs_those_that_need_no_solver(capsys, without_cvxpy):
+    result = run_json(capsys, str(RANKS), "--from", "20", "--to", "40")
+    for method in ("cons", "mple"):
+        assert "ladderlab[extrapolation]" in result["predictions"][method]["error"]
+    assert all(result["predictions"][method]["accuracy"] is not None for method in ("exp", "hd"))
+
+
+def test_fitting_without_cvxpy_names_the_extra(without_cvxpy):
+    from ladderlab.stats import pseudolikelihood
+
+    with pytest.raises(ModuleNotFoundError, match=r"ladderlab\[extrapolation\]"):
+        pseudolikelihood.constrained_pseudolikelihood(np.array([0, 1, 2, 19]), 20)
+
+
+def test_a_bootstrap_prediction_is_the_method_on_test_points_drawn_with_replacement():
+    from ladderlab.stats import extrapolation
+
+    outscored = read_observed_classes(RANKS, "ranks", 20).outscored
+    resampled = extrapolation.bootstrap_accuracies(outscored, 20, 60, "exp", np.random.default_rng(7), 4)
+    drawn = np.random.default_rng(7).integers(0, outscored.size, size=(4, outscored.size))
+    expected = [extrapolation.accuracy_curve(outscored[rows], 20, 60, "exp")[-1] for rows in drawn]
+    np.testing.assert_array_equal(resampled, expected)
+    assert len(set(resampled)) == 4, "each resample draws its own test points"
+
+
+def test_a_resample_on_which_the_method_fails_is_counted_not_fatal(tmp_path):
+    from ladderlab.stats import extrapolation, extrapolation_spread
+
+    resampled = extrapolation.bootstrap_accuracies(np.full(6, 4), 5, 10, "cons", np.random.default_rng(0), 3)
+    assert extrapolation_spread.interval(resampled) == {"resamples": 3, "failed": 3, "interval": None}
+
+
+def _prediction(accuracy, low, high):
+    return {"accuracy": accuracy, "bootstrap": {"resamples": 100, "failed": 0, "interval": [low, high]}}
+
+
+def test_the_verdict_says_which_intervals_sampling_cannot_separate():
+    from ladderlab.stats.extrapolation_spread import verdict
+
+    overlapping = {"exp": _prediction(0.23, 0.01, 0.32), "cons": _prediction(0.10, 0.05, 0.22), "un": {"accuracy": None}}
+    spread, judged = verdict(overlapping, 20, 200, 100)
+    assert spread.startswith("the methods predict from 0.1000 (cons) to 0.2300 (exp) at K = 200")
+    assert judged.startswith("every 95% interval overlaps every other") and "(exp) is 0.3100 wide" in judged
+    apart = {**overlapping, "hd": _prediction(0.40, 0.35, 0.45)}
+    assert "do not overlap (exp–hd, cons–hd)" in verdict(apart, 20, 200, 100)[-1]
+    assert verdict(overlapping, 20, 20, 100) == [], "no extrapolation, nothing to judge"
+
+
+def test_extrapolate_bootstrap_gives_each_method_an_interval_reproducibly(capsys):
+    arguments = (str(RANKS), "--from", "20", "--to", "60", "--method", "exp", "--bootstrap", "20")
+    first, again = run_json(capsys, *arguments), run_json(capsys, *arguments)
+    assert first == again
+    spread = first["predictions"]["exp"]["bootstrap"]
+    assert spread["resamples"] == 20 and spread["failed"] == 0
+    assert spread["interval"][0] < first["predictions"]["exp"]["accuracy"] < spread["interval"][1]
+    other_seed = run_json(capsys, *arguments, "--seed", "1")
+    assert other_seed["predictions"]["exp"]["bootstrap"] != spread
+
+
+def test_text_output_says_how_far_apart_the_methods_are(capsys):
+    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "60", "--bins", "200"]) == 0
+    out = capsys.readouterr().out
+    result = run_json(capsys, str(RANKS), "--from", "20", "--to", "60", "--bins", "200")
+    values = {m: p["accuracy"] for m, p in result["predictions"].items() if p["accuracy"] is not None}
+    low, high = min(values, key=values.get), max(values, key=values.get)
+    assert f"the methods predict from {values[low]:.4f} ({low}) to {values[high]:.4f} ({high}) at K = 60" in out
+    assert "--bootstrap 200 adds each method's sampling interval" in out
+    assert result["spread"] == [line for line in out.splitlines() if line.startswith(("the methods", "--bootstrap"))]

@@ -21,7 +21,8 @@ from ladderlab.certify import parse_attack
 from ladderlab.cli import main
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.params import ParameterError
-from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.duel import duel
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scenario import ScenarioError, load, preflight
 from ladderlab.stats import (accuracy_curve, best_of_m, estimate_sota, exponential_extrapolation,
                              simulate_best_of_m)
@@ -371,6 +372,8 @@ API_CASES = [
     (lambda: compete(TASKS.make("latent-classification"), MECHANISMS.make("kaggle"), []), ValueError, ["at least one team"]),
     (lambda: compete(TASKS.make("latent-classification"), MECHANISMS.make("kaggle"),
                      [TeamSpec("boosting"), TeamSpec("boosting", {"k": 10})]), ValueError, ["'boosting'", "own label"]),
+    (lambda: duel(TASKS.make("random-labels"), MECHANISMS.make("kaggle"), ATTACKS.make("boosting"), budget=0), ValueError,
+     ["budget", "got 0"]),
     (lambda: parse_attack("boosting(k=1, k=2)"), ValueError, ["'k'", "twice"]),
     (lambda: parse_attack("boosting(k=1"), ValueError, ["parentheses"]),
     (lambda: certify.certify("kaggle", tau=math.nan), ValueError, ["tau", "nan"]),

@@ -31,6 +31,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special, stats
 
+from ladderlab.stats.pseudolikelihood import import_cvxpy
+
 FloatArray = NDArray[np.float64]
 
 KAPPAS = np.arange(501) * 0.01
@@ -62,7 +64,7 @@ def fit_point_masses(counts: NDArray[np.int64], k: int, constrained: bool) -> Fl
     """The masses on :data:`POINTS` that maximise their pseudolikelihood, from the number of test
     points with V = 0…k − 1; ``constrained``: CONS (non-decreasing masses whose (k − 1)-th
     moment is p̂ᵏ_UN), otherwise MPLE."""
-    import cvxpy as cp  # seconds to import: only when a pseudolikelihood is fitted
+    cp = import_cvxpy()
 
     observed = np.flatnonzero(counts)
     likelihood = point_likelihood(k)[observed]

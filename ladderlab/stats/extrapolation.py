@@ -158,3 +158,25 @@ def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str, bins: int 
                                                                   desc="hd", unit="class count")])
     fit = pseudolikelihood.constrained_pseudolikelihood if method == "cons" else pseudolikelihood.maximum_pseudolikelihood
     return fit(outscored, k, bins=pseudolikelihood.DEFAULT_BINS if bins is None else bins).accuracies(K)
+
+
+def bootstrap_accuracies(outscored: ArrayLike, k: int, K: int, method: str, rng: np.random.Generator,
+                         resamples: int, bins: int | None = None, convention: str = "ladderlab") -> FloatArray:
+    """p̂ᴷ by ``method`` on each of ``resamples`` resamples of the test points, drawn with replacement
+    (Efron's nonparametric bootstrap): the sampling spread of a prediction. A resample on which
+    the method fails (CONS infeasible, HD at accuracy 0 or 1) gives NaN.
+
+    Test points are resampled independently; the k classes themselves are held fixed, so the
+    spread leaves out the variation from which classes were drawn (Zheng et al. Sec. 2).
+    """
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 1:
+        raise ValueError(f"resamples must be a whole number ≥ 1, got {resamples!r}")
+    points = np.asarray(outscored)
+    drawn = rng.integers(0, points.size, size=(resamples, points.size))
+    predictions = np.full(resamples, np.nan)
+    for index, rows in enumerate(drawn):
+        try:
+            predictions[index] = accuracy_curve(points[rows], k, K, method, bins=bins, convention=convention)[-1]
+        except ValueError:
+            continue
+    return predictions

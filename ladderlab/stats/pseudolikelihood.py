@@ -30,8 +30,10 @@ classes t (:meth:`PseudolikelihoodFit.accuracies`).
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -45,6 +47,27 @@ SOLVERS = ("CLARABEL", "SCS")
 tolerant of the near-degenerate problems Clarabel occasionally gives up on). Both are
 installed with cvxpy."""
 SOLVER_SETTINGS = {"SCS": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iters": 20_000}}
+NEEDS_SOLVER = ("cons", "mple")
+"""The extrapolation methods that fit a pseudolikelihood, with cvxpy: an optional dependency."""
+MISSING_SOLVER = ("CONS and MPLE fit a pseudolikelihood with cvxpy, which is not installed: "
+                  "pip install 'ladderlab[extrapolation]'")
+
+
+def solver_missing() -> str | None:
+    """Why CONS and MPLE cannot run in this environment (None: they can), without importing cvxpy."""
+    return None if importlib.util.find_spec("cvxpy") is not None else MISSING_SOLVER
+
+
+def import_cvxpy() -> ModuleType:
+    """cvxpy, imported only when a pseudolikelihood is fitted (it takes seconds); a missing cvxpy
+    is a ``ModuleNotFoundError`` naming the extra that installs it."""
+    try:
+        import cvxpy
+    except ModuleNotFoundError as missing:
+        if missing.name != "cvxpy":
+            raise
+        raise ModuleNotFoundError(MISSING_SOLVER, name="cvxpy") from None
+    return cvxpy
 
 
 class InfeasibleConstraints(ValueError):
@@ -128,7 +151,7 @@ def _solve_dual(frequencies: FloatArray, likelihood: FloatArray, moment_row: Flo
     Kiefer–Wolfowitz NPMLE): k + 2 variables instead of one per bin, which interior-point
     solvers handle reliably where the primal stalls.
     """
-    import cvxpy as cp  # seconds to import: only when a pseudolikelihood is fitted
+    cp = import_cvxpy()
 
     nu, level = cp.Variable(likelihood.shape[0]), cp.Variable()
     bound, objective = level, -frequencies @ cp.log(nu) + level

@@ -1,0 +1,38 @@
+"""Python started in the checkout finds every ladderlab package, whichever install was used (issue 32, item 7)."""
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from ladderlab import source_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_checkout_imports_its_plugin_packages_without_an_editable_install() -> None:
+    """``python -S`` skips site-packages' .pth files, so setuptools' editable finder never runs:
+    the source folder ``ladderlab/`` is found first, as after a non-editable ``pip install .``."""
+    probe = ("import ladderlab.mechanisms, ladderlab.attacks;"
+             "from ladderlab.registry import make_mechanism;"
+             "from ladderlab.scenarios import builtin_scenarios;"
+             "print(ladderlab.mechanisms.__file__, type(make_mechanism('ladder')).__name__, 'quickstart' in builtin_scenarios())")
+    env = {"PYTHONPATH": sysconfig.get_paths()["purelib"], "PATH": ""}
+    result = subprocess.run([sys.executable, "-S", "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(ROOT / "mechanisms" / "__init__.py"), "FixedLadder", "True"]
+
+
+def test_an_installed_copy_needs_no_finder(tmp_path: Path) -> None:
+    package = tmp_path / "ladderlab"
+    (package / "mechanisms").mkdir(parents=True)
+    assert source_tree.find_plugin_folders(package) == {}
+
+
+def test_the_checkout_maps_exactly_the_folders_beside_the_package() -> None:
+    assert source_tree.find_plugin_folders(ROOT / "ladderlab") == {
+        "ladderlab.mechanisms": ROOT / "mechanisms",
+        "ladderlab.attacks": ROOT / "attacks",
+        "ladderlab.scenarios": ROOT / "scenarios",
+    }
