@@ -17,16 +17,16 @@ import logging
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, demo, rank_certificate, replay, results
+from ladderlab import __version__, arguments, demo, rank_certificate, replay, results
+from ladderlab.arguments import ArgumentError
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.isolation import ISOLATION_MODES
-from ladderlab.params import INT64_LIMIT, describe
+from ladderlab.params import describe
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
@@ -55,50 +55,11 @@ def _describe(registry: Registry) -> str:
     return "\n".join(lines)
 
 
-class ArgumentError(ValueError):
-    """A command-line argument that cannot be used; the message names it."""
-
-
-def _output_file(option: str, value: str | None) -> None:
-    """Refuse an output file path that is a directory or cannot be written, before any work."""
-    if value is None:
-        return
-    path = Path(value)
-    if path.is_dir():
-        raise ArgumentError(f"{option} {value}: is a directory; give a file name")
-    if not path.absolute().parent.is_dir():
-        raise ArgumentError(f"{option} {value}: the folder {path.parent} does not exist")
-    _writable_folder(option, value, path.parent)
-
-
-def _output_folder(option: str, value: str | None) -> None:
-    """Refuse an output folder path that is a file or cannot be written, before any work."""
-    if value is None:
-        return
-    path = Path(value)
-    if path.exists() and not path.is_dir():
-        raise ArgumentError(f"{option} {value}: is a file, not a directory")
-    _writable_folder(option, value, path)
-
-
-def _writable_folder(option: str, value: str, folder: Path) -> None:
-    existing = folder.absolute()
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ArgumentError(f"{option} {value}: {existing} is a file, not a directory")
-    try:
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as error:
-        raise ArgumentError(f"{option} {value}: cannot write in {existing}: {error.strerror or error}") from None
-
-
 def _figure_file(option: str, value: str | None) -> None:
     """Refuse an image path that cannot be written or whose suffix names no format matplotlib writes."""
     if value is None:
         return
-    _output_file(option, value)
+    arguments.output_file(option, value)
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = FigureCanvasBase.get_supported_filetypes()
@@ -106,34 +67,6 @@ def _figure_file(option: str, value: str | None) -> None:
     if suffix not in formats:
         raise ArgumentError(f"{option} {value}: {'.' + suffix if suffix else 'no suffix'} is not an image format "
                             f"matplotlib writes; end the name with one of {', '.join('.' + f for f in sorted(formats))}")
-
-
-def _count(minimum: int, every_core: bool = False):
-    """An argparse type: a whole number ≥ ``minimum`` (or -1 for every core) that fits a
-    64-bit integer, as results store it."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is not None and value >= INT64_LIMIT:
-            raise argparse.ArgumentTypeError(f"must be a whole number below 2^63, got {text!r}")
-        if value is None or not (value >= minimum or (every_core and value == -1)):
-            extra = " (or -1 for every core)" if every_core else ""
-            raise argparse.ArgumentTypeError(f"must be a whole number ≥ {minimum}{extra}, got {text!r}")
-        return value
-    return parse
-
-
-def _positive(text: str) -> float:
-    """An argparse type: a finite real number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (0 < value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return value
 
 
 def _describe_scenarios() -> str:
@@ -174,12 +107,12 @@ def _list(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ArgumentError(f"--scheduler {args.scheduler} needs --backend dask (the loky backend runs locally)")
-    _output_folder("--out", args.out)
+    arguments.output_folder("--out", args.out)
     from ladderlab import report, report_formats, runner, scenario, workload
 
     loaded = scenario.load(args.scenario, args.replications)
     out = args.out or f"runs/{loaded.name}"
-    _output_folder("--out", out)
+    arguments.output_folder("--out", out)
     try:
         runner.check_backend(args.backend, args.scheduler, args.jobs)
     except runner.BackendError as error:
@@ -210,9 +143,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    _output_file("--out", args.out)
-    _output_file("--html", args.html)
-    _output_folder("--plots", args.plots)
+    arguments.output_file("--out", args.out)
+    arguments.output_file("--html", args.html)
+    arguments.output_folder("--plots", args.plots)
     from ladderlab import competition_report, extrapolation_report, plots, report, report_formats
 
     run = report.load_run(args.run_dir)
@@ -237,7 +170,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    _output_file("--out", args.out)
+    arguments.output_file("--out", args.out)
     from ladderlab import benchmark, workload
 
     if args.certify:
@@ -366,25 +299,10 @@ def _refuse_unused(why: str, applies: bool, **given: object) -> None:
             raise ValueError(f"--{name.replace('_', '-')} {value}: {why}; leave it out")
 
 
-def _parse_params(pairs: list[str]) -> dict[str, object]:
-    params: dict[str, object] = {}
-    for pair in pairs:
-        key, separator, value = pair.partition("=")
-        if not separator or not key:
-            raise ValueError(f"--param takes KEY=VALUE, got {pair!r}")
-        if key in params:
-            raise ValueError(f"--param {key} is given twice ({key}={params[key]!r} and {pair!r}): give it once")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return params
-
-
 def _certify(args: argparse.Namespace) -> int:
     from ladderlab import certify
 
-    _output_folder("--run-dir", args.run_dir)
+    arguments.output_folder("--run-dir", args.run_dir)
     attacks = [certify.parse_attack(text) for text in args.attack]
     out = certify.check_output(args.out) if args.out else None
     if args.tune:
@@ -398,12 +316,12 @@ def _certify(args: argparse.Namespace) -> int:
         from ladderlab import competition_certificate
 
         try:
-            competitions = competition_certificate.competition_scenario(args.mechanism, _parse_params(args.param),
+            competitions = competition_certificate.competition_scenario(args.mechanism, arguments.parse_params(args.param),
                                                                         args.competition)
         except ValueError as error:
             raise ValueError(f"--competition: {error}") from None
     result = certify.certify(
-        args.mechanism, _parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
+        args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
         run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
         secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
@@ -414,7 +332,7 @@ def _certify(args: argparse.Namespace) -> int:
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(
-            args.mechanism, _parse_params(args.param), args.competition, jobs=args.jobs, scenario=competitions,
+            args.mechanism, arguments.parse_params(args.param), args.competition, jobs=args.jobs, scenario=competitions,
             progress=args.progress, force=args.force)
         text += "\n" + competition_certificate.markdown(result["competition"])
     print(text)
@@ -512,8 +430,6 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentError(f"{message} (see '{self.prog} --help')")
 
 
-
-
 def _add_trust_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
                         help="'process': play each attack in its own process, which never sees labels, split, "
@@ -541,11 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run (or resume) a scenario: a file or a built-in name")
     run.add_argument("scenario", help="path to a TOML scenario, or a built-in name (see 'ladderlab list scenarios')")
     run.add_argument("--out", help="run directory (default: runs/<scenario name>)")
-    run.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (loky backend; -1: every core)")
+    run.add_argument("--jobs", type=arguments.count(1, every_core=True), default=1, help="parallel cells (loky backend; -1: every core)")
     run.add_argument("--backend", choices=["loky", "dask"], default="loky",
                      help="how cells run in parallel: loky processes on this machine, or a Dask cluster (default loky)")
     run.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
-    run.add_argument("--replications", type=_count(1), help="override the scenario's replication count")
+    run.add_argument("--replications", type=arguments.count(1), help="override the scenario's replication count")
     _add_trust_options(run)
     run.add_argument("--rerun-stale", action="store_true",
                      help="compute again the finished cells whose plugin's version or source changed since")
@@ -570,8 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(--m --n --theta, or --thetas FILE; --rho for dependent classifiers), or the state of the "
                     "art estimated from a leaderboard's accuracies (--scores FILE --n N).",
     )
-    sota.add_argument("--m", type=_count(1), help="number of classifiers (with --theta)")
-    sota.add_argument("--n", type=_count(1), help="test set size")
+    sota.add_argument("--m", type=arguments.count(1), help="number of classifiers (with --theta)")
+    sota.add_argument("--n", type=arguments.count(1), help="test set size")
     sota.add_argument("--theta", type=float, help="probability of a correct prediction, shared by all m")
     sota.add_argument("--thetas", help="file of one probability per classifier (white space or commas)")
     sota.add_argument("--scores", help="file of observed leaderboard accuracies, one per team")
@@ -580,10 +496,10 @@ def build_parser() -> argparse.ArgumentParser:
     sota.add_argument("--y0", choices=["random", "fixed"], help="latent Y0 random (the default) or fixed (with --rho)")
     sota.add_argument("--target", choices=["expected", "upper"],
                       help="crop so that the expected (or upper-limit) maximum equals the observed one")
-    sota.add_argument("--repetitions", type=_count(1),
+    sota.add_argument("--repetitions", type=arguments.count(1),
                       help="simulated test sets (default 10000 for --rho, 1000 per search step for --scores)")
-    sota.add_argument("--bootstrap", type=_count(1), help="bootstrap resamples of the teams (--scores; default 30)")
-    sota.add_argument("--seed", type=_count(0), default=0, help="root seed of the simulations (default 0)")
+    sota.add_argument("--bootstrap", type=arguments.count(1), help="bootstrap resamples of the teams (--scores; default 30)")
+    sota.add_argument("--seed", type=arguments.count(0), default=0, help="root seed of the simulations (default 0)")
     sota.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     _add_force(sota)
     sota.set_defaults(handler=_sota)
@@ -591,14 +507,14 @@ def build_parser() -> argparse.ArgumentParser:
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
     cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
-    cert.add_argument("--n", type=_count(10), default=200, help="public holdout size (default 200)")
-    cert.add_argument("--budgets", type=_count(1), nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
+    cert.add_argument("--n", type=arguments.count(10), default=200, help="public holdout size (default 200)")
+    cert.add_argument("--budgets", type=arguments.count(1), nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
     cert.add_argument("--attack", action="append", default=[],
                       help="an extra attack (repeatable): an id or file.py:Class, optionally with parameters run "
                            "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
     cert.add_argument("--only", action="store_true",
                       help="run only the attacks given with --attack, not the default battery of every attack")
-    cert.add_argument("--replications", type=_count(1), default=100,
+    cert.add_argument("--replications", type=arguments.count(1), default=100,
                       help="the most replications a grid point uses; each stops once its verdict is decided (default 100)")
     cert.add_argument("--confidence", type=float, default=0.95, help="confidence of every verdict (default 0.95)")
     cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
@@ -610,12 +526,12 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--prediction-range", nargs="+", default=["training"], metavar="LOW HIGH",
                       help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "
                            "'training' for the training labels' range (default)")
-    cert.add_argument("--seed", type=_count(0), default=0, help="root seed of the battery (default 0)")
-    cert.add_argument("--tau", type=_positive, default=0.05,
+    cert.add_argument("--seed", type=arguments.count(0), default=0, help="root seed of the battery (default 0)")
+    cert.add_argument("--tau", type=arguments.positive, default=0.05,
                       help="largest tolerated median overfitting -Δ, in units of the loss bound B (default 0.05)")
-    cert.add_argument("--epsilon", type=_positive, default=0.05,
+    cert.add_argument("--epsilon", type=arguments.positive, default=0.05,
                       help="largest tolerated median leaderboard error, in units of B (default 0.05)")
-    cert.add_argument("--jobs", type=_count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
+    cert.add_argument("--jobs", type=arguments.count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
     cert.add_argument("--run-dir", help="keep the battery here instead of the user's cache (resumable; "
                       "'ladderlab report' reads it when it finished)")
     cert.add_argument("--out", help="write the certificate as JSON here, and as Markdown beside it (.md)")
@@ -625,15 +541,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_force(cert)
     cert.set_defaults(handler=_certify)
 
-    demo.add_subcommand(commands, _count, ISOLATION_MODES)
+    demo.add_subcommand(commands, arguments.count, ISOLATION_MODES)
     results.add_subcommand(commands)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")
-    bench.add_argument("--n", type=_count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
+    bench.add_argument("--n", type=arguments.count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
     bench.add_argument("--certify", action="store_true",
                        help="instead: time the README's certify example from an empty battery directory")
-    bench.add_argument("--jobs", type=_count(1), default=2, help="workers of --certify (default 2)")
-    bench.add_argument("--seconds", type=_positive, default=1.0,
+    bench.add_argument("--jobs", type=arguments.count(1), default=2, help="workers of --certify (default 2)")
+    bench.add_argument("--seconds", type=arguments.positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
     bench.add_argument("--out", help="also write the measurements, machine and date as JSON to this file "
                                      "(the bench results page is built from it)")
@@ -654,19 +570,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "see docs/extrapolation.md and examples/extrapolation/.",
     )
     extrapolate.add_argument("file", help="ranks file or CSV score matrix")
-    extrapolate.add_argument("--from", dest="k", type=_count(2), help="k, the number of classes observed (required for ranks)")
-    extrapolate.add_argument("--to", dest="K", type=_count(2), required=True, help="K, the number of classes to predict for")
+    extrapolate.add_argument("--from", dest="k", type=arguments.count(2), help="k, the number of classes observed (required for ranks)")
+    extrapolate.add_argument("--to", dest="K", type=arguments.count(2), required=True, help="K, the number of classes to predict for")
     extrapolate.add_argument("--method", choices=["un", "exp", "cons", "mple", "hd", "all"], default="all")
     extrapolate.add_argument("--input", choices=["auto", "ranks", "scores"], default="auto",
                              help="file format (default: a first line with a non-number means a score matrix)")
-    extrapolate.add_argument("--bins", type=_count(2), help="grid of the pseudolikelihood density (CONS, MPLE; default "
+    extrapolate.add_argument("--bins", type=arguments.count(2), help="grid of the pseudolikelihood density (CONS, MPLE; default "
                              "1000; not with --convention authors)")
     extrapolate.add_argument("--convention", choices=["ladderlab", "authors"], default="ladderlab",
                              help="'authors': exactly as the authors' R code computes every estimator (their grids, "
                                   "Binomial(k, u) in Eq. 6); see docs/extrapolation.md")
-    extrapolate.add_argument("--bootstrap", type=_count(1), metavar="B",
+    extrapolate.add_argument("--bootstrap", type=arguments.count(1), metavar="B",
                              help="give each prediction a 95%% interval from B resamples of the test points")
-    extrapolate.add_argument("--seed", type=_count(0), default=0, help="seed of the bootstrap resamples")
+    extrapolate.add_argument("--seed", type=arguments.count(0), default=0, help="seed of the bootstrap resamples")
     extrapolate.add_argument("--format", choices=["text", "json"], default="text")
     extrapolate.add_argument("--plot", help="write predicted accuracy against the number of classes to this image")
     _add_force(extrapolate)

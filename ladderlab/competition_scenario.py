@@ -36,6 +36,7 @@ from ladderlab.competition import RULES_CONSTRAINTS, TeamSpec
 from ladderlab.naming import plugin_label
 from ladderlab.params import INT64_LIMIT, ParameterError, check_value
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.grid import expand
 from ladderlab.schema import StrictModel
 
 
@@ -115,14 +116,6 @@ class CompetitionMatrix(StrictModel):
 KEYS = {name for model in (CompetitionMatrix, TeamEntry, Mix, RulesEntry) for name in model.model_fields}
 
 
-def _grid(params: dict[str, Any], cls: type | None = None) -> list[dict[str, Any]]:
-    """The grid of a parameter table (:func:`ladderlab.scenario.expand`: a list-valued
-    parameter of ``cls`` is one value)."""
-    from ladderlab.scenario import expand  # ladderlab.scenario imports this module
-
-    return expand(params, cls)
-
-
 @dataclass(frozen=True)
 class CompetitionCell:
     """One task × mechanism × rules × team mix, with scalar parameters."""
@@ -171,11 +164,11 @@ def competition_cells(matrices: list[CompetitionMatrix]) -> list[CompetitionCell
             names[mix.name] = m
         mixes = [(mix.name, tuple(_teams(mix, f"competition[{i}].mixes[{m}]"))) for m, mix in enumerate(matrix.mixes)]
         for task in matrix.tasks:
-            for task_params in _grid(task.params, TASKS.get(task.id)):
+            for task_params in expand(task.params, TASKS.get(task.id)):
                 for mechanism in matrix.mechanisms:
-                    for mechanism_params in _grid(mechanism.params, MECHANISMS.get(mechanism.id)):
+                    for mechanism_params in expand(mechanism.params, MECHANISMS.get(mechanism.id)):
                         for rules_entry in matrix.rules:
-                            for rules in _grid(rules_entry.model_dump()):
+                            for rules in expand(rules_entry.model_dump()):
                                 for name, teams in mixes:
                                     cell = CompetitionCell((task.id, task_params), (mechanism.id, mechanism_params), rules, name, teams)
                                     if cell.key in found:
@@ -199,7 +192,7 @@ def _teams(mix: Mix, where: str) -> list[dict[str, Any]]:
     teams: list[dict[str, Any]] = []
     labelled: dict[str, int] = {}
     for j, entry in enumerate(mix.teams):
-        grid = _grid(entry.params, ATTACKS.get(entry.policy))
+        grid = expand(entry.params, ATTACKS.get(entry.policy))
         varying = [k for k in entry.params if len({json.dumps(p[k], sort_keys=True, default=str) for p in grid}) > 1]
         labels = set()
         for params in grid:

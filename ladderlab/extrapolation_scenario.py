@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from pydantic import Field, StrictFloat, StrictInt, model_validator
 
 from ladderlab.extrapolation_experiment import CLASSIFIERS, PREDICTORS, MixtureDesign, run_replication
+from ladderlab.grid import expand
 from ladderlab.schema import StrictModel
 from ladderlab.stats.extrapolation import CONVENTIONS
 
@@ -80,8 +81,6 @@ KEYS = set(ExtrapolationTable.model_fields)
 
 def designs(table: ExtrapolationTable) -> list[MixtureDesign]:
     """The table's grid of mixture designs."""
-    from ladderlab.scenario import expand  # ladderlab.scenario imports this module
-
     return [MixtureDesign(**params) for params in expand(table.mixture)]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
     """``ladderlab rank-certificate``: the parser and its handler."""
-    from ladderlab.cli import _count, _positive
+    from ladderlab.arguments import count, positive
 
     parser = commands.add_parser(
         "rank-certificate", help="bootstrap intervals of a final ranking, P(winner is best), Arena ranks, fewest removals",
@@ -23,13 +23,13 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--labels", help="with predictions: a file of the private labels (columns sample, label)")
     parser.add_argument("--scorer", help="with predictions: the scorer (a ladderlab scorer name)")
     parser.add_argument("--cell", help="a competition run: the cell (its key, or a prefix of it)")
-    parser.add_argument("--replication", type=_count(0), default=0, help="a competition run: the replication (default 0)")
-    parser.add_argument("--replicates", type=_count(1), default=1000, help="bootstrap resamples (default 1000)")
-    parser.add_argument("--level", type=_positive, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--challengers", type=_count(1), default=5,
+    parser.add_argument("--replication", type=count(0), default=0, help="a competition run: the replication (default 0)")
+    parser.add_argument("--replicates", type=count(1), default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--level", type=positive, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--challengers", type=count(1), default=5,
                         help="metrics that do not decompose: teams searched greedily for the fewest removals (default 5)")
-    parser.add_argument("--seed", type=_count(0), default=0, help="root seed of the bootstrap (default 0)")
-    parser.add_argument("--top", type=_count(1), help="teams listed in the text output (default: all)")
+    parser.add_argument("--seed", type=count(0), default=0, help="root seed of the bootstrap (default 0)")
+    parser.add_argument("--top", type=count(1), help="teams listed in the text output (default: all)")
     parser.add_argument("--format", choices=["text", "json", "csv"], default="text",
                         help="output format (csv: one row per team)")
     parser.add_argument("--out", help="write the certificate to this file instead of the terminal")
@@ -39,14 +39,14 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
 def _handle(args: argparse.Namespace) -> int:
     import json
 
-    from ladderlab.cli import _output_file
+    from ladderlab.arguments import output_file
     from ladderlab.private_samples import from_competition_run, read_samples
     from ladderlab.ranking_certificate import certificate_records, certify_ranking, text_certificate
     from ladderlab.replay_report import competition_row
     from ladderlab.rundir import write_atomically
     from ladderlab.seeding import stream
 
-    _output_file("--out", args.out)
+    output_file("--out", args.out)
     if not 0 < args.level < 1:
         raise ValueError(f"--level must lie in (0, 1), got {args.level}")
     path = Path(args.input)

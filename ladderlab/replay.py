@@ -9,7 +9,7 @@ from pathlib import Path
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
     """``ladderlab replay``: the parser and its handler."""
-    from ladderlab.cli import _count
+    from ladderlab.arguments import count
 
     parser = commands.add_parser(
         "replay", help="a real submissions log (or a competition run) through the competition measures",
@@ -31,24 +31,24 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                              "(default 2, as Kaggle selects)")
     parser.add_argument("--mechanism", action="append", default=[], metavar="SPEC",
                         help="replay a mechanism that needs only scores, e.g. 'ladder(eta=0.01)' (repeatable)")
-    parser.add_argument("--public-size", type=_count(1), help="public holdout size (needed by mechanisms that depend on it)")
-    parser.add_argument("--private-size", type=_count(1), help="private holdout size (for the state of the art)")
-    parser.add_argument("--seed", type=_count(0), default=0, help="root seed of mechanism noise and simulations (default 0)")
-    parser.add_argument("--top", type=_count(1), default=10, help="teams listed per leaderboard (default 10)")
+    parser.add_argument("--public-size", type=count(1), help="public holdout size (needed by mechanisms that depend on it)")
+    parser.add_argument("--private-size", type=count(1), help="private holdout size (for the state of the art)")
+    parser.add_argument("--seed", type=count(0), default=0, help="root seed of mechanism noise and simulations (default 0)")
+    parser.add_argument("--top", type=count(1), default=10, help="teams listed per leaderboard (default 10)")
     parser.add_argument("--samples", help="per-sample private data of the log's teams (see 'ladderlab rank-certificate'): "
                                           "adds the ranking certificate")
     parser.add_argument("--labels", help="with --samples of predictions: the private labels (columns sample, label)")
     parser.add_argument("--rank-certificate", action="store_true",
                         help="a competition run: add the ranking certificate (plays the replication again)")
     parser.add_argument("--cell", help="a competition run: the cell (its key, or a prefix of it)")
-    parser.add_argument("--replication", type=_count(0), default=0, help="a competition run: the replication (default 0)")
+    parser.add_argument("--replication", type=count(0), default=0, help="a competition run: the replication (default 0)")
     parser.add_argument("--format", choices=["text", "json", "csv"], default="text", help="output format")
     parser.add_argument("--out", help="write the report to this file instead of the terminal")
     parser.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from ladderlab.cli import _output_file
+    from ladderlab.arguments import output_file
     from ladderlab.final_leaderboard import KAGGLE_SELECTION, check_selection
     from ladderlab.replay_report import competition_row, log_report, prepare_replay, run_report, write_report
     from ladderlab.private_samples import from_competition_run, read_samples
@@ -56,7 +56,7 @@ def _handle(args: argparse.Namespace) -> int:
     from ladderlab.seeding import stream
     from ladderlab.submission_log import read_log
 
-    _output_file("--out", args.out)
+    output_file("--out", args.out)
     selection = check_selection(KAGGLE_SELECTION if args.selection is None else args.selection)
     path = Path(args.log)
     if path.is_dir():

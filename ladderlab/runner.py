@@ -67,10 +67,10 @@ from ladderlab.competition_results import rows_table as competition_table
 from ladderlab.competition_results import run_replication as play_competition_replication
 from ladderlab.extrapolation_scenario import ExtrapolationCell
 from ladderlab.extrapolation_scenario import cell_table as extrapolation_cell_table
-from ladderlab.scenario import Cell, Scenario, cells, load, preflight
+from ladderlab.scenario import Cell, Scenario, cells, load, preflight, transcript_groups
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.seeding import secret_fingerprint
-from ladderlab.sharing import attack_identity, shared_identity
+from ladderlab.sharing import attack_identity
 
 log = logging.getLogger("ladderlab.run")
 
@@ -352,20 +352,6 @@ def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins
     data = write_table(path, table)
     return {"key": cell.key, "file": str(path.relative_to(out)), "sha256": rundir.sha256_bytes(data),
             "bytes": len(data), "plugins": plugins, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-
-def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
-    """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order."""
-    groups: dict[str, list[Cell]] = {}
-    for cell in todo:
-        if not isinstance(cell, Cell):
-            groups[cell.key] = [cell]
-            continue
-        final_only = ATTACKS.get(cell.attack[0]).final_only_params
-        identity = shared_identity(*cell.attack, final_only)
-        key = json.dumps([cell.task, cell.mechanism, identity, cell.budget, cell.oracle], sort_keys=True, default=str)
-        groups.setdefault(key, []).append(cell)
-    return list(groups.values())
 
 
 def first_replication(group: list[Cell], seed: int, secret_seed: int | None) -> tuple[float, dict[str, dict[str, Any]]]:

@@ -57,9 +57,10 @@ import numpy as np
 from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
 from ladderlab.duel import incompatibility, spec
+from ladderlab.grid import expand, grid_values
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.paper_values import PaperValue, locate
-from ladderlab.params import INT64_LIMIT, ParameterError, list_valued
+from ladderlab.params import INT64_LIMIT, ParameterError
 from ladderlab.plugin import Plugin
 from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
 from ladderlab.competition import Rules, public_rows
@@ -70,6 +71,7 @@ from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenarios import builtin_scenarios
 from ladderlab.schema import StrictModel, problem_lines
 from ladderlab.seeding import stream
+from ladderlab.sharing import shared_identity
 from ladderlab.tasks import Split
 
 SCHEMA_VERSION = 1
@@ -254,24 +256,6 @@ class Cell:
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def grid_values(cls: type[Plugin] | None, name: str, value: Any) -> list[Any]:
-    """The values a parameter table entry stands for: a list is a grid of its items, except
-    for a parameter ``cls`` declares list-valued, where a list is one value and only a
-    list of lists is a grid."""
-    if not isinstance(value, list):
-        return [value]
-    if cls is not None and list_valued(cls, name):
-        return value if value and all(isinstance(v, list) for v in value) else [value]
-    return value
-
-
-def expand(params: dict[str, Any], cls: type[Plugin] | None = None) -> list[dict[str, Any]]:
-    """The grid of a parameter table: one dict per combination of grid values (see :func:`grid_values`)."""
-    names = list(params)
-    values = [grid_values(cls, name, value) for name, value in params.items()]
-    return [dict(zip(names, combination)) for combination in itertools.product(*values)]
-
-
 def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
     """Every cell of every matrix in file order, with the matrix it comes from."""
     located = []
@@ -416,3 +400,17 @@ def validate(raw: dict[str, Any], source: str = "scenario") -> Scenario:
         raise ScenarioError(problem_lines(error, source, _KEYS)) from None
     scenario._source = source
     return scenario
+
+
+def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
+    """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order."""
+    groups: dict[str, list[Cell]] = {}
+    for cell in todo:
+        if not isinstance(cell, Cell):
+            groups[cell.key] = [cell]
+            continue
+        final_only = ATTACKS.get(cell.attack[0]).final_only_params
+        identity = shared_identity(*cell.attack, final_only)
+        key = json.dumps([cell.task, cell.mechanism, identity, cell.budget, cell.oracle], sort_keys=True, default=str)
+        groups.setdefault(key, []).append(cell)
+    return list(groups.values())

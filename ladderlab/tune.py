@@ -176,11 +176,11 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
     """``ladderlab certify MECHANISM --tune``: tune, print the table, write the result beside ``--out``."""
     import sys
 
-    from ladderlab.cli import _parse_params
+    from ladderlab.arguments import parse_params
     from ladderlab.seeding import read_secret_seed
 
     announce = None if args.progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
-    result = tune(args.mechanism, _parse_params(args.param), n=args.n, budget=max(args.budgets),
+    result = tune(args.mechanism, parse_params(args.param), n=args.n, budget=max(args.budgets),
                   scorer=args.scorer or "zero-one", announce=announce, attacks=attacks, replications=args.replications,
                   seed=args.seed, tau=args.tau, epsilon=args.epsilon, confidence=args.confidence, jobs=args.jobs,
                   default_battery=not args.only, isolation=args.isolation, complete=args.complete,

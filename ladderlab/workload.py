@@ -228,8 +228,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     from ladderlab.competition_scenario import CompetitionCell
     from ladderlab.extrapolation_scenario import ExtrapolationCell
     from ladderlab.registry import ATTACKS
-    from ladderlab.runner import transcript_groups
-    from ladderlab.scenario import cells
+    from ladderlab.scenario import cells, transcript_groups
 
     parts = []
     for group in transcript_groups(cells(scenario)):

@@ -30,15 +30,15 @@ ROWS_PER_CLIENT = 32
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ladderlab.cli import _count, _positive
+    from ladderlab.arguments import count, positive
 
-    parser.add_argument("--n", type=_count(2), default=10_000, help="holdout size, the length of a prediction (default 10000)")
-    parser.add_argument("--clients", type=_count(1), nargs="+", default=[1, 8, 32], help="concurrent clients (default 1 8 32)")
+    parser.add_argument("--n", type=count(2), default=10_000, help="holdout size, the length of a prediction (default 10000)")
+    parser.add_argument("--clients", type=count(1), nargs="+", default=[1, 8, 32], help="concurrent clients (default 1 8 32)")
     parser.add_argument("--mechanisms", nargs="+", default=list(BENCH_MECHANISMS), choices=list(BENCH_MECHANISMS),
                         help="mechanisms to serve (default: ladder ladder-boot)")
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgresql"], choices=["sqlite", "postgresql"],
                         help="where the log lives (default: both)")
-    parser.add_argument("--seconds", type=_positive, default=5.0, help="measured time per setting (default 5)")
+    parser.add_argument("--seconds", type=positive, default=5.0, help="measured time per setting (default 5)")
     parser.add_argument("--out", help="also write the results as a Markdown table to this file (docs/serve-bench.txt)")
     parser.set_defaults(handler=_run)
 
@@ -195,7 +195,7 @@ def markdown(results: list[Measurement], n: int, seconds: float) -> str:
     import datetime
     import os
 
-    lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores: n = {n}, {seconds:g} s per "
+    lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpucount()} cores: n = {n}, {seconds:g} s per "
              f"setting; {_parameters(sorted({result.mechanism for result in results}))}.", "",
              "| database | mechanism | clients | submissions/s | p50 ms | p99 ms | server CPU ms | bare CPU ms "
              "| overhead ms |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -213,9 +213,9 @@ def _run(args: argparse.Namespace) -> int:
 
     require_server_extra()
     if args.out:
-        from ladderlab.cli import _output_file
+        from ladderlab.arguments import output_file
 
-        _output_file("--out", args.out)
+        output_file("--out", args.out)
     if "postgresql" in args.databases:
         from ladderlab.serve.postgres import unavailable
 

@@ -43,7 +43,7 @@ def _add_state_options(parser: argparse.ArgumentParser) -> None:
 
 def add_subcommands(commands: argparse._SubParsersAction) -> None:
     """Register ``serve`` (with ``verify`` and ``bench``) and ``attack``."""
-    from ladderlab.cli import _count
+    from ladderlab.arguments import count
 
     serve = commands.add_parser(
         "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
@@ -55,7 +55,7 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--demo", action="store_true", help="serve a demo challenge on built-in data (written to --state, "
                                                            "default ./ladderlab-demo)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=_count(0), default=8000, help="port (default 8000; 0: any free port)")
+    serve.add_argument("--port", type=count(0), default=8000, help="port (default 8000; 0: any free port)")
     _add_state_options(serve)
     serve.add_argument("--uncertified", action="store_true",
                        help="serve even where the challenge's certificate does not cover its mechanism, parameters, "
@@ -84,8 +84,8 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     attack.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
     attack.add_argument("--token", required=True, help="the team's token")
     attack.add_argument("--attack", required=True, help="an attack id with parameters, e.g. 'hill-climbing(block=32)'")
-    attack.add_argument("--budget", type=_count(0), help="the most submissions to make (default: what the caps allow)")
-    attack.add_argument("--seed", type=_count(0), default=0, help="root seed of the attacker's coins (default 0)")
+    attack.add_argument("--budget", type=count(0), help="the most submissions to make (default: what the caps allow)")
+    attack.add_argument("--seed", type=count(0), default=0, help="root seed of the attacker's coins (default 0)")
     attack.add_argument("--final-out", metavar="FILE", help="write the attack's final prediction here (CSV by id)")
     attack.add_argument("--submit-final", action="store_true", help="submit the final prediction too (counts against the caps)")
     attack.set_defaults(handler=_attack)
@@ -102,7 +102,7 @@ def _state(args: argparse.Namespace, challenge: Any) -> tuple[Path, str, int]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ladderlab.cli import ArgumentError
+    from ladderlab.arguments import ArgumentError
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
@@ -176,9 +176,9 @@ def _attack(args: argparse.Namespace) -> int:
     from ladderlab.registry import ATTACKS
     from ladderlab.serve.client import play_remote
 
-    from ladderlab.cli import _output_file
+    from ladderlab.arguments import output_file
 
-    _output_file("--final-out", args.final_out)
+    output_file("--final-out", args.final_out)
     spec = parse_attack(args.attack)
     attack = ATTACKS.make(spec.id, **(spec.pinned or {}))
     board, final = play_remote(args.url, args.token, attack, args.budget, args.seed)

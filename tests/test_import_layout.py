@@ -1,0 +1,77 @@
+"""The core's modules import each other without circles (issue 32): a module that needs
+another's helper imports it from where it lives, never back through a module that imports it."""
+
+import ast
+from pathlib import Path
+
+import ladderlab
+
+PACKAGE = Path(ladderlab.__file__).parent
+
+
+def _module_names() -> dict[str, Path]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ("ladderlab", *path.relative_to(PACKAGE).with_suffix("").parts)
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every ladderlab module ``path`` imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {name for name in (node.module, *(f"{node.module}.{a.name}" for a in node.names)) if name in modules}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in modules}
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in graph[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                other = stack.pop()
+                component.append(other)
+                if other == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_of_the_core_imports_itself_back_through_another():
+    modules = _module_names()
+    graph = {name: _imports(path, modules) - {name, *_ancestors(name)} for name, path in modules.items()}
+    assert _cycles(graph) == []
+
+
+def _ancestors(name: str) -> set[str]:
+    """A module's parent packages: importing ``ladderlab.stats.x`` runs ``ladderlab.stats`` first,
+    so a submodule's ``from ladderlab.stats import y`` is the package's own business."""
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
