@@ -22,7 +22,7 @@ import numpy as np
 
 from ladderlab import __version__
 from ladderlab.duel import duel
-from ladderlab.isolation import ISOLATION_MODES
+from ladderlab.isolation import ISOLATION_MODES, check_isolation
 from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
@@ -98,6 +98,16 @@ def _count(minimum: int, every_core: bool = False):
             raise argparse.ArgumentTypeError(f"must be a whole number ≥ {minimum}{extra}, got {text!r}")
         return value
     return parse
+
+
+def _isolation(text: str) -> str:
+    """An argparse type: an isolation mode that this machine can provide (else what is missing)."""
+    if text not in ISOLATION_MODES:
+        return text  # argparse's choices name the known ones
+    try:
+        return check_isolation(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _positive(text: str) -> float:
@@ -415,9 +425,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_trust_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
-                        help="'process': play each attack in its own process, which never sees labels, split, "
-                             "mechanism or task seeds (see docs/isolation.md)")
+    parser.add_argument("--isolation", type=_isolation, choices=ISOLATION_MODES, default="none",
+                        help="'process': play each attack (and competition team) in a sandboxed process of its "
+                             "own, another user or a user namespace, which sees no labels, seeds, secret or run "
+                             "directory; needs Linux and bubblewrap (see docs/isolation.md)")
     parser.add_argument("--secret-seed", metavar="FILE",
                         help="derive simulated tasks' data and the mechanisms' coins also from the secret in FILE "
                              "(created with 128 random bits if missing), so the public seed cannot regenerate labels")
@@ -504,8 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--k", type=_count(1), default=400, help="number of attack submissions")
     demo.add_argument("--n", type=_count(2), default=4000, help="public holdout size")
     demo.add_argument("--seed", type=_count(0), default=0, help="root seed of the duels (default 0)")
-    demo.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
-                      help="'process': play each attack in its own process (see docs/isolation.md)")
+    demo.add_argument("--isolation", type=_isolation, choices=ISOLATION_MODES, default="none",
+                      help="'process': play each attack in a sandboxed process of its own (see docs/isolation.md)")
     demo.set_defaults(handler=_demo)
 
     bench = commands.add_parser("bench", help="submissions per second of every mechanism")

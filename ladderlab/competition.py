@@ -60,11 +60,12 @@ from numpy.typing import NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
-from ladderlab.duel import Incompatible, incompatibility, spec
+from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
+from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer, get_scorer
-from ladderlab.seeding import stream
+from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import LabelNoiseSplit, Split, Task
 from ladderlab.validation import check_prediction_matrix
 
@@ -121,6 +122,9 @@ class TeamSpec:
     honest: bool | None = None
     """Counts towards the honest utility (None: when the policy's class sets ``honest = True``,
     as ``honest`` and the natural analysts do)."""
+    identity: tuple[str, dict[str, Any]] | None = None
+    """The policy's id and all its parameters (``duel.spec``), which name the team's random
+    streams; given (with ``honest``), an isolated team's code is never loaded in this process."""
 
     def __post_init__(self) -> None:
         for name in ("count", "accounts"):
@@ -142,6 +146,12 @@ class TeamSpec:
             return self.honest
         cls = type(self.policy) if isinstance(self.policy, Attack) else ATTACKS.get(self.policy)
         return cls.honest
+
+    def reference(self) -> AttackRef:
+        """The policy as an isolated team plays it (:mod:`ladderlab.isolation`)."""
+        if isinstance(self.policy, Attack):
+            return AttackRef.of(self.policy)
+        return AttackRef.from_spec(self.policy, self.params, self.identity or spec(self.attack()))
 
     def attack(self) -> Attack:
         """A fresh attack instance for one team."""
@@ -291,9 +301,10 @@ class CompetitionBoard(Board):
 
 
 class _Team:
-    """One team: its attack running in a greenlet, its accounts and its board."""
+    """One team: its attack running in a greenlet (an isolated attack: its process, served
+    from the greenlet), its accounts and its board."""
 
-    def __init__(self, entry: TeamSpec, member: int, attack: Attack, accounts: list[Account],
+    def __init__(self, entry: TeamSpec, member: int, attack: Attack | AttackRef, accounts: list[Account],
                  board_args: tuple[Any, ...], data: Any, rng: np.random.Generator):
         self.entry, self.member, self.attack, self.accounts = entry, member, attack, accounts
         self.turn = _Turn()
@@ -306,9 +317,14 @@ class _Team:
 
     def _main(self, data: Any, rng: np.random.Generator) -> None:
         try:
-            self.final = self.attack.run(self.board, data, rng)
+            if isinstance(self.attack, AttackRef):
+                self.final = run_attack(self.attack, self.board, data, rng).prediction
+            else:
+                self.final = self.attack.run(self.board, data, rng)
         except _Aborted:
             pass
+        except AttackIncompatible as declined:
+            self.error = Incompatible(str(declined))
         except BaseException as error:  # handed to the engine, which raises it
             self.error = error
         finally:
@@ -390,25 +406,42 @@ def play_competition(
     seed: int,
     replication: int,
     task_spec: tuple[str, dict[str, Any]] = ("", {}),
+    isolation: Isolation = "none",
+    secret: tuple[Any, ...] = (),
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
-    team's policy or the mechanism cannot play on the task."""
+    team's policy or the mechanism cannot play on the task.
+
+    ``isolation="process"`` plays every team's policy in a sandboxed process of its own
+    (:mod:`ladderlab.isolation`), with the same results; ``secret``
+    (:func:`~ladderlab.seeding.secret_identity`) joins the mechanism's and the split's streams.
+    """
     if not teams:
         raise ValueError("a competition needs at least one team")
     scorer = get_scorer(split.public.scorer)
-    attacks = [[entry.attack() for _ in range(entry.count)] for entry in teams]
-    for group in attacks:
-        group[0].validate_params()
-        reason = incompatibility(split, mechanism, group[0])
+    players: list[list[Attack]] | list[list[AttackRef]]
+    if check_isolation(isolation) == "process":
+        refs = [entry.reference() for entry in teams]
+        players = [[ref] * entry.count for ref, entry in zip(refs, teams)]
+        attack_specs = [ref.identity for ref in refs]
+        reason = incompatibility(split, mechanism, None)
         if reason:
             raise Incompatible(reason)
+    else:
+        players = [[entry.attack() for _ in range(entry.count)] for entry in teams]
+        for group in players:
+            group[0].validate_params()
+            reason = incompatibility(split, mechanism, group[0])
+            if reason:
+                raise Incompatible(reason)
+        attack_specs = [spec(group[0]) for group in players]
     mechanism.validate_params()
     if rules.public_fraction is not None:
         size = split.y_holdout.size
         n_public = int(round(rules.public_fraction * size))
         if not 2 <= n_public <= size - 1:
             raise ValueError(f"rules.public_fraction {rules.public_fraction} leaves {n_public} public rows of {size}")
-        order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication).permutation(size)
+        order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication, *secret).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
     data = split.public
     mechanism_spec = spec(mechanism)
@@ -417,7 +450,7 @@ def play_competition(
     from sklearn.base import clone  # imported when a competition plays: it is slow to import
 
     def bound(identity: tuple[Any, ...]) -> Mechanism:
-        rng = stream(seed, "mechanism", mechanism_spec, task_spec, identity, replication)
+        rng = stream(seed, "mechanism", mechanism_spec, task_spec, identity, replication, *secret)
         return clone(mechanism).bind(split.y_public, scorer, rng, classes=data.classes)
 
     shared_mechanism = bound(("shared",)) if shared else None
@@ -429,8 +462,7 @@ def play_competition(
 
     roster: list[_Team] = []
     try:
-        for entry_index, (entry, group) in enumerate(zip(teams, attacks)):
-            attack_spec = spec(group[0])
+        for entry_index, (entry, group, attack_spec) in enumerate(zip(teams, players, attack_specs)):
             for member, attack in enumerate(group):
                 identity = ("team", entry_index, entry.name, member, attack_spec)
                 accounts = [
@@ -530,14 +562,18 @@ def compete(
     rules: Rules | None = None,
     seed: int = 0,
     replication: int = 0,
+    isolation: Isolation = "none",
+    secret_seed: int | None = None,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
-    across mechanisms and rules.
+    across mechanisms and rules. ``isolation`` and ``secret_seed`` as in
+    :func:`~ladderlab.duel.duel`.
     """
     task.validate_params()
     task_spec = spec(task)
-    split = task.split(stream(seed, "task", task_spec, replication))
-    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec)
+    secret = secret_identity(secret_seed)
+    split = with_secret_data_seed(task, secret).split(stream(seed, "task", task_spec, replication, *secret))
+    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, isolation, secret)

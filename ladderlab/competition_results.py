@@ -24,6 +24,7 @@ from ladderlab.competition import Rules, compete
 from ladderlab.competition_measures import MEASURE_NAMES, measures
 from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.duel import Incompatible
+from ladderlab.isolation import Isolation
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.replications import median_interval, status_counts
@@ -35,14 +36,18 @@ SCORE_COLUMNS = ("team_public", "team_private", "team_population")
 SOTA_REPETITIONS = 300
 
 
-def run_replication(cell: CompetitionCell, seed: int, replication: int) -> dict[str, Any]:
-    """One replication of a competition cell: a row (status ok, failed or skipped)."""
+def run_replication(cell: CompetitionCell, seed: int, replication: int, isolation: Isolation = "none",
+                    secret_seed: int | None = None, teams: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One replication of a competition cell: a row (status ok, failed or skipped). ``teams``
+    adds to each team of the cell its policy's ``identity`` and ``honest`` flag, so that
+    isolated teams' code is never loaded here."""
     row: dict[str, Any] = {"replication": replication, "status": "ok", "error": None}
     start = time.perf_counter()
     try:
         task = TASKS.make(cell.task[0], **cell.task[1])
         mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-        result = compete(task, mechanism, cell.team_specs(), Rules(**cell.rules), seed, replication)
+        result = compete(task, mechanism, cell.team_specs(teams), Rules(**cell.rules), seed, replication,
+                         isolation=isolation, secret_seed=secret_seed)
         found = measures(result, stream(seed, "competition-measures", cell.key, replication), SOTA_REPETITIONS)
     except Incompatible as reason:
         row.update(status="skipped", error=str(reason))
@@ -68,9 +73,10 @@ SCHEMA = pa.schema(
 )
 
 
-def cell_table(cell: CompetitionCell, seed: int, replications: int) -> pa.Table:
-    """Every replication of a competition cell as a Parquet table."""
-    rows = [run_replication(cell, seed, replication) for replication in range(replications)]
+def cell_table(cell: CompetitionCell, seed: int, replications: int, isolation: Isolation = "none",
+               secret_seed: int | None = None, teams: list[dict[str, Any]] | None = None) -> pa.Table:
+    """Every replication of a competition cell as a Parquet table (arguments as in :func:`run_replication`)."""
+    rows = [run_replication(cell, seed, replication, isolation, secret_seed, teams) for replication in range(replications)]
     fixed = {
         "cell": cell.key, "task": cell.task[0], "task_params": json.dumps(cell.task[1], sort_keys=True),
         "mechanism": cell.mechanism[0], "mechanism_params": json.dumps(cell.mechanism[1], sort_keys=True),

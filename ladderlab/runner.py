@@ -234,6 +234,23 @@ def run_cell(cell: Cell, seed: int, replications: int, out: str, isolation: Isol
     return run_cells([cell], seed, replications, out, isolation, secret_seed, identities)[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class IsolatedTeams:
+    """What an isolated run hands the process that plays a competition cell, so that it never
+    loads the teams' code: each team's identity and honest flag, and the cell's plugin tokens."""
+
+    teams: list[dict[str, Any]]
+    tokens: dict[str, str | None]
+
+
+def isolated_cell(cell: Cell | CompetitionCell) -> tuple[str, dict[str, Any]] | IsolatedTeams:
+    """What an isolated run computes of a cell's attack code in its own process (which has
+    loaded that code to check the scenario): a duel's attack identity, or a competition's teams."""
+    if isinstance(cell, CompetitionCell):
+        return IsolatedTeams(cell.resolved_teams(), _plugin_tokens(cell))
+    return attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
+
+
 def run_cells(
     group: list[Cell],
     seed: int,
@@ -241,16 +258,20 @@ def run_cells(
     out: str,
     isolation: Isolation = "none",
     secret_seed: int | None = None,
-    identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
+    identities: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). A competition cell is alone in its group; its file is under ``competitions/``."""
+    fingerprints). A competition cell is alone in its group; its file is under ``competitions/``.
+    ``identities`` holds :func:`isolated_cell` of each cell under isolation."""
     if isinstance(group[0], CompetitionCell):
         (cell,) = group
+        resolved = (identities or {}).get(cell.key)
+        teams, tokens = (resolved.teams, resolved.tokens) if resolved else (None, _plugin_tokens(cell))
         with cell_worker():
-            return [_write_cell(cell, competition_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
+            table = competition_cell_table(cell, seed, replications, isolation, secret_seed, teams)
+            return [_write_cell(cell, table, out, tokens)]
     rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities)
     return write_cells(group, seed, rows, out, isolation)
 
@@ -466,7 +487,8 @@ def run(
 
     ``backend="dask"`` runs the cells on the Dask cluster at ``scheduler`` through
     joblib's dask backend. Results do not depend on the backend or on ``jobs``.
-    ``isolation="process"`` plays every attack in its own process (:mod:`ladderlab.isolation`);
+    ``isolation="process"`` plays every attack, and every competition team's policy, in a
+    sandboxed process of its own (:mod:`ladderlab.isolation`, :mod:`ladderlab.sandbox`);
     the cells then run in fresh worker processes, never in this one, which has loaded the
     attacks' code to validate the scenario. ``rerun_stale`` computes again the cells whose
     plugin changed; ``secret_seed`` (:func:`ladderlab.seeding.read_secret_seed`) hides the
@@ -478,9 +500,6 @@ def run(
         scenario = scenario.model_copy(update={"replications": replications})
     check_isolation(isolation)
     check_backend(backend, scheduler, jobs)
-    if isolation == "process" and scenario.competition:
-        raise ValueError("isolation='process' plays duels only: a competition's teams play in threads of one "
-                         "process; run the scenario's competitions without it")
     preflight(scenario)
     out = Path(out) if out is not None else Path("runs") / scenario.name
     with rundir.RunLock(out):
@@ -489,8 +508,7 @@ def run(
         manifest = verify(scenario, out, rerun_stale)
         todo = pending_cells(scenario, out)
         groups = transcript_groups(todo)
-        identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
-                      for cell in todo if isinstance(cell, Cell)} if isolation == "process" else {}
+        identities = {cell.key: isolated_cell(cell) for cell in todo} if isolation == "process" else {}
         duel_groups = [group for group in groups if not isinstance(group[0], CompetitionCell)]
         jobs_to_run: list[Any] = []
         pieces_of: dict[int, int] = {}
