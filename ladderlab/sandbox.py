@@ -30,6 +30,7 @@ and everything it started.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import gc
 import hashlib
@@ -181,7 +182,7 @@ def _system_folders() -> list[Path]:
 
 
 def _namespace_options(mode: SandboxMode) -> list[str]:
-    options = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    options = ["--die-with-parent", "--new-session", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts",
                "--unshare-net", "--unshare-cgroup-try"]
     if mode == "separate-user":
         return [*options, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -249,7 +250,7 @@ class Sandbox:
             fds = [handle.fileno() for handle in files]
             command = sandbox_command(self.mode, view, server_end.fileno(), fds)
             self._process = subprocess.Popen(command, pass_fds=[server_end.fileno(), *fds], stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL, stderr=self._errors)
+                                             stdout=subprocess.DEVNULL, stderr=self._errors, env=_ENVIRONMENT)
         finally:
             server_end.close()
             for handle in files:
@@ -360,6 +361,7 @@ def serve(control_fd: int, mode: SandboxMode) -> None:
     control.send(READY)
     users = iter(range(SANDBOX_UIDS))
     owners: dict[int, int] = {}
+    exited: dict[int, int] = {}
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 64, 1)
@@ -377,11 +379,14 @@ def serve(control_fd: int, mode: SandboxMode) -> None:
             control.send(str(pid).encode())
         elif message.startswith(b"end "):
             pid = int(message.split()[1])
-            control.send(str(_end(pid, owners.pop(pid, None), mode)).encode())
+            owner = owners.pop(pid, None)
+            status = _end(pid, owner, mode, exited) if owner is not None else -1
+            control.send(str(status).encode())
         else:
             for fd in fds:
                 os.close(fd)
             control.send(b"?")
+        _reap(exited, owners)
 
 
 def _preload() -> None:
@@ -419,10 +424,8 @@ def _become_attack_process(fd: int, control: socket.socket, user: int | None) ->
         os._exit(code)
 
 
-def _end(pid: int, owner: int | None, mode: SandboxMode) -> int:
-    """Kill an attack process and its descendants, reap it; its wait status (-1 if unknown)."""
-    if owner is None:
-        return -1
+def _end(pid: int, owner: int, mode: SandboxMode, exited: dict[int, int]) -> int:
+    """Kill an attack process and its descendants, reap it; its wait status."""
     if mode == "separate-user":
         killer = os.fork()
         if killer == 0:  # as the attack's own user: every process that user has, and nothing else
@@ -435,11 +438,25 @@ def _end(pid: int, owner: int | None, mode: SandboxMode) -> int:
                 os._exit(0)
         os.waitpid(killer, 0)
     else:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    if pid in exited:
+        return exited.pop(pid)
     try:
         return os.waitpid(pid, 0)[1]
     except ChildProcessError:
         return -1
+
+
+def _reap(exited: dict[int, int], owners: dict[int, int]) -> None:
+    """As the sandbox's PID 1, reap the processes that attacks left behind; keep the status of
+    an attack process that ended before the organiser asked to end it."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in owners:
+            exited[pid] = status

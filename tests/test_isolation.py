@@ -2,6 +2,7 @@
 process's objects, the operating system, the file system or seeds), in every sandbox mode,
 in duels, competitions and whole runs; honest attacks give the same results, bit for bit."""
 
+import gc
 import json
 import os
 import subprocess
@@ -19,7 +20,13 @@ from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.duel import duel
 from ladderlab.isolation import AttackProcessError, AttackRef
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.testing import ConformanceError, check_attack, check_attack_keeps_to_the_public_board
+from ladderlab.testing import (
+    ConformanceError,
+    check_attack,
+    check_attack_keeps_to_the_public_board,
+    check_attack_private_score_at_chance,
+)
+from tests.data.redteam_attack import RedTeam
 from tests.helpers import SMALL
 
 DATA = Path(__file__).parent / "data"
@@ -102,9 +109,9 @@ def test_an_isolated_red_team_finds_nothing_in_a_duel(mode, tmp_path):
     attack = red_team(os_routes="all", canary=f"canary-duel-{mode}")
     result = duel(random_labels(), MECHANISMS.make("kaggle"), attack, seed=2, replication=1, isolation="process",
                   secret_seed=SECRET)
+    assert_no_canary(f"canary-duel-{mode}", tmp_path)
     assert result.marks == {}
     assert_at_chance(result.final_final)
-    assert_no_canary(f"canary-duel-{mode}", tmp_path)
 
 
 def test_isolated_red_teams_find_nothing_in_a_competition(mode):
@@ -113,9 +120,9 @@ def test_isolated_red_teams_find_nothing_in_a_competition(mode):
              TeamSpec("boosting", {"k": 20})]
     result = compete(random_labels(), MECHANISMS.make("kaggle"), teams, Rules(rounds=4, per_round=50, selection="last"),
                      seed=2, isolation="process", secret_seed=SECRET)
+    assert_no_canary(f"canary-competition-{mode}")
     for loss in result.private[:2]:
         assert_at_chance(loss)
-    assert_no_canary(f"canary-competition-{mode}")
 
 
 def ladderlab(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -133,12 +140,12 @@ def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_th
     secret = tmp_path / "secret"
     finished = ladderlab("--quiet", "run", str(scenario), "--out", str(tmp_path / "run"), "--isolation", "process",
                          "--secret-seed", str(secret), cwd=tmp_path)
+    assert_no_canary("canary-run", tmp_path)
     assert finished.returncode == 0, finished.stderr
     results = runner.load_results(tmp_path / "run")
     assert (results.status == "ok").all() and (results.marks == "{}").all()
     for loss in results.final_final:
         assert_at_chance(loss)
-    assert_no_canary("canary-run", tmp_path)
 
 
 def test_run_in_process_the_red_team_reads_the_secret_through_its_arguments(tmp_path):
@@ -288,6 +295,30 @@ def test_check_attack_flags_reading_the_boards_private_attributes():
     with pytest.raises(ConformanceError):
         check_attack(red_team())
     check_attack_keeps_to_the_public_board(ATTACKS.make("boosting", k=20))
+
+
+class ObjectsOnly(RedTeam):
+    """The red team without its direct reads: only gc, frames and object.__getattribute__."""
+
+    id = "objects-only"
+
+    def run(self, board, data, rng):
+        return self._first(gc.get_referrers(data)) if self.guess_seeds else self._frames_or_zeros(board)
+
+    def _frames_or_zeros(self, board):
+        self.n_ = board.holdout_size
+        labels = self._frames()
+        return np.zeros(self.n_) if labels is None else labels
+
+
+@pytest.mark.parametrize("route", ["gc", "frames"])
+def test_check_attack_catches_labels_found_by_any_route_and_says_that_only_isolation_is_a_boundary(route):
+    attack = ObjectsOnly(guess_seeds=1 if route == "gc" else 0)
+    attack.n_ = N_HOLDOUT
+    check_attack_keeps_to_the_public_board(attack)  # it reads no private attribute
+    with pytest.raises(ConformanceError, match=r"errs on 0 of 120 .* only isolation='process' is a boundary"):
+        check_attack_private_score_at_chance(attack)
+    check_attack_private_score_at_chance(ATTACKS.make("boosting", k=20))
 
 
 def test_an_attack_reference_names_its_stream_like_the_instance():

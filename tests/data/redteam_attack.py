@@ -6,17 +6,18 @@ think of, submits the labels if it finds them, and writes a canary file wherever
 - routes through Python objects of its own process: the board's private attributes, read
   directly or through ``object.__getattribute__``, ``gc.get_referrers(data)``,
   ``gc.get_objects()``, the frames up the stack, the globals of ``sys.modules``;
-- routes through the operating system, against every process it can see (itself, its
-  parent, its siblings): their command lines, environments, working directories and open
+- routes through the operating system, against every process it can see of its family
+  (itself, its ancestors, its siblings): their command lines, environments, working directories and open
   descriptors (read for seeds, secret-seed files, scenarios and run manifests), their
   memory through ``/proc/<pid>/mem`` (scanned for a vector of 0/1 labels), and ``ptrace``;
 - re-deriving the labels from every seed it found (in arguments, environments, files it
   could read: a scenario, a manifest, a secret-seed file), from small guessed seeds, and
   from its own random generator's state;
-- ``ptrace`` of its parent and siblings (``os_routes="all"``; ``"read"`` only reads, for runs
-  whose parent is the test runner itself);
-- writes: a canary file into every folder it found (working directories, the folders of
-  the files above, ``/tmp``, ``$HOME``, its own source folder). ``reached_*`` marks say
+- ``ptrace`` of those processes (``os_routes="all"``; ``"read"`` only reads, for runs whose
+  ancestors are the test runner itself);
+- writes: a canary file into the working directories of its family, the folders of the
+  scenarios, manifests and secret-seed files it found, ``/tmp``, ``$HOME`` and its own
+  source folder. ``reached_*`` marks say
   what it could read or write at all, labels or not.
 """
 
@@ -138,10 +139,10 @@ class RedTeam(Attack):
     # --- the operating system ---------------------------------------------------------------
 
     def _operating_system(self):
-        """Itself, its parent and its siblings, and every file they point to: labels from
+        """Its family of processes, and every file they point to: labels from
         memory or from the seeds it finds."""
-        texts, folders = [" ".join(sys.argv), json.dumps(dict(os.environ))], [Path.cwd(), Path("/tmp"), Path.home(),
-                                                                               Path(__file__).parent]
+        texts = [" ".join(sys.argv), json.dumps(dict(os.environ))]
+        homes = [Path.cwd(), Path("/tmp"), Path.home(), Path(__file__).parent]
         labels = None
         for pid in self._processes():
             proc = Path("/proc") / str(pid)
@@ -153,7 +154,7 @@ class RedTeam(Attack):
                 if other:
                     self._reached(f"environment of {pid}")
             with contextlib.suppress(OSError):
-                folders.append(Path(os.readlink(proc / "cwd")))
+                homes.append(Path(os.readlink(proc / "cwd")))
                 if other:
                     self._reached(f"working directory of {pid}")
             with contextlib.suppress(OSError):
@@ -169,21 +170,26 @@ class RedTeam(Attack):
             if other and self.os_routes == "all":
                 self._ptrace(pid)
         paths = {Path(token) for text in texts for token in re.findall(r"/[\w./-]+", text)}
-        folders += [path if path.is_dir() else path.parent for path in paths if path.exists()]
-        seeds, secrets = self._seeds_and_secrets(texts, paths, folders)
-        self._write_canaries(folders)
+        folders = homes + [path if path.is_dir() else path.parent for path in paths if path.exists()]
+        seeds, secrets, organisers = self._seeds_and_secrets(texts, paths, folders)
+        self._write_canaries(homes + organisers)
         if labels is not None:
             return labels
         return self._guess(seeds, [None, *secrets])
 
     def _processes(self):
-        """Itself, its parent and its parent's other children (its siblings)."""
-        parent, children = os.getppid(), []
+        """Itself, its ancestors, and its parent's other children (its siblings)."""
+        parents = {}
         for name in os.listdir("/proc"):
             with contextlib.suppress(OSError, ValueError, IndexError):
-                if name.isdigit() and int((Path("/proc") / name / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
-                    children.append(int(name))
-        return sorted({os.getpid(), parent, *children})
+                if name.isdigit():
+                    parents[int(name)] = int((Path("/proc") / name / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        ancestors, pid = [], os.getpid()
+        while parents.get(pid, 0) > 0:
+            pid = parents[pid]
+            ancestors.append(pid)
+        siblings = [child for child, parent in parents.items() if parent == os.getppid()]
+        return sorted({os.getpid(), *ancestors, *siblings})
 
     def _reached(self, what):
         self.found_.setdefault(f"reached {what}", None)
@@ -237,8 +243,9 @@ class RedTeam(Attack):
 
     def _seeds_and_secrets(self, texts, paths, folders):
         """Seeds from scenarios and manifests, secrets from secret-seed files (a file holding
-        one large whole number), among the files named anywhere and those in the folders."""
-        seeds, secrets, seen = set(), set(), 0
+        one large whole number), among the files named anywhere and those in the folders; and
+        the folders that hold such files, where the organiser reads."""
+        seeds, secrets, seen, organisers = set(), set(), 0, []
         candidates = list(paths)
         for folder in folders:
             with contextlib.suppress(OSError):
@@ -264,14 +271,17 @@ class RedTeam(Attack):
                 with contextlib.suppress(ValueError, KeyError, TypeError):
                     seeds.add(int(json.loads(text)["scenario"]["seed"]))
                     self._reached(f"run manifest {path}")
+                    organisers.append(path.parent)
             elif path.suffix == ".toml":
                 with contextlib.suppress(ValueError, KeyError, TypeError):
                     seeds.add(int(tomllib.loads(text)["seed"]))
                     self._reached(f"scenario {path}")
+                    organisers.append(path.parent)
             elif re.fullmatch(r"\d{20,}\s*", text):
                 secrets.add(int(text))
                 self._reached(f"secret seed file {path}")
-        return sorted(seeds), sorted(secrets)
+                organisers.append(path.parent)
+        return sorted(seeds), sorted(secrets), organisers
 
     def _write_canaries(self, folders):
         if not self.canary:
