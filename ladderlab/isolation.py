@@ -12,8 +12,8 @@ the run directory and the scenario stay with the organiser.
 The protocol is the leaderboard's message set, the same as a remote client's: submit a
 batch of predictions with a number of repeats (the reply holds the released scores, the
 submissions made and the submissions left), and, on boards created with ``oracle=True``,
-ask for the oracle's jump count. A message is a JSON header and NumPy arrays read with
-``allow_pickle=False`` in both directions, so neither side ever unpickles what the other
+ask for the oracle's jump count. A message (:class:`Channel`) is a JSON header and the raw
+bytes of numeric arrays, in both directions, so neither side ever unpickles what the other
 sends. One batch is one round trip, whatever its size.
 """
 
@@ -23,13 +23,13 @@ import dataclasses
 import hashlib
 import importlib.util
 import inspect
-import io
 import json
+import math
 import os
 import socket
+import struct
 import traceback
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,37 +142,79 @@ class AttackOutcome:
     fingerprint: dict[str, Any]
 
 
-# --- wire format: a JSON header, then arrays without pickle ----------------------------------
+# --- wire format: a JSON header, then raw arrays ---------------------------------------------
 
 HEADER_LIMIT = 1 << 20
-"""Largest header the organiser reads from an attack process, in bytes."""
+"""Largest header read from the other side, in bytes."""
+ARRAY_KINDS = frozenset("biufc")
+"""The dtype kinds an array may have on the wire: booleans and numbers, never objects."""
+_PREFIX = struct.Struct("<IQ")
+_READ_AHEAD = 1 << 16
 
 
-def send_message(connection: Connection, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> None:
-    """One message: the header (with the names of the arrays that follow), then each array."""
-    arrays = arrays or {}
-    connection.send_bytes(json.dumps({**header, "arrays": list(arrays)}).encode())
-    for array in arrays.values():
-        buffer = io.BytesIO()
-        np.save(buffer, np.asarray(array), allow_pickle=False)
-        connection.send_bytes(buffer.getbuffer())
+class Channel:
+    """One end of a message stream over a socket. A message is one write: the lengths of its
+    header and body, a JSON header that names its arrays (dtype and shape), and the arrays'
+    bytes. Arrays are rebuilt with ``np.frombuffer`` from numeric dtypes only: nothing that
+    crosses is ever unpickled or evaluated."""
+
+    __slots__ = ("_pending", "_socket")
+
+    def __init__(self, channel: socket.socket):
+        self._socket = channel
+        self._pending = bytearray()
+
+    def send(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> None:
+        contiguous = {name: np.ascontiguousarray(array) for name, array in (arrays or {}).items()}
+        described = [[name, array.dtype.str, list(array.shape)] for name, array in contiguous.items()]
+        head = json.dumps({**header, "arrays": described}).encode()
+        body = [memoryview(array.reshape(-1).view(np.uint8)) for array in contiguous.values()]
+        prefix = _PREFIX.pack(len(head), sum(part.nbytes for part in body))
+        self._socket.sendall(b"".join([prefix, head, *body]))
+
+    def receive(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """One message; :class:`AttackProcessError` if it is not one, ``EOFError`` if the other end closed."""
+        head_size, body_size = _PREFIX.unpack(self._read(_PREFIX.size))
+        try:
+            if head_size > HEADER_LIMIT:
+                raise ValueError(f"a header of {head_size} bytes (at most {HEADER_LIMIT})")
+            header = json.loads(self._read(head_size))
+            if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
+                raise ValueError("a message must be a JSON object with a 'kind'")
+            layout = [_array_layout(entry) for entry in header.pop("arrays", [])]
+            if sum(nbytes for *_, nbytes in layout) != body_size:
+                raise ValueError("the arrays do not fill the message")
+            body, offset, arrays = self._read(body_size), 0, {}
+        except (ValueError, TypeError, EOFError) as error:
+            raise AttackProcessError(f"the attack process broke the protocol: {error}") from None
+        for name, dtype, shape, nbytes in layout:
+            arrays[name] = np.frombuffer(body, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
+            offset += nbytes
+        return header, arrays
+
+    def _read(self, size: int) -> bytearray:
+        while len(self._pending) < size:
+            chunk = self._socket.recv(max(size - len(self._pending), _READ_AHEAD))
+            if not chunk:
+                raise EOFError("the channel closed" + (" in the middle of a message" if self._pending else ""))
+            self._pending += chunk
+        data = self._pending[:size]
+        del self._pending[:size]
+        return data
+
+    def close(self) -> None:
+        self._socket.close()
 
 
-def receive_message(connection: Connection) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """One message; :class:`AttackProcessError` if it is not one (``EOFError`` if the other side is gone)."""
-    try:
-        header = json.loads(connection.recv_bytes(HEADER_LIMIT))
-        if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
-            raise ValueError("a message must be a JSON object with a 'kind'")
-        names = header.pop("arrays", [])
-        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-            raise ValueError("'arrays' must be a list of names")
-        arrays = {name: np.load(io.BytesIO(connection.recv_bytes()), allow_pickle=False) for name in names}
-    except (EOFError, ConnectionError):
-        raise
-    except Exception as error:
-        raise AttackProcessError(f"the attack process broke the protocol: {error}") from None
-    return header, arrays
+def _array_layout(entry: Any) -> tuple[str, np.dtype, tuple[int, ...], int]:
+    """(name, dtype, shape, bytes) of an array named in a header; ``ValueError`` unless numeric."""
+    name, dtype_text, shape = entry
+    dtype = np.dtype(str(dtype_text))
+    if dtype.kind not in ARRAY_KINDS or not isinstance(name, str):
+        raise ValueError(f"array {name!r} has dtype {dtype_text!r}; only booleans and numbers cross")
+    if not all(isinstance(size, int) and size >= 0 for size in shape):
+        raise ValueError(f"array {name!r} has shape {shape!r}")
+    return name, dtype, tuple(shape), math.prod(shape) * dtype.itemsize
 
 
 _RELAYED_ERRORS: dict[str, type[Exception]] = {
@@ -219,12 +261,12 @@ class BoardClient:
     needs the leaderboard is one message; the transcript is kept here, and the submissions
     left are what the leaderboard last said."""
 
-    __slots__ = ("_connection", "_oracle", "_remaining", "_transcript", "budget", "classes", "holdout_size",
+    __slots__ = ("_channel", "_oracle", "_remaining", "_transcript", "budget", "classes", "holdout_size",
                  "prediction_ndim")
 
-    def __init__(self, connection: Connection, holdout_size: int, budget: int | None, remaining: int | None,
+    def __init__(self, channel: Channel, holdout_size: int, budget: int | None, remaining: int | None,
                  classes: np.ndarray, oracle: bool, prediction_ndim: int):
-        self._connection = connection
+        self._channel = channel
         self._oracle = oracle
         self._remaining = remaining
         self._transcript: list[float] = []
@@ -244,8 +286,8 @@ class BoardClient:
 
     def _ask(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        send_message(self._connection, header, arrays)
-        reply, arrays = receive_message(self._connection)
+        self._channel.send(header, arrays)
+        reply, arrays = self._channel.receive()
         if reply["kind"] == "error":
             raise _relayed(reply, RuntimeError)
         return reply, arrays
@@ -278,32 +320,31 @@ def _rng_from_state(state: dict[str, Any]) -> np.random.Generator:
     return np.random.Generator(bit_generator)
 
 
-def attack_process(channel: socket.socket) -> None:
+def attack_process(connection: socket.socket) -> None:
     """The body of an attack process (run by :mod:`ladderlab.sandbox` in a forked, sandboxed child)."""
     from ladderlab.rundir import fingerprint
 
-    connection = Connection(channel.detach())
+    channel = Channel(connection)
     try:
-        request, arrays = receive_message(connection)
+        request, arrays = channel.receive()
         attack = AttackRef(request["locator"], request["params"]).make()
         data = _data_from(request["data"], arrays)
         reason = attack.incompatibility(data)
         if reason:
-            send_message(connection, {"kind": "incompatible", "reason": reason})
+            channel.send({"kind": "incompatible", "reason": reason})
             return
         attack.validate_params()
-        board = BoardClient(connection, request["holdout_size"], request["budget"], request["remaining"],
+        board = BoardClient(channel, request["holdout_size"], request["budget"], request["remaining"],
                             arrays["board.classes"], request["oracle"], request["prediction_ndim"])
-        with single_threaded():
-            prediction = np.asarray(attack.run(board, data, _rng_from_state(request["rng_state"])))
+        prediction = np.asarray(attack.run(board, data, _rng_from_state(request["rng_state"])))
         if prediction.dtype.hasobject:
             raise ValueError(f"the final prediction must be numeric, got an array of dtype {prediction.dtype}")
-        send_message(connection, {"kind": "done", "marks": attack.marks(), "fingerprint": fingerprint(type(attack))},
+        channel.send({"kind": "done", "marks": attack.marks(), "fingerprint": fingerprint(type(attack))},
                      {"prediction": prediction})
     except BaseException as error:  # everything goes back to the organiser, who decides
-        send_message(connection, {**_error_message(error), "traceback": traceback.format_exc()})
+        channel.send({**_error_message(error), "traceback": traceback.format_exc()})
     finally:
-        connection.close()
+        channel.close()
 
 
 # --- the organiser's side --------------------------------------------------------------------
@@ -316,8 +357,8 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     :class:`AttackProcessError` otherwise.
     """
     sandbox = sandbox_for(ref.view())
-    channel, pid = sandbox.start_attack_process()
-    connection = Connection(channel.detach())
+    connection, pid = sandbox.start_attack_process()
+    channel = Channel(connection)
     data_fields, data_arrays = _data_message(data)
     request = {
         "kind": "start", "locator": ref.locator, "params": ref.params, "data": data_fields,
@@ -326,13 +367,13 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     }
     ended = False
     try:
-        send_message(connection, request, {**data_arrays, "board.classes": np.asarray(board.classes)})
-        return _serve(connection, board)
+        channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
+        return _serve(channel, board)
     except (EOFError, OSError):
         status, ended = sandbox.end_attack_process(pid), True
         raise AttackProcessError(f"the attack process ended without an answer ({_describe(status)})") from None
     finally:
-        connection.close()
+        channel.close()
         if not ended:
             sandbox.end_attack_process(pid)
 
@@ -344,23 +385,23 @@ def _describe(status: int | None) -> str:
     return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
-def _serve(connection: Connection, board: Board) -> AttackOutcome:
+def _serve(channel: Channel, board: Board) -> AttackOutcome:
     while True:
-        header, arrays = receive_message(connection)
+        header, arrays = channel.receive()
         kind = header["kind"]
         if kind == "submit_many" and "predictions" in arrays:
             try:
                 released = board.submit_many(arrays["predictions"], header.get("repeats", 1))
             except Exception as error:
-                send_message(connection, _error_message(error))
+                channel.send(_error_message(error))
             else:
-                send_message(connection, {"kind": "released", "submissions": board.submissions,
-                                          "remaining": board.remaining}, {"released": released})
+                channel.send({"kind": "released", "submissions": board.submissions, "remaining": board.remaining},
+                             {"released": released})
         elif kind == "oracle_jumps":
             try:
-                send_message(connection, {"kind": "jumps", "jumps": board.oracle_jumps(int(header["since"]))})
+                channel.send({"kind": "jumps", "jumps": board.oracle_jumps(int(header["since"]))})
             except Exception as error:
-                send_message(connection, _error_message(error))
+                channel.send(_error_message(error))
         elif kind == "done" and "prediction" in arrays:
             return AttackOutcome(arrays["prediction"], _checked_marks(header.get("marks")),
                                  _checked_fingerprint(header.get("fingerprint")))

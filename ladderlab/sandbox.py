@@ -34,7 +34,9 @@ import contextlib
 import ctypes
 import gc
 import hashlib
+import importlib
 import importlib.util
+import inspect
 import os
 import shutil
 import signal
@@ -48,6 +50,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Literal
+
+from ladderlab.determinism import single_threaded
+from ladderlab.sources import imported_names
 
 SandboxMode = Literal["separate-user", "user-namespace"]
 
@@ -185,7 +190,8 @@ def _namespace_options(mode: SandboxMode) -> list[str]:
     options = ["--die-with-parent", "--new-session", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts",
                "--unshare-net", "--unshare-cgroup-try"]
     if mode == "separate-user":
-        return [*options, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        return [*options, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add",
+                "CAP_KILL"]
     return [*options, "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
 
 
@@ -202,9 +208,9 @@ def _parents(path: Path, made: set[Path]) -> list[str]:
 def sandbox_command(mode: SandboxMode, view: View, control_fd: int, file_fds: list[int]) -> list[str]:
     """The ``bwrap`` command line of a sandbox server (``file_fds``: one open descriptor per
     file of ``view``, in order). Nothing secret is on it: folders, the mode, a descriptor number."""
-    options = [_bwrap(), *_namespace_options(mode)]
+    options = [_bwrap(), *_namespace_options(mode), "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs",
+               "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm", "--ro-bind", "/usr", "/usr"]
     made: set[Path] = set()
-    options += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/") / name
         if path.is_symlink():
@@ -217,8 +223,7 @@ def sandbox_command(mode: SandboxMode, view: View, control_fd: int, file_fds: li
             options += [*_parents(folder, made), "--ro-bind", str(folder), str(folder)]
     for source, fd in zip(view.files, file_fds):
         options += [*_parents(source.path, made), "--perms", "0444", "--ro-bind-data", str(fd), str(source.path)]
-    options += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-                "--perms", "1777", "--tmpfs", "/dev/shm", "--chdir", "/tmp", "--clearenv"]
+    options += ["--chdir", "/tmp", "--clearenv"]
     for name, value in _ENVIRONMENT.items():
         options += ["--setenv", name, value]
     paths = [entry for entry in (os.path.abspath(entry) for entry in sys.path if entry) if os.path.isdir(entry)]
@@ -359,6 +364,11 @@ def serve(control_fd: int, mode: SandboxMode) -> None:
     gc.freeze()  # forked children then share the preloaded objects' pages instead of copying them
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     control.send(READY)
+    with single_threaded():  # for every attack process, as for every cell (ladderlab.determinism)
+        _serve_requests(control, mode)
+
+
+def _serve_requests(control: socket.socket, mode: SandboxMode) -> None:
     users = iter(range(SANDBOX_UIDS))
     owners: dict[int, int] = {}
     exited: dict[int, int] = {}
@@ -390,13 +400,18 @@ def serve(control_fd: int, mode: SandboxMode) -> None:
 
 
 def _preload() -> None:
-    """Import what every attack process needs, once, before the first fork."""
-    import numpy  # noqa: F401
-
+    """Prepare what every attack process needs, once, before the first fork: the built-in
+    attacks, every module they import (also those they import when played, such as
+    scikit-learn's estimators) and their fingerprints."""
     import ladderlab.isolation  # noqa: F401
     from ladderlab.registry import ATTACKS
+    from ladderlab.rundir import fingerprint
 
-    ATTACKS.builtins()
+    for cls in ATTACKS.builtins().values():
+        for name in imported_names(Path(inspect.getfile(cls)), cls.__module__.rpartition(".")[0]):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+        fingerprint(cls)
 
 
 def _become_attack_process(fd: int, control: socket.socket, user: int | None) -> None:
@@ -426,17 +441,11 @@ def _become_attack_process(fd: int, control: socket.socket, user: int | None) ->
 
 def _end(pid: int, owner: int, mode: SandboxMode, exited: dict[int, int]) -> int:
     """Kill an attack process and its descendants, reap it; its wait status."""
-    if mode == "separate-user":
-        killer = os.fork()
-        if killer == 0:  # as the attack's own user: every process that user has, and nothing else
-            try:
-                os.setgroups([])
-                os.setresgid(owner, owner, owner)
-                os.setresuid(owner, owner, owner)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
+    if mode == "separate-user":  # every process of the attack's own user, and nothing else
+        for process in Path("/proc").iterdir():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if process.name.isdigit() and _real_user(process) == owner:
+                    os.kill(int(process.name), signal.SIGKILL)
     else:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
@@ -446,6 +455,11 @@ def _end(pid: int, owner: int, mode: SandboxMode, exited: dict[int, int]) -> int
         return os.waitpid(pid, 0)[1]
     except ChildProcessError:
         return -1
+
+
+def _real_user(process: Path) -> int:
+    line = next(line for line in (process / "status").read_text().splitlines() if line.startswith("Uid:"))
+    return int(line.split()[1])
 
 
 def _reap(exited: dict[int, int], owners: dict[int, int]) -> None:

@@ -38,7 +38,7 @@ def local_imports(path: Path, search: Path, package: str = "", top: str | None =
     pending = [(Path(path), package)]
     while pending:
         source, source_package = pending.pop(0)
-        for name in _imported_names(source, source_package):
+        for name in imported_names(source, source_package):
             if top is not None and name.split(".")[0] != top:
                 continue
             for file, module_package in _module_files(name, search):
@@ -64,9 +64,10 @@ def module_source_files(module_name: str, path: Path) -> list[Path]:
                                  else module_name, top)]
 
 
-def _imported_names(path: Path, package: str) -> list[str]:
-    """The absolute module names that the import statements of ``path`` may load; for
-    ``from a import b`` both ``a`` and ``a.b`` (``b`` may be a submodule)."""
+def imported_names(path: Path, package: str = "") -> list[str]:
+    """The absolute module names that the import statements of ``path`` may load, at module
+    level or inside functions; for ``from a import b`` both ``a`` and ``a.b`` (``b`` may be
+    a submodule)."""
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError):

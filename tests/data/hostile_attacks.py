@@ -43,7 +43,7 @@ class Smuggler(Attack):
         self.target = target
 
     def run(self, board, data, rng):
-        board._connection.send_bytes(pickle.dumps(Payload(self.target)))
+        board._channel._socket.sendall(pickle.dumps(Payload(self.target)))
         return np.zeros(board.holdout_size)
 
 
