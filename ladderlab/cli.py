@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__
+from ladderlab import __version__, isolation_benchmark
 from ladderlab.duel import duel
 from ladderlab.isolation import ISOLATION_MODES, check_isolation
 from ladderlab.params import describe
@@ -524,6 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
     bench.set_defaults(handler=_bench)
+    isolation_benchmark.add_subcommand(commands, _count(1))
 
     extrapolate = commands.add_parser(
         "extrapolate", help="predict the accuracy on K classes from a classifier's results on k of them",

@@ -321,12 +321,25 @@ def _rng_from_state(state: dict[str, Any]) -> np.random.Generator:
 
 
 def attack_process(connection: socket.socket) -> None:
-    """The body of an attack process (run by :mod:`ladderlab.sandbox` in a forked, sandboxed child)."""
-    from ladderlab.rundir import fingerprint
-
+    """The body of an attack process (run by :mod:`ladderlab.sandbox` in a forked, sandboxed child):
+    duel after duel of the same code (see :func:`run_attack`), until the organiser closes the channel."""
     channel = Channel(connection)
     try:
-        request, arrays = channel.receive()
+        while True:
+            try:
+                request, arrays = channel.receive()
+            except EOFError:
+                return
+            _play(channel, request, arrays)
+    finally:
+        channel.close()
+
+
+def _play(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """One duel (or one team's competition) in the attack process: everything goes back."""
+    from ladderlab.rundir import fingerprint
+
+    try:
         attack = AttackRef(request["locator"], request["params"]).make()
         data = _data_from(request["data"], arrays)
         reason = attack.incompatibility(data)
@@ -341,10 +354,8 @@ def attack_process(connection: socket.socket) -> None:
             raise ValueError(f"the final prediction must be numeric, got an array of dtype {prediction.dtype}")
         channel.send({"kind": "done", "marks": attack.marks(), "fingerprint": fingerprint(type(attack))},
                      {"prediction": prediction})
-    except BaseException as error:  # everything goes back to the organiser, who decides
+    except BaseException as error:  # everything goes back to the organiser, who ends this process
         channel.send({**_error_message(error), "traceback": traceback.format_exc()})
-    finally:
-        channel.close()
 
 
 # --- the organiser's side --------------------------------------------------------------------
@@ -357,24 +368,35 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     :class:`AttackProcessError` otherwise.
     """
     sandbox = sandbox_for(ref.view())
-    connection, pid = sandbox.start_attack_process()
-    channel = Channel(connection)
+    kept = sandbox.take_idle()
+    if kept is None:
+        connection, pid = sandbox.start_attack_process()
+        kept = Channel(connection), pid
+    channel, pid = kept
     data_fields, data_arrays = _data_message(data)
     request = {
         "kind": "start", "locator": ref.locator, "params": ref.params, "data": data_fields,
         "rng_state": rng.bit_generator.state, "holdout_size": board.holdout_size, "budget": board.budget,
         "remaining": board.remaining, "oracle": board._oracle, "prediction_ndim": board.prediction_ndim,
     }
-    ended = False
+    clean = ended = False
     try:
         channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
-        return _serve(channel, board)
+        try:
+            outcome = _serve(channel, board)
+        except AttackIncompatible:
+            clean = True
+            raise
+        clean = True
+        return outcome
     except (EOFError, OSError):
         status, ended = sandbox.end_attack_process(pid), True
         raise AttackProcessError(f"the attack process ended without an answer ({_describe(status)})") from None
     finally:
-        channel.close()
-        if not ended:
+        if clean:
+            sandbox.tidy_attack_process(pid)
+        if not ended and not (clean and sandbox.keep_idle(kept)):
+            channel.close()
             sandbox.end_attack_process(pid)
 
 

@@ -1,4 +1,4 @@
-"""The operating-system boundary around attack code: a sandbox server, and one process per attack.
+"""The operating-system boundary around attack code: a sandbox server, and its attack processes.
 
 An isolated attack runs in a process that Linux keeps away from the organiser:
 
@@ -7,8 +7,9 @@ An isolated attack runs in a process that Linux keeps away from the organiser:
   namespaces, with a read-only view of the Python installation, ladderlab's packages and
   the attack's own source files, and nothing else (no run directory, manifest, scenario,
   secret-seed file, home or shared ``/tmp``); the server keeps only the capabilities to
-  change its user. Each attack process drops to a user and group of its own (a different
-  uid per attack, no supplementary groups, no capabilities) before it reads anything.
+  change its user and to kill its attacks' processes. Each attack process drops to a user
+  and group of its own (a different uid per process, no supplementary groups, no
+  capabilities) before it reads anything.
 - **user namespace** (an ordinary user): the same, in a new user namespace as well; the
   attack keeps the organiser's uid outside the sandbox but has no capabilities, cannot see
   the organiser's processes or files, and every process of the sandbox is non-dumpable.
@@ -19,12 +20,15 @@ and ``ptrace`` fail even for a process of the same user outside the sandbox. Wit
 ``bwrap``, or where it cannot create its namespaces, :func:`require` refuses and says what
 is missing: isolation never runs with less than it promises.
 
-The server is a fork server: it imports NumPy, ladderlab and the built-in attacks once,
-never holds a label, and forks one child per attack. A child gets one socket, the end
-of a socket pair whose other end the organiser keeps (:mod:`ladderlab.isolation` speaks
-the leaderboard protocol over it); every other descriptor is closed, and its standard
-streams are ``/dev/null``. After the duel the organiser has the server kill the attack
-and everything it started.
+The server is the sandbox's PID 1 (no process of the sandbox can signal it) and a fork
+server: it imports NumPy, ladderlab, the built-in attacks and every module they import,
+once, holds one BLAS thread, never holds a label, and forks an attack process when the
+organiser asks. An attack process gets one socket, the end of a socket pair whose other
+end the organiser keeps (:mod:`ladderlab.isolation` speaks the leaderboard protocol over
+it); every other descriptor is closed, and its standard streams are ``/dev/null``. The
+organiser keeps an attack process that finished a duel cleanly for the next duel of code
+from the same source, after the server killed whatever it started; it has the server end
+one that failed.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ladderlab.determinism import single_threaded
 from ladderlab.sources import imported_names
@@ -248,6 +252,7 @@ class Sandbox:
         self.view = view
         self.mode = require()
         self._lock = threading.Lock()
+        self._idle: list[Any] = []
         control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         files = [open(source.path, "rb") for source in view.files]
         self._errors = tempfile.TemporaryFile()
@@ -305,6 +310,26 @@ class Sandbox:
             return None
         return int(answer) if answer.lstrip(b"-").isdigit() else None
 
+    def tidy_attack_process(self, pid: int) -> None:
+        """Kill whatever the attack process ``pid`` started, and keep it."""
+        with contextlib.suppress(OSError), self._lock:
+            self._control.send(b"tidy %d" % pid)
+            self._receive()
+
+    def take_idle(self) -> Any:
+        """An attack process kept for another duel (as :meth:`keep_idle` got it), or None."""
+        with self._lock:
+            return self._idle.pop() if self._idle else None
+
+    def keep_idle(self, process: Any) -> bool:
+        """Keep an attack process that finished a duel cleanly for the next one; False if
+        enough are kept already (then end it)."""
+        with self._lock:
+            if len(self._idle) >= MAX_IDLE:
+                return False
+            self._idle.append(process)
+            return True
+
     @property
     def alive(self) -> bool:
         return self._process.poll() is None
@@ -319,6 +344,8 @@ class Sandbox:
         self._errors.close()
 
 
+MAX_IDLE = 8
+"""Attack processes a sandbox keeps for later duels (more run at once in a competition)."""
 _sandboxes: dict[tuple[int, View], Sandbox] = {}
 _sandboxes_lock = threading.Lock()
 MAX_SANDBOXES = 4
@@ -392,11 +419,18 @@ def _serve_requests(control: socket.socket, mode: SandboxMode) -> None:
             owner = owners.pop(pid, None)
             status = _end(pid, owner, mode, exited) if owner is not None else -1
             control.send(str(status).encode())
+        elif message.startswith(b"tidy "):
+            pid = int(message.split()[1])
+            if pid in owners:
+                _kill_started(pid, owners[pid], mode, spare=True)
+            control.send(b"ok")
         else:
             for fd in fds:
                 os.close(fd)
             control.send(b"?")
         _reap(exited, owners)
+    for pid, owner in owners.items():  # the organiser is gone: end the attack processes it kept
+        _end(pid, owner, mode, exited)
 
 
 def _preload() -> None:
@@ -440,15 +474,8 @@ def _become_attack_process(fd: int, control: socket.socket, user: int | None) ->
 
 
 def _end(pid: int, owner: int, mode: SandboxMode, exited: dict[int, int]) -> int:
-    """Kill an attack process and its descendants, reap it; its wait status."""
-    if mode == "separate-user":  # every process of the attack's own user, and nothing else
-        for process in Path("/proc").iterdir():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                if process.name.isdigit() and _real_user(process) == owner:
-                    os.kill(int(process.name), signal.SIGKILL)
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+    """Kill an attack process and everything it started, reap it; its wait status."""
+    _kill_started(pid, owner, mode, spare=False)
     if pid in exited:
         return exited.pop(pid)
     try:
@@ -457,9 +484,20 @@ def _end(pid: int, owner: int, mode: SandboxMode, exited: dict[int, int]) -> int
         return -1
 
 
-def _real_user(process: Path) -> int:
-    line = next(line for line in (process / "status").read_text().splitlines() if line.startswith("Uid:"))
-    return int(line.split()[1])
+def _kill_started(pid: int, owner: int, mode: SandboxMode, spare: bool) -> None:
+    """Kill every process the attack process ``pid`` started (and ``pid`` itself unless
+    ``spare``): as root, every process of its user; otherwise every process of its session."""
+    for process in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError, StopIteration):
+            if not process.name.isdigit() or (spare and int(process.name) == pid):
+                continue
+            if mode == "separate-user":
+                status = (process / "status").read_text().splitlines()
+                ours = int(next(line for line in status if line.startswith("Uid:")).split()[1]) == owner
+            else:
+                ours = int((process / "stat").read_text().rsplit(")", 1)[1].split()[3]) == owner
+            if ours:
+                os.kill(int(process.name), signal.SIGKILL)
 
 
 def _reap(exited: dict[int, int], owners: dict[int, int]) -> None:
