@@ -32,7 +32,7 @@ BEGIN, END = "<!-- isolation-benchmark -->", "<!-- /isolation-benchmark -->"
 SEQUENTIAL = """
 schema_version = 1
 name = "isolation-bench-sequential"
-replications = 4
+replications = 40
 seed = 1
 
 [[matrix]]
@@ -43,13 +43,25 @@ attacks = [{ id = "hill-climbing", params = { k = 1500 } }]
 BATCHED = """
 schema_version = 1
 name = "isolation-bench-batched"
-replications = 20
+replications = 200
 seed = 1
 
 [[matrix]]
 tasks = [{ id = "random-labels", params = { n_public = 1000, n_holdout = 3000 } }]
 mechanisms = [{ id = "kaggle" }, { id = "ladder" }]
 attacks = [{ id = "boosting", params = { k = 500 } }]
+"""
+
+STARTUP = """
+schema_version = 1
+name = "isolation-bench-startup"
+replications = 1
+seed = 1
+
+[[matrix]]
+tasks = [{ id = "random-labels", params = { n_public = 200, n_holdout = 600 } }]
+mechanisms = [{ id = "kaggle" }]
+attacks = [{ id = "boosting", params = { k = 10 } }]
 """
 
 
@@ -65,10 +77,12 @@ class Workload:
 WORKLOADS = (
     Workload("certify", "`ladderlab certify kaggle --replications 1`: the certification battery (every "
              "built-in attack at every strength and budget, once)", ("certify", "kaggle", "--replications", "1")),
-    Workload("batched", "40 duels of boosting (k = 500, one batch each) against kaggle and ladder at n = 1000",
-             ("run",), BATCHED),
-    Workload("sequential", "4 duels of hill-climbing (k = 1500 submissions, one at a time) at n = 1000",
+    Workload("batched", "400 duels of boosting (k = 500 submissions in one batch) against kaggle and ladder at "
+             "n = 1000", ("run",), BATCHED),
+    Workload("sequential", "40 duels of hill-climbing (k = 1500 submissions, one at a time) at n = 1000",
              ("run",), SEQUENTIAL),
+    Workload("startup", "1 duel of boosting (k = 10) at n = 200: starting the run's worker (and the sandbox)",
+             ("run",), STARTUP),
 )
 
 
@@ -127,7 +141,8 @@ def table(measured: dict[str, dict[str, list[Timing]]], rounds: int) -> str:
         BEGIN,
         f"Measured by `ladderlab bench-isolation --rounds {rounds}` on {time.strftime('%Y-%m-%d')}: Linux "
         f"{platform.release()}, {os.cpu_count()} processors, load average {load:.1f} at the end, Python "
-        f"{platform.python_version()}, sandbox mode `{_mode()}`. Each row: {rounds} pairs of whole commands, "
+        f"{platform.python_version()}, sandbox mode `{_mode()}`, a machine shared with other work. Each row: "
+        f"{rounds} pair{'s' if rounds != 1 else ''} of whole commands, "
         "unisolated then isolated, with the same results bit for bit; CPU is user + system seconds of the "
         "command and of every process it started; the ratio is the median of the pairs' ratios.",
         "",

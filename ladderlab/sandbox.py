@@ -41,7 +41,9 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import itertools
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -62,7 +64,8 @@ SandboxMode = Literal["separate-user", "user-namespace"]
 
 SANDBOX_UID_BASE = 0x7E000000
 """Attack processes of the separate-user mode run as uid (and gid) ``SANDBOX_UID_BASE + k``,
-k = 0, 1, … per server: users no account on the machine has (above systemd's ranges)."""
+a new k < ``SANDBOX_UIDS`` for each (from a random start per server): users no account on
+the machine has (above systemd's ranges)."""
 SANDBOX_UIDS = 1 << 16
 
 PR_SET_DUMPABLE = 4
@@ -396,7 +399,8 @@ def serve(control_fd: int, mode: SandboxMode) -> None:
 
 
 def _serve_requests(control: socket.socket, mode: SandboxMode) -> None:
-    users = iter(range(SANDBOX_UIDS))
+    first = secrets.randbelow(SANDBOX_UIDS)  # servers rarely share a uid (they never share a PID namespace)
+    users = ((first + k) % SANDBOX_UIDS for k in itertools.count())
     owners: dict[int, int] = {}
     exited: dict[int, int] = {}
     while True:

@@ -17,6 +17,7 @@ from scipy import stats
 from ladderlab import runner, sandbox
 from ladderlab.board import BudgetExceeded
 from ladderlab.competition import Rules, TeamSpec, compete
+from ladderlab.competition_results import load_competition_results
 from ladderlab.duel import duel
 from ladderlab.isolation import AttackProcessError, AttackRef
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
@@ -130,13 +131,30 @@ def ladderlab(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
+HOSTILE_COMPETITION = f"""
+[[competition]]
+tasks = [{{ id = "random-labels", params = {{ n_public = {N_PUBLIC}, n_holdout = {N_HOLDOUT} }} }}]
+mechanisms = [{{ id = "kaggle" }}]
+rules = [{{ rounds = 3, per_round = 40, selection = "last" }}]
+
+[[competition.mixes]]
+name = "red"
+teams = [
+  {{ policy = "{RED_TEAM}", count = 2, params = {{ os_routes = "all", canary = "canary-run" }} }},
+  {{ policy = "boosting", params = {{ k = 20 }} }},
+]
+"""
+
+
 def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_the_red_team(tmp_path):
     """The whole command: its arguments name the scenario, the secret-seed file and the run
-    directory, all readable by its user; the red team, run by it, finds none of them."""
+    directory, all readable by its user; the red team, run by it in duels and as two teams of
+    a competition, finds none of them."""
     scenario = tmp_path / "hostile.toml"
     scenario.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }').replace(
         'attacks = [{ id = "boosting", params = { k = [50, 100], variant = "kaggle" } }]',
-        f'attacks = [{{ id = "{RED_TEAM}", params = {{ os_routes = "all", canary = "canary-run" }} }}]'))
+        f'attacks = [{{ id = "{RED_TEAM}", params = {{ os_routes = "all", canary = "canary-run" }} }}]')
+        + HOSTILE_COMPETITION)
     secret = tmp_path / "secret"
     finished = ladderlab("--quiet", "run", str(scenario), "--out", str(tmp_path / "run"), "--isolation", "process",
                          "--secret-seed", str(secret), cwd=tmp_path)
@@ -145,6 +163,13 @@ def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_th
     results = runner.load_results(tmp_path / "run")
     assert (results.status == "ok").all() and (results.marks == "{}").all()
     for loss in results.final_final:
+        assert_at_chance(loss)
+    competitions = load_competition_results(tmp_path / "run", teams=True)
+    assert (competitions.status == "ok").all() and len(competitions) == 3
+    red_teams = [loss for labels, private in zip(competitions.team_labels, competitions.team_private)
+                 for label, loss in zip(labels, private) if label.endswith(":RedTeam")]
+    assert len(red_teams) == 2 * 3
+    for loss in red_teams:
         assert_at_chance(loss)
 
 
