@@ -153,9 +153,9 @@ _READ_AHEAD = 1 << 16
 
 
 class Channel:
-    """One end of a message stream over a socket. A message is one write: the lengths of its
-    header and body, a JSON header that names its arrays (dtype and shape), and the arrays'
-    bytes. Arrays are rebuilt with ``np.frombuffer`` from numeric dtypes only: nothing that
+    """One end of a message stream over a socket. A message is the lengths of its header and
+    body, a JSON header that names its arrays (dtype and shape), and the arrays' bytes (one
+    write when small; large arrays are sent and received without copies). Arrays are rebuilt with ``np.frombuffer`` from numeric dtypes only: nothing that
     crosses is ever unpickled or evaluated."""
 
     __slots__ = ("_pending", "_socket")
@@ -169,8 +169,13 @@ class Channel:
         described = [[name, array.dtype.str, list(array.shape)] for name, array in contiguous.items()]
         head = json.dumps({**header, "arrays": described}).encode()
         body = [memoryview(array.reshape(-1).view(np.uint8)) for array in contiguous.values()]
-        prefix = _PREFIX.pack(len(head), sum(part.nbytes for part in body))
-        self._socket.sendall(b"".join([prefix, head, *body]))
+        size = sum(part.nbytes for part in body)
+        if size <= _READ_AHEAD:  # one write
+            self._socket.sendall(b"".join([_PREFIX.pack(len(head), size), head, *body]))
+            return
+        self._socket.sendall(_PREFIX.pack(len(head), size) + head)
+        for part in body:  # large arrays go as they are, not copied into one buffer
+            self._socket.sendall(part)
 
     def receive(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """One message; :class:`AttackProcessError` if it is not one, ``EOFError`` if the other end closed."""
@@ -185,16 +190,30 @@ class Channel:
             if sum(nbytes for *_, nbytes in layout) != body_size:
                 raise ValueError("the arrays do not fill the message")
             body, offset, arrays = self._read(body_size), 0, {}
-        except (ValueError, TypeError, EOFError) as error:
-            raise AttackProcessError(f"the attack process broke the protocol: {error}") from None
+        except (ValueError, TypeError, EOFError, MemoryError, OverflowError) as error:
+            raise AttackProcessError(f"the attack process broke the protocol: {error or type(error).__name__}") from None
         for name, dtype, shape, nbytes in layout:
             arrays[name] = np.frombuffer(body, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
             offset += nbytes
         return header, arrays
 
     def _read(self, size: int) -> bytearray:
+        """``size`` bytes: small reads from a read-ahead buffer (a whole small message is one
+        system call), large ones straight into their own buffer."""
+        if size - len(self._pending) > _READ_AHEAD:
+            data = bytearray(size)
+            view = memoryview(data)
+            filled = len(self._pending)
+            view[:filled] = self._pending
+            self._pending = bytearray()
+            while filled < size:
+                got = self._socket.recv_into(view[filled:])
+                if not got:
+                    raise EOFError("the channel closed in the middle of a message")
+                filled += got
+            return data
         while len(self._pending) < size:
-            chunk = self._socket.recv(max(size - len(self._pending), _READ_AHEAD))
+            chunk = self._socket.recv(_READ_AHEAD)
             if not chunk:
                 raise EOFError("the channel closed" + (" in the middle of a message" if self._pending else ""))
             self._pending += chunk

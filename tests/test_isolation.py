@@ -5,8 +5,11 @@ in duels, competitions and whole runs; honest attacks give the same results, bit
 import gc
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +22,7 @@ from ladderlab.board import BudgetExceeded
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition_results import load_competition_results
 from ladderlab.duel import duel
-from ladderlab.isolation import AttackProcessError, AttackRef
+from ladderlab.isolation import AttackProcessError, AttackRef, Channel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.testing import (
     ConformanceError,
@@ -307,6 +310,37 @@ def test_errors_cross_the_pipe_as_themselves():
     with pytest.raises(BudgetExceeded, match="exceed the budget of 2"):
         duel(random_labels(), MECHANISMS.make("kaggle"), ATTACKS.make(f"{HOSTILE}:OverBudget"), budget=2,
              isolation="process")
+
+
+def test_the_channel_carries_small_and_large_arrays_exactly_in_order():
+    left, right = socket.socketpair()
+    sender, receiver = Channel(left), Channel(right)
+    rng = np.random.default_rng(30)
+    messages = [{"small": rng.random(3), "flags": rng.random(5) < 0.5},
+                {"large": rng.random((300, 1000)), "counts": rng.integers(0, 9, (2, 70_000), dtype=np.int32)},
+                {"small": rng.random((2, 2))}]
+    def send_all() -> None:  # written ahead of the reads: a read may start in the middle of a buffer
+        for number, arrays in enumerate(messages):
+            sender.send({"kind": "batch", "number": number}, arrays)
+
+    writer = threading.Thread(target=send_all)
+    writer.start()
+    for number, arrays in enumerate(messages):
+        header, received = receiver.receive()
+        assert header == {"kind": "batch", "number": number}
+        assert received.keys() == arrays.keys()
+        for name, array in arrays.items():
+            assert received[name].dtype == array.dtype and np.array_equal(received[name], array)
+    writer.join()
+
+
+@pytest.mark.parametrize("length", [1 << 49, 1 << 60])  # beyond any address space; beyond an index
+def test_a_message_that_claims_more_memory_than_exists_is_a_protocol_error(length):
+    left, right = socket.socketpair()
+    header = json.dumps({"kind": "batch", "arrays": [["huge", "<f8", [length]]]}).encode()
+    left.sendall(struct.pack("<IQ", len(header), 8 * length) + header + bytes(100))
+    with pytest.raises(AttackProcessError, match="broke the protocol"):
+        Channel(right).receive()
 
 
 def test_the_organiser_never_unpickles_what_the_attack_sends(tmp_path):
