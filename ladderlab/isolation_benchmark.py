@@ -29,40 +29,26 @@ from ladderlab.rundir import write_atomically
 
 BEGIN, END = "<!-- isolation-benchmark -->", "<!-- /isolation-benchmark -->"
 
-SEQUENTIAL = """
+
+def _scenario(name: str, replications: int, n_public: int, mechanisms: list[str], attack: str, k: int) -> str:
+    """A one-cell-per-mechanism scenario on random labels (holdout three times the public part)."""
+    mechanism_list = ", ".join(f'{{ id = "{mechanism}" }}' for mechanism in mechanisms)
+    return f"""
 schema_version = 1
-name = "isolation-bench-sequential"
-replications = 40
+name = "isolation-bench-{name}"
+replications = {replications}
 seed = 1
 
 [[matrix]]
-tasks = [{ id = "random-labels", params = { n_public = 1000, n_holdout = 3000 } }]
-mechanisms = [{ id = "kaggle" }]
-attacks = [{ id = "hill-climbing", params = { k = 1500 } }]
-"""
-BATCHED = """
-schema_version = 1
-name = "isolation-bench-batched"
-replications = 200
-seed = 1
-
-[[matrix]]
-tasks = [{ id = "random-labels", params = { n_public = 1000, n_holdout = 3000 } }]
-mechanisms = [{ id = "kaggle" }, { id = "ladder" }]
-attacks = [{ id = "boosting", params = { k = 500 } }]
+tasks = [{{ id = "random-labels", params = {{ n_public = {n_public}, n_holdout = {3 * n_public} }} }}]
+mechanisms = [{mechanism_list}]
+attacks = [{{ id = "{attack}", params = {{ k = {k} }} }}]
 """
 
-STARTUP = """
-schema_version = 1
-name = "isolation-bench-startup"
-replications = 1
-seed = 1
 
-[[matrix]]
-tasks = [{ id = "random-labels", params = { n_public = 200, n_holdout = 600 } }]
-mechanisms = [{ id = "kaggle" }]
-attacks = [{ id = "boosting", params = { k = 10 } }]
-"""
+SEQUENTIAL = _scenario("sequential", 40, 1000, ["kaggle"], "hill-climbing", 1500)
+BATCHED = _scenario("batched", 200, 1000, ["kaggle", "ladder"], "boosting", 500)
+STARTUP = _scenario("startup", 1, 200, ["kaggle"], "boosting", 10)
 
 
 @dataclass(frozen=True)
