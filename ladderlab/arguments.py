@@ -94,3 +94,15 @@ def parse_params(pairs: list[str]) -> dict[str, object]:
         except json.JSONDecodeError:
             params[key] = value
     return params
+
+
+def isolation_mode(text: str) -> str:
+    """An argparse type: an isolation mode that this machine can provide (else what is missing)."""
+    from ladderlab.isolation import ISOLATION_MODES, check_isolation
+
+    if text not in ISOLATION_MODES:
+        return text  # argparse's choices name the known ones
+    try:
+        return check_isolation(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

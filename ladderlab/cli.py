@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, arguments, demo, rank_certificate, replay, results
+from ladderlab import __version__, arguments, demo, isolation_benchmark, rank_certificate, replay, results
 from ladderlab.arguments import ArgumentError
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.isolation import ISOLATION_MODES
@@ -431,9 +431,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_trust_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--isolation", choices=ISOLATION_MODES, default="none",
-                        help="'process': play each attack in its own process, which never sees labels, split, "
-                             "mechanism or task seeds (see docs/isolation.md)")
+    parser.add_argument("--isolation", type=arguments.isolation_mode, choices=ISOLATION_MODES, default="none",
+                        help="'process': play each attack (and competition team) in a sandboxed process of its "
+                             "own, another user or a user namespace, which sees no labels, seeds, secret or run "
+                             "directory; needs Linux and bubblewrap (see docs/isolation.md)")
     parser.add_argument("--secret-seed", metavar="FILE",
                         help="derive simulated tasks' data and the mechanisms' coins also from the secret in FILE "
                              "(created with 128 random bits if missing), so the public seed cannot regenerate labels")
@@ -555,6 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(the bench results page is built from it)")
     _add_force(bench)
     bench.set_defaults(handler=_bench)
+    isolation_benchmark.add_subcommand(commands, arguments.count(1))
 
     from ladderlab import competition_benchmark, realism
 

@@ -69,14 +69,15 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.cohort import Cohort
 from ladderlab.competition_scoring import HoldoutScorer, population_scores
-from ladderlab.duel import Incompatible, incompatibility, spec
+from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
+from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.kaggle_calibration import ACTIVITIES, Schedule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
-from ladderlab.mechanism_bank import LadderBank, MechanismBank, Wave, make_bank
+from ladderlab.mechanism_bank import LadderBank, Wave, make_bank
 from ladderlab.params import Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
-from ladderlab.seeding import stream
+from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import Split, Task
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
@@ -141,6 +142,9 @@ class TeamSpec:
     activity: str | None = None
     """An activity profile (:data:`ladderlab.kaggle_calibration.ACTIVITIES`): each team draws when it
     arrives, how long it stays and how many submissions it makes (None: every round, the whole quota)."""
+    identity: tuple[str, dict[str, Any]] | None = None
+    """The policy's id and all its parameters (``duel.spec``), which name the team's random
+    streams; given (with ``honest``), an isolated team's code is never loaded in this process."""
 
     def __post_init__(self) -> None:
         for name in ("count", "accounts"):
@@ -165,6 +169,12 @@ class TeamSpec:
             return self.honest
         cls = type(self.policy) if isinstance(self.policy, Attack) else ATTACKS.get(self.policy)
         return cls.honest
+
+    def reference(self) -> AttackRef:
+        """The policy as an isolated team plays it (:mod:`ladderlab.isolation`)."""
+        if isinstance(self.policy, Attack):
+            return AttackRef.of(self.policy)
+        return AttackRef.from_spec(self.policy, self.params, self.identity or spec(self.attack()))
 
     def attack(self) -> Attack:
         """A fresh attack instance for one team."""
@@ -323,7 +333,7 @@ class CompetitionBoard(Board):
 class _PolicyTeam(_Team):
     """A team whose attack runs in its own greenlet against a :class:`CompetitionBoard`."""
 
-    def __init__(self, entry: TeamSpec, member: int, accounts: list[Account], attack: Attack, data: Any,
+    def __init__(self, entry: TeamSpec, member: int, accounts: list[Account], attack: Attack | AttackRef, data: Any,
                  rng: np.random.Generator, check: Any, score: Any, kind: PredictionKind, holdout_size: int,
                  classes: FloatArray):
         super().__init__(entry, member, accounts)
@@ -336,9 +346,14 @@ class _PolicyTeam(_Team):
 
     def _main(self, data: Any, rng: np.random.Generator) -> None:
         try:
-            self.final = self.attack.run(self.board, data, rng)
+            if isinstance(self.attack, AttackRef):
+                self.final = run_attack(self.attack, self.board, data, rng).prediction
+            else:
+                self.final = self.attack.run(self.board, data, rng)
         except _Aborted:
             pass
+        except AttackIncompatible as declined:
+            self.error = Incompatible(str(declined))
         except BaseException as error:  # handed to the engine, which raises it
             self.error = error
 
@@ -479,6 +494,8 @@ def play_competition(
     task_spec: tuple[str, dict[str, Any]] = ("", {}),
     capture: NDArray[np.int64] | None = None,
     batched: bool = True,
+    isolation: Isolation = "none",
+    secret: tuple[Any, ...] = (),
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
     team's policy or the mechanism cannot play on the task.
@@ -489,6 +506,9 @@ def play_competition(
     on the private rows, with the private labels (the per-sample data of a ranking certificate).
     ``batched=False`` plays every team on its own and gives every account its own bound mechanism:
     the reference that cohorts and vector banks are tested against (the same results, bit for bit).
+    ``isolation="process"`` plays every team's policy in a sandboxed process of its own
+    (:mod:`ladderlab.isolation`; no cohorts then), with the same results; ``secret``
+    (:func:`~ladderlab.seeding.secret_identity`) joins the mechanism's and the split's streams.
     """
     if not teams:
         raise ValueError("a competition needs at least one team")
@@ -498,19 +518,26 @@ def play_competition(
         raise ValueError(f"two team entries are named {twice!r}: the results group teams by name and would merge "
                          "them; give each entry its own label")
     scorer = get_scorer(split.public.scorer).within(split.public.prediction_range)
-    prototypes = [entry.attack() for entry in teams]
-    for attack in prototypes:
-        attack.validate_params()
-        reason = incompatibility(split, mechanism, attack)
+    prototypes: list[Attack] | list[AttackRef]
+    if check_isolation(isolation) == "process":
+        prototypes = [entry.reference() for entry in teams]
+        reason = incompatibility(split, mechanism, None)
         if reason:
             raise Incompatible(reason)
+    else:
+        prototypes = [entry.attack() for entry in teams]
+        for attack in prototypes:
+            attack.validate_params()
+            reason = incompatibility(split, mechanism, attack)
+            if reason:
+                raise Incompatible(reason)
     mechanism.validate_params()
     if rules.public_fraction is not None:
         size = split.y_holdout.size
         n_public = public_rows(rules, size)
-        order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication).permutation(size)
+        order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication, *secret).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
-    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched)
+    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret)
     try:
         engine.enrol(teams, prototypes)
         if capture is not None:
@@ -548,9 +575,10 @@ class _Engine:
     """One competition's teams, accounts, mechanism bank and records (module docstring)."""
 
     def __init__(self, split: Split, scorer: Scorer, mechanism: Mechanism, rules: Rules, seed: int, replication: int,
-                 task_spec: tuple[str, dict[str, Any]], batched: bool):
+                 task_spec: tuple[str, dict[str, Any]], batched: bool, secret: tuple[Any, ...] = ()):
         self.split, self.scorer, self.mechanism, self.rules = split, scorer, mechanism, rules
         self.seed, self.replication, self.task_spec, self.batched = seed, replication, task_spec, batched
+        self.secret = secret
         self.data = split.public
         self.holdout_size = split.y_holdout.size
         self.classes = np.unique(split.y_public if self.data.classes is None else self.data.classes)
@@ -565,13 +593,15 @@ class _Engine:
     def check(self, predictions: Any) -> FloatArray:
         return check_prediction_matrix(predictions, self.holdout_size, self.kind, self.classes)
 
-    def enrol(self, teams: list[TeamSpec], prototypes: list[Attack]) -> None:
-        """Every team with its accounts and random stream; a policy that plays as a cohort, one cohort per group."""
+    def enrol(self, teams: list[TeamSpec], prototypes: list[Attack] | list[AttackRef]) -> None:
+        """Every team with its accounts and random stream; a policy that plays as a cohort, one cohort
+        per group; an isolated policy (an :class:`~ladderlab.isolation.AttackRef`) never as a cohort."""
         seed, task_spec, replication = self.seed, self.task_spec, self.replication
         for entry_index, (entry, prototype) in enumerate(zip(teams, prototypes)):
-            attack_spec = spec(prototype)
+            isolated = isinstance(prototype, AttackRef)
+            attack_spec = prototype.identity if isolated else spec(prototype)
             rngs = [stream(seed, "attack", attack_spec, task_spec, entry.name, member, replication) for member in range(entry.count)]
-            cohort = prototype.cohort(self.data, rngs) if self.batched else None
+            cohort = prototype.cohort(self.data, rngs) if self.batched and not isolated else None
             for member, rng in enumerate(rngs):
                 identity = ("team", entry_index, entry.name, member, attack_spec)
                 schedule = self._schedule(entry, member)
@@ -582,7 +612,7 @@ class _Engine:
                 if cohort is not None:
                     self.teams.append(_CohortMember(entry, member, accounts, cohort, self.check))
                 else:
-                    attack = prototype if member == 0 else entry.attack()
+                    attack = prototype if member == 0 or isolated else entry.attack()
                     self.teams.append(_PolicyTeam(entry, member, accounts, attack, self.data, rng, self.check, self.holdout.score,
                                                   self.kind,
                                                   self.holdout_size, self.classes))
@@ -600,7 +630,7 @@ class _Engine:
         from sklearn.base import clone  # imported when a competition plays: it is slow to import
 
         identity = ("shared",) if self.shared else self.slot_identities[slot]
-        rng = stream(self.seed, "mechanism", spec(self.mechanism), self.task_spec, identity, self.replication)
+        rng = stream(self.seed, "mechanism", spec(self.mechanism), self.task_spec, identity, self.replication, *self.secret)
         return clone(self.mechanism).bind_to(self.data, self.split.y_public, rng)
 
     def play_round(self, round_: int) -> None:
@@ -853,14 +883,19 @@ def compete(
     replication: int = 0,
     capture: NDArray[np.int64] | None = None,
     batched: bool = True,
+    isolation: Isolation = "none",
+    secret_seed: int | None = None,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
-    across mechanisms and rules. ``capture`` and ``batched``: see :func:`play_competition`.
+    across mechanisms and rules. ``capture``, ``batched`` and ``isolation``: see
+    :func:`play_competition`; ``secret_seed`` as in :func:`~ladderlab.duel.duel`.
     """
     task.validate_params()
     task_spec = spec(task)
-    split = task.split(stream(seed, "task", task_spec, replication))
-    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched)
+    secret = secret_identity(secret_seed)
+    split = with_secret_data_seed(task, secret).split(stream(seed, "task", task_spec, replication, *secret))
+    return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched,
+                            isolation, secret)

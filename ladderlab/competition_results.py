@@ -27,6 +27,7 @@ from ladderlab.competition import Rules, compete
 from ladderlab.competition_measures import MEASURE_NAMES, gap_z_scores, measures
 from ladderlab.competition_scenario import CompetitionCell
 from ladderlab.duel import Incompatible
+from ladderlab.isolation import Isolation
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.replications import COMPETITION_MEASURES, median_interval, status_counts, summary_columns
@@ -40,14 +41,18 @@ ACTIVITY_COLUMNS = ("team_submissions", "team_improvements", "team_first_round")
 SOTA_REPETITIONS = 300
 
 
-def run_replication(cell: CompetitionCell, seed: int, replication: int) -> dict[str, Any]:
-    """One replication of a competition cell: a row (status ok, failed or skipped)."""
+def run_replication(cell: CompetitionCell, seed: int, replication: int, isolation: Isolation = "none",
+                    secret_seed: int | None = None, teams: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One replication of a competition cell: a row (status ok, failed or skipped). ``teams``
+    adds to each team of the cell its policy's ``identity`` and ``honest`` flag, so that
+    isolated teams' code is never loaded here."""
     row: dict[str, Any] = {"replication": replication, "status": "ok", "error": None}
     start = time.perf_counter()
     try:
         task = TASKS.make(cell.task[0], **cell.task[1])
         mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-        result = compete(task, mechanism, cell.team_specs(), Rules(**cell.rules), seed, replication)
+        result = compete(task, mechanism, cell.team_specs(teams), Rules(**cell.rules), seed, replication,
+                         isolation=isolation, secret_seed=secret_seed)
         found = measures(result, stream(seed, "competition-measures", cell.key, replication), SOTA_REPETITIONS)
     except Incompatible as reason:
         row.update(status="skipped", error=str(reason))
@@ -78,9 +83,11 @@ SCHEMA = pa.schema(
 )
 
 
-def cell_table(cell: CompetitionCell, seed: int, replications: int) -> pa.Table:
-    """Every replication of a competition cell as a Parquet table."""
-    return rows_table(cell, seed, [run_replication(cell, seed, replication) for replication in range(replications)])
+def cell_table(cell: CompetitionCell, seed: int, replications: int, isolation: Isolation = "none",
+               secret_seed: int | None = None, teams: list[dict[str, Any]] | None = None) -> pa.Table:
+    """Every replication of a competition cell as a Parquet table (arguments as in :func:`run_replication`)."""
+    return rows_table(cell, seed, [run_replication(cell, seed, replication, isolation, secret_seed, teams)
+                                   for replication in range(replications)])
 
 
 def rows_table(cell: CompetitionCell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from ladderlab.competition import RULES_CONSTRAINTS, TeamSpec
+from ladderlab.duel import spec
 from ladderlab.naming import plugin_label
 from ladderlab.params import INT64_LIMIT, ParameterError, check_value
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
@@ -139,8 +140,14 @@ class CompetitionCell:
         text = json.dumps([self.kind, self.task, self.mechanism, self.rules, self.mix, self.teams], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
-    def team_specs(self) -> list[TeamSpec]:
-        return [TeamSpec(**team) for team in self.teams]
+    def team_specs(self, resolved: list[dict[str, Any]] | None = None) -> list[TeamSpec]:
+        """The teams; ``resolved`` adds fields to each (an isolated run's ``identity`` and ``honest``)."""
+        return [TeamSpec(**{**team, **extra}) for team, extra in zip(self.teams, resolved or [{}] * len(self.teams))]
+
+    def resolved_teams(self) -> list[dict[str, Any]]:
+        """What an isolated run hands the process that plays the cell, so that it never loads
+        the teams' code: each policy's identity and whether it counts as honest."""
+        return [{"identity": spec(team.attack()), "honest": team.is_honest} for team in self.team_specs()]
 
     def plugin_ids(self) -> list[tuple[Any, str]]:
         """(registry, id) of every plugin the cell uses."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ladderlab import workload
+from ladderlab import arguments, workload
 
 LEVEL = 0.05
 """A probability below this calls the released score overfitted."""
@@ -90,7 +90,7 @@ def add_subcommand(commands: Any, count: Any, isolation_modes: tuple[str, ...]) 
     demo.add_argument("--k", type=count(1), default=400, help="number of attack submissions")
     demo.add_argument("--n", type=count(2), default=4000, help="public holdout size (the final set is twice as large)")
     demo.add_argument("--seed", type=count(0), default=0, help="root seed of the duels (default 0)")
-    demo.add_argument("--isolation", choices=isolation_modes, default="none",
-                      help="'process': play each attack in its own process (see docs/isolation.md)")
+    demo.add_argument("--isolation", type=arguments.isolation_mode, choices=isolation_modes, default="none",
+                      help="'process': play each attack in a sandboxed process of its own (see docs/isolation.md)")
     workload.add_force_option(demo)
     demo.set_defaults(handler=run)

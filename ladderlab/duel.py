@@ -218,6 +218,16 @@ def spec(plugin: Task | Mechanism | Attack) -> tuple[str, dict[str, Any]]:
     return plugin.id, plugin.identity_params()
 
 
+def with_secret_data_seed(task: Task, secret: tuple[Any, ...]) -> Task:
+    """The task, with its ``data_seed`` (if it has one) derived also from the secret."""
+    data_seed = task.get_params().get("data_seed")
+    if not secret or data_seed is None:
+        return task
+    from sklearn.base import clone  # imported here: scikit-learn is slow to import
+
+    return clone(task).set_params(data_seed=int(stream(data_seed, "data_seed", *secret).integers(2**63)))
+
+
 def duel(
     task: Task,
     mechanism: Mechanism,
@@ -246,10 +256,7 @@ def duel(
     else:
         attack_spec = attack_identity(attack)
     secret = secret_identity(secret_seed)
-    if secret and "data_seed" in task_spec[1]:
-        from sklearn.base import clone  # imported here: scikit-learn is slow to import
-
-        task = clone(task).set_params(data_seed=int(stream(task_spec[1]["data_seed"], "data_seed", *secret).integers(2**63)))
+    task = with_secret_data_seed(task, secret)
     key = None
     if isolation == "none" and isinstance(attack, FinalChoiceAttack) and attack.final_only_params:
         key = identity_key(seed, task_spec, mechanism_spec, attack_spec, replication, budget, oracle, *secret)

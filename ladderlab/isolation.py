@@ -1,34 +1,35 @@
-"""Process isolation of attack code: the attack plays in its own process and reaches the leaderboard through a pipe.
+"""Isolated attacks: the attack plays in a sandboxed process and reaches the leaderboard by messages.
 
-With ``isolation="process"`` an attack is built, checked and run in a fresh process
-started from a clean server (``multiprocessing``'s ``forkserver``, or ``spawn`` where
-there is none), never in the process that holds the labels. That process receives
+With ``isolation="process"`` an attack is built, checked and run in a process of the
+sandbox (:mod:`ladderlab.sandbox`: another user or a user namespace, its own PID, mount
+and network namespaces, a read-only view of the Python installation and of the attack's
+own source files), never in the process that holds the labels. That process receives
 only the attack's locator and parameters, the task's :class:`~ladderlab.tasks.PublicData`,
 the state of the attack's own random stream (not the seed it was derived from) and a
-:class:`BoardClient`. The labels, the split, the mechanism, the leaderboard and the
-task's seeds stay in the organiser's process, so nothing an attack can find by
-walking objects (private attributes, ``gc``, frames, ``sys.modules``) leads to them.
+:class:`BoardClient`. The labels, the split, the mechanism, the leaderboard, the seeds,
+the run directory and the scenario stay with the organiser.
 
-The organiser never unpickles what the attack process sends: its messages are JSON
-headers and NumPy arrays read with ``allow_pickle=False``, so a hostile attack cannot
-run code in the organiser's process through the pipe. One message is one
-``submit_many`` batch, so a batch costs one round trip whatever its size.
-
-Not covered (see ``docs/isolation.md``): the file system and ``/proc`` (the attack
-runs as the same user), and simulated data that anyone can regenerate from a public
-seed (use a secret seed, :func:`ladderlab.seeding.read_secret_seed`).
+The protocol is the leaderboard's message set, the same as a remote client's: submit a
+batch of predictions with a number of repeats (the reply holds the released scores, the
+submissions made and the submissions left), and, on boards created with ``oracle=True``,
+ask for the oracle's jump count. A message (:class:`Channel`) is a JSON header and the raw
+bytes of numeric arrays, in both directions, so neither side ever unpickles what the other
+sends. One batch is one round trip, whatever its size.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import importlib.util
 import inspect
-import io
 import json
-import multiprocessing
+import math
+import os
+import socket
+import struct
 import traceback
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,9 +38,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
+from ladderlab.determinism import single_threaded
 from ladderlab.mechanism import check_repeats
 from ladderlab.params import ParameterError
+from ladderlab.sandbox import SourceFile, View, require, sandbox_for
 from ladderlab.sharing import attack_identity
+from ladderlab.sources import LOCAL_MODULE_PREFIX, local_imports
 from ladderlab.tasks import PublicData
 
 Isolation = Literal["none", "process"]
@@ -55,8 +59,12 @@ class AttackIncompatible(Exception):
 
 
 def check_isolation(isolation: str) -> str:
+    """``isolation``, once it is a known mode that this machine can provide (else a
+    ``ValueError`` saying what is missing: :class:`ladderlab.sandbox.IsolationUnavailable`)."""
     if isolation not in ISOLATION_MODES:
         raise ValueError(f"isolation must be one of {', '.join(map(repr, ISOLATION_MODES))}, got {isolation!r}")
+    if isolation == "process":
+        require()
     return isolation
 
 
@@ -75,7 +83,7 @@ class AttackRef:
     def of(cls, attack: Attack) -> AttackRef:
         """The reference of an attack instance (its class must live in a file or a module)."""
         klass = type(attack)
-        if klass.__module__.startswith("ladderlab_local_"):
+        if klass.__module__.startswith(LOCAL_MODULE_PREFIX):
             locator = f"{inspect.getsourcefile(klass)}:{klass.__qualname__}"
         else:
             locator = f"{klass.__module__}:{klass.__qualname__}"
@@ -96,6 +104,33 @@ class AttackRef:
 
         return ATTACKS.make(self.locator, **self.params)
 
+    def view(self) -> View:
+        """What the sandbox must show of the attack's code: a plugin file and its local
+        modules, or the folder of an importable plugin's top-level package; nothing for
+        ladderlab's own attacks (found without importing the attack)."""
+        from ladderlab.registry import ATTACKS
+
+        location, separator, _ = self.locator.rpartition(":")
+        if separator and location.endswith(".py"):
+            return _file_view(Path(location).resolve())
+        module = location
+        if not separator:
+            entry_point = ATTACKS.third_party().get(self.locator)
+            if self.locator in ATTACKS.builtins() or entry_point is None:
+                return View()
+            module = entry_point.module
+        top = module.split(".")[0]
+        spec = importlib.util.find_spec(top) if top != "ladderlab" else None
+        if spec is None:
+            return View()
+        if spec.submodule_search_locations:
+            return View(folders=tuple(Path(folder).resolve() for folder in spec.submodule_search_locations))
+        return _file_view(Path(str(spec.origin)).resolve())
+
+
+def _file_view(path: Path) -> View:
+    return View(files=tuple(SourceFile.of(file) for file in (path, *local_imports(path, path.parent))))
+
 
 @dataclass(frozen=True)
 class AttackOutcome:
@@ -107,50 +142,152 @@ class AttackOutcome:
     fingerprint: dict[str, Any]
 
 
-# --- wire format: JSON headers, arrays without pickle ----------------------------------------
+# --- wire format: a JSON header, then raw arrays ---------------------------------------------
 
-def _array_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
-
-
-def _read_array(data: bytes) -> np.ndarray:
-    return np.load(io.BytesIO(data), allow_pickle=False)
+HEADER_LIMIT = 1 << 20
+"""Largest header read from the other side, in bytes."""
+ARRAY_KINDS = frozenset("biufc")
+"""The dtype kinds an array may have on the wire: booleans and numbers, never objects."""
+_PREFIX = struct.Struct("<IQ")
+_READ_AHEAD = 1 << 16
 
 
-def _send_from_attack(connection: Connection, header: dict[str, Any], array: np.ndarray | None = None) -> None:
-    connection.send_bytes(json.dumps({**header, "array": array is not None}).encode())
-    if array is not None:
-        connection.send_bytes(_array_bytes(array))
+class Channel:
+    """One end of a message stream over a socket. A message is the lengths of its header and
+    body, a JSON header that names its arrays (dtype and shape), and the arrays' bytes (one
+    write when small; large arrays are sent and received without copies). Arrays are rebuilt with ``np.frombuffer`` from numeric dtypes only: nothing that
+    crosses is ever unpickled or evaluated."""
+
+    __slots__ = ("_pending", "_socket")
+
+    def __init__(self, channel: socket.socket):
+        self._socket = channel
+        self._pending = bytearray()
+
+    def send(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> None:
+        contiguous = {name: np.ascontiguousarray(array) for name, array in (arrays or {}).items()}
+        described = [[name, array.dtype.str, list(array.shape)] for name, array in contiguous.items()]
+        head = json.dumps({**header, "arrays": described}).encode()
+        body = [memoryview(array.reshape(-1).view(np.uint8)) for array in contiguous.values()]
+        size = sum(part.nbytes for part in body)
+        if size <= _READ_AHEAD:  # one write
+            self._socket.sendall(b"".join([_PREFIX.pack(len(head), size), head, *body]))
+            return
+        self._socket.sendall(_PREFIX.pack(len(head), size) + head)
+        for part in body:  # large arrays go as they are, not copied into one buffer
+            self._socket.sendall(part)
+
+    def receive(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """One message; :class:`AttackProcessError` if it is not one, ``EOFError`` if the other end closed."""
+        head_size, body_size = _PREFIX.unpack(self._read(_PREFIX.size))
+        try:
+            if head_size > HEADER_LIMIT:
+                raise ValueError(f"a header of {head_size} bytes (at most {HEADER_LIMIT})")
+            header = json.loads(self._read(head_size))
+            if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
+                raise ValueError("a message must be a JSON object with a 'kind'")
+            layout = [_array_layout(entry) for entry in header.pop("arrays", [])]
+            if sum(nbytes for *_, nbytes in layout) != body_size:
+                raise ValueError("the arrays do not fill the message")
+            body, offset, arrays = self._read(body_size), 0, {}
+        except (ValueError, TypeError, EOFError, MemoryError, OverflowError) as error:
+            raise AttackProcessError(f"the attack process broke the protocol: {error or type(error).__name__}") from None
+        for name, dtype, shape, nbytes in layout:
+            arrays[name] = np.frombuffer(body, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
+            offset += nbytes
+        return header, arrays
+
+    def _read(self, size: int) -> bytearray:
+        """``size`` bytes: small reads from a read-ahead buffer (a whole small message is one
+        system call), large ones straight into their own buffer."""
+        if size - len(self._pending) > _READ_AHEAD:
+            data = bytearray(size)
+            view = memoryview(data)
+            filled = len(self._pending)
+            view[:filled] = self._pending
+            self._pending = bytearray()
+            while filled < size:
+                got = self._socket.recv_into(view[filled:])
+                if not got:
+                    raise EOFError("the channel closed in the middle of a message")
+                filled += got
+            return data
+        while len(self._pending) < size:
+            chunk = self._socket.recv(_READ_AHEAD)
+            if not chunk:
+                raise EOFError("the channel closed" + (" in the middle of a message" if self._pending else ""))
+            self._pending += chunk
+        data = self._pending[:size]
+        del self._pending[:size]
+        return data
+
+    def close(self) -> None:
+        self._socket.close()
 
 
-def _receive_from_attack(connection: Connection) -> tuple[dict[str, Any], np.ndarray | None]:
-    try:
-        header = json.loads(connection.recv_bytes(1 << 20))
-        if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
-            raise ValueError("a message must be a JSON object with a 'kind'")
-        array = _read_array(connection.recv_bytes()) if header.get("array") else None
-    except (EOFError, ConnectionError):
-        raise
-    except Exception as error:
-        raise AttackProcessError(f"the attack process broke the protocol: {error}") from None
-    return header, array
+def _array_layout(entry: Any) -> tuple[str, np.dtype, tuple[int, ...], int]:
+    """(name, dtype, shape, bytes) of an array named in a header; ``ValueError`` unless numeric."""
+    name, dtype_text, shape = entry
+    dtype = np.dtype(str(dtype_text))
+    if dtype.kind not in ARRAY_KINDS or not isinstance(name, str):
+        raise ValueError(f"array {name!r} has dtype {dtype_text!r}; only booleans and numbers cross")
+    if not all(isinstance(size, int) and size >= 0 for size in shape):
+        raise ValueError(f"array {name!r} has shape {shape!r}")
+    return name, dtype, tuple(shape), math.prod(shape) * dtype.itemsize
+
+
+_RELAYED_ERRORS: dict[str, type[Exception]] = {
+    cls.__name__: cls
+    for cls in (ValueError, TypeError, RuntimeError, PermissionError, KeyError, IndexError, ZeroDivisionError,
+                ArithmeticError, FloatingPointError, NotImplementedError, AssertionError, MemoryError,
+                BudgetExceeded, ParameterError, np.linalg.LinAlgError)
+}
+"""Exception types re-raised as themselves on the other side (by name, never unpickled)."""
+
+
+def _error_message(error: BaseException) -> dict[str, Any]:
+    return {"kind": "error", "type": type(error).__name__, "message": str(error)}
+
+
+def _relayed(header: dict[str, Any], unknown: type[Exception]) -> Exception:
+    name, message = str(header.get("type")), str(header.get("message"))
+    error_type = _RELAYED_ERRORS.get(name)
+    return unknown(f"{name}: {message}") if error_type is None else error_type(message)
+
+
+_DATA_ARRAYS = ("X_train", "y_train", "X_holdout", "classes", "public_rows")
+
+
+def _data_message(data: PublicData) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    fields = {field.name: getattr(data, field.name) for field in dataclasses.fields(data)}
+    arrays = {f"data.{name}": np.asarray(fields.pop(name)) for name in _DATA_ARRAYS if fields[name] is not None}
+    for name in _DATA_ARRAYS:
+        fields.pop(name, None)
+    return fields, arrays
+
+
+def _data_from(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> PublicData:
+    present = {name: arrays.get(f"data.{name}") for name in _DATA_ARRAYS}
+    if fields.get("prediction_range") is not None:
+        fields = {**fields, "prediction_range": tuple(fields["prediction_range"])}
+    return PublicData(**fields, **present)
 
 
 # --- the attack's side -----------------------------------------------------------------------
 
 class BoardClient:
     """The :class:`~ladderlab.board.Board` API inside the attack process: every call that
-    needs the leaderboard is one message over the pipe; the transcript, the count and the
-    budget are kept here."""
+    needs the leaderboard is one message; the transcript is kept here, and the submissions
+    left are what the leaderboard last said."""
 
-    __slots__ = ("_connection", "_oracle", "_transcript", "budget", "classes", "holdout_size", "prediction_ndim")
+    __slots__ = ("_channel", "_oracle", "_remaining", "_transcript", "budget", "classes", "holdout_size",
+                 "prediction_ndim")
 
-    def __init__(self, connection: Connection, holdout_size: int, budget: int | None, classes: np.ndarray,
-                 oracle: bool, prediction_ndim: int):
-        self._connection = connection
+    def __init__(self, channel: Channel, holdout_size: int, budget: int | None, remaining: int | None,
+                 classes: np.ndarray, oracle: bool, prediction_ndim: int):
+        self._channel = channel
         self._oracle = oracle
+        self._remaining = remaining
         self._transcript: list[float] = []
         self.budget = budget
         self.holdout_size = holdout_size
@@ -158,31 +295,38 @@ class BoardClient:
         self.prediction_ndim = prediction_ndim
 
     submissions = Board.submissions
-    remaining = Board.remaining
     transcript = Board.transcript
     submit = Board.submit
 
-    def _ask(self, header: dict[str, Any], array: np.ndarray | None = None) -> Any:
-        _send_from_attack(self._connection, header, array)
-        status, value = self._connection.recv()
-        if status == "error":
-            raise value
-        return value
+    @property
+    def remaining(self) -> int | None:
+        """Submissions the leaderboard still allows (None: unlimited)."""
+        return self._remaining
+
+    def _ask(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
+             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        self._channel.send(header, arrays)
+        reply, arrays = self._channel.receive()
+        if reply["kind"] == "error":
+            raise _relayed(reply, RuntimeError)
+        return reply, arrays
 
     def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:
         """Submit the rows of a matrix in order (one message); same as ``Board.submit_many``."""
         array = np.asarray(predictions)
         if array.dtype.hasobject:
             raise ValueError(f"predictions must be numeric, got an array of dtype {array.dtype}")
-        released = self._ask({"kind": "submit_many", "repeats": check_repeats(repeats)}, array)
+        reply, arrays = self._ask({"kind": "submit_many", "repeats": check_repeats(repeats)}, {"predictions": array})
+        released = arrays["released"]
         self._transcript.extend(released.tolist())
+        self._remaining = reply["remaining"]
         return released.copy()
 
     def oracle_jumps(self, since: int) -> int:
         """As :meth:`ladderlab.board.Board.oracle_jumps`."""
         if not self._oracle:
             raise PermissionError("this board was not created with oracle=True")
-        return self._ask({"kind": "oracle_jumps", "since": int(since)})
+        return int(self._ask({"kind": "oracle_jumps", "since": int(since)})[0]["jumps"])
 
 
 def _rng_from_state(state: dict[str, Any]) -> np.random.Generator:
@@ -195,115 +339,117 @@ def _rng_from_state(state: dict[str, Any]) -> np.random.Generator:
     return np.random.Generator(bit_generator)
 
 
-def _attack_process(connection: Connection, request: dict[str, Any]) -> None:
-    """The body of the attack process."""
+def attack_process(connection: socket.socket) -> None:
+    """The body of an attack process (run by :mod:`ladderlab.sandbox` in a forked, sandboxed child):
+    duel after duel of the same code (see :func:`run_attack`), until the organiser closes the channel."""
+    channel = Channel(connection)
+    try:
+        while True:
+            try:
+                request, arrays = channel.receive()
+            except EOFError:
+                return
+            _play(channel, request, arrays)
+    finally:
+        channel.close()
+
+
+def _play(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """One duel (or one team's competition) in the attack process: everything goes back."""
     from ladderlab.rundir import fingerprint
 
     try:
         attack = AttackRef(request["locator"], request["params"]).make()
-        data: PublicData = request["data"]
+        data = _data_from(request["data"], arrays)
         reason = attack.incompatibility(data)
         if reason:
-            _send_from_attack(connection, {"kind": "incompatible", "reason": reason})
+            channel.send({"kind": "incompatible", "reason": reason})
             return
         attack.validate_params()
-        board = BoardClient(connection, request["holdout_size"], request["budget"], request["classes"],
-                            request["oracle"], request["prediction_ndim"])
+        board = BoardClient(channel, request["holdout_size"], request["budget"], request["remaining"],
+                            arrays["board.classes"], request["oracle"], request["prediction_ndim"])
         prediction = np.asarray(attack.run(board, data, _rng_from_state(request["rng_state"])))
         if prediction.dtype.hasobject:
             raise ValueError(f"the final prediction must be numeric, got an array of dtype {prediction.dtype}")
-        _send_from_attack(connection, {"kind": "done", "marks": attack.marks(),
-                                       "fingerprint": fingerprint(type(attack))}, prediction)
-    except BaseException as error:  # everything goes back to the organiser, who decides
-        _send_from_attack(connection, {"kind": "error", "type": type(error).__name__, "message": str(error),
-                                       "traceback": traceback.format_exc()})
-    finally:
-        connection.close()
+        channel.send({"kind": "done", "marks": attack.marks(), "fingerprint": fingerprint(type(attack))},
+                     {"prediction": prediction})
+    except BaseException as error:  # everything goes back to the organiser, who ends this process
+        channel.send({**_error_message(error), "traceback": traceback.format_exc()})
 
 
 # --- the organiser's side --------------------------------------------------------------------
 
-_RELAYED_ERRORS: dict[str, type[Exception]] = {
-    cls.__name__: cls
-    for cls in (ValueError, TypeError, RuntimeError, PermissionError, KeyError, IndexError, ZeroDivisionError,
-                ArithmeticError, FloatingPointError, NotImplementedError, AssertionError, MemoryError,
-                BudgetExceeded, ParameterError, np.linalg.LinAlgError)
-}
-"""Exception types re-raised as themselves (by name, never unpickled); others become
-:class:`AttackProcessError`."""
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["ladderlab.isolation", "ladderlab.registry", "ladderlab.rundir"])
-        return context
-    return multiprocessing.get_context("spawn")
-
-
 def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Generator) -> AttackOutcome:
-    """Play the attack ``ref`` in its own process against ``board``; return what it hands back.
+    """Play the attack ``ref`` in a sandboxed process against ``board``; return what it hands back.
 
     Raises :class:`AttackIncompatible` if the attack declines the task, the attack's own
     exception type (for common built-in and ladderlab types) if it raised one, and
     :class:`AttackProcessError` otherwise.
     """
-    context = _context()
-    organiser_end, attack_end = context.Pipe(duplex=True)
+    sandbox = sandbox_for(ref.view())
+    kept = sandbox.take_idle()
+    if kept is None:
+        connection, pid = sandbox.start_attack_process()
+        kept = Channel(connection), pid
+    channel, pid = kept
+    data_fields, data_arrays = _data_message(data)
     request = {
-        "locator": ref.locator, "params": ref.params, "data": data, "rng_state": rng.bit_generator.state,
-        "holdout_size": board.holdout_size, "budget": board.budget, "classes": board.classes,
-        "oracle": board._oracle, "prediction_ndim": board.prediction_ndim,
+        "kind": "start", "locator": ref.locator, "params": ref.params, "data": data_fields,
+        "rng_state": rng.bit_generator.state, "holdout_size": board.holdout_size, "budget": board.budget,
+        "remaining": board.remaining, "oracle": board._oracle, "prediction_ndim": board.prediction_ndim,
     }
-    process = context.Process(target=_attack_process, args=(attack_end, request), name="ladderlab-attack",
-                              daemon=True)
+    clean = ended = False
     try:
-        process.start()
-    except AssertionError as error:  # multiprocessing refuses children of daemonic processes
-        raise AttackProcessError(
-            f"cannot start the attack process here ({error}); on Dask, set the configuration "
-            "'distributed.worker.daemon: false'"
-        ) from None
-    attack_end.close()
-    try:
-        return _serve(organiser_end, board)
-    except EOFError:
-        process.join(5)
-        raise AttackProcessError(
-            f"the attack process ended without an answer (exit code {process.exitcode})"
-        ) from None
+        channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
+        try:
+            outcome = _serve(channel, board)
+        except AttackIncompatible:
+            clean = True
+            raise
+        clean = True
+        return outcome
+    except (EOFError, OSError):
+        status, ended = sandbox.end_attack_process(pid), True
+        raise AttackProcessError(f"the attack process ended without an answer ({_describe(status)})") from None
     finally:
-        organiser_end.close()
-        process.join(5)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        if clean:
+            sandbox.tidy_attack_process(pid)
+        if not ended and not (clean and sandbox.keep_idle(kept)):
+            channel.close()
+            sandbox.end_attack_process(pid)
 
 
-def _serve(connection: Connection, board: Board) -> AttackOutcome:
+def _describe(status: int | None) -> str:
+    if status is None or status < 0:
+        return "its exit status is unknown"
+    code = os.waitstatus_to_exitcode(status)
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+
+def _serve(channel: Channel, board: Board) -> AttackOutcome:
     while True:
-        header, array = _receive_from_attack(connection)
+        header, arrays = channel.receive()
         kind = header["kind"]
-        if kind == "submit_many" and array is not None:
+        if kind == "submit_many" and "predictions" in arrays:
             try:
-                connection.send(("ok", board.submit_many(array, header.get("repeats", 1))))
+                released = board.submit_many(arrays["predictions"], header.get("repeats", 1))
             except Exception as error:
-                connection.send(("error", error))
+                channel.send(_error_message(error))
+            else:
+                channel.send({"kind": "released", "submissions": board.submissions, "remaining": board.remaining},
+                             {"released": released})
         elif kind == "oracle_jumps":
             try:
-                connection.send(("ok", board.oracle_jumps(int(header["since"]))))
+                channel.send({"kind": "jumps", "jumps": board.oracle_jumps(int(header["since"]))})
             except Exception as error:
-                connection.send(("error", error))
-        elif kind == "done" and array is not None:
-            return AttackOutcome(array, _checked_marks(header.get("marks")), dict(header.get("fingerprint") or {}))
+                channel.send(_error_message(error))
+        elif kind == "done" and "prediction" in arrays:
+            return AttackOutcome(arrays["prediction"], _checked_marks(header.get("marks")),
+                                 _checked_fingerprint(header.get("fingerprint")))
         elif kind == "incompatible":
             raise AttackIncompatible(str(header.get("reason")))
         elif kind == "error":
-            name, message = str(header.get("type")), str(header.get("message"))
-            error_type = _RELAYED_ERRORS.get(name)
-            if error_type is None:
-                raise AttackProcessError(f"{name}: {message}")
-            raise error_type(message)
+            raise _relayed(header, AttackProcessError)
         else:
             raise AttackProcessError(f"the attack process broke the protocol: unexpected message {kind!r}")
 
@@ -313,3 +459,13 @@ def _checked_marks(marks: Any) -> dict[str, list[int]]:
         return {str(name): [int(index) for index in indices] for name, indices in (marks or {}).items()}
     except (AttributeError, TypeError, ValueError):
         raise AttackProcessError("the attack process sent marks that are not lists of submission indices") from None
+
+
+def _checked_fingerprint(print_: Any) -> dict[str, Any]:
+    """The fingerprint the attack process reports of its own code, as plain strings."""
+    try:
+        return {"version": str(print_["version"]), "source_sha256": str(print_["source_sha256"]),
+                "source_files": [str(path) for path in print_["source_files"]]}
+    except (KeyError, TypeError):
+        raise AttackProcessError("the attack process sent a fingerprint without version, source_sha256 "
+                                 "and source_files") from None

@@ -34,6 +34,7 @@ from ladderlab.attack import Attack
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
 from ladderlab.plugin import Plugin
+from ladderlab.sources import LOCAL_MODULE_PREFIX, local_imports
 from ladderlab.tasks import Task
 
 P = TypeVar("P", bound=Plugin)
@@ -176,9 +177,15 @@ def _load_class(spec: str) -> type:
             close = difflib.get_close_matches(path.name, nearby, n=3, cutoff=0.6)
             hint = f"; did you mean {' or '.join(repr(str(Path(location).with_name(c))) for c in close)}?" if close else ""
             raise ValueError(f"plugin file not found: {location!r} (from {spec!r}){hint}")
-        # the name includes the file's contents, so an edited plugin is loaded afresh
-        module_name = "ladderlab_local_" + hashlib.sha1(str(path).encode() + path.read_bytes()).hexdigest()[:12]
+        # the name includes the contents of the file and of its local modules, so that an
+        # edited plugin or helper is loaded afresh (the edited helpers with it)
+        local = local_imports(path, path.parent)
+        digest = hashlib.sha1(str(path).encode() + path.read_bytes())
+        for helper in local:
+            digest.update(str(helper).encode() + helper.read_bytes())
+        module_name = LOCAL_MODULE_PREFIX + digest.hexdigest()[:12]
         if module_name not in sys.modules:
+            _forget_changed_modules(local)
             spec_ = importlib.util.spec_from_file_location(module_name, path)
             assert spec_ is not None and spec_.loader is not None
             module = importlib.util.module_from_spec(spec_)
@@ -209,6 +216,25 @@ def _load_class(spec: str) -> type:
                    if member.__module__ == module.__name__]  # defined there, not imported
         raise unknown_name_error(f"class in {location!r}", class_name, classes)
     return getattr(module, class_name)
+
+
+_local_module_digests: dict[Path, str] = {}
+"""The SHA-1 of each local module file when a plugin that imports it was last loaded."""
+
+
+def _forget_changed_modules(files: list[Path]) -> None:
+    """Drop the loaded modules whose files changed since a plugin imported them, so that the
+    plugin loaded now gets their current code; remember the current contents."""
+    changed = set()
+    for path in files:
+        digest = hashlib.sha1(path.read_bytes()).hexdigest()
+        if _local_module_digests.get(path, digest) != digest:
+            changed.add(path)
+        _local_module_digests[path] = digest
+    for name, module in list(sys.modules.items()):
+        source = getattr(module, "__file__", None)
+        if source and Path(source) in changed:
+            del sys.modules[name]
 
 
 MECHANISMS: Registry[Mechanism] = Registry(

@@ -10,10 +10,10 @@
   and says who holds it (pid, host, start time). The kernel drops the lock when its
   process dies, so the lock of a killed run is recognised as stale and taken over.
 - Each cell records a fingerprint of its plugins (task, mechanism, and the attack or
-  each team's policy): the plugin's
-  ``version`` and a hash of the source files that define it (the class and its plugin
-  ancestors). A finished cell whose plugin changed since is stale: resume refuses it
-  (naming it) unless asked to compute it again.
+  each team's policy): the plugin's ``version`` and a hash of the source files that
+  define it (the class and its plugin ancestors, and the local modules each of their
+  files imports, :mod:`ladderlab.sources`). A finished cell whose plugin changed since
+  is stale: resume refuses it (naming it) unless asked to compute it again.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import Any
 from ladderlab.atomic import write_atomically
 from ladderlab.attack import Attack
 from ladderlab.mechanism import Mechanism
+from ladderlab.sources import module_source_files
 from ladderlab.tasks import Task
 
 log = logging.getLogger("ladderlab.run")
@@ -76,7 +77,8 @@ def sha256_file(path: Path) -> str:
 
 def plugin_source_files(cls: type) -> list[Path]:
     """The source files of ``cls`` and of its ancestors that are plugins of the same family
-    (not the family base class itself), in method-resolution order, without repeats."""
+    (not the family base class itself), each followed by the local modules it imports, in
+    method-resolution order, without repeats."""
     files: list[Path] = []
     for ancestor in cls.__mro__:
         if ancestor in _FAMILY_BASES or not any(issubclass(ancestor, base) for base in _FAMILY_BASES):
@@ -85,8 +87,8 @@ def plugin_source_files(cls: type) -> list[Path]:
             source = inspect.getsourcefile(ancestor)
         except TypeError:  # defined in C or interactively: no file to hash
             source = None
-        if source and Path(source) not in files:
-            files.append(Path(source))
+        if source:
+            files += [path for path in module_source_files(ancestor.__module__, Path(source)) if path not in files]
     return files
 
 

@@ -63,6 +63,7 @@ from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.competition_scenario import CompetitionCell
+from ladderlab.competition_results import cell_table as competition_cell_table
 from ladderlab.competition_results import rows_table as competition_table
 from ladderlab.competition_results import run_replication as play_competition_replication
 from ladderlab.extrapolation_scenario import ExtrapolationCell
@@ -248,6 +249,23 @@ def run_cell(cell: Cell, seed: int, replications: int, out: str, isolation: Isol
     return run_cells([cell], seed, replications, out, isolation, secret_seed, identities)[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class IsolatedTeams:
+    """What an isolated run hands the process that plays a competition cell, so that it never
+    loads the teams' code: each team's identity and honest flag, and the cell's plugin tokens."""
+
+    teams: list[dict[str, Any]]
+    tokens: dict[str, str | None]
+
+
+def isolated_cell(cell: Cell | CompetitionCell) -> tuple[str, dict[str, Any]] | IsolatedTeams:
+    """What an isolated run computes of a cell's attack code in its own process (which has
+    loaded that code to check the scenario): a duel's attack identity, or a competition's teams."""
+    if isinstance(cell, CompetitionCell):
+        return IsolatedTeams(cell.resolved_teams(), _plugin_tokens(cell))
+    return attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
+
+
 def run_cells(
     group: list[Cell],
     seed: int,
@@ -255,17 +273,25 @@ def run_cells(
     out: str,
     isolation: Isolation = "none",
     secret_seed: int | None = None,
-    identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
+    identities: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). An extrapolation cell is alone in its group and written whole; a competition
-    cell is alone in its group too; their files are under ``extrapolations/`` and ``competitions/``."""
+    fingerprints). An extrapolation or competition cell is alone in its group and written whole;
+    their files are under ``extrapolations/`` and ``competitions/``. ``identities`` holds
+    :func:`isolated_cell` of each cell under isolation."""
     if isinstance(group[0], ExtrapolationCell):
         (cell,) = group
         with cell_worker():
             return [_write_cell(cell, extrapolation_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
+    if isinstance(group[0], CompetitionCell):
+        (cell,) = group
+        resolved = (identities or {}).get(cell.key)
+        teams, tokens = (resolved.teams, resolved.tokens) if resolved else (None, _plugin_tokens(cell))
+        with cell_worker():
+            table = competition_cell_table(cell, seed, replications, isolation, secret_seed, teams)
+            return [_write_cell(cell, table, out, tokens)]
     rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities)
     return write_cells(group, seed, rows, out, isolation)
 
@@ -289,7 +315,7 @@ def play_replications(
                 if replication == 0 and first_rows and cell.key in first_rows:
                     rows[cell.key].append(first_rows[cell.key])
                 elif isinstance(cell, CompetitionCell):
-                    rows[cell.key].append(play_competition_replication(cell, seed, replication))
+                    rows[cell.key].append(play_competition_replication(cell, seed, replication, secret_seed=secret_seed))
                 else:
                     rows[cell.key].append(run_replication(cell, seed, replication, isolation, secret_seed,
                                                           identities.get(cell.key)))
@@ -477,7 +503,8 @@ def run(
 
     ``backend="dask"`` runs the cells on the Dask cluster at ``scheduler`` through
     joblib's dask backend. Results do not depend on the backend or on ``jobs``.
-    ``isolation="process"`` plays every attack in its own process (:mod:`ladderlab.isolation`);
+    ``isolation="process"`` plays every attack, and every competition team's policy, in a
+    sandboxed process of its own (:mod:`ladderlab.isolation`, :mod:`ladderlab.sandbox`);
     the cells then run in fresh worker processes, never in this one, which has loaded the
     attacks' code to validate the scenario. ``rerun_stale`` computes again the cells whose
     plugin changed; ``secret_seed`` (:func:`ladderlab.seeding.read_secret_seed`) hides the
@@ -489,9 +516,6 @@ def run(
         scenario = scenario.model_copy(update={"replications": replications})
     check_isolation(isolation)
     check_backend(backend, scheduler, jobs)
-    if isolation == "process" and scenario.competition:
-        raise ValueError("isolation='process' plays duels only: a competition's teams play in threads of one "
-                         "process; run the scenario's competitions without it")
     work = workload.scenario_work(scenario, jobs, force)
     workload.refuse_if_too_large(work, force, hint=SMALLER_SCENARIO)
     preflight(scenario)
@@ -503,8 +527,8 @@ def run(
         manifest = verify(scenario, out, rerun_stale)
         todo = pending_cells(scenario, out)
         groups = transcript_groups(todo)
-        identities = {cell.key: attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
-                      for cell in todo if isinstance(cell, Cell)} if isolation == "process" else {}
+        identities = {cell.key: isolated_cell(cell) for cell in todo
+                      if not isinstance(cell, ExtrapolationCell)} if isolation == "process" else {}
         jobs_to_run: list[Any] = []
         pieces_of: dict[int, int] = {}
         split_groups = [group for group in groups if not isinstance(group[0], ExtrapolationCell)]

@@ -33,6 +33,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from scipy import stats
 from sklearn.base import clone
 
 from ladderlab.attack import Attack
@@ -42,7 +43,7 @@ from ladderlab.mechanism import Mechanism
 from ladderlab.params import describe
 from ladderlab.plugin import Plugin
 from ladderlab.registry import MECHANISMS, TASKS
-from ladderlab.scoring import get_scorer
+from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.tasks import Split
 
 Check = Callable[[Any], None]
@@ -303,16 +304,21 @@ def _split(attack: Attack) -> Split:
     """A small task the attack can play: a null Gaussian regression for regression attacks,
     otherwise the first of random labels (0/1 loss) and random labels scored by log loss."""
     if attack.check_task is not None:
-        candidates = [TASKS.make(attack.check_task[0], **attack.check_task[1])]
+        splits = [TASKS.make(attack.check_task[0], **attack.check_task[1]).split(np.random.default_rng(0))]
     elif "regression" in attack.task_types:
-        candidates = [TASKS.make("gaussian-regression", n_samples=3 * CHECK_SIZE, n_features=40)]
+        splits = [TASKS.make("gaussian-regression", n_samples=3 * CHECK_SIZE, n_features=40).split(np.random.default_rng(0))]
     else:
-        candidates = [
-            TASKS.make("random-labels", n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE),
-            TASKS.make("random-labels-log-loss", preset=None, n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE, n_classes=2),
-        ]
-    splits = [task.split(np.random.default_rng(0)) for task in candidates]
+        splits = _random_label_splits()
     return next((split for split in splits if attack.incompatibility(split.public) is None), splits[0])
+
+
+def _random_label_splits() -> list[Split]:
+    """Random labels scored by the 0/1 loss, and by the log loss."""
+    candidates = [
+        TASKS.make("random-labels", n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE),
+        TASKS.make("random-labels-log-loss", preset=None, n_public=CHECK_SIZE, n_holdout=3 * CHECK_SIZE, n_classes=2),
+    ]
+    return [task.split(np.random.default_rng(0)) for task in candidates]
 
 
 def _play_attack(attack: Attack, budget: int | None = None, seed: int = 3) -> tuple[np.ndarray, Split, list[Any]]:
@@ -404,7 +410,52 @@ def check_attack_keeps_to_the_public_board(attack: Attack) -> None:
         if not reads:
             raise
     if reads:
-        raise ConformanceError(f"{attack.id}: reads the board's private attributes {sorted(set(reads))}")
+        raise ConformanceError(f"{attack.id}: reads the board's private attributes {sorted(set(reads))}; in the "
+                               "organiser's process they lead to the labels (only isolation='process' is a boundary)")
+
+
+CHANCE_FAILURE = 1e-9
+"""Probability that ``private_score_at_chance`` fails an attack that holds no label (exact binomial)."""
+
+
+def check_attack_private_score_at_chance(attack: Attack) -> None:
+    """On random labels, the attack's final prediction is at chance on the private (final) set.
+
+    An attack that holds only the board and the public data cannot know the final labels:
+    they are independent of all it sees, so its final prediction errs on Binomial(n, 1/2) of
+    the n final rows, exactly, whatever it submitted. An attack that found the labels in its
+    process (through ``object.__getattribute__``, ``gc``, frames, ``sys.modules`` or the
+    process's memory) errs on almost none and fails, with a false alarm probability below
+    ``CHANCE_FAILURE``. Attacks that play no classification task are not checked (no exact
+    bound). A hostile attack
+    can behave while it is checked: only ``isolation="process"`` is a boundary.
+    """
+    split = next((split for split in _random_label_splits() if attack.incompatibility(split.public) is None), None)
+    if split is None:
+        return
+    kind = get_scorer(split.public.scorer).prediction_kind
+    attack = copy.deepcopy(attack)
+    attack.validate_params()
+    mechanism = MECHANISMS.make("kaggle").bind(split.y_public, split.public.scorer, np.random.default_rng(3),
+                                               classes=split.public.classes)
+    board = Board(Leaderboard(mechanism, split.public_rows, split.final_rows, split.y_final))
+    prediction = np.asarray(attack.run(board, split.public, np.random.default_rng(4)))
+    final = prediction[split.final_rows]
+    if kind is PredictionKind.PROBABILITIES:  # the likeliest class
+        guesses = board.classes[np.argmax(final, axis=1)]
+    elif kind is PredictionKind.PROBABILITY:  # P(y = the larger class)
+        guesses = board.classes[(final > 0.5).astype(int)]
+    else:
+        guesses = final
+    errors, n = int(np.sum(guesses != split.y_final)), split.final_rows.size
+    low = int(stats.binom.ppf(CHANCE_FAILURE / 2, n, 0.5))
+    if not low <= errors <= n - low:
+        raise ConformanceError(
+            f"{attack.id}: its final prediction errs on {errors} of {n} random private labels, where an attack "
+            f"without labels errs on {low} to {n - low} (all but a {CHANCE_FAILURE:g} chance): it reached the "
+            "labels inside its process. Passing this check proves nothing about hostile code; only "
+            "isolation='process' is a boundary"
+        )
 
 
 def safe_getattr(obj: Any, name: str) -> Any:
@@ -458,6 +509,7 @@ ATTACK_CHECKS: dict[str, Check] = {
     "respects_the_budget": check_attack_respects_the_budget,
     "keeps_to_the_public_board": check_attack_keeps_to_the_public_board,
     "never_holds_labels": check_attack_never_holds_labels,
+    "private_score_at_chance": check_attack_private_score_at_chance,
 }
 
 
@@ -517,7 +569,12 @@ def check_mechanism(mechanism: Mechanism, quiet: bool = False) -> ConformanceRep
 def check_attack(attack: Attack, quiet: bool = False) -> ConformanceReport:
     """Run every attack check (except those the plugin declares it fails); raise the first failure.
 
-    On success, print (unless ``quiet``) and return what passed."""
+    On success, print (unless ``quiet``) and return what passed. The checks catch honest
+    mistakes and the usual in-process routes to the labels (private attributes, and through
+    ``private_score_at_chance`` any route that yields them). They are no defence against hostile
+    code, which can behave while it is checked: run attacks you did not write with
+    ``isolation="process"`` (docs/isolation.md).
+    """
     return _check_all(attack, Attack, quiet)
 
 

@@ -1,59 +1,268 @@
-"""Hostile attack code: under process isolation an attack finds no route to the labels, and
-honest attacks give the same results, bit for bit."""
+"""Hostile attack code: under isolation an attack finds no route to the labels (through its
+process's objects, the operating system, the file system or seeds), in every sandbox mode,
+in duels, competitions and whole runs; honest attacks give the same results, bit for bit."""
 
 import gc
-import pickle
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
-from ladderlab import runner
-from ladderlab.attack import Attack
+from ladderlab import runner, sandbox
 from ladderlab.board import BudgetExceeded
+from ladderlab.competition import Rules, TeamSpec, compete
+from ladderlab.competition_results import load_competition_results
 from ladderlab.duel import duel
-from ladderlab.isolation import AttackProcessError, AttackRef
-from ladderlab.params import InstanceOf
+from ladderlab.isolation import AttackProcessError, AttackRef, Channel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.testing import ConformanceError, check_attack, check_attack_keeps_to_the_public_board
+from ladderlab.testing import (
+    ConformanceError,
+    check_attack,
+    check_attack_keeps_to_the_public_board,
+    check_attack_private_score_at_chance,
+)
+from tests.data.redteam_attack import RedTeam
 from tests.helpers import SMALL
 
-RED_TEAM = f"{Path(__file__).parent / 'data' / 'redteam_attack.py'}:RedTeam"
-OBJECT_ROUTES = {"private_attributes", "gc_referrers", "gc_objects", "frames"}
-"""The routes that reach the labels in-process; ``sys_modules`` (module globals) does not,
-and under isolation none does."""
+DATA = Path(__file__).parent / "data"
+RED_TEAM = f"{DATA / 'redteam_attack.py'}:RedTeam"
+HOSTILE = DATA / "hostile_attacks.py"
+OBJECT_ROUTES = {"private_attributes", "object_getattribute", "gc_referrers", "gc_objects", "frames"}
+"""The routes that reach the labels in-process; ``sys_modules`` (module globals) does not."""
+N_PUBLIC, N_HOLDOUT = 200, 600
+N_FINAL = N_HOLDOUT - N_PUBLIC
+SECRET = 2**100 + 7
+FAILURE = 1e-9
+"""Probability that a test of chance fails although the attack had no label (exact binomial)."""
 
 
 def random_labels():
-    return TASKS.make("random-labels", n_public=200, n_holdout=600)
+    return TASKS.make("random-labels", n_public=N_PUBLIC, n_holdout=N_HOLDOUT)
 
 
-def red_team_duel(isolation, secret_seed=None, seed=2):
-    return duel(random_labels(), MECHANISMS.make("kaggle"), ATTACKS.make(RED_TEAM), seed=seed, replication=1,
-                isolation=isolation, secret_seed=secret_seed)
+def assert_at_chance(final_loss: float, n: int = N_FINAL) -> None:
+    """The 0/1 loss on n random labels that the prediction is independent of: Binomial(n, 1/2)
+    errors exactly, whatever the prediction; outside the central 1 − 1e-9 it had labels."""
+    errors = round(final_loss * n)
+    low = stats.binom.ppf(FAILURE / 2, n, 0.5)
+    assert low <= errors <= n - low, f"{errors} errors in {n} random labels: the attack had labels"
 
 
-def test_in_process_the_red_team_reaches_the_labels_by_every_route():
+@pytest.fixture(params=["separate-user", "user-namespace"])
+def mode(request, monkeypatch):
+    """Each sandbox mode: root's (this machine and CI run as root) and an ordinary user's,
+    whose user namespace root can create too."""
+    if os.geteuid() != 0 and request.param == "separate-user":
+        pytest.skip("the separate-user mode needs root")
+    monkeypatch.setattr(sandbox, "_effective_user", lambda: 0 if request.param == "separate-user" else 1000)
+    sandbox.close_sandboxes()
+    sandbox.require.cache_clear()
+    assert sandbox.require() == request.param
+    yield request.param
+    sandbox.close_sandboxes()
+    sandbox.require.cache_clear()
+
+
+def canary_places(*folders: Path) -> list[Path]:
+    """Where a canary written from outside the sandbox would land: the given folders (and
+    below), the working directory, /tmp, the home folder, the attack's own folder."""
+    return [*folders, Path.cwd(), Path("/tmp"), Path.home(), DATA]
+
+
+def assert_no_canary(name: str, *folders: Path) -> None:
+    found = [path for folder in canary_places(*folders) for path in folder.glob(f"**/{name}" if folder in folders
+                                                                                 else name)]
+    for path in found:
+        path.unlink()
+    assert not found, f"the attack wrote {found}"
+
+
+def red_team(**params):
+    return ATTACKS.make(RED_TEAM, **params)
+
+
+# --- without isolation: every route is open --------------------------------------------------
+
+def test_in_process_the_red_team_reaches_the_labels_by_every_object_route():
     """Documented: without isolation, hostile code in the same process finds the labels."""
-    result = red_team_duel("none")
+    result = duel(random_labels(), MECHANISMS.make("kaggle"), red_team(), seed=2, replication=1)
     assert OBJECT_ROUTES <= set(result.marks)
     assert result.final_final == 0.0 and result.final_public == 0.0
 
 
-def test_under_isolation_the_red_team_finds_nothing():
-    result = red_team_duel("process", secret_seed=12345)
+def test_in_process_the_red_team_also_finds_the_labels_in_its_processs_memory():
+    """The memory scan works: run in the organiser's process, with the secret seed out of
+    reach of its files, it finds the labels in its own memory."""
+    result = duel(random_labels(), MECHANISMS.make("kaggle"), red_team(os_routes="read"), seed=2, replication=1,
+                  secret_seed=SECRET)
+    assert "operating_system" in result.marks and result.final_final == 0.0
+
+
+# --- isolated: no route, in every mode --------------------------------------------------------
+
+def test_an_isolated_red_team_finds_nothing_in_a_duel(mode, tmp_path):
+    attack = red_team(os_routes="all", canary=f"canary-duel-{mode}")
+    result = duel(random_labels(), MECHANISMS.make("kaggle"), attack, seed=2, replication=1, isolation="process",
+                  secret_seed=SECRET)
+    assert_no_canary(f"canary-duel-{mode}", tmp_path)
     assert result.marks == {}
-    assert result.final_public > 0.4 and result.final_final > 0.4  # zeros against random labels
+    assert_at_chance(result.final_final)
 
 
-def test_a_public_seed_regenerates_simulated_labels_and_a_secret_seed_stops_that():
-    """What isolation does not cover: simulated data derived from the scenario's public seed."""
-    public = red_team_duel("process", seed=2)
-    assert set(public.marks) == {"regenerated_from_public_seed"} and public.final_final == 0.0
-    secret = red_team_duel("process", secret_seed=2**100 + 7, seed=2)
+def test_isolated_red_teams_find_nothing_in_a_competition(mode):
+    """Three teams, two of them red teams: each sees its siblings, none finds anything."""
+    teams = [TeamSpec(red_team(os_routes="all", canary=f"canary-competition-{mode}"), count=2),
+             TeamSpec("boosting", {"k": 20})]
+    result = compete(random_labels(), MECHANISMS.make("kaggle"), teams, Rules(rounds=4, per_round=50, selection="last"),
+                     seed=2, isolation="process", secret_seed=SECRET)
+    assert_no_canary(f"canary-competition-{mode}")
+    for loss in result.private[:2]:
+        assert_at_chance(loss)
+
+
+def ladderlab(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ladderlab.cli", *arguments], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+HOSTILE_COMPETITION = f"""
+[[competition]]
+tasks = [{{ id = "random-labels", params = {{ n_public = {N_PUBLIC}, n_holdout = {N_HOLDOUT} }} }}]
+mechanisms = [{{ id = "kaggle" }}]
+rules = [{{ rounds = 3, per_round = 40, selection = "last" }}]
+
+[[competition.mixes]]
+name = "red"
+teams = [
+  {{ policy = "{RED_TEAM}", count = 2, params = {{ os_routes = "all", canary = "canary-run" }} }},
+  {{ policy = "boosting", params = {{ k = 20 }} }},
+]
+"""
+
+
+def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_the_red_team(tmp_path):
+    """The whole command: its arguments name the scenario, the secret-seed file and the run
+    directory, all readable by its user; the red team, run by it in duels and as two teams of
+    a competition, finds none of them."""
+    scenario = tmp_path / "hostile.toml"
+    scenario.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }').replace(
+        'attacks = [{ id = "boosting", params = { k = [50, 100], variant = "kaggle" } }]',
+        f'attacks = [{{ id = "{RED_TEAM}", params = {{ os_routes = "all", canary = "canary-run" }} }}]')
+        + HOSTILE_COMPETITION)
+    secret = tmp_path / "secret"
+    finished = ladderlab("--quiet", "run", str(scenario), "--out", str(tmp_path / "run"), "--isolation", "process",
+                         "--secret-seed", str(secret), cwd=tmp_path)
+    assert_no_canary("canary-run", tmp_path)
+    assert finished.returncode == 0, finished.stderr
+    results = runner.load_results(tmp_path / "run")
+    assert (results.status == "ok").all() and (results.marks == "{}").all()
+    for loss in results.final_final:
+        assert_at_chance(loss)
+    competitions = load_competition_results(tmp_path / "run", teams=True)
+    assert (competitions.status == "ok").all() and len(competitions) == 3
+    red_teams = [loss for labels, private in zip(competitions.team_labels, competitions.team_private)
+                 for label, loss in zip(labels, private) if label.endswith(":RedTeam")]
+    assert len(red_teams) == 2 * 3
+    for loss in red_teams:
+        assert_at_chance(loss)
+
+
+def test_run_in_process_the_red_team_reads_the_secret_through_its_arguments(tmp_path):
+    """The same command without isolation: the red team reads the secret-seed file named in
+    its process's arguments and the run's manifest, and re-derives the labels."""
+    scenario = tmp_path / "hostile.toml"
+    scenario.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }').replace(
+        'attacks = [{ id = "boosting", params = { k = [50, 100], variant = "kaggle" } }]',
+        f'attacks = [{{ id = "{RED_TEAM}", params = {{ os_routes = "read" }} }}]'))
+    finished = ladderlab("--quiet", "run", str(scenario), "--out", str(tmp_path / "run"),
+                         "--secret-seed", str(tmp_path / "secret"), cwd=tmp_path)
+    assert finished.returncode == 0, finished.stderr
+    results = runner.load_results(tmp_path / "run")
+    marks = json.loads(results.marks[0])
+    assert "operating_system" in marks and any(mark.startswith("reached secret seed file") for mark in marks)
+    assert (results.final_final == 0.0).all()
+
+
+def test_a_public_seed_regenerates_simulated_labels_and_a_secret_seed_stops_that(mode):
+    """What isolation does not cover: simulated data derived from the scenario's public seed,
+    found by guessing it or from the attack's own generator."""
+    public = duel(random_labels(), MECHANISMS.make("kaggle"), red_team(), seed=2, replication=1, isolation="process")
+    assert set(public.marks) == {"regenerated_from_public_seed", "seed_from_own_generator"}
+    assert public.final_final == 0.0
+    secret = duel(random_labels(), MECHANISMS.make("kaggle"), red_team(), seed=2, replication=1, isolation="process",
+                  secret_seed=SECRET)
     assert secret.marks == {}
 
+
+def test_an_isolated_attack_leaves_no_process_behind(tmp_path):
+    """Everything the attack started dies with the duel (root's mode kills every process of
+    the attack's user but the attack process, which waits for the next duel)."""
+    if os.geteuid() != 0:
+        pytest.skip("the separate-user mode needs root")
+    duel(random_labels(), MECHANISMS.make("kaggle"), ATTACKS.make(f"{HOSTILE}:Lingerer"), isolation="process")
+    left = [line.split(None, 2) for line in subprocess.run(["ps", "-eo", "uid=,stat=,args="], capture_output=True,
+                                                           text=True).stdout.splitlines()]
+    assert not [args for uid, state, args in left  # killed ones may stay zombies until their parent waits
+                if int(uid) >= sandbox.SANDBOX_UID_BASE and "sleep" in args and not state.startswith("Z")]
+
+
+def test_the_organiser_is_not_dumpable_so_its_own_user_cannot_read_its_memory(tmp_path):
+    """``prctl(PR_SET_DUMPABLE, 0)``: a process of the same user, without CAP_SYS_PTRACE,
+    cannot open the organiser's memory; without it, it can (root with no capabilities is
+    such a user)."""
+    without_capabilities = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+    opened = {}
+    for protect in (False, True):
+        target = subprocess.Popen([*without_capabilities, sys.executable, "-c",
+                                   "import sys, time; from ladderlab.sandbox import make_non_dumpable; "
+                                   f"{'make_non_dumpable(); ' if protect else ''}print('ready', flush=True); "
+                                   "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+        try:
+            assert target.stdout.readline().strip() == "ready"
+            reader = subprocess.run([*without_capabilities, sys.executable, "-c",
+                                     f"open('/proc/{target.pid}/mem', 'rb')"], capture_output=True, text=True)
+            opened[protect] = reader.returncode == 0
+        finally:
+            target.kill()
+            target.wait()
+            target.stdout.close()
+    assert opened == {False: True, True: False}
+
+
+# --- refusing what the machine cannot do -----------------------------------------------------
+
+def refused(platform="linux", euid=1000, bwrap="/usr/bin/bwrap", failure=None):
+    with pytest.raises(sandbox.IsolationUnavailable) as refusal:
+        sandbox.choose_mode(platform, euid, bwrap, lambda mode: failure)
+    return str(refusal.value)
+
+
+def test_which_sandbox_mode_is_used_when():
+    assert sandbox.choose_mode("linux", 0, "/usr/bin/bwrap", lambda mode: None) == "separate-user"
+    assert sandbox.choose_mode("linux", 1000, "/usr/bin/bwrap", lambda mode: None) == "user-namespace"
+    assert "needs Linux" in refused(platform="darwin")
+    assert "apt-get install bubblewrap" in refused(bwrap=None)
+    assert "kernel.unprivileged_userns_clone=1" in refused(failure="setting up uid map: Permission denied")
+    assert "SYS_ADMIN" in refused(euid=0, failure="Creating new namespace failed: Operation not permitted")
+
+
+def test_the_command_refuses_isolation_without_bubblewrap_before_any_work(tmp_path):
+    finished = subprocess.run([sys.executable, "-m", "ladderlab.cli", "demo", "--isolation", "process"],
+                              capture_output=True, text=True, env={**os.environ, "PATH": str(tmp_path)}, timeout=120)
+    assert finished.returncode == 2 and finished.stdout == ""
+    assert finished.stderr.count("\n") == 1 and "needs bubblewrap" in finished.stderr
+
+
+# --- same results -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
     "task, attack",
@@ -78,6 +287,15 @@ def test_isolated_attacks_give_the_same_results_bit_for_bit(task, attack):
     assert (a.delta, a.leaderboard_error, a.submissions, a.marks) == (b.delta, b.leaderboard_error, b.submissions, b.marks)
 
 
+def test_an_isolated_competition_equals_the_in_process_one():
+    teams = [TeamSpec("boosting", {"k": 30}, count=2, accounts=2), TeamSpec("hill-climbing", {"k": 20})]
+    rules = Rules(rounds=3, per_round=7)
+    plain, isolated = (compete(random_labels(), MECHANISMS.make("ladder"), teams, rules, seed=3, replication=1,
+                               isolation=isolation) for isolation in ("none", "process"))
+    for name in ("public", "private", "population", "submissions", "public_by_round", "leaderboard_errors"):
+        np.testing.assert_array_equal(getattr(plain, name), getattr(isolated, name))
+
+
 def test_an_isolated_run_equals_the_in_process_run(tmp_path):
     path = tmp_path / "small.toml"
     path.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }, { id = "ladder" }'))
@@ -86,62 +304,86 @@ def test_an_isolated_run_equals_the_in_process_run(tmp_path):
     pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
 
 
-class OverBudget(ATTACKS.get("boosting")):
-    id = "over-budget"
-
-    def run(self, board, data, rng):
-        board.submit_many(np.zeros((3, board.holdout_size)))
-        return np.zeros(board.holdout_size)
-
+# --- the protocol -------------------------------------------------------------------------------
 
 def test_errors_cross_the_pipe_as_themselves():
     with pytest.raises(BudgetExceeded, match="exceed the budget of 2"):
-        duel(random_labels(), MECHANISMS.make("kaggle"), OverBudget(), budget=2, isolation="process")
+        duel(random_labels(), MECHANISMS.make("kaggle"), ATTACKS.make(f"{HOSTILE}:OverBudget"), budget=2,
+             isolation="process")
 
 
-class Payload:
-    """Unpickled, it creates the file ``target``."""
+def test_the_channel_carries_small_and_large_arrays_exactly_in_order():
+    left, right = socket.socketpair()
+    sender, receiver = Channel(left), Channel(right)
+    rng = np.random.default_rng(30)
+    messages = [{"small": rng.random(3), "flags": rng.random(5) < 0.5},
+                {"large": rng.random((300, 1000)), "counts": rng.integers(0, 9, (2, 70_000), dtype=np.int32)},
+                {"small": rng.random((2, 2))}]
+    def send_all() -> None:  # written ahead of the reads: a read may start in the middle of a buffer
+        for number, arrays in enumerate(messages):
+            sender.send({"kind": "batch", "number": number}, arrays)
 
-    def __init__(self, target):
-        self.target = target
+    writer = threading.Thread(target=send_all)
+    writer.start()
+    for number, arrays in enumerate(messages):
+        header, received = receiver.receive()
+        assert header == {"kind": "batch", "number": number}
+        assert received.keys() == arrays.keys()
+        for name, array in arrays.items():
+            assert received[name].dtype == array.dtype and np.array_equal(received[name], array)
+    writer.join()
 
-    def __reduce__(self):
-        return (open, (self.target, "w"))
 
-
-class Smuggler(Attack):
-    """Sends the organiser a pickle that would create a file if it were ever unpickled."""
-
-    id = "smuggler"
-    reference = "ladderlab isolation tests"
-    _parameter_constraints = {"target": [InstanceOf(str)]}
-
-    def __init__(self, target: str = ""):
-        self.target = target
-
-    def run(self, board, data, rng):
-        board._connection.send_bytes(pickle.dumps(Payload(self.target)))
-        return np.zeros(board.holdout_size)
+@pytest.mark.parametrize("length", [1 << 49, 1 << 60])  # beyond any address space; beyond an index
+def test_a_message_that_claims_more_memory_than_exists_is_a_protocol_error(length):
+    left, right = socket.socketpair()
+    header = json.dumps({"kind": "batch", "arrays": [["huge", "<f8", [length]]]}).encode()
+    left.sendall(struct.pack("<IQ", len(header), 8 * length) + header + bytes(100))
+    with pytest.raises(AttackProcessError, match="broke the protocol"):
+        Channel(right).receive()
 
 
 def test_the_organiser_never_unpickles_what_the_attack_sends(tmp_path):
     with pytest.raises(AttackProcessError, match="broke the protocol"):
-        duel(random_labels(), MECHANISMS.make("kaggle"), Smuggler(str(tmp_path / "pwned")), isolation="process")
+        duel(random_labels(), MECHANISMS.make("kaggle"), ATTACKS.make(f"{HOSTILE}:Smuggler", target=str(tmp_path / "pwned")),
+             isolation="process")
     assert not (tmp_path / "pwned").exists()
 
 
 def test_check_attack_flags_reading_the_boards_private_attributes():
-    red_team = ATTACKS.make(RED_TEAM)
     with pytest.raises(ConformanceError, match=r"private attributes \['_leaderboard'\]"):
-        check_attack_keeps_to_the_public_board(red_team)
+        check_attack_keeps_to_the_public_board(red_team())
     with pytest.raises(ConformanceError):
-        check_attack(red_team)
+        check_attack(red_team())
     check_attack_keeps_to_the_public_board(ATTACKS.make("boosting", k=20))
 
 
+class ObjectsOnly(RedTeam):
+    """The red team without its direct reads: only gc, frames and object.__getattribute__."""
+
+    id = "objects-only"
+
+    def run(self, board, data, rng):
+        return self._first(gc.get_referrers(data)) if self.guess_seeds else self._frames_or_zeros(board)
+
+    def _frames_or_zeros(self, board):
+        self.n_ = board.holdout_size
+        labels = self._frames()
+        return np.zeros(self.n_) if labels is None else labels
+
+
+@pytest.mark.parametrize("route", ["gc", "frames"])
+def test_check_attack_catches_labels_found_by_any_route_and_says_that_only_isolation_is_a_boundary(route):
+    attack = ObjectsOnly(guess_seeds=1 if route == "gc" else 0)
+    attack.n_ = N_HOLDOUT
+    check_attack_keeps_to_the_public_board(attack)  # it reads no private attribute
+    with pytest.raises(ConformanceError, match=r"errs on 0 of 120 .* only isolation='process' is a boundary"):
+        check_attack_private_score_at_chance(attack)
+    check_attack_private_score_at_chance(ATTACKS.make("boosting", k=20))
+
+
 def test_an_attack_reference_names_its_stream_like_the_instance():
-    attack = ATTACKS.make(RED_TEAM, guess_seeds=2)
+    attack = red_team(guess_seeds=2)
     ref = AttackRef.of(attack)
-    assert ref.identity == ("red-team", {"guess_seeds": 2})
+    assert ref.identity == ("red-team", {"guess_seeds": 2, "canary": "", "os_routes": "none"})
     assert type(ref.make()).__name__ == "RedTeam"
-    gc.collect()

@@ -170,3 +170,36 @@ def test_a_changed_local_plugin_is_refused_then_recomputed_with_rerun_stale(tmp_
     pd.testing.assert_frame_equal(comparable(before[~shifted]).reset_index(drop=True),
                                   comparable(after[~shifted]).reset_index(drop=True))
     assert len(list((tmp_path / "run" / "quarantine").glob("*.parquet"))) == 2
+
+
+HELPED_PLUGIN = """
+from ladderlab.mechanisms.kaggle import Kaggle
+
+import helper
+
+
+class Helped(Kaggle):
+    id = "helped"
+
+    def _release(self, P):
+        return super()._release(P) + helper.SHIFT
+"""
+
+
+def test_a_changed_helper_module_makes_the_cells_of_the_plugin_importing_it_stale(tmp_path):
+    """A plugin file's fingerprint covers the local modules it imports (issue 30, item 5)."""
+    (tmp_path / "helped.py").write_text(HELPED_PLUGIN)
+    (tmp_path / "helper.py").write_text("SHIFT = 0.0\n")
+    path = scenario_file(tmp_path, f'{{ id = "{tmp_path / "helped.py"}:Helped" }}, {{ id = "kaggle" }}')
+    before = runner.run(path, tmp_path / "run")
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    files = next(record["source_files"] for plugin, record in manifest["plugins"].items() if "Helped" in plugin)
+    assert [os.path.basename(file) for file in files] == ["helped.py", "helper.py", "kaggle.py"]
+    (tmp_path / "helper.py").write_text("SHIFT = 0.25  # edited\n")
+    with pytest.raises(rundir.StaleCellsError, match=r"(?s)2 finished cells .* mechanism '.*helped.py:Helped'"):
+        runner.run(path, tmp_path / "run")
+    after = runner.run(path, tmp_path / "run", rerun_stale=True)
+    pd.testing.assert_frame_equal(comparable(after), comparable(runner.run(path, tmp_path / "fresh")))
+    helped = before.mechanism.str.endswith("Helped")
+    assert (after[helped].final_released >= 0.25).all() and not before[helped].final_released.equals(
+        after[helped].final_released)

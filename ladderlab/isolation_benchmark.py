@@ -1,0 +1,196 @@
+"""What isolation costs: ``ladderlab bench-isolation`` times the same runs with and without it.
+
+Each workload is a whole ``ladderlab`` command, run in turn without isolation and with
+``--isolation process`` (A B A B …, so that both see the same load), timed by the
+operating system: the CPU seconds (user + system) of the command and of every process it
+waited for (workers, the sandbox and its attack processes) and the wall time. The two runs
+of a pair must give the same results, bit for bit, or the benchmark fails. The ratio of
+each pair is isolated / unisolated; the page quotes medians.
+
+``--write PAGE`` replaces the part of ``PAGE`` between ``<!-- isolation-benchmark -->``
+and ``<!-- /isolation-benchmark -->`` with the table (docs/isolation.md keeps its
+numbers there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ladderlab.rundir import write_atomically
+
+BEGIN, END = "<!-- isolation-benchmark -->", "<!-- /isolation-benchmark -->"
+
+
+def _scenario(name: str, replications: int, n_public: int, mechanisms: list[str], attack: str, k: int) -> str:
+    """A one-cell-per-mechanism scenario on random labels (holdout three times the public part)."""
+    mechanism_list = ", ".join(f'{{ id = "{mechanism}" }}' for mechanism in mechanisms)
+    return f"""
+schema_version = 1
+name = "isolation-bench-{name}"
+replications = {replications}
+seed = 1
+
+[[matrix]]
+tasks = [{{ id = "random-labels", params = {{ n_public = {n_public}, n_holdout = {3 * n_public} }} }}]
+mechanisms = [{mechanism_list}]
+attacks = [{{ id = "{attack}", params = {{ k = {k} }} }}]
+"""
+
+
+SEQUENTIAL = _scenario("sequential", 40, 1000, ["kaggle"], "hill-climbing", 1500)
+BATCHED = _scenario("batched", 200, 1000, ["kaggle", "ladder"], "boosting", 500)
+STARTUP = _scenario("startup", 1, 200, ["kaggle"], "boosting", 10)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    what: str
+    arguments: tuple[str, ...]
+    scenario: str | None = None
+    """The scenario file's text, for ``run`` workloads (written to a temporary file)."""
+
+
+WORKLOADS = (
+    Workload("certify", "`ladderlab certify kaggle --replications 1`: the certification battery (every "
+             "built-in attack at every strength and budget, once)", ("certify", "kaggle", "--replications", "1")),
+    Workload("batched", "400 duels of boosting (k = 500 submissions in one batch) against kaggle and ladder at "
+             "n = 1000", ("run",), BATCHED),
+    Workload("sequential", "40 duels of hill-climbing (k = 1500 submissions, one at a time) at n = 1000",
+             ("run",), SEQUENTIAL),
+    Workload("startup", "1 duel of boosting (k = 10) at n = 200: starting the run's worker (and the sandbox)",
+             ("run",), STARTUP),
+)
+
+
+@dataclass(frozen=True)
+class Timing:
+    cpu: float
+    wall: float
+
+
+def _timed(command: list[str]) -> Timing:
+    """Run ``command``; its CPU seconds and those of every process it waited for, and its wall time."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            errors.seek(0)
+            raise RuntimeError(f"{' '.join(command)} failed: {errors.read().decode(errors='replace').strip()}")
+    return Timing(usage.ru_utime + usage.ru_stime, wall)
+
+
+def _results(folder: Path) -> object:
+    from ladderlab.runner import load_results
+
+    return load_results(folder).drop(columns="wall_time")
+
+
+def measure(workload: Workload, rounds: int, folder: Path) -> dict[str, list[Timing]]:
+    """``rounds`` pairs of runs of ``workload``, unisolated then isolated; raises if a pair's
+    results differ."""
+    timings: dict[str, list[Timing]] = {"none": [], "process": []}
+    arguments = list(workload.arguments)
+    if workload.scenario is not None:
+        scenario = folder / f"{workload.name}.toml"
+        scenario.write_text(workload.scenario)
+        arguments.append(str(scenario))
+    for round_ in range(rounds):
+        runs = {}
+        for isolation in ("none", "process"):
+            out = folder / f"{workload.name}-{isolation}-{round_}"
+            where = ["--run-dir", str(out)] if workload.arguments[0] == "certify" else ["--out", str(out)]
+            command = [sys.executable, "-m", "ladderlab.cli", "--quiet", *arguments, *where, "--isolation", isolation]
+            timings[isolation].append(_timed(command))
+            runs[isolation] = _results(out)
+        if not runs["none"].equals(runs["process"]):
+            raise RuntimeError(f"{workload.name}: the isolated run's results differ from the unisolated run's")
+    return timings
+
+
+def table(measured: dict[str, dict[str, list[Timing]]], rounds: int) -> str:
+    """The Markdown section: what was run, on what, and the medians."""
+    load = os.getloadavg()[0]
+    lines = [
+        BEGIN,
+        f"Measured by `ladderlab bench-isolation --rounds {rounds}` on {time.strftime('%Y-%m-%d')}: Linux "
+        f"{platform.release()}, {os.cpu_count()} processors, load average {load:.1f} at the end, Python "
+        f"{platform.python_version()}, sandbox mode `{_mode()}`, a machine shared with other work. Each row: "
+        f"{rounds} pair{'s' if rounds != 1 else ''} of whole commands, "
+        "unisolated then isolated, with the same results bit for bit; CPU is user + system seconds of the "
+        "command and of every process it started; the ratio is the median of the pairs' ratios.",
+        "",
+        "| workload | CPU s, none | CPU s, process | CPU ratio | wall s, none | wall s, process | wall ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for workload in WORKLOADS:
+        if workload.name not in measured:
+            continue
+        none, process = measured[workload.name]["none"], measured[workload.name]["process"]
+        cpu_ratio = statistics.median(b.cpu / a.cpu for a, b in zip(none, process))
+        wall_ratio = statistics.median(b.wall / a.wall for a, b in zip(none, process))
+        lines.append(
+            f"| {workload.what} | {statistics.median(t.cpu for t in none):.1f} | "
+            f"{statistics.median(t.cpu for t in process):.1f} | {cpu_ratio:.2f} | "
+            f"{statistics.median(t.wall for t in none):.1f} | {statistics.median(t.wall for t in process):.1f} | "
+            f"{wall_ratio:.2f} |"
+        )
+    return "\n".join([*lines, END])
+
+
+def _mode() -> str:
+    from ladderlab.sandbox import require
+
+    return require()
+
+
+def write_section(page: Path, section: str) -> None:
+    """Replace the benchmark section of ``page`` (between the markers) with ``section``."""
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"{page}: no section between {BEGIN} and {END} to replace")
+    before, rest = text.split(BEGIN, 1)
+    after = rest.split(END, 1)[1]
+    write_atomically(page, (before + section + after).encode())
+
+
+def add_subcommand(commands: argparse._SubParsersAction, count: type) -> None:
+    """``ladderlab bench-isolation``: parser and handler."""
+    parser = commands.add_parser("bench-isolation", help="CPU and wall time of runs with and without --isolation process")
+    parser.add_argument("--rounds", type=count, default=3, help="pairs of runs per workload (default 3)")
+    parser.add_argument("--only", choices=[workload.name for workload in WORKLOADS], action="append",
+                        help="run only this workload (repeatable)")
+    parser.add_argument("--write", metavar="PAGE", help="put the table into PAGE between the benchmark markers "
+                        "(docs/isolation.md)")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    page = Path(args.write) if args.write else None
+    if page is not None and BEGIN not in page.read_text():
+        raise ValueError(f"--write {page}: the page has no {BEGIN} marker")
+    _mode()  # refuse before any work when this machine cannot isolate
+    measured = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for workload in WORKLOADS:
+            if args.only and workload.name not in args.only:
+                continue
+            print(f"{workload.name} …", file=sys.stderr)
+            measured[workload.name] = measure(workload, args.rounds, Path(folder))
+    section = table(measured, args.rounds)
+    if page is not None:
+        write_section(page, section)
+    print(section)
+    return 0

@@ -1,0 +1,34 @@
+"""``ladderlab bench-isolation``: the table it writes and the page it writes it into."""
+
+import pytest
+
+from ladderlab.cli import main
+from ladderlab.isolation_benchmark import BEGIN, END, Timing, table, write_section
+
+
+def test_the_ratio_is_the_median_of_the_pairs_ratios_not_the_ratio_of_medians():
+    unisolated = [Timing(cpu=1.0, wall=1.0), Timing(cpu=4.0, wall=4.0), Timing(cpu=10.0, wall=10.0)]
+    isolated = [Timing(cpu=3.0, wall=3.0), Timing(cpu=4.0, wall=4.0), Timing(cpu=30.0, wall=30.0)]
+    section = table({"batched": {"none": unisolated, "process": isolated}}, rounds=3)
+    row = next(line for line in section.splitlines() if line.startswith("| 400 duels of boosting"))
+    assert row.split(" | ")[1:] == ["4.0", "4.0", "3.00", "4.0", "4.0", "3.00 |"]
+    assert section.startswith(BEGIN) and section.endswith(END)
+    assert "--rounds 3" in section and "certify" not in section
+
+
+def test_the_table_replaces_only_the_section_between_the_markers(tmp_path):
+    page = tmp_path / "isolation.md"
+    page.write_text(f"# Before\n\n{BEGIN}\nold numbers\n{END}\n\n## After\n")
+    write_section(page, f"{BEGIN}\nnew numbers\n{END}")
+    assert page.read_text() == f"# Before\n\n{BEGIN}\nnew numbers\n{END}\n\n## After\n"
+
+
+def test_a_page_without_markers_is_refused_before_any_run(tmp_path, capsys):
+    page = tmp_path / "notes.md"
+    page.write_text("# Notes\n")
+    assert main(["bench-isolation", "--rounds", "1", "--write", str(page)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"--write {page}" in error and BEGIN in error
+    assert page.read_text() == "# Notes\n"
+    with pytest.raises(ValueError, match="no section"):
+        write_section(page, f"{BEGIN}\n{END}")
