@@ -151,7 +151,12 @@ def _report(args: argparse.Namespace) -> int:
     run = report.load_run(args.run_dir)
     for line in report.status_lines(run):
         print(line, file=sys.stderr)
-    text = report_formats.write(run, args.format, args.out)
+    figures = (plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
+               + extrapolation_report.report_figures(extrapolation_report.load(run.directory)[0])) if args.plots else []
+    files = [Path(args.plots) / f"{number:02d}-{figure.slug}.png" for number, figure in enumerate(figures, start=1)]
+    base = Path(args.out).resolve().parent if args.out else Path.cwd()
+    links = [(figure.title, os.path.relpath(path.resolve(), base)) for figure, path in zip(figures, files)]
+    text = report_formats.write(run, args.format, args.out, links)
     if not args.out:
         print(text, end="")
     if args.html:
@@ -160,9 +165,6 @@ def _report(args: argparse.Namespace) -> int:
         write_atomically(args.html, report_html.html_page(run))
         print(f"HTML report written to {args.html}", file=sys.stderr)
     if args.plots:
-        figures = (plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
-                   + extrapolation_report.report_figures(extrapolation_report.load(run.directory)[0]))
-        files = [Path(args.plots) / f"{number:02d}-{figure.slug}.png" for number, figure in enumerate(figures, start=1)]
         Path(args.plots).mkdir(parents=True, exist_ok=True)
         for figure, path in zip(progress_bar(figures, progress=args.progress, desc="plots", unit="plot"), files):
             write_atomically(path, figure.png())

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,8 @@ from ladderlab.report_tables import (
 FORMATS = ("text", "markdown", "csv", "json")
 COMPACT_WIDTH = 120
 """The terminal width the compact text's notes are wrapped to."""
-LIST_COLUMNS = ("released", "public", "final", "marks", "team_labels", "team_honest", "team_public", "team_private",
-                "team_population")
+LIST_COLUMNS = ("released", "public", "final", "marks", "team_labels", "team_honest",
+                *competition_results.SCORE_COLUMNS, *competition_results.ACTIVITY_COLUMNS, "team_gap_z")
 """Per-submission and per-team lists: in the run directory's Parquet files, not in reports."""
 
 
@@ -242,17 +243,22 @@ def sections_markdown(found: list[Section], issued: dict[str, Any] | None, headi
     return "\n".join(parts).rstrip() + "\n" if parts else "No finished replications yet.\n"
 
 
-def markdown(run: Run) -> str:
-    """Every section for people as Markdown."""
-    return sections_markdown(sections(run), certificate(run))
+def markdown(run: Run, figures: Sequence[tuple[str, str]] = ()) -> str:
+    """A Markdown page: the scenario's name and description, every section for people, and
+    ``figures`` (title and image path, as ``report --plots`` writes them)."""
+    info = provenance(run)
+    parts = [f"# {info['scenario']}", "", info["description"], "", sections_markdown(sections(run), certificate(run))]
+    if figures:
+        parts += ["## Figures", ""] + [f"![{title}]({path})\n" for title, path in figures]
+    return "\n".join(parts).rstrip() + "\n"
 
 
-def render(run: Run, form: str) -> str:
-    """The report in ``form``: ``text``, ``markdown``, ``csv`` or ``json``."""
+def render(run: Run, form: str, figures: Sequence[tuple[str, str]] = ()) -> str:
+    """The report in ``form``: ``text``, ``markdown`` (linking ``figures``), ``csv`` or ``json``."""
     if form == "text":
         return text(run)
     if form == "markdown":
-        return markdown(run)
+        return markdown(run, figures)
     if form == "csv":
         return csv_text(sections(run))
     if form == "json":
@@ -331,9 +337,10 @@ def compact_text(run: Run) -> str:
     return "\n".join(parts) + "\n" if parts else "no finished replications yet\n"
 
 
-def write(run: Run, form: str | None, out: str | Path | None = None) -> str:
-    """The report in ``form`` (None: the compact text), written to ``out`` when given."""
-    rendered = compact_text(run) if form is None else render(run, form)
+def write(run: Run, form: str | None, out: str | Path | None = None, figures: Sequence[tuple[str, str]] = ()) -> str:
+    """The report in ``form`` (None: the compact text), written to ``out`` when given; a Markdown
+    page links ``figures``."""
+    rendered = compact_text(run) if form is None else render(run, form, figures)
     if out is not None:
         write_atomically(Path(out), rendered.encode())
     return rendered

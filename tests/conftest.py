@@ -47,3 +47,13 @@ def _private_cache(tmp_path_factory):
         del os.environ["XDG_CACHE_HOME"]
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+@pytest.fixture(scope="session")
+def quickstart_run(tmp_path_factory):
+    """The built-in quickstart scenario, run once (about 4 s of CPU), read back as a report's Run."""
+    from ladderlab import report, runner
+
+    out = tmp_path_factory.mktemp("quickstart") / "run"
+    runner.run("quickstart", out, progress=False)
+    return report.load_run(out)

@@ -7,6 +7,9 @@ from pathlib import Path
 import ladderlab
 
 PACKAGE = Path(ladderlab.__file__).parent
+DEFERRED = {("ladderlab.sandbox", "ladderlab.isolation"):
+            "the sandbox server, a process of its own, imports the attack side of the protocol when it forks an attack"}
+"""Imports inside a function that close a circle, each with why it is not one at import time."""
 
 
 def _module_names() -> dict[str, Path]:
@@ -62,7 +65,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_module_of_the_core_imports_itself_back_through_another():
     modules = _module_names()
-    graph = {name: _imports(path, modules) - {name, *_ancestors(name)} for name, path in modules.items()}
+    graph = {name: {other for other in _imports(path, modules) - {name, *_ancestors(name)} if (name, other) not in DEFERRED}
+             for name, path in modules.items()}
     assert _cycles(graph) == []
 
 

@@ -60,7 +60,7 @@ def test_markdown_is_a_page_with_the_summary_and_links_to_the_plots(finished_run
                  "--plots", str(tmp_path / "plots")]) == 0
     text = page.read_text()
     table = report.summary(report.load_run(finished_run).results)
-    assert text.startswith("# ") and "## Summary" in text
+    assert text.startswith("# ") and "## Duels" in text
     rows = [line for line in text.splitlines()
             if line.startswith("| ") and not line.startswith("| ---") and "median [95%]" not in line]
     assert len(rows) == len(table)
