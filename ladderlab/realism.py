@@ -21,13 +21,15 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ladderlab.kaggle_calibration import ARRIVAL, ENTRIES, IMPROVEMENTS, LEVELS, REAL_LEADERBOARDS, leaderboard_shakeup
 from ladderlab.naming import plugin_label
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PAGES = {"shakeup": "kaggle-realistic", "roelofs": "roelofs-2019"}
 """Each page and the built-in scenario it runs."""
@@ -64,6 +66,8 @@ def _mechanism(row: pd.Series) -> str:
 
 def shakeup_statistics(results: pd.DataFrame) -> pd.DataFrame:
     """Per replication, the statistics of the real leaderboards (:func:`leaderboard_shakeup`)."""
+    import pandas as pd
+
     rows = [{"mechanism": _mechanism(row), "replication": row.replication,
              **leaderboard_shakeup(np.asarray(row.team_public), np.asarray(row.team_private), row.sign)}
             for _, row in results.iterrows()]
@@ -176,6 +180,8 @@ def _calibration_remark(submissions: np.ndarray, improvements: np.ndarray, sprea
 
 def roelofs_page(results: pd.DataFrame, command: str) -> str:
     """docs/roelofs-2019.md: the top teams' gaps against sampling noise, honest and with cheaters."""
+    import pandas as pd
+
     rows = ["| population | top tenth's gap (accuracy points) | top tenth's mean z | top tenth within ±1.96 "
             "| all teams' mean z | cheaters' mean z | cheaters' mean public rank | top-10 overlap |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]

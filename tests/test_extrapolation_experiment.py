@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import extrapolation_experiment as experiment
+from ladderlab import extrapolation_experiment as experiment, report_html
 from ladderlab import extrapolation_report, report, runner
 from ladderlab.cli import main
 from ladderlab.scenario import ScenarioError, load, validate
@@ -87,7 +87,7 @@ def test_a_small_figure_3_runs_resumes_and_reports(tmp_path, capsys):
     assert "| convention | the paper says |" in page and "EXP is more variable than CONS and HD" in page
     assert "](plots/01-zheng-et-al.-figure-3" in page and "## Summary" not in page
     assert len(list((tmp_path / "plots").glob("*.png"))) == 1
-    html = report.html_page(report.load_run(out))
+    html = report_html.html_page(report.load_run(out))
     assert "Accuracy extrapolation" in html and "2 of 2 extrapolation cells finished" in html
     assert main(["report", str(out)]) == 0
     assert "for the network, acc(k) itself is the better predictor" in capsys.readouterr().out

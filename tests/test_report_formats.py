@@ -136,11 +136,11 @@ def test_a_certify_run_directory_reports_its_certificate_in_every_format(tmp_pat
     run = report.load_run(tmp_path / "battery")
     document = json.loads(report_formats.render(run, "json"))
     assert document["certificate"]["safe_budget"] == issued["safe_budget"]
-    assert document["certificate"]["battery"][0]["delta_median"] == issued["battery"][0]["delta_median"]
+    assert document["certificate"]["battery"][0]["delta"] == issued["battery"][0]["delta"]
     rows = pd.read_csv(io.StringIO(report_formats.render(run, "csv")))
     row = rows[rows.section == "certificate"].iloc[0]
     assert (row.attack_label, row.verdict) == ('boosting(k=20, variant=kaggle)', issued["battery"][0]["verdict"])
-    assert row.delta_median == issued["battery"][0]["delta_median"]
+    assert row.delta_median == issued["battery"][0]["delta"]["median"]
     for form in ("text", "markdown"):
         assert "Safe submission budget" in report_formats.render(run, form)
     assert "Certificate" in report_html.html_page(run)
