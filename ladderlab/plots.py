@@ -209,14 +209,15 @@ def submissions_figure(sweep: Sweep) -> ReportFigure:
 
 def trace_figure(sweep: Sweep) -> ReportFigure:
     """Released scores of the first finished replication, per mechanism, at the largest swept
-    value, with the attack's marks (Chaibub Neto Figs. 1, 3, 5)."""
+    value (or the mechanism's own, where it did not play that one), with the attack's marks
+    (Chaibub Neto Figs. 1, 3, 5)."""
     largest = [cell for cell, x in sweep.x_of_cell.items() if x == sweep.xs[-1]]
     mechanisms = sweep.mechanisms[:MAX_TRACE_PANELS]
     figure, axes = _grid(len(mechanisms), width=5.0, height=3.0)
     for ax, mechanism in zip(axes, mechanisms):
         rows = sweep.rows(mechanism)
-        rows = rows[rows.cell.isin(largest)].sort_values("replication")
-        row = rows.iloc[0]
+        at_largest = rows[rows.cell.isin(largest)]  # a certify battery plays each mechanism at its own points
+        row = (at_largest if not at_largest.empty else rows).sort_values("replication").iloc[0]
         released = np.asarray(row.released, dtype=float)
         ax.plot(np.arange(released.size), released, ".", markersize=2, color=RELEASED_COLOR, label="released")
         marks = json.loads(row.marks) if isinstance(row.marks, str) else {}
