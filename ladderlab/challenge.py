@@ -243,6 +243,24 @@ class Challenge:
         digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
         return digest.hexdigest()[:32]
 
+    def task_identity(self) -> str:
+        """A hash of everything the challenge gives a duel as its task: the ids, the labels and
+        the split, the public data (training rows, holdout inputs), the task type, the scorer,
+        the label set and the prediction range. The mechanism, the rules and the teams are not
+        part of it, nor how the files are laid out (CSV or Parquet, row order, spacing): a
+        certificate made for these data stays valid when the organiser names it in the file."""
+        split, public = self.split, self.split.public
+        digest = hashlib.sha256()
+        digest.update("\n".join(self.ids).encode())
+        for array in (split.y_holdout, split.public_rows.astype(np.int64), split.final_rows.astype(np.int64),
+                      public.X_train, public.y_train, public.X_holdout):
+            digest.update(repr(array.shape).encode())
+            digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
+        described = [public.task_type, public.scorer, None if public.classes is None else public.classes.tolist(),
+                     public.prediction_range]
+        digest.update(json.dumps(described).encode())
+        return digest.hexdigest()
+
     def per_team_budget(self) -> int | None:
         """The most submissions a team can make over the challenge: the total cap, or the daily
         cap times the UTC days between start and end; None when nothing bounds it."""

@@ -326,6 +326,9 @@ def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] 
             tokens[role] = rundir.fingerprint_token(prints[0]) if prints else None
         else:
             tokens[role] = rundir.fingerprint_token(rundir.fingerprint(registry.get(plugin_id)))
+    data = TASKS.make(cell.task[0], **cell.task[1]).data_fingerprint()
+    if data is not None:
+        tokens["task"] = f"{tokens['task']}:data {data[:16]}"
     return tokens
 
 

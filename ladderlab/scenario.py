@@ -65,6 +65,8 @@ from ladderlab.seeding import stream
 from ladderlab.tasks import Split
 
 SCHEMA_VERSION = 1
+CHALLENGE_TASK = "challenge"
+"""The task that reads an organiser's challenge file; its ``path`` is relative to the scenario file."""
 
 
 class ScenarioError(ValueError):
@@ -335,7 +337,8 @@ def _playable(cell: Cell) -> bool:
 
 def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
     """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder
-    (in ``[[matrix]]`` tables, and in ``[[competition]]`` tables and their teams' policies)."""
+    (in ``[[matrix]]`` tables, and in ``[[competition]]`` tables and their teams' policies), and
+    the ``path`` of every ``challenge`` task (:mod:`ladderlab.challenge_task`)."""
 
     def entries(tables: Any, keys: tuple[str, ...]) -> list[Any]:
         found = []
@@ -354,6 +357,17 @@ def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
             location, _, name = plugin_id.rpartition(":")
             if not Path(location).is_absolute():
                 entry[key] = f"{(folder / location).resolve()}:{name}"
+    for entry, _ in located:
+        if isinstance(entry, dict) and entry.get("id") == CHALLENGE_TASK and isinstance(entry.get("params"), dict):
+            paths = entry["params"].get("path")
+            if isinstance(paths, str):
+                entry["params"]["path"] = _relative_to(folder, paths)
+            elif isinstance(paths, list):
+                entry["params"]["path"] = [_relative_to(folder, p) if isinstance(p, str) else p for p in paths]
+
+
+def _relative_to(folder: Path, name: str) -> str:
+    return name if Path(name).is_absolute() else str((folder / name).resolve())
 
 
 def load(source: str | Path, replications: int | None = None) -> Scenario:
