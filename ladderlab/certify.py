@@ -230,11 +230,16 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
                    for budget in sorted(set(budgets)) for point in spec.points(budget, n)]
         matrix.extend({"tasks": [entry], "mechanisms": mechanisms, "attacks": entries, "playable_only": True}
                       for family, entry in task_families.items()
-                      if family != "honest" and TASKS.get(entry["id"]).task_type in task_types)
+                      if family != "honest" and _task_type(entry, force) in task_types)
     matrix.append({"tasks": [task_families["honest"]], "mechanisms": mechanisms,
                    "attacks": [{"id": "improving", "params": {"days": HONEST_DAYS}, "budget": HONEST_DAYS}]})
     return _scenario(f"certify-{mechanism.replace(':', '-').replace('/', '-')}",
                      f"Certification battery for {plugin_label(mechanism, params)} at n = {n}", matrix, replications, seed)
+
+
+def _task_type(entry: dict[str, Any], force: bool = False) -> str:
+    """A family's task type, read from its data (a challenge's depends on its file)."""
+    return workload.task_data(entry["id"], entry["params"], force)[1].public.task_type
 
 
 def safe_budget(battery_rows: list[dict[str, Any]], budgets: list[int]) -> int:
@@ -519,15 +524,16 @@ class _Battery:
 
 def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec], budgets: list[int], n: int,
                     task_families: dict[str, dict[str, Any]]) -> _Battery:
-    family_of = {json.dumps([entry["id"], entry["params"]], sort_keys=True): name for name, entry in task_families.items()}
+    family_of = {json.dumps([entry["id"], entry["params"]], sort_keys=True): name
+                 for name, entry in task_families.items() if name != "honest"}
     spec_of = {(spec.id, json.dumps(point, sort_keys=True), budget): spec
                for spec in specs for budget in budgets for point in spec.points(budget, n)}
     points, reference, honest = {}, {}, []
     for cell in cells(scenario):
-        family = family_of[json.dumps([cell.task[0], cell.task[1]], sort_keys=True)]
-        if family == "honest":
+        if ATTACKS.get(cell.attack[0]).honest:
             honest.append(cell)
         else:
+            family = family_of[json.dumps([cell.task[0], cell.task[1]], sort_keys=True)]
             if cell.mechanism[0] == mechanism:
                 spec = spec_of[(cell.attack[0], json.dumps(cell.attack[1], sort_keys=True), cell.budget)]
                 points[cell.key] = (spec, cell.budget, family)
@@ -568,6 +574,7 @@ def certify(
     complete: bool = False,
     announce: Callable[[str], None] | None = None,
     force: bool = False,
+    task_families: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -575,7 +582,9 @@ def certify(
     ``default_battery=False``, replace it); each is an id, ``file.py:Class``, or either with
     pinned parameters (see :func:`parse_attack`). ``replications`` is the most any grid point
     uses; ``confidence`` that of every verdict; ``tau`` and ``epsilon`` are in units of the loss
-    bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`).
+    bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`), unless
+    ``task_families`` gives them (by name, each ``{"id", "params"}``, ``honest`` the honest
+    participant's; :mod:`ladderlab.challenge_certify`).
     ``run_dir`` keeps the battery (default: :func:`default_directory`); a run of the same
     battery resumes it. Once a point fails at a budget, the undecided points at that budget
     and above stop at the end of their round (the safe budget is below it whatever they
@@ -599,7 +608,7 @@ def certify(
     if replications < 1 or honest_replications < 1:
         raise ValueError(f"replications must be at least 1, got {replications} and {honest_replications}")
     specs = _unique(_battery_specs(attacks or [], default_battery))
-    task_families = families(n, scorer, prediction_range)
+    task_families = task_families or families(n, scorer, prediction_range)
     bounds = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
     scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force)
     workload.refuse_if_too_large(workload.scenario_work(scenario, jobs, force), force,
@@ -854,6 +863,8 @@ def markdown(certificate: dict[str, Any]) -> str:
         "B is the bound of the per-sample loss, the unit of Blum & Hardt's theorems: "
         + "; ".join(f"{name}: {_family_text(family)}" for name, family in c["families"].items() if name != "honest") + ".",
     ]
+    if c.get("challenge"):
+        lines += ["", _challenge_text(c["challenge"])]
     broken = "; ".join(
         f"{row['attack']} with {_params_text(row['worst_params'])} on {row['worst_task']} ({row['verdict']}: Δ/B median "
         f"{_float(row['delta_median'])}, lb error/B median {_float(row['lberr_median'])})" for row in c.get("broken_by", []))
@@ -907,7 +918,7 @@ def markdown(certificate: dict[str, Any]) -> str:
         "## Cost to honest participants",
         "",
         (f"An honest participant ({honest['participant']}: a better model every day, never fitted to the "
-         f"leaderboard) on a regression with signal. Spearman correlation between the released and the final-set "
+         f"leaderboard) on {c['families']['honest']['task']}. Spearman correlation between the released and the final-set "
          f"scores of its submissions, median over {honest['replications']} replications [{confidence} CI]: "
          f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
          f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
@@ -926,9 +937,19 @@ def markdown(certificate: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _challenge_text(challenge: dict[str, Any]) -> str:
+    """The challenge a certificate was made for (``certify --challenge``)."""
+    declared = challenge["prediction_range"]
+    where = "" if declared is None else f", predictions clipped into [{declared[0]:g}, {declared[1]:g}]"
+    return (f"For the challenge **{challenge['name']}** ({challenge['file']}): {challenge['task_type']}, scored by "
+            f"{challenge['scorer']}{where}, {challenge['n']} public and {challenge['n_final']} final holdout rows, "
+            f"a per-team budget of {challenge['per_team_budget']}; data hash {challenge['task_identity'][:16]}… "
+            "('ladderlab serve' accepts this certificate only for these data).")
+
+
 def _family_text(family: dict[str, Any]) -> str:
     params = family["params"]
-    scorer = params.get("scorer") or get_scorer(TASKS.get(family["task"]).default_scorer).name
+    scorer = family.get("scorer") or params.get("scorer") or get_scorer(TASKS.get(family["task"]).default_scorer).name
     declared = params.get("prediction_range")
     where = "" if declared is None else (" clipped into the training labels' range" if declared == TRAINING_RANGE
                                          else f" clipped into [{declared[0]:g}, {declared[1]:g}]")

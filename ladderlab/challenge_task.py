@@ -28,14 +28,15 @@ from ladderlab.challenge import Challenge, ChallengeError, load
 from ladderlab.params import InstanceOf
 from ladderlab.tasks import Split, Task, TaskType
 
-_LOADED: dict[tuple[Any, ...], Challenge] = {}
+_LOADED: dict[tuple[Any, ...], tuple[Challenge, str]] = {}
 _LOADED_LIMIT = 8
 
 
-def load_challenge(path: str | Path) -> Challenge:
-    """:func:`ladderlab.challenge.load`, cached while the challenge file and the files it names
-    are unchanged (their size and modification and change times): a run asks for the task's
-    data every replication. The cached arrays are read-only."""
+def load_challenge(path: str | Path) -> tuple[Challenge, str]:
+    """:func:`ladderlab.challenge.load` and the challenge's :meth:`~ladderlab.challenge.Challenge.task_identity`,
+    cached while the challenge file and the files it names are unchanged (their size and
+    modification and change times): a run asks for the task's data every replication. The
+    cached arrays are read-only."""
     path = Path(path).resolve()
     key = (str(path), *(_stamp(file) for file in [path, *_named_files(path)]))
     if key not in _LOADED:
@@ -46,7 +47,7 @@ def load_challenge(path: str | Path) -> Challenge:
             array.setflags(write=False)
         if len(_LOADED) >= _LOADED_LIMIT:
             del _LOADED[next(iter(_LOADED))]
-        _LOADED[key] = challenge
+        _LOADED[key] = challenge, challenge.task_identity()
     return _LOADED[key]
 
 
@@ -71,7 +72,9 @@ def _named_files(path: Path) -> list[Path]:
 class ChallengeTask(Task):
     """The organiser's challenge file as a task: its labels, split, scorer, prediction range and public data.
 
-    ``path`` names a challenge file (docs/serve.md#the-challenge-file; in a scenario file,
+    ``sha256``, where given, pins the data (:meth:`~ladderlab.challenge.Challenge.task_identity`):
+    the task refuses files whose data hash differs, and cells named by it are never shared
+    with other data (``ladderlab certify --challenge`` pins it). ``path`` names a challenge file (docs/serve.md#the-challenge-file; in a scenario file,
     relative to the scenario file). Binary, multiclass and regression labels; the public
     data are the challenge's: its training rows and holdout inputs if it declares them, the
     label set, the scorer and the prediction range, never the labels or which holdout rows
@@ -80,15 +83,25 @@ class ChallengeTask(Task):
 
     id = "challenge"
     reference = "the organiser's challenge file (ladderlab.challenge; docs/own-challenge.md)"
-    _parameter_constraints = {"path": [InstanceOf(str)]}
+    _parameter_constraints = {"path": [InstanceOf(str)], "sha256": [InstanceOf(str), None]}
 
-    def __init__(self, path: str = "challenge.toml"):
+    def __init__(self, path: str = "challenge.toml", sha256: str | None = None):
         self.path = path
+        self.sha256 = sha256
 
     @property
     def challenge(self) -> Challenge:
         """The loaded challenge (:class:`ChallengeError` naming the file and key if it cannot be used)."""
-        return load_challenge(self.path)
+        return load_challenge(self.path)[0]
+
+    def data_fingerprint(self) -> str:
+        """The challenge's data hash (:meth:`~ladderlab.challenge.Challenge.task_identity`); with
+        ``sha256`` pinned, ``ValueError`` if the files now hold other data."""
+        found = load_challenge(self.path)[1]
+        if self.sha256 is not None and found != self.sha256:
+            raise ValueError(f"{self.id}: parameter 'sha256' = {self.sha256!r}: the data of {self.path} have changed "
+                             f"since (their hash is now {found!r})")
+        return found
 
     @property
     def task_type(self) -> TaskType:  # type: ignore[override]
@@ -100,20 +113,18 @@ class ChallengeTask(Task):
 
     def _check_params(self) -> None:
         try:
-            self.challenge
+            self.data_fingerprint()
         except ChallengeError as error:
             raise ValueError(f"{self.id}: parameter 'path': {error}") from None
 
     def identity_params(self) -> dict[str, Any]:
         """The challenge's data hash in place of its path (see the module docstring)."""
-        return {"task_identity": self.challenge.task_identity()}
-
-    def data_fingerprint(self) -> str:
-        return self.challenge.task_identity()
+        return {"task_identity": self.data_fingerprint()}
 
     def data_shape(self) -> tuple[int, int]:
         public = self.challenge.split.public
         return public.y_train.size + public.X_holdout.shape[0], max(public.X_train.shape[1], public.X_holdout.shape[1]) + 1
 
     def split(self, rng: np.random.Generator) -> Split:
+        self.data_fingerprint()
         return self.challenge.split
