@@ -74,12 +74,12 @@ def check_certifiable(challenge: Challenge, mechanism: str, params: dict[str, An
     return bound
 
 
-def record(challenge: Challenge, identity: str, budgets: list[int]) -> dict[str, Any]:
-    """What the certificate says about the challenge it was made for."""
+def record(challenge: Challenge, identity: str, budgets: list[int], path: str | Path) -> dict[str, Any]:
+    """What the certificate says about the challenge it was made for (``path`` as the organiser named it)."""
     public = challenge.split.public
     return {
         "name": challenge.name,
-        "file": str(challenge.path),
+        "file": str(path),
         "task_identity": identity,
         "task_type": public.task_type,
         "scorer": public.scorer,
@@ -106,7 +106,7 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
     families = task_families(challenge, identity)
     result = certify.certify(mechanism, params, n=int(challenge.split.public_rows.size), budgets=budgets,
                              task_families=families, **options)
-    result["challenge"] = record(challenge, identity, budgets)
+    result["challenge"] = record(challenge, identity, budgets, path)
     result["families"][FAMILY]["scorer"] = challenge.split.public.scorer
     return result
 
