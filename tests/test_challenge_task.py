@@ -186,13 +186,17 @@ def test_the_shipped_example_is_a_public_data_set_with_its_sizes():
     public = loaded.split.public
     assert (loaded.split.public_rows.size, loaded.split.final_rows.size, public.X_train.shape, public.X_holdout.shape) == (
         200, 200, (169, 30), (400, 30))
-    assert loaded.per_team_budget() == 100 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
+    assert loaded.per_team_budget() == 30 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
+
+
+def test_the_shipped_certificate_covers_the_shipped_example():
+    assert challenges.certificate_problems(load_challenge(EXAMPLE)[0]) == []
 
 
 def test_certify_on_the_shipped_example_uses_its_n_budget_and_scorer(tmp_path):
-    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=100)"], default_battery=False, replications=8,
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
                                     honest_replications=1, run_dir=tmp_path)
-    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [100])
+    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [30])
     assert certificate["challenge"]["task_identity"] == load_challenge(EXAMPLE)[1]
     assert certificate["families"]["honest"]["task"] == "challenge"
 
