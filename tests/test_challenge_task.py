@@ -22,10 +22,15 @@ from ladderlab.challenge_task import ChallengeTask, load_challenge
 from ladderlab.cli import main
 from ladderlab.rundir import StaleCellsError
 from ladderlab.tasks import PublicData, Split
-from ladderlab.testing import ConformanceError, check_task, check_task_public_data_hold_no_labels
+from ladderlab.registry import TASKS
+from ladderlab.testing import (ConformanceError, check_leaves_global_rng_alone, check_task,
+                               check_task_public_data_hold_no_labels, check_task_same_seed_same_split,
+                               check_task_split_is_consistent, parametrize_checks)
 from tests.helpers import assert_one_line_error
 from tests.serve_helpers import write_challenge
 
+SMALL = {"correlated-feature-selection": {"n": 100, "d": 50}}
+"""Parameters that keep a built-in task's conformance checks to milliseconds."""
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "breast-cancer" / "challenge.toml"
 PASSING = {"attacks": ["boosting"], "default_battery": False, "replications": 30, "tau": 0.25, "epsilon": 0.25,
            "honest_replications": 2}
@@ -94,6 +99,46 @@ def test_the_public_data_are_the_same_whatever_the_holdout_labels(tmp_path, kind
 def test_a_challenge_task_passes_the_task_checks(tmp_path, kind):
     scorer, draw, extra = KINDS[kind]
     check_task(ChallengeTask(str(_features_challenge(tmp_path, draw(np.random.default_rng(0), 60), scorer, extra))))
+
+
+BUILT_IN_TASKS = [TASKS.make(task_id, **SMALL.get(task_id, {})) for task_id in sorted(TASKS.builtins())
+                  if task_id != ChallengeTask.id]
+
+
+@parametrize_checks(*BUILT_IN_TASKS, TASKS.make("challenge", path=str(EXAMPLE)))
+def test_every_built_in_task_conforms(plugin, check):
+    check(plugin)
+
+
+THRESHOLD = TASKS.get(str(Path(__file__).resolve().parent.parent / "examples" / "threshold_task.py") + ":NoisyThreshold")
+
+
+class Unseeded(THRESHOLD):
+    def split(self, rng: np.random.Generator) -> Split:
+        return super().split(np.random.default_rng())
+
+
+class Overlapping(THRESHOLD):
+    def split(self, rng: np.random.Generator) -> Split:
+        honest = super().split(rng)
+        return dataclasses.replace(honest, final_rows=honest.public_rows)
+
+
+class GlobalDraw(THRESHOLD):
+    def split(self, rng: np.random.Generator) -> Split:
+        np.random.standard_normal()
+        return super().split(rng)
+
+
+@pytest.mark.parametrize(("task", "check", "rule"), [
+    (Unseeded(), check_task_same_seed_same_split, "same seed"),
+    (Overlapping(), check_task_split_is_consistent, "overlap"),
+    (GlobalDraw(), check_leaves_global_rng_alone, "global random state"),
+])
+def test_the_task_checks_catch_a_broken_task(task, check, rule):
+    check(THRESHOLD())
+    with pytest.raises(ConformanceError, match=rule):
+        check(task)
 
 
 def test_the_task_check_catches_public_data_that_hold_the_labels(tmp_path):
