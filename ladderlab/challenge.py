@@ -247,8 +247,9 @@ class Challenge:
         """A hash of everything the challenge gives a duel as its task: the ids, the labels and
         the split, the public data (training rows, holdout inputs), the task type, the scorer,
         the label set and the prediction range. The mechanism, the rules and the teams are not
-        part of it, nor how the files are laid out (CSV or Parquet, row order, spacing): a
-        certificate made for these data stays valid when the organiser names it in the file."""
+        part of it, nor how the files are laid out (CSV or Parquet, the order of the labels and
+        holdout rows, spacing): a certificate made for these data stays valid when the organiser
+        names it in the file."""
         split, public = self.split, self.split.public
         digest = hashlib.sha256()
         digest.update("\n".join(self.ids).encode())

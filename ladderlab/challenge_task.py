@@ -65,7 +65,8 @@ def _named_files(path: Path) -> list[Path]:
         raw = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return []
-    names = [(raw.get("labels") or {}).get("file"), *((raw.get("data") or {}).get(key) for key in ("train", "holdout"))]
+    tables = [raw.get("labels"), raw.get("data"), raw.get("data")]
+    names = [table.get(key) if isinstance(table, dict) else None for table, key in zip(tables, ("file", "train", "holdout"))]
     return [path.parent / name for name in names if isinstance(name, str)]
 
 
