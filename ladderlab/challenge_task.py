@@ -17,6 +17,7 @@ run directory's finished cells become stale instead of being reused silently.
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from pathlib import Path
@@ -38,7 +39,8 @@ def load_challenge(path: str | Path) -> tuple[Challenge, str]:
     modification and change times): a run asks for the task's data every replication. The
     cached arrays are read-only."""
     path = Path(path).resolve()
-    key = (str(path), *(_stamp(file) for file in [path, *_named_files(path)]))
+    stamp = _stamp(path)
+    key = (str(path), stamp, *(_stamp(file) for file in _named_files(path, stamp)))
     if key not in _LOADED:
         challenge = load(path)
         split, public = challenge.split, challenge.split.public
@@ -59,15 +61,17 @@ def _stamp(path: Path) -> tuple[int, int, int, int] | None:
     return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
-def _named_files(path: Path) -> list[Path]:
-    """The data files a challenge file names (unvalidated: :func:`load` checks them)."""
+@functools.lru_cache(maxsize=64)
+def _named_files(path: Path, stamp: tuple[int, int, int, int] | None) -> tuple[Path, ...]:
+    """The data files a challenge file names (unvalidated: :func:`load` checks them), read once
+    per version (``stamp``) of the challenge file."""
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return []
+        return ()
     tables = [raw.get("labels"), raw.get("data"), raw.get("data")]
     names = [table.get(key) if isinstance(table, dict) else None for table, key in zip(tables, ("file", "train", "holdout"))]
-    return [path.parent / name for name in names if isinstance(name, str)]
+    return tuple(path.parent / name for name in names if isinstance(name, str))
 
 
 class ChallengeTask(Task):
