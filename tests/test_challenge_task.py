@@ -265,3 +265,15 @@ def test_a_bad_challenge_file_is_refused_by_certify_in_one_line_naming_the_key(t
 def test_certify_refuses_options_the_challenge_decides(tmp_path, capsys):
     path = write_challenge(tmp_path, n=100, rules="total = 3")
     assert_one_line_error(capsys, main(["certify", "ladder", "--challenge", str(path), "--n", "50"]), ["--n 50", "challenge"])
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "regression"])
+def test_certify_plays_multiclass_and_regression_challenges(tmp_path, kind):
+    scorer, draw, extra = KINDS[kind]
+    path = _features_challenge(tmp_path / "data", draw(np.random.default_rng(1), 120), scorer, extra)
+    path.write_text(path.read_text().replace("per_day = 1000", "total = 10"))
+    certificate = certify_challenge(path, attacks=["hill-climbing"], default_battery=False, replications=8,
+                                    honest_replications=1, run_dir=tmp_path / "battery")
+    assert (certificate["n"], certificate["budgets"], certificate["challenge"]["scorer"]) == (60, [10], scorer)
+    assert certificate["challenge"]["prediction_range"] == list(load_challenge(path)[0].split.public.prediction_range)
+    assert [row["verdict"] != "did not play" for row in certificate["battery"]] == [True]
