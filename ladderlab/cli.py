@@ -393,6 +393,9 @@ def _certify(args: argparse.Namespace) -> int:
         if args.competition:
             raise ValueError("--tune certifies every setting of the search; add --competition to the certificate of "
                              "the setting it recommends")
+        if args.accounts > 1:
+            raise ValueError("--tune certifies every setting against one account; certify the setting it recommends "
+                             f"with --accounts {args.accounts}")
         return tune.run_command(args, attacks, out)
     if args.competition:
         from ladderlab import competition_certificate
@@ -410,6 +413,7 @@ def _certify(args: argparse.Namespace) -> int:
         progress=args.progress, force=args.force, confidence=args.confidence, scorer=args.scorer,
         prediction_range=certify.parse_prediction_range(args.prediction_range), complete=args.complete,
         announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True),
+        accounts=args.accounts,
     )
     text = certify.markdown(result)
     if args.competition:
@@ -602,6 +606,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
                       "prediction range) at the largest budget and --scorer (default zero-one); recommend the certified "
                       "setting with the best honest utility; --out gets a table and a plot beside it")
+    cert.add_argument("--accounts", type=_count(1), default=1, help="certify against attackers with this many "
+                      "accounts of each budget, each with its own mechanism state (default 1)")
     cert.add_argument("--complete", action="store_true", help="decide every grid point, also above a budget that "
                       "already fails (by default they stop undecided)")
     cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")
