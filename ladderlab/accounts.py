@@ -20,17 +20,21 @@ account): the submissions still come from A − 1 budgets.
 
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ladderlab.atomic import write_atomically
 from ladderlab.attack import Attack
 from ladderlab.competition import Rules, TeamSpec, play_competition
 from ladderlab.duel import DuelResult, duel, spec
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
+from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import stream
@@ -91,8 +95,9 @@ class AccountsRow:
     delta: dict[str, tuple[float, float, float]]
 
 
-def accounts_table(n: int = 200, budget: int = 100, accounts: int = 11, replications: int = 20, seed: int = 0,
-                   confidence: float = 0.95, mechanisms: list[str] | None = None) -> list[AccountsRow]:
+def accounts_table(n: int = 200, budget: int = 100, accounts: int = 5, replications: int = 10, seed: int = 0,
+                   confidence: float = 0.95, mechanisms: list[str] | None = None,
+                   progress: bool | None = False) -> list[AccountsRow]:
     """What ``accounts`` accounts of ``budget`` submissions buy an attacker against each built-in mechanism
     (default parameters) on random labels at public size ``n``: the median Δ/B (with its
     sign-test interval at ``confidence``) of the worst attack, with one account, with ``accounts``
@@ -100,7 +105,7 @@ def accounts_table(n: int = 200, budget: int = 100, accounts: int = 11, replicat
     task = TASKS.make("random-labels", n_public=n, n_holdout=3 * n)
     settings = {"1 account": (1, False), f"{accounts} accounts": (accounts, False), f"{accounts} linked": (accounts, True)}
     rows = []
-    for mechanism_id in mechanisms or MECHANISMS.ids():
+    for mechanism_id in progress_bar(mechanisms or MECHANISMS.ids(), progress=progress, desc="mechanisms"):
         delta = {}
         for name, (count, linked) in settings.items():
             worst = None
@@ -131,3 +136,16 @@ def table_text(rows: list[AccountsRow], n: int, budget: int, replications: int, 
         lines.append(f"{row.mechanism:<22}" + "".join(
             f"{f'{m:+.3f} [{lo:+.3f}, {hi:+.3f}]':>28}" for m, lo, hi in (row.delta[name] for name in names)))
     return "\n".join(lines) + "\n"
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """``ladderlab bench --accounts [--out FILE]``: print the accounts table (and write it to FILE)."""
+    out = Path(args.out) if args.out else None
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        raise ValueError(f"--out {out}: not a file in an existing directory")
+    settings = {"n": 200, "budget": 100, "replications": 10, "confidence": 0.95}
+    text = table_text(accounts_table(**settings, progress=args.progress), **settings)
+    print(text, end="")
+    if out is not None:
+        write_atomically(out, text)
+    return 0

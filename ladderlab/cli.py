@@ -250,6 +250,10 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from ladderlab import benchmark, workload
 
+    if args.accounts:
+        from ladderlab import accounts
+
+        return accounts.bench_command(args)
     if args.certify:
         timing = benchmark.time_certify(args.jobs)
         print(f"README certificate ({', '.join(f'{k}={v}' for k, v in benchmark.README_CERTIFICATE.items())}), "
@@ -643,6 +647,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--certify", action="store_true",
                        help="instead: time the README's certify example from an empty battery directory")
     bench.add_argument("--jobs", type=_count(1), default=2, help="workers of --certify (default 2)")
+    bench.add_argument("--accounts", action="store_true", help="instead: what several accounts buy an attacker "
+                       "against each built-in mechanism at n = 200 (--out writes the table)")
+    bench.add_argument("--out", help="with --accounts: write the table here too")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
     _add_force(bench)

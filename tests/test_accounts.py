@@ -149,3 +149,27 @@ def test_a_certificate_against_several_accounts(tmp_path):
     accounts = {(cell["attack"][0], cell["accounts"]) for cell in manifest["cells"]}
     assert accounts == {("boosting", 4), ("improving", 1)}
     assert "holds 4 accounts" in certification.markdown(certificate)
+
+
+def test_the_accounts_table_shows_that_a_stateless_release_gains_nothing_from_linking():
+    """Kaggle's release depends on the submission alone, so linking its accounts changes no
+    release: the two columns agree exactly; the text names every setting."""
+    from ladderlab.accounts import accounts_table, table_text
+
+    row, = accounts_table(n=N, budget=10, accounts=3, replications=3, mechanisms=["kaggle"])
+    assert list(row.delta) == ["1 account", "3 accounts", "3 linked"]
+    assert row.delta["3 accounts"] == row.delta["3 linked"]
+    text = table_text([row], N, 10, 3, 0.95)
+    assert "kaggle" in text and "3 linked" in text and "10 submissions per account" in text
+
+
+def test_the_work_estimate_counts_every_probe_account():
+    from ladderlab.workload import scenario_work
+
+    def submissions(accounts):
+        attack = {"id": "boosting", "params": {"k": 1000}, "budget": 10, "accounts": accounts}
+        return scenario_work(Scenario.model_validate({"schema_version": 1, "name": "work", "replications": 2, "matrix": [
+            {"tasks": [{"id": "random-labels", "params": {"n_public": N, "n_holdout": 3 * N}}],
+             "mechanisms": [{"id": "ladder"}], "attacks": [attack]}]})).submissions
+
+    assert submissions(5) == 4 * submissions(1)
