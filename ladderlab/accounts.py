@@ -13,7 +13,8 @@ submission selected.
 Its measures are those of the main account (Blum & Hardt Def. 2.1): the release of the
 final prediction on a fresh state, and Δ = that release − its final-set score. The
 leaderboard error compares the release with the population score where the task knows
-it (the competition's definition). ``linked = True`` gives all accounts one mechanism
+it (the competition's definition). The engine keeps no exact public score, so a
+duel's ``public`` and ``final_public`` are NaN here. ``linked = True`` gives all accounts one mechanism
 state (what a mechanism with ``shared_state`` does, or a wrapper that links every
 account): the submissions still come from A − 1 budgets.
 """

@@ -54,9 +54,9 @@ import pyarrow.parquet as pq
 
 import ladderlab
 from ladderlab import rundir, workload
+from ladderlab.accounts import duel_with_accounts
 from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
-from ladderlab.accounts import duel_with_accounts
 from ladderlab.duel import Incompatible, duel
 from ladderlab.isolation import AttackRef, Isolation, check_isolation
 from ladderlab.memory import retain_freed_memory
