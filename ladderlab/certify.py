@@ -58,7 +58,9 @@ from scipy import stats
 
 import ladderlab
 from ladderlab import battery, rundir, runner, workload
+from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
+from ladderlab.isolation import check_isolation
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scenario import Cell, Scenario, cells, preflight
@@ -205,12 +207,14 @@ def _scenario(name: str, description: str, matrix: list[dict[str, Any]], replica
 
 def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
                      attacks: list[str | AttackSpec], replications: int, seed: int,
-                     task_families: dict[str, dict[str, Any]] | None = None, force: bool = False) -> Scenario:
+                     task_families: dict[str, dict[str, Any]] | None = None, force: bool = False,
+                     accounts: int = 1) -> Scenario:
     """The battery as a scenario: every attack at every point of its strength grid (or at its pinned
     parameters) at every budget, on each family it can play, against the mechanism and full
     disclosure; honest participants against both. ``replications`` is the maximum. A family
     whose data cannot fit in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`,
-    unless ``force``)."""
+    unless ``force``). With ``accounts`` = A ≥ 2 every attack holds A accounts of each budget
+    (:mod:`ladderlab.accounts`) and its strength grid is that of the (A − 1) · budget it probes with."""
     if n < 10:
         raise ValueError(f"n must be at least 10 holdout points, got {n}")
     if not budgets or any(budget < 1 for budget in budgets):
@@ -226,8 +230,9 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
     for attack in attacks:
         spec = attack if isinstance(attack, AttackSpec) else parse_attack(attack)
         task_types = ATTACKS.get(spec.id).task_types
-        entries = [{"id": spec.id, "params": _as_scenario_params(point), "budget": budget}
-                   for budget in sorted(set(budgets)) for point in spec.points(budget, n)]
+        entries = [{"id": spec.id, "params": _as_scenario_params(point), "budget": budget,
+                    **({"accounts": accounts} if accounts > 1 else {})}
+                   for budget in sorted(set(budgets)) for point in spec.points(probe_budget(budget, accounts), n)]
         matrix.extend({"tasks": [entry], "mechanisms": mechanisms, "attacks": entries, "playable_only": True}
                       for family, entry in task_families.items()
                       if family != "honest" and _task_type(entry, force) in task_types)
@@ -523,11 +528,11 @@ class _Battery:
 
 
 def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec], budgets: list[int], n: int,
-                    task_families: dict[str, dict[str, Any]]) -> _Battery:
+                    task_families: dict[str, dict[str, Any]], accounts: int = 1) -> _Battery:
     family_of = {json.dumps([entry["id"], entry["params"]], sort_keys=True): name
                  for name, entry in task_families.items() if name != "honest"}
     spec_of = {(spec.id, json.dumps(point, sort_keys=True), budget): spec
-               for spec in specs for budget in budgets for point in spec.points(budget, n)}
+               for spec in specs for budget in budgets for point in spec.points(probe_budget(budget, accounts), n)}
     points, reference, honest = {}, {}, []
     for cell in cells(scenario):
         if ATTACKS.get(cell.attack[0]).honest:
@@ -544,7 +549,7 @@ def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec],
 
 def _duel_key(cell: Cell) -> str:
     """A duel's identity without its mechanism: the certified point and its full-disclosure twin share it."""
-    return json.dumps([cell.task, cell.attack, cell.budget], sort_keys=True, default=str)
+    return json.dumps([cell.task, cell.attack, cell.budget, cell.accounts], sort_keys=True, default=str)
 
 
 def _groups(group_cells: list[Cell], rule: Callable[[list[Cell]], battery.StopRule]) -> list[battery.Group]:
@@ -574,6 +579,7 @@ def certify(
     complete: bool = False,
     announce: Callable[[str], None] | None = None,
     force: bool = False,
+    accounts: int = 1,
     task_families: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
@@ -592,7 +598,9 @@ def certify(
     ``announce`` receives the lines a person watching should read (where the battery is kept,
     the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in :func:`ladderlab.runner.run`;
     a battery whose estimated memory cannot fit is refused before it runs
-    (:class:`ladderlab.workload.TooLarge`) unless ``force``.
+    (:class:`ladderlab.workload.TooLarge`) unless ``force``. ``accounts`` = A ≥ 2 certifies against
+    attackers with A accounts of each budget, each account with its own mechanism state
+    (:mod:`ladderlab.accounts`); the honest participant keeps one.
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -607,10 +615,13 @@ def certify(
         raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
     if replications < 1 or honest_replications < 1:
         raise ValueError(f"replications must be at least 1, got {replications} and {honest_replications}")
+    if isinstance(accounts, bool) or not isinstance(accounts, int) or accounts < 1:
+        raise ValueError(f"accounts must be a whole number ≥ 1, got {accounts!r}")
     specs = _unique(_battery_specs(attacks or [], default_battery))
     task_families = task_families or families(n, scorer, prediction_range)
     bounds = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
-    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force)
+    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force, accounts)
+    runner.check_accounts(scenario, check_isolation(isolation), secret_seed)
     workload.refuse_if_too_large(workload.scenario_work(scenario, jobs, force), force,
                                  hint="certify fewer budgets, a smaller n or fewer --replications")
     preflight(scenario)
@@ -618,7 +629,7 @@ def certify(
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"--run-dir {directory} exists and is not a directory")
     say = announce or (lambda line: None)
-    layout = _sorted_battery(scenario, mechanism, specs, budgets, n, task_families)
+    layout = _sorted_battery(scenario, mechanism, specs, budgets, n, task_families, accounts)
     criterion = Criterion(tau, epsilon, confidence, replications)
     start, cpu_start = time.perf_counter(), time.process_time()
     with rundir.RunLock(directory, command="ladderlab certify"):
@@ -658,6 +669,7 @@ def certify(
         "params": certified.get_params(),
         "n": n,
         "budgets": budgets,
+        "accounts": accounts,
         "replications": replications,
         "confidence": confidence,
         "seed": seed,
@@ -762,7 +774,8 @@ def _ran_scenario(scenario: Scenario, layout: _Battery, battery_rows: list[dict[
         if worst is not None and mechanism != REFERENCE:
             matrix.append({"tasks": [task_families[worst.family]], "mechanisms": [{"id": REFERENCE}],
                            "attacks": [{"id": worst.cell.attack[0], "params": _as_scenario_params(worst.params),
-                                        "budget": worst.cell.budget}]})
+                                        "budget": worst.cell.budget,
+                                        **({"accounts": worst.cell.accounts} if worst.cell.accounts > 1 else {})}]})
     matrix.append(dump["matrix"][-1])
     unique = []
     for table in matrix:
@@ -863,6 +876,10 @@ def markdown(certificate: dict[str, Any]) -> str:
         "B is the bound of the per-sample loss, the unit of Blum & Hardt's theorems: "
         + "; ".join(f"{name}: {_family_text(family)}" for name, family in c["families"].items() if name != "honest") + ".",
     ]
+    if c.get("accounts", 1) > 1:
+        lines += ["", f"Every attacker holds {c['accounts']} accounts, each with the budget and its own mechanism state: "
+                  f"it probes on {c['accounts'] - 1} of them and submits its final prediction on a fresh one, whose "
+                  "release Δ measures."]
     if c.get("challenge"):
         lines += ["", _challenge_text(c["challenge"])]
     broken = "; ".join(

@@ -251,6 +251,10 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from ladderlab import benchmark, workload
 
+    if args.accounts:
+        from ladderlab import accounts
+
+        return accounts.bench_command(args)
     if args.certify:
         timing = benchmark.time_certify(args.jobs)
         print(f"README certificate ({', '.join(f'{k}={v}' for k, v in benchmark.README_CERTIFICATE.items())}), "
@@ -392,7 +396,8 @@ def _certify(args: argparse.Namespace) -> int:
                    run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
                    secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
                    progress=args.progress, force=args.force, confidence=args.confidence, complete=args.complete,
-                   announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True))
+                   announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True),
+                   accounts=args.accounts)
     if args.challenge:
         from ladderlab import challenge_certify
 
@@ -406,6 +411,9 @@ def _certify(args: argparse.Namespace) -> int:
         if args.competition:
             raise ValueError("--tune certifies every setting of the search; add --competition to the certificate of "
                              "the setting it recommends")
+        if args.accounts > 1:
+            raise ValueError("--tune certifies every setting against one account; certify the setting it recommends "
+                             f"with --accounts {args.accounts}")
         return tune.run_command(args, attacks, out)
     if args.competition:
         from ladderlab import competition_certificate
@@ -620,6 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
                       "prediction range) at the largest budget and --scorer (default zero-one); recommend the certified "
                       "setting with the best honest utility; --out gets a table and a plot beside it")
+    cert.add_argument("--accounts", type=_count(1), default=1, help="certify against attackers with this many "
+                      "accounts of each budget, each with its own mechanism state (default 1)")
     cert.add_argument("--complete", action="store_true", help="decide every grid point, also above a budget that "
                       "already fails (by default they stop undecided)")
     cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")
@@ -655,6 +665,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--certify", action="store_true",
                        help="instead: time the README's certify example from an empty battery directory")
     bench.add_argument("--jobs", type=_count(1), default=2, help="workers of --certify (default 2)")
+    bench.add_argument("--accounts", action="store_true", help="instead: what several accounts buy an attacker "
+                       "against each built-in mechanism at n = 200 (--out writes the table)")
+    bench.add_argument("--out", help="with --accounts: write the table here too")
     bench.add_argument("--seconds", type=_positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
     _add_force(bench)

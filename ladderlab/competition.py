@@ -389,6 +389,8 @@ class CompetitionResult:
     """With ``capture``: each team's captured prediction on the private (final-set) rows."""
     private_labels: FloatArray | None = None
     """With ``capture``: the private (final-set) labels."""
+    loss_bound: float | None = None
+    """B, the bound of the bound scorer's per-sample loss or score (None: unbounded)."""
 
 
 def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -422,9 +424,13 @@ def play_competition(
     replication: int,
     task_spec: tuple[str, dict[str, Any]] = ("", {}),
     capture: NDArray[np.int64] | None = None,
+    shared: bool | None = None,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
     team's policy or the mechanism cannot play on the task.
+
+    ``shared``: one mechanism state answers every account (None: as the mechanism class's
+    ``shared_state`` says), the state a wrapper that links every account would give.
 
     ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
@@ -453,7 +459,7 @@ def play_competition(
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
     data = split.public
     mechanism_spec = spec(mechanism)
-    shared = type(mechanism).shared_state
+    shared = type(mechanism).shared_state if shared is None else shared
 
     from sklearn.base import clone  # imported when a competition plays: it is slow to import
 
@@ -557,7 +563,8 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         errors[t] = float(np.max(np.abs(true_best - sign * values)))
         for account in team.accounts:
             account_records = account.records()
-            best_population = min(best_population, float(np.min(sign * account_records["population"])))
+            if account_records["population"].size:  # a Sybil team may leave some of its accounts unused
+                best_population = min(best_population, float(np.min(sign * account_records["population"])))
             played = account_records["round"][account_records["round"] < rules.rounds]
             if played.size:
                 last_round[t] = np.fmax(last_round[t], played.max() + 1)
@@ -582,6 +589,7 @@ def _result(roster: list[_Team], rules: Rules, scorer: Scorer, mechanism: Mechan
         n_private=int(split.final_rows.size),
         scorer=scorer.name,
         leaderboard_errors=errors,
+        loss_bound=roster[0].accounts[0].mechanism.loss_bound_,
         precision=rules.precision,
         last_round=last_round,
         counted=counted,
