@@ -58,7 +58,9 @@ from scipy import stats
 
 import ladderlab
 from ladderlab import battery, rundir, runner, workload
+from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
+from ladderlab.isolation import check_isolation
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.report_tables import finite_or_null
@@ -208,12 +210,14 @@ def _scenario(name: str, description: str, matrix: list[dict[str, Any]], replica
 
 def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
                      attacks: list[str | AttackSpec], replications: int, seed: int,
-                     task_families: dict[str, dict[str, Any]] | None = None, force: bool = False) -> Scenario:
+                     task_families: dict[str, dict[str, Any]] | None = None, force: bool = False,
+                     accounts: int = 1) -> Scenario:
     """The battery as a scenario: every attack at every point of its strength grid (or at its pinned
     parameters) at every budget, on each family it can play, against the mechanism and full
     disclosure; honest participants against both. ``replications`` is the maximum. A family
     whose data cannot fit in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`,
-    unless ``force``)."""
+    unless ``force``). With ``accounts`` = A ≥ 2 every attack holds A accounts of each budget
+    (:mod:`ladderlab.accounts`) and its strength grid is that of the (A − 1) · budget it probes with."""
     if n < 10:
         raise ValueError(f"n must be at least 10 holdout points, got {n}")
     if not budgets or any(budget < 1 for budget in budgets):
@@ -229,15 +233,21 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
     for attack in attacks:
         spec = attack if isinstance(attack, AttackSpec) else parse_attack(attack)
         task_types = ATTACKS.get(spec.id).task_types
-        entries = [{"id": spec.id, "params": _as_scenario_params(point), "budget": budget}
-                   for budget in sorted(set(budgets)) for point in spec.points(budget, n)]
+        entries = [{"id": spec.id, "params": _as_scenario_params(point), "budget": budget,
+                    **({"accounts": accounts} if accounts > 1 else {})}
+                   for budget in sorted(set(budgets)) for point in spec.points(probe_budget(budget, accounts), n)]
         matrix.extend({"tasks": [entry], "mechanisms": mechanisms, "attacks": entries, "playable_only": True}
                       for family, entry in task_families.items()
-                      if family != "honest" and TASKS.get(entry["id"]).task_type in task_types)
+                      if family != "honest" and _task_type(entry, force) in task_types)
     matrix.append({"tasks": [task_families["honest"]], "mechanisms": mechanisms,
                    "attacks": [{"id": "improving", "params": {"days": HONEST_DAYS}, "budget": HONEST_DAYS}]})
     return _scenario(f"certify-{mechanism.replace(':', '-').replace('/', '-')}",
                      f"Certification battery for {plugin_label(mechanism, params)} at n = {n}", matrix, replications, seed)
+
+
+def _task_type(entry: dict[str, Any], force: bool = False) -> str:
+    """A family's task type, read from its data (a challenge's depends on its file)."""
+    return workload.task_data(entry["id"], entry["params"], force)[1].public.task_type
 
 
 def safe_budget(battery_rows: list[dict[str, Any]], budgets: list[int]) -> int:
@@ -521,16 +531,17 @@ class _Battery:
 
 
 def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec], budgets: list[int], n: int,
-                    task_families: dict[str, dict[str, Any]]) -> _Battery:
-    family_of = {json.dumps([entry["id"], entry["params"]], sort_keys=True): name for name, entry in task_families.items()}
+                    task_families: dict[str, dict[str, Any]], accounts: int = 1) -> _Battery:
+    family_of = {json.dumps([entry["id"], entry["params"]], sort_keys=True): name
+                 for name, entry in task_families.items() if name != "honest"}
     spec_of = {(spec.id, json.dumps(point, sort_keys=True), budget): spec
-               for spec in specs for budget in budgets for point in spec.points(budget, n)}
+               for spec in specs for budget in budgets for point in spec.points(probe_budget(budget, accounts), n)}
     points, reference, honest = {}, {}, []
     for cell in cells(scenario):
-        family = family_of[json.dumps([cell.task[0], cell.task[1]], sort_keys=True)]
-        if family == "honest":
+        if ATTACKS.get(cell.attack[0]).honest:
             honest.append(cell)
         else:
+            family = family_of[json.dumps([cell.task[0], cell.task[1]], sort_keys=True)]
             if cell.mechanism[0] == mechanism:
                 spec = spec_of[(cell.attack[0], json.dumps(cell.attack[1], sort_keys=True), cell.budget)]
                 points[cell.key] = (spec, cell.budget, family)
@@ -541,7 +552,7 @@ def _sorted_battery(scenario: Scenario, mechanism: str, specs: list[AttackSpec],
 
 def _duel_key(cell: Cell) -> str:
     """A duel's identity without its mechanism: the certified point and its full-disclosure twin share it."""
-    return json.dumps([cell.task, cell.attack, cell.budget], sort_keys=True, default=str)
+    return json.dumps([cell.task, cell.attack, cell.budget, cell.accounts], sort_keys=True, default=str)
 
 
 def _groups(group_cells: list[Cell], rule: Callable[[list[Cell]], battery.StopRule]) -> list[battery.Group]:
@@ -571,6 +582,8 @@ def certify(
     complete: bool = False,
     announce: Callable[[str], None] | None = None,
     force: bool = False,
+    accounts: int = 1,
+    task_families: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -578,7 +591,9 @@ def certify(
     ``default_battery=False``, replace it); each is an id, ``file.py:Class``, or either with
     pinned parameters (see :func:`parse_attack`). ``replications`` is the most any grid point
     uses; ``confidence`` that of every verdict; ``tau`` and ``epsilon`` are in units of the loss
-    bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`).
+    bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`), unless
+    ``task_families`` gives them (by name, each ``{"id", "params"}``, ``honest`` the honest
+    participant's; :mod:`ladderlab.challenge_certify`).
     ``run_dir`` keeps the battery (default: :func:`default_directory`); a run of the same
     battery resumes it. Once a point fails at a budget, the undecided points at that budget
     and above stop at the end of their round (the safe budget is below it whatever they
@@ -586,7 +601,9 @@ def certify(
     ``announce`` receives the lines a person watching should read (where the battery is kept,
     the estimate). ``isolation``, ``secret_seed`` and ``progress`` as in :func:`ladderlab.runner.run`;
     a battery whose estimated memory cannot fit is refused before it runs
-    (:class:`ladderlab.workload.TooLarge`) unless ``force``.
+    (:class:`ladderlab.workload.TooLarge`) unless ``force``. ``accounts`` = A ≥ 2 certifies against
+    attackers with A accounts of each budget, each account with its own mechanism state
+    (:mod:`ladderlab.accounts`); the honest participant keeps one.
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -601,10 +618,13 @@ def certify(
         raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
     if replications < 1 or honest_replications < 1:
         raise ValueError(f"replications must be at least 1, got {replications} and {honest_replications}")
+    if isinstance(accounts, bool) or not isinstance(accounts, int) or accounts < 1:
+        raise ValueError(f"accounts must be a whole number ≥ 1, got {accounts!r}")
     specs = _unique(_battery_specs(attacks or [], default_battery))
-    task_families = families(n, scorer, prediction_range)
+    task_families = task_families or families(n, scorer, prediction_range)
     bounds = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
-    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force)
+    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force, accounts)
+    runner.check_accounts(scenario, check_isolation(isolation), secret_seed)
     workload.refuse_if_too_large(workload.scenario_work(scenario, jobs, force), force,
                                  hint="certify fewer budgets, a smaller n or fewer --replications")
     preflight(scenario)
@@ -612,7 +632,7 @@ def certify(
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"--run-dir {directory} exists and is not a directory")
     say = announce or (lambda line: None)
-    layout = _sorted_battery(scenario, mechanism, specs, budgets, n, task_families)
+    layout = _sorted_battery(scenario, mechanism, specs, budgets, n, task_families, accounts)
     criterion = Criterion(tau, epsilon, confidence, replications)
     start, cpu_start = time.perf_counter(), time.process_time()
     with rundir.RunLock(directory, command="ladderlab certify"):
@@ -652,6 +672,7 @@ def certify(
         "params": certified.get_params(),
         "n": n,
         "budgets": budgets,
+        "accounts": accounts,
         "replications": replications,
         "confidence": confidence,
         "seed": seed,
@@ -759,7 +780,8 @@ def _ran_scenario(scenario: Scenario, layout: _Battery, battery_rows: list[dict[
         if worst is not None and mechanism != REFERENCE:
             matrix.append({"tasks": [task_families[worst.family]], "mechanisms": [{"id": REFERENCE}],
                            "attacks": [{"id": worst.cell.attack[0], "params": _as_scenario_params(worst.params),
-                                        "budget": worst.cell.budget}]})
+                                        "budget": worst.cell.budget,
+                                        **({"accounts": worst.cell.accounts} if worst.cell.accounts > 1 else {})}]})
     matrix.append(dump["matrix"][-1])
     unique = []
     for table in matrix:
@@ -848,6 +870,12 @@ def markdown(certificate: dict[str, Any]) -> str:
         "B is the bound of the per-sample loss, the unit of Blum & Hardt's theorems: "
         + "; ".join(f"{name}: {_family_text(family)}" for name, family in c["families"].items() if name != "honest") + ".",
     ]
+    if c.get("accounts", 1) > 1:
+        lines += ["", f"Every attacker holds {c['accounts']} accounts, each with the budget and its own mechanism state: "
+                  f"it probes on {c['accounts'] - 1} of them and submits its final prediction on a fresh one, whose "
+                  "release Δ measures."]
+    if c.get("challenge"):
+        lines += ["", _challenge_text(c["challenge"])]
     broken = "; ".join(
         f"{row['attack']} with {_params_text(row['worst_params'])} on {row['worst_task']} ({row['verdict']}: Δ/B median "
         f"{_float(row['delta_median'])}, lb error/B median {_float(row['lberr_median'])})" for row in c.get("broken_by", []))
@@ -901,7 +929,7 @@ def markdown(certificate: dict[str, Any]) -> str:
         "## Cost to honest participants",
         "",
         (f"An honest participant ({honest['participant']}: a better model every day, never fitted to the "
-         f"leaderboard) on a regression with signal. Spearman correlation between the released and the final-set "
+         f"leaderboard) on {c['families']['honest']['task']}. Spearman correlation between the released and the final-set "
          f"scores of its submissions, median over {honest['replications']} replications [{confidence} CI]: "
          f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
          f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
@@ -920,9 +948,19 @@ def markdown(certificate: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _challenge_text(challenge: dict[str, Any]) -> str:
+    """The challenge a certificate was made for (``certify --challenge``)."""
+    declared = challenge["prediction_range"]
+    where = "" if declared is None else f", predictions clipped into [{declared[0]:g}, {declared[1]:g}]"
+    return (f"For the challenge **{challenge['name']}** ({challenge['file']}): {challenge['task_type']}, scored by "
+            f"{challenge['scorer']}{where}, {challenge['n']} public and {challenge['n_final']} final holdout rows, "
+            f"a per-team budget of {challenge['per_team_budget']}; data hash {challenge['task_identity'][:16]}… "
+            "('ladderlab serve' accepts this certificate only for these data).")
+
+
 def _family_text(family: dict[str, Any]) -> str:
     params = family["params"]
-    scorer = params.get("scorer") or get_scorer(TASKS.get(family["task"]).default_scorer).name
+    scorer = family.get("scorer") or params.get("scorer") or get_scorer(TASKS.get(family["task"]).default_scorer).name
     declared = params.get("prediction_range")
     where = "" if declared is None else (" clipped into the training labels' range" if declared == TRAINING_RANGE
                                          else f" clipped into [{declared[0]:g}, {declared[1]:g}]")

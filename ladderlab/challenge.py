@@ -243,6 +243,25 @@ class Challenge:
         digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
         return digest.hexdigest()[:32]
 
+    def task_identity(self) -> str:
+        """A hash of everything the challenge gives a duel as its task: the ids, the labels and
+        the split, the public data (training rows, holdout inputs), the task type, the scorer,
+        the label set and the prediction range. The mechanism, the rules and the teams are not
+        part of it, nor how the files are laid out (CSV or Parquet, the order of the labels and
+        holdout rows, spacing): a certificate made for these data stays valid when the organiser
+        names it in the file."""
+        split, public = self.split, self.split.public
+        digest = hashlib.sha256()
+        digest.update("\n".join(self.ids).encode())
+        for array in (split.y_holdout, split.public_rows.astype(np.int64), split.final_rows.astype(np.int64),
+                      public.X_train, public.y_train, public.X_holdout):
+            digest.update(repr(array.shape).encode())
+            digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
+        described = [public.task_type, public.scorer, None if public.classes is None else public.classes.tolist(),
+                     public.prediction_range]
+        digest.update(json.dumps(described).encode())
+        return digest.hexdigest()
+
     def per_team_budget(self) -> int | None:
         """The most submissions a team can make over the challenge: the total cap, or the daily
         cap times the UTC days between start and end; None when nothing bounds it."""
@@ -458,7 +477,10 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     ``safe_budget``, ``budgets``) covers the challenge when it certifies the same mechanism
     with the same parameters (defaults included), on a public holdout no larger than the
     challenge's, at a safe budget of at least the most submissions one team can make.
-    A challenge without a certificate is not covered.
+    A certificate made for a challenge (``ladderlab certify --challenge``, key ``challenge``)
+    covers only a challenge with the same data (:meth:`Challenge.task_identity`: labels,
+    split, public data, scorer, label set, prediction range). A challenge without a
+    certificate is not covered.
     """
     spec = challenge.spec
     if spec.mechanism.certificate is None:
@@ -473,7 +495,7 @@ def certificate_problems(challenge: Challenge) -> list[str]:
         raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path} is not a certificate written by "
                              f"'ladderlab certify --out' ({type(error).__name__}: {error})") from None
     mechanism = challenge.mechanism()
-    problems = []
+    problems = _recorded_challenge_problems(challenge, certificate.get("challenge"), path)
     if certified_id != mechanism.id:
         problems.append(f"mechanism {mechanism.id!r} is not the certified mechanism {certified_id!r} ({path})")
     else:
@@ -492,3 +514,22 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     elif budget > safe:
         problems.append(f"a team may make {budget} submissions, more than the certificate's safe budget of {safe} ({path})")
     return problems
+
+
+def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path) -> list[str]:
+    """What differs between the challenge a certificate records (None: a certificate of the
+    synthetic battery) and this one: the scorer, or any of the data."""
+    if recorded is None:
+        return []
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("task_identity"), str):
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: its 'challenge' record has no "
+                             "'task_identity'; certify again with 'ladderlab certify --challenge'")
+    scorer = challenge.split.public.scorer
+    if recorded.get("scorer") != scorer:
+        return [f"the certificate was made for the scorer {recorded.get('scorer')!r}, this challenge is scored by "
+                f"{scorer!r} ({path})"]
+    if recorded["task_identity"] != challenge.task_identity():
+        return [f"the certificate was made for other data (challenge {recorded.get('name')!r}, data hash "
+                f"{recorded['task_identity'][:16]}…, this challenge's {challenge.task_identity()[:16]}…): its labels, "
+                f"split, public data or prediction range differ; certify again with --challenge ({path})"]
+    return []

@@ -17,7 +17,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,7 @@ from ladderlab.params import describe
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
+from ladderlab.tasks import TRAINING_RANGE
 from ladderlab.workload import add_force_option as _add_force
 from ladderlab.serve import cli as serve_cli
 
@@ -175,6 +176,10 @@ def _bench(args: argparse.Namespace) -> int:
     arguments.output_file("--out", args.out)
     from ladderlab import benchmark, workload
 
+    if args.accounts:
+        from ladderlab import accounts
+
+        return accounts.bench_command(args)
     if args.certify:
         timing = benchmark.time_certify(args.jobs)
         print(f"README certificate ({', '.join(f'{k}={v}' for k, v in benchmark.README_CERTIFICATE.items())}), "
@@ -307,12 +312,28 @@ def _certify(args: argparse.Namespace) -> int:
     arguments.output_folder("--run-dir", args.run_dir)
     attacks = [certify.parse_attack(text) for text in args.attack]
     out = certify.check_output(args.out) if args.out else None
+    options = dict(replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
+                   run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
+                   secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
+                   progress=args.progress, force=args.force, confidence=args.confidence, complete=args.complete,
+                   announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True),
+                   accounts=args.accounts)
+    if args.challenge:
+        from ladderlab import challenge_certify
+
+        return _write_certificate(challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options),
+                                  out, certify.markdown)
+    args.n, args.budgets = args.n or 200, args.budgets or [100, 300, 1000, 2000]
+    args.prediction_range = args.prediction_range or [TRAINING_RANGE]
     if args.tune:
         from ladderlab import tune
 
         if args.competition:
             raise ValueError("--tune certifies every setting of the search; add --competition to the certificate of "
                              "the setting it recommends")
+        if args.accounts > 1:
+            raise ValueError("--tune certifies every setting against one account; certify the setting it recommends "
+                             f"with --accounts {args.accounts}")
         return tune.run_command(args, attacks, out)
     if args.competition:
         from ladderlab import competition_certificate
@@ -324,19 +345,21 @@ def _certify(args: argparse.Namespace) -> int:
             raise ValueError(f"--competition: {error}") from None
     result = certify.certify(
         args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
-        replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
-        run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
-        secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
-        progress=args.progress, force=args.force, confidence=args.confidence, scorer=args.scorer,
-        prediction_range=certify.parse_prediction_range(args.prediction_range), complete=args.complete,
-        announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True),
-    )
+        scorer=args.scorer, prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(
             args.mechanism, arguments.parse_params(args.param), args.competition, jobs=args.jobs, scenario=competitions,
             progress=args.progress, force=args.force)
         text += "\n" + competition_certificate.markdown(result["competition"])
+    return _write_certificate(result, out, lambda _: text)
+
+
+def _write_certificate(result: dict[str, object], out: Path | None, render: Callable[[dict], str]) -> int:
+    """Print the certificate, and write it to ``out`` (JSON, and Markdown beside it) if given."""
+    from ladderlab import certify
+
+    text = render(result)
     print(text)
     if out:
         try:
@@ -510,8 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
     cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
-    cert.add_argument("--n", type=arguments.count(10), default=200, help="public holdout size (default 200)")
-    cert.add_argument("--budgets", type=arguments.count(1), nargs="+", default=[100, 300, 1000, 2000], help="submission budgets")
+    cert.add_argument("--n", type=arguments.count(10), help="public holdout size (default 200)")
+    cert.add_argument("--budgets", type=arguments.count(1), nargs="+",
+                      help="submission budgets (default 100 300 1000 2000; with --challenge, its per-team budget)")
+    cert.add_argument("--challenge", help="certify for this challenge file (docs/own-challenge.md): its labels, split, "
+                      "scorer and prediction range, at its public holdout size and per-team budget")
     cert.add_argument("--attack", action="append", default=[],
                       help="an extra attack (repeatable): an id or file.py:Class, optionally with parameters run "
                            "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
@@ -523,10 +549,12 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
                       "prediction range) at the largest budget and --scorer (default zero-one); recommend the certified "
                       "setting with the best honest utility; --out gets a table and a plot beside it")
+    cert.add_argument("--accounts", type=arguments.count(1), default=1, help="certify against attackers with this many "
+                      "accounts of each budget, each with its own mechanism state (default 1)")
     cert.add_argument("--complete", action="store_true", help="decide every grid point, also above a budget that "
                       "already fails (by default they stop undecided)")
     cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")
-    cert.add_argument("--prediction-range", nargs="+", default=["training"], metavar="LOW HIGH",
+    cert.add_argument("--prediction-range", nargs="+", metavar="LOW HIGH",
                       help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "
                            "'training' for the training labels' range (default)")
     cert.add_argument("--seed", type=arguments.count(0), default=0, help="root seed of the battery (default 0)")
@@ -552,6 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--certify", action="store_true",
                        help="instead: time the README's certify example from an empty battery directory")
     bench.add_argument("--jobs", type=arguments.count(1), default=2, help="workers of --certify (default 2)")
+    bench.add_argument("--accounts", action="store_true", help="instead: what several accounts buy an attacker "
+                       "against each built-in mechanism at n = 200 (--out writes the table)")
     bench.add_argument("--seconds", type=arguments.positive, default=1.0,
                        help="time per mechanism and n, its references included (default: 1)")
     bench.add_argument("--out", help="also write the measurements, machine and date as JSON to this file "

@@ -460,6 +460,8 @@ class CompetitionResult:
     """With ``capture``: each team's captured prediction on the private (final-set) rows."""
     private_labels: FloatArray | None = None
     """With ``capture``: the private (final-set) labels."""
+    loss_bound: float | None = None
+    """B, the bound of the bound scorer's per-sample loss or score (None: unbounded)."""
 
 
 def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -496,9 +498,13 @@ def play_competition(
     batched: bool = True,
     isolation: Isolation = "none",
     secret: tuple[Any, ...] = (),
+    shared: bool | None = None,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
     team's policy or the mechanism cannot play on the task.
+
+    ``shared``: one mechanism state answers every account (None: as the mechanism class's
+    ``shared_state`` says), the state a wrapper that links every account would give.
 
     ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
@@ -537,7 +543,7 @@ def play_competition(
         n_public = public_rows(rules, size)
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication, *secret).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
-    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret)
+    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared)
     try:
         engine.enrol(teams, prototypes)
         if capture is not None:
@@ -575,7 +581,8 @@ class _Engine:
     """One competition's teams, accounts, mechanism bank and records (module docstring)."""
 
     def __init__(self, split: Split, scorer: Scorer, mechanism: Mechanism, rules: Rules, seed: int, replication: int,
-                 task_spec: tuple[str, dict[str, Any]], batched: bool, secret: tuple[Any, ...] = ()):
+                 task_spec: tuple[str, dict[str, Any]], batched: bool, secret: tuple[Any, ...] = (),
+                 shared: bool | None = None):
         self.split, self.scorer, self.mechanism, self.rules = split, scorer, mechanism, rules
         self.seed, self.replication, self.task_spec, self.batched = seed, replication, task_spec, batched
         self.secret = secret
@@ -583,7 +590,7 @@ class _Engine:
         self.holdout_size = split.y_holdout.size
         self.classes = np.unique(split.y_public if self.data.classes is None else self.data.classes)
         self.kind = scorer.prediction_kind
-        self.shared = type(mechanism).shared_state
+        self.shared = type(mechanism).shared_state if shared is None else shared
         self.holdout = HoldoutScorer(split, scorer, self.classes)
         self.teams: list[_Team] = []
         self.slot_identities: list[tuple[Any, ...]] = []
@@ -616,7 +623,8 @@ class _Engine:
                     self.teams.append(_PolicyTeam(entry, member, accounts, attack, self.data, rng, self.check, self.holdout.score,
                                                   self.kind,
                                                   self.holdout_size, self.classes))
-        self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched)
+        self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched,
+                              shared=self.shared)
         self.keep_losses = isinstance(self.bank, LadderBank) and self.bank.paired and self.holdout.keeps_loss_rows
 
     def _schedule(self, entry: TeamSpec, member: int) -> Schedule | None:
@@ -721,7 +729,7 @@ class _Engine:
 
     def result(self) -> CompetitionResult:
         return _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared,
-                       (self.holdout.public_noise_sd, self.holdout.private_noise_sd))
+                       (self.holdout.public_noise_sd, self.holdout.private_noise_sd), self.scorer.bound(self.classes.size))
 
 
 class _Wave:
@@ -809,7 +817,8 @@ def _by_account(records: list[dict[str, NDArray[Any]]]) -> tuple[dict[str, NDArr
 
 
 def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: Rules, scorer: Scorer,
-            mechanism: Mechanism, split: Split, shared: bool, noise_sd: tuple[float, float]) -> CompetitionResult:
+            mechanism: Mechanism, split: Split, shared: bool, noise_sd: tuple[float, float],
+            loss_bound: float) -> CompetitionResult:
     sign = scorer.sign
     releases_best = type(mechanism).releases_best and not shared
     count = len(teams)
@@ -840,7 +849,8 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
         errors[t] = float(np.max(np.abs(true_best - sign * values)))
         for account in team.accounts:
             rows = slice(starts[account.slot], starts[account.slot + 1])
-            best_population = min(best_population, float(np.min(sign * grouped["population"][rows])))
+            if rows.stop > rows.start:  # a Sybil team may leave some of its accounts unused
+                best_population = min(best_population, float(np.min(sign * grouped["population"][rows])))
             played = grouped["round"][rows][grouped["round"][rows] < rules.rounds]
             if played.size:
                 last_round[t] = np.fmax(last_round[t], played.max() + 1)
@@ -862,6 +872,7 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
         n_private=int(split.final_rows.size),
         scorer=scorer.name,
         leaderboard_errors=errors,
+        loss_bound=loss_bound,
         precision=rules.precision,
         last_round=last_round,
         first_round=np.array([team.accounts[0].first for team in teams]),

@@ -182,11 +182,13 @@ VECTOR_BANKS: dict[str, type[MechanismBank]] = {
 """The exact classes (module and name) whose states have a vector bank."""
 
 
-def make_bank(mechanism: Mechanism, bind: Callable[[int], Mechanism], slots: int, vector: bool = True) -> MechanismBank:
+def make_bank(mechanism: Mechanism, bind: Callable[[int], Mechanism], slots: int, vector: bool = True,
+              shared: bool | None = None) -> MechanismBank:
     """The bank of ``slots`` accounts under ``mechanism``'s class: a vector bank where one exists for
-    the exact class and its scorer (``vector=False`` forces one bound mechanism per account)."""
+    the exact class and its scorer (``vector=False`` forces one bound mechanism per account);
+    ``shared``: one state for every account (None: as the class's ``shared_state`` says)."""
     cls = type(mechanism)
-    if cls.shared_state:
+    if cls.shared_state if shared is None else shared:
         return PerAccountBank(bind, slots, shared=True)
     bank = VECTOR_BANKS.get(f"{cls.__module__}.{cls.__qualname__}") if vector else None
     if bank is LadderBank and issubclass(cls, PairedTTestLadder) and not _pairs_rows(bind):

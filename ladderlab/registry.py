@@ -43,11 +43,13 @@ P = TypeVar("P", bound=Plugin)
 class Registry(Generic[P]):
     """One plugin family: its base class, built-in package and entry-point group."""
 
-    def __init__(self, kind: str, base: type[P], package: str, group: str):
+    def __init__(self, kind: str, base: type[P], package: str, group: str, modules: tuple[str, ...] = ()):
         self.kind = kind
         self.base = base
         self.package = package
         self.group = group
+        self.modules = modules
+        """Further built-in modules, beside ``package`` (imported when the built-ins are first listed)."""
 
     @cache
     def builtins(self) -> dict[str, type[P]]:
@@ -59,6 +61,7 @@ class Registry(Generic[P]):
                 importlib.import_module(f"{self.package}.{info.name}")
                 for info in pkgutil.iter_modules(package.__path__)
             ]
+        modules += [importlib.import_module(name) for name in self.modules]
         return {cls.id: cls for module in modules for cls in self._plugin_classes(module)}
 
     def _plugin_classes(self, module: object) -> list[type[P]]:
@@ -243,7 +246,7 @@ MECHANISMS: Registry[Mechanism] = Registry(
 
 
 ATTACKS: Registry[Attack] = Registry("attack", Attack, "ladderlab.attacks", "ladderlab.attacks")
-TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks")
+TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks", modules=("ladderlab.challenge_task",))
 
 
 def make_mechanism(spec: str, **params: Any) -> Mechanism:

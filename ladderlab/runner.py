@@ -54,6 +54,7 @@ import pyarrow.parquet as pq
 
 import ladderlab
 from ladderlab import rundir, workload
+from ladderlab.accounts import duel_with_accounts
 from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
@@ -165,6 +166,16 @@ def cell_records(scenario: Scenario) -> list[dict[str, Any]]:
 _write_atomically = rundir.write_atomically
 
 
+def check_accounts(scenario: Scenario, isolation: Isolation, secret_seed: int | None) -> None:
+    """Refuse a scenario whose attackers hold several accounts under process isolation or a secret
+    seed: their duels are competitions (:mod:`ladderlab.accounts`), played in this process from the public seed."""
+    several = next((cell for cell in cells(scenario) if isinstance(cell, Cell) and cell.accounts > 1), None)
+    if several is not None and (isolation == "process" or secret_seed is not None):
+        option = "isolation='process'" if isolation == "process" else "a secret seed"
+        raise ValueError(f"{several.label}: an attacker with several accounts plays as a competition team, "
+                         f"which {option} does not support; drop accounts or {option}")
+
+
 def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolation = "none",
                     secret_seed: int | None = None, attack_identity: tuple[str, dict[str, Any]] | None = None,
                     ) -> dict[str, Any]:
@@ -181,8 +192,11 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
     row: dict[str, Any] = {"replication": replication, "status": "ok", "error": None}
     start = time.perf_counter()
     try:
-        result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
-                      isolation=isolation, secret_seed=secret_seed)
+        if cell.accounts > 1:
+            result = duel_with_accounts(task, mechanism, attack, seed, replication, cell.budget, cell.accounts)
+        else:
+            result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
+                          isolation=isolation, secret_seed=secret_seed)
     except Incompatible as reason:
         row.update(status="skipped", error=str(reason))
     except Exception as error:  # a failing cell is recorded, and the run goes on
@@ -369,6 +383,9 @@ def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] 
             tokens[role] = rundir.fingerprint_token(prints[0]) if prints else None
         else:
             tokens[role] = rundir.fingerprint_token(rundir.fingerprint(registry.get(plugin_id)))
+    data = TASKS.make(cell.task[0], **cell.task[1]).data_fingerprint()
+    if data is not None:
+        tokens["task"] = f"{tokens['task']}:data {data[:16]}"
     return tokens
 
 
@@ -516,6 +533,7 @@ def run(
         scenario = scenario.model_copy(update={"replications": replications})
     check_isolation(isolation)
     check_backend(backend, scheduler, jobs)
+    check_accounts(scenario, isolation, secret_seed)
     work = workload.scenario_work(scenario, jobs, force)
     workload.refuse_if_too_large(work, force, hint=SMALLER_SCENARIO)
     preflight(scenario)

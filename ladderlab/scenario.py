@@ -75,6 +75,8 @@ from ladderlab.sharing import shared_identity
 from ladderlab.tasks import Split
 
 SCHEMA_VERSION = 1
+CHALLENGE_TASK = "challenge"
+"""The task that reads an organiser's challenge file; its ``path`` is relative to the scenario file."""
 
 
 class ScenarioError(ValueError):
@@ -97,11 +99,18 @@ class AttackEntry(PluginEntry):
         description="expand into the attack's strength grid at this budget and each task's public size "
         "(Attack.strength_grid); params given here are added to every grid point",
     )
+    accounts: StrictInt = Field(
+        default=1, ge=1, le=100_000,
+        description="accounts the attacker holds (Sybil, ladderlab.accounts): it probes on accounts − 1 accounts, "
+        "each with its own mechanism state and the budget, and submits its final prediction on a fresh one",
+    )
 
     @model_validator(mode="after")
     def _grid_needs_budget(self) -> AttackEntry:
         if self.strength_grid and self.budget is None:
             raise ValueError(f"attack {self.id!r}: strength_grid = true needs a budget")
+        if self.accounts > 1 and (self.budget is None or self.oracle):
+            raise ValueError(f"attack {self.id!r}: accounts = {self.accounts} needs a budget (each account's) and no oracle")
         return self
 
 
@@ -163,9 +172,9 @@ class Scenario(StrictModel):
 
     def identity(self) -> str:
         """A hash of everything that determines the results. The options added after the first
-        release (``strength_grid``, ``playable_only``, ``extrapolation``) count only when set, so a
-        scenario without them keeps the hash of its existing run directories; the papers' values do
-        not count."""
+        release (``strength_grid``, ``playable_only``, ``accounts``, ``extrapolation``) count only when
+        set, so a scenario without them keeps the hash of its existing run directories; the papers'
+        values do not count."""
         dump = self.model_dump(mode="json")
         if not dump["extrapolation"]:
             del dump["extrapolation"]
@@ -175,6 +184,8 @@ class Scenario(StrictModel):
             for attack in matrix["attacks"]:
                 if not attack["strength_grid"]:
                     del attack["strength_grid"]
+                if attack["accounts"] == 1:
+                    del attack["accounts"]
         del dump["paper_values"]
         text = json.dumps(dump, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -216,7 +227,7 @@ def _identity(cell: Cell) -> str:
         spec(registry.make(plugin_id, **params))
         for registry, (plugin_id, params) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack))
     ]
-    return json.dumps([parts, cell.budget, cell.oracle], sort_keys=True, default=repr)
+    return json.dumps([parts, cell.budget, cell.oracle, cell.accounts], sort_keys=True, default=repr)
 
 
 def _check_duplicates(scenario: Scenario) -> None:
@@ -240,19 +251,26 @@ class Cell:
     attack: tuple[str, dict[str, Any]]
     budget: int | None
     oracle: bool
+    accounts: int = 1
+    """The attacker's accounts (:mod:`ladderlab.accounts`); ``budget`` is each account's."""
     directory: ClassVar[str] = "cells"
     """The run directory's folder for the cell's results."""
 
     @property
     def label(self) -> str:
-        """``task × mechanism × attack`` with parameters (and the budget)."""
+        """``task × mechanism × attack`` with parameters (and the budget, and the accounts beyond one)."""
         text = " × ".join(plugin_label(plugin_id, params) for plugin_id, params in (self.task, self.mechanism, self.attack))
-        return text if self.budget is None else f"{text}, budget {self.budget}"
+        text = text if self.budget is None else f"{text}, budget {self.budget}"
+        return text if self.accounts == 1 else f"{text}, {self.accounts} accounts"
 
     @functools.cached_property
     def key(self) -> str:
-        """A stable file name for the cell's results (computed once: the runner asks for it every replication)."""
-        text = json.dumps([self.task, self.mechanism, self.attack, self.budget, self.oracle], sort_keys=True, default=str)
+        """A stable file name for the cell's results (computed once: the runner asks for it every replication);
+        one account leaves it as it was before accounts existed."""
+        parts: list[Any] = [self.task, self.mechanism, self.attack, self.budget, self.oracle]
+        if self.accounts != 1:
+            parts.append({"accounts": self.accounts})
+        text = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -264,7 +282,8 @@ def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
             for tp, mp in itertools.product(expand(task.params, TASKS.get(task.id)),
                                             expand(mechanism.params, MECHANISMS.get(mechanism.id))):
                 for ap in _attack_settings(attack, task.id, tp):
-                    cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle)
+                    cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle,
+                                attack.accounts)
                     if matrix.playable_only and not _playable(cell):
                         continue
                     located.append((f"matrix[{i}]", cell))
@@ -347,7 +366,8 @@ def _playable(cell: Cell) -> bool:
 
 def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
     """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder
-    (in ``[[matrix]]`` tables, and in ``[[competition]]`` tables and their teams' policies)."""
+    (in ``[[matrix]]`` tables, and in ``[[competition]]`` tables and their teams' policies), and
+    the ``path`` of every ``challenge`` task (:mod:`ladderlab.challenge_task`)."""
 
     def entries(tables: Any, keys: tuple[str, ...]) -> list[Any]:
         found = []
@@ -366,6 +386,17 @@ def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
             location, _, name = plugin_id.rpartition(":")
             if not Path(location).is_absolute():
                 entry[key] = f"{(folder / location).resolve()}:{name}"
+    for entry, _ in located:
+        if isinstance(entry, dict) and entry.get("id") == CHALLENGE_TASK and isinstance(entry.get("params"), dict):
+            paths = entry["params"].get("path")
+            if isinstance(paths, str):
+                entry["params"]["path"] = _relative_to(folder, paths)
+            elif isinstance(paths, list):
+                entry["params"]["path"] = [_relative_to(folder, p) if isinstance(p, str) else p for p in paths]
+
+
+def _relative_to(folder: Path, name: str) -> str:
+    return name if Path(name).is_absolute() else str((folder / name).resolve())
 
 
 def load(source: str | Path, replications: int | None = None) -> Scenario:

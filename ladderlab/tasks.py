@@ -117,6 +117,12 @@ class Task(Plugin):
         """One replication's training, public and final sets."""
         raise NotImplementedError
 
+    def data_fingerprint(self) -> str | None:
+        """A hash of the data the task reads from outside its parameters (files), part of its
+        fingerprint: a finished cell whose data changed is stale (:mod:`ladderlab.rundir`).
+        None: the parameters determine the data."""
+        return None
+
     def data_shape(self) -> tuple[int, int] | None:
         """(rows, columns) of one replication's data, training and holdout rows, features and
         label, known from the parameters alone (None: not declared; the data are then

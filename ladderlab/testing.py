@@ -1,8 +1,9 @@
-"""Conformance checks for mechanism and attack plugins, in the manner of scikit-learn's ``check_estimator``.
+"""Conformance checks for mechanism, attack and task plugins, in the manner of scikit-learn's ``check_estimator``.
 
 ``plugin_checks(plugin)`` yields the ``(name, check)``
-pairs; ``check_mechanism`` / ``check_attack`` run them all, raise the first
-failure, and on success print and return a :class:`ConformanceReport` of what passed. In a test suite, one test per check::
+pairs; ``check_mechanism`` / ``check_attack`` / ``check_task`` run them all, raise the first
+failure, and on success print and return a :class:`ConformanceReport` of what passed. In a
+test suite, one test per check::
 
     from ladderlab.testing import parametrize_checks
 
@@ -18,6 +19,7 @@ reported as an expected failure (``xfail``) instead of run.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 import random
 from collections.abc import Callable, Iterator
@@ -44,7 +46,7 @@ from ladderlab.params import describe
 from ladderlab.plugin import Plugin
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scoring import PredictionKind, get_scorer
-from ladderlab.tasks import Split
+from ladderlab.tasks import PublicData, Split, Task
 
 Check = Callable[[Any], None]
 CHECK_SIZE = 60
@@ -71,7 +73,7 @@ def _submissions(seed: int = 2, m: int = 25) -> np.ndarray:
     return quality * labels + (1 - quality) * rng.normal(size=(m, CHECK_SIZE))
 
 
-def check_get_params_round_trip(plugin: Mechanism | Attack) -> None:
+def check_get_params_round_trip(plugin: Mechanism | Attack | Task) -> None:
     """Parameters live in ``__init__`` only: ``get_params`` rebuilds an equal plugin."""
     params = plugin.get_params()
     rebuilt = type(plugin)(**params)
@@ -115,11 +117,14 @@ def check_same_seed_same_transcript(mechanism: Mechanism) -> None:
         )
 
 
-def _run_plugin(plugin: Mechanism | Attack) -> np.ndarray:
+def _run_plugin(plugin: Mechanism | Attack | Task) -> np.ndarray:
     """One standard run: the mechanism's releases for the standard submissions, or the
     transcript of the attack played against ``kaggle``."""
     if isinstance(plugin, Mechanism):
         return _bound(plugin).submit_many(_submissions())
+    if isinstance(plugin, Task):
+        split = plugin.split(np.random.default_rng(4))
+        return np.concatenate([split.y_holdout, split.public_rows, split.public.X_holdout.ravel()])
     return _play_attack(plugin)[0]
 
 
@@ -128,7 +133,7 @@ GLOBAL_SEEDS = (20150204, 20160712)
 global-RNG check, so that its outcome does not depend on what earlier checks left behind."""
 
 
-def check_leaves_global_rng_alone(plugin: Mechanism | Attack) -> None:
+def check_leaves_global_rng_alone(plugin: Mechanism | Attack | Task) -> None:
     """Neither numpy's nor Python's global random state is read or changed.
 
     The plugin runs twice, from two different global states that this check sets (and
@@ -491,6 +496,76 @@ def reachable_arrays(root: Any, depth: int = 4, private: bool = False) -> list[n
     return found
 
 
+def _splits(task: Task, seed: int = 5) -> tuple[Split, Split]:
+    return task.split(np.random.default_rng(seed)), task.split(np.random.default_rng(seed))
+
+
+def check_task_same_seed_same_split(task: Task) -> None:
+    """Two draws with equal Generators give bit-identical splits: labels, rows and public data."""
+    first, second = _splits(task)
+    pairs = [(first.y_holdout, second.y_holdout), (first.public_rows, second.public_rows),
+             (first.final_rows, second.final_rows)]
+    pairs += [(getattr(first.public, name), getattr(second.public, name)) for name in ("X_train", "y_train", "X_holdout")]
+    if not all(np.array_equal(a, b) for a, b in pairs):
+        raise ConformanceError(f"{task.id}: rule 'same seed, same transcript' broken: two splits drawn with the same "
+                               "seed differ")
+
+
+def check_task_split_is_consistent(task: Task) -> None:
+    """The public and final rows are disjoint, non-empty rows of the holdout; the holdout inputs
+    have a row per label; the scorer suits the task type; labels lie in the label set; a
+    declared prediction range is [low, high] with low < high."""
+    split = task.split(np.random.default_rng(6))
+    public, n = split.public, split.y_holdout.size
+    rows = np.concatenate([split.public_rows, split.final_rows])
+    problems = []
+    if split.public_rows.size == 0 or split.final_rows.size == 0:
+        problems.append("the public or the final set is empty")
+    if np.unique(rows).size != rows.size or rows.min(initial=0) < 0 or rows.max(initial=0) >= n:
+        problems.append("the public and final rows overlap or lie outside the holdout")
+    if public.X_holdout.shape[0] != n or public.X_train.shape[0] != public.y_train.size:
+        problems.append(f"the holdout inputs have {public.X_holdout.shape[0]} rows for {n} labels, or the training "
+                        f"inputs {public.X_train.shape[0]} for {public.y_train.size} labels")
+    if public.task_type == "regression" and public.classes is not None:
+        problems.append("a regression task declares a label set")
+    if public.task_type == "classification" and (public.classes is None or not np.isin(split.y_holdout, public.classes).all()):
+        problems.append("a holdout label is not in the label set")
+    try:
+        get_scorer(public.scorer)
+    except ValueError as error:
+        problems.append(str(error))
+    if public.prediction_range is not None and not public.prediction_range[0] < public.prediction_range[1]:
+        problems.append(f"prediction_range {public.prediction_range} is not [low, high] with low < high")
+    if problems:
+        raise ConformanceError(f"{task.id}: inconsistent split: {'; '.join(problems)}")
+
+
+def check_task_public_data_hold_no_labels(task: Task) -> None:
+    """What an attack receives (:class:`~ladderlab.tasks.PublicData`) holds no holdout label:
+    no array reachable from it is, shares memory with, or equals the holdout labels or their
+    public or final part, and the public rows are disclosed only as the task says (None, or
+    exactly the split's public rows)."""
+    split = task.split(np.random.default_rng(7))
+    secrets = [split.y_holdout, split.y_public, split.y_final]
+    for array in reachable_arrays(split.public, private=True):
+        if any(np.shares_memory(array, secret) or (array.shape == secret.shape and np.array_equal(array, secret))
+               for secret in secrets):
+            raise ConformanceError(f"{task.id}: the public data hold the holdout labels (an array of shape {array.shape})")
+    disclosed = split.public.public_rows
+    if disclosed is not None and not np.array_equal(disclosed, split.public_rows):
+        raise ConformanceError(f"{task.id}: the public data disclose rows that are not the public rows")
+    unexpected = {field.name for field in dataclasses.fields(PublicData)} - PUBLIC_FIELDS
+    if unexpected:
+        raise ConformanceError(f"PublicData has fields this check does not know: {sorted(unexpected)}; say here "
+                               "why they cannot carry holdout labels")
+
+
+PUBLIC_FIELDS = frozenset({"X_train", "y_train", "X_holdout", "task_type", "scorer", "classes", "public_rows",
+                           "prediction_range"})
+"""The fields of :class:`~ladderlab.tasks.PublicData` that :func:`check_task_public_data_hold_no_labels` knows:
+training data, holdout inputs, the metric, the label set, the disclosed public rows and the prediction range."""
+
+
 MECHANISM_CHECKS: dict[str, Check] = {
     "parameters_declared": check_parameters_declared,
     "get_params_round_trip": check_get_params_round_trip,
@@ -500,6 +575,14 @@ MECHANISM_CHECKS: dict[str, Check] = {
     "picklable": check_picklable,
     "bad_input_changes_nothing": check_bad_input_changes_nothing,
     "adaptive_analyst": check_against_an_adaptive_analyst,
+}
+TASK_CHECKS: dict[str, Check] = {
+    "parameters_declared": check_parameters_declared,
+    "get_params_round_trip": check_get_params_round_trip,
+    "leaves_global_rng_alone": check_leaves_global_rng_alone,
+    "same_seed_same_split": check_task_same_seed_same_split,
+    "split_is_consistent": check_task_split_is_consistent,
+    "public_data_hold_no_labels": check_task_public_data_hold_no_labels,
 }
 ATTACK_CHECKS: dict[str, Check] = {
     "parameters_declared": check_parameters_declared,
@@ -513,16 +596,17 @@ ATTACK_CHECKS: dict[str, Check] = {
 }
 
 
-def plugin_checks(plugin: Mechanism | Attack) -> Iterator[tuple[str, Check]]:
+def plugin_checks(plugin: Mechanism | Attack | Task) -> Iterator[tuple[str, Check]]:
     """The checks that apply to ``plugin``, as (name, check) pairs."""
-    if not isinstance(plugin, (Mechanism, Attack)):
-        raise TypeError(f"expected a Mechanism or an Attack, got {type(plugin).__name__}")
-    yield from (MECHANISM_CHECKS if isinstance(plugin, Mechanism) else ATTACK_CHECKS).items()
+    if not isinstance(plugin, (Mechanism, Attack, Task)):
+        raise TypeError(f"expected a Mechanism, an Attack or a Task, got {type(plugin).__name__}")
+    yield from (MECHANISM_CHECKS if isinstance(plugin, Mechanism) else
+                TASK_CHECKS if isinstance(plugin, Task) else ATTACK_CHECKS).items()
     if isinstance(plugin, Mechanism) and plugin.scores_only:
         yield "releases_from_scores", check_releases_from_scores
 
 
-def expected_failure(plugin: Mechanism | Attack, name: str) -> str | None:
+def expected_failure(plugin: Mechanism | Attack | Task, name: str) -> str | None:
     """Why ``plugin`` declares that it fails check ``name`` (None: it should pass)."""
     return getattr(plugin, "expected_check_failures", {}).get(name)
 
@@ -542,7 +626,7 @@ class ConformanceReport:
         return "\n".join(lines)
 
 
-def _check_all(plugin: Mechanism | Attack, kind: type, quiet: bool) -> ConformanceReport:
+def _check_all(plugin: Mechanism | Attack | Task, kind: type, quiet: bool) -> ConformanceReport:
     if not isinstance(plugin, kind):
         raise TypeError(f"expected {kind.__name__}, got {type(plugin).__name__}")
     passed, skipped = [], []
@@ -578,7 +662,14 @@ def check_attack(attack: Attack, quiet: bool = False) -> ConformanceReport:
     return _check_all(attack, Attack, quiet)
 
 
-def parametrize_checks(*plugins: Mechanism | Attack) -> Callable[[Callable[..., Any]], Any]:
+def check_task(task: Task, quiet: bool = False) -> ConformanceReport:
+    """Run every task check (except those the plugin declares it fails); raise the first failure.
+
+    On success, print (unless ``quiet``) and return what passed."""
+    return _check_all(task, Task, quiet)
+
+
+def parametrize_checks(*plugins: Mechanism | Attack | Task) -> Callable[[Callable[..., Any]], Any]:
     """A pytest decorator: one test per plugin × check, with arguments ``plugin`` and ``check``;
     declared failures are marked ``xfail`` with their reason."""
     import pytest
@@ -596,6 +687,7 @@ __all__ = [
     "ConformanceError",
     "check_attack",
     "check_mechanism",
+    "check_task",
     "check_parameters_declared",
     "parametrize_checks",
     "plugin_checks",

@@ -249,7 +249,8 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
                                           rules.rounds, scenario.replications))
             continue
         planned = ATTACKS.make(cell.attack[0], **cell.attack[1]).max_submissions(split.public)
-        submissions = planned if cell.budget is None else min(cell.budget, cell.budget if planned is None else planned)
+        budget = None if cell.budget is None else cell.budget * max(1, cell.accounts - 1)  # a Sybil probes on A − 1 accounts
+        submissions = planned if budget is None else min(budget, budget if planned is None else planned)
         parts.append(duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group)))
     return combined(f"scenario {scenario.name}", parts, jobs)
 

@@ -238,15 +238,18 @@ def test_threshold_evasion_tells_exact_releases_from_noisy_ones(mechanism_id, de
 
 
 @given(seed=seeds)
-@settings(max_examples=5)
-def test_threshold_evasion_finds_an_overfitted_vector_that_thresholdout_releases_exactly(seed):
-    """At n = 4000 (2000 released points) and 2000 submissions, the boosted vector the attack
-    keeps was released exactly (a multiple of 1/2000: below the threshold) at least 4 standard
-    errors (4·√(¼/2000) = 0.045) below ½, which plain boosting's vote, released as noise
-    around the guard's ½, never is."""
+@settings(max_examples=3)
+def test_threshold_evasion_finds_overfitted_vectors_that_thresholdout_releases_exactly(seed):
+    """At n = 4000 (2000 released points) and 2000 submissions, the boosted vector the attack keeps
+    was released exactly (a multiple of 1/2000: below the threshold), in the median of 5
+    replications at least 0.03 (2.7 standard errors of a released score) below ½. Without telling
+    exact releases from noisy ones, the kept vote is released as noise around the guard's ½."""
     task = TASKS.make("random-labels", n_public=4000, n_holdout=8000)
-    attack = ATTACKS.make("threshold-evasion", k=2000)
-    duel(task, MECHANISMS.make("thresholdout"), attack, seed=seed, budget=2000)
-    assert attack.denominator_ == 2000
-    assert attack.kept_release_ < 0.5 - 0.045
-    assert math.isclose(attack.kept_release_ * 2000, round(attack.kept_release_ * 2000), abs_tol=1e-6)
+    kept = []
+    for replication in range(5):
+        attack = ATTACKS.make("threshold-evasion", k=2000)
+        duel(task, MECHANISMS.make("thresholdout"), attack, seed=seed, replication=replication, budget=2000)
+        assert attack.denominator_ == 2000
+        assert math.isclose(attack.kept_release_ * 2000, round(attack.kept_release_ * 2000), abs_tol=1e-6)
+        kept.append(attack.kept_release_)
+    assert np.median(kept) < 0.5 - 0.03

@@ -1,0 +1,136 @@
+"""Certify a mechanism for the organiser's own challenge: ``ladderlab certify MECHANISM --challenge FILE``.
+
+The battery (:mod:`ladderlab.certify`) plays on one task family, the challenge itself
+(:class:`ladderlab.challenge_task.ChallengeTask`, its data pinned by their hash): at the
+challenge's n (its public holdout size), its per-team budget (its rules' ``total``, or
+``per_day`` times the days from ``start`` to ``end``; ``--budgets`` overrides), its scorer
+and its prediction range, with every attack that can play it (the others are listed as not
+playing, with their reason). The honest participant plays the challenge too when the
+challenge publishes training data with features, else certify's synthetic honest task for
+the challenge's scorer.
+
+The certificate records the challenge (``challenge``: name, data hash, scorer, prediction
+range, task type, n, budget), and :func:`ladderlab.challenge.certificate_problems` accepts a
+certificate that records a challenge only for a challenge with the same data hash, so that
+``ladderlab serve`` accepts it for these data and refuses it for other labels or another scorer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ladderlab import certify
+from ladderlab.challenge import Challenge
+from ladderlab.challenge_task import ChallengeTask, load_challenge
+from ladderlab.duel import incompatibility
+from ladderlab.registry import ATTACKS, MECHANISMS
+from ladderlab.scoring import get_scorer
+
+FAMILY = "challenge"
+
+
+def task_families(challenge: Challenge, identity: str) -> dict[str, dict[str, Any]]:
+    """The battery's task families: the challenge, and the honest participant's task (the
+    challenge if the honest participant can play it, else certify's for the challenge's scorer)."""
+    entry = {"id": ChallengeTask.id, "params": {"path": str(challenge.path.resolve()), "sha256": identity}}
+    honest = ATTACKS.make("improving", days=certify.HONEST_DAYS)
+    if honest.incompatibility(challenge.split.public) is None:
+        return {FAMILY: entry, "honest": entry}
+    n = int(challenge.split.public_rows.size)
+    try:
+        synthetic = certify.families(n, challenge.split.public.scorer)
+    except ValueError:  # a scorer no synthetic family plays (class-probability rows): a 0/1 task
+        synthetic = certify.families(n)
+    return {FAMILY: entry, "honest": synthetic["honest"]}
+
+
+def challenge_budgets(challenge: Challenge, budgets: list[int] | None) -> list[int]:
+    """``budgets`` if given, else the most submissions one team can make under the rules."""
+    if budgets:
+        return budgets
+    budget = challenge.per_team_budget()
+    if budget is None:
+        raise ValueError(f"{challenge.path}: rules: nothing bounds a team's submissions (set rules.total, or "
+                         "rules.per_day with start and end), so there is no budget to certify; give --budgets")
+    return [budget]
+
+
+def check_certifiable(challenge: Challenge, mechanism: str, params: dict[str, Any]) -> float:
+    """The loss bound B of the challenge's scorer under its prediction range, or ``ValueError``
+    naming the challenge key to set; the mechanism must be able to use the scorer."""
+    public = challenge.split.public
+    bound = get_scorer(public.scorer).within(public.prediction_range).bound(
+        None if public.classes is None else public.classes.size)
+    if bound is None:
+        raise ValueError(f"{challenge.path}: prediction_range: the scorer {public.scorer!r} is unbounded without a "
+                         "declared prediction range, and a certificate is stated in units of the loss bound; set "
+                         "prediction_range = [low, high] in the challenge file")
+    reason = incompatibility(challenge.split, MECHANISMS.make(mechanism, **params), None)
+    if reason:
+        raise ValueError(f"{challenge.path}: scorer: {reason}")
+    return bound
+
+
+def record(challenge: Challenge, identity: str, budgets: list[int], path: str | Path) -> dict[str, Any]:
+    """What the certificate says about the challenge it was made for (``path`` as the organiser named it)."""
+    public = challenge.split.public
+    return {
+        "name": challenge.name,
+        "file": str(path),
+        "task_identity": identity,
+        "task_type": public.task_type,
+        "scorer": public.scorer,
+        "classes": None if public.classes is None else public.classes.tolist(),
+        "prediction_range": None if public.prediction_range is None else list(public.prediction_range),
+        "n": int(challenge.split.public_rows.size),
+        "n_final": int(challenge.split.final_rows.size),
+        "per_team_budget": challenge.per_team_budget(),
+        "budgets": budgets,
+    }
+
+
+def certify_challenge(path: str | Path, mechanism: str | None = None, params: dict[str, Any] | None = None,
+                      budgets: list[int] | None = None, **options: Any) -> dict[str, Any]:
+    """The certificate of ``mechanism`` (default: the challenge's own, with its parameters) on the
+    challenge at ``path``; ``options`` as :func:`ladderlab.certify.certify` takes them (not ``n``,
+    ``scorer`` or ``prediction_range``, which are the challenge's)."""
+    challenge, identity = load_challenge(path)
+    if mechanism is None:
+        mechanism, params = challenge.spec.mechanism.id, dict(challenge.spec.mechanism.params)
+    params = params or {}
+    budgets = challenge_budgets(challenge, budgets)
+    check_certifiable(challenge, mechanism, params)
+    families = task_families(challenge, identity)
+    result = certify.certify(mechanism, params, n=int(challenge.split.public_rows.size), budgets=budgets,
+                             task_families=families, **options)
+    result["challenge"] = record(challenge, identity, budgets, path)
+    result["families"][FAMILY]["scorer"] = challenge.split.public.scorer
+    for family in result["families"].values():  # the challenge file as the organiser named it, not where it lies
+        if family["task"] == ChallengeTask.id:
+            family["params"]["path"] = str(path)
+    return result
+
+
+def run_command(args: argparse.Namespace, attacks: list[certify.AttackSpec], out: Path | None,
+                params: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """``ladderlab certify MECHANISM --challenge FILE``: refuse the options the challenge decides,
+    say when the mechanism is not the challenge's, and certify."""
+    for option, value in (("n", args.n), ("scorer", args.scorer), ("prediction-range", args.prediction_range)):
+        if value is not None:
+            shown = " ".join(value) if isinstance(value, list) else value
+            raise ValueError(f"--{option} {shown}: with --challenge the challenge decides it; leave it out")
+    for option in ("tune", "competition"):
+        if getattr(args, option):
+            raise ValueError(f"--{option} does not combine with --challenge yet; certify the challenge without it")
+    challenge = load_challenge(args.challenge)[0]
+    own = challenge.spec.mechanism
+    if args.mechanism == own.id and not params:
+        params = dict(own.params)
+    if args.mechanism != own.id or params != own.params:
+        print(f"ladderlab: note: {args.challenge} runs {own.id} with {own.params}; 'ladderlab serve' accepts this "
+              f"certificate of {args.mechanism} with {params} only once the challenge's [mechanism] is the same",
+              file=sys.stderr)
+    return certify_challenge(args.challenge, args.mechanism, params, args.budgets, attacks=attacks, **options)

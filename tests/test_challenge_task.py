@@ -1,0 +1,279 @@
+"""The organiser's challenge as a task: what an attack sees, identity and staleness, and
+``certify --challenge`` agreeing with serve's certificate check."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ladderlab import challenge as challenges
+from ladderlab import runner, scenario
+from ladderlab.challenge_certify import certify_challenge
+from ladderlab.challenge_task import ChallengeTask, load_challenge
+from ladderlab.cli import main
+from ladderlab.rundir import StaleCellsError
+from ladderlab.tasks import PublicData, Split
+from ladderlab.registry import TASKS
+from ladderlab.testing import (ConformanceError, check_leaves_global_rng_alone, check_task,
+                               check_task_public_data_hold_no_labels, check_task_same_seed_same_split,
+                               check_task_split_is_consistent, parametrize_checks)
+from tests.helpers import assert_one_line_error
+from tests.serve_helpers import write_challenge
+
+SMALL = {"correlated-feature-selection": {"n": 100, "d": 50}}
+"""Parameters that keep a built-in task's conformance checks to milliseconds."""
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "breast-cancer" / "challenge.toml"
+PASSING = {"attacks": ["boosting"], "default_battery": False, "replications": 30, "tau": 0.25, "epsilon": 0.25,
+           "honest_replications": 2}
+"""A battery the Ladder passes quickly at a budget of 3: one attack, wide thresholds."""
+
+
+def _scenario_file(folder: Path, challenge: str, replications: int = 2) -> Path:
+    path = folder / "scenario.toml"
+    path.write_text(f"""schema_version = 1
+name = "own"
+replications = {replications}
+seed = 3
+
+[[matrix]]
+tasks = [{{ id = "challenge", params = {{ path = "{challenge}" }} }}]
+mechanisms = [{{ id = "ladder" }}]
+attacks = [{{ id = "boosting", params = {{ k = 20 }}, budget = 20 }}]
+""")
+    return path
+
+
+def _features_challenge(folder: Path, labels: np.ndarray, scorer: str, extra: str = "") -> Path:
+    """A challenge with training data and holdout inputs (the same features whatever ``labels``)."""
+    path = write_challenge(folder, n=labels.size, scorer=scorer, extra=extra)
+    table = pd.read_csv(folder / "labels.csv")
+    table["label"] = labels
+    table.to_csv(folder / "labels.csv", index=False)
+    features = np.random.default_rng(11).normal(size=(labels.size + 30, 3)).round(4)
+    pd.DataFrame({"id": table.id, "x0": features[:labels.size, 0], "x1": features[:labels.size, 1],
+                  "x2": features[:labels.size, 2]}).to_csv(folder / "holdout.csv", index=False)
+    pd.DataFrame({"x0": features[labels.size:, 0], "x1": features[labels.size:, 1], "x2": features[labels.size:, 2],
+                  "label": labels[:30]}).to_csv(folder / "train.csv", index=False)
+    path.write_text(path.read_text().replace("[labels]", '[data]\ntrain = "train.csv"\nholdout = "holdout.csv"\n\n[labels]'))
+    return path
+
+
+KINDS = {
+    "binary": ("zero-one", lambda rng, n: rng.integers(0, 2, n).astype(float), ""),
+    "multiclass": ("multiclass-log-loss", lambda rng, n: rng.integers(0, 4, n).astype(float),
+                   "prediction_range = [0.01, 0.99]"),
+    "regression": ("squared", lambda rng, n: rng.normal(size=n).round(3), "prediction_range = [-3.0, 3.0]"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_public_data_are_the_same_whatever_the_holdout_labels(tmp_path, kind, seed):
+    scorer, draw, extra = KINDS[kind]
+    rng = np.random.default_rng(seed)
+    labels = draw(rng, 60)
+    other = labels.copy()
+    other[30:] = draw(rng, 30)  # other holdout labels, the same training labels (the first 30) and features
+    first = ChallengeTask(str(_features_challenge(tmp_path / f"{seed}a", labels, scorer, extra))).split(rng)
+    second = ChallengeTask(str(_features_challenge(tmp_path / f"{seed}b", other, scorer, extra))).split(rng)
+    assert {field.name for field in dataclasses.fields(PublicData)} == {
+        "X_train", "y_train", "X_holdout", "task_type", "scorer", "classes", "public_rows", "prediction_range"}
+    for field in dataclasses.fields(PublicData):
+        mine, theirs = getattr(first.public, field.name), getattr(second.public, field.name)
+        assert np.array_equal(mine, theirs) if isinstance(mine, np.ndarray) else mine == theirs, field.name
+    assert first.public.public_rows is None and first.public.X_holdout.shape == (60, 3)
+    check_task_public_data_hold_no_labels(ChallengeTask(str(tmp_path / f"{seed}a" / "test.toml")))
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_challenge_task_passes_the_task_checks(tmp_path, kind):
+    scorer, draw, extra = KINDS[kind]
+    check_task(ChallengeTask(str(_features_challenge(tmp_path, draw(np.random.default_rng(0), 60), scorer, extra))))
+
+
+BUILT_IN_TASKS = [TASKS.make(task_id, **SMALL.get(task_id, {})) for task_id in sorted(TASKS.builtins())
+                  if task_id != ChallengeTask.id]
+
+
+@parametrize_checks(*BUILT_IN_TASKS, TASKS.make("challenge", path=str(EXAMPLE)))
+def test_every_built_in_task_conforms(plugin, check):
+    check(plugin)
+
+
+THRESHOLD = TASKS.get(str(Path(__file__).resolve().parent.parent / "examples" / "threshold_task.py") + ":NoisyThreshold")
+
+
+class Unseeded(THRESHOLD):
+    def split(self, rng: np.random.Generator) -> Split:
+        return super().split(np.random.default_rng())
+
+
+class Overlapping(THRESHOLD):
+    def split(self, rng: np.random.Generator) -> Split:
+        honest = super().split(rng)
+        return dataclasses.replace(honest, final_rows=honest.public_rows)
+
+
+class GlobalDraw(THRESHOLD):
+    def split(self, rng: np.random.Generator) -> Split:
+        np.random.standard_normal()
+        return super().split(rng)
+
+
+@pytest.mark.parametrize(("task", "check", "rule"), [
+    (Unseeded(), check_task_same_seed_same_split, "same seed"),
+    (Overlapping(), check_task_split_is_consistent, "overlap"),
+    (GlobalDraw(), check_leaves_global_rng_alone, "global random state"),
+])
+def test_the_task_checks_catch_a_broken_task(task, check, rule):
+    check(THRESHOLD())
+    with pytest.raises(ConformanceError, match=rule):
+        check(task)
+
+
+def test_the_task_check_catches_public_data_that_hold_the_labels(tmp_path):
+    class Leaky(ChallengeTask):
+        def split(self, rng: np.random.Generator) -> Split:
+            honest = super().split(rng)
+            public = dataclasses.replace(honest.public, X_holdout=honest.y_holdout[:, None])
+            return dataclasses.replace(honest, public=public)
+
+    with pytest.raises(ConformanceError, match="hold the holdout labels"):
+        check_task_public_data_hold_no_labels(Leaky(str(write_challenge(tmp_path))))
+
+
+def test_the_identity_is_the_data_not_the_place(tmp_path):
+    shutil.copytree(EXAMPLE.parent, tmp_path / "copy")
+    here, there = ChallengeTask(str(EXAMPLE)), ChallengeTask(str(tmp_path / "copy" / "challenge.toml"))
+    assert here.identity_params() == there.identity_params()
+    labels = tmp_path / "copy" / "labels.csv"
+    labels.write_text(labels.read_text().replace("p001,1,", "p001,0,", 1))
+    assert here.identity_params() != there.identity_params()
+    with pytest.raises(ValueError, match="sha256.*have changed"):
+        ChallengeTask(str(labels.parent / "challenge.toml"), sha256=here.data_fingerprint()).validate_params()
+
+
+def test_run_plays_a_challenge_named_relative_to_the_scenario_and_resumes_or_refuses_edited_labels(tmp_path):
+    challenge = write_challenge(tmp_path / "mine", n=100)
+    path = _scenario_file(tmp_path, "mine/test.toml")
+    assert main(["--quiet", "run", str(path), "--out", str(tmp_path / "run")]) == 0
+    table = pq.read_table(next((tmp_path / "run" / "cells").glob("*.parquet"))).to_pandas()
+    assert (table.status == "ok").all() and (table.submissions > 0).all()
+    assert main(["--quiet", "run", str(path), "--out", str(tmp_path / "run")]) == 0  # unchanged: resumes
+    labels = pd.read_csv(challenge.parent / "labels.csv")
+    labels.loc[0, "label"] = 1 - labels.loc[0, "label"]
+    labels.to_csv(challenge.parent / "labels.csv", index=False)
+    with pytest.raises(StaleCellsError, match="task 'challenge'"):
+        runner.run(scenario.load(path), tmp_path / "run")
+
+
+def test_the_same_seed_gives_the_same_transcript_from_a_moved_copy(tmp_path):
+    write_challenge(tmp_path / "a" / "data", n=100)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    tables = []
+    for folder in ("a", "b"):
+        path = _scenario_file(tmp_path / folder, "data/test.toml")
+        runner.run(scenario.load(path), tmp_path / folder / "run")
+        table = pq.read_table(next((tmp_path / folder / "run" / "cells").glob("*.parquet"))).to_pandas()
+        tables.append(table[["released", "final", "delta", "leaderboard_error"]])
+    assert tables[0].astype(str).equals(tables[1].astype(str))
+
+
+@pytest.fixture(scope="module")
+def tiny_certificate(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny")
+    path = write_challenge(folder, n=200, rules="total = 3")
+    out = folder / "ladder.json"
+    assert main(["--quiet", "certify", "ladder", "--challenge", str(path), "--attack", "boosting", "--only",
+                 "--tau", "0.25", "--epsilon", "0.25", "--replications", "30", "--run-dir", str(folder / "battery"),
+                 "--out", str(out)]) == 0
+    return path, json.loads(out.read_text())
+
+
+def test_a_certificate_made_for_a_challenge_is_about_its_data(tiny_certificate):
+    path, certificate = tiny_certificate
+    loaded = challenges.load(path)
+    assert certificate["n"] == 100 == loaded.split.public_rows.size
+    assert certificate["budgets"] == [3] == [loaded.per_team_budget()]
+    assert certificate["params"]["eta"] == 0.01  # the challenge's own parameters
+    assert certificate["challenge"]["task_identity"] == loaded.task_identity()
+    assert certificate["challenge"]["scorer"] == "zero-one" and certificate["safe_budget"] == 3
+    assert {row["worst_task"] for row in certificate["battery"]} == {"challenge"}
+
+
+def test_serve_accepts_the_certificate_for_its_challenge_only(tiny_certificate, tmp_path):
+    source, _ = tiny_certificate
+    shutil.copytree(source.parent, tmp_path, dirs_exist_ok=True)
+    path = tmp_path / source.name
+    path.write_text(path.read_text().replace("[mechanism]", '[mechanism]\ncertificate = "ladder.json"'))
+    assert challenges.certificate_problems(challenges.load(path)) == []
+    path.write_text(path.read_text().replace('scorer = "zero-one"', 'scorer = "accuracy"'))
+    assert ["scorer 'zero-one'" in problem for problem in challenges.certificate_problems(challenges.load(path))] == [True]
+    path.write_text(path.read_text().replace('scorer = "accuracy"', 'scorer = "zero-one"'))
+    labels = pd.read_csv(tmp_path / "labels.csv")
+    labels.loc[3, "label"] = 1 - labels.loc[3, "label"]
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    assert ["other data" in problem for problem in challenges.certificate_problems(challenges.load(path))] == [True]
+
+
+def test_the_shipped_example_is_a_public_data_set_with_its_sizes():
+    loaded, _ = load_challenge(EXAMPLE)
+    public = loaded.split.public
+    assert (loaded.split.public_rows.size, loaded.split.final_rows.size, public.X_train.shape, public.X_holdout.shape) == (
+        200, 200, (169, 30), (400, 30))
+    assert loaded.per_team_budget() == 30 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
+
+
+def test_the_shipped_certificate_covers_the_shipped_example():
+    assert challenges.certificate_problems(load_challenge(EXAMPLE)[0]) == []
+
+
+def test_certify_on_the_shipped_example_uses_its_n_budget_and_scorer(tmp_path):
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
+                                    honest_replications=1, run_dir=tmp_path)
+    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [30])
+    assert certificate["challenge"]["task_identity"] == load_challenge(EXAMPLE)[1]
+    assert certificate["families"]["honest"]["task"] == "challenge"
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda text: text.replace('scorer = "zero-one"', 'scorer = "zero-one"\nprediction_range = [1.0, 0.0]'),
+     ["test.toml", "prediction_range", "low < high"]),
+    (lambda text: text.replace('scorer = "zero-one"', 'scorer = "zero-two"'), ["test.toml", "scorer", "zero-two"]),
+    (lambda text: text.replace('file = "labels.csv"', 'file = "nowhere.csv"'), ["labels.file", "nowhere.csv"]),
+    (lambda text: text.replace("total = 3", ""), ["rules.total", "--budgets"]),
+    (lambda text: text.replace('scorer = "zero-one"', 'scorer = "squared"'), ["prediction_range", "unbounded"]),
+])
+def test_a_bad_challenge_file_is_refused_by_certify_in_one_line_naming_the_key(tmp_path, capsys, change, words):
+    path = write_challenge(tmp_path, n=100, rules="total = 3")
+    path.write_text(change(path.read_text()))
+    assert_one_line_error(capsys, main(["certify", "ladder", "--challenge", str(path), "--run-dir", str(tmp_path / "b")]),
+                          words)
+    assert not (tmp_path / "b").exists()
+
+
+def test_certify_refuses_options_the_challenge_decides(tmp_path, capsys):
+    path = write_challenge(tmp_path, n=100, rules="total = 3")
+    assert_one_line_error(capsys, main(["certify", "ladder", "--challenge", str(path), "--n", "50"]), ["--n 50", "challenge"])
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "regression"])
+def test_certify_plays_multiclass_and_regression_challenges(tmp_path, kind):
+    scorer, draw, extra = KINDS[kind]
+    path = _features_challenge(tmp_path / "data", draw(np.random.default_rng(1), 120), scorer, extra)
+    path.write_text(path.read_text().replace("per_day = 1000", "total = 10"))
+    certificate = certify_challenge(path, attacks=["hill-climbing"], default_battery=False, replications=8,
+                                    honest_replications=1, run_dir=tmp_path / "battery")
+    assert (certificate["n"], certificate["budgets"], certificate["challenge"]["scorer"]) == (60, [10], scorer)
+    assert certificate["challenge"]["prediction_range"] == list(load_challenge(path)[0].split.public.prediction_range)
+    assert [row["verdict"] != "did not play" for row in certificate["battery"]] == [True]
