@@ -197,11 +197,12 @@ class Service:
                     self.storage.lock_team(connection, team)
                     if self.shared:
                         self.storage.head(connection)
+                    now = self.clock()
+                    self._check_rate(connection, team, now)
                     if idempotency_key is not None:
                         earlier = self.storage.by_idempotency_key(connection, team, idempotency_key, P.shape[0])
                         if earlier:
                             return self._repeated(connection, team, earlier, digests, idempotency_key)
-                    now = self.clock()
                     submitted = self.storage.submission_state(connection, team, now.date().isoformat())
                     self._check_open(now, submitted.closed_at)
                     total, today = submitted.total, submitted.today
@@ -236,6 +237,15 @@ class Service:
                                                 "use a new key for a new upload")
         total, today = self.storage.counts(connection, team, self.clock().date().isoformat())
         return Accepted(earlier, *self._remaining(total, today), repeated=True)
+
+    def _check_rate(self, connection: Any, team: str, now: datetime) -> None:
+        """The rate limit, in the log's database: it holds across the processes sharing the log."""
+        limits = self.challenge.spec.limits
+        wait = self.storage.take_upload(connection, team, microseconds(now), float(limits.uploads_per_second),
+                                        limits.burst)
+        if wait:
+            raise ServiceError(429, "rate", f"too many uploads: at most {limits.uploads_per_second:g} per second "
+                                            f"(bursts of {limits.burst}); try again in {wait:.2f} s", retry_after=wait)
 
     def _check_open(self, now: datetime, stored_close: str | None) -> None:
         rules = self.challenge.spec.rules

@@ -12,6 +12,8 @@ SQLAlchemy Core, one schema for both databases:
   chain every entry to the one before it (the first to the challenge's identity);
 - ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
 - ``selections``: the submissions a team selected for the final ranking (rule k);
+- ``rate_buckets``: each team's upload rate-limit bucket (level, last update), so that
+  the limit holds across processes (not part of the chain: a refusal leaves no entry);
 - ``chain``: one row, the head of the chain (last id and hash). Appending an entry locks
   it, so ids are gapless and the chain is linear under any number of server processes.
 
@@ -37,6 +39,8 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from numpy.typing import NDArray
+
+from ladderlab.serve.security import token_bucket
 
 SCHEMA_VERSION = "2"
 CHECKPOINT_SECONDS = 0.5
@@ -78,6 +82,12 @@ selections = sa.Table(
     sa.Column("team", sa.String(64), primary_key=True),
     sa.Column("submission_id", sa.BigInteger, sa.ForeignKey("submissions.submission_id"), primary_key=True),
 )
+rate_buckets = sa.Table(
+    "rate_buckets", metadata,
+    sa.Column("team", sa.String(64), sa.ForeignKey("teams.name"), primary_key=True),
+    sa.Column("level", sa.Double, nullable=False),
+    sa.Column("updated_us", sa.BigInteger, nullable=False),
+)
 chain = sa.Table(
     "chain", metadata,
     sa.Column("singleton", sa.Integer, primary_key=True),
@@ -106,6 +116,7 @@ BY_IDEMPOTENCY_KEYS = (sa.select(*submissions.c)
                               submissions.c.idempotency_key.in_(sa.bindparam("keys", expanding=True)))
                        .order_by(submissions.c.submission_id))
 LOCK_TEAM = sa.select(teams.c.name).where(teams.c.name == _team).with_for_update()
+RATE_BUCKET = sa.select(rate_buckets.c.level, rate_buckets.c.updated_us).where(rate_buckets.c.team == _team)
 HEAD = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == 1)
 HEAD_FOR_UPDATE = HEAD.with_for_update()
 INSERT_ENTRY = submissions.insert()
@@ -269,6 +280,20 @@ class Storage:
         """Hold the team's row until the transaction ends (SQLite: already held)."""
         if not self.is_sqlite:
             connection.execute(LOCK_TEAM, {"team": team})
+
+    def take_upload(self, connection: sa.Connection, team: str, now_us: int, rate: float, burst: int) -> float:
+        """Count one upload in the team's token bucket and return 0, or return the seconds to
+        wait before one is allowed (counting nothing). Call it holding the team's lock."""
+        stored = connection.execute(RATE_BUCKET, {"team": team}).first()
+        level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
+        level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
+        if not wait:
+            values = {"team": team, "level": level, "updated_us": now_us}
+            if stored is None:
+                connection.execute(rate_buckets.insert(), values)
+            else:
+                connection.execute(rate_buckets.update().where(rate_buckets.c.team == team), values)
+        return wait
 
     def head(self, connection: sa.Connection) -> tuple[int, str]:
         """The chain's last id and hash, locked until the transaction ends."""
