@@ -479,8 +479,10 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     challenge's, at a safe budget of at least the most submissions one team can make.
     A certificate made for a challenge (``ladderlab certify --challenge``, key ``challenge``)
     covers only a challenge with the same data (:meth:`Challenge.task_identity`: labels,
-    split, public data, scorer, label set, prediction range). A challenge without a
-    certificate is not covered.
+    split, public data, scorer, label set, prediction range). Any other certificate covers,
+    where it records them (a ``scorer`` and ``prediction_range``, or its task ``families``'
+    parameters), the challenge's scorer on a prediction range that contains the challenge's.
+    A challenge without a certificate is not covered.
     """
     spec = challenge.spec
     if spec.mechanism.certificate is None:
@@ -513,7 +515,9 @@ def certificate_problems(challenge: Challenge) -> list[str]:
                         f"the certificate's safe budget is {safe} ({path})")
     elif budget > safe:
         problems.append(f"a team may make {budget} submissions, more than the certificate's safe budget of {safe} ({path})")
-    return problems
+    if certificate.get("challenge") is not None:
+        return problems
+    return problems + _scorer_problems(challenge, certificate, path)
 
 
 def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path) -> list[str]:
@@ -533,3 +537,44 @@ def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path
                 f"{recorded['task_identity'][:16]}…, this challenge's {challenge.task_identity()[:16]}…): its labels, "
                 f"split, public data or prediction range differ; certify again with --challenge ({path})"]
     return []
+
+
+def _scorer_problems(challenge: Challenge, certificate: dict[str, Any], path: Path) -> list[str]:
+    """Whether the certificate covers the challenge's scorer and prediction range, as far as it
+    records them: nothing is said about what it does not record."""
+    certified = _certified_scorers(certificate)
+    if certified is None:
+        return []
+    scorer = challenge.split.public.scorer
+    if scorer not in certified:
+        return [f"scorer {scorer!r} is not certified (the certificate covers {', '.join(map(repr, sorted(certified)))}) "
+                f"({path})"]
+    ranges = certified[scorer]
+    wanted = challenge.split.public.prediction_range
+    if any(not (certified_range is None or isinstance(certified_range, list)) for certified_range in ranges):
+        return []  # a range the certificate names but does not give (e.g. the training labels' range)
+    if any(certified_range is None or (wanted is not None and certified_range[0] <= wanted[0]
+                                       and wanted[1] <= certified_range[1]) for certified_range in ranges):
+        return []
+    shown = "any prediction" if wanted is None else f"predictions in {list(wanted)}"
+    return [f"{shown} (prediction_range) is not within the certified prediction range "
+            f"{' or '.join(str(certified_range) for certified_range in ranges)} for scorer {scorer!r} ({path})"]
+
+
+_UNRECORDED = "unrecorded"
+
+
+def _certified_scorers(certificate: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """The scorers a certificate covers, each with its certified prediction ranges (a list
+    ``[low, high]``; None: unbounded; anything else: not comparable); None if it records no scorer."""
+    if "scorer" in certificate:
+        return {str(certificate["scorer"]): [certificate.get("prediction_range", _UNRECORDED)]}
+    families = certificate.get("families")
+    if not isinstance(families, dict):
+        return None
+    covered: dict[str, list[Any]] = {}
+    for name, family in families.items():
+        params = family.get("params") if isinstance(family, dict) else None
+        if name != "honest" and isinstance(params, dict) and "scorer" in params:
+            covered.setdefault(str(params["scorer"]), []).append(params.get("prediction_range"))
+    return covered or None

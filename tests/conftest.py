@@ -14,15 +14,18 @@ _databases = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def postgres_cluster():
-    """A PostgreSQL cluster in a temporary folder for this test process (Debian's server, run as
-    the postgres user when the tests run as root); skipped, saying why, where it cannot start."""
-    from ladderlab.serve.postgres import TemporaryPostgres, unavailable
+def postgres_cluster(tmp_path_factory):
+    """A PostgreSQL cluster in a temporary folder, one for all the test processes of the run
+    (Debian's server, run as the postgres user when the tests run as root); skipped, saying
+    why, where it cannot start."""
+    from ladderlab.serve.postgres import unavailable
+    from tests.serve_helpers import shared_postgres
 
     reason = unavailable()
     if reason:
         pytest.skip(reason)
-    with TemporaryPostgres() as cluster:
+    run_folder = tmp_path_factory.getbasetemp()
+    with shared_postgres(run_folder.parent if os.environ.get("PYTEST_XDIST_WORKER") else run_folder) as cluster:
         yield cluster
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,35 +56,63 @@ params = {{ {params} }}
     return path
 
 
-class ThreadServer:
-    """The app of a service on uvicorn in a thread of this process, on a free loopback port."""
+class _LoopbackServer:
+    """uvicorn in a thread of this process, on a free loopback port, serving whatever ASGI app
+    ``app`` is at the moment of a request."""
 
-    def __init__(self, service: Any):
+    def __init__(self) -> None:
         import uvicorn
 
-        from ladderlab.serve.app import create_app
         from ladderlab.serve.server import listen
 
-        self.service = service
+        self.app: Any = None
         self.socket = listen("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
-        config = uvicorn.Config(create_app(service), log_level="warning", access_log=False)
+        config = uvicorn.Config(self._forward, interface="asgi3", log_level="warning", access_log=False, lifespan="off")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
-
-    def __enter__(self) -> ThreadServer:
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:
             if time.monotonic() > deadline:
                 raise RuntimeError("the test server did not start")
             time.sleep(0.01)
-        return self
 
-    def __exit__(self, *exc: object) -> None:
+    async def _forward(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+    def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
         self.socket.close()
+
+
+_idle_servers: list[_LoopbackServer] = []
+atexit.register(lambda: [server.stop() for server in _idle_servers])
+
+
+class ThreadServer:
+    """The app of a service over HTTP on loopback, served by uvicorn in a thread of this process.
+
+    The servers outlive the ``with``: each one borrows an idle server (starting one only
+    when none is idle) and puts the service's app on it, because starting and stopping a
+    server took longer than most of the tests that use one."""
+
+    def __init__(self, service: Any):
+        from ladderlab.serve.app import create_app
+
+        self.service = service
+        self.app = create_app(service)
+
+    def __enter__(self) -> ThreadServer:
+        self._server = _idle_servers.pop() if _idle_servers else _LoopbackServer()
+        self._server.app = self.app
+        self.url = self._server.url
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.app = None
+        _idle_servers.append(self._server)
 
 
 def open_service(challenge_path: Path, url: str, secret: int = 1234) -> tuple[Any, dict[str, str]]:
@@ -119,3 +150,35 @@ def upload(url: str, token: str, rows: np.ndarray, key: str | None = None) -> tu
     headers = {"Content-Type": "application/x-npy", **({"Idempotency-Key": key} if key else {})}
     status, _, answer = request(url, token, "POST", "/api/submissions", npy(rows), headers)
     return status, answer
+
+
+@contextmanager
+def shared_postgres(run_folder: Path) -> Iterator[Any]:
+    """One throwaway PostgreSQL cluster for all the test processes of a run (pytest-xdist's
+    workers share ``run_folder``): the first process that needs it starts it, the last one
+    that holds it stops it, counted in a file under a file lock. Without disk flushes."""
+    import fcntl
+
+    from ladderlab.serve.postgres import TemporaryPostgres
+
+    @contextmanager
+    def holders() -> Iterator[dict[str, Any]]:
+        with open(run_folder / "postgres.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            record = run_folder / "postgres.json"
+            state = json.loads(record.read_text()) if record.exists() else {"folder": None, "holders": 0}
+            yield state
+            record.write_text(json.dumps(state))
+
+    with holders() as state:
+        if state["holders"] == 0:
+            state["folder"] = str(TemporaryPostgres(durable=False).start().folder)
+        state["holders"] += 1
+        cluster = TemporaryPostgres(state["folder"], durable=False)
+    try:
+        yield cluster
+    finally:
+        with holders() as state:
+            state["holders"] -= 1
+            if state["holders"] == 0:
+                cluster.stop()

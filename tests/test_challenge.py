@@ -116,8 +116,9 @@ def _certificate(folder: Path, **changes) -> Path:
     return folder / "ladder.json"
 
 
-def _certified(tmp_path: Path, rules: str = "per_day = 10\ntotal = 300", **changes) -> challenges.Challenge:
-    path = write_challenge(tmp_path, n=400, rules=rules)
+def _certified(tmp_path: Path, rules: str = "per_day = 10\ntotal = 300", challenge_scorer: str = "zero-one",
+               extra: str = "", **changes) -> challenges.Challenge:
+    path = write_challenge(tmp_path, n=400, rules=rules, scorer=challenge_scorer, extra=extra)
     _certificate(tmp_path, **changes)
     path.write_text(path.read_text().replace("params = { eta = 0.01 }",
                                              'params = { eta = 0.01 }\ncertificate = "ladder.json"'))
@@ -140,6 +141,39 @@ def test_a_certificate_covers_the_same_mechanism_on_a_holdout_as_large_at_a_budg
 def test_what_a_certificate_does_not_cover_is_named(tmp_path, changes, rules, named):
     problems = certificate_problems(_certified(tmp_path, rules=rules, **changes))
     assert len(problems) == 1 and named in problems[0]
+
+
+def _families(**scorers) -> dict:
+    """A certificate's task families (as ``ladderlab certify`` records them), one per scorer and range."""
+    families = {f"family-{i}": {"task": "some-task", "params": {"scorer": scorer.replace("_", "-"), "prediction_range": bounds}}
+                for i, (scorer, bounds) in enumerate(scorers.items())}
+    return {**families, "honest": {"task": "some-task", "params": {"scorer": "absolute"}}}
+
+
+@pytest.mark.parametrize("scorer, extra, changes, named", [
+    ("zero-one", "", {"families": _families(squared=None, log_loss=[0.01, 0.99])},
+     "scorer 'zero-one' is not certified (the certificate covers 'log-loss', 'squared')"),
+    ("zero-one", "", {"scorer": "accuracy"}, "scorer 'zero-one' is not certified (the certificate covers 'accuracy')"),
+    ("squared", "", {"families": _families(squared=[0.0, 1.0])},
+     "any prediction (prediction_range) is not within the certified prediction range [0.0, 1.0] for scorer 'squared'"),
+    ("squared", "prediction_range = [-1, 1]", {"scorer": "squared", "prediction_range": [0, 1]},
+     "predictions in [-1.0, 1.0] (prediction_range) is not within the certified prediction range [0, 1]"),
+])
+def test_a_certificate_for_another_scorer_or_a_narrower_prediction_range_does_not_cover(tmp_path, scorer, extra,
+                                                                                       changes, named):
+    problems = certificate_problems(_certified(tmp_path, challenge_scorer=scorer, extra=extra, **changes))
+    assert len(problems) == 1 and named in problems[0]
+
+
+@pytest.mark.parametrize("scorer, extra, changes", [
+    ("zero-one", "", {"families": _families(zero_one=None, squared=[0.0, 1.0])}),
+    ("squared", "prediction_range = [0.25, 0.75]", {"families": _families(squared=[0.0, 1.0])}),
+    ("squared", "", {"families": _families(squared=None)}),
+    ("squared", "", {"scorer": "squared"}),
+])
+def test_a_certificate_for_the_scorer_on_a_range_that_contains_the_challenges_covers_it(tmp_path, scorer, extra,
+                                                                                         changes):
+    assert certificate_problems(_certified(tmp_path, challenge_scorer=scorer, extra=extra, **changes)) == []
 
 
 def test_a_challenge_without_a_certificate_is_not_covered(tmp_path):

@@ -169,6 +169,30 @@ def _reference(challenge, team: str, rows: np.ndarray) -> np.ndarray:
     return np.array([board.submit(row) for row in rows])
 
 
+def test_the_rate_limit_holds_across_two_servers_on_one_log(tmp_path, database):
+    from datetime import datetime, timedelta, timezone
+
+    from ladderlab import challenge as challenges
+    from ladderlab.serve.service import Service, ServiceError
+
+    path = write_challenge(tmp_path, n=30, limits="uploads_per_second = 2\nburst = 2")
+    now = datetime(2026, 1, 5, tzinfo=timezone.utc)
+    first, second = (Service(challenges.load(path), Storage(database), SECRET, clock=lambda: now) for _ in range(2))
+    first.open(), second.open()
+    row = np.zeros((1, 30))
+    first.submit("alpha", row), first.submit("alpha", row)
+    with pytest.raises(ServiceError, match=r"at most 2 per second \(bursts of 2\); try again in 0\.50 s") as refused:
+        second.submit("alpha", row)
+    assert (refused.value.status, refused.value.reason, refused.value.retry_after) == (429, "rate", 0.5)
+    second.submit("beta", row)  # the bucket is the team's
+    now += timedelta(seconds=0.5)
+    second.submit("alpha", row)
+    with pytest.raises(ServiceError, match="too many uploads"):
+        first.submit("alpha", row)
+    assert [entry.team for entry in first.storage.entries()] == ["alpha", "alpha", "beta", "alpha"]
+    first.storage.close(), second.storage.close()
+
+
 @pytest.mark.parametrize("mechanism, params", [("ladder-boot", "b = 20, alpha = 0.15"), ("noisy", "scale = 0.05")])
 def test_two_servers_and_a_restart_release_what_one_uninterrupted_mechanism_would(tmp_path, database, mechanism, params):
     path = write_challenge(tmp_path, mechanism=mechanism, params=params)

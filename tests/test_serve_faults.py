@@ -107,6 +107,7 @@ def test_kill_9_under_load_then_restart_loses_and_changes_nothing(tmp_path, seed
     challenge = challenges.load(path)
     rng = np.random.default_rng(seed)
     rows = {team: rng.integers(0, 2, (per_team, challenge.ids.size)).astype(float) for team in teams}
+    kill_after = np.sort(rng.choice(np.arange(8, len(teams) * per_team - 8), size=3, replace=False))
     port = _free_port()
     options = ("--uncertified", "--state", str(tmp_path / "state"), "--port", str(port), "--quiet-access")
     server = ServerProcess(path, *options)
@@ -128,26 +129,27 @@ def test_kill_9_under_load_then_restart_loses_and_changes_nothing(tmp_path, seed
     clients = [threading.Thread(target=client, args=(team,)) for team in teams]
     for thread in clients:
         thread.start()
-    kills = 0
-    while any(thread.is_alive() for thread in clients) and kills < 3:
-        time.sleep(rng.uniform(0.3, 1.5))
+    for count in kill_after:  # after `count` acknowledged submissions, while the clients still have some to make
+        while sum(map(len, answers.values())) < count:
+            assert any(thread.is_alive() for thread in clients), "a client stopped before the kills were done"
+            time.sleep(0.002)
+        assert server.process.poll() is None, "the server is up when it is killed"
         server.kill()
-        kills += 1
         server = ServerProcess(path, *options)
     for thread in clients:
         thread.join(300)
     server.stop()
-    assert kills == 3, "the server was killed under load"
     storage = Storage(sqlite_url(tmp_path / "state" / "log.sqlite"))
-    states, count = replay.rebuild(challenge, storage, int((tmp_path / "state" / "secret").read_text()))
-    assert count == len(teams) * per_team
     secret = int((tmp_path / "state" / "secret").read_text())
+    states, count = replay.rebuild(challenge, storage, secret)
+    assert count == len(teams) * per_team
     for team in teams:
         logged = [entry.released for entry in storage.entries(team=team)]
         board = replay.fresh_state(challenge, secret, team).board
         uninterrupted = [board.submit(row) for row in rows[team]]
         assert np.array_equal(np.array(logged), np.array(uninterrupted)), team
         assert np.array_equal(np.array(answers[team]), np.array(uninterrupted)), team
+    storage.close()
 
 
 def test_the_demo_takes_an_attack_and_a_kill_9_and_serves_the_same_leaderboard_after_a_restart(tmp_path):

@@ -129,3 +129,18 @@ def test_the_rate_limit_answers_429_with_the_wait_and_remote_board_waits_it_out(
         assert board.submissions == 5 and time.monotonic() - start >= 0.5
         board.close()
     assert len(service.storage.entries()) == 7
+
+
+def test_remote_board_fails_fast_naming_an_address_no_server_ever_answered_at():
+    import socket
+    import time
+
+    from ladderlab.serve.client import RemoteError
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nobody listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    start = time.monotonic()
+    with pytest.raises(RemoteError, match=rf"no server answered at 127\.0\.0\.1:{port} .*ladderlab serve"):
+        RemoteBoard(f"http://127.0.0.1:{port}", "token")
+    assert time.monotonic() - start < 5, "a dead address is not retried like a restarting server"

@@ -32,7 +32,6 @@ from starlette.concurrency import run_in_threadpool
 
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
-from ladderlab.serve.security import RateLimiter
 from ladderlab.serve.service import Accepted, Service, ServiceError
 from ladderlab.serve.uploads import UploadError, UploadReader
 from ladderlab.validation import PredictionError
@@ -46,7 +45,6 @@ def create_app(service: Service) -> FastAPI:
     challenge = service.challenge
     reader = UploadReader(challenge)
     limits = challenge.spec.limits
-    limiter = RateLimiter(float(limits.uploads_per_second), limits.burst)
     max_bytes = challenge.max_upload_bytes()
     split = challenge.split
     classes = split.public.classes
@@ -76,10 +74,6 @@ def create_app(service: Service) -> FastAPI:
             raise UploadError(str(error)) from None
 
     def upload(team: str, data: bytes, fmt: str, key: str | None) -> Accepted:
-        wait = limiter.wait_time(team)
-        if wait:
-            raise ServiceError(429, "rate", f"too many uploads: at most {limits.uploads_per_second:g} per second "
-                                            f"(bursts of {limits.burst}); try again in {wait:.2f} s", retry_after=wait)
         return service.submit(team, validated(reader.read(data, fmt)), key)
 
     def bearer(request: Request) -> str:

@@ -6,7 +6,8 @@ child process without caps or rate limits; 1, 8 and 32 clients (threads, each on
 on its own keep-alive connection, as RemoteBoard sends: one ``.npy`` upload per
 submission) submit random 0/1 predictions for a fixed time. Reported: submissions per
 second, median and 99th-percentile latency, the server's CPU time per submission
-(user + system, from ``/proc``), and the bare cost of scoring the same uploads in
+(user + system, from ``/proc``), the machine's 1-minute load average at the end of the
+setting (the clients share the cores with the server, and so may other work), and the bare cost of scoring the same uploads in
 process (the mechanism bound through the same path, one submission at a time, CPU
 time); the server's own overhead is the difference of the two CPU times.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 import tempfile
 import threading
@@ -54,6 +56,7 @@ class Measurement:
     p99_ms: float
     server_cpu_ms: float
     bare_cpu_ms: float
+    load_average: float
 
     @property
     def overhead_ms(self) -> float:
@@ -172,7 +175,7 @@ def measure(n: int, clients: list[int], mechanisms: list[str], databases: list[s
                             results.append(Measurement(
                                 database, mechanism, count, made, made / elapsed,
                                 float(np.percentile(latencies, 50) * 1000), float(np.percentile(latencies, 99) * 1000),
-                                cpu / made * 1000, bare))
+                                cpu / made * 1000, bare, os.getloadavg()[0]))
                             report(results[-1])
     finally:
         if cluster is not None:
@@ -181,26 +184,25 @@ def measure(n: int, clients: list[int], mechanisms: list[str], databases: list[s
 
 
 HEADER = (f"{'database':<11} {'mechanism':<12} {'clients':>7} {'submissions/s':>14} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'server CPU ms':>14} {'bare CPU ms':>12} {'overhead ms':>12}")
+          f"{'server CPU ms':>14} {'bare CPU ms':>12} {'overhead ms':>12} {'load':>6}")
 
 
 def line(result: Measurement) -> str:
     return (f"{result.database:<11} {result.mechanism:<12} {result.clients:>7} {result.per_second:>14.0f} "
             f"{result.p50_ms:>7.1f} {result.p99_ms:>7.1f} {result.server_cpu_ms:>14.2f} {result.bare_cpu_ms:>12.2f} "
-            f"{result.overhead_ms:>12.2f}")
+            f"{result.overhead_ms:>12.2f} {result.load_average:>6.1f}")
 
 
 def markdown(results: list[Measurement], n: int, seconds: float) -> str:
     """The results as a Markdown table, with what was measured."""
     import datetime
-    import os
 
     lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpucount()} cores: n = {n}, {seconds:g} s per "
              f"setting; {_parameters(sorted({result.mechanism for result in results}))}.", "",
              "| database | mechanism | clients | submissions/s | p50 ms | p99 ms | server CPU ms | bare CPU ms "
-             "| overhead ms |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| overhead ms | load |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     lines += [f"| {r.database} | {r.mechanism} | {r.clients} | {r.per_second:.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | "
-              f"{r.server_cpu_ms:.2f} | {r.bare_cpu_ms:.2f} | {r.overhead_ms:.2f} |" for r in results]
+              f"{r.server_cpu_ms:.2f} | {r.bare_cpu_ms:.2f} | {r.overhead_ms:.2f} | {r.load_average:.1f} |" for r in results]
     return "\n".join(lines) + "\n"
 
 
@@ -225,7 +227,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"n = {args.n} predictions per submission (0/1 loss, half public), {args.seconds:g} s per setting; "
           f"{_parameters(args.mechanisms)}")
     print("latency: one upload's round trip; CPU per submission: the server process's user + system time; bare: "
-          "scoring the same uploads in process; overhead = server − bare")
+          "scoring the same uploads in process; overhead = server − bare; load: the 1-minute load average")
     print(HEADER)
     results = measure(args.n, args.clients, args.mechanisms, args.databases, args.seconds,
                       lambda result: print(line(result), flush=True))

@@ -128,7 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage
 
-    service = Service(challenge, Storage(url, full_sync=args.full_sync), secret)
+    service = Service(challenge, Storage(url, full_sync=args.full_sync, background_checkpoints=True), secret)
     issued = service.open()
     if args.reissue:
         print(f"{args.reissue}: {service.reissue(args.reissue)}")

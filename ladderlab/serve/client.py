@@ -7,7 +7,9 @@ here. It uses only the standard library's ``http.client`` and NumPy, and holds n
 credentials but the team's token.
 
 A request that fails on the way (connection lost, server restarting, rate limit) is
-sent again with the same ``Idempotency-Key``, so it counts once. A cap the server
+sent again with the same ``Idempotency-Key``, so it counts once. An address that never
+answered in this process fails within about a second, saying so: patience is for a
+server that answered before and is restarting. A cap the server
 enforces raises :class:`~ladderlab.board.BudgetExceeded`, a refused prediction
 ``ValueError``, both with the server's message.
 """
@@ -33,10 +35,13 @@ from ladderlab.tasks import PublicData
 
 RETRIES = 20
 RETRY_PAUSE = 0.25
+FIRST_CONTACT_RETRIES = 3
+CONNECT_SECONDS = 10.0
+_answered: set[tuple[str, int | None]] = set()  # the addresses a server answered at, in this process
 
 
 class RemoteError(RuntimeError):
-    """The server answered something the client cannot use; the message has its words."""
+    """No server answered, or it answered something the client cannot use; the message says which."""
 
 
 class Connection:
@@ -57,20 +62,35 @@ class Connection:
                 ) -> tuple[int, dict[str, str], bytes]:
         """Send a request, retrying on lost connections; return status, headers and body."""
         headers = {"Authorization": f"Bearer {self._token}", **(headers or {})}
-        for attempt in range(RETRIES):
+        attempt = 0
+        while True:
             try:
                 if self._connection is None:
-                    host, port = self._address
-                    self._connection = self._factory(host, port, timeout=self._timeout)
+                    self._connection = self._connect()
                 self._connection.request(method, self.base + path, body=body, headers=headers)
                 response = self._connection.getresponse()
-                return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-            except (ConnectionError, http.client.HTTPException, TimeoutError, OSError):
+                answer = response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+                _answered.add(self._address)
+                return answer
+            except (ConnectionError, http.client.HTTPException, TimeoutError, OSError) as error:
                 self.close()
-                if attempt == RETRIES - 1:
+                attempt += 1
+                if self._address not in _answered and attempt >= FIRST_CONTACT_RETRIES:
+                    host, port = self._address
+                    raise RemoteError(f"no server answered at {host}:{port} ({error}): is `ladderlab serve` running "
+                                      f"there?") from error
+                if attempt >= RETRIES:
                     raise
-                time.sleep(RETRY_PAUSE * (attempt + 1))
-        raise AssertionError("unreachable")
+                time.sleep(RETRY_PAUSE * attempt)
+
+    def _connect(self) -> http.client.HTTPConnection:
+        """A new connection, given at most ``CONNECT_SECONDS`` to connect (an address nobody
+        answers at should not take the whole request timeout)."""
+        host, port = self._address
+        connection = self._factory(host, port, timeout=min(CONNECT_SECONDS, self._timeout))
+        connection.connect()
+        connection.sock.settimeout(self._timeout)
+        return connection
 
     def json(self, method: str, path: str) -> Any:
         status, _, data = self.request(method, path)

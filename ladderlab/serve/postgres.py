@@ -43,14 +43,21 @@ def _uid(user: str) -> int | None:
 
 
 class TemporaryPostgres:
-    """``with TemporaryPostgres() as cluster: url = cluster.database("name")``."""
+    """``with TemporaryPostgres() as cluster: url = cluster.database("name")``.
 
-    def __init__(self) -> None:
+    ``folder``: a cluster another process started there (its :meth:`stop` ends it; the
+    default is a new folder for a new cluster). ``durable=False`` turns off the disk
+    flushes (``fsync``, ``synchronous_commit``, full-page writes): for tests, whose
+    cluster never outlives a crash of the machine; the benchmark keeps them.
+    """
+
+    def __init__(self, folder: str | Path | None = None, durable: bool = True) -> None:
         reason = unavailable()
         if reason:
             raise RuntimeError(reason)
         self.binaries = server_binaries()
-        self.folder = Path(tempfile.mkdtemp(prefix="ladderlab-postgres-"))
+        self.folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="ladderlab-postgres-"))
+        self.durable = durable
         self._as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
     def _run(self, *command: str) -> None:
@@ -62,6 +69,8 @@ class TemporaryPostgres:
         data = self.folder / "data"
         self._run(str(self.binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
         options = f"-k {self.folder} -c listen_addresses='' -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(str(self.binaries / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-o", options,
                   "-w", "start")
         return self

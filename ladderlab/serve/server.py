@@ -24,12 +24,16 @@ def listen(host: str, port: int) -> socket.socket:
 
 def run(service: Service, sock: socket.socket, access_log: bool = True) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM end it cleanly; the log needs no shutdown)."""
+    import gc
+
     import uvicorn
 
     from ladderlab.serve.app import create_app
 
     config = uvicorn.Config(create_app(service), access_log=access_log, log_level="info", timeout_keep_alive=30,
                             server_header=False)
+    gc.collect()
+    gc.freeze()  # what the imports and the replay left is never garbage: full collections need not walk it
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -31,7 +31,6 @@ import pyarrow.parquet as pq
 
 from ladderlab.challenge import Challenge
 from ladderlab.competition import leaderboard_values, selected_submissions
-from ladderlab.competition_measures import rank_correlations, ranks, top_overlap
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
@@ -166,9 +165,12 @@ class Service:
 
     # --- submitting -------------------------------------------------------------------------
 
-    def closed_at(self, connection: Any = None) -> datetime | None:
+    def closed_at(self) -> datetime | None:
         """When the challenge closed (by the organiser, or at its end), None while it is open."""
-        stored = self.storage.meta_value("closed_at", connection)
+        return self._closing(self.storage.meta_value("closed_at"))
+
+    def _closing(self, stored: str | None) -> datetime | None:
+        """The closing time given the organiser's stored one (None: not closed by the organiser)."""
         end = self.challenge.spec.rules.end
         moments = [when for when in (None if stored is None else datetime.fromisoformat(stored), end)
                    if when is not None and when <= self.clock()]
@@ -195,13 +197,15 @@ class Service:
                     self.storage.lock_team(connection, team)
                     if self.shared:
                         self.storage.head(connection)
+                    now = self.clock()
+                    self._check_rate(connection, team, now)
                     if idempotency_key is not None:
                         earlier = self.storage.by_idempotency_key(connection, team, idempotency_key, P.shape[0])
                         if earlier:
                             return self._repeated(connection, team, earlier, digests, idempotency_key)
-                    now = self.clock()
-                    self._check_open(now, connection)
-                    total, today = self.storage.counts(connection, team, now.date().isoformat())
+                    submitted = self.storage.submission_state(connection, team, now.date().isoformat())
+                    self._check_open(now, submitted.closed_at)
+                    total, today = submitted.total, submitted.today
                     self._check_caps(P.shape[0], total, today, now)
                     state = self._caught_up(connection, key)
                     state.dirty = True
@@ -234,11 +238,20 @@ class Service:
         total, today = self.storage.counts(connection, team, self.clock().date().isoformat())
         return Accepted(earlier, *self._remaining(total, today), repeated=True)
 
-    def _check_open(self, now: datetime, connection: Any) -> None:
+    def _check_rate(self, connection: Any, team: str, now: datetime) -> None:
+        """The rate limit, in the log's database: it holds across the processes sharing the log."""
+        limits = self.challenge.spec.limits
+        wait = self.storage.take_upload(connection, team, microseconds(now), float(limits.uploads_per_second),
+                                        limits.burst)
+        if wait:
+            raise ServiceError(429, "rate", f"too many uploads: at most {limits.uploads_per_second:g} per second "
+                                            f"(bursts of {limits.burst}); try again in {wait:.2f} s", retry_after=wait)
+
+    def _check_open(self, now: datetime, stored_close: str | None) -> None:
         rules = self.challenge.spec.rules
         if rules.start is not None and now < rules.start:
             raise ServiceError(403, "not-open", f"the challenge opens at {_text(rules.start)}")
-        closed = self.closed_at(connection)
+        closed = self._closing(stored_close)
         if closed is not None:
             raise ServiceError(403, "closed", f"the challenge closed at {_text(closed)}")
 
@@ -273,7 +286,10 @@ class Service:
         state = self._states.get(key)
         if state is None:
             state = self._states[key] = replay.fresh_state(self.challenge, self.secret_seed, key)
-        later = self.storage.entries(connection, team=key, after_id=state.last_id)
+        if key is SHARED:
+            later = self.storage.entries_after(connection, state.last_id)
+        else:
+            later = self.storage.team_entries_after(connection, key, state.applied)
         if later:
             replay.apply(state, later, self.storage, connection)
         return state
@@ -282,6 +298,8 @@ class Service:
     def leaderboard(self) -> list[dict[str, Any]]:
         """The public leaderboard: each team's leaderboard value (the last release for a mechanism
         that releases its best, else its best release), best first, with its submission count."""
+        from ladderlab.competition_measures import ranks  # scipy.stats: imported at the first request, not at start
+
         summaries = self.storage.team_summaries()
         sign = self.scorer.sign
         rows = []
@@ -364,6 +382,8 @@ class Service:
 
     def final(self) -> dict[str, Any]:
         """The final leaderboard under the selection rule, and how much it shook up the public one."""
+        from ladderlab.competition_measures import rank_correlations, ranks, top_overlap
+
         self._require_closed()
         _, by_team, counted = self._counted()
         sign = self.scorer.sign

@@ -12,6 +12,8 @@ SQLAlchemy Core, one schema for both databases:
   chain every entry to the one before it (the first to the challenge's identity);
 - ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
 - ``selections``: the submissions a team selected for the final ranking (rule k);
+- ``rate_buckets``: each team's upload rate-limit bucket (level, last update), so that
+  the limit holds across processes (not part of the chain: a refusal leaves no entry);
 - ``chain``: one row, the head of the chain (last id and hash). Appending an entry locks
   it, so ids are gapless and the chain is linear under any number of server processes.
 
@@ -22,8 +24,10 @@ mechanism's state are exact across processes, and the chain's row only to append
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +40,10 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from numpy.typing import NDArray
 
-SCHEMA_VERSION = "1"
+from ladderlab.serve.security import token_bucket
+
+SCHEMA_VERSION = "2"
+CHECKPOINT_SECONDS = 0.5
 
 metadata = sa.MetaData()
 meta = sa.Table("meta", metadata, sa.Column("key", sa.String(64), primary_key=True), sa.Column("value", sa.Text, nullable=False))
@@ -67,7 +74,7 @@ submissions = sa.Table(
 predictions = sa.Table(
     "predictions", metadata,
     sa.Column("sha256", sa.String(64), primary_key=True),
-    sa.Column("shape", sa.String(64), nullable=False),
+    sa.Column("layout", sa.String(64), nullable=False),
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
 selections = sa.Table(
@@ -75,12 +82,58 @@ selections = sa.Table(
     sa.Column("team", sa.String(64), primary_key=True),
     sa.Column("submission_id", sa.BigInteger, sa.ForeignKey("submissions.submission_id"), primary_key=True),
 )
+rate_buckets = sa.Table(
+    "rate_buckets", metadata,
+    sa.Column("team", sa.String(64), sa.ForeignKey("teams.name"), primary_key=True),
+    sa.Column("level", sa.Double, nullable=False),
+    sa.Column("updated_us", sa.BigInteger, nullable=False),
+)
 chain = sa.Table(
     "chain", metadata,
     sa.Column("singleton", sa.Integer, primary_key=True),
     sa.Column("last_id", sa.BigInteger, nullable=False),
     sa.Column("last_hash", sa.String(64), nullable=False),
 )
+
+
+# The statements of a submission, built once: SQLAlchemy memoizes a statement's cache key, so
+# executing a prebuilt statement skips building and hashing the expression on every request.
+_team = sa.bindparam("team")
+SUBMISSION_STATE = sa.select(
+    sa.select(sa.func.coalesce(sa.func.max(submissions.c.team_sequence), 0))
+    .where(submissions.c.team == _team).scalar_subquery(),
+    sa.select(sa.func.count()).select_from(submissions)
+    .where(submissions.c.team == _team, submissions.c.utc_day == sa.bindparam("day")).scalar_subquery(),
+    sa.select(meta.c.value).where(meta.c.key == "closed_at").scalar_subquery(),
+)
+TEAM_ENTRIES_AFTER = (sa.select(*submissions.c)
+                      .where(submissions.c.team == _team, submissions.c.team_sequence > sa.bindparam("sequence"))
+                      .order_by(submissions.c.team_sequence))
+ENTRIES_AFTER = (sa.select(*submissions.c).where(submissions.c.submission_id > sa.bindparam("after"))
+                 .order_by(submissions.c.submission_id))
+BY_IDEMPOTENCY_KEYS = (sa.select(*submissions.c)
+                       .where(submissions.c.team == _team,
+                              submissions.c.idempotency_key.in_(sa.bindparam("keys", expanding=True)))
+                       .order_by(submissions.c.submission_id))
+LOCK_TEAM = sa.select(teams.c.name).where(teams.c.name == _team).with_for_update()
+RATE_BUCKET = sa.select(rate_buckets.c.level, rate_buckets.c.updated_us).where(rate_buckets.c.team == _team)
+HEAD = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == 1)
+HEAD_FOR_UPDATE = HEAD.with_for_update()
+INSERT_ENTRY = submissions.insert()
+MOVE_HEAD = chain.update().where(chain.c.singleton == 1).values(last_id=sa.bindparam("last_id"),
+                                                                  last_hash=sa.bindparam("last_hash"))
+
+
+@dataclass(frozen=True)
+class SubmissionState:
+    """What the caps and the close of one team's submission depend on."""
+
+    total: int
+    """The team's submissions so far (its last sequence number)."""
+    today: int
+    """The team's submissions on the UTC day asked about."""
+    closed_at: str | None
+    """When the organiser closed the challenge (ISO 8601), None if not."""
 
 
 class StorageError(RuntimeError):
@@ -131,12 +184,30 @@ def prediction_sha256(row: NDArray[np.float64]) -> str:
     return hashlib.sha256(np.ascontiguousarray(row, dtype=np.float64).tobytes()).hexdigest()
 
 
+STORED_DTYPES = (np.int8, np.int16, np.float32)
+"""Narrower types a prediction is stored in when they hold every value bit for bit (labels
+as int8: an eighth of the bytes to compress, which was most of a submission's CPU time)."""
+
+
 def encode_prediction(row: NDArray[np.float64]) -> tuple[str, bytes]:
-    return json.dumps(list(row.shape)), zlib.compress(np.ascontiguousarray(row, dtype=np.float64).tobytes(), 1)
+    """A prediction as its layout (shape and stored type, JSON) and zlib-compressed bytes, in
+    the narrowest of :data:`STORED_DTYPES` (else float64) that gives back the same float64 bits."""
+    row = np.ascontiguousarray(row, dtype=np.float64)
+    stored = row
+    for dtype in STORED_DTYPES:
+        with np.errstate(invalid="ignore", over="ignore"):
+            narrow = row.astype(dtype)
+        if np.array_equal(narrow.astype(np.float64).view(np.int64), row.view(np.int64)):
+            stored = narrow
+            break
+    layout = json.dumps({"shape": list(row.shape), "dtype": stored.dtype.name})
+    return layout, zlib.compress(stored.tobytes(), 1)
 
 
-def decode_prediction(shape: str, data: bytes) -> NDArray[np.float64]:
-    return np.frombuffer(zlib.decompress(data), dtype=np.float64).reshape(json.loads(shape))
+def decode_prediction(layout: str, data: bytes) -> NDArray[np.float64]:
+    described = json.loads(layout)
+    stored = np.frombuffer(zlib.decompress(data), dtype=np.dtype(described["dtype"]))
+    return stored.astype(np.float64).reshape(described["shape"])
 
 
 def sqlite_url(path: str | Path) -> str:
@@ -144,21 +215,44 @@ def sqlite_url(path: str | Path) -> str:
 
 
 class Storage:
-    """The log in one database; every method that writes runs in one transaction."""
+    """The log in one database; every method that writes runs in one transaction.
 
-    def __init__(self, url: str, full_sync: bool = False):
+    ``background_checkpoints`` (SQLite, for a server): a thread of this object copies the
+    WAL into the database every :data:`CHECKPOINT_SECONDS`, instead of the commit that
+    fills the WAL doing it (and its disk flush) while an upload waits for its answer.
+    """
+
+    def __init__(self, url: str, full_sync: bool = False, background_checkpoints: bool = False):
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self._checkpointer: threading.Thread | None = None
+        self._closing = threading.Event()
         if self.is_sqlite:
             self.engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
                                            isolation_level=None)
             synchronous = "FULL" if full_sync else "NORMAL"
-            sa.event.listen(self.engine, "connect", lambda connection, _: _sqlite_pragmas(connection, synchronous))
+            pragmas = functools.partial(_sqlite_pragmas, synchronous=synchronous,
+                                        autocheckpoint=not background_checkpoints)
+            sa.event.listen(self.engine, "connect", lambda connection, _: pragmas(connection))
+            if background_checkpoints:
+                self._checkpointer = threading.Thread(target=self._checkpoints, name="sqlite-checkpoints", daemon=True)
+                self._checkpointer.start()
         else:
             self.engine = sa.create_engine(url, pool_size=8, max_overflow=32, pool_pre_ping=True)
+        dialect = sqlite if self.is_sqlite else postgresql
+        self._store_prediction = dialect.insert(predictions).on_conflict_do_nothing()
 
     def close(self) -> None:
+        self._closing.set()
+        if self._checkpointer is not None:
+            self._checkpointer.join()
         self.engine.dispose()
+
+    def _checkpoints(self) -> None:
+        """PASSIVE checkpoints (they never wait for or block a writer) until :meth:`close`."""
+        while not self._closing.wait(CHECKPOINT_SECONDS):
+            with self.engine.connect() as connection:
+                connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
     @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
@@ -185,14 +279,25 @@ class Storage:
     def lock_team(self, connection: sa.Connection, team: str) -> None:
         """Hold the team's row until the transaction ends (SQLite: already held)."""
         if not self.is_sqlite:
-            connection.execute(sa.select(teams.c.name).where(teams.c.name == team).with_for_update())
+            connection.execute(LOCK_TEAM, {"team": team})
+
+    def take_upload(self, connection: sa.Connection, team: str, now_us: int, rate: float, burst: int) -> float:
+        """Count one upload in the team's token bucket and return 0, or return the seconds to
+        wait before one is allowed (counting nothing). Call it holding the team's lock."""
+        stored = connection.execute(RATE_BUCKET, {"team": team}).first()
+        level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
+        level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
+        if not wait:
+            values = {"team": team, "level": level, "updated_us": now_us}
+            if stored is None:
+                connection.execute(rate_buckets.insert(), values)
+            else:
+                connection.execute(rate_buckets.update().where(rate_buckets.c.team == team), values)
+        return wait
 
     def head(self, connection: sa.Connection) -> tuple[int, str]:
         """The chain's last id and hash, locked until the transaction ends."""
-        query = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == 1)
-        if not self.is_sqlite:
-            query = query.with_for_update()
-        last_id, last_hash = connection.execute(query).one()
+        last_id, last_hash = connection.execute(HEAD if self.is_sqlite else HEAD_FOR_UPDATE).one()
         return int(last_id), str(last_hash)
 
     # --- setting up ---------------------------------------------------------------------
@@ -269,32 +374,43 @@ class Storage:
 
     def counts(self, connection: sa.Connection, team: str, utc_day: str) -> tuple[int, int]:
         """The team's submissions: in total and on ``utc_day``."""
-        today = sa.func.coalesce(sa.func.sum(sa.case((submissions.c.utc_day == utc_day, 1), else_=0)), 0)
-        total, on_day = connection.execute(sa.select(sa.func.count(), today).where(submissions.c.team == team)).one()
-        return int(total), int(on_day)
+        state = self.submission_state(connection, team, utc_day)
+        return state.total, state.today
+
+    def submission_state(self, connection: sa.Connection, team: str, utc_day: str) -> SubmissionState:
+        """What a submission of ``team`` on ``utc_day`` checks, in one query: the team's
+        submissions in total (its last sequence number) and on that day, and the closing time."""
+        total, today, closed_at = connection.execute(SUBMISSION_STATE, {"team": team, "day": utc_day}).one()
+        return SubmissionState(int(total), int(today), closed_at)
+
+    def team_entries_after(self, connection: sa.Connection, team: str, sequence: int) -> list[Entry]:
+        """The team's entries after its sequence number ``sequence``, in order."""
+        rows = connection.execute(TEAM_ENTRIES_AFTER, {"team": team, "sequence": sequence})
+        return [Entry(**row._mapping) for row in rows]
+
+    def entries_after(self, connection: sa.Connection, submission_id: int) -> list[Entry]:
+        """Every entry after ``submission_id``, in order."""
+        return [Entry(**row._mapping) for row in connection.execute(ENTRIES_AFTER, {"after": submission_id})]
 
     def by_idempotency_key(self, connection: sa.Connection, team: str, key: str, rows: int) -> list[Entry]:
         """The entries an upload of ``rows`` rows with this key made (row i carries ``key#i``)."""
-        query = sa.select(*submissions.c).where(
-            submissions.c.team == team, submissions.c.idempotency_key.in_([f"{key}#{i}" for i in range(rows)]),
-        ).order_by(submissions.c.submission_id)
-        return [Entry(**row._mapping) for row in connection.execute(query)]
+        keys = [f"{key}#{i}" for i in range(rows)]
+        return [Entry(**row._mapping) for row in connection.execute(BY_IDEMPOTENCY_KEYS, {"team": team, "keys": keys})]
 
     def store_predictions(self, connection: sa.Connection, encoded: dict[str, tuple[str, bytes]]) -> None:
         """Store predictions (``encode_prediction``'s, by SHA-256) not stored yet."""
-        dialect = sqlite if self.is_sqlite else postgresql
-        values = [{"sha256": digest, "shape": shape, "data": data} for digest, (shape, data) in encoded.items()]
-        connection.execute(dialect.insert(predictions).on_conflict_do_nothing(), values)
+        values = [{"sha256": digest, "layout": layout, "data": data} for digest, (layout, data) in encoded.items()]
+        connection.execute(self._store_prediction, values)
 
     def load_predictions(self, digests: list[str], connection: sa.Connection | None = None) -> dict[str, NDArray[np.float64]]:
-        query = sa.select(predictions.c.sha256, predictions.c.shape, predictions.c.data).where(
+        query = sa.select(predictions.c.sha256, predictions.c.layout, predictions.c.data).where(
             predictions.c.sha256.in_(sorted(set(digests))))
         if connection is None:
             with self.reading() as reader:
                 rows = reader.execute(query).all()
         else:
             rows = connection.execute(query).all()
-        return {digest: decode_prediction(shape, data) for digest, shape, data in rows}
+        return {digest: decode_prediction(layout, data) for digest, layout, data in rows}
 
     def append(self, connection: sa.Connection, rows: list[dict[str, Any]]) -> list[Entry]:
         """Append entries (dicts without id and hashes) to the chain, in order; return them."""
@@ -307,8 +423,8 @@ class Storage:
                                 row["decision"], row["idempotency_key"], last_hash)
             entries.append(Entry(submission_id=last_id, previous_hash=last_hash, entry_hash=digest, **row))
             last_hash = digest
-        connection.execute(submissions.insert(), [entry.__dict__ for entry in entries])
-        connection.execute(chain.update().where(chain.c.singleton == 1).values(last_id=last_id, last_hash=last_hash))
+        connection.execute(INSERT_ENTRY, [entry.__dict__ for entry in entries])
+        connection.execute(MOVE_HEAD, {"last_id": last_id, "last_hash": last_hash})
         return entries
 
     def team_summaries(self) -> dict[str, tuple[int, int, float, float, float]]:
@@ -365,12 +481,15 @@ class Storage:
         return entries
 
 
-def _sqlite_pragmas(connection: Any, synchronous: str) -> None:
+def _sqlite_pragmas(connection: Any, synchronous: str, autocheckpoint: bool) -> None:
     """WAL (readers never block the writer). ``synchronous=NORMAL``: a commit is in the WAL file
     when it returns and survives the server being killed; ``FULL`` also flushes it to disk, so
-    that it survives a crash of the machine, at the cost of a disk flush per submission."""
+    that it survives a crash of the machine, at the cost of a disk flush per submission.
+    Without ``autocheckpoint`` no commit copies the WAL into the database (a thread does)."""
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA synchronous={synchronous}")
     cursor.execute("PRAGMA foreign_keys=ON")
+    if not autocheckpoint:
+        cursor.execute("PRAGMA wal_autocheckpoint=0")
     cursor.close()
