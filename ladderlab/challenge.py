@@ -57,20 +57,27 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from pydantic import Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator
+from pydantic import Field, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
+from ladderlab.params import INT64_LIMIT
 from ladderlab.registry import MECHANISMS
 from ladderlab.scenario import PluginEntry, _check_entry, expand
-from ladderlab.schema import StrictModel, problem_lines
+from ladderlab.schema import FiniteFloat, StrictModel, problem_lines
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import stream
 from ladderlab.tasks import SCORER_NAMES, PublicData, Split, TaskType
 
 SCHEMA_VERSION = 1
-Number = StrictFloat | StrictInt
+Number = FiniteFloat
 SPLIT_VALUES = ("public", "final")
+SELECTION_RULES = ("last", "best-public")
+RESERVED_TEAM_NAMES = ("organiser",)
+"""Names a team cannot take: the organiser's token is issued and reissued under this name."""
+NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+TEAM_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?$"
+"""A letter or digit first, no space last, at most 64 characters: what the log's team column holds."""
 DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE = 64
 """Default upload limit per prediction value (a CSV line of an id and a value fits easily)."""
 
@@ -88,7 +95,7 @@ class LabelsTable(StrictModel):
 class SplitTable(StrictModel):
     column: StrictStr | None = Field(default=None, description="a column of the labels file: 'public' or 'final'")
     public_fraction: Number | None = Field(default=None, gt=0, lt=1, description="share of public rows")
-    seed: StrictInt | None = Field(default=None, ge=0, description="the seed of the public_fraction draw")
+    seed: StrictInt | None = Field(default=None, ge=0, lt=INT64_LIMIT, description="the seed of the public_fraction draw")
 
     @model_validator(mode="after")
     def _one_way(self) -> SplitTable:
@@ -108,8 +115,10 @@ class MechanismTable(StrictModel):
 
 
 class RulesTable(StrictModel):
-    per_day: StrictInt | None = Field(default=5, ge=1, description="submissions per team and UTC day (None: no cap)")
-    total: StrictInt | None = Field(default=None, ge=1, description="submissions per team over the challenge")
+    per_day: StrictInt | None = Field(default=5, ge=1, lt=INT64_LIMIT,
+                                      description="submissions per team and UTC day (None: no cap)")
+    total: StrictInt | None = Field(default=None, ge=1, lt=INT64_LIMIT,
+                                    description="submissions per team over the challenge")
     start: datetime | None = Field(default=None, description="opening time (TOML date-time with a time zone)")
     end: datetime | None = Field(default=None, description="closing time (TOML date-time with a time zone)")
     selection: Literal["last", "best-public"] | StrictInt = Field(
@@ -122,11 +131,16 @@ class RulesTable(StrictModel):
             raise ValueError(f"give a time zone (e.g. {value.isoformat()}Z for UTC), got {value.isoformat()}")
         return value
 
-    @field_validator("selection")
+    @field_validator("selection", mode="before")
     @classmethod
-    def _k(cls, value: str | int) -> str | int:
-        if isinstance(value, int) and value < 1:
-            raise ValueError(f"k must be at least 1, got {value}")
+    def _k(cls, value: Any) -> Any:
+        """One line for any bad value (a union type gave one per member)."""
+        if isinstance(value, str) and value not in SELECTION_RULES:
+            raise unknown_name_error("selection rule", value, SELECTION_RULES)
+        if not isinstance(value, str) and (isinstance(value, bool) or not isinstance(value, int)
+                                           or not 1 <= value < INT64_LIMIT):
+            raise ValueError(f"give 'last', 'best-public' or a whole number k ≥ 1 of team-selected submissions, "
+                             f"got {value!r}")
         return value
 
     @model_validator(mode="after")
@@ -137,10 +151,10 @@ class RulesTable(StrictModel):
 
 
 class LimitsTable(StrictModel):
-    max_upload_bytes: StrictInt | None = Field(default=None, ge=1024,
+    max_upload_bytes: StrictInt | None = Field(default=None, ge=1024, lt=INT64_LIMIT,
                                                description="largest upload (default: 64 bytes per prediction value + 64 KiB)")
     uploads_per_second: Number = Field(default=10.0, gt=0, description="sustained uploads per second and team")
-    burst: StrictInt = Field(default=20, ge=1, description="uploads a team may send at once above that rate")
+    burst: StrictInt = Field(default=20, ge=1, lt=INT64_LIMIT, description="uploads a team may send at once above that rate")
 
 
 class DataTable(StrictModel):
@@ -149,15 +163,22 @@ class DataTable(StrictModel):
 
 
 class TeamTable(StrictModel):
-    name: StrictStr = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$", description="the team's name on the leaderboard")
+    name: StrictStr = Field(pattern=TEAM_NAME_PATTERN, description="the team's name on the leaderboard")
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value.casefold() in RESERVED_TEAM_NAMES:
+            raise ValueError(f"{value!r} is the organiser's name (its token is issued under it); choose another")
+        return value
 
 
 class ChallengeFile(StrictModel):
     """The contents of a challenge file."""
 
     schema_version: Literal[1] = Field(description="the file format's version")
-    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the challenge's name")
-    title: StrictStr = Field(default="", description="the title shown on the leaderboard page")
+    name: StrictStr = Field(pattern=NAME_PATTERN, description="the challenge's name (at most 64 characters)")
+    title: StrictStr = Field(default="", max_length=200, description="the title shown on the leaderboard page")
     scorer: StrictStr = Field(description="a scorer name (see docs/concepts.md#scorers-and-orientation)")
     task_type: Literal["classification", "regression"] | None = Field(
         default=None, description="default: classification for label and probability scorers, else regression")
@@ -181,8 +202,23 @@ class ChallengeFile(StrictModel):
     @field_validator("prediction_range")
     @classmethod
     def _range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
-        if value is not None and not (math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]):
-            raise ValueError(f"prediction_range must be [low, high] with finite low < high, got {list(value)}")
+        if value is not None and not (value[0] < value[1] and math.isfinite(value[1] - value[0])):
+            raise ValueError(f"prediction_range must be [low, high] with low < high and a finite width high − low, "
+                             f"got {list(value)}")
+        return value
+
+    @field_validator("classes")
+    @classmethod
+    def _label_set(cls, value: list[Any] | None) -> list[Any] | None:
+        if value is None:
+            return value
+        if len(value) < 2:
+            raise ValueError(f"a label set has at least two classes, got {value!r}")
+        seen: set[Any] = set()
+        for label in value:
+            if label in seen:
+                raise ValueError(f"class {label!r} is listed twice")
+            seen.add(label)
         return value
 
     @field_validator("teams")
@@ -194,6 +230,26 @@ class ChallengeFile(StrictModel):
                 raise ValueError(f"team {team.name!r} is listed twice (names are compared ignoring case)")
             seen.add(team.name.casefold())
         return teams
+
+    @model_validator(mode="after")
+    def _distinct_columns(self) -> ChallengeFile:
+        named = {"labels.id_column": self.labels.id_column, "labels.label_column": self.labels.label_column}
+        if self.split.column is not None:
+            named["split.column"] = self.split.column
+        keys = list(named)
+        for i, key in enumerate(keys):
+            for other in keys[i + 1:]:
+                if named[key] == named[other]:
+                    raise ValueError(f"{key} and {other} both name the column {named[key]!r}: each needs its own")
+        return self
+
+    @model_validator(mode="after")
+    def _scorer_fits_task(self) -> ChallengeFile:
+        kind = get_scorer(self.scorer).prediction_kind
+        if self.task_type == "regression" and kind is not PredictionKind.REAL:
+            raise ValueError(f"task_type: scorer {self.scorer!r} scores {kind.value} predictions of classes, "
+                             "not a regression")
+        return self
 
     @model_validator(mode="after")
     def _one_mechanism(self) -> ChallengeFile:

@@ -4,10 +4,24 @@ as one line per problem."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, ValidationError
 
 from ladderlab.naming import unknown_name_error
+from ladderlab.params import Interval
+
+
+def _normal(value: float) -> float:
+    """``value``, or ``ValueError`` for a subnormal number (:class:`ladderlab.params.Interval`'s rule)."""
+    hint = Interval(float, None, None).hint(value)
+    if hint:
+        raise ValueError(f"{value!r} is {hint}")
+    return value
+
+
+FiniteFloat = Annotated[StrictFloat, Field(allow_inf_nan=False), AfterValidator(_normal)]
+"""A real number in a file: an integer or a float, never a bool, NaN, infinite or subnormal."""
 
 
 class StrictModel(BaseModel):
