@@ -124,6 +124,14 @@ class RulesTable(StrictModel):
     selection: Literal["last", "best-public"] | StrictInt = Field(
         default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
 
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _toml_date_time(cls, value: Any) -> Any:
+        """A TOML date-time, not a number (pydantic would read seconds since 1970) or a string."""
+        if value is not None and not isinstance(value, datetime):
+            raise ValueError(f"give a TOML date-time such as 2026-01-05T00:00:00Z (no quotes), got {value!r}")
+        return value
+
     @field_validator("start", "end")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:

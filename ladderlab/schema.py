@@ -38,7 +38,9 @@ def problem_lines(error: ValidationError, source: str, known_keys: Iterable[str]
         where = ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in problem["loc"]).replace(".[", "[")
         message = problem["msg"].removeprefix("Value error, ")
         if problem["type"] == "extra_forbidden":
-            message = str(unknown_name_error("key", str(problem["loc"][-1]), known_keys))
+            key = str(problem["loc"][-1])
+            message = (f"unknown key {key!r} here: it belongs in another table" if key in known_keys
+                       else str(unknown_name_error("key", key, known_keys)))
         elif problem["type"] not in ("value_error", "missing") and "input" in problem:
             message = f"{message}, got {problem['input']!r}"
         location = where or ("" if problem["type"] == "value_error" else "top level")

@@ -303,6 +303,18 @@ def announce(estimate: Estimate, threshold: float = 5.0) -> None:
         print(f"ladderlab: estimated {estimate}", file=sys.stderr, flush=True)
 
 
+def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float) -> Estimate:
+    """``ladderlab serve bench``: every client keeps its uploads (``rows_per_client`` predictions of
+    ``n`` float64 values, about twice over as arrays and ``.npy`` bodies) and the server the
+    challenge's data; each of the ``settings`` (databases × mechanisms) runs every client count
+    for ``seconds`` after a warm-up of up to a second, on about two cores."""
+    from ladderlab.serve.bench import ROWS_PER_CLIENT
+
+    peak = WORKING_BYTES + 16 * ROWS_PER_CLIENT * n * max(clients) + DATA_COPIES * 8 * n
+    return Estimate(f"the server benchmark ({settings} setting(s) × {len(clients)} client count(s))", None, peak,
+                    2 * settings * (len(clients) * seconds + min(1.0, seconds)))
+
+
 def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: int = 1000) -> Estimate:
     """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
     size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""

@@ -1,0 +1,302 @@
+"""The bad-input battery on the surfaces of a live challenge (issue 30, round two): challenge
+files and the files they name (through ``ladderlab serve verify``), ``ladderlab attack``,
+``ladderlab replay`` and ``ladderlab rank-certificate``, and the Python API behind them.
+
+As in tests/test_hostile_inputs.py, each surface is one table and one parametrised test; a case
+must be refused with one line that names the file, key, column, row or argument and the value
+(``ladderlab: error: …``, exit code 2), with no traceback, before any work, and without changing
+any file in the case's folder (no state folder, secret or log appears).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ladderlab import challenge as challenges
+from ladderlab.challenge import ChallengeError
+from ladderlab.cli import main
+from tests.helpers import assert_one_line_error
+from tests.serve_helpers import write_challenge
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def _refused_changing_nothing(capsys, folder: Path, line: str, words: list[str]) -> None:
+    before = _files(folder)
+    code = main([part.format(tmp=folder) for part in shlex.split(line)])
+    assert_one_line_error(capsys, code, [word.format(tmp=folder) for word in words])
+    assert _files(folder) == before
+    assert not any(path.is_dir() for path in folder.iterdir() if path.name.endswith("-state"))
+
+
+# --- challenge files -------------------------------------------------------------------------
+
+SCORER = 'scorer = "zero-one"'
+MECHANISM = 'id = "ladder"'
+PARAMS = "params = { eta = 0.01 }"
+RULES = "per_day = 1000"
+SPLIT = 'column = "split"'
+LABELS = 'file = "labels.csv"'
+TEAM = 'name = "alpha"'
+LIMITS = "[limits]\n"
+
+# (text replaced, replacement, words the message must contain)
+CHALLENGE_CASES = [
+    ("schema_version = 1", "schema_version = 2", ["schema_version", "2"]),
+    ("schema_version = 1", 'schema_version = "1"', ["schema_version", "'1'"]),
+    ("schema_version = 1\n", "", ["schema_version", "required"]),
+    ('name = "test"', 'name = ""', ["name", "''"]),
+    ('name = "test"', 'name = "a b"', ["name", "'a b'"]),
+    ('name = "test"', 'name = "../escape"', ["name", "'../escape'"]),
+    ('name = "test"', f'name = "{"x" * 65}"', ["name", "x" * 65]),
+    ('name = "test"', "name = 7", ["name", "7"]),
+    ('name = "test"', 'name = "test"\nname = "again"', ["not valid TOML", "line"]),
+    ('name = "test"', 'name = "test"\ntitle = 5', ["title", "5"]),
+    ('name = "test"', f'name = "test"\ntitle = "{"t" * 201}"', ["title", "200"]),
+    ('name = "test"', 'name = "test"\nnmae = "x"', ["nmae"]),
+    (SCORER, 'scorer = "zero-on"', ["scorer", "did you mean 'zero-one'"]),
+    (SCORER, "scorer = 1", ["scorer", "1"]),
+    (SCORER, 'scorer = "zero-one"\ntask_type = "regression"', ["task_type", "zero-one", "not a regression"]),
+    (SCORER, 'scorer = "zero-one"\ntask_type = "ranking"', ["task_type", "'ranking'"]),
+    (SCORER, 'scorer = "zero-one"\nclasses = [0]', ["classes", "at least two"]),
+    (SCORER, 'scorer = "zero-one"\nclasses = [0, 1, 1]', ["classes", "listed twice"]),
+    (SCORER, 'scorer = "zero-one"\nclasses = [0, nan]', ["classes", "nan"]),
+    (SCORER, 'scorer = "zero-one"\nclasses = [0, inf]', ["classes", "inf"]),
+    (SCORER, 'scorer = "zero-one"\nclasses = [0, true]', ["classes", "True"]),
+    (SCORER, 'scorer = "zero-one"\nclasses = [0, 2]', ["labels.csv", "label 1", "classes"]),
+    (SCORER, 'scorer = "zero-one"\nclasses = 2', ["classes", "2"]),
+    (SCORER, 'scorer = "squared"\nclasses = [0, 1]', ["classes", "regression"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [1.0, 0.0]', ["prediction_range", "low < high"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [0.0, 0.0]', ["prediction_range", "low < high"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [0.0, nan]', ["prediction_range", "nan"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [-inf, 1.0]', ["prediction_range", "inf"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [-1e308, 1e308]', ["prediction_range", "finite width"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [0.0, 1e-320]', ["prediction_range", "subnormal"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [0.0]', ["prediction_range"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = [0.0, 1.0, 2.0]', ["prediction_range"]),
+    (SCORER, 'scorer = "zero-one"\nprediction_range = ["0", 1.0]', ["prediction_range", "'0'"]),
+    (LABELS, 'file = "nowhere.csv"', ["labels.file", "no such file", "nowhere.csv"]),
+    (LABELS, 'file = "."', ["labels.file", "no such file"]),
+    (LABELS, 'file = "test.toml"', ["labels.file", "neither CSV", "test.toml"]),
+    (LABELS, "file = 3", ["labels.file", "3"]),
+    (LABELS, 'file = "labels.csv"\nid_column = "ID"', ["labels.csv", "no column 'ID'"]),
+    (LABELS, 'file = "labels.csv"\nlabel_column = "split"', ["labels.label_column", "split.column", "'split'"]),
+    (LABELS, 'file = "labels.csv"\nid_column = "label"', ["labels.id_column", "labels.label_column", "'label'"]),
+    (LABELS, 'file = "labels.csv"\nextra = 1', ["labels.extra"]),
+    (SPLIT, 'column = "fold"', ["labels.csv", "no column 'fold'"]),
+    (SPLIT, 'column = "split"\npublic_fraction = 0.5', ["split"]),
+    (SPLIT, 'column = "split"\nid = "ladder"', ["split.id", "unknown key", "another table"]),
+    (SPLIT, "", ["split"]),
+    (SPLIT, "public_fraction = 0.5", ["split"]),
+    (SPLIT, "public_fraction = 0.5\nseed = 1", None),
+    (SPLIT, "public_fraction = 0\nseed = 1", ["split.public_fraction", "0"]),
+    (SPLIT, "public_fraction = 1\nseed = 1", ["split.public_fraction", "1"]),
+    (SPLIT, "public_fraction = nan\nseed = 1", ["split.public_fraction", "nan"]),
+    (SPLIT, "public_fraction = 1e-320\nseed = 1", ["split.public_fraction", "subnormal"]),
+    (SPLIT, "public_fraction = 0.001\nseed = 1", ["split", "public set has 0 rows", "at least 2"]),
+    (SPLIT, "public_fraction = 0.999\nseed = 1", ["split", "final set has 0 rows", "at least 2"]),
+    (SPLIT, "public_fraction = 0.5\nseed = -1", ["split.seed", "-1"]),
+    (SPLIT, "public_fraction = 0.5\nseed = 1.5", ["split.seed", "1.5"]),
+    (SPLIT, "public_fraction = 0.5\nseed = 9223372036854775808", ["split.seed", "9223372036854775808"]),
+    (MECHANISM, 'id = "ladr"', ["mechanism", "did you mean 'ladder'"]),
+    (MECHANISM, 'id = "boosting"', ["mechanism", "boosting"]),
+    (PARAMS, "params = { eta = -0.01 }", ["eta", "-0.01"]),
+    (PARAMS, "params = { eta = nan }", ["eta", "nan"]),
+    (PARAMS, "params = { eta = inf }", ["eta", "inf"]),
+    (PARAMS, "params = { eta = [0.01, 0.02] }", ["mechanism.params", "runs one"]),
+    (PARAMS, "params = { etta = 0.01 }", ["etta", "did you mean 'eta'"]),
+    (PARAMS, 'params = { eta = "0.01" }', ["eta", "'0.01'"]),
+    (PARAMS, 'params = { eta = 0.01 }\ncertificate = 5', ["mechanism.certificate", "5"]),
+    (RULES, "per_day = 0", ["rules.per_day", "0"]),
+    (RULES, "per_day = -3", ["rules.per_day", "-3"]),
+    (RULES, "per_day = 2.5", ["rules.per_day", "2.5"]),
+    (RULES, 'per_day = "5"', ["rules.per_day", "'5'"]),
+    (RULES, "per_day = true", ["rules.per_day", "True"]),
+    (RULES, "per_day = 9223372036854775808", ["rules.per_day", "9223372036854775808"]),
+    (RULES, "per_day = 5\ntotal = 0", ["rules.total", "0"]),
+    (RULES, "per_day = 5\ntotal = 9223372036854775808", ["rules.total", "9223372036854775808"]),
+    (RULES, "per_day = 5\nstart = 2026-03-01T00:00:00Z\nend = 2026-01-01T00:00:00Z", ["rules", "start", "end"]),
+    (RULES, "per_day = 5\nstart = 2026-01-01T00:00:00", ["rules.start", "time zone"]),
+    (RULES, 'per_day = 5\nstart = "yesterday"', ["rules.start", "'yesterday'"]),
+    (RULES, "per_day = 5\nend = 2026-13-01T00:00:00Z", ["not valid TOML"]),
+    (RULES, "per_day = 5\nend = 12", ["rules.end", "12"]),
+    (RULES, "per_day = 5\nselection = 0", ["rules.selection", "0"]),
+    (RULES, "per_day = 5\nselection = -2", ["rules.selection", "-2"]),
+    (RULES, "per_day = 5\nselection = true", ["rules.selection", "True"]),
+    (RULES, "per_day = 5\nselection = 1.5", ["rules.selection", "1.5"]),
+    (RULES, 'per_day = 5\nselection = "best"', ["rules.selection", "'best'", "did you mean 'best-public'"]),
+    (RULES, "per_day = 5\nselection = 9223372036854775808", ["rules.selection", "9223372036854775808"]),
+    (RULES, "per_day = 5\nper_dya = 3", ["rules.per_dya", "did you mean 'per_day'"]),
+    (LIMITS, "[limits]\nmax_upload_bytes = 10", ["limits.max_upload_bytes", "10"]),
+    (LIMITS, "[limits]\nmax_upload_bytes = 9223372036854775808", ["limits.max_upload_bytes"]),
+    (LIMITS, "[limits]\nuploads_per_second = 0", ["limits.uploads_per_second", "0"]),
+    (LIMITS, "[limits]\nuploads_per_second = nan", ["limits.uploads_per_second", "nan"]),
+    (LIMITS, "[limits]\nuploads_per_second = inf", ["limits.uploads_per_second", "inf"]),
+    (LIMITS, "[limits]\nuploads_per_second = 1e-320", ["limits.uploads_per_second", "subnormal"]),
+    (LIMITS, "[limits]\nburst = 0", ["limits.burst", "0"]),
+    (LIMITS, "[limits]\nburst = 2.0", ["limits.burst", "2.0"]),
+    (TEAM, 'name = ""', ["teams[0].name", "''"]),
+    (TEAM, 'name = " alpha"', ["teams[0].name", "' alpha'"]),
+    (TEAM, 'name = "alpha "', ["teams[0].name", "'alpha '"]),
+    (TEAM, f'name = "{"a" * 65}"', ["teams[0].name"]),
+    (TEAM, 'name = "al\\npha"', ["teams[0].name"]),
+    (TEAM, 'name = "organiser"', ["teams[0].name", "'organiser'"]),
+    (TEAM, 'name = "Organiser"', ["teams[0].name", "'Organiser'"]),
+    (TEAM, 'name = "beta"', ["teams", "'beta'"]),
+    (TEAM, 'name = "BETA"', ["teams", "'beta'"]),
+    (TEAM, "name = 5", ["teams[0].name", "5"]),
+    (TEAM, 'name = "alpha"\ntoken = "x"', ["teams[0].token"]),
+    ("[limits]\n", "[limits]\n[limits]\n", ["not valid TOML"]),
+    ("[rules]\n", "[rules]\nper_day = 1\n", ["not valid TOML"]),
+    ("[split]", "[data]\ntrain = \"nowhere.csv\"\n[split]", ["data.train", "no such file"]),
+    ("[split]", "[data]\nholdout = \"labels.csv\"\n[split]", ["labels.csv", "column 'split'", "'final'", "not a finite number"]),
+]
+
+
+def _label_file(folder: Path, change) -> None:
+    table = pd.read_csv(folder / "labels.csv", dtype={"id": str})
+    table = change(table)
+    if isinstance(table, str):
+        (folder / "labels.csv").write_text(table)
+    else:
+        table.to_csv(folder / "labels.csv", index=False)
+
+
+def _cell(column: str, row: int, value):
+    def change(table: pd.DataFrame) -> pd.DataFrame:
+        table[column] = table[column].astype(object)
+        table.loc[row, column] = value
+        return table
+    return change
+
+
+LABEL_FILE_CASES = [
+    (lambda table: "", ["labels.csv"]),
+    (lambda table: "id,label,split\n", ["labels.csv", "no rows"]),
+    (lambda table: "\x00\x01\x02binary", ["labels.csv"]),
+    (lambda table: table.drop(columns="label"), ["labels.csv", "no column 'label'"]),
+    (lambda table: table.drop(columns="split"), ["labels.csv", "no column 'split'"]),
+    (lambda table: table.rename(columns={"split": "label"}), ["labels.csv", "label"]),
+    (lambda table: table.head(4).assign(label=[0, 1, 0, 1], split=["public"] + ["final"] * 3),
+     ["split", "public set has 1 rows of 4", "at least 2"]),
+    (_cell("id", 0, None), ["labels.csv", "column 'id'", "row 1", "no id"]),
+    (_cell("id", 5, "1000"), ["labels.csv", "column 'id'", "appears 2 times"]),
+    (_cell("label", 4, "cat"), ["labels.csv", "column 'label'", "'cat'", "not a finite number"]),
+    (_cell("label", 4, "nan"), ["labels.csv", "column 'label'", "not a finite number"]),
+    (_cell("label", 4, "inf"), ["labels.csv", "column 'label'", "not a finite number"]),
+    (_cell("label", 4, None), ["labels.csv", "column 'label'", "not a finite number"]),
+    (_cell("label", 4, "1e400"), ["labels.csv", "column 'label'", "not a finite number"]),
+    (_cell("split", 4, "private"), ["labels.csv", "column 'split'", "'private'", "'public' or 'final'"]),
+    (_cell("split", 4, None), ["labels.csv", "column 'split'", "'public' or 'final'"]),
+    (lambda table: table.assign(split="public"), ["split", "final set has 0 rows"]),
+    (lambda table: table.assign(split=["final"] * (len(table) - 1) + ["public"]), ["split", "public set has 1 rows"]),
+    (lambda table: table.assign(label=0.0), ["labels.csv", "at least two classes"]),
+]
+
+
+@pytest.fixture
+def challenge_folder(tmp_path):
+    write_challenge(tmp_path, n=40)
+    return tmp_path
+
+
+def _verify_line() -> str:
+    return "serve verify {tmp}/test.toml"
+
+
+@pytest.mark.parametrize(("old", "new", "words"), CHALLENGE_CASES)
+def test_bad_challenge_files_are_refused_in_one_line_before_any_state_is_made(challenge_folder, capsys, old, new, words):
+    path = challenge_folder / "test.toml"
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+    if words is None:
+        challenges.load(path)
+        return
+    _refused_changing_nothing(capsys, challenge_folder, _verify_line(), words)
+    with pytest.raises(ChallengeError):
+        challenges.load(path)
+
+
+@pytest.mark.parametrize(("change", "words"), LABEL_FILE_CASES)
+def test_bad_label_files_are_refused_in_one_line_before_any_state_is_made(challenge_folder, capsys, change, words):
+    _label_file(challenge_folder, change)
+    _refused_changing_nothing(capsys, challenge_folder, _verify_line(), words)
+
+
+SERVE_LINE_CASES = [
+    ("serve verify {tmp}/nowhere.toml", ["nowhere.toml", "no such challenge file"]),
+    ("serve verify {tmp}", ["no such challenge file"]),
+    ("serve verify {tmp}/labels.csv", ["labels.csv", "not valid TOML"]),
+    ("serve {tmp}/test.toml --uncertified --port -1", ["--port", "-1"]),
+    ("serve {tmp}/test.toml --uncertified --port 65536", ["--port", "65536"]),
+    ("serve {tmp}/test.toml --demo", ["--demo"]),
+    ("serve", ["--demo"]),
+    ("serve {tmp}/test.toml extra", ["'extra'"]),
+    ("serve {tmp}/test.toml --uncertified --reissue nobody", ["--reissue", "'nobody'"]),
+    ("serve verify {tmp}/test.toml --database notaurl", ["--database", "'notaurl'"]),
+    ("serve verify {tmp}/test.toml --database sqlite:///{tmp}/nowhere/log.sqlite", ["--database", "nowhere"]),
+    ("serve {tmp}/test.toml --uncertified --reissue alpha --secret {tmp}/labels.csv", ["labels.csv", "secret seed"]),
+    ("serve verify {tmp}/test.toml --secret {tmp}", ["--secret", "directory"]),
+    ("serve verify {tmp}/test.toml --state {tmp}/labels.csv", ["--state", "labels.csv"]),
+    ("serve verify {tmp}/test.toml", ["--state", "no log", "serve"]),
+    ("serve verify {tmp}/test.toml --database sqlite:///{tmp}/empty.sqlite", ["--database", "empty.sqlite", "no log"]),
+    ("serve verify {tmp}/test.toml --database mysql://u@h/db", ["--database", "'mysql'"]),
+    ("serve bench --n 1", ["--n", "1"]),
+    ("serve bench --n 1000000000000", ["--n", "--force"]),
+    ("serve bench --clients 0", ["--clients", "0"]),
+    ("serve bench --clients 100000", ["--clients", "100000"]),
+    ("serve bench --seconds 0", ["--seconds", "0"]),
+    ("serve bench --seconds nan", ["--seconds", "nan"]),
+    ("serve bench --n 100000000 --clients 256", ["server benchmark", "memory", "--force"]),
+    ("serve bench --seconds inf", ["--seconds", "inf"]),
+    ("serve bench --mechanisms ladr", ["--mechanisms", "'ladr'"]),
+    ("serve bench --out {tmp}", ["--out", "directory"]),
+]
+
+
+@pytest.mark.parametrize(("line", "words"), SERVE_LINE_CASES)
+def test_bad_serve_command_lines_are_refused_in_one_line_and_change_nothing(challenge_folder, capsys, line, words):
+    _refused_changing_nothing(capsys, challenge_folder, line, words)
+
+
+# --- ladderlab attack ------------------------------------------------------------------------
+
+ATTACK_CASES = [
+    ("attack 'not a url' --token t --attack boosting", ["'not a url'", "address"]),
+    ("attack ftp://127.0.0.1:1 --token t --attack boosting", ["'ftp://127.0.0.1:1'", "address"]),
+    ("attack http:// --token t --attack boosting", ["'http://'", "address"]),
+    ("attack http://127.0.0.1:99999 --token t --attack boosting", ["'http://127.0.0.1:99999'", "address"]),
+    ("attack http://127.0.0.1:x --token t --attack boosting", ["'http://127.0.0.1:x'", "address"]),
+    ("attack http://127.0.0.1:1 --token '' --attack boosting", ["--token", "''"]),
+    ("attack http://127.0.0.1:1 --token 'a b' --attack boosting", ["--token", "'a b'"]),
+    ("attack http://127.0.0.1:1 --token 'é' --attack boosting", ["--token", "'é'"]),
+    ("attack http://127.0.0.1:1 --token t --attack bosting", ["bosting", "did you mean 'boosting'"]),
+    ("attack http://127.0.0.1:1 --token t --attack ladder", ["ladder"]),
+    ("attack http://127.0.0.1:1 --token t --attack 'boosting(k=0)'", ["k", "0"]),
+    ("attack http://127.0.0.1:1 --token t --attack 'boosting(k=4, k=5)'", ["k", "twice"]),
+    ("attack http://127.0.0.1:1 --token t --attack 'boosting(k=[4,5])'", ["boosting"]),
+    ("attack http://127.0.0.1:1 --token t --attack 'boosting(k=nan)'", ["k", "nan"]),
+    ("attack http://127.0.0.1:1 --token t --attack 'hill-climbing(block=0)'", ["block", "0"]),
+    ("attack http://127.0.0.1:1 --token t --attack boosting --budget -1", ["--budget", "-1"]),
+    ("attack http://127.0.0.1:1 --token t --attack boosting --budget 0", ["--budget", "0"]),
+    ("attack http://127.0.0.1:1 --token t --attack boosting --budget x", ["--budget", "'x'"]),
+    ("attack http://127.0.0.1:1 --token t --attack boosting --budget 18446744073709551616", ["--budget"]),
+    ("attack http://127.0.0.1:1 --token t --attack boosting --seed -1", ["--seed", "-1"]),
+    ("attack http://127.0.0.1:1 --token t --attack boosting --final-out {tmp}", ["--final-out", "directory"]),
+    ("attack http://127.0.0.1:1 --token t --attack boosting --final-out {tmp}/no/where.csv", ["--final-out", "does not exist"]),
+    ("attack http://127.0.0.1:1 --attack boosting", ["--token"]),
+    ("attack http://127.0.0.1:1 --token t", ["--attack"]),
+]
+
+
+@pytest.mark.parametrize(("line", "words"), ATTACK_CASES)
+def test_bad_attack_command_lines_are_refused_in_one_line_and_change_nothing(tmp_path, capsys, line, words):
+    _refused_changing_nothing(capsys, tmp_path, line, words)
