@@ -32,7 +32,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
-from ladderlab.scoring import LossScorer, Scorer, get_scorer
+from ladderlab.scoring import LossScorer, Scorer, get_scorer, scorer_option
+from ladderlab.tables import refuse_repeated_columns
 
 FloatArray = NDArray[np.float64]
 MEAN_RISKS: dict[str, Callable[[FloatArray, FloatArray], FloatArray]] = {
@@ -99,6 +100,8 @@ def read_samples(path: str | Path, labels: str | Path | None = None, scorer: str
     """Per-sample private data from a long-form file (see the module docstring), validated: one
     line naming the file, the column and the value for anything wrong."""
     path = Path(path)
+    if scorer is not None:
+        scorer_option(scorer)
     frame = _read_table(path)
     value = [c for c in ("loss", "prediction") if c in frame]
     missing = [c for c in ("team", "sample") if c not in frame]
@@ -139,6 +142,7 @@ def _read_table(path: Path) -> pd.DataFrame:
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pq.read_table(path).to_pandas()
+        refuse_repeated_columns(path)
         return pd.read_csv(path, dtype={"team": str, "sample": str}, keep_default_na=False)
     except (pa.ArrowException, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as error:
         raise ValueError(f"{path}: not a readable table: {error}") from None

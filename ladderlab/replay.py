@@ -81,7 +81,7 @@ def _handle(args: argparse.Namespace) -> int:
         report = log_report(log, selection, replays, args.seed, args.private_size, args.top)
     if samples is not None:
         report["rank_certificate"] = certificate_records(
-            certify_ranking(samples, stream(args.seed, "rank-certificate", samples.teams, samples.size)))
+            certify_ranking(samples, stream(args.seed, "rank-certificate", samples.teams, samples.size), progress=None))
     text = write_report(report, args.format, args.top)
     if args.out:
         from ladderlab.rundir import write_atomically

@@ -131,8 +131,11 @@ def prepare_replay(text: str, log: SubmissionLog, public_size: int | None) -> Me
     """The mechanism ``text`` names (``id`` or ``id(key=value, ...)``), checked before any work:
     it declares ``scores_only``, it does not depend on an unknown public-set size, and on a log
     of improvements only it draws no random numbers (see the module docstring)."""
-    mechanism_id, params = MECHANISMS.parse(text)
-    mechanism = MECHANISMS.make(mechanism_id, **(params or {}))
+    try:
+        mechanism_id, params = MECHANISMS.parse(text)
+        mechanism = MECHANISMS.make(mechanism_id, **(params or {}))
+    except ValueError as error:
+        raise ValueError(f"--mechanism {text}: {error}") from None
     if not mechanism.scores_only:
         replayable = ", ".join(i for i in MECHANISMS.ids() if MECHANISMS.get(i).scores_only)
         raise ValueError(f"--mechanism {text}: {mechanism_id!r} needs the predictions, not only their scores, "

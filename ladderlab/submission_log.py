@@ -36,7 +36,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ladderlab.rundir import write_atomically
-from ladderlab.scoring import get_scorer
+from ladderlab.scoring import get_scorer, scorer_option
+from ladderlab.tables import refuse_repeated_columns
 
 REQUIRED = ("team", "submission_id", "team_sequence", "submitted_at", "public_score", "private_score")
 OPTIONAL = ("released", "selected")
@@ -151,6 +152,8 @@ def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | N
     path = Path(path)
     if format not in FORMATS:
         raise ValueError(f"--log-format {format!r}: choose from {', '.join(FORMATS)}")
+    if scorer is not None:
+        scorer_option(scorer)
     if not path.is_file():
         raise ValueError(f"{path}: no such file" + ("; a run directory is read by 'ladderlab replay RUN_DIR'" if path.is_dir() else ""))
     metadata: dict[bytes, bytes] = {}
@@ -163,6 +166,7 @@ def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | N
         raw, lines = table.to_pandas(), False
     else:
         try:
+            refuse_repeated_columns(path, "a log has one column of each name")
             raw = pd.read_csv(path, dtype=str, keep_default_na=False)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as error:
             raise ValueError(f"{path}: not a readable CSV file: {error}") from None

@@ -315,6 +315,18 @@ def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float) 
                     2 * settings * (len(clients) * seconds + min(1.0, seconds)))
 
 
+def ranking_certificate_work(teams: int, samples: int, replicates: int) -> Estimate:
+    """``ladderlab rank-certificate``: the replicates × teams bootstrap scores, about five copies
+    over (scores, risks, ranks, ties, quantiles), the teams × samples matrix thrice, and the count
+    matrices drawn in chunks; CPU about one element cost per replicate, sample and team."""
+    from ladderlab.bootstrap import CHUNK_ELEMENTS
+
+    peak = WORKING_BYTES + 40 * replicates * teams + 24 * teams * samples + 24 * CHUNK_ELEMENTS
+    return Estimate(f"a ranking certificate of {_count(teams)} teams on {_count(samples)} samples with "
+                    f"{_count(replicates)} bootstrap resamples", None, peak,
+                    SECONDS_PER_ELEMENT * replicates * samples * (teams + 2))
+
+
 def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: int = 1000) -> Estimate:
     """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
     size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""

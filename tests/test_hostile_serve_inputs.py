@@ -300,3 +300,126 @@ ATTACK_CASES = [
 @pytest.mark.parametrize(("line", "words"), ATTACK_CASES)
 def test_bad_attack_command_lines_are_refused_in_one_line_and_change_nothing(tmp_path, capsys, line, words):
     _refused_changing_nothing(capsys, tmp_path, line, words)
+
+
+# --- ladderlab replay and ladderlab rank-certificate ----------------------------------------
+
+LOG = """team,submission_id,team_sequence,submitted_at,public_score,private_score
+A,101,1,2024-01-01T00:00:00Z,0.30,0.32
+B,102,1,2024-01-01T01:00:00Z,0.22,0.20
+A,103,2,2024-01-01T02:00:00Z,0.20,0.25
+C,104,1,2024-01-01T03:00:00Z,0.35,0.30
+"""
+HEADER, FIRST = LOG.splitlines()[0], LOG.splitlines()[1]
+SAMPLES = "team,sample,loss\n" + "".join(f"{team},{sample},{(ord(team) * 7 + sample * 3) % 5 / 4}\n"
+                                          for team in "ABC" for sample in range(6))
+PREDICTIONS = "team,sample,prediction\n" + "".join(f"{team},{sample},{(ord(team) + sample) % 2}\n"
+                                                   for team in "ABC" for sample in range(6))
+LABELS_OF_SAMPLES = "sample,label\n" + "".join(f"{sample},{sample % 2}\n" for sample in range(6))
+REPLAY_FILES = {"log.csv": LOG, "samples.csv": SAMPLES, "predictions.csv": PREDICTIONS,
+                "sample_labels.csv": LABELS_OF_SAMPLES, "empty.csv": "", "notes.txt": "just words\n"}
+
+
+def _log(old: str, new: str) -> str:
+    assert old in LOG, old
+    return LOG.replace(old, new, 1)
+
+
+# (file name and text written before the command, the command, words the message must contain)
+REPLAY_CASES = [
+    (None, "replay {tmp}/nowhere.csv --smaller-is-better", ["nowhere.csv", "no such file"]),
+    (None, "replay {tmp}/empty.csv --smaller-is-better", ["empty.csv"]),
+    (None, "replay {tmp}/notes.txt --smaller-is-better", ["notes.txt"]),
+    (None, "replay {tmp}/log.csv", ["log.csv", "--scorer"]),
+    (None, "replay {tmp}/log.csv --scorer zero-on", ["--scorer", "zero-on"]),
+    (None, "replay {tmp}/log.csv --log-format kaggle", ["--log-format", "'kaggle'"]),
+    (None, "replay {tmp}/log.csv --log-format meta-kaggle --smaller-is-better", ["log.csv", "Id"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --selection 0", ["selection", "0"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --selection best", ["selection", "'best'"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --top 0", ["--top", "0"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --public-size 0", ["--public-size", "0"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --seed -1", ["--seed", "-1"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --mechanism ladr", ["--mechanism", "ladr"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --mechanism 'ladder(eta=nan)'", ["eta", "nan"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --mechanism 'ladder(eta=0.1, eta=0.2)'", ["eta", "twice"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --out {tmp}", ["--out", "directory"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --rank-certificate", ["--rank-certificate", "--samples"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --samples {tmp}/nowhere.csv", ["nowhere.csv", "no such file"]),
+    (None, "replay {tmp}/log.csv --smaller-is-better --samples {tmp}/log.csv", ["log.csv", "team, sample"]),
+    (("samples.csv", SAMPLES.replace("C,", "Z,")), "replay {tmp}/log.csv --smaller-is-better --samples {tmp}/samples.csv",
+     ["--samples", "'Z'", "not in the log"]),
+    (None, "replay {tmp} --smaller-is-better --mechanism ladder", ["--mechanism", "competition run"]),
+    (("log.csv", _log("0.20,0.25", "0.20,abc")), "replay {tmp}/log.csv --smaller-is-better",
+     ["log.csv", "private_score", "line 4", "'abc'"]),
+    (("log.csv", _log("0.20,0.25", "nan,0.25")), "replay {tmp}/log.csv --smaller-is-better", ["public_score", "line 4"]),
+    (("log.csv", _log("0.20,0.25", "inf,0.25")), "replay {tmp}/log.csv --smaller-is-better", ["public_score", "line 4"]),
+    (("log.csv", _log("0.20,0.25", "1e400,0.25")), "replay {tmp}/log.csv --smaller-is-better", ["public_score", "line 4"]),
+    (("log.csv", _log("2024-01-01T02:00:00Z", "someday")), "replay {tmp}/log.csv --smaller-is-better",
+     ["submitted_at", "line 4", "'someday'"]),
+    (("log.csv", _log("2024-01-01T02:00:00Z", "2023-12-31T00:00:00Z")), "replay {tmp}/log.csv --smaller-is-better",
+     ["submitted_at", "dated before"]),
+    (("log.csv", _log("A,103", "A,101")), "replay {tmp}/log.csv --smaller-is-better",
+     ["submission_id", "101 appears twice"]),
+    (("log.csv", _log("A,103,2", "A,103,3")), "replay {tmp}/log.csv --smaller-is-better", ["team_sequence", "expected 2"]),
+    (("log.csv", _log("A,103,2", "A,103,x")), "replay {tmp}/log.csv --smaller-is-better", ["team_sequence", "'x'"]),
+    (("log.csv", _log("A,103", ",103")), "replay {tmp}/log.csv --smaller-is-better", ["team", "line 4"]),
+    (("log.csv", LOG.replace("team_sequence,", "")), "replay {tmp}/log.csv --smaller-is-better", ["log.csv"]),
+    (("log.csv", LOG.replace(",private_score", ",public_score")), "replay {tmp}/log.csv --smaller-is-better",
+     ["log.csv", "public_score"]),
+    (("log.csv", HEADER + "\n"), "replay {tmp}/log.csv --smaller-is-better", ["log.csv", "no submissions"]),
+    (("log.csv", LOG.replace(",private_score\n", ",private_score,selected\n").replace(",0.32\n", ",0.32,maybe\n")),
+     "replay {tmp}/log.csv --smaller-is-better", ["selected", "'maybe'"]),
+]
+
+RANK_CASES = [
+    (None, "rank-certificate {tmp}/nowhere.csv", ["nowhere.csv", "no such file"]),
+    (None, "rank-certificate {tmp}/empty.csv", ["empty.csv"]),
+    (None, "rank-certificate {tmp}/log.csv", ["log.csv", "team, sample"]),
+    (None, "rank-certificate {tmp}/samples.csv --replicates 0", ["--replicates", "0"]),
+    (None, "rank-certificate {tmp}/samples.csv --replicates 1000000000000", ["ranking certificate", "1 T bootstrap resamples", "memory", "--force"]),
+    (None, "rank-certificate {tmp}/samples.csv --level 1", ["--level", "1"]),
+    (None, "rank-certificate {tmp}/samples.csv --level 0", ["--level", "0"]),
+    (None, "rank-certificate {tmp}/samples.csv --level nan", ["--level", "nan"]),
+    (None, "rank-certificate {tmp}/samples.csv --challengers 0", ["--challengers", "0"]),
+    (None, "rank-certificate {tmp}/samples.csv --seed -1", ["--seed", "-1"]),
+    (None, "rank-certificate {tmp}/samples.csv --top 0", ["--top", "0"]),
+    (None, "rank-certificate {tmp}/samples.csv --format xml", ["--format", "'xml'"]),
+    (None, "rank-certificate {tmp}/samples.csv --out {tmp}", ["--out", "directory"]),
+    (None, "rank-certificate {tmp}/samples.csv --scorer zero-one", ["--scorer", "losses"]),
+    (None, "rank-certificate {tmp}/predictions.csv", ["predictions.csv", "--labels"]),
+    (None, "rank-certificate {tmp}/predictions.csv --labels {tmp}/sample_labels.csv --scorer zero-on",
+     ["--scorer", "zero-on"]),
+    (None, "rank-certificate {tmp}/predictions.csv --labels {tmp}/log.csv --scorer zero-one",
+     ["log.csv", "sample and label"]),
+    (("sample_labels.csv", LABELS_OF_SAMPLES.replace("5,1\n", "")),
+     "rank-certificate {tmp}/predictions.csv --labels {tmp}/sample_labels.csv --scorer zero-one", ["no label for sample '5'"]),
+    (("sample_labels.csv", LABELS_OF_SAMPLES + "5,0\n"),
+     "rank-certificate {tmp}/predictions.csv --labels {tmp}/sample_labels.csv --scorer zero-one", ["sample '5'", "two labels"]),
+    (("sample_labels.csv", LABELS_OF_SAMPLES.replace("5,1\n", "5,x\n")),
+     "rank-certificate {tmp}/predictions.csv --labels {tmp}/sample_labels.csv --scorer zero-one", ["label", "'x'"]),
+    (("samples.csv", SAMPLES.replace("A,0,", "A,1,")), "rank-certificate {tmp}/samples.csv", ["'A'", "twice"]),
+    (("samples.csv", SAMPLES.replace("B,3,0.25\n", "")), "rank-certificate {tmp}/samples.csv", ["every sample once"]),
+    (("samples.csv", "".join(line + "\n" for line in SAMPLES.splitlines() if not line.startswith(("B", "C")))),
+     "rank-certificate {tmp}/samples.csv", ["at least two teams"]),
+    (("samples.csv", SAMPLES.replace("A,2,", "A,2,x").replace("x0", "x")), "rank-certificate {tmp}/samples.csv",
+     ["'loss'", "'A'", "finite"]),
+    (("samples.csv", SAMPLES.replace("team,sample,loss", "team,sample,loss,loss")), "rank-certificate {tmp}/samples.csv",
+     ["samples.csv", "loss"]),
+    (("samples.csv", SAMPLES.replace("team,sample,loss", "team,sample,risk")), "rank-certificate {tmp}/samples.csv",
+     ["samples.csv", "loss or prediction"]),
+    (None, "rank-certificate {tmp} --labels {tmp}/sample_labels.csv", ["--labels", "competition run"]),
+]
+
+
+@pytest.mark.parametrize(("written", "line", "words"), REPLAY_CASES + RANK_CASES)
+def test_bad_logs_and_samples_are_refused_in_one_line_and_change_nothing(tmp_path, capsys, written, line, words):
+    for name, text in REPLAY_FILES.items():
+        (tmp_path / name).write_text(text)
+    if written is not None:
+        (tmp_path / written[0]).write_text(written[1])
+    _refused_changing_nothing(capsys, tmp_path, line, words)
+
+
+def test_the_round_two_battery_has_at_least_100_new_cases():
+    tables = (CHALLENGE_CASES, LABEL_FILE_CASES, SERVE_LINE_CASES, ATTACK_CASES, REPLAY_CASES, RANK_CASES)
+    assert sum(map(len, tables)) >= 100
