@@ -236,8 +236,15 @@ def _run(args: argparse.Namespace) -> int:
     print("latency: one upload's round trip; CPU per submission: the server process's user + system time; bare: "
           "scoring the same uploads in process; overhead = server − bare")
     print(HEADER)
-    results = measure(args.n, args.clients, args.mechanisms, args.databases, args.seconds,
-                      lambda result: print(line(result), flush=True))
+    from ladderlab.progress import progress_bar
+
+    settings = len(args.databases) * len(args.mechanisms) * len(args.clients)
+    with progress_bar(total=settings, desc="serve bench", unit="setting") as bar:
+        def report(result: Measurement) -> None:
+            bar.write(line(result))
+            bar.update()
+
+        results = measure(args.n, args.clients, args.mechanisms, args.databases, args.seconds, report)
     if args.out:
         from ladderlab.rundir import write_atomically
 

@@ -200,7 +200,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
                          f"{challenge.path}' starts one")
     try:
-        states, count = replay.rebuild(challenge, storage, secret)
+        states, count = replay.rebuild(challenge, storage, secret, progress=None)
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return 1
