@@ -68,6 +68,7 @@ from ladderlab.schema import FiniteFloat, StrictModel, problem_lines
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import stream
 from ladderlab.tasks import SCORER_NAMES, PublicData, Split, TaskType
+from ladderlab.workload import challenge_work, file_reading_work, refuse_if_too_large
 
 SCHEMA_VERSION = 1
 Number = FiniteFloat
@@ -326,9 +327,11 @@ class Challenge:
         return limit if limit is not None else DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE * values + (64 << 10)
 
 
-def load(path: str | Path) -> Challenge:
+def load(path: str | Path, force: bool = False) -> Challenge:
     """Read and validate a challenge file and every file it names; :class:`ChallengeError`
-    with one line per problem, naming the file, the key and the value, before any work."""
+    with one line per problem, naming the file, the key and the value, before any work.
+    A challenge (or a file it names) whose estimated memory does not fit is refused with
+    :class:`ladderlab.workload.TooLarge`, unless ``force``."""
     path = Path(path)
     if not path.is_file():
         raise ChallengeError(f"{path}: no such challenge file")
@@ -342,15 +345,15 @@ def load(path: str | Path) -> Challenge:
         spec = ChallengeFile.model_validate(raw)
     except ValidationError as error:
         raise ChallengeError(problem_lines(error, str(path), _KEYS)) from None
-    return build(spec, path)
+    return build(spec, path, force)
 
 
-def build(spec: ChallengeFile, path: Path) -> Challenge:
+def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     """The :class:`Challenge` of a validated file (``path`` locates the files it names)."""
     folder = path.parent
     labels_path = _named_file(path, "labels.file", spec.labels.file)
     columns = [spec.labels.id_column, spec.labels.label_column] + ([spec.split.column] if spec.split.column else [])
-    table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column})
+    table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column}, force)
     ids = _ids(table[spec.labels.id_column], f"{labels_path}: column {spec.labels.id_column!r}")
     order = _published_order(ids)
     ids = ids[order]
@@ -387,6 +390,9 @@ def build(spec: ChallengeFile, path: Path) -> Challenge:
                         None if spec.prediction_range is None else tuple(map(float, spec.prediction_range)))
     split = Split(public, public_rows, final_rows, labels)
     challenge = Challenge(spec, path, ids, split)
+    values = 1 if classes is None or kind is not PredictionKind.PROBABILITIES else classes.size
+    refuse_if_too_large(challenge_work(ids.size, public_rows.size, values, len(spec.teams), challenge.max_upload_bytes()),
+                        force, hint=f"{path}: a smaller limits.max_upload_bytes, fewer teams or rows need less")
     _bind_check(challenge)
     return challenge
 
@@ -414,8 +420,10 @@ def _named_file(challenge: Path, key: str, name: str) -> Path:
     return path
 
 
-def _read_table(path: Path, where: str, required: list[str], text_columns: set[str]) -> pd.DataFrame:
+def _read_table(path: Path, where: str, required: list[str], text_columns: set[str], force: bool = False
+                ) -> pd.DataFrame:
     """A CSV or Parquet file as a DataFrame with the ``required`` columns (``text_columns`` read as text)."""
+    refuse_if_too_large(file_reading_work(path), force, hint=f"{where}: a smaller file needs less")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             table = pd.read_parquet(path)

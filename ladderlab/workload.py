@@ -315,6 +315,30 @@ def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float) 
                     2 * settings * (len(clients) * seconds + min(1.0, seconds)))
 
 
+BYTES_PER_CHALLENGE_ROW = 250
+"""Per holdout row of a challenge: the peak while its labels file is read and split (measured 234 B with
+``tracemalloc``; 76 B are kept)."""
+CONCURRENT_UPLOADS = 8
+"""Uploads a server reads at once, each up to the challenge's upload limit, parsed into float64 twice."""
+BYTES_PER_FILE_BYTE = 10
+"""Peak memory of pandas reading a CSV file, per byte of the file."""
+
+
+def challenge_work(rows: int, public_rows: int, values_per_row: int, teams: int, max_upload_bytes: int) -> Estimate:
+    """A served challenge: its rows, every team's bound mechanism (:data:`BYTES_PER_ACCOUNT_ROW`
+    per public row and :data:`BYTES_PER_ACCOUNT`), and :data:`CONCURRENT_UPLOADS` uploads of the
+    largest size with their parsed predictions."""
+    uploads = CONCURRENT_UPLOADS * (max_upload_bytes + 16 * rows * values_per_row)
+    peak = (WORKING_BYTES + BYTES_PER_CHALLENGE_ROW * rows + teams * (BYTES_PER_ACCOUNT + BYTES_PER_ACCOUNT_ROW * public_rows)
+            + uploads)
+    return Estimate(f"a challenge of {_count(rows)} holdout rows and {_count(teams)} teams", None, peak, 0.0)
+
+
+def file_reading_work(path: Any) -> Estimate:
+    """Reading a table of ``path``'s size with pandas."""
+    return Estimate(f"reading {path}", None, WORKING_BYTES + BYTES_PER_FILE_BYTE * os.path.getsize(path), 0.0)
+
+
 def ranking_certificate_work(teams: int, samples: int, replicates: int) -> Estimate:
     """``ladderlab rank-certificate``: the replicates × teams bootstrap scores, about five copies
     over (scores, risks, ranks, ties, quantiles), the teams × samples matrix thrice, and the count

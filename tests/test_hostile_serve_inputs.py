@@ -20,6 +20,7 @@ import pytest
 from ladderlab import challenge as challenges
 from ladderlab.challenge import ChallengeError
 from ladderlab.cli import main
+from ladderlab.workload import TooLarge
 from tests.helpers import assert_one_line_error
 from tests.serve_helpers import write_challenge
 
@@ -136,6 +137,8 @@ CHALLENGE_CASES = [
     (RULES, "per_day = 5\nper_dya = 3", ["rules.per_dya", "did you mean 'per_day'"]),
     (LIMITS, "[limits]\nmax_upload_bytes = 10", ["limits.max_upload_bytes", "10"]),
     (LIMITS, "[limits]\nmax_upload_bytes = 9223372036854775808", ["limits.max_upload_bytes"]),
+    (LIMITS, "[limits]\nmax_upload_bytes = 9000000000000000000", ["a challenge of 40 holdout rows", "memory",
+                                                                  "limits.max_upload_bytes", "--force"]),
     (LIMITS, "[limits]\nuploads_per_second = 0", ["limits.uploads_per_second", "0"]),
     (LIMITS, "[limits]\nuploads_per_second = nan", ["limits.uploads_per_second", "nan"]),
     (LIMITS, "[limits]\nuploads_per_second = inf", ["limits.uploads_per_second", "inf"]),
@@ -221,7 +224,7 @@ def test_bad_challenge_files_are_refused_in_one_line_before_any_state_is_made(ch
         challenges.load(path)
         return
     _refused_changing_nothing(capsys, challenge_folder, _verify_line(), words)
-    with pytest.raises(ChallengeError):
+    with pytest.raises((ChallengeError, TooLarge)):
         challenges.load(path)
 
 

@@ -44,6 +44,8 @@ def _add_state_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", help="folder of the secret and the SQLite log (default: <challenge folder>/<name>-state)")
     parser.add_argument("--database", help="SQLAlchemy URL of the log, e.g. postgresql+psycopg://user@host/db "
                                            "(default: SQLite in the state folder)")
+    parser.add_argument("--force", action="store_true", help="load the challenge even when its estimated memory "
+                                                             "does not fit")
     parser.add_argument("--secret", help="file of the secret seed of the mechanisms' streams (default: <state>/secret; "
                                          "created with 128 random bits if missing)")
 
@@ -143,7 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
         path = write_demo(Path(args.state))
     else:
         path = Path(args.target)
-    challenge = challenges.load(path)
+    challenge = challenges.load(path, args.force)
     if args.reissue is not None:
         _check_reissue(challenge, args.reissue)
     problems = challenges.certificate_problems(challenge)
@@ -192,7 +194,7 @@ def _verify(args: argparse.Namespace) -> int:
     from ladderlab.serve import replay
     from ladderlab.serve.storage import Storage, StorageError
 
-    challenge = challenges.load(args.challenge_file)
+    challenge = challenges.load(args.challenge_file, args.force)
     _, url, secret = _state(args, challenge, create=False)
     storage = Storage(url)
     if not storage.has_log():
