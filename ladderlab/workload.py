@@ -321,7 +321,8 @@ BYTES_PER_CHALLENGE_ROW = 250
 CONCURRENT_UPLOADS = 8
 """Uploads a server reads at once, each up to the challenge's upload limit, parsed into float64 twice."""
 BYTES_PER_FILE_BYTE = 10
-"""Peak memory of pandas reading a CSV file, per byte of the file."""
+"""Peak memory of pandas reading a CSV file, per byte of the file (measured 5.6 with ``tracemalloc`` on a labels
+file of ids, labels and a split column)."""
 
 
 def challenge_work(rows: int, public_rows: int, values_per_row: int, teams: int, max_upload_bytes: int) -> Estimate:
