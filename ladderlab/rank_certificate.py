@@ -58,7 +58,7 @@ def _handle(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{option}: {path} is a competition run, which gives its own labels and scorer")
         samples = from_competition_run(competition_row(path, args.cell, args.replication))
     else:
-        samples = read_samples(path, args.labels, args.scorer)
+        samples = read_samples(path, args.labels, args.scorer, args.force)
     _check_work(ranking_certificate_work(len(samples.teams), samples.size, args.replicates), args.force,
                 "fewer --replicates need less")
     rng = stream(args.seed, "rank-certificate", samples.teams, samples.size)

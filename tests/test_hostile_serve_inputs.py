@@ -426,3 +426,17 @@ def test_bad_logs_and_samples_are_refused_in_one_line_and_change_nothing(tmp_pat
 def test_the_round_two_battery_has_at_least_100_new_cases():
     tables = (CHALLENGE_CASES, LABEL_FILE_CASES, SERVE_LINE_CASES, ATTACK_CASES, REPLAY_CASES, RANK_CASES)
     assert sum(map(len, tables)) >= 100
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ("replay {big} --smaller-is-better", ["reading {big}", "memory", "fewer submissions", "--force"]),
+    ("rank-certificate {big}", ["reading {big}", "memory", "fewer teams or samples", "--force"]),
+    ("serve verify {tmp}/test.toml", ["reading {big}", "memory", "labels.file", "--force"]),
+])
+def test_files_too_large_to_read_are_refused_by_their_size_before_reading(challenge_folder, capsys, line, words):
+    big = challenge_folder / "labels.csv"
+    with open(big, "r+b") as file:
+        file.truncate(1 << 42)  # sparse: 4 TiB that take no disk
+    code = main(shlex.split(line.format(tmp=challenge_folder, big=big)))
+    assert_one_line_error(capsys, code, [word.format(big=big) for word in words])
+    assert sorted(path.name for path in challenge_folder.iterdir()) == ["labels.csv", "test.toml"]
