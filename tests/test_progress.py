@@ -40,3 +40,29 @@ def test_bench_prints_every_measurement_as_a_table_row(monkeypatch, capsys):
     assert [row[:3] for row in rows] == [["kaggle", "200", "2,000"], ["kaggle", "4000", "2,000"]]
     assert "4.0×" in printed.out and "boosting vs kaggle" in printed.out and "0.250" in printed.out
     assert [line.split(":")[1] for line in printed.err.splitlines()] == [" estimated the benchmark"]  # no bar: not a terminal
+
+
+def test_a_serial_run_shows_each_cells_replications_and_the_bar_changes_no_result(tmp_path, capsys):
+    from ladderlab import runner
+    from tests.helpers import scenario_file
+
+    path = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }')
+    quiet = runner.run(path, tmp_path / "quiet", jobs=1, progress=False)
+    assert "replication" not in capsys.readouterr().err
+    shown = runner.run(path, tmp_path / "shown", jobs=1, progress=True)
+    drawn = capsys.readouterr().err
+    assert "0/3 [" in drawn and "replication/s" in drawn  # each cell: 3 replications, below the run's bar
+    assert shown.drop(columns=[c for c in shown.columns if "time" in c or "seconds" in c]).equals(
+        quiet.drop(columns=[c for c in quiet.columns if "time" in c or "seconds" in c]))
+
+
+def test_the_ranking_bootstrap_shows_its_resamples_and_the_bar_changes_no_result(capsys):
+    from ladderlab.private_samples import PrivateSamples
+    from ladderlab.ranking_certificate import bootstrap_scores
+
+    samples = PrivateSamples(["a", "b"], list(range(5)), losses=np.arange(10.0).reshape(2, 5), source="test")
+    quiet = bootstrap_scores(samples, np.random.default_rng(1), 40)
+    assert capsys.readouterr().err == ""
+    shown = bootstrap_scores(samples, np.random.default_rng(1), 40, progress=True)
+    assert "bootstrap" in capsys.readouterr().err
+    assert np.array_equal(shown, quiet)
