@@ -21,19 +21,15 @@ from ladderlab import challenge as challenges
 from ladderlab.challenge import ChallengeError
 from ladderlab.cli import main
 from ladderlab.workload import TooLarge
-from tests.helpers import assert_one_line_error
+from tests.helpers import assert_one_line_error, files_in
 from tests.serve_helpers import write_challenge
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
-
-
 def _refused_changing_nothing(capsys, folder: Path, line: str, words: list[str]) -> None:
-    before = _files(folder)
+    before = files_in(folder)
     code = main([part.format(tmp=folder) for part in shlex.split(line)])
     assert_one_line_error(capsys, code, [word.format(tmp=folder) for word in words])
-    assert _files(folder) == before
+    assert files_in(folder) == before
     assert not any(path.is_dir() for path in folder.iterdir() if path.name.endswith("-state"))
 
 
