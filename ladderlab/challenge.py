@@ -385,7 +385,7 @@ def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     for rows, which in ((public_rows, "public"), (final_rows, "final")):
         if rows.size < 2:
             raise ChallengeError(f"{path}: split: the {which} set has {rows.size} rows of {ids.size}; it needs at least 2")
-    X_train, y_train, X_holdout = _public_inputs(spec, path, folder, ids)
+    X_train, y_train, X_holdout = _public_inputs(spec, path, folder, ids, force)
     public = PublicData(X_train, y_train, X_holdout, task_type, scorer.name, classes, None,
                         None if spec.prediction_range is None else tuple(map(float, spec.prediction_range)))
     split = Split(public, public_rows, final_rows, labels)
@@ -481,7 +481,7 @@ def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[
     return np.flatnonzero(text == "public"), np.flatnonzero(text == "final")
 
 
-def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[Any]
+def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[Any], force: bool = False
                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Training features and labels, and the holdout inputs in the order of ``ids`` (empty
     arrays where the challenge publishes none)."""
@@ -490,14 +490,14 @@ def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[A
     label = spec.labels.label_column
     if spec.data.train is not None:
         train_path = _named_file(path, "data.train", spec.data.train)
-        table = _read_table(train_path, f"{path}: data.train", [label], set())
+        table = _read_table(train_path, f"{path}: data.train", [label], set(), force)
         features = [column for column in table.columns if column != label]
         X_train = _feature_matrix(table[features], f"{train_path}")
         y_train = _numbers(table[label].to_numpy(), np.arange(len(table)).astype(str), f"{train_path}: column {label!r}")
     if spec.data.holdout is not None:
         holdout_path = _named_file(path, "data.holdout", spec.data.holdout)
         id_column = spec.labels.id_column
-        table = _read_table(holdout_path, f"{path}: data.holdout", [id_column], {id_column})
+        table = _read_table(holdout_path, f"{path}: data.holdout", [id_column], {id_column}, force)
         holdout_ids = _ids(table[id_column], f"{holdout_path}: column {id_column!r}")
         position = pd.Index(holdout_ids).get_indexer(ids)
         if (position < 0).any() or holdout_ids.size != ids.size:

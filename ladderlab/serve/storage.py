@@ -152,12 +152,13 @@ def checked_url(url: str) -> sa.URL:
         raise ValueError(f"--database {url!r}: not a database URL; give e.g. sqlite:///PATH or "
                          "postgresql+psycopg://user@host/db") from None
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
-        raise ValueError(f"--database {parsed.render_as_string()!r}: ladderlab keeps its log in SQLite or PostgreSQL, "
+        raise ValueError(f"--database {parsed.render_as_string(hide_password=True)!r}: ladderlab keeps its log in SQLite or PostgreSQL, "
                          f"not {parsed.get_backend_name()!r}")
     if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
         folder = Path(parsed.database).parent
         if not folder.is_dir():
-            raise ValueError(f"--database {url!r}: the folder {folder} does not exist")
+            raise ValueError(f"--database {parsed.render_as_string(hide_password=True)!r}: the folder {folder} "
+                             "does not exist")
     return parsed
 
 
