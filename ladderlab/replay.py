@@ -81,7 +81,7 @@ def _handle(args: argparse.Namespace) -> int:
             if unknown:
                 raise ValueError(f"--samples {args.samples}: team {unknown[0]!r} is not in the log {path}")
         replays = [prepare_replay(text, log, args.public_size) for text in args.mechanism]
-        report = log_report(log, selection, replays, args.seed, args.private_size, args.top)
+        report = log_report(log, selection, replays, args.seed, args.private_size, args.top, progress=None)
     if samples is not None:
         report["rank_certificate"] = certificate_records(
             certify_ranking(samples, stream(args.seed, "rank-certificate", samples.teams, samples.size), progress=None))

@@ -56,6 +56,7 @@ from ladderlab.final_leaderboard import (
 )
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
+from ladderlab.progress import progress_bar
 from ladderlab.ranking_certificate import text_certificate
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
@@ -176,11 +177,12 @@ def _board_record(name: str, board: FinalLeaderboard, top: int, **extra: Any) ->
 
 
 def log_report(log: SubmissionLog, selection: str | int, replays: list[MechanismReplay], seed: int = 0,
-               private_size: int | None = None, top: int = 10) -> dict[str, Any]:
-    """The replay report of a log: the logged leaderboard and one per replayed mechanism."""
+               private_size: int | None = None, top: int = 10, progress: bool | None = False) -> dict[str, Any]:
+    """The replay report of a log: the logged leaderboard and one per replayed mechanism
+    (``progress``: a bar over the mechanisms, each a pass over the whole log)."""
     logged = from_log(log, selection)
     boards = [_board_record("as logged", logged, top, shown="released" if "released" in log.submissions else "exact public score")]
-    for replay in replays:
+    for replay in progress_bar(replays, progress=progress, desc="replay", unit="mechanism"):
         released = replay.releases(log, seed)
         board = from_log(log, selection, shown=released, shows_last=type(replay.mechanism).releases_best)
         record = _board_record(replay.label, board, top, shown=f"{replay.label}'s releases",
