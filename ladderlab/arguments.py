@@ -106,3 +106,10 @@ def isolation_mode(text: str) -> str:
         return check_isolation(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535."""
+    if not (text.isdigit() and int(text) <= 65535):
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {text!r}")
+    return int(text)

@@ -57,20 +57,28 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from pydantic import Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator
+from pydantic import Field, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
+from ladderlab.params import INT64_LIMIT
 from ladderlab.registry import MECHANISMS
 from ladderlab.scenario import PluginEntry, _check_entry, expand
-from ladderlab.schema import StrictModel, problem_lines
+from ladderlab.schema import FiniteFloat, StrictModel, problem_lines
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import stream
 from ladderlab.tasks import SCORER_NAMES, PublicData, Split, TaskType
+from ladderlab.workload import challenge_work, file_reading_work, refuse_if_too_large
 
 SCHEMA_VERSION = 1
-Number = StrictFloat | StrictInt
+Number = FiniteFloat
 SPLIT_VALUES = ("public", "final")
+SELECTION_RULES = ("last", "best-public")
+RESERVED_TEAM_NAMES = ("organiser",)
+"""Names a team cannot take: the organiser's token is issued and reissued under this name."""
+NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+TEAM_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?$"
+"""A letter or digit first, no space last, at most 64 characters: what the log's team column holds."""
 DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE = 64
 """Default upload limit per prediction value (a CSV line of an id and a value fits easily)."""
 
@@ -88,7 +96,7 @@ class LabelsTable(StrictModel):
 class SplitTable(StrictModel):
     column: StrictStr | None = Field(default=None, description="a column of the labels file: 'public' or 'final'")
     public_fraction: Number | None = Field(default=None, gt=0, lt=1, description="share of public rows")
-    seed: StrictInt | None = Field(default=None, ge=0, description="the seed of the public_fraction draw")
+    seed: StrictInt | None = Field(default=None, ge=0, lt=INT64_LIMIT, description="the seed of the public_fraction draw")
 
     @model_validator(mode="after")
     def _one_way(self) -> SplitTable:
@@ -108,12 +116,22 @@ class MechanismTable(StrictModel):
 
 
 class RulesTable(StrictModel):
-    per_day: StrictInt | None = Field(default=5, ge=1, description="submissions per team and UTC day (None: no cap)")
-    total: StrictInt | None = Field(default=None, ge=1, description="submissions per team over the challenge")
+    per_day: StrictInt | None = Field(default=5, ge=1, lt=INT64_LIMIT,
+                                      description="submissions per team and UTC day (None: no cap)")
+    total: StrictInt | None = Field(default=None, ge=1, lt=INT64_LIMIT,
+                                    description="submissions per team over the challenge")
     start: datetime | None = Field(default=None, description="opening time (TOML date-time with a time zone)")
     end: datetime | None = Field(default=None, description="closing time (TOML date-time with a time zone)")
     selection: Literal["last", "best-public"] | StrictInt = Field(
         default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _toml_date_time(cls, value: Any) -> Any:
+        """A TOML date-time, not a number (pydantic would read seconds since 1970) or a string."""
+        if value is not None and not isinstance(value, datetime):
+            raise ValueError(f"give a TOML date-time such as 2026-01-05T00:00:00Z (no quotes), got {value!r}")
+        return value
 
     @field_validator("start", "end")
     @classmethod
@@ -122,11 +140,16 @@ class RulesTable(StrictModel):
             raise ValueError(f"give a time zone (e.g. {value.isoformat()}Z for UTC), got {value.isoformat()}")
         return value
 
-    @field_validator("selection")
+    @field_validator("selection", mode="before")
     @classmethod
-    def _k(cls, value: str | int) -> str | int:
-        if isinstance(value, int) and value < 1:
-            raise ValueError(f"k must be at least 1, got {value}")
+    def _k(cls, value: Any) -> Any:
+        """One line for any bad value (a union type gave one per member)."""
+        if isinstance(value, str) and value not in SELECTION_RULES:
+            raise unknown_name_error("selection rule", value, SELECTION_RULES)
+        if not isinstance(value, str) and (isinstance(value, bool) or not isinstance(value, int)
+                                           or not 1 <= value < INT64_LIMIT):
+            raise ValueError(f"give 'last', 'best-public' or a whole number k ≥ 1 of team-selected submissions, "
+                             f"got {value!r}")
         return value
 
     @model_validator(mode="after")
@@ -137,10 +160,10 @@ class RulesTable(StrictModel):
 
 
 class LimitsTable(StrictModel):
-    max_upload_bytes: StrictInt | None = Field(default=None, ge=1024,
+    max_upload_bytes: StrictInt | None = Field(default=None, ge=1024, lt=INT64_LIMIT,
                                                description="largest upload (default: 64 bytes per prediction value + 64 KiB)")
     uploads_per_second: Number = Field(default=10.0, gt=0, description="sustained uploads per second and team")
-    burst: StrictInt = Field(default=20, ge=1, description="uploads a team may send at once above that rate")
+    burst: StrictInt = Field(default=20, ge=1, lt=INT64_LIMIT, description="uploads a team may send at once above that rate")
 
 
 class DataTable(StrictModel):
@@ -149,15 +172,22 @@ class DataTable(StrictModel):
 
 
 class TeamTable(StrictModel):
-    name: StrictStr = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$", description="the team's name on the leaderboard")
+    name: StrictStr = Field(pattern=TEAM_NAME_PATTERN, description="the team's name on the leaderboard")
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value.casefold() in RESERVED_TEAM_NAMES:
+            raise ValueError(f"{value!r} is the organiser's name (its token is issued under it); choose another")
+        return value
 
 
 class ChallengeFile(StrictModel):
     """The contents of a challenge file."""
 
     schema_version: Literal[1] = Field(description="the file format's version")
-    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the challenge's name")
-    title: StrictStr = Field(default="", description="the title shown on the leaderboard page")
+    name: StrictStr = Field(pattern=NAME_PATTERN, description="the challenge's name (at most 64 characters)")
+    title: StrictStr = Field(default="", max_length=200, description="the title shown on the leaderboard page")
     scorer: StrictStr = Field(description="a scorer name (see docs/concepts.md#scorers-and-orientation)")
     task_type: Literal["classification", "regression"] | None = Field(
         default=None, description="default: classification for label and probability scorers, else regression")
@@ -181,8 +211,23 @@ class ChallengeFile(StrictModel):
     @field_validator("prediction_range")
     @classmethod
     def _range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
-        if value is not None and not (math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]):
-            raise ValueError(f"prediction_range must be [low, high] with finite low < high, got {list(value)}")
+        if value is not None and not (value[0] < value[1] and math.isfinite(value[1] - value[0])):
+            raise ValueError(f"prediction_range must be [low, high] with low < high and a finite width high − low, "
+                             f"got {list(value)}")
+        return value
+
+    @field_validator("classes")
+    @classmethod
+    def _label_set(cls, value: list[Any] | None) -> list[Any] | None:
+        if value is None:
+            return value
+        if len(value) < 2:
+            raise ValueError(f"a label set has at least two classes, got {value!r}")
+        seen: set[Any] = set()
+        for label in value:
+            if label in seen:
+                raise ValueError(f"class {label!r} is listed twice")
+            seen.add(label)
         return value
 
     @field_validator("teams")
@@ -194,6 +239,26 @@ class ChallengeFile(StrictModel):
                 raise ValueError(f"team {team.name!r} is listed twice (names are compared ignoring case)")
             seen.add(team.name.casefold())
         return teams
+
+    @model_validator(mode="after")
+    def _distinct_columns(self) -> ChallengeFile:
+        named = {"labels.id_column": self.labels.id_column, "labels.label_column": self.labels.label_column}
+        if self.split.column is not None:
+            named["split.column"] = self.split.column
+        keys = list(named)
+        for i, key in enumerate(keys):
+            for other in keys[i + 1:]:
+                if named[key] == named[other]:
+                    raise ValueError(f"{key} and {other} both name the column {named[key]!r}: each needs its own")
+        return self
+
+    @model_validator(mode="after")
+    def _scorer_fits_task(self) -> ChallengeFile:
+        kind = get_scorer(self.scorer).prediction_kind
+        if self.task_type == "regression" and kind is not PredictionKind.REAL:
+            raise ValueError(f"task_type: scorer {self.scorer!r} scores {kind.value} predictions of classes, "
+                             "not a regression")
+        return self
 
     @model_validator(mode="after")
     def _one_mechanism(self) -> ChallengeFile:
@@ -281,9 +346,11 @@ class Challenge:
         return limit if limit is not None else DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE * values + (64 << 10)
 
 
-def load(path: str | Path) -> Challenge:
+def load(path: str | Path, force: bool = False) -> Challenge:
     """Read and validate a challenge file and every file it names; :class:`ChallengeError`
-    with one line per problem, naming the file, the key and the value, before any work."""
+    with one line per problem, naming the file, the key and the value, before any work.
+    A challenge (or a file it names) whose estimated memory does not fit is refused with
+    :class:`ladderlab.workload.TooLarge`, unless ``force``."""
     path = Path(path)
     if not path.is_file():
         raise ChallengeError(f"{path}: no such challenge file")
@@ -297,15 +364,15 @@ def load(path: str | Path) -> Challenge:
         spec = ChallengeFile.model_validate(raw)
     except ValidationError as error:
         raise ChallengeError(problem_lines(error, str(path), _KEYS)) from None
-    return build(spec, path)
+    return build(spec, path, force)
 
 
-def build(spec: ChallengeFile, path: Path) -> Challenge:
+def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     """The :class:`Challenge` of a validated file (``path`` locates the files it names)."""
     folder = path.parent
     labels_path = _named_file(path, "labels.file", spec.labels.file)
     columns = [spec.labels.id_column, spec.labels.label_column] + ([spec.split.column] if spec.split.column else [])
-    table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column})
+    table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column}, force)
     ids = _ids(table[spec.labels.id_column], f"{labels_path}: column {spec.labels.id_column!r}")
     order = _published_order(ids)
     ids = ids[order]
@@ -337,11 +404,14 @@ def build(spec: ChallengeFile, path: Path) -> Challenge:
     for rows, which in ((public_rows, "public"), (final_rows, "final")):
         if rows.size < 2:
             raise ChallengeError(f"{path}: split: the {which} set has {rows.size} rows of {ids.size}; it needs at least 2")
-    X_train, y_train, X_holdout = _public_inputs(spec, path, folder, ids)
+    X_train, y_train, X_holdout = _public_inputs(spec, path, folder, ids, force)
     public = PublicData(X_train, y_train, X_holdout, task_type, scorer.name, classes, None,
                         None if spec.prediction_range is None else tuple(map(float, spec.prediction_range)))
     split = Split(public, public_rows, final_rows, labels)
     challenge = Challenge(spec, path, ids, split)
+    values = 1 if classes is None or kind is not PredictionKind.PROBABILITIES else classes.size
+    refuse_if_too_large(challenge_work(ids.size, public_rows.size, values, len(spec.teams), challenge.max_upload_bytes()),
+                        force, hint=f"{path}: a smaller limits.max_upload_bytes, fewer teams or rows need less")
     _bind_check(challenge)
     return challenge
 
@@ -369,8 +439,10 @@ def _named_file(challenge: Path, key: str, name: str) -> Path:
     return path
 
 
-def _read_table(path: Path, where: str, required: list[str], text_columns: set[str]) -> pd.DataFrame:
+def _read_table(path: Path, where: str, required: list[str], text_columns: set[str], force: bool = False
+                ) -> pd.DataFrame:
     """A CSV or Parquet file as a DataFrame with the ``required`` columns (``text_columns`` read as text)."""
+    refuse_if_too_large(file_reading_work(path), force, hint=f"{where}: a smaller file needs less")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             table = pd.read_parquet(path)
@@ -428,7 +500,7 @@ def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[
     return np.flatnonzero(text == "public"), np.flatnonzero(text == "final")
 
 
-def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[Any]
+def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[Any], force: bool = False
                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Training features and labels, and the holdout inputs in the order of ``ids`` (empty
     arrays where the challenge publishes none)."""
@@ -437,14 +509,14 @@ def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[A
     label = spec.labels.label_column
     if spec.data.train is not None:
         train_path = _named_file(path, "data.train", spec.data.train)
-        table = _read_table(train_path, f"{path}: data.train", [label], set())
+        table = _read_table(train_path, f"{path}: data.train", [label], set(), force)
         features = [column for column in table.columns if column != label]
         X_train = _feature_matrix(table[features], f"{train_path}")
         y_train = _numbers(table[label].to_numpy(), np.arange(len(table)).astype(str), f"{train_path}: column {label!r}")
     if spec.data.holdout is not None:
         holdout_path = _named_file(path, "data.holdout", spec.data.holdout)
         id_column = spec.labels.id_column
-        table = _read_table(holdout_path, f"{path}: data.holdout", [id_column], {id_column})
+        table = _read_table(holdout_path, f"{path}: data.holdout", [id_column], {id_column}, force)
         holdout_ids = _ids(table[id_column], f"{holdout_path}: column {id_column!r}")
         position = pd.Index(holdout_ids).get_indexer(ids)
         if (position < 0).any() or holdout_ids.size != ids.size:

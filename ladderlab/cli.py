@@ -32,6 +32,7 @@ from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
 from ladderlab.tasks import TRAINING_RANGE
 from ladderlab.workload import add_force_option as _add_force
+from ladderlab.workload import check_work as _check_work
 from ladderlab.serve import cli as serve_cli
 
 DESCRIPTION = (
@@ -226,14 +227,6 @@ def _bench(args: argparse.Namespace) -> int:
         text = json.dumps(benchmark.document(throughputs, duels, command), indent=1) + "\n"
         write_atomically(Path(args.out), text.encode())
     return 0
-
-
-def _check_work(work: object, force: bool, hint: str) -> None:
-    """Refuse work that cannot fit in memory, and say what long work will cost (:mod:`ladderlab.workload`)."""
-    from ladderlab import workload
-
-    workload.refuse_if_too_large(work, force, hint=hint)
-    workload.announce(work)
 
 
 def _sota(args: argparse.Namespace) -> int:

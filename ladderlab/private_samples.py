@@ -32,7 +32,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
-from ladderlab.scoring import LossScorer, Scorer, get_scorer
+from ladderlab.scoring import LossScorer, Scorer, get_scorer, scorer_option
+from ladderlab.tables import refuse_repeated_columns
+from ladderlab.workload import file_reading_work, refuse_if_too_large
 
 FloatArray = NDArray[np.float64]
 MEAN_RISKS: dict[str, Callable[[FloatArray, FloatArray], FloatArray]] = {
@@ -95,11 +97,15 @@ class PrivateSamples:
         return None if risk is None else risk(self.labels, self.predictions)
 
 
-def read_samples(path: str | Path, labels: str | Path | None = None, scorer: str | None = None) -> PrivateSamples:
+def read_samples(path: str | Path, labels: str | Path | None = None, scorer: str | None = None,
+                 force: bool = False) -> PrivateSamples:
     """Per-sample private data from a long-form file (see the module docstring), validated: one
-    line naming the file, the column and the value for anything wrong."""
+    line naming the file, the column and the value for anything wrong; a file too large to read
+    in the memory available is refused (:class:`ladderlab.workload.TooLarge`) unless ``force``."""
     path = Path(path)
-    frame = _read_table(path)
+    if scorer is not None:
+        scorer_option(scorer)
+    frame = _read_table(path, force)
     value = [c for c in ("loss", "prediction") if c in frame]
     missing = [c for c in ("team", "sample") if c not in frame]
     if missing or len(value) != 1:
@@ -133,12 +139,14 @@ def read_samples(path: str | Path, labels: str | Path | None = None, scorer: str
                           scorer=get_scorer(scorer), source=str(path))
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+def _read_table(path: Path, force: bool = False) -> pd.DataFrame:
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
+    refuse_if_too_large(file_reading_work(path), force, hint="fewer teams or samples need less")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pq.read_table(path).to_pandas()
+        refuse_repeated_columns(path)
         return pd.read_csv(path, dtype={"team": str, "sample": str}, keep_default_na=False)
     except (pa.ArrowException, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as error:
         raise ValueError(f"{path}: not a readable table: {error}") from None

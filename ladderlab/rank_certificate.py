@@ -32,6 +32,7 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--top", type=count(1), help="teams listed in the text output (default: all)")
     parser.add_argument("--format", choices=["text", "json", "csv"], default="text",
                         help="output format (csv: one row per team)")
+    parser.add_argument("--force", action="store_true", help="run even when the estimated memory does not fit")
     parser.add_argument("--out", help="write the certificate to this file instead of the terminal")
     parser.set_defaults(handler=_handle)
 
@@ -40,11 +41,13 @@ def _handle(args: argparse.Namespace) -> int:
     import json
 
     from ladderlab.arguments import output_file
+    from ladderlab.workload import check_work
     from ladderlab.private_samples import from_competition_run, read_samples
     from ladderlab.ranking_certificate import certificate_records, certify_ranking, text_certificate
     from ladderlab.replay_report import competition_row
     from ladderlab.rundir import write_atomically
     from ladderlab.seeding import stream
+    from ladderlab.workload import ranking_certificate_work
 
     output_file("--out", args.out)
     if not 0 < args.level < 1:
@@ -56,9 +59,11 @@ def _handle(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{option}: {path} is a competition run, which gives its own labels and scorer")
         samples = from_competition_run(competition_row(path, args.cell, args.replication))
     else:
-        samples = read_samples(path, args.labels, args.scorer)
+        samples = read_samples(path, args.labels, args.scorer, args.force)
+    check_work(ranking_certificate_work(len(samples.teams), samples.size, args.replicates), args.force,
+                "fewer --replicates need less")
     rng = stream(args.seed, "rank-certificate", samples.teams, samples.size)
-    certificate = certify_ranking(samples, rng, args.replicates, args.level, args.challengers)
+    certificate = certify_ranking(samples, rng, args.replicates, args.level, args.challengers, progress=None)
     if args.format == "json":
         text = json.dumps(certificate_records(certificate), indent=2, ensure_ascii=False) + "\n"
     elif args.format == "csv":

@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 from scipy import special, stats
 
 from ladderlab.bootstrap import CHUNK_ELEMENTS, bootstrap_counts
+from ladderlab.progress import progress_bar
 from ladderlab.ladder import TIE_TOLERANCE
 from ladderlab.private_samples import PrivateSamples
 
@@ -112,8 +113,9 @@ class RankingCertificate:
 
 def certify_ranking(samples: PrivateSamples, rng: np.random.Generator, replicates: int = REPLICATES,
                     level: float = LEVEL, challengers: int = CHALLENGERS,
-                    exhaustive_limit: int = EXHAUSTIVE_LIMIT) -> RankingCertificate:
-    """The certificate of a final ranking (see the module docstring)."""
+                    exhaustive_limit: int = EXHAUSTIVE_LIMIT, progress: bool | None = False) -> RankingCertificate:
+    """The certificate of a final ranking (see the module docstring); ``progress`` shows the
+    bootstrap's bar (None: when standard error is a terminal)."""
     if not 0 < level < 1:
         raise ValueError(f"--level must lie in (0, 1), got {level!r}")
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
@@ -123,7 +125,7 @@ def certify_ranking(samples: PrivateSamples, rng: np.random.Generator, replicate
     if not np.isfinite(scores).all():
         team = samples.teams[int(np.flatnonzero(~np.isfinite(scores))[0])]
         raise ValueError(f"{samples.source}: team {team!r}'s {samples.score_name} is undefined on the private samples")
-    resampled = bootstrap_scores(samples, rng, replicates)
+    resampled = bootstrap_scores(samples, rng, replicates, progress)
     defined = np.isfinite(resampled).all(axis=1)
     if not defined.any():
         raise ValueError(f"{samples.source}: the {samples.score_name} is undefined in every bootstrap resample")
@@ -149,14 +151,17 @@ def certify_ranking(samples: PrivateSamples, rng: np.random.Generator, replicate
     )
 
 
-def bootstrap_scores(samples: PrivateSamples, rng: np.random.Generator, replicates: int) -> FloatArray:
+def bootstrap_scores(samples: PrivateSamples, rng: np.random.Generator, replicates: int,
+                     progress: bool | None = False) -> FloatArray:
     """Every team's score on ``replicates`` bootstrap resamples of the private samples (the same
-    resamples for every team): replicates × teams."""
+    resamples for every team): replicates × teams; ``progress`` as :func:`ladderlab.progress.progress_bar`."""
     out = np.empty((replicates, len(samples.teams)))
     start = 0
-    for counts in bootstrap_counts(rng, replicates, samples.size):
-        out[start : start + counts.shape[0]] = samples.resampled(counts)
-        start += counts.shape[0]
+    with progress_bar(progress=progress, total=replicates, desc="bootstrap", unit="resample") as bar:
+        for counts in bootstrap_counts(rng, replicates, samples.size):
+            out[start : start + counts.shape[0]] = samples.resampled(counts)
+            start += counts.shape[0]
+            bar.update(counts.shape[0])
     return out
 
 

@@ -43,6 +43,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--cell", help="a competition run: the cell (its key, or a prefix of it)")
     parser.add_argument("--replication", type=count(0), default=0, help="a competition run: the replication (default 0)")
     parser.add_argument("--format", choices=["text", "json", "csv"], default="text", help="output format")
+    parser.add_argument("--force", action="store_true", help="read a log or samples file even when its estimated "
+                                                             "memory does not fit")
     parser.add_argument("--out", help="write the report to this file instead of the terminal")
     parser.set_defaults(handler=_handle)
 
@@ -71,17 +73,18 @@ def _handle(args: argparse.Namespace) -> int:
     else:
         if args.rank_certificate and not args.samples:
             raise ValueError("--rank-certificate: a log's ranking certificate needs its per-sample data: give --samples FILE")
-        log = read_log(path, args.log_format, args.greater_is_better, args.scorer)
-        samples = read_samples(args.samples, args.labels, args.scorer if args.labels else None) if args.samples else None
+        log = read_log(path, args.log_format, args.greater_is_better, args.scorer, args.force)
+        samples = (read_samples(args.samples, args.labels, args.scorer if args.labels else None, args.force)
+                   if args.samples else None)
         if samples is not None:
             unknown = sorted(set(samples.teams) - set(log.submissions.team))
             if unknown:
                 raise ValueError(f"--samples {args.samples}: team {unknown[0]!r} is not in the log {path}")
         replays = [prepare_replay(text, log, args.public_size) for text in args.mechanism]
-        report = log_report(log, selection, replays, args.seed, args.private_size, args.top)
+        report = log_report(log, selection, replays, args.seed, args.private_size, args.top, progress=None)
     if samples is not None:
         report["rank_certificate"] = certificate_records(
-            certify_ranking(samples, stream(args.seed, "rank-certificate", samples.teams, samples.size)))
+            certify_ranking(samples, stream(args.seed, "rank-certificate", samples.teams, samples.size), progress=None))
     text = write_report(report, args.format, args.top)
     if args.out:
         from ladderlab.rundir import write_atomically

@@ -56,6 +56,7 @@ from ladderlab.final_leaderboard import (
 )
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
+from ladderlab.progress import progress_bar
 from ladderlab.ranking_certificate import text_certificate
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
@@ -131,8 +132,11 @@ def prepare_replay(text: str, log: SubmissionLog, public_size: int | None) -> Me
     """The mechanism ``text`` names (``id`` or ``id(key=value, ...)``), checked before any work:
     it declares ``scores_only``, it does not depend on an unknown public-set size, and on a log
     of improvements only it draws no random numbers (see the module docstring)."""
-    mechanism_id, params = MECHANISMS.parse(text)
-    mechanism = MECHANISMS.make(mechanism_id, **(params or {}))
+    try:
+        mechanism_id, params = MECHANISMS.parse(text)
+        mechanism = MECHANISMS.make(mechanism_id, **(params or {}))
+    except ValueError as error:
+        raise ValueError(f"--mechanism {text}: {error}") from None
     if not mechanism.scores_only:
         replayable = ", ".join(i for i in MECHANISMS.ids() if MECHANISMS.get(i).scores_only)
         raise ValueError(f"--mechanism {text}: {mechanism_id!r} needs the predictions, not only their scores, "
@@ -173,11 +177,12 @@ def _board_record(name: str, board: FinalLeaderboard, top: int, **extra: Any) ->
 
 
 def log_report(log: SubmissionLog, selection: str | int, replays: list[MechanismReplay], seed: int = 0,
-               private_size: int | None = None, top: int = 10) -> dict[str, Any]:
-    """The replay report of a log: the logged leaderboard and one per replayed mechanism."""
+               private_size: int | None = None, top: int = 10, progress: bool | None = False) -> dict[str, Any]:
+    """The replay report of a log: the logged leaderboard and one per replayed mechanism
+    (``progress``: a bar over the mechanisms, each a pass over the whole log)."""
     logged = from_log(log, selection)
     boards = [_board_record("as logged", logged, top, shown="released" if "released" in log.submissions else "exact public score")]
-    for replay in replays:
+    for replay in progress_bar(replays, progress=progress, desc="replay", unit="mechanism"):
         released = replay.releases(log, seed)
         board = from_log(log, selection, shown=released, shows_last=type(replay.mechanism).releases_best)
         record = _board_record(replay.label, board, top, shown=f"{replay.label}'s releases",

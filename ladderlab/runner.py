@@ -288,13 +288,15 @@ def run_cells(
     isolation: Isolation = "none",
     secret_seed: int | None = None,
     identities: dict[str, Any] | None = None,
+    progress: bool | None = False,
 ) -> list[dict[str, Any]]:
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
     fingerprints). An extrapolation or competition cell is alone in its group and written whole;
     their files are under ``extrapolations/`` and ``competitions/``. ``identities`` holds
-    :func:`isolated_cell` of each cell under isolation."""
+    :func:`isolated_cell` of each cell under isolation. ``progress`` shows a bar over the group's
+    replications (a run in this process: the run's own bar moves per group)."""
     if isinstance(group[0], ExtrapolationCell):
         (cell,) = group
         with cell_worker():
@@ -306,7 +308,7 @@ def run_cells(
         with cell_worker():
             table = competition_cell_table(cell, seed, replications, isolation, secret_seed, teams)
             return [_write_cell(cell, table, out, tokens)]
-    rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities)
+    rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities, progress=progress)
     return write_cells(group, seed, rows, out, isolation)
 
 
@@ -318,13 +320,15 @@ def play_replications(
     secret_seed: int | None = None,
     identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
     first_rows: dict[str, dict[str, Any]] | None = None,
+    progress: bool | None = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows of ``replications`` of every cell of a transcript group (or of one competition
-    cell), by cell key, single-threaded."""
+    cell), by cell key, single-threaded (``progress``: a bar over the replications, below the run's)."""
     identities = identities or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
     with cell_worker():
-        for replication in replications:
+        for replication in progress_bar(replications, progress=progress, desc=group[0].label, unit="replication",
+                                        position=1, leave=False):
             for cell in group:
                 if replication == 0 and first_rows and cell.key in first_rows:
                     rows[cell.key].append(first_rows[cell.key])
@@ -561,9 +565,11 @@ def run(
                 rows = {cell.key: first_rows[cell.key] for cell in group} if start == 0 else None
                 jobs_to_run.append(joblib.delayed(run_piece)(index, group, scenario.seed, start, stop, secret_seed, rows))
         else:
+            in_process = backend == "loky" and isolation == "none" and jobs == 1
             jobs_to_run = [
                 joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
-                                          {cell.key: identities[cell.key] for cell in group if cell.key in identities})
+                                          {cell.key: identities[cell.key] for cell in group if cell.key in identities},
+                                          progress if in_process else False)
                 for group in groups
             ]
         played: dict[int, list[Piece]] = {}

@@ -708,6 +708,14 @@ SCORERS: dict[str, Scorer] = {
 ALIASES: dict[str, str] = {"mse": "squared", "mae": "absolute", "error": "zero-one"}
 
 
+def scorer_option(name: str, option: str = "--scorer") -> Scorer:
+    """:func:`get_scorer`, with an unknown name's error naming the ``option`` that gave it."""
+    try:
+        return get_scorer(name)
+    except ValueError as error:
+        raise ValueError(f"{option}: {error}") from None
+
+
 def get_scorer(scorer: str | Scorer) -> Scorer:
     """The scorer with this name (or alias); a scorer instance is returned as it is."""
     if isinstance(scorer, Scorer):

@@ -36,7 +36,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ladderlab.rundir import write_atomically
-from ladderlab.scoring import get_scorer
+from ladderlab.scoring import get_scorer, scorer_option
+from ladderlab.tables import refuse_repeated_columns
+from ladderlab.workload import file_reading_work, refuse_if_too_large
 
 REQUIRED = ("team", "submission_id", "team_sequence", "submitted_at", "public_score", "private_score")
 OPTIONAL = ("released", "selected")
@@ -142,17 +144,22 @@ class _Table:
 
 
 def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | None = None,
-             scorer: str | None = None) -> SubmissionLog:
+             scorer: str | None = None, force: bool = False) -> SubmissionLog:
     """Read and validate a submissions log (see the module docstring for the formats).
 
     The orientation comes from ``scorer`` (a scorer name), ``greater_is_better``, or a
-    ladderlab Parquet file's metadata; they must agree, and one of them is needed.
+    ladderlab Parquet file's metadata; they must agree, and one of them is needed. A file
+    too large to read in the memory available is refused (:class:`ladderlab.workload.TooLarge`)
+    unless ``force``.
     """
     path = Path(path)
     if format not in FORMATS:
         raise ValueError(f"--log-format {format!r}: choose from {', '.join(FORMATS)}")
+    if scorer is not None:
+        scorer_option(scorer)
     if not path.is_file():
         raise ValueError(f"{path}: no such file" + ("; a run directory is read by 'ladderlab replay RUN_DIR'" if path.is_dir() else ""))
+    refuse_if_too_large(file_reading_work(path), force, hint="a log of fewer submissions needs less")
     metadata: dict[bytes, bytes] = {}
     if path.suffix.lower() in PARQUET_SUFFIXES:
         try:
@@ -163,6 +170,7 @@ def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | N
         raw, lines = table.to_pandas(), False
     else:
         try:
+            refuse_repeated_columns(path, "a log has one column of each name")
             raw = pd.read_csv(path, dtype=str, keep_default_na=False)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as error:
             raise ValueError(f"{path}: not a readable CSV file: {error}") from None

@@ -322,6 +322,55 @@ def announce(estimate: Estimate, threshold: float = 5.0) -> None:
         print(f"ladderlab: estimated {estimate}", file=sys.stderr, flush=True)
 
 
+def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float) -> Estimate:
+    """``ladderlab serve bench``: every client keeps its uploads (``rows_per_client`` predictions of
+    ``n`` float64 values, about twice over as arrays and ``.npy`` bodies) and the server the
+    challenge's data; each of the ``settings`` (databases × mechanisms) runs every client count
+    for ``seconds`` after a warm-up of up to a second, on about two cores."""
+    from ladderlab.serve.bench import ROWS_PER_CLIENT
+
+    peak = WORKING_BYTES + 16 * ROWS_PER_CLIENT * n * max(clients) + DATA_COPIES * 8 * n
+    return Estimate(f"the server benchmark ({settings} setting(s) × {len(clients)} client count(s))", None, peak,
+                    2 * settings * (len(clients) * seconds + min(1.0, seconds)))
+
+
+BYTES_PER_CHALLENGE_ROW = 250
+"""Per holdout row of a challenge: the peak while its labels file is read and split (measured 234 B with
+``tracemalloc``; 76 B are kept)."""
+CONCURRENT_UPLOADS = 8
+"""Uploads a server reads at once, each up to the challenge's upload limit, parsed into float64 twice."""
+BYTES_PER_FILE_BYTE = 10
+"""Peak memory of pandas reading a CSV file, per byte of the file (measured 5.6 with ``tracemalloc`` on a labels
+file of ids, labels and a split column)."""
+
+
+def challenge_work(rows: int, public_rows: int, values_per_row: int, teams: int, max_upload_bytes: int) -> Estimate:
+    """A served challenge: its rows, every team's bound mechanism (:data:`BYTES_PER_ACCOUNT_ROW`
+    per public row and :data:`BYTES_PER_ACCOUNT`), and :data:`CONCURRENT_UPLOADS` uploads of the
+    largest size with their parsed predictions."""
+    uploads = CONCURRENT_UPLOADS * (max_upload_bytes + 16 * rows * values_per_row)
+    peak = (WORKING_BYTES + BYTES_PER_CHALLENGE_ROW * rows + teams * (BYTES_PER_ACCOUNT + BYTES_PER_ACCOUNT_ROW * public_rows)
+            + uploads)
+    return Estimate(f"a challenge of {_count(rows)} holdout rows and {_count(teams)} teams", None, peak, 0.0)
+
+
+def file_reading_work(path: Any) -> Estimate:
+    """Reading a table of ``path``'s size with pandas."""
+    return Estimate(f"reading {path}", None, WORKING_BYTES + BYTES_PER_FILE_BYTE * os.path.getsize(path), 0.0)
+
+
+def ranking_certificate_work(teams: int, samples: int, replicates: int) -> Estimate:
+    """``ladderlab rank-certificate``: the replicates × teams bootstrap scores, about five copies
+    over (scores, risks, ranks, ties, quantiles), the teams × samples matrix thrice, and the count
+    matrices drawn in chunks; CPU about one element cost per replicate, sample and team."""
+    from ladderlab.bootstrap import CHUNK_ELEMENTS
+
+    peak = WORKING_BYTES + 40 * replicates * teams + 24 * teams * samples + 24 * CHUNK_ELEMENTS
+    return Estimate(f"a ranking certificate of {_count(teams)} teams on {_count(samples)} samples with "
+                    f"{_count(replicates)} bootstrap resamples", None, peak,
+                    SECONDS_PER_ELEMENT * replicates * samples * (teams + 2))
+
+
 def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: int = 1000) -> Estimate:
     """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
     size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""
@@ -332,3 +381,10 @@ def add_force_option(parser: Any) -> None:
     """A command's ``--force``: run work the estimate refuses (:func:`refuse_if_too_large`)."""
     parser.add_argument("--force", action="store_true",
                         help="run even when the estimated memory exceeds what is available (see docs/run-directories.md)")
+
+
+def check_work(work: Any, force: bool, hint: str) -> None:
+    """Refuse work that cannot fit in memory (:func:`refuse_if_too_large`), and say what long
+    work will cost (:func:`announce`)."""
+    refuse_if_too_large(work, force, hint=hint)
+    announce(work)

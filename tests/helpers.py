@@ -101,6 +101,11 @@ def launch_chromium(playwright):
     )
 
 
+def files_in(folder) -> dict[str, bytes]:
+    """Every file under ``folder`` and its bytes: what a refused command must leave as it was."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
 def assert_one_line_error(capsys, code: int, words: list[str]) -> None:
     """The command line refused its input: exit code 2, one line ``ladderlab: error: …`` on
     standard error holding every word, and no traceback."""

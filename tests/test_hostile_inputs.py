@@ -27,7 +27,7 @@ from ladderlab.scenario import ScenarioError, load, preflight
 from ladderlab.stats import (accuracy_curve, best_of_m, estimate_sota, exponential_extrapolation,
                              simulate_best_of_m)
 from ladderlab.stats.class_scores import read_observed_classes
-from tests.helpers import assert_one_line_error
+from tests.helpers import assert_one_line_error, files_in
 
 COMPETITION = """
 schema_version = 1
@@ -328,9 +328,6 @@ RUN_CASES = [
 ]
 
 
-def _files(folder) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
-
 
 @pytest.fixture
 def inputs(tmp_path):
@@ -341,10 +338,10 @@ def inputs(tmp_path):
 
 @pytest.mark.parametrize(("line", "words"), CERTIFY_CASES + EXTRAPOLATE_CASES + SOTA_CASES + RUN_CASES)
 def test_bad_command_lines_are_refused_in_one_line_and_change_nothing(inputs, capsys, line, words):
-    before = _files(inputs)
+    before = files_in(inputs)
     code = main([part.format(tmp=inputs) for part in shlex.split(line)])
     assert_one_line_error(capsys, code, [word.format(tmp=inputs) for word in words])
-    assert _files(inputs) == before
+    assert files_in(inputs) == before
 
 
 # --- the Python API ------------------------------------------------------------------------

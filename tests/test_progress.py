@@ -52,3 +52,44 @@ def test_bench_times_a_certificate_with_its_workers_cpu(monkeypatch, capsys):
     assert cli.main(["--quiet", "bench", "--certify", "--jobs", "2"]) == 0
     line = capsys.readouterr().out
     assert "--jobs 2" in line and "safe budget 0" in line and "workers included" in line
+
+
+def test_a_serial_run_shows_each_cells_replications_and_the_bar_changes_no_result(tmp_path, capsys):
+    from ladderlab import runner
+    from tests.helpers import scenario_file
+
+    path = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }')
+    quiet = runner.run(path, tmp_path / "quiet", jobs=1, progress=False)
+    assert "replication" not in capsys.readouterr().err
+    shown = runner.run(path, tmp_path / "shown", jobs=1, progress=True)
+    drawn = capsys.readouterr().err
+    assert "0/3 [" in drawn and "replication/s" in drawn  # each cell: 3 replications, below the run's bar
+    assert shown.drop(columns=[c for c in shown.columns if "time" in c or "seconds" in c]).equals(
+        quiet.drop(columns=[c for c in quiet.columns if "time" in c or "seconds" in c]))
+
+
+def test_the_ranking_bootstrap_shows_its_resamples_and_the_bar_changes_no_result(capsys):
+    from ladderlab.private_samples import PrivateSamples
+    from ladderlab.ranking_certificate import bootstrap_scores
+
+    samples = PrivateSamples(["a", "b"], list(range(5)), losses=np.arange(10.0).reshape(2, 5), source="test")
+    quiet = bootstrap_scores(samples, np.random.default_rng(1), 40)
+    assert capsys.readouterr().err == ""
+    shown = bootstrap_scores(samples, np.random.default_rng(1), 40, progress=True)
+    assert "bootstrap" in capsys.readouterr().err
+    assert np.array_equal(shown, quiet)
+
+
+def test_replaying_mechanisms_over_a_log_shows_each_and_the_bar_changes_no_report(tmp_path, capsys):
+    from ladderlab.replay_report import log_report, prepare_replay
+    from ladderlab.submission_log import read_log
+    from tests.test_replay import FOUR_TEAMS, ladderlab_log, write_csv
+
+    log = read_log(write_csv(tmp_path, ladderlab_log(FOUR_TEAMS)), greater_is_better=False)
+    replays = [prepare_replay("ladder(eta=0.05)", log, None), prepare_replay("kaggle", log, None)]
+    quiet = log_report(log, 2, replays)
+    assert capsys.readouterr().err == ""
+    shown = log_report(log, 2, replays, progress=True)
+    drawn = capsys.readouterr().err
+    assert "replay" in drawn and "2/2" in drawn
+    assert shown == quiet

@@ -29,6 +29,8 @@ import numpy as np
 
 BENCH_MECHANISMS = {"ladder": {"eta": 0.01}, "ladder-boot": {"b": 100}}
 ROWS_PER_CLIENT = 32
+MAX_CLIENTS = 256
+"""The most concurrent clients: each is a thread here and a keep-alive connection to the server."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgresql"], choices=["sqlite", "postgresql"],
                         help="where the log lives (default: both)")
     parser.add_argument("--seconds", type=positive, default=5.0, help="measured time per setting (default 5)")
+    parser.add_argument("--force", action="store_true", help="run even when the estimated memory does not fit")
     parser.add_argument("--out", help="also write the results as a Markdown table to this file (docs/serve-bench.txt)")
     parser.set_defaults(handler=_run)
 
@@ -214,10 +217,16 @@ def _run(args: argparse.Namespace) -> int:
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
-    if args.out:
-        from ladderlab.arguments import output_file
+    from ladderlab.arguments import output_file
+    from ladderlab.workload import check_work, serve_bench_work
 
+    if max(args.clients) > MAX_CLIENTS:
+        raise ValueError(f"--clients {max(args.clients)}: at most {MAX_CLIENTS} (each client is a thread and a "
+                         "connection to the server)")
+    if args.out:
         output_file("--out", args.out)
+    check_work(serve_bench_work(args.n, args.clients, len(args.databases) * len(args.mechanisms), args.seconds),
+               args.force, "a smaller --n or fewer --clients needs less")
     if "postgresql" in args.databases:
         from ladderlab.serve.postgres import unavailable
 
@@ -229,8 +238,15 @@ def _run(args: argparse.Namespace) -> int:
     print("latency: one upload's round trip; CPU per submission: the server process's user + system time; bare: "
           "scoring the same uploads in process; overhead = server − bare; load: the 1-minute load average")
     print(HEADER)
-    results = measure(args.n, args.clients, args.mechanisms, args.databases, args.seconds,
-                      lambda result: print(line(result), flush=True))
+    from ladderlab.progress import progress_bar
+
+    settings = len(args.databases) * len(args.mechanisms) * len(args.clients)
+    with progress_bar(total=settings, desc="serve bench", unit="setting") as bar:
+        def report(result: Measurement) -> None:
+            bar.write(line(result))
+            bar.update()
+
+        results = measure(args.n, args.clients, args.mechanisms, args.databases, args.seconds, report)
     if args.out:
         from ladderlab.rundir import write_atomically
 

@@ -37,13 +37,15 @@ def _add_state_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", help="folder of the secret and the SQLite log (default: <challenge folder>/<name>-state)")
     parser.add_argument("--database", help="SQLAlchemy URL of the log, e.g. postgresql+psycopg://user@host/db "
                                            "(default: SQLite in the state folder)")
+    parser.add_argument("--force", action="store_true", help="load the challenge even when its estimated memory "
+                                                             "does not fit")
     parser.add_argument("--secret", help="file of the secret seed of the mechanisms' streams (default: <state>/secret; "
                                          "created with 128 random bits if missing)")
 
 
 def add_subcommands(commands: argparse._SubParsersAction) -> None:
     """Register ``serve`` (with ``verify`` and ``bench``) and ``attack``."""
-    from ladderlab.arguments import count
+    from ladderlab.arguments import count, port
 
     serve = commands.add_parser(
         "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
@@ -55,7 +57,7 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--demo", action="store_true", help="serve a demo challenge on built-in data (written to --state, "
                                                            "default ./ladderlab-demo)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=count(0), default=8000, help="port (default 8000; 0: any free port)")
+    serve.add_argument("--port", type=port, default=8000, help="port (default 8000; 0: any free port)")
     _add_state_options(serve)
     serve.add_argument("--uncertified", action="store_true",
                        help="serve even where the challenge's certificate does not cover its mechanism, parameters, "
@@ -84,21 +86,40 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     attack.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
     attack.add_argument("--token", required=True, help="the team's token")
     attack.add_argument("--attack", required=True, help="an attack id with parameters, e.g. 'hill-climbing(block=32)'")
-    attack.add_argument("--budget", type=count(0), help="the most submissions to make (default: what the caps allow)")
+    attack.add_argument("--budget", type=count(1), help="the most submissions to make (default: what the caps allow)")
     attack.add_argument("--seed", type=count(0), default=0, help="root seed of the attacker's coins (default 0)")
     attack.add_argument("--final-out", metavar="FILE", help="write the attack's final prediction here (CSV by id)")
     attack.add_argument("--submit-final", action="store_true", help="submit the final prediction too (counts against the caps)")
     attack.set_defaults(handler=_attack)
 
 
-def _state(args: argparse.Namespace, challenge: Any) -> tuple[Path, str, int]:
+def _state(args: argparse.Namespace, challenge: Any, create: bool = True) -> tuple[Path, str, int]:
+    """The state folder, the log's URL and the secret seed; ``create=False`` (verifying a log)
+    creates nothing and refuses a state that does not exist."""
     from ladderlab.seeding import read_secret_seed
-    from ladderlab.serve.storage import sqlite_url
+    from sqlalchemy import make_url
+
+    from ladderlab.serve.storage import checked_url, sqlite_url
 
     state = Path(args.state) if args.state else challenge.path.parent / f"{challenge.name}-state"
+    if state.exists() and not state.is_dir():
+        raise ValueError(f"--state {state}: is a file, not a folder")
+    url = args.database or sqlite_url(state / "log.sqlite")
+    database = (checked_url(url) if args.database else make_url(url)).database
+    secret_path = Path(args.secret) if args.secret else state / "secret"
+    if secret_path.is_dir():
+        raise ValueError(f"--secret {secret_path}: is a directory, not a secret seed file")
+    if not create:
+        if url.startswith("sqlite") and not (database and Path(database).is_file()):
+            where = f"--database {url}" if args.database else f"--state {state}"
+            raise ValueError(f"{where}: no log here; 'ladderlab serve {challenge.path}' starts one, or give the "
+                             "--state or --database it was started with")
+        if not secret_path.is_file():
+            raise ValueError(f"--secret {secret_path}: no such file; give the secret the log was started with")
+    if secret_path.is_file():
+        read_secret_seed(secret_path)  # a bad secret file is refused before the state folder is made
     state.mkdir(parents=True, exist_ok=True)
-    secret = read_secret_seed(args.secret or state / "secret")
-    return state, args.database or sqlite_url(state / "log.sqlite"), secret
+    return state, url, read_secret_seed(secret_path)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -117,14 +138,16 @@ def _serve(args: argparse.Namespace) -> int:
         path = write_demo(Path(args.state))
     else:
         path = Path(args.target)
-    challenge = challenges.load(path)
+    challenge = challenges.load(path, args.force)
+    if args.reissue is not None:
+        _check_reissue(challenge, args.reissue)
     problems = challenges.certificate_problems(challenge)
     if problems and not (args.uncertified or args.demo):
         raise ArgumentError(f"{path}: the certificate does not cover this challenge: {'; '.join(problems)} "
                             "(--uncertified serves it anyway)")
+    _, url, secret = _state(args, challenge)
     for problem in problems:
         print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
-    _, url, secret = _state(args, challenge)
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage
 
@@ -148,6 +171,14 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_reissue(challenge: Any, name: str) -> None:
+    from ladderlab.challenge import RESERVED_TEAM_NAMES
+
+    names = [team.name for team in challenge.spec.teams] + list(RESERVED_TEAM_NAMES)
+    if name not in names:
+        raise ValueError(f"--reissue {name!r}: not a team of {challenge.path} (teams: {', '.join(names)})")
+
+
 def _verify(args: argparse.Namespace) -> int:
     from ladderlab.serve import require_server_extra
 
@@ -156,11 +187,15 @@ def _verify(args: argparse.Namespace) -> int:
     from ladderlab.serve import replay
     from ladderlab.serve.storage import Storage, StorageError
 
-    challenge = challenges.load(args.challenge_file)
-    _, url, secret = _state(args, challenge)
+    challenge = challenges.load(args.challenge_file, args.force)
+    _, url, secret = _state(args, challenge, create=False)
     storage = Storage(url)
+    if not storage.has_log():
+        storage.close()
+        raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
+                         f"{challenge.path}' starts one")
     try:
-        states, count = replay.rebuild(challenge, storage, secret)
+        states, count = replay.rebuild(challenge, storage, secret, progress=None)
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return 1

@@ -22,7 +22,7 @@ import json
 import secrets
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,13 +44,28 @@ class RemoteError(RuntimeError):
     """No server answered, or it answered something the client cannot use; the message says which."""
 
 
+def check_address(url: str, token: str) -> SplitResult:
+    """``url`` split, when it is a server's address (``http(s)://host[:port][/path]``, or
+    ``host:port``) and ``token`` (empty: anonymous) can travel in an HTTP header; ``ValueError``
+    naming either if not."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (parts.scheme not in ("http", "https") or not parts.hostname or port == -1
+            or any(character.isspace() or not character.isprintable() for character in parts.netloc)):
+        raise ValueError(f"URL {url!r}: give the server's address, e.g. http://127.0.0.1:8000")
+    if not token.isascii() or not token.isprintable() or any(character.isspace() for character in token):
+        raise ValueError(f"--token {token!r}: a token is the printable text 'ladderlab serve' issued, without spaces")
+    return parts
+
+
 class Connection:
     """One keep-alive HTTP connection to a server, with the team's token, that reconnects."""
 
     def __init__(self, url: str, token: str, timeout: float = 120.0):
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"URL {url!r}: give the server's address, e.g. http://127.0.0.1:8000")
+        parts = check_address(url, token)
         self.base = parts.path.rstrip("/")
         self._factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         self._address = (parts.hostname, parts.port)
@@ -117,6 +132,8 @@ class RemoteBoard:
     def __init__(self, url: str, token: str, budget: int | None = None):
         if budget is not None and budget < 0:
             raise ValueError(f"budget must be ≥ 0 or None, got {budget}")
+        if not token:
+            raise ValueError("--token '': a team plays with the token 'ladderlab serve' issued it")
         self._connection = Connection(url, token)
         self.challenge = self._connection.json("GET", "/api/challenge")
         me = self._connection.json("GET", "/api/me")
@@ -199,13 +216,13 @@ def play_remote(url: str, token: str, attack: Attack, budget: int | None, seed: 
                 ) -> tuple[RemoteBoard, NDArray[np.float64]]:
     """Play ``attack`` against the server at ``url`` as the team of ``token``; return its board
     (the transcript) and its final prediction."""
+    attack.validate_params()
     board = RemoteBoard(url, token, budget)
     try:
         data = board.public_data()
         reason = attack.incompatibility(data)
         if reason:
             raise ValueError(reason)
-        attack.validate_params()
         final = np.asarray(attack.run(board, data, attack_stream(seed, attack)), dtype=np.float64)
     finally:
         board.close()

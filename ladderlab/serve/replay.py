@@ -11,6 +11,7 @@ other processes appended, and ``ladderlab serve verify`` checks a whole log.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from ladderlab.board import Board, Leaderboard
 from ladderlab.challenge import Challenge
 from ladderlab.duel import open_board
+from ladderlab.progress import progress_bar
 from ladderlab.seeding import stream
 from ladderlab.serve.storage import Entry, Storage, StorageError
 
@@ -73,9 +75,11 @@ def score(state: MechanismState, P: np.ndarray) -> tuple[dict[str, np.ndarray], 
     return records, ["accepted" if start + row in accepted else "rejected" for row in range(P.shape[0])]
 
 
-def apply(state: MechanismState, entries: list[Entry], storage: Storage, connection: object | None = None) -> None:
+def apply(state: MechanismState, entries: list[Entry], storage: Storage, connection: object | None = None,
+          done: Callable[[int], object] = lambda count: None) -> None:
     """Feed logged entries through the state's mechanism, in order, and check that it gives
-    back what the log says; :class:`StorageError` names the first entry that differs."""
+    back what the log says; :class:`StorageError` names the first entry that differs.
+    ``done`` is told how many entries each chunk applied (a progress bar's ``update``)."""
     for start in range(0, len(entries), REPLAY_ROWS):
         chunk = entries[start : start + REPLAY_ROWS]
         stored = storage.load_predictions([entry.prediction_sha256 for entry in chunk], connection)
@@ -93,26 +97,27 @@ def apply(state: MechanismState, entries: list[Entry], storage: Storage, connect
                     "says otherwise than the mechanism does now (changed labels, mechanism code or secret?)")
         state.last_id = chunk[-1].submission_id
         state.applied += len(chunk)
+        done(len(chunk))
 
 
 def _same_bits(values: tuple[float, ...], logged: tuple[float, ...]) -> bool:
     return np.array_equal(np.array(values, dtype=np.float64).view(np.int64), np.array(logged, dtype=np.float64).view(np.int64))
 
 
-def rebuild(challenge: Challenge, storage: Storage, secret_seed: int) -> tuple[dict[str | None, MechanismState], int]:
+def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: bool | None = False
+            ) -> tuple[dict[str | None, MechanismState], int]:
     """Verify the chain and replay the whole log; return the states by team (or the shared
-    state under :data:`SHARED`) and the number of entries replayed."""
+    state under :data:`SHARED`) and the number of entries replayed. ``progress`` shows a bar
+    of the entries replayed (None: when standard error is a terminal)."""
     entries = storage.verify_chain(challenge.identity())
     shared = type(challenge.mechanism()).shared_state
     states: dict[str | None, MechanismState] = {}
-    if shared:
-        states[SHARED] = fresh_state(challenge, secret_seed, None)
-        apply(states[SHARED], entries, storage)
-        return states, len(entries)
-    by_team: dict[str, list[Entry]] = {}
-    for entry in entries:
-        by_team.setdefault(entry.team, []).append(entry)
-    for team, team_entries in by_team.items():
-        states[team] = fresh_state(challenge, secret_seed, team)
-        apply(states[team], team_entries, storage)
+    by_team: dict[str | None, list[Entry]] = {SHARED: entries} if shared else {}
+    if not shared:
+        for entry in entries:
+            by_team.setdefault(entry.team, []).append(entry)
+    with progress_bar(progress=progress, total=len(entries), desc="replay", unit="submission") as bar:
+        for team, team_entries in by_team.items():
+            states[team] = fresh_state(challenge, secret_seed, team)
+            apply(states[team], team_entries, storage, done=bar.update)
     return states, len(entries)

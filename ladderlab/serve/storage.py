@@ -214,6 +214,25 @@ def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path).resolve()}"
 
 
+def checked_url(url: str) -> sa.URL:
+    """``url`` parsed as a SQLAlchemy database URL of SQLite or PostgreSQL, whose SQLite file
+    lies in an existing folder; ``ValueError`` naming ``--database`` and the value if not."""
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        raise ValueError(f"--database {url!r}: not a database URL; give e.g. sqlite:///PATH or "
+                         "postgresql+psycopg://user@host/db") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ValueError(f"--database {parsed.render_as_string(hide_password=True)!r}: ladderlab keeps its log in SQLite or PostgreSQL, "
+                         f"not {parsed.get_backend_name()!r}")
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        folder = Path(parsed.database).parent
+        if not folder.is_dir():
+            raise ValueError(f"--database {parsed.render_as_string(hide_password=True)!r}: the folder {folder} "
+                             "does not exist")
+    return parsed
+
+
 class Storage:
     """The log in one database; every method that writes runs in one transaction.
 
@@ -223,6 +242,7 @@ class Storage:
     """
 
     def __init__(self, url: str, full_sync: bool = False, background_checkpoints: bool = False):
+        checked_url(url)
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self._checkpointer: threading.Thread | None = None
@@ -328,6 +348,10 @@ class Storage:
             raise StorageError(f"{self.display_url()} was written with another secret: give the secret file it was "
                                "started with (--secret)")
         return False
+
+    def has_log(self) -> bool:
+        """Whether the database holds a log (its metadata table), without creating anything."""
+        return sa.inspect(self.engine).has_table(meta.name)
 
     def display_url(self) -> str:
         return sa.make_url(self.url).render_as_string(hide_password=True)

@@ -27,6 +27,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ladderlab.stats.extrapolation import outscored_counts
+from ladderlab.tables import refuse_repeated_columns
 
 LABEL_COLUMN = "label"
 InputFormat = Literal["auto", "ranks", "scores"]
@@ -87,11 +88,8 @@ def read_scores(path: str | Path, k: int | None = None) -> ObservedClasses:
         table = pd.read_csv(path, comment="#", skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise ValueError(f"{path}: not a CSV score matrix: {str(error).strip()}") from None
-    header = pd.read_csv(path, comment="#", skipinitialspace=True, header=None, nrows=1, dtype=str).iloc[0]
-    repeated = header[header.duplicated()]
-    if not repeated.empty:
-        raise ValueError(f"{path}: column {repeated.iloc[0]!r} appears twice in the header; each class (and "
-                         f"{LABEL_COLUMN!r}) needs one column")
+    refuse_repeated_columns(path, f"each class (and {LABEL_COLUMN!r}) needs one column", comment="#",
+                            skipinitialspace=True)
     if LABEL_COLUMN not in table.columns:
         raise ValueError(f"{path}: no {LABEL_COLUMN!r} column naming each row's correct class "
                          f"(columns: {', '.join(map(str, table.columns))})")
