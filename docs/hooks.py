@@ -33,7 +33,8 @@ def schema_tables() -> str:
     """One Markdown table per model of the scenario schema: key, type, default, description."""
     from pydantic_core import PydanticUndefined
 
-    from ladderlab import competition_scenario, extrapolation_scenario, scenario
+    from ladderlab import extrapolation_scenario, scenario
+    from ladderlab.competition import scenario as competition_scenario
     from ladderlab.schema import StrictModel
 
     models = [model for module in (scenario, competition_scenario, extrapolation_scenario) for model in vars(module).values()

@@ -26,7 +26,7 @@ model is the intercept alone. Its final prediction is its current θ
 without a probe. Labels are thresholded at 1/2 for the 0/1 loss and accuracy;
 log loss gets the probability.
 
-Many analysts of one kind play as a :class:`~ladderlab.cohort.Cohort`
+Many analysts of one kind play as a :class:`~ladderlab.competition.cohort.Cohort`
 (:class:`AnalystCohort`): their states are arrays, one random stream per member, and the
 updates of a batch are array operations across members. Every reduction (a member's mean
 risk, its gradient estimate, its logits) is computed for one member at a time, and the
@@ -44,7 +44,7 @@ import numpy as np
 
 from ladderlab.attack import Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.cohort import Cohort, IntArray, play_alone
+from ladderlab.competition.cohort import Cohort, IntArray, play_alone
 from ladderlab.params import Interval
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.tasks import PublicData

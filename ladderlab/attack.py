@@ -18,7 +18,7 @@ from ladderlab.plugin import Plugin
 from ladderlab.tasks import PublicData, TaskType
 
 if TYPE_CHECKING:
-    from ladderlab.cohort import Cohort
+    from ladderlab.competition.cohort import Cohort
 
 SUBMISSION_CHUNK_ELEMENTS = 1 << 22
 """The most prediction values an attack builds for one ``submit_many`` call (32 MiB of
@@ -81,7 +81,7 @@ class Attack(Plugin):
 
     def cohort(self, data: PublicData, rngs: list[np.random.Generator]) -> Cohort | None:
         """Many teams playing this attack (with these parameters) in lockstep, member i with the
-        stream ``rngs[i]`` (:mod:`ladderlab.cohort`), for a competition to play them at once; None
+        stream ``rngs[i]`` (:mod:`ladderlab.competition.cohort`), for a competition to play them at once; None
         (the default): each team runs ``run`` on its own."""
         return None
 

@@ -45,7 +45,6 @@ import hashlib
 import json
 import math
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable

@@ -21,13 +21,15 @@ import functools
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ladderlab.challenge import Challenge, ChallengeError, load
 from ladderlab.params import InstanceOf
 from ladderlab.tasks import Split, Task, TaskType
+
+if TYPE_CHECKING:  # the challenge module (pandas, the scenario tables) is imported when a challenge is read
+    from ladderlab.challenge import Challenge
 
 _LOADED: dict[tuple[Any, ...], tuple[Challenge, str]] = {}
 _LOADED_LIMIT = 8
@@ -42,6 +44,8 @@ def load_challenge(path: str | Path) -> tuple[Challenge, str]:
     stamp = _stamp(path)
     key = (str(path), stamp, *(_stamp(file) for file in _named_files(path, stamp)))
     if key not in _LOADED:
+        from ladderlab.challenge import load
+
         challenge = load(path)
         split, public = challenge.split, challenge.split.public
         for array in (split.y_holdout, split.public_rows, split.final_rows, public.X_train, public.y_train,
@@ -117,6 +121,8 @@ class ChallengeTask(Task):
         return self.challenge.split.public.scorer
 
     def _check_params(self) -> None:
+        from ladderlab.challenge import ChallengeError
+
         try:
             self.data_fingerprint()
         except ChallengeError as error:

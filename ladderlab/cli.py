@@ -148,7 +148,8 @@ def _report(args: argparse.Namespace) -> int:
     arguments.output_file("--out", args.out)
     arguments.output_file("--html", args.html)
     arguments.output_folder("--plots", args.plots)
-    from ladderlab import competition_report, extrapolation_report, plots, report, report_formats
+    from ladderlab import extrapolation_report, plots, report, report_formats
+    from ladderlab.competition import report as competition_report
 
     run = report.load_run(args.run_dir)
     for line in report.status_lines(run):
@@ -329,7 +330,7 @@ def _certify(args: argparse.Namespace) -> int:
                              f"with --accounts {args.accounts}")
         return tune.run_command(args, attacks, out)
     if args.competition:
-        from ladderlab import competition_certificate
+        from ladderlab.competition import certificate as competition_certificate
 
         try:
             competitions = competition_certificate.competition_scenario(args.mechanism, arguments.parse_params(args.param),
@@ -583,7 +584,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
 
-    from ladderlab import competition_benchmark, realism
+    from ladderlab.competition import benchmark as competition_benchmark
+    from ladderlab.competition import realism
 
     competition_benchmark.add_subcommand(commands)
     realism.add_subcommand(commands)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ladderlab.competition_measures import leaderboard_measures, rank_correlations
+from ladderlab.competition.measures import leaderboard_measures, rank_correlations
 from ladderlab.submission_log import SubmissionLog
 
 FloatArray = NDArray[np.float64]
@@ -51,7 +51,7 @@ class FinalLeaderboard:
         return bool(np.isfinite(self.private).all()) and len(self.teams) > 0
 
     def measures(self) -> dict[str, float]:
-        """:func:`ladderlab.competition_measures.leaderboard_measures` (empty without private scores)."""
+        """:func:`ladderlab.competition.measures.leaderboard_measures` (empty without private scores)."""
         return leaderboard_measures(self.public, self.private, self.sign) if self.has_private else {}
 
     def table(self, top: int | None = None) -> pd.DataFrame:
@@ -144,7 +144,7 @@ def _selected(frame: pd.DataFrame, rows: pd.DataFrame, rule: str | int) -> pd.Se
 
 def from_competition_row(row: Any) -> FinalLeaderboard:
     """The final leaderboard of one replication of a competition cell (a row of
-    :func:`ladderlab.competition_results.load_competition_results` with ``teams=True``),
+    :func:`ladderlab.competition.results.load_competition_results` with ``teams=True``),
     teams in the engine's order (as its measures break ties), named by group and number."""
     labels = list(row.team_labels)
     counters: dict[str, int] = {}

@@ -38,7 +38,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
-from ladderlab.determinism import single_threaded
 from ladderlab.mechanism import check_repeats
 from ladderlab.params import ParameterError
 from ladderlab.sandbox import SourceFile, View, require, sandbox_for

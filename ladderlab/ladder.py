@@ -176,7 +176,7 @@ def beats(risks: FloatArray | float, reference: float, margins: FloatArray | flo
 
 def beats_each(risks: FloatArray, references: FloatArray, margins: FloatArray | float) -> NDArray[np.bool_]:
     """:func:`beats` element by element, each risk against its own reference (the Ladders of many
-    accounts at once, :mod:`ladderlab.mechanism_bank`): the same operations, so the same decisions."""
+    accounts at once, :mod:`ladderlab.competition.banks`): the same operations, so the same decisions."""
     with np.errstate(invalid="ignore"):
         finite = risks < references - margins - TIE_TOLERANCE * np.maximum(1.0, np.abs(references))
     return np.where(np.isfinite(references), finite, risks < references)

@@ -178,7 +178,7 @@ def _labels(path: Path, samples: list[str]) -> FloatArray:
 
 def from_competition_run(row: Any) -> PrivateSamples:
     """Each team's counted prediction on the private rows of one replication of a competition
-    run (a row of :func:`ladderlab.competition_results.load_competition_results`), by playing
+    run (a row of :func:`ladderlab.competition.results.load_competition_results`), by playing
     it again from its seed: same seed, same transcript. A replay whose scores differ from the
     run's (other code, or another version of a plugin) is an error."""
     from ladderlab.competition import Rules, TeamSpec, compete

@@ -4,7 +4,7 @@ measures, and what a mechanism would have released had it run.
 The report of a log (:mod:`ladderlab.submission_log`) or of one replication of a competition
 run directory: the final leaderboard (:mod:`ladderlab.final_leaderboard`) and its shake-up,
 measured by the code that measures simulated competitions
-(:func:`ladderlab.competition_measures.leaderboard_measures`: public–private Spearman and
+(:func:`ladderlab.competition.measures.leaderboard_measures`: public–private Spearman and
 Kendall, top-10 overlap, the private winner's public − private gap, the private rank of the
 public winner), and the multiplicity-adjusted state of the art (Møllersen & Holsbø v2,
 Sec. 5) where the scores are accuracies of a known number of private samples.
@@ -42,7 +42,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from sklearn.base import clone
 
-from ladderlab.competition_measures import state_of_the_art
+from ladderlab.competition.measures import state_of_the_art
 from ladderlab.duel import spec
 from ladderlab.final_leaderboard import (
     FinalLeaderboard,
@@ -333,7 +333,7 @@ def write_report(report: dict[str, Any], form: str, top: int | None = None) -> s
 def competition_row(run_dir: Path, cell: str | None, replication: int) -> Any:
     """One finished replication of a competition cell of a run directory, chosen by ``cell`` (a
     key or its prefix; needed when the run has several) and ``replication``."""
-    from ladderlab.competition_results import load_competition_results
+    from ladderlab.competition.results import load_competition_results
 
     if not (run_dir / "manifest.json").is_file():
         raise ValueError(f"{run_dir} is not a run directory: it has no manifest.json (made by 'ladderlab run'); "

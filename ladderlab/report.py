@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ladderlab import rundir
-from ladderlab.competition_results import read_competition_files, status_lines as competition_status_lines
+from ladderlab.competition.results import read_competition_files, status_lines as competition_status_lines
 from ladderlab.naming import plugin_label
 from ladderlab.report_tables import interval_text as _interval_text
 from ladderlab.replications import DUEL_MEASURES, median_interval, status_counts, summary_columns
@@ -164,7 +164,7 @@ class Run:
     damaged: dict[str, str] = field(default_factory=dict)
     expected_competitions: list[dict[str, Any]] = field(default_factory=list)
     competitions: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """One row per competition replication (see :mod:`ladderlab.competition_scenario`)."""
+    """One row per competition replication (see :mod:`ladderlab.competition.scenario`)."""
 
     @property
     def status(self) -> RunStatus:

@@ -9,7 +9,7 @@ Every format carries every section a run has (:class:`ladderlab.report_tables.Se
   scenario has up to 120,000 of them);
 - ``competitions``, ``competition_replications``, ``competition_groups``: the competition
   measures summarised per cell, per replication, and per team group
-  (:mod:`ladderlab.competition_results`);
+  (:mod:`ladderlab.competition.results`);
 - ``certificate``: the battery rows of ``ladderlab certify`` when the run directory holds
   its certificate (``certificate.json``); text and Markdown show the certificate as
   ``certify`` writes it for people;
@@ -34,7 +34,8 @@ from typing import Any
 
 import pandas as pd
 
-from ladderlab import certify, competition_results, extrapolation_report, paper_values, zoo
+from ladderlab import certify, extrapolation_report, paper_values, zoo
+from ladderlab.competition import results as competition_results
 from ladderlab.naming import plugin_label
 from ladderlab.report import Run, status_lines, summary
 from ladderlab.rundir import write_atomically

@@ -15,8 +15,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ladderlab import competition_report, plots
-from ladderlab.competition_results import rules_label
+from ladderlab import plots
+from ladderlab.competition import report as competition_report
+from ladderlab.competition.results import rules_label
 from ladderlab.naming import plugin_label
 from ladderlab.report import Run, status_lines
 from ladderlab.report_formats import HEADLINES, provenance, sections

@@ -63,10 +63,10 @@ from ladderlab.memory import retain_freed_memory
 from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.competition_scenario import CompetitionCell
-from ladderlab.competition_results import cell_table as competition_cell_table
-from ladderlab.competition_results import rows_table as competition_table
-from ladderlab.competition_results import run_replication as play_competition_replication
+from ladderlab.competition.scenario import CompetitionCell
+from ladderlab.competition.results import cell_table as competition_cell_table
+from ladderlab.competition.results import rows_table as competition_table
+from ladderlab.competition.results import run_replication as play_competition_replication
 from ladderlab.extrapolation_scenario import ExtrapolationCell
 from ladderlab.extrapolation_scenario import cell_table as extrapolation_cell_table
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight, transcript_groups
@@ -387,7 +387,7 @@ def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] 
             tokens[role] = rundir.fingerprint_token(prints[0]) if prints else None
         else:
             tokens[role] = rundir.fingerprint_token(rundir.fingerprint(registry.get(plugin_id)))
-    data = TASKS.make(cell.task[0], **cell.task[1]).data_fingerprint()
+    data = None if isinstance(cell, ExtrapolationCell) else TASKS.make(cell.task[0], **cell.task[1]).data_fingerprint()
     if data is not None:
         tokens["task"] = f"{tokens['task']}:data {data[:16]}"
     return tokens

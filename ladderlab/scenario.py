@@ -35,7 +35,7 @@ public size), its ``params`` added to every grid point; a matrix with
 regression attack on a classification task) instead of recording them as
 skipped. The ``zoo`` scenario uses both.
 
-``[[competition]]`` tables (:mod:`ladderlab.competition_scenario`) and ``[[extrapolation]]``
+``[[competition]]`` tables (:mod:`ladderlab.competition.scenario`) and ``[[extrapolation]]``
 tables (:mod:`ladderlab.extrapolation_scenario`: Zheng et al.'s Figure 3 experiment) have cells
 of their own, listed after the duels'.
 
@@ -62,9 +62,9 @@ from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.paper_values import PaperValue, locate
 from ladderlab.params import INT64_LIMIT, ParameterError
 from ladderlab.plugin import Plugin
-from ladderlab.competition_scenario import KEYS as COMPETITION_KEYS
+from ladderlab.competition.scenario import KEYS as COMPETITION_KEYS
 from ladderlab.competition import Rules, public_rows
-from ladderlab.competition_scenario import CompetitionCell, CompetitionMatrix, competition_cells
+from ladderlab.competition.scenario import CompetitionCell, CompetitionMatrix, competition_cells
 from ladderlab.extrapolation_scenario import KEYS as EXTRAPOLATION_KEYS
 from ladderlab.extrapolation_scenario import ExtrapolationCell, ExtrapolationTable, extrapolation_cells
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry

@@ -225,7 +225,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     (:class:`TooLarge`, unless ``force``); the others are drawn once, at a fixed seed, to
     measure them and to ask each attack how many submissions it makes."""
     from ladderlab.competition import Rules
-    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.extrapolation_scenario import ExtrapolationCell
     from ladderlab.registry import ATTACKS
     from ladderlab.scenario import cells, transcript_groups
@@ -322,14 +322,12 @@ def announce(estimate: Estimate, threshold: float = 5.0) -> None:
         print(f"ladderlab: estimated {estimate}", file=sys.stderr, flush=True)
 
 
-def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float) -> Estimate:
+def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float, rows_per_client: int) -> Estimate:
     """``ladderlab serve bench``: every client keeps its uploads (``rows_per_client`` predictions of
     ``n`` float64 values, about twice over as arrays and ``.npy`` bodies) and the server the
     challenge's data; each of the ``settings`` (databases × mechanisms) runs every client count
     for ``seconds`` after a warm-up of up to a second, on about two cores."""
-    from ladderlab.serve.bench import ROWS_PER_CLIENT
-
-    peak = WORKING_BYTES + 16 * ROWS_PER_CLIENT * n * max(clients) + DATA_COPIES * 8 * n
+    peak = WORKING_BYTES + 16 * rows_per_client * n * max(clients) + DATA_COPIES * 8 * n
     return Estimate(f"the server benchmark ({settings} setting(s) × {len(clients)} client count(s))", None, peak,
                     2 * settings * (len(clients) * seconds + min(1.0, seconds)))
 

@@ -71,7 +71,7 @@ teams = [
 def test_competitions_agree_value_for_value_on_every_backend(tmp_path):
     """Every measure and every team's scores, serially, with loky (which splits a cell's replications
     into ranges played by different workers) and on a Dask cluster of two worker processes."""
-    from ladderlab.competition_results import load_competition_results
+    from ladderlab.competition.results import load_competition_results
 
     distributed = pytest.importorskip("distributed")
     path = tmp_path / "competition-backends.toml"
@@ -91,7 +91,7 @@ def test_competitions_agree_value_for_value_on_every_backend(tmp_path):
 def test_a_competition_cell_is_split_into_ranges_of_replications(tmp_path):
     """As duel groups are: replication 0 is played first, and a cell that costs more than a quarter of
     a worker's even share is split into ranges of replications."""
-    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.scenario import cells, load
 
     path = tmp_path / "competition-backends.toml"

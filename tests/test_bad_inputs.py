@@ -17,7 +17,7 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, Leaderboard
 from ladderlab.cli import main
 from ladderlab.competition import Rules, TeamSpec, compete
-from ladderlab.competition_measures import measures
+from ladderlab.competition.measures import measures
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scenario import ScenarioError, load, preflight
 from ladderlab.scoring import ScoreError

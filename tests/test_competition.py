@@ -12,7 +12,7 @@ import pytest
 from ladderlab.attack import Attack
 from ladderlab.board import BudgetExceeded
 from ladderlab.competition import CompetitionResult, Rules, TeamSpec, compete
-from ladderlab.competition_measures import measures, rank_correlations, top_overlap
+from ladderlab.competition.measures import measures, rank_correlations, top_overlap
 from ladderlab.duel import leaderboard_error
 from ladderlab.mechanisms.full_disclosure import FullDisclosure
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
@@ -299,7 +299,7 @@ def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkey
     """The run, the resume and the report page's words; the figures are built but not drawn
     (drawing them costs seconds: the slow test below draws them)."""
     from ladderlab import plots, report, report_html, runner
-    from ladderlab.competition_results import load_competition_results
+    from ladderlab.competition.results import load_competition_results
     from ladderlab.scenario import cells, load
 
     path = tmp_path / "tiny.toml"
@@ -321,7 +321,7 @@ def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkey
 
 def test_a_damaged_competition_file_is_left_out_by_the_report_and_computed_again_on_resume(tmp_path, caplog):
     from ladderlab import report, rundir, runner
-    from ladderlab.competition_results import load_competition_results
+    from ladderlab.competition.results import load_competition_results
     from ladderlab.scenario import load
 
     out = run_tiny_scenario(tmp_path)
@@ -346,7 +346,8 @@ def test_a_damaged_competition_file_is_left_out_by_the_report_and_computed_again
 
 @pytest.mark.slow
 def test_the_competition_report_draws_its_figures(tmp_path):
-    from ladderlab import competition_report, report, report_html
+    from ladderlab import report, report_html
+    from ladderlab.competition import report as competition_report
 
     run = report.load_run(run_tiny_scenario(tmp_path))
     figures = competition_report.report_figures(run.competitions)
@@ -409,7 +410,7 @@ def test_the_log_loss_oracle_decodes_the_public_rows_in_days_unless_the_ladder_h
 
 
 def test_a_competition_split_discloses_its_own_public_rows_where_the_task_discloses():
-    from ladderlab.competition import _with_rows
+    from ladderlab.competition.engine import _with_rows
 
     rows, final = np.arange(0, 900, 3), np.setdiff1d(np.arange(900), np.arange(0, 900, 3))
     for disclose in (True, False):
@@ -451,7 +452,7 @@ def test_shared_state_and_honest_are_declared_on_the_base_classes():
 def test_the_builtin_competitions_can_play(name):
     """Every built-in competition cell passes the preflight (dsb-2017 once lost every cell to a
     log-loss oracle that did not know the public rows)."""
-    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.scenario import cells, load, preflight
 
     scenario = load(name)

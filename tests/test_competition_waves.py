@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab import competition
+from ladderlab.competition import engine
 from ladderlab.competition import Rules, TeamSpec, compete
-from ladderlab.competition_scoring import HoldoutScorer
+from ladderlab.competition.scoring import HoldoutScorer
 from ladderlab.mechanism import columns
-from ladderlab.mechanism_bank import LadderBank, PerAccountBank, StatelessBank, Wave, make_bank
+from ladderlab.competition.banks import LadderBank, PerAccountBank, StatelessBank, Wave, make_bank
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
 
@@ -150,7 +150,7 @@ def test_waves_scored_in_many_parts_give_the_same_results(monkeypatch):
     rules = Rules(rounds=4, per_round=3, public_fraction=0.3, selection=2)
     task = TASKS.make("latent-classification", **SMALL_TASK)
     whole = compete(task, MECHANISMS.make("ladder-t"), mixed_teams(), rules, seed=4)
-    monkeypatch.setattr(competition, "WAVE_ELEMENTS", 2000)  # a wave released after every two or three rows
+    monkeypatch.setattr(engine, "WAVE_ELEMENTS", 2000)  # a wave released after every two or three rows
     results_equal(whole, compete(task, MECHANISMS.make("ladder-t"), mixed_teams(), rules, seed=4))
 
 

@@ -20,7 +20,7 @@ from scipy import stats
 from ladderlab import runner, sandbox
 from ladderlab.board import BudgetExceeded
 from ladderlab.competition import Rules, TeamSpec, compete
-from ladderlab.competition_results import load_competition_results
+from ladderlab.competition.results import load_competition_results
 from ladderlab.duel import duel
 from ladderlab.isolation import AttackProcessError, AttackRef, Channel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS

@@ -269,7 +269,7 @@ def run(args, capsys):
 
 
 def test_the_command_certifies_a_competition_run_and_a_file(tmp_path, capsys):
-    from ladderlab.competition_results import load_competition_results
+    from ladderlab.competition.results import load_competition_results
     from tests.test_competition import run_tiny_scenario
 
     run_tiny_scenario(tmp_path)

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from ladderlab.competition import CompetitionResult, Rules, TeamSpec, compete
-from ladderlab.competition_measures import WITHIN_NOISE, gap_z_scores
-from ladderlab.competition_scoring import HoldoutScorer
-from ladderlab.kaggle_calibration import ARRIVAL, ENTRIES, LEVELS, STAY, kaggle_schedule, leaderboard_shakeup
+from ladderlab.competition.measures import WITHIN_NOISE, gap_z_scores
+from ladderlab.competition.scoring import HoldoutScorer
+from ladderlab.competition.kaggle_calibration import ARRIVAL, ENTRIES, LEVELS, STAY, kaggle_schedule, leaderboard_shakeup
 from ladderlab.registry import MECHANISMS, TASKS
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -179,9 +179,9 @@ teams = [{ policy = "progressive-analyst", count = 25, activity = "kaggle", para
 
 def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the_cheaters(tmp_path):
     from ladderlab import runner
-    from ladderlab.competition_results import load_competition_results
-    from ladderlab.kaggle_calibration import REAL_LEADERBOARDS
-    from ladderlab.realism import roelofs_page, shakeup_page
+    from ladderlab.competition.results import load_competition_results
+    from ladderlab.competition.kaggle_calibration import REAL_LEADERBOARDS
+    from ladderlab.competition.realism import roelofs_page, shakeup_page
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
@@ -197,7 +197,7 @@ def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the
 
 
 def test_the_competition_benchmark_times_a_cell_against_the_floor(tmp_path):
-    from ladderlab.competition_benchmark import run, table
+    from ladderlab.competition.benchmark import run, table
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)

@@ -326,7 +326,7 @@ def competition_run(tmp_path_factory):
 
 
 def test_a_competition_run_goes_through_the_same_measures_as_the_competition(competition_run, capsys):
-    from ladderlab.competition_results import load_competition_results
+    from ladderlab.competition.results import load_competition_results
 
     rows = load_competition_results(competition_run, teams=True)
     row = rows[(rows.mechanism == "ladder") & (rows.replication == 1)].iloc[0]

@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from ladderlab import competition_report, competition_results, report, report_formats, report_html, runner
+from ladderlab import report, report_formats, report_html, runner
+from ladderlab.competition import report as competition_report
+from ladderlab.competition import results as competition_results
 from ladderlab.cli import main
 from ladderlab.report_tables import finite_or_null
 from ladderlab.scenario import ScenarioError, load

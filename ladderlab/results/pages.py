@@ -29,7 +29,8 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, StrictStr, ValidationError
 
-from ladderlab import competition_report, plots
+from ladderlab import plots
+from ladderlab.competition import report as competition_report
 from ladderlab.report import Run, load_run, status_lines
 from ladderlab.report_formats import certificate, provenance, sections, sections_markdown
 from ladderlab.report_tables import Section, finite_or_null, params_text

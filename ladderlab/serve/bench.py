@@ -225,7 +225,8 @@ def _run(args: argparse.Namespace) -> int:
                          "connection to the server)")
     if args.out:
         output_file("--out", args.out)
-    check_work(serve_bench_work(args.n, args.clients, len(args.databases) * len(args.mechanisms), args.seconds),
+    check_work(serve_bench_work(args.n, args.clients, len(args.databases) * len(args.mechanisms), args.seconds,
+                                ROWS_PER_CLIENT),
                args.force, "a smaller --n or fewer --clients needs less")
     if "postgresql" in args.databases:
         from ladderlab.serve.postgres import unavailable

@@ -298,7 +298,7 @@ class Service:
     def leaderboard(self) -> list[dict[str, Any]]:
         """The public leaderboard: each team's leaderboard value (the last release for a mechanism
         that releases its best, else its best release), best first, with its submission count."""
-        from ladderlab.competition_measures import ranks  # scipy.stats: imported at the first request, not at start
+        from ladderlab.competition.measures import ranks  # scipy.stats: imported at the first request, not at start
 
         summaries = self.storage.team_summaries()
         sign = self.scorer.sign
@@ -382,7 +382,7 @@ class Service:
 
     def final(self) -> dict[str, Any]:
         """The final leaderboard under the selection rule, and how much it shook up the public one."""
-        from ladderlab.competition_measures import rank_correlations, ranks, top_overlap
+        from ladderlab.competition.measures import rank_correlations, ranks, top_overlap
 
         self._require_closed()
         _, by_team, counted = self._counted()

@@ -3,7 +3,7 @@
 Cells cross tasks × mechanisms × rules × team mixes (a parameter list expands into a
 grid, as for duels). Each cell runs like a duel cell (same seeding, Parquet per cell
 under ``competitions/``, resume, joblib and Dask) with one row per replication: the
-measures of :mod:`ladderlab.competition_measures`, every team's public, private and
+measures of :mod:`ladderlab.competition.measures`, every team's public, private and
 population score (for the shake-up plots) and the per-group measures as JSON.
 
 ```toml
@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-from ladderlab.competition import RULES_CONSTRAINTS, TeamSpec
+from ladderlab.competition.engine import RULES_CONSTRAINTS, TeamSpec
 from ladderlab.duel import spec
 from ladderlab.naming import plugin_label
 from ladderlab.params import INT64_LIMIT, ParameterError, check_value
@@ -62,7 +62,7 @@ class TeamEntry(StrictModel):
     honest: StrictBool | None = Field(default=None, description="counts in the honest utility (default: the policy class's `honest`)")
     activity: Literal["kaggle"] | None = Field(
         default=None, description="an activity profile: each team draws when it arrives, how long it stays and how many "
-                                  "submissions it makes, as Kaggle teams do (`ladderlab.kaggle_calibration`); default: every round, the whole quota")
+                                  "submissions it makes, as Kaggle teams do (`ladderlab.competition.kaggle_calibration`); default: every round, the whole quota")
 
 
 class Mix(StrictModel):

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ladderlab import runner
-from ladderlab.competition_results import load_competition_results, summary
-from ladderlab.competition_scenario import CompetitionPlugin
+from ladderlab.competition.results import load_competition_results, summary
+from ladderlab.competition.scenario import CompetitionPlugin
 from ladderlab.naming import plugin_label
 from ladderlab.scenario import Scenario, ScenarioError, load, preflight
 

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from ladderlab.competition_results import rules_label
+from ladderlab.competition.results import rules_label
 from ladderlab.naming import plugin_label
 from ladderlab.plots import ReportFigure, _grid
 

@@ -21,14 +21,14 @@ Everything runs in the caller's thread, so its settings (one BLAS thread, joblib
 sequential backend) hold for every team, and no attack had to be rewritten as a step
 function: every attack, present and future, is a team policy. A policy that can play many
 teams at once (:meth:`ladderlab.attack.Attack.cohort`, the natural analysts) plays each
-team group as one :class:`~ladderlab.cohort.Cohort`, with the same submissions.
+team group as one :class:`~ladderlab.competition.cohort.Cohort`, with the same submissions.
 
 **Waves.** A round is played in waves. In a wave every team whose last batch was answered
 makes its next one (a greenlet runs until its next ``submit_many``; a cohort prepares the
 batches of all its members), then the batches are scored as one matrix in the round's seeded
-team order (:class:`~ladderlab.competition_scoring.HoldoutScorer`: public, private and
+team order (:class:`~ladderlab.competition.scoring.HoldoutScorer`: public, private and
 population scores in one pass per cache-sized block) and released by the mechanism for all
-accounts at once (:mod:`ladderlab.mechanism_bank`), and each team gets its scores. A round
+accounts at once (:mod:`ladderlab.competition.banks`), and each team gets its scores. A round
 ends when no team can submit any more that day. With one state per account, a team's
 transcript depends only on its own submissions, so the waves change nothing in it; a
 mechanism with one state for all (``shared_state``) sees the submissions of a wave in the
@@ -67,13 +67,13 @@ from numpy.typing import NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
-from ladderlab.cohort import Cohort
-from ladderlab.competition_scoring import HoldoutScorer, population_scores
+from ladderlab.competition.cohort import Cohort
+from ladderlab.competition.scoring import HoldoutScorer, population_scores
 from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
 from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
-from ladderlab.kaggle_calibration import ACTIVITIES, Schedule
+from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
-from ladderlab.mechanism_bank import LadderBank, Wave, make_bank
+from ladderlab.competition.banks import LadderBank, Wave, make_bank
 from ladderlab.params import Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
@@ -140,7 +140,7 @@ class TeamSpec:
     """Counts towards the honest utility (None: when the policy's class sets ``honest = True``,
     as ``honest`` and the natural analysts do)."""
     activity: str | None = None
-    """An activity profile (:data:`ladderlab.kaggle_calibration.ACTIVITIES`): each team draws when it
+    """An activity profile (:data:`ladderlab.competition.kaggle_calibration.ACTIVITIES`): each team draws when it
     arrives, how long it stays and how many submissions it makes (None: every round, the whole quota)."""
     identity: tuple[str, dict[str, Any]] | None = None
     """The policy's id and all its parameters (``duel.spec``), which name the team's random
@@ -382,7 +382,7 @@ class _PolicyTeam(_Team):
 
 
 class _CohortMember(_Team):
-    """Member ``index`` of a :class:`~ladderlab.cohort.Cohort`: its batches are made when it gets to submit."""
+    """Member ``index`` of a :class:`~ladderlab.competition.cohort.Cohort`: its batches are made when it gets to submit."""
 
     def __init__(self, entry: TeamSpec, member: int, accounts: list[Account], cohort: Cohort, check: Any):
         super().__init__(entry, member, accounts)
@@ -806,13 +806,12 @@ def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray
     return replace(split, public=public, public_rows=public_rows, final_rows=final_rows)
 
 
-def _by_account(records: list[dict[str, NDArray[Any]]]) -> tuple[dict[str, NDArray[Any]], NDArray[np.intp]]:
-    """Every record, grouped by account in submission order, and where each account's group starts
-    (``starts[slot]`` … ``starts[slot + 1]``)."""
+def _by_account(records: list[dict[str, NDArray[Any]]], slots: int) -> tuple[dict[str, NDArray[Any]], NDArray[np.intp]]:
+    """Every record, grouped by account in submission order, and where each of the ``slots``
+    accounts' group starts (``starts[slot]`` … ``starts[slot + 1]``; empty for an unused one)."""
     joined = {name: np.concatenate([wave[name] for wave in records]) for name in records[0]}
     order = np.argsort(joined["slot"], kind="stable")
     grouped = {name: values[order] for name, values in joined.items()}
-    slots = int(grouped["slot"].max()) + 1
     return grouped, np.searchsorted(grouped["slot"], np.arange(slots + 1))
 
 
@@ -830,7 +829,7 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
     last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
-    grouped, starts = _by_account(records)
+    grouped, starts = _by_account(records, 1 + max(account.slot for team in teams for account in team.accounts))
     every_round = np.arange(rules.rounds)
     for t, team in enumerate(teams):
         main = team.accounts[0].slot

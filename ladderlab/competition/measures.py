@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from ladderlab.competition import CompetitionResult
+from ladderlab.competition.engine import CompetitionResult
 from ladderlab.stats import estimate_sota
 
 FloatArray = NDArray[np.float64]

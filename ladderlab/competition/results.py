@@ -1,9 +1,9 @@
 """Running competition cells and reading their results: one Parquet row per replication.
 
-Each replication's row holds the measures of :mod:`ladderlab.competition_measures`,
+Each replication's row holds the measures of :mod:`ladderlab.competition.measures`,
 every team's public, private and population score (for the shake-up plots) and the
 per-group measures as JSON. The cells themselves come from the scenario's
-``[[competition]]`` tables (:mod:`ladderlab.competition_scenario`).
+``[[competition]]`` tables (:mod:`ladderlab.competition.scenario`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 from scipy import stats
 
 from ladderlab import rundir
-from ladderlab.competition import Rules, compete
-from ladderlab.competition_measures import MEASURE_NAMES, gap_z_scores, measures
-from ladderlab.competition_scenario import CompetitionCell
+from ladderlab.competition.engine import Rules, compete
+from ladderlab.competition.measures import MEASURE_NAMES, gap_z_scores, measures
+from ladderlab.competition.scenario import CompetitionCell
 from ladderlab.duel import Incompatible
 from ladderlab.isolation import Isolation
 from ladderlab.naming import plugin_label

@@ -5,12 +5,12 @@ Markdown page from the results, so the numbers on the page are those of the run 
 
 - ``shakeup`` (``kaggle-realistic``, docs/kaggle-realistic.md): the calibration (the simulated
   teams' submissions, improvements and arrival against the real distributions of
-  :mod:`ladderlab.kaggle_calibration`) and the shake-up of the final leaderboards under every
-  mechanism beside the real competitions' (:data:`~ladderlab.kaggle_calibration.REAL_LEADERBOARDS`,
-  computed the same way, :func:`~ladderlab.kaggle_calibration.leaderboard_shakeup`);
+  :mod:`ladderlab.competition.kaggle_calibration`) and the shake-up of the final leaderboards under every
+  mechanism beside the real competitions' (:data:`~ladderlab.competition.kaggle_calibration.REAL_LEADERBOARDS`,
+  computed the same way, :func:`~ladderlab.competition.kaggle_calibration.leaderboard_shakeup`);
 - ``roelofs`` (``roelofs-2019``, docs/roelofs-2019.md): Roelofs et al.'s comparison of the
   top teams' public–private gaps with sampling noise
-  (:func:`~ladderlab.competition_measures.sampling_noise_gaps`), for the honest population and with
+  (:func:`~ladderlab.competition.measures.sampling_noise_gaps`), for the honest population and with
   each attacker family of the zoo among it.
 """
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ladderlab.kaggle_calibration import ARRIVAL, ENTRIES, IMPROVEMENTS, LEVELS, REAL_LEADERBOARDS, leaderboard_shakeup
+from ladderlab.competition.kaggle_calibration import ARRIVAL, ENTRIES, IMPROVEMENTS, LEVELS, REAL_LEADERBOARDS, leaderboard_shakeup
 from ladderlab.naming import plugin_label
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ SHAKEUP_COLUMNS = ("spearman", "kendall", "top10_overlap", "public_winner_privat
 def run(page: str, run_dir: str | Path | None = None, jobs: int = 1, replications: int | None = None) -> pd.DataFrame:
     """Run (or resume) the page's scenario; every competition replication with its per-team lists."""
     from ladderlab import runner
-    from ladderlab.competition_results import load_competition_results
+    from ladderlab.competition.results import load_competition_results
 
     scenario = PAGES[page]
     out = Path(run_dir) if run_dir is not None else Path("runs") / scenario
@@ -127,7 +127,7 @@ The `kaggle-like` scenario's honest teams all submit their whole quota from the 
 widely in skill, so its final leaderboards barely shake up. Real teams arrive over the competition,
 most make a handful of submissions, a few make hundreds, and the best of them are within sampling
 noise of each other. `kaggle-realistic` draws each team's arrival, stay and number of submissions from
-real data (the team entry's `activity = "kaggle"`, `ladderlab.kaggle_calibration.kaggle_schedule`): it
+real data (the team entry's `activity = "kaggle"`, `ladderlab.competition.kaggle_calibration.kaggle_schedule`): it
 arrives at a share of the competition drawn from CHAMPS's arrivals; one uniform draw, its effort, sets
 both how many submissions it makes (from the final leaderboards' entries) and how long it stays (from
 CHAMPS, as a share of the time left), so the teams that submit more stay longer, as they do there; it
@@ -157,7 +157,7 @@ private leaderboard scores a second test set released at the end, so its shake-u
 
 {chr(10).join(shake_rows)}
 
-Sources: `ladderlab.kaggle_calibration` (CHAMPS public-leaderboard history from
+Sources: `ladderlab.competition.kaggle_calibration` (CHAMPS public-leaderboard history from
 github.com/larsbratholm/champs_kaggle, MIT licence; the final public and private leaderboards saved by
 Varoquaux & Cheplygina in github.com/GaelVaroquaux/ml_med_imaging_failures, numbers only). Every
 number in the real rows was computed from those files with `leaderboard_shakeup`, the function that
@@ -221,7 +221,7 @@ accuracy would, had the submission been fixed in advance, be normal with a known
 accuracy on the public rows minus on the private rows) and a known standard deviation, the same for
 every submission: here {100 * noise:.2f} accuracy points (median over replications). Its z-score is
 then standard normal: 95% within ±1.96, mean 0, whatever the other teams submitted
-(`ladderlab.competition_measures.sampling_noise_gaps`). The top teams are the tenth with the best
+(`ladderlab.competition.measures.sampling_noise_gaps`). The top teams are the tenth with the best
 expected accuracy, which the simulation knows; choosing them by public score would add the winner's
 curse of the public noise itself.
 

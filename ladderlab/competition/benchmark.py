@@ -33,9 +33,9 @@ FLOOR_ELEMENTS = 1 << 21
 
 def time_cell(scenario: str, key: str, replication: int) -> dict[str, Any]:
     """One replication of the competition cell ``key`` of ``scenario``, timed (in this process)."""
-    from ladderlab.competition import Rules, compete
-    from ladderlab.competition_measures import measures
-    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.competition.engine import Rules, compete
+    from ladderlab.competition.measures import measures
+    from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.registry import MECHANISMS, TASKS
     from ladderlab.runner import cell_worker
     from ladderlab.scenario import cells, load
@@ -96,7 +96,7 @@ def floor_seconds(task: Any, seed: int, replication: int, submissions: int) -> f
 
 def run(scenarios: Sequence[str], replication: int = 0, jobs: int = 1, only: str | None = None) -> list[dict[str, Any]]:
     """Time one replication of every competition cell of ``scenarios`` (whose label contains ``only``)."""
-    from ladderlab.competition_scenario import CompetitionCell
+    from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.scenario import cells, load
 
     todo = []
