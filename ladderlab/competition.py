@@ -72,6 +72,7 @@ from ladderlab.competition_scoring import HoldoutScorer, population_scores
 from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
 from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.kaggle_calibration import ACTIVITIES, Schedule
+from ladderlab.linking import Link, Linker, LinkRule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.mechanism_bank import LadderBank, Wave, make_bank
 from ladderlab.params import Constraint, Interval, Options, check_value
@@ -462,6 +463,15 @@ class CompetitionResult:
     """With ``capture``: the private (final-set) labels."""
     loss_bound: float | None = None
     """B, the bound of the bound scorer's per-sample loss or score (None: unbounded)."""
+    links: list[Link] | None = None
+    """With ``link``: every link the rule made, in order (accounts by slot: a team's accounts are
+    consecutive, in the result's team order of enrolment)."""
+    link_threshold: int | None = None
+    """With ``link``: the most differing public rows that linked two submissions (−1: none could)."""
+    account_groups: list[list[int]] | None = None
+    """With ``link``: for each team, the keeper (the slot whose mechanism state answers it) of each of
+    its accounts at the end, the main one first: a team whose accounts share one keeper was linked
+    whole; a keeper shared with another team's account is a link between teams."""
 
 
 def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -499,12 +509,16 @@ def play_competition(
     isolation: Isolation = "none",
     secret: tuple[Any, ...] = (),
     shared: bool | None = None,
+    link: LinkRule | None = None,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
     team's policy or the mechanism cannot play on the task.
 
     ``shared``: one mechanism state answers every account (None: as the mechanism class's
     ``shared_state`` says), the state a wrapper that links every account would give.
+    ``link``: accounts whose submissions are near-identical are linked as they submit
+    (:mod:`ladderlab.linking`): from the submission that links them on, one mechanism state
+    answers them all; what was released before stays released. None (the default): no linking.
 
     ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
@@ -543,7 +557,9 @@ def play_competition(
         n_public = public_rows(rules, size)
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication, *secret).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
-    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared)
+    if link is not None and not isinstance(link, LinkRule):
+        raise ValueError(f"link must be a ladderlab.linking.LinkRule or None, got {link!r}")
+    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared, link)
     try:
         engine.enrol(teams, prototypes)
         if capture is not None:
@@ -567,6 +583,12 @@ def play_competition(
                    private_labels=split.y_final.copy())
 
 
+def link_comparisons(rules: Rules) -> int:
+    """How many times two accounts can be compared (:mod:`ladderlab.linking`): once for each submission
+    of either, the final one outside the caps included."""
+    return 2 * (rules.cap + 1)
+
+
 def public_rows(rules: Rules, size: int) -> int:
     """How many of ``size`` holdout rows ``rules.public_fraction`` puts on the public leaderboard;
     ``ValueError`` unless at least 2 are public and 1 is private."""
@@ -582,7 +604,7 @@ class _Engine:
 
     def __init__(self, split: Split, scorer: Scorer, mechanism: Mechanism, rules: Rules, seed: int, replication: int,
                  task_spec: tuple[str, dict[str, Any]], batched: bool, secret: tuple[Any, ...] = (),
-                 shared: bool | None = None):
+                 shared: bool | None = None, link: LinkRule | None = None):
         self.split, self.scorer, self.mechanism, self.rules = split, scorer, mechanism, rules
         self.seed, self.replication, self.task_spec, self.batched = seed, replication, task_spec, batched
         self.secret = secret
@@ -596,6 +618,8 @@ class _Engine:
         self.slot_identities: list[tuple[Any, ...]] = []
         self.order_rng = stream(seed, "competition-order", task_spec, replication)
         self.records: list[dict[str, NDArray[Any]]] = []
+        self.link = link
+        self.linker: Linker | None = None
 
     def check(self, predictions: Any) -> FloatArray:
         return check_prediction_matrix(predictions, self.holdout_size, self.kind, self.classes)
@@ -625,6 +649,9 @@ class _Engine:
                                                   self.holdout_size, self.classes))
         self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched,
                               shared=self.shared)
+        if self.link is not None:
+            threshold = self.link.threshold(self.holdout_size, int(self.split.public_rows.size), link_comparisons(self.rules))
+            self.linker = Linker(self.link, len(self.slot_identities), threshold)
         self.keep_losses = isinstance(self.bank, LadderBank) and self.bank.paired and self.holdout.keeps_loss_rows
 
     def _schedule(self, entry: TeamSpec, member: int) -> Schedule | None:
@@ -728,8 +755,13 @@ class _Engine:
                 team.abort()
 
     def result(self) -> CompetitionResult:
-        return _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared,
-                       (self.holdout.public_noise_sd, self.holdout.private_noise_sd), self.scorer.bound(self.classes.size))
+        result = _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared,
+                         (self.holdout.public_noise_sd, self.holdout.private_noise_sd), self.scorer.bound(self.classes.size))
+        if self.linker is None:
+            return result
+        keepers = self.linker.groups()
+        return replace(result, links=list(self.linker.links), link_threshold=self.linker.threshold,
+                       account_groups=[[keepers[account.slot] for account in team.accounts] for team in self.teams])
 
 
 class _Wave:
@@ -778,6 +810,10 @@ class _Wave:
         slots = np.repeat(np.array([account.slot for _, account, _ in self.parts], dtype=np.intp), sizes)
         segments = [(int(stop - size), int(stop), account.slot) for (_, account, _), size, stop in zip(self.parts, sizes, stops)]
         public_rows = engine.split.public_rows
+        public_columns = lambda k: columns(self.parts[k][2], public_rows)  # noqa: E731
+        states, state_segments, state_columns = slots, segments, public_columns
+        if engine.linker is not None:
+            states, state_segments, state_columns = self._linked(segments, public_columns)
 
         def loss_rows(indices: NDArray[np.intp]) -> FloatArray:
             if losses is not None:
@@ -785,8 +821,7 @@ class _Wave:
             part = np.searchsorted(stops, indices, side="right")
             return columns(np.stack([self.parts[k][2][i - stops[k] + sizes[k]] for k, i in zip(part, indices)]), public_rows)
 
-        released, accepted = engine.bank.release(Wave(slots, segments, public, lambda k: columns(self.parts[k][2], public_rows),
-                                                      loss_rows))
+        released, accepted = engine.bank.release(Wave(states, state_segments, public, state_columns, loss_rows))
         if engine.rules.precision is not None:
             released = round_to_multiple(released, engine.rules.precision)
         engine.records.append({"slot": slots, "round": np.full(slots.size, self.round), "released": released,
@@ -795,6 +830,28 @@ class _Wave:
         for (team, _, _), (start, stop, _) in zip(self.parts, segments):
             team.answer(released[start:stop])
         return True
+
+    def _linked(self, segments: list[tuple[int, int, int]], public_columns: Any
+                ) -> tuple[NDArray[np.intp], list[tuple[int, int, int]], Any]:
+        """The mechanism state (its keeper's slot) answering each row under the link rule, rows observed
+        in wave order (:class:`~ladderlab.linking.Linker`), and the segments of consecutive rows of one
+        state, with their public columns."""
+        linker = self.engine.linker
+        assert linker is not None
+        states = np.empty(segments[-1][1] if segments else 0, dtype=np.intp)
+        pieces: list[tuple[int, int, int]] = []
+        sources: list[tuple[int, int, int]] = []
+        for k, (start, stop, slot) in enumerate(segments):
+            block = public_columns(k)
+            for i in range(stop - start):
+                states[start + i] = linker.observe(slot, block[i], self.round)
+            cut = start
+            for i in range(start + 1, stop + 1):
+                if i == stop or states[i] != states[cut]:
+                    pieces.append((cut, i, int(states[cut])))
+                    sources.append((k, cut - start, i - start))
+                    cut = i
+        return states, pieces, lambda j: public_columns(sources[j][0])[sources[j][1] : sources[j][2]]
 
 
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:
@@ -806,13 +863,12 @@ def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray
     return replace(split, public=public, public_rows=public_rows, final_rows=final_rows)
 
 
-def _by_account(records: list[dict[str, NDArray[Any]]]) -> tuple[dict[str, NDArray[Any]], NDArray[np.intp]]:
-    """Every record, grouped by account in submission order, and where each account's group starts
-    (``starts[slot]`` … ``starts[slot + 1]``)."""
+def _by_account(records: list[dict[str, NDArray[Any]]], slots: int) -> tuple[dict[str, NDArray[Any]], NDArray[np.intp]]:
+    """Every record, grouped by account in submission order, and where each of the ``slots`` accounts'
+    groups starts (``starts[slot]`` … ``starts[slot + 1]``; empty for an account that never submitted)."""
     joined = {name: np.concatenate([wave[name] for wave in records]) for name in records[0]}
     order = np.argsort(joined["slot"], kind="stable")
     grouped = {name: values[order] for name, values in joined.items()}
-    slots = int(grouped["slot"].max()) + 1
     return grouped, np.searchsorted(grouped["slot"], np.arange(slots + 1))
 
 
@@ -830,7 +886,7 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
     last_round = np.full(count, np.nan)
     by_round = np.full((count, rules.rounds), np.nan)
     best_population = np.inf
-    grouped, starts = _by_account(records)
+    grouped, starts = _by_account(records, max(account.slot for team in teams for account in team.accounts) + 1)
     every_round = np.arange(rules.rounds)
     for t, team in enumerate(teams):
         main = team.accounts[0].slot
@@ -896,17 +952,19 @@ def compete(
     batched: bool = True,
     isolation: Isolation = "none",
     secret_seed: int | None = None,
+    link: LinkRule | None = None,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
     across mechanisms and rules. ``capture``, ``batched`` and ``isolation``: see
-    :func:`play_competition`; ``secret_seed`` as in :func:`~ladderlab.duel.duel`.
+    :func:`play_competition`; ``secret_seed`` as in :func:`~ladderlab.duel.duel`; ``link``: a
+    :class:`~ladderlab.linking.LinkRule` that links near-identical accounts (None: no linking).
     """
     task.validate_params()
     task_spec = spec(task)
     secret = secret_identity(secret_seed)
     split = with_secret_data_seed(task, secret).split(stream(seed, "task", task_spec, replication, *secret))
     return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched,
-                            isolation, secret)
+                            isolation, secret, link=link)

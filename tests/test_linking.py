@@ -1,0 +1,187 @@
+"""Linking a Sybil's accounts (issue 28, item 6): the near-identity rule's false-link rate on honest
+pairs and its detection of a one-model Sybil, each with an exact Clopper–Pearson bound over fixed
+seeds (never the global RNG), and the competition engine's ``link`` option."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ladderlab.accounts import probe_budget
+from ladderlab.attack import Attack
+from ladderlab.competition import Rules, TeamSpec, compete, link_comparisons, play_competition
+from ladderlab.duel import spec
+from ladderlab.linking import Linker, LinkRule
+from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.seeding import stream
+
+CONFIDENCE = 0.99
+"""One-sided confidence of every Clopper–Pearson bound below: a correct rule fails a bound test
+with probability at most 1 %, whatever the seeds (the seeds are fixed, so a test never flips)."""
+
+
+def upper_bound(successes: int, trials: int) -> float:
+    return 1.0 if successes == trials else float(stats.beta.ppf(CONFIDENCE, successes + 1, trials - successes))
+
+
+def lower_bound(successes: int, trials: int) -> float:
+    return 0.0 if successes == 0 else float(stats.beta.ppf(1 - CONFIDENCE, successes, trials - successes + 1))
+
+
+HOLDOUT, PUBLIC, SUBMISSIONS = 1000, 400, 20
+RULE = LinkRule(alpha=0.05, min_disagreement=0.05)
+COMPARISONS = 2 * (SUBMISSIONS + 1)
+
+
+def pair_linked(seed: int, rule: LinkRule, comparisons: int, differing: int) -> bool:
+    """Two accounts on one population (a random public subset of the holdout) take turns: the first
+    submits a random label vector, the second that vector with ``differing`` random holdout rows
+    changed. ``differing`` = ⌈p₀N⌉ is an honest pair at the edge of the rule's assumption, every one
+    of its comparisons as likely to link as the assumption allows; a small one is a one-model Sybil."""
+    rng = stream(seed, "test-linking", HOLDOUT, PUBLIC, differing)
+    public = np.sort(rng.permutation(HOLDOUT)[:PUBLIC])
+    linker = Linker(rule, 2, rule.threshold(HOLDOUT, PUBLIC, comparisons))
+    for _ in range(SUBMISSIONS + 1):
+        first = rng.integers(0, 2, HOLDOUT).astype(float)
+        linker.observe(0, first[public])
+        second = first.copy()
+        rows = rng.choice(HOLDOUT, differing, replace=False)
+        second[rows] = 1 - second[rows]
+        linker.observe(1, second[public])
+    return linker.keeper(0) == linker.keeper(1)
+
+
+def false_link_rate_holds(rule: LinkRule, comparisons: int, populations: int = 400) -> bool:
+    """True when the Clopper–Pearson upper bound of the rate at which honest pairs at the edge of the
+    assumption are linked is at most the rule's α."""
+    edge = int(np.ceil(rule.min_disagreement * HOLDOUT))
+    links = sum(pair_linked(seed, rule, comparisons, edge) for seed in range(populations))
+    return upper_bound(links, populations) <= rule.alpha
+
+
+def test_the_threshold_is_the_exact_hypergeometric_quantile_at_the_bonferroni_level():
+    c = RULE.threshold(HOLDOUT, PUBLIC, COMPARISONS)
+    cdf = stats.hypergeom.cdf([c, c + 1], HOLDOUT, 50, PUBLIC)
+    assert cdf[0] <= RULE.alpha / COMPARISONS < cdf[1]
+    assert RULE.false_link_bound(HOLDOUT, PUBLIC, COMPARISONS) <= RULE.alpha
+    assert LinkRule().threshold(100, 30, 20) == -1  # too few public rows to link anyone at that level
+
+
+def test_honest_pairs_are_linked_at_most_at_the_stated_rate():
+    assert false_link_rate_holds(RULE, COMPARISONS)
+
+
+def test_a_rule_without_the_bonferroni_correction_fails_the_false_link_test():
+    """The same test rejects a wrong rule: α per comparison instead of per pair links most honest pairs."""
+    assert not false_link_rate_holds(RULE, 1, populations=100)
+
+
+def test_a_rule_that_links_everything_fails_the_false_link_test():
+    loose = LinkRule(alpha=0.05, min_disagreement=0.5)  # assumes honest teams differ on half the rows
+    assert not false_link_rate_holds(loose, COMPARISONS, populations=100)
+
+
+@pytest.mark.parametrize("differing", [0, 10])
+def test_a_one_model_sybil_is_linked_with_high_probability(differing):
+    """Accounts whose submissions are the same, or differ on 1 % of the holdout rows, are linked in
+    at least 95 % of populations (exact lower bound)."""
+    populations = 200
+    linked = sum(pair_linked(seed, RULE, COMPARISONS, differing) for seed in range(populations))
+    assert lower_bound(linked, populations) >= 0.95
+
+
+def test_the_keeper_is_the_group_that_made_the_most_submissions():
+    linker = Linker(RULE, 3, 5)
+    row = np.zeros(10)
+    for _ in range(3):
+        assert linker.observe(1, row + np.arange(10)) == 1
+    assert linker.observe(2, row + np.arange(10)) == 1  # identical: linked, answered by account 1's state
+    assert linker.observe(0, row + np.arange(10)) == 1  # a fresh main account joins the worn-out state
+    assert linker.groups() == [1, 1, 1] and [link.other for link in linker.links] == [1, 1]
+
+
+def test_continuous_predictions_differ_beyond_the_tolerance_only():
+    linker = Linker(LinkRule(tolerance=0.01), 2, 0)
+    linker.observe(0, np.array([0.5, 0.25, 0.75]))
+    assert linker.observe(1, np.array([0.505, 0.25, 0.75])) == 0
+    linker = Linker(LinkRule(), 2, 0)
+    linker.observe(0, np.array([0.5, 0.25, 0.75]))
+    assert linker.observe(1, np.array([0.505, 0.25, 0.75])) == 1
+
+
+def test_the_rule_is_checked():
+    for bad in ({"alpha": 0}, {"alpha": 1.5}, {"min_disagreement": True}, {"tolerance": -1}):
+        with pytest.raises(ValueError, match="link rule"):
+            LinkRule(**bad)
+    with pytest.raises(ValueError, match="LinkRule"):
+        compete(task(), MECHANISMS.make("ladder"), [TeamSpec("boosting", {"k": 5})], Rules(rounds=1), link=0.05)
+
+
+# --- the engine ---------------------------------------------------------------------------------------
+
+N = 200
+
+
+def task(n=N):
+    return TASKS.make("random-labels", n_public=n, n_holdout=3 * n)
+
+
+class Drifter(Attack):
+    """One model on every account: a random label vector, each submission with one more row changed."""
+
+    id = "drifter"
+    reference = "test"
+
+    def __init__(self, rows: int = 30):
+        self.rows = rows
+
+    def run(self, board, data, rng):
+        current = rng.integers(0, 2, board.holdout_size).astype(float)
+        for _ in range(self.rows):
+            row = rng.integers(board.holdout_size)
+            current[row] = 1 - current[row]
+            board.submit(current)
+        return current
+
+
+def sybil(seed, link, budget=10, accounts=3, policy=None, n=N):
+    split = task(n).split(stream(seed, "task", spec(task(n)), 0))
+    team = TeamSpec(policy or Drifter(rows=probe_budget(budget, accounts)), accounts=accounts, label="sybil")
+    return play_competition(split, MECHANISMS.make("ladder", eta=0.01), [team], Rules(rounds=1, per_round=budget,
+                            selection="last"), seed, 0, spec(task(n)), link=link)
+
+
+def test_without_a_rule_nothing_changes():
+    plain, unlinked = sybil(3, None), sybil(3, LinkRule(alpha=1e-12, min_disagreement=0.01))
+    assert plain.links is None and unlinked.links == [] and unlinked.link_threshold == -1
+    np.testing.assert_array_equal(plain.released_final, unlinked.released_final)
+    np.testing.assert_array_equal(plain.private, unlinked.private)
+
+
+def test_a_linked_sybil_is_answered_as_one_account():
+    """Once linked, every account of the drifting Sybil is answered by one Ladder: its releases are
+    those of the competition with every account linked from the start (``shared``)."""
+    for seed in range(5):
+        linked = sybil(seed, RULE)
+        assert linked.account_groups == [[1, 1, 1]]
+        split = task().split(stream(seed, "task", spec(task()), 0))
+        team = TeamSpec(Drifter(rows=20), accounts=3, label="sybil")
+        shared = play_competition(split, MECHANISMS.make("ladder", eta=0.01), [team],
+                                  Rules(rounds=1, per_round=10, selection="last"), seed, 0, spec(task()), shared=True)
+        assert linked.released_final[0] == shared.released_final[0]
+
+
+def test_a_hill_climbing_sybil_is_linked_whole_in_the_engine():
+    """The folklore Sybil (hill climbing, block 4, on 4 accounts of 25 submissions, n = 500: the
+    default rule links at most 11 differing public rows) is linked whole in every one of 30 seeds:
+    an exact lower bound above 85 %."""
+    seeds = range(30)
+    whole = 0
+    for seed in seeds:
+        result = sybil(seed, LinkRule(), budget=25, accounts=4,
+                       policy=TeamSpec("hill-climbing", {"k": 75, "block": 4}).attack(), n=500)
+        whole += len(set(result.account_groups[0])) == 1
+    assert lower_bound(whole, len(seeds)) >= 0.85
+
+
+def test_the_comparisons_count_every_submission_of_a_pair():
+    assert link_comparisons(Rules(rounds=3, per_round=5)) == 32
