@@ -16,7 +16,10 @@ leaderboard error compares the release with the population score where the task 
 it (the competition's definition). The engine keeps no exact public score, so a
 duel's ``public`` and ``final_public`` are NaN here. ``linked = True`` gives all accounts one mechanism
 state (what a mechanism with ``shared_state`` does, or a wrapper that links every
-account): the submissions still come from A − 1 budgets.
+account): the submissions still come from A − 1 budgets. ``link`` (a
+:class:`~ladderlab.linking.LinkRule`) plays the accounts under the linking wrapper instead: accounts
+whose submissions are near-identical are linked as they submit and answered by one state from then
+on (:mod:`ladderlab.linking`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ladderlab.atomic import write_atomically
 from ladderlab.attack import Attack
 from ladderlab.competition import Rules, TeamSpec, play_competition
 from ladderlab.duel import DuelResult, duel, spec
+from ladderlab.linking import LinkRule
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
@@ -50,7 +54,7 @@ def probe_budget(budget: int, accounts: int) -> int:
 
 
 def duel_with_accounts(task: Task, mechanism: Mechanism, attack: Attack, seed: int, replication: int, budget: int,
-                       accounts: int, linked: bool = False) -> DuelResult:
+                       accounts: int, linked: bool = False, link: LinkRule | None = None) -> DuelResult:
     """One duel in which ``attack`` holds ``accounts`` ≥ 2 accounts of ``budget`` submissions each (see the
     module docstring). The task's data are those of :func:`ladderlab.duel.duel` with the same seed and
     replication; raises :class:`~ladderlab.duel.Incompatible` when the pair cannot play."""
@@ -58,12 +62,14 @@ def duel_with_accounts(task: Task, mechanism: Mechanism, attack: Attack, seed: i
         raise ValueError(f"accounts must be a whole number ≥ 2 for a duel with several accounts, got {accounts!r}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a whole number ≥ 1 submissions per account, got {budget!r}")
+    if linked and link is not None:
+        raise ValueError("linked (every account one state from the start) and link (a linking rule) exclude each other")
     task.validate_params()
     task_spec = spec(task)
     split = task.split(stream(seed, "task", task_spec, replication))
     team = TeamSpec(attack, accounts=accounts, label=attack.id)
     rules = Rules(rounds=1, per_round=budget, selection="last")
-    result = play_competition(split, mechanism, [team], rules, seed, replication, task_spec, shared=linked)
+    result = play_competition(split, mechanism, [team], rules, seed, replication, task_spec, shared=linked, link=link)
     released, final = float(result.released_final[0]), float(result.private[0])
     sign = get_scorer(split.public.scorer).sign
     return DuelResult(

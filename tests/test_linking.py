@@ -185,3 +185,33 @@ def test_a_hill_climbing_sybil_is_linked_whole_in_the_engine():
 
 def test_the_comparisons_count_every_submission_of_a_pair():
     assert link_comparisons(Rules(rounds=3, per_round=5)) == 32
+
+
+def test_a_certificate_against_a_linked_sybil(tmp_path):
+    """``certify --accounts A --link``: every battery cell of the attack plays under the wrapper, the
+    certificate and its Markdown say so; a scenario without ``link`` keeps its identity."""
+    from ladderlab import certify as certification
+    from ladderlab.scenario import Scenario, cells
+
+    certificate = certification.certify("ladder", n=N, budgets=[10], attacks=["hill-climbing(block=4)"],
+                                        default_battery=False, replications=3, honest_replications=2, accounts=3,
+                                        link=True, run_dir=tmp_path / "battery", scorer="zero-one")
+    assert "one mechanism state" in certificate["link"]
+    row, = certificate["battery"]
+    assert row["verdict"] != "did not play"
+    assert "linking wrapper" in certification.markdown(certificate)
+    table = {"schema_version": 1, "name": "keys", "replications": 1, "matrix": [
+        {"tasks": [{"id": "random-labels", "params": {"n_public": N, "n_holdout": 3 * N}}],
+         "mechanisms": [{"id": "ladder"}], "attacks": [{"id": "boosting", "budget": 10, "accounts": 3}]}]}
+    plain = Scenario.model_validate(table)
+    table["matrix"][0]["attacks"][0]["link"] = False
+    assert Scenario.model_validate(table).identity() == plain.identity()
+    table["matrix"][0]["attacks"][0]["link"] = True
+    linked = Scenario.model_validate(table)
+    assert linked.identity() != plain.identity() and cells(linked)[0].key != cells(plain)[0].key
+    assert cells(linked)[0].link and "linked by the wrapper" in cells(linked)[0].label
+    table["matrix"][0]["attacks"][0]["accounts"] = 1
+    with pytest.raises(ValueError, match="link = true needs accounts"):
+        Scenario.model_validate(table)
+    with pytest.raises(ValueError, match="link needs accounts"):
+        certification.certify("ladder", n=N, budgets=[10], link=True, run_dir=tmp_path / "other")
