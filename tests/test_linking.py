@@ -215,3 +215,26 @@ def test_a_certificate_against_a_linked_sybil(tmp_path):
         Scenario.model_validate(table)
     with pytest.raises(ValueError, match="link needs accounts"):
         certification.certify("ladder", n=N, budgets=[10], link=True, run_dir=tmp_path / "other")
+
+
+def honest_populations_linked(rule: LinkRule, populations: int) -> int:
+    """Competitions of four independently trained honest teams (``improving``: ridge regression on
+    their own three features, one submission a day) in which the rule linked any two accounts."""
+    regression = TASKS.make("gaussian-regression", n_samples=600)
+    teams = [TeamSpec("improving", {"view": 3, "days": 3}, count=4, honest=True)]
+    return sum(bool(compete(regression, MECHANISMS.make("ladder"), teams, Rules(rounds=3, per_round=1, selection="last"),
+                            seed=0, replication=replication, link=rule).links)
+               for replication in range(populations))
+
+
+def test_independently_trained_honest_teams_are_not_linked():
+    """The chance that some pair of a population is linked bounds each pair's: its exact upper bound
+    over 100 populations is below α = 0.05."""
+    rule = LinkRule(alpha=0.05)
+    assert upper_bound(honest_populations_linked(rule, 100), 100) <= rule.alpha
+
+
+@pytest.mark.slow
+def test_independently_trained_honest_teams_are_not_linked_at_the_default_rate():
+    rule = LinkRule()
+    assert upper_bound(honest_populations_linked(rule, 500), 500) <= rule.alpha
