@@ -238,3 +238,14 @@ def test_independently_trained_honest_teams_are_not_linked():
 def test_independently_trained_honest_teams_are_not_linked_at_the_default_rate():
     rule = LinkRule()
     assert upper_bound(honest_populations_linked(rule, 500), 500) <= rule.alpha
+
+
+def test_the_accounts_table_gains_the_wrapper_column():
+    """Boosting's probes are independent random vectors: the wrapper links none of them, so its column
+    is the own-states column exactly (what ``bench --accounts`` shows beside the oracle's 'linked')."""
+    from ladderlab.accounts import accounts_table, table_text
+
+    row, = accounts_table(n=N, budget=10, accounts=3, replications=3, mechanisms=["ladder"], wrapper=True)
+    assert list(row.delta) == ["1 account", "3 accounts", "3 linked", "3 by the wrapper"]
+    assert row.delta["3 by the wrapper"] == row.delta["3 accounts"]
+    assert "'by the wrapper'" in table_text([row], N, 10, 3, 0.95)
