@@ -57,6 +57,7 @@ else the final-set score.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -518,7 +519,9 @@ def play_competition(
     ``shared_state`` says), the state a wrapper that links every account would give.
     ``link``: accounts whose submissions are near-identical are linked as they submit
     (:mod:`ladderlab.linking`): from the submission that links them on, one mechanism state
-    answers them all; what was released before stays released. None (the default): no linking.
+    answers them all and they share one account's cap (beyond it a submission is refused: answered
+    with the state's last release); what was released before stays released. None (the default):
+    no linking.
 
     ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
@@ -620,6 +623,8 @@ class _Engine:
         self.records: list[dict[str, NDArray[Any]]] = []
         self.link = link
         self.linker: Linker | None = None
+        self.last_release: dict[int, float] = {}
+        """With ``link``: the last release of each mechanism state (what a refused submission gets)."""
 
     def check(self, predictions: Any) -> FloatArray:
         return check_prediction_matrix(predictions, self.holdout_size, self.kind, self.classes)
@@ -811,9 +816,6 @@ class _Wave:
         segments = [(int(stop - size), int(stop), account.slot) for (_, account, _), size, stop in zip(self.parts, sizes, stops)]
         public_rows = engine.split.public_rows
         public_columns = lambda k: columns(self.parts[k][2], public_rows)  # noqa: E731
-        states, state_segments, state_columns = slots, segments, public_columns
-        if engine.linker is not None:
-            states, state_segments, state_columns = self._linked(segments, public_columns)
 
         def loss_rows(indices: NDArray[np.intp]) -> FloatArray:
             if losses is not None:
@@ -821,7 +823,10 @@ class _Wave:
             part = np.searchsorted(stops, indices, side="right")
             return columns(np.stack([self.parts[k][2][i - stops[k] + sizes[k]] for k, i in zip(part, indices)]), public_rows)
 
-        released, accepted = engine.bank.release(Wave(states, state_segments, public, state_columns, loss_rows))
+        if engine.linker is None:
+            released, accepted = engine.bank.release(Wave(slots, segments, public, public_columns, loss_rows))
+        else:
+            released, accepted = self._release_linked(segments, public, public_columns, loss_rows)
         if engine.rules.precision is not None:
             released = round_to_multiple(released, engine.rules.precision)
         engine.records.append({"slot": slots, "round": np.full(slots.size, self.round), "released": released,
@@ -831,27 +836,50 @@ class _Wave:
             team.answer(released[start:stop])
         return True
 
-    def _linked(self, segments: list[tuple[int, int, int]], public_columns: Any
-                ) -> tuple[NDArray[np.intp], list[tuple[int, int, int]], Any]:
-        """The mechanism state (its keeper's slot) answering each row under the link rule, rows observed
-        in wave order (:class:`~ladderlab.linking.Linker`), and the segments of consecutive rows of one
-        state, with their public columns."""
-        linker = self.engine.linker
+    def _release_linked(self, segments: list[tuple[int, int, int]], public: FloatArray, public_columns: Any,
+                        loss_rows: Any) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """The wave under the link rule (:class:`~ladderlab.linking.Linker`, rows observed in wave order):
+        each row answered by its group's state; a row beyond the group's budget (more submissions than
+        one account's cap, the final ones exempt) is *refused*: not shown to the mechanism, answered with
+        the state's last release, so it teaches nothing."""
+        engine = self.engine
+        linker = engine.linker
         assert linker is not None
-        states = np.empty(segments[-1][1] if segments else 0, dtype=np.intp)
-        pieces: list[tuple[int, int, int]] = []
-        sources: list[tuple[int, int, int]] = []
+        total = segments[-1][1] if segments else 0
+        states = np.empty(total, dtype=np.intp)
+        refused = np.zeros(total, dtype=bool)
+        capped = self.round < engine.rules.rounds  # the final submissions are outside the caps
         for k, (start, stop, slot) in enumerate(segments):
             block = public_columns(k)
             for i in range(stop - start):
-                states[start + i] = linker.observe(slot, block[i], self.round)
+                state = states[start + i] = linker.observe(slot, block[i], self.round)
+                refused[start + i] = capped and linker.answered[state] > engine.rules.cap
+        keep = np.flatnonzero(~refused)
+        pieces: list[tuple[int, int, int]] = []
+        sources: list[tuple[int, int, int]] = []
+        kept = 0
+        for k, (start, stop, _) in enumerate(segments):
             cut = start
-            for i in range(start + 1, stop + 1):
-                if i == stop or states[i] != states[cut]:
-                    pieces.append((cut, i, int(states[cut])))
-                    sources.append((k, cut - start, i - start))
-                    cut = i
-        return states, pieces, lambda j: public_columns(sources[j][0])[sources[j][1] : sources[j][2]]
+            for i in range(start, stop + 1):
+                if i == stop or refused[i] or states[i] != states[cut]:
+                    if i > cut and not refused[cut]:
+                        pieces.append((kept, kept + i - cut, int(states[cut])))
+                        sources.append((k, cut - start, i - start))
+                        kept += i - cut
+                    cut = i + 1 if i < stop and refused[i] else i
+        wave = Wave(states[keep], pieces, public[keep],
+                    lambda j: public_columns(sources[j][0])[sources[j][1] : sources[j][2]],
+                    lambda indices: loss_rows(keep[indices]))
+        released = np.empty(total)
+        accepted = np.zeros(total, dtype=bool)
+        released[keep], accepted[keep] = engine.bank.release(wave)
+        for row in range(total):
+            state = int(states[row])
+            if refused[row]:
+                released[row] = engine.last_release.get(state, math.nan)
+            else:
+                engine.last_release[state] = float(released[row])
+        return released, accepted
 
 
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:

@@ -5,7 +5,9 @@ states. The organiser sees every account's submissions; the typical Sybil runs o
 hill climb) on many accounts, so its accounts submit the same or near-identical predictions. A
 :class:`LinkRule` links two accounts when one submission of one and the latest submission of the
 other differ on at most ``threshold`` public rows; linked accounts are answered by one mechanism
-state from that submission on (:func:`ladderlab.competition.play_competition`'s ``link``).
+state and share one budget from that submission on (:func:`ladderlab.competition.play_competition`'s
+``link``: a group's submissions beyond one account's cap are refused, answered with the state's last
+release).
 
 **The statistic and its null.** For two submissions a and b (predictions on every holdout row), let
 D be the number of holdout rows, of N, where they differ (``|a − b| > tolerance`` in any column) and
@@ -112,7 +114,7 @@ class Linker:
     """The groups of ``accounts`` accounts as submissions arrive (:meth:`observe`), in order.
 
     A group is answered by the mechanism state of its *keeper*: when groups merge, the keeper of
-    the group whose state has answered the most submissions (on ties, the lowest account), so a
+    the group that has made the most submissions (``answered``; on ties, the lowest account), so a
     Sybil that probes on throwaway accounts and then submits on a fresh main one is answered by
     the state its probes wore out, not by a fresh one."""
 

@@ -2,6 +2,8 @@
 pairs and its detection of a one-model Sybil, each with an exact Clopper–Pearson bound over fixed
 seeds (never the global RNG), and the competition engine's ``link`` option."""
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -134,20 +136,25 @@ class Drifter(Attack):
     def __init__(self, rows: int = 30):
         self.rows = rows
 
+    seen: ClassVar[list[tuple[np.ndarray, np.ndarray]]] = []
+
     def run(self, board, data, rng):
         current = rng.integers(0, 2, board.holdout_size).astype(float)
+        submitted, released = [], []
         for _ in range(self.rows):
             row = rng.integers(board.holdout_size)
             current[row] = 1 - current[row]
-            board.submit(current)
+            submitted.append(current.copy())
+            released.append(board.submit(current))
+        Drifter.seen.append((np.array(submitted), np.array(released)))
         return current
 
 
-def sybil(seed, link, budget=10, accounts=3, policy=None, n=N):
+def sybil(seed, link, budget=10, accounts=3, policy=None, n=N, batched=True):
     split = task(n).split(stream(seed, "task", spec(task(n)), 0))
     team = TeamSpec(policy or Drifter(rows=probe_budget(budget, accounts)), accounts=accounts, label="sybil")
     return play_competition(split, MECHANISMS.make("ladder", eta=0.01), [team], Rules(rounds=1, per_round=budget,
-                            selection="last"), seed, 0, spec(task(n)), link=link)
+                            selection="last"), seed, 0, spec(task(n)), link=link, batched=batched)
 
 
 def test_without_a_rule_nothing_changes():
@@ -157,17 +164,23 @@ def test_without_a_rule_nothing_changes():
     np.testing.assert_array_equal(plain.private, unlinked.private)
 
 
-def test_a_linked_sybil_is_answered_as_one_account():
-    """Once linked, every account of the drifting Sybil is answered by one Ladder: its releases are
-    those of the competition with every account linked from the start (``shared``)."""
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_linked_sybil_shares_one_state_and_one_budget(batched):
+    """The drifting Sybil (3 accounts of 10): its second probe account links at its first submission
+    and the group has then made 11 > 10 submissions, so every row of it is refused and answered with
+    the state's last release; the final prediction on the main account (outside the caps) is answered
+    by the same Ladder: the releases are those of one Ladder fed the first 10 rows and the final one."""
     for seed in range(5):
-        linked = sybil(seed, RULE)
+        Drifter.seen.clear()
+        linked = sybil(seed, RULE, batched=batched)
         assert linked.account_groups == [[1, 1, 1]]
+        (P, released), = Drifter.seen
         split = task().split(stream(seed, "task", spec(task()), 0))
-        team = TeamSpec(Drifter(rows=20), accounts=3, label="sybil")
-        shared = play_competition(split, MECHANISMS.make("ladder", eta=0.01), [team],
-                                  Rules(rounds=1, per_round=10, selection="last"), seed, 0, spec(task()), shared=True)
-        assert linked.released_final[0] == shared.released_final[0]
+        ladder = MECHANISMS.make("ladder", eta=0.01).bind_to(split.public, split.y_public, np.random.default_rng(0))
+        expected = ladder.submit_many(P[:10][:, split.public_rows])
+        np.testing.assert_array_equal(released[:10], expected)
+        np.testing.assert_array_equal(released[10:], np.full(10, expected[-1]))
+        assert linked.released_final[0] == ladder.submit_many(P[-1:][:, split.public_rows])[0]
 
 
 def test_a_hill_climbing_sybil_is_linked_whole_in_the_engine():
