@@ -25,8 +25,9 @@ account not already in its group, so a pair of accounts is compared at most ``co
 threshold is the largest c with H(c) ≤ α / comparisons (Bonferroni), so an honest pair is ever
 linked with probability at most α (``alpha``, per pair of accounts), whatever the dependence
 between the comparisons. With fewer public rows than that level allows (H(0) > α / comparisons)
-the threshold is −1 and nothing is linked. The guarantee needs the assumption on p₀ and
-non-adaptivity to the public rows; adaptive honest teams (the natural analysts, who learn from
+the threshold is −1 and nothing is linked. The guarantee needs the assumption on p₀, a uniformly random public split (every
+task's, and the rules' ``public_fraction``; not a challenge's ``split.column``) and predictions that
+do not depend on which rows are public; adaptive honest teams (the natural analysts, who learn from
 released scores) are covered by the tests' measured rates (``tests/test_linking.py``), not by
 the theorem.
 
