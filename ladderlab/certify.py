@@ -1002,6 +1002,6 @@ def _link_text() -> str:
     from ladderlab.linking import LinkRule
 
     rule = LinkRule()
-    return (f"accounts whose submissions differ on few enough public rows are answered by one mechanism state from "
+    return (f"accounts whose submissions differ on few enough public rows share one mechanism state and one budget from "
             f"the submission that links them (honest accounts that differ on at least {rule.min_disagreement:g} of the "
             f"holdout rows are linked with probability at most {rule.alpha:g} per pair)")
