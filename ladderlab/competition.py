@@ -872,7 +872,8 @@ class _Wave:
                     lambda indices: loss_rows(keep[indices]))
         released = np.empty(total)
         accepted = np.zeros(total, dtype=bool)
-        released[keep], accepted[keep] = engine.bank.release(wave)
+        if keep.size:  # a wave of refused rows only shows the mechanism nothing
+            released[keep], accepted[keep] = engine.bank.release(wave)
         for row in range(total):
             state = int(states[row])
             if refused[row]:

@@ -183,6 +183,19 @@ def test_a_linked_sybil_shares_one_state_and_one_budget(batched):
         assert linked.released_final[0] == ladder.submit_many(P[-1:][:, split.public_rows])[0]
 
 
+@pytest.mark.parametrize("mechanism", ["kaggle", "thresholdout"])
+def test_refused_rows_get_the_states_last_release_under_any_bank(mechanism):
+    """A stateless release (Kaggle: whole waves refused) and a per-account one (Thresholdout)."""
+    Drifter.seen.clear()
+    split = task().split(stream(1, "task", spec(task()), 0))
+    team = TeamSpec(Drifter(rows=20), accounts=3, label="sybil")
+    result = play_competition(split, MECHANISMS.make(mechanism), [team], Rules(rounds=2, per_round=5, selection="last"),
+                              1, 0, spec(task()), link=RULE)
+    (_, released), = Drifter.seen
+    assert result.account_groups == [[1, 1, 1]]
+    np.testing.assert_array_equal(released[10:], np.full(10, released[9]))
+
+
 def test_a_hill_climbing_sybil_is_linked_whole_in_the_engine():
     """The folklore Sybil (hill climbing, block 4, on 4 accounts of 25 submissions, n = 500: the
     default rule links at most 11 differing public rows) is linked whole in every one of 30 seeds:
