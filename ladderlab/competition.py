@@ -73,7 +73,7 @@ from ladderlab.competition_scoring import HoldoutScorer, population_scores
 from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
 from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.kaggle_calibration import ACTIVITIES, Schedule
-from ladderlab.linking import Link, Linker, LinkRule
+from ladderlab.linking import Link, Linker, LinkRule, pair_comparisons
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.mechanism_bank import LadderBank, Wave, make_bank
 from ladderlab.params import Constraint, Interval, Options, check_value
@@ -586,12 +586,6 @@ def play_competition(
                    private_labels=split.y_final.copy())
 
 
-def link_comparisons(rules: Rules) -> int:
-    """How many times two accounts can be compared (:mod:`ladderlab.linking`): once for each submission
-    of either, the final one outside the caps included."""
-    return 2 * (rules.cap + 1)
-
-
 def public_rows(rules: Rules, size: int) -> int:
     """How many of ``size`` holdout rows ``rules.public_fraction`` puts on the public leaderboard;
     ``ValueError`` unless at least 2 are public and 1 is private."""
@@ -655,7 +649,7 @@ class _Engine:
         self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched,
                               shared=self.shared)
         if self.link is not None:
-            threshold = self.link.threshold(self.holdout_size, int(self.split.public_rows.size), link_comparisons(self.rules))
+            threshold = self.link.threshold(self.holdout_size, int(self.split.public_rows.size), pair_comparisons(self.rules.cap))
             self.linker = Linker(self.link, len(self.slot_identities), threshold)
         self.keep_losses = isinstance(self.bank, LadderBank) and self.bank.paired and self.holdout.keeps_loss_rows
 

@@ -89,6 +89,12 @@ class LinkRule:
         return float(comparisons * hypergeom.cdf(c, holdout, math.ceil(self.min_disagreement * holdout), public))
 
 
+def pair_comparisons(cap: int) -> int:
+    """How many times two accounts of ``cap`` submissions each can be compared: once for each
+    submission of either, the final one (outside the caps) included."""
+    return 2 * (cap + 1)
+
+
 def differing_rows(latest: FloatArray, row: FloatArray, tolerance: float) -> NDArray[np.int64]:
     """For each row of ``latest`` (accounts × public rows [× classes]), the public rows where it
     differs from ``row`` by more than ``tolerance``."""

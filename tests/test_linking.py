@@ -10,9 +10,9 @@ from scipy import stats
 
 from ladderlab.accounts import probe_budget
 from ladderlab.attack import Attack
-from ladderlab.competition import Rules, TeamSpec, compete, link_comparisons, play_competition
+from ladderlab.competition import Rules, TeamSpec, compete, play_competition
 from ladderlab.duel import spec
-from ladderlab.linking import Linker, LinkRule
+from ladderlab.linking import Linker, LinkRule, pair_comparisons
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.seeding import stream
 
@@ -210,7 +210,8 @@ def test_a_hill_climbing_sybil_is_linked_whole_in_the_engine():
 
 
 def test_the_comparisons_count_every_submission_of_a_pair():
-    assert link_comparisons(Rules(rounds=3, per_round=5)) == 32
+    assert pair_comparisons(Rules(rounds=3, per_round=5).cap) == 32
+    assert sybil(0, RULE).link_threshold == RULE.threshold(3 * N, N, pair_comparisons(10))
 
 
 def test_a_certificate_against_a_linked_sybil(tmp_path):
