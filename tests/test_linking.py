@@ -276,3 +276,14 @@ def test_the_accounts_table_gains_the_wrapper_column():
     assert list(row.delta) == ["1 account", "3 accounts", "3 linked", "3 by the wrapper"]
     assert row.delta["3 by the wrapper"] == row.delta["3 accounts"]
     assert "'by the wrapper'" in table_text([row], N, 10, 3, 0.95)
+
+
+def test_natural_analysts_are_linked_only_where_their_models_coincide():
+    """The documented failure of the assumption: on the log loss, the natural analysts the rule links
+    submitted *identical* predictions (analysts whose views share their first features fit one model)."""
+    latent = TASKS.make("latent-classification", scorer="log-loss")
+    teams = [TeamSpec("progressive-analyst", {"lam": 0.9}, count=5), TeamSpec("conservative-analyst", {"p": 0.5}, count=5)]
+    links = [link for replication in range(6)
+             for link in compete(latent, MECHANISMS.make("ladder", eta=0.01), teams, Rules(rounds=5, per_round=5,
+                                 selection="last"), seed=0, replication=replication, link=LinkRule()).links]
+    assert links and all(link.differing == 0 for link in links)
