@@ -16,7 +16,10 @@ leaderboard error compares the release with the population score where the task 
 it (the competition's definition). The engine keeps no exact public score, so a
 duel's ``public`` and ``final_public`` are NaN here. ``linked = True`` gives all accounts one mechanism
 state (what a mechanism with ``shared_state`` does, or a wrapper that links every
-account): the submissions still come from A − 1 budgets.
+account): the submissions still come from A − 1 budgets. ``link`` (a
+:class:`~ladderlab.linking.LinkRule`) plays the accounts under the linking wrapper instead: accounts
+whose submissions are near-identical are linked as they submit and answered by one state from then
+on (:mod:`ladderlab.linking`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ladderlab.atomic import write_atomically
 from ladderlab.attack import Attack
 from ladderlab.competition import Rules, TeamSpec, play_competition
 from ladderlab.duel import DuelResult, duel, spec
+from ladderlab.linking import LinkRule
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
@@ -50,7 +54,7 @@ def probe_budget(budget: int, accounts: int) -> int:
 
 
 def duel_with_accounts(task: Task, mechanism: Mechanism, attack: Attack, seed: int, replication: int, budget: int,
-                       accounts: int, linked: bool = False) -> DuelResult:
+                       accounts: int, linked: bool = False, link: LinkRule | None = None) -> DuelResult:
     """One duel in which ``attack`` holds ``accounts`` ≥ 2 accounts of ``budget`` submissions each (see the
     module docstring). The task's data are those of :func:`ladderlab.duel.duel` with the same seed and
     replication; raises :class:`~ladderlab.duel.Incompatible` when the pair cannot play."""
@@ -58,12 +62,14 @@ def duel_with_accounts(task: Task, mechanism: Mechanism, attack: Attack, seed: i
         raise ValueError(f"accounts must be a whole number ≥ 2 for a duel with several accounts, got {accounts!r}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a whole number ≥ 1 submissions per account, got {budget!r}")
+    if linked and link is not None:
+        raise ValueError("linked (every account one state from the start) and link (a linking rule) exclude each other")
     task.validate_params()
     task_spec = spec(task)
     split = task.split(stream(seed, "task", task_spec, replication))
     team = TeamSpec(attack, accounts=accounts, label=attack.id)
     rules = Rules(rounds=1, per_round=budget, selection="last")
-    result = play_competition(split, mechanism, [team], rules, seed, replication, task_spec, shared=linked)
+    result = play_competition(split, mechanism, [team], rules, seed, replication, task_spec, shared=linked, link=link)
     released, final = float(result.released_final[0]), float(result.private[0])
     sign = get_scorer(split.public.scorer).sign
     return DuelResult(
@@ -98,13 +104,17 @@ class AccountsRow:
 
 def accounts_table(n: int = 200, budget: int = 100, accounts: int = 5, replications: int = 10, seed: int = 0,
                    confidence: float = 0.95, mechanisms: list[str] | None = None,
-                   progress: bool | None = False) -> list[AccountsRow]:
+                   progress: bool | None = False, wrapper: bool = False) -> list[AccountsRow]:
     """What ``accounts`` accounts of ``budget`` submissions buy an attacker against each built-in mechanism
     (default parameters) on random labels at public size ``n``: the median Δ/B (with its
     sign-test interval at ``confidence``) of the worst attack, with one account, with ``accounts``
-    accounts each with its own state, and with them linked into one state."""
+    accounts each with its own state, and with them linked into one state; ``wrapper`` adds the
+    accounts under the linking wrapper (:mod:`ladderlab.linking`, its default rule)."""
     task = TASKS.make("random-labels", n_public=n, n_holdout=3 * n)
-    settings = {"1 account": (1, False), f"{accounts} accounts": (accounts, False), f"{accounts} linked": (accounts, True)}
+    settings: dict[str, tuple[int, bool | None]] = {"1 account": (1, False), f"{accounts} accounts": (accounts, False),
+                                                     f"{accounts} linked": (accounts, True)}
+    if wrapper:
+        settings[f"{accounts} by the wrapper"] = (accounts, None)
     rows = []
     for mechanism_id in progress_bar(mechanisms or MECHANISMS.ids(), progress=progress, desc="mechanisms"):
         delta = {}
@@ -116,7 +126,8 @@ def accounts_table(n: int = 200, budget: int = 100, accounts: int = 5, replicati
                 for replication in range(replications):
                     mechanism = MECHANISMS.make(mechanism_id)
                     result = (duel(task, mechanism, attack, seed, replication, budget=budget) if count == 1 else
-                              duel_with_accounts(task, mechanism, attack, seed, replication, budget, count, linked))
+                              duel_with_accounts(task, mechanism, attack, seed, replication, budget, count, bool(linked),
+                                                 link=LinkRule() if linked is None else None))
                     values.append(result.delta / (result.loss_bound or 1.0))
                 interval = median_interval(values, confidence)
                 if worst is None or interval[0] < worst[0]:
@@ -131,7 +142,9 @@ def table_text(rows: list[AccountsRow], n: int, budget: int, replications: int, 
     names = list(rows[0].delta)
     lines = [f"median Δ/B [{100 * confidence:g}% CI] of the worse of "
              f"{', '.join(plugin_label(a, p) for a, p in SYBIL_ATTACKS)} (k = every probe), random labels, n = {n}, "
-             f"{budget} submissions per account, {replications} replications; 'linked': one mechanism state for all accounts",
+             f"{budget} submissions per account, {replications} replications; 'linked': one mechanism state for all accounts"
+             + ("; 'by the wrapper': linked by ladderlab.linking's default rule" if any("wrapper" in name for name in names)
+                else ""),
              f"{'mechanism':<22}" + "".join(f"{name:>28}" for name in names)]
     for row in rows:
         lines.append(f"{row.mechanism:<22}" + "".join(
@@ -145,7 +158,7 @@ def bench_command(args: argparse.Namespace) -> int:
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
         raise ValueError(f"--out {out}: not a file in an existing directory")
     settings = {"n": 200, "budget": 100, "replications": 10, "confidence": 0.95}
-    text = table_text(accounts_table(**settings, progress=args.progress), **settings)
+    text = table_text(accounts_table(**settings, progress=args.progress, wrapper=True), **settings)
     print(text, end="")
     if out is not None:
         write_atomically(out, text)

@@ -210,13 +210,16 @@ def _scenario(name: str, description: str, matrix: list[dict[str, Any]], replica
 def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
                      attacks: list[str | AttackSpec], replications: int, seed: int,
                      task_families: dict[str, dict[str, Any]] | None = None, force: bool = False,
-                     accounts: int = 1) -> Scenario:
+                     accounts: int = 1, link: bool = False) -> Scenario:
     """The battery as a scenario: every attack at every point of its strength grid (or at its pinned
     parameters) at every budget, on each family it can play, against the mechanism and full
     disclosure; honest participants against both. ``replications`` is the maximum. A family
     whose data cannot fit in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`,
     unless ``force``). With ``accounts`` = A ≥ 2 every attack holds A accounts of each budget
-    (:mod:`ladderlab.accounts`) and its strength grid is that of the (A − 1) · budget it probes with."""
+    (:mod:`ladderlab.accounts`) and its strength grid is that of the (A − 1) · budget it probes with;
+    ``link``: its accounts play under the linking wrapper (:mod:`ladderlab.linking`)."""
+    if link and accounts < 2:
+        raise ValueError("link needs accounts ≥ 2: one account has nothing to link")
     if n < 10:
         raise ValueError(f"n must be at least 10 holdout points, got {n}")
     if not budgets or any(budget < 1 for budget in budgets):
@@ -233,7 +236,7 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
         spec = attack if isinstance(attack, AttackSpec) else parse_attack(attack)
         task_types = ATTACKS.get(spec.id).task_types
         entries = [{"id": spec.id, "params": _as_scenario_params(point), "budget": budget,
-                    **({"accounts": accounts} if accounts > 1 else {})}
+                    **({"accounts": accounts} if accounts > 1 else {}), **({"link": True} if link else {})}
                    for budget in sorted(set(budgets)) for point in spec.points(probe_budget(budget, accounts), n)]
         matrix.extend({"tasks": [entry], "mechanisms": mechanisms, "attacks": entries, "playable_only": True}
                       for family, entry in task_families.items()
@@ -583,6 +586,7 @@ def certify(
     force: bool = False,
     accounts: int = 1,
     task_families: dict[str, dict[str, Any]] | None = None,
+    link: bool = False,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -602,7 +606,8 @@ def certify(
     a battery whose estimated memory cannot fit is refused before it runs
     (:class:`ladderlab.workload.TooLarge`) unless ``force``. ``accounts`` = A ≥ 2 certifies against
     attackers with A accounts of each budget, each account with its own mechanism state
-    (:mod:`ladderlab.accounts`); the honest participant keeps one.
+    (:mod:`ladderlab.accounts`); the honest participant keeps one. ``link`` plays those accounts under
+    the linking wrapper (:mod:`ladderlab.linking`, its default rule).
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -622,7 +627,8 @@ def certify(
     specs = _unique(_battery_specs(attacks or [], default_battery))
     task_families = task_families or families(n, scorer, prediction_range)
     bounds = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
-    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force, accounts)
+    scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force, accounts,
+                                link)
     runner.check_accounts(scenario, check_isolation(isolation), secret_seed)
     workload.refuse_if_too_large(workload.scenario_work(scenario, jobs, force), force,
                                  hint="certify fewer budgets, a smaller n or fewer --replications")
@@ -672,6 +678,7 @@ def certify(
         "n": n,
         "budgets": budgets,
         "accounts": accounts,
+        **({"link": _link_text()} if link else {}),
         "replications": replications,
         "confidence": confidence,
         "seed": seed,
@@ -780,7 +787,8 @@ def _ran_scenario(scenario: Scenario, layout: _Battery, battery_rows: list[dict[
             matrix.append({"tasks": [task_families[worst.family]], "mechanisms": [{"id": REFERENCE}],
                            "attacks": [{"id": worst.cell.attack[0], "params": _as_scenario_params(worst.params),
                                         "budget": worst.cell.budget,
-                                        **({"accounts": worst.cell.accounts} if worst.cell.accounts > 1 else {})}]})
+                                        **({"accounts": worst.cell.accounts} if worst.cell.accounts > 1 else {}),
+                                        **({"link": True} if worst.cell.link else {})}]})
     matrix.append(dump["matrix"][-1])
     unique = []
     for table in matrix:
@@ -873,6 +881,8 @@ def markdown(certificate: dict[str, Any]) -> str:
         lines += ["", f"Every attacker holds {c['accounts']} accounts, each with the budget and its own mechanism state: "
                   f"it probes on {c['accounts'] - 1} of them and submits its final prediction on a fresh one, whose "
                   "release Δ measures."]
+        if c.get("link"):
+            lines += ["", f"The accounts play under the linking wrapper: {c['link']}"]
     if c.get("challenge"):
         lines += ["", _challenge_text(c["challenge"])]
     broken = "; ".join(
@@ -984,3 +994,13 @@ def _interval_text(interval: dict[str, float | None] | None) -> str:
 
 def _probability_text(probability: dict[str, float]) -> str:
     return f"{probability['estimate']:.2f} [{probability['lo']:.2f}, {probability['hi']:.2f}]"
+
+
+def _link_text() -> str:
+    """What the certificate says of the linking wrapper (:mod:`ladderlab.linking`)."""
+    from ladderlab.linking import LinkRule
+
+    rule = LinkRule()
+    return (f"accounts whose submissions differ on few enough public rows share one mechanism state and one budget from "
+            f"the submission that links them (honest accounts that differ on at least {rule.min_disagreement:g} of the "
+            f"holdout rows are linked with probability at most {rule.alpha:g} per pair)")

@@ -311,7 +311,9 @@ def _certify(args: argparse.Namespace) -> int:
                    secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
                    progress=args.progress, force=args.force, confidence=args.confidence, complete=args.complete,
                    announce=None if args.progress is False else lambda line: print(line, file=sys.stderr, flush=True),
-                   accounts=args.accounts)
+                   accounts=args.accounts, **({"link": True} if args.link else {}))
+    if args.link and args.accounts < 2:
+        raise ValueError("--link links an attacker's accounts: give --accounts A with A ≥ 2")
     if args.challenge:
         from ladderlab import challenge_certify
 
@@ -545,6 +547,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "setting with the best honest utility; --out gets a table and a plot beside it")
     cert.add_argument("--accounts", type=arguments.count(1), default=1, help="certify against attackers with this many "
                       "accounts of each budget, each with its own mechanism state (default 1)")
+    cert.add_argument("--link", action="store_true", help="with --accounts: play the attacker's accounts under the "
+                      "linking wrapper (near-identical accounts share one mechanism state; docs/certification.md)")
     cert.add_argument("--complete", action="store_true", help="decide every grid point, also above a budget that "
                       "already fails (by default they stop undecided)")
     cert.add_argument("--scorer", help="certify for this scorer only (default: the 0/1, squared and log losses)")

@@ -55,6 +55,7 @@ import pyarrow.parquet as pq
 import ladderlab
 from ladderlab import rundir, workload
 from ladderlab.accounts import duel_with_accounts
+from ladderlab.linking import LinkRule
 from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
@@ -193,7 +194,8 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
     start = time.perf_counter()
     try:
         if cell.accounts > 1:
-            result = duel_with_accounts(task, mechanism, attack, seed, replication, cell.budget, cell.accounts)
+            result = duel_with_accounts(task, mechanism, attack, seed, replication, cell.budget, cell.accounts,
+                                        link=LinkRule() if cell.link else None)
         else:
             result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
                           isolation=isolation, secret_seed=secret_seed)

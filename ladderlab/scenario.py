@@ -104,6 +104,11 @@ class AttackEntry(PluginEntry):
         description="accounts the attacker holds (Sybil, ladderlab.accounts): it probes on accounts − 1 accounts, "
         "each with its own mechanism state and the budget, and submits its final prediction on a fresh one",
     )
+    link: StrictBool = Field(
+        default=False,
+        description="play the attacker's accounts under the linking wrapper (ladderlab.linking, its default rule): "
+        "accounts whose submissions are near-identical share one mechanism state from the submission that links them",
+    )
 
     @model_validator(mode="after")
     def _grid_needs_budget(self) -> AttackEntry:
@@ -111,6 +116,8 @@ class AttackEntry(PluginEntry):
             raise ValueError(f"attack {self.id!r}: strength_grid = true needs a budget")
         if self.accounts > 1 and (self.budget is None or self.oracle):
             raise ValueError(f"attack {self.id!r}: accounts = {self.accounts} needs a budget (each account's) and no oracle")
+        if self.link and self.accounts < 2:
+            raise ValueError(f"attack {self.id!r}: link = true needs accounts ≥ 2")
         return self
 
 
@@ -186,6 +193,8 @@ class Scenario(StrictModel):
                     del attack["strength_grid"]
                 if attack["accounts"] == 1:
                     del attack["accounts"]
+                if not attack["link"]:
+                    del attack["link"]
         del dump["paper_values"]
         text = json.dumps(dump, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -253,6 +262,8 @@ class Cell:
     oracle: bool
     accounts: int = 1
     """The attacker's accounts (:mod:`ladderlab.accounts`); ``budget`` is each account's."""
+    link: bool = False
+    """The accounts play under the linking wrapper (:mod:`ladderlab.linking`, its default rule)."""
     directory: ClassVar[str] = "cells"
     """The run directory's folder for the cell's results."""
 
@@ -261,7 +272,8 @@ class Cell:
         """``task × mechanism × attack`` with parameters (and the budget, and the accounts beyond one)."""
         text = " × ".join(plugin_label(plugin_id, params) for plugin_id, params in (self.task, self.mechanism, self.attack))
         text = text if self.budget is None else f"{text}, budget {self.budget}"
-        return text if self.accounts == 1 else f"{text}, {self.accounts} accounts"
+        text = text if self.accounts == 1 else f"{text}, {self.accounts} accounts"
+        return f"{text}, linked by the wrapper" if self.link else text
 
     @functools.cached_property
     def key(self) -> str:
@@ -270,6 +282,8 @@ class Cell:
         parts: list[Any] = [self.task, self.mechanism, self.attack, self.budget, self.oracle]
         if self.accounts != 1:
             parts.append({"accounts": self.accounts})
+        if self.link:
+            parts.append({"link": True})
         text = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
@@ -283,7 +297,7 @@ def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
                                             expand(mechanism.params, MECHANISMS.get(mechanism.id))):
                 for ap in _attack_settings(attack, task.id, tp):
                     cell = Cell((task.id, tp), (mechanism.id, mp), (attack.id, ap), attack.budget, attack.oracle,
-                                attack.accounts)
+                                attack.accounts, attack.link)
                     if matrix.playable_only and not _playable(cell):
                         continue
                     located.append((f"matrix[{i}]", cell))

@@ -57,6 +57,7 @@ else the final-set score.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -72,6 +73,7 @@ from ladderlab.competition.scoring import HoldoutScorer, population_scores
 from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
 from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
+from ladderlab.linking import Link, Linker, LinkRule, pair_comparisons
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.competition.banks import LadderBank, Wave, make_bank
 from ladderlab.params import Constraint, Interval, Options, check_value
@@ -462,6 +464,15 @@ class CompetitionResult:
     """With ``capture``: the private (final-set) labels."""
     loss_bound: float | None = None
     """B, the bound of the bound scorer's per-sample loss or score (None: unbounded)."""
+    links: list[Link] | None = None
+    """With ``link``: every link the rule made, in order (accounts by slot: a team's accounts are
+    consecutive, in the result's team order of enrolment)."""
+    link_threshold: int | None = None
+    """With ``link``: the most differing public rows that linked two submissions (−1: none could)."""
+    account_groups: list[list[int]] | None = None
+    """With ``link``: for each team, the keeper (the slot whose mechanism state answers it) of each of
+    its accounts at the end, the main one first: a team whose accounts share one keeper was linked
+    whole; a keeper shared with another team's account is a link between teams."""
 
 
 def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -499,12 +510,18 @@ def play_competition(
     isolation: Isolation = "none",
     secret: tuple[Any, ...] = (),
     shared: bool | None = None,
+    link: LinkRule | None = None,
 ) -> CompetitionResult:
     """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
     team's policy or the mechanism cannot play on the task.
 
     ``shared``: one mechanism state answers every account (None: as the mechanism class's
     ``shared_state`` says), the state a wrapper that links every account would give.
+    ``link``: accounts whose submissions are near-identical are linked as they submit
+    (:mod:`ladderlab.linking`): from the submission that links them on, one mechanism state
+    answers them all and they share one account's cap (beyond it a submission is refused: answered
+    with the state's last release); what was released before stays released. None (the default):
+    no linking.
 
     ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
@@ -543,7 +560,9 @@ def play_competition(
         n_public = public_rows(rules, size)
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication, *secret).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
-    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared)
+    if link is not None and not isinstance(link, LinkRule):
+        raise ValueError(f"link must be a ladderlab.linking.LinkRule or None, got {link!r}")
+    engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared, link)
     try:
         engine.enrol(teams, prototypes)
         if capture is not None:
@@ -582,7 +601,7 @@ class _Engine:
 
     def __init__(self, split: Split, scorer: Scorer, mechanism: Mechanism, rules: Rules, seed: int, replication: int,
                  task_spec: tuple[str, dict[str, Any]], batched: bool, secret: tuple[Any, ...] = (),
-                 shared: bool | None = None):
+                 shared: bool | None = None, link: LinkRule | None = None):
         self.split, self.scorer, self.mechanism, self.rules = split, scorer, mechanism, rules
         self.seed, self.replication, self.task_spec, self.batched = seed, replication, task_spec, batched
         self.secret = secret
@@ -596,6 +615,10 @@ class _Engine:
         self.slot_identities: list[tuple[Any, ...]] = []
         self.order_rng = stream(seed, "competition-order", task_spec, replication)
         self.records: list[dict[str, NDArray[Any]]] = []
+        self.link = link
+        self.linker: Linker | None = None
+        self.last_release: dict[int, float] = {}
+        """With ``link``: the last release of each mechanism state (what a refused submission gets)."""
 
     def check(self, predictions: Any) -> FloatArray:
         return check_prediction_matrix(predictions, self.holdout_size, self.kind, self.classes)
@@ -625,6 +648,9 @@ class _Engine:
                                                   self.holdout_size, self.classes))
         self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched,
                               shared=self.shared)
+        if self.link is not None:
+            threshold = self.link.threshold(self.holdout_size, int(self.split.public_rows.size), pair_comparisons(self.rules.cap))
+            self.linker = Linker(self.link, len(self.slot_identities), threshold)
         self.keep_losses = isinstance(self.bank, LadderBank) and self.bank.paired and self.holdout.keeps_loss_rows
 
     def _schedule(self, entry: TeamSpec, member: int) -> Schedule | None:
@@ -728,8 +754,13 @@ class _Engine:
                 team.abort()
 
     def result(self) -> CompetitionResult:
-        return _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared,
-                       (self.holdout.public_noise_sd, self.holdout.private_noise_sd), self.scorer.bound(self.classes.size))
+        result = _result(self.teams, self.records, self.rules, self.scorer, self.mechanism, self.split, self.shared,
+                         (self.holdout.public_noise_sd, self.holdout.private_noise_sd), self.scorer.bound(self.classes.size))
+        if self.linker is None:
+            return result
+        keepers = self.linker.groups()
+        return replace(result, links=list(self.linker.links), link_threshold=self.linker.threshold,
+                       account_groups=[[keepers[account.slot] for account in team.accounts] for team in self.teams])
 
 
 class _Wave:
@@ -778,6 +809,7 @@ class _Wave:
         slots = np.repeat(np.array([account.slot for _, account, _ in self.parts], dtype=np.intp), sizes)
         segments = [(int(stop - size), int(stop), account.slot) for (_, account, _), size, stop in zip(self.parts, sizes, stops)]
         public_rows = engine.split.public_rows
+        public_columns = lambda k: columns(self.parts[k][2], public_rows)  # noqa: E731
 
         def loss_rows(indices: NDArray[np.intp]) -> FloatArray:
             if losses is not None:
@@ -785,8 +817,10 @@ class _Wave:
             part = np.searchsorted(stops, indices, side="right")
             return columns(np.stack([self.parts[k][2][i - stops[k] + sizes[k]] for k, i in zip(part, indices)]), public_rows)
 
-        released, accepted = engine.bank.release(Wave(slots, segments, public, lambda k: columns(self.parts[k][2], public_rows),
-                                                      loss_rows))
+        if engine.linker is None:
+            released, accepted = engine.bank.release(Wave(slots, segments, public, public_columns, loss_rows))
+        else:
+            released, accepted = self._release_linked(segments, public, public_columns, loss_rows)
         if engine.rules.precision is not None:
             released = round_to_multiple(released, engine.rules.precision)
         engine.records.append({"slot": slots, "round": np.full(slots.size, self.round), "released": released,
@@ -795,6 +829,52 @@ class _Wave:
         for (team, _, _), (start, stop, _) in zip(self.parts, segments):
             team.answer(released[start:stop])
         return True
+
+    def _release_linked(self, segments: list[tuple[int, int, int]], public: FloatArray, public_columns: Any,
+                        loss_rows: Any) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """The wave under the link rule (:class:`~ladderlab.linking.Linker`, rows observed in wave order):
+        each row answered by its group's state; a row beyond the group's budget (more submissions than
+        one account's cap, the final ones exempt) is *refused*: not shown to the mechanism, answered with
+        the state's last release, so it teaches nothing."""
+        engine = self.engine
+        linker = engine.linker
+        assert linker is not None
+        total = segments[-1][1] if segments else 0
+        states = np.empty(total, dtype=np.intp)
+        refused = np.zeros(total, dtype=bool)
+        capped = self.round < engine.rules.rounds  # the final submissions are outside the caps
+        for k, (start, stop, slot) in enumerate(segments):
+            block = public_columns(k)
+            for i in range(stop - start):
+                state = states[start + i] = linker.observe(slot, block[i], self.round)
+                refused[start + i] = capped and linker.answered[state] > engine.rules.cap
+        keep = np.flatnonzero(~refused)
+        pieces: list[tuple[int, int, int]] = []
+        sources: list[tuple[int, int, int]] = []
+        kept = 0
+        for k, (start, stop, _) in enumerate(segments):
+            cut = start
+            for i in range(start, stop + 1):
+                if i == stop or refused[i] or states[i] != states[cut]:
+                    if i > cut and not refused[cut]:
+                        pieces.append((kept, kept + i - cut, int(states[cut])))
+                        sources.append((k, cut - start, i - start))
+                        kept += i - cut
+                    cut = i + 1 if i < stop and refused[i] else i
+        wave = Wave(states[keep], pieces, public[keep],
+                    lambda j: public_columns(sources[j][0])[sources[j][1] : sources[j][2]],
+                    lambda indices: loss_rows(keep[indices]))
+        released = np.empty(total)
+        accepted = np.zeros(total, dtype=bool)
+        if keep.size:  # a wave of refused rows only shows the mechanism nothing
+            released[keep], accepted[keep] = engine.bank.release(wave)
+        for row in range(total):
+            state = int(states[row])
+            if refused[row]:
+                released[row] = engine.last_release.get(state, math.nan)
+            else:
+                engine.last_release[state] = float(released[row])
+        return released, accepted
 
 
 def _with_rows(split: Split, public_rows: NDArray[np.int64], final_rows: NDArray[np.int64]) -> Split:
@@ -895,17 +975,19 @@ def compete(
     batched: bool = True,
     isolation: Isolation = "none",
     secret_seed: int | None = None,
+    link: LinkRule | None = None,
 ) -> CompetitionResult:
     """One competition replication with every stream derived from (seed, identity, replication).
 
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
     across mechanisms and rules. ``capture``, ``batched`` and ``isolation``: see
-    :func:`play_competition`; ``secret_seed`` as in :func:`~ladderlab.duel.duel`.
+    :func:`play_competition`; ``secret_seed`` as in :func:`~ladderlab.duel.duel`; ``link``: a
+    :class:`~ladderlab.linking.LinkRule` that links near-identical accounts (None: no linking).
     """
     task.validate_params()
     task_spec = spec(task)
     secret = secret_identity(secret_seed)
     split = with_secret_data_seed(task, secret).split(stream(seed, "task", task_spec, replication, *secret))
     return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched,
-                            isolation, secret)
+                            isolation, secret, link=link)
