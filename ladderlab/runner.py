@@ -65,7 +65,6 @@ from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.competition.scenario import CompetitionCell
-from ladderlab.competition.results import cell_table as competition_cell_table
 from ladderlab.competition.results import rows_table as competition_table
 from ladderlab.competition.results import run_replication as play_competition_replication
 from ladderlab.extrapolation_scenario import ExtrapolationCell
@@ -295,23 +294,16 @@ def run_cells(
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). An extrapolation or competition cell is alone in its group and written whole;
-    their files are under ``extrapolations/`` and ``competitions/``. ``identities`` holds
+    fingerprints). An extrapolation cell is alone in its group and written whole, a competition
+    cell alone in its group; their files are under ``extrapolations/`` and ``competitions/``. ``identities`` holds
     :func:`isolated_cell` of each cell under isolation. ``progress`` shows a bar over the group's
     replications (a run in this process: the run's own bar moves per group)."""
     if isinstance(group[0], ExtrapolationCell):
         (cell,) = group
         with cell_worker():
             return [_write_cell(cell, extrapolation_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
-    if isinstance(group[0], CompetitionCell):
-        (cell,) = group
-        resolved = (identities or {}).get(cell.key)
-        teams, tokens = (resolved.teams, resolved.tokens) if resolved else (None, _plugin_tokens(cell))
-        with cell_worker():
-            table = competition_cell_table(cell, seed, replications, isolation, secret_seed, teams)
-            return [_write_cell(cell, table, out, tokens)]
     rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities, progress=progress)
-    return write_cells(group, seed, rows, out, isolation)
+    return write_cells(group, seed, rows, out, isolation, identities)
 
 
 def play_replications(
@@ -320,7 +312,7 @@ def play_replications(
     replications: range,
     isolation: Isolation = "none",
     secret_seed: int | None = None,
-    identities: dict[str, tuple[str, dict[str, Any]]] | None = None,
+    identities: dict[str, Any] | None = None,
     first_rows: dict[str, dict[str, Any]] | None = None,
     progress: bool | None = False,
 ) -> dict[str, list[dict[str, Any]]]:
@@ -335,7 +327,9 @@ def play_replications(
                 if replication == 0 and first_rows and cell.key in first_rows:
                     rows[cell.key].append(first_rows[cell.key])
                 elif isinstance(cell, CompetitionCell):
-                    rows[cell.key].append(play_competition_replication(cell, seed, replication, secret_seed=secret_seed))
+                    teams = identities[cell.key].teams if cell.key in identities else None
+                    rows[cell.key].append(play_competition_replication(cell, seed, replication, isolation, secret_seed,
+                                                                       teams))
                 else:
                     rows[cell.key].append(run_replication(cell, seed, replication, isolation, secret_seed,
                                                           identities.get(cell.key)))
@@ -343,11 +337,14 @@ def play_replications(
 
 
 def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any]]], out: str,
-                isolation: Isolation = "none") -> list[dict[str, Any]]:
-    """Write each cell of a group from its rows (every replication, in order); return the manifest records."""
+                isolation: Isolation = "none", identities: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Write each cell of a group from its rows (every replication, in order); return the manifest
+    records. An isolated competition's plugin tokens are those its run computed (``identities``)."""
     if isinstance(group[0], CompetitionCell):
         (cell,) = group
-        return [_write_cell(cell, competition_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell))]
+        resolved = (identities or {}).get(cell.key)
+        tokens = resolved.tokens if resolved else _plugin_tokens(cell)
+        return [_write_cell(cell, competition_table(cell, seed, rows[cell.key]), out, tokens)]
     return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
             for cell in group]
 

@@ -83,13 +83,6 @@ SCHEMA = pa.schema(
 )
 
 
-def cell_table(cell: CompetitionCell, seed: int, replications: int, isolation: Isolation = "none",
-               secret_seed: int | None = None, teams: list[dict[str, Any]] | None = None) -> pa.Table:
-    """Every replication of a competition cell as a Parquet table (arguments as in :func:`run_replication`)."""
-    return rows_table(cell, seed, [run_replication(cell, seed, replication, isolation, secret_seed, teams)
-                                   for replication in range(replications)])
-
-
 def rows_table(cell: CompetitionCell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
     """A competition cell's table from its rows (every replication, in order; the runner may
     have played ranges of them in different workers)."""
