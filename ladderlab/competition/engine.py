@@ -69,7 +69,7 @@ from numpy.typing import NDArray
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.competition.cohort import Cohort
-from ladderlab.competition.scoring import HoldoutScorer, population_scores
+from ladderlab.competition.scoring import HoldoutScorer, Scores, population_scores
 from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
 from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
@@ -247,6 +247,8 @@ class _Team:
         self.probes = accounts[1:] if len(accounts) > 1 else accounts
         self.state = _State.READY
         self.pending: FloatArray | None = None
+        self.pending_scores: Scores | None = None
+        """The pending batch's scores, where they were computed when it was submitted."""
         self.submitted = 0
         self.answered: list[FloatArray] = []
         self.answered_rows = 0
@@ -262,14 +264,16 @@ class _Team:
         assert self.pending is not None
         return self.pending
 
-    def parts_today(self, round_: int) -> list[tuple[Account, FloatArray]]:
+    def parts_today(self, round_: int) -> list[tuple[Account, FloatArray, Scores | None]]:
         """The rows of the pending batch that the probe accounts' quotas allow today, account after
-        account (charged to them)."""
+        account (charged to them), with their scores where the batch has them already."""
         parts = []
         for account in self.probes:
             left = min(account.left_today(round_), self.rows - self.submitted)
             if left:
-                parts.append((account, self.batch()[self.submitted : self.submitted + left]))
+                stop = self.submitted + left
+                scores = None if self.pending_scores is None else self.pending_scores.part(self.submitted, stop)
+                parts.append((account, self.batch()[self.submitted : stop], scores))
                 account.count(left, round_)
                 self.submitted += left
         return parts
@@ -283,8 +287,8 @@ class _Team:
         if rows > self.remaining(round_):
             raise BudgetExceeded(f"{rows} submissions would exceed what the rules still allow ({self.remaining(round_)} left)")
 
-    def start_batch(self, P: FloatArray) -> None:
-        self.pending, self.submitted, self.answered, self.answered_rows = P, 0, [], 0
+    def start_batch(self, P: FloatArray, scores: Scores | None = None) -> None:
+        self.pending, self.pending_scores, self.submitted, self.answered, self.answered_rows = P, scores, 0, [], 0
         self.state = _State.PENDING
 
     def answer(self, released: FloatArray) -> None:
@@ -294,7 +298,7 @@ class _Team:
         self.answered_rows += released.size
         if self.answered_rows == self.rows:
             self.whole = self.answered[0] if len(self.answered) == 1 else np.concatenate(self.answered)
-            self.pending, self.answered, self.state = None, [], _State.READY
+            self.pending, self.pending_scores, self.answered, self.state = None, None, [], _State.READY
 
 
 class CompetitionBoard(Board):
@@ -326,8 +330,8 @@ class CompetitionBoard(Board):
         if check_repeats(repeats) > 1:  # copies may fall on different accounts and days: submitted one by one
             P = np.repeat(P, repeats, axis=0)
         self._team.check_budget(P.shape[0], self._team.round)
-        self._team.score(P)  # a ScoreError reaches the attack here, before any row of the batch is released
-        released = self._team.request(P)
+        scores = self._team.score(P)  # a ScoreError reaches the attack here, before any row is released
+        released = self._team.request(P, scores)
         self._transcript.extend(released.tolist())
         return released.copy()
 
@@ -359,19 +363,20 @@ class _PolicyTeam(_Team):
         except BaseException as error:  # handed to the engine, which raises it
             self.error = error
 
-    def request(self, P: FloatArray) -> FloatArray:
-        """In the team's greenlet: hand the batch to the engine, wait for its released scores."""
-        return self._greenlet.parent.switch(P)
+    def request(self, P: FloatArray, scores: Scores) -> FloatArray:
+        """In the team's greenlet: hand the batch and its scores to the engine, wait for its
+        released scores."""
+        return self._greenlet.parent.switch((P, scores))
 
     def advance(self, round_: int) -> None:
         """Run the team until it asks for its next batch, or ends."""
         self.round = round_
-        batch = self._greenlet.switch(self._released) if self._greenlet else self._greenlet.switch()
+        request = self._greenlet.switch(self._released) if self._greenlet else self._greenlet.switch()
         self._released = None
         if self._greenlet.dead:
             self.state = _State.DONE
         else:
-            self.start_batch(batch)
+            self.start_batch(*request)
 
     def answered_with(self, released: FloatArray) -> None:
         self._released = released
@@ -623,6 +628,10 @@ class _Engine:
     def check(self, predictions: Any) -> FloatArray:
         return check_prediction_matrix(predictions, self.holdout_size, self.kind, self.classes)
 
+    def score_batch(self, P: FloatArray) -> Scores:
+        """A batch's scores as a wave keeps them (:class:`ScoreError` for one that fails to score)."""
+        return self.holdout.score(P, keep_losses=self.keep_losses)
+
     def enrol(self, teams: list[TeamSpec], prototypes: list[Attack] | list[AttackRef]) -> None:
         """Every team with its accounts and random stream; a policy that plays as a cohort, one cohort
         per group; an isolated policy (an :class:`~ladderlab.isolation.AttackRef`) never as a cohort."""
@@ -643,7 +652,7 @@ class _Engine:
                     self.teams.append(_CohortMember(entry, member, accounts, cohort, self.check))
                 else:
                     attack = prototype if member == 0 or isolated else entry.attack()
-                    self.teams.append(_PolicyTeam(entry, member, accounts, attack, self.data, rng, self.check, self.holdout.score,
+                    self.teams.append(_PolicyTeam(entry, member, accounts, attack, self.data, rng, self.check, self.score_batch,
                                                   self.kind,
                                                   self.holdout_size, self.classes))
         self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched,
@@ -707,8 +716,8 @@ class _Engine:
         for team in ordered:
             if team.state is not _State.PENDING:
                 continue
-            for account, rows in team.parts_today(round_):
-                wave.add(team, account, rows)
+            for account, rows, scores in team.parts_today(round_):
+                wave.add(team, account, rows, scores)
             if wave.elements >= WAVE_ELEMENTS:
                 wave.release()
                 wave, submitted = _Wave(self, round_), True
@@ -776,12 +785,17 @@ class _Wave:
         self.elements = 0
         self.block_rows = rows_per_block(engine.holdout_size)
 
-    def add(self, team: _Team, account: Account, rows: FloatArray) -> None:
+    def add(self, team: _Team, account: Account, rows: FloatArray, scores: Scores | None = None) -> None:
+        """Add a team's rows for one account; ``scores``: theirs, where they were computed already."""
         if account.capture is not None and account.made <= account.capture < account.made + rows.shape[0]:
             account.captured = rows[account.capture - account.made].copy()
         account.made += rows.shape[0]
         self.parts.append((team, account, rows))
         self.elements += rows.size
+        if scores is not None:
+            self._score_unscored()
+            self.scored.append(scores)
+            return
         self.unscored.append(rows)
         self.unscored_rows += rows.shape[0]
         if self.unscored_rows >= self.block_rows:

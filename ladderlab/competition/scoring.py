@@ -53,6 +53,12 @@ class Scores:
         self.public, self.private, self.population, self.public_losses = public, private, population, public_losses
         self.population_public = np.full(public.size, np.nan) if population_public is None else population_public
 
+    def part(self, start: int, stop: int) -> Scores:
+        """The scores of rows ``start`` to ``stop`` (a row's scores do not depend on its neighbours)."""
+        return Scores(self.public[start:stop], self.private[start:stop], self.population[start:stop],
+                      None if self.public_losses is None else self.public_losses[start:stop],
+                      self.population_public[start:stop])
+
 
 class HoldoutScorer:
     """Scores whole-holdout predictions on a split's public and private rows (module docstring)."""
