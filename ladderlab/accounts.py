@@ -154,9 +154,7 @@ def table_text(rows: list[AccountsRow], n: int, budget: int, replications: int, 
 
 def bench_command(args: argparse.Namespace) -> int:
     """``ladderlab bench --accounts [--out FILE]``: print the accounts table (and write it to FILE)."""
-    out = Path(args.out) if args.out else None
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        raise ValueError(f"--out {out}: not a file in an existing directory")
+    out = Path(args.out) if args.out else None  # checked by the command line (arguments.output_file)
     settings = {"n": 200, "budget": 100, "replications": 10, "confidence": 0.95}
     text = table_text(accounts_table(**settings, progress=args.progress, wrapper=True), **settings)
     print(text, end="")

@@ -65,6 +65,7 @@ from ladderlab.params import INT64_LIMIT
 from ladderlab.registry import MECHANISMS
 from ladderlab.scenario import PluginEntry, _check_entry, expand
 from ladderlab.schema import FiniteFloat, StrictModel, problem_lines
+from ladderlab.tables import refuse_repeated_columns
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import stream
 from ladderlab.tasks import SCORER_NAMES, PublicData, Split, TaskType
@@ -447,6 +448,7 @@ def _read_table(path: Path, where: str, required: list[str], text_columns: set[s
         if path.suffix.lower() in (".parquet", ".pq"):
             table = pd.read_parquet(path)
         elif path.suffix.lower() in (".csv", ".txt"):
+            refuse_repeated_columns(path)
             table = pd.read_csv(path, dtype={column: str for column in text_columns}, keep_default_na=False,
                                 na_values=[""])
         else:

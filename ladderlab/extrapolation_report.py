@@ -6,15 +6,12 @@ Zheng, Achanta & Benjamini, arXiv:1606.05228, Sec. 5 (:mod:`ladderlab.extrapolat
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ladderlab import markdown as md
 from ladderlab import rundir
 from ladderlab.extrapolation_experiment import (
     AUTHORS_RUN,
@@ -121,14 +118,6 @@ def text(results: pd.DataFrame) -> str:
     return "\n".join(parts) if parts else "no finished extrapolation replications yet"
 
 
-def markdown(results: pd.DataFrame) -> str:
-    """The error tables and the statements, in Markdown."""
-    parts = []
-    for title, errors, claims in tables(results):
-        parts += [f"### {title}", "", ERROR_NOTE, "", md.table(errors), "", md.table(claims), ""]
-    return "\n".join(parts) if parts else "No finished extrapolation replications yet.\n"
-
-
 def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
     """Figure 3 for each mixture design: a panel per classifier, a row per convention."""
     return [ReportFigure(f"Zheng et al. Figure 3, {label}",
@@ -136,16 +125,3 @@ def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
                          "the dashed line is the accuracy on all K classes (arXiv:1606.05228, Fig. 3).",
                          figure(group))
             for label, group in _experiments(results)]
-
-
-def html_section(expected: list[dict[str, Any]], results: pd.DataFrame,
-                 figure_html: Callable[[ReportFigure], str]) -> list[str]:
-    """The extrapolation part of the HTML page (empty when the run has no extrapolation cells)."""
-    if not expected:
-        return []
-    parts = ["<h2>Accuracy extrapolation</h2>", "<ul>",
-             *(f"<li>{html.escape(line)}</li>" for line in status_lines(expected, results)), "</ul>"]
-    for title, errors, claims in tables(results):
-        parts += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(ERROR_NOTE)}</p>",
-                  errors.to_html(index=False, border=0), claims.to_html(index=False, border=0)]
-    return parts + [figure_html(item) for item in report_figures(results)]

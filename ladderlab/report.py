@@ -14,7 +14,6 @@ Def. 2.1) and of the final submission's released, exact public and final scores.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import pandas as pd
 from ladderlab import rundir
 from ladderlab.competition.results import read_competition_files, status_lines as competition_status_lines
 from ladderlab.naming import plugin_label
-from ladderlab.report_tables import interval_text as _interval_text
+from ladderlab.report_tables import missing
 from ladderlab.replications import DUEL_MEASURES, median_interval, status_counts, summary_columns
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.runner import cell_records, read_cell_files, verified_cell_files
@@ -46,40 +45,6 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
     for short, column in MEASURES.items():
         table = table.join(median_interval(finished, column, short), how="left")
     return table.reset_index()[columns]
-
-
-def summary_records(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The summary as JSON-ready rows: ``params`` holds the task's, mechanism's and attack's
-    parameters and the budget; missing values are None."""
-    records = []
-    for row in table.to_dict("records"):
-        record: dict[str, Any] = {
-            "task": row["task"],
-            "mechanism": row["mechanism"],
-            "attack": row["attack"],
-            "params": {
-                "task": json.loads(row["task_params"]),
-                "mechanism": json.loads(row["mechanism_params"]),
-                "attack": json.loads(row["attack_params"]),
-                "budget": None if _missing(row["budget"]) else int(row["budget"]),
-            },
-        }
-        for name, value in row.items():
-            if name == "cell":
-                record[name] = value
-            elif name not in GROUP_KEYS:
-                record[name] = None if _missing(value) else (int(value) if name.startswith("n_") else float(value))
-        records.append(record)
-    return records
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def interval_text(median: float | None, lo: float | None, hi: float | None) -> str:
-    """``median [lo, hi]`` to four decimals, or a dash when nothing finished."""
-    return _interval_text(median, lo, hi)
 
 
 @dataclass(frozen=True)
@@ -141,7 +106,7 @@ def failure_lines(results: pd.DataFrame) -> list[str]:
         first = group.sort_values("replication").iloc[0]
         pairs = [(first[name], first[f"{name}_params"]) for name in ("task", "mechanism", "attack")]
         total = int((results.cell == cell).sum())
-        budget = None if _missing(first["budget"]) else int(first["budget"])
+        budget = None if missing(first["budget"]) else int(first["budget"])
         lines.append(f"  {len(group)} of {total} failed in {_cell_label(*pairs, budget)}: first error: {first['error']}")
     return lines
 

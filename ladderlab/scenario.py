@@ -236,7 +236,7 @@ def _identity(cell: Cell) -> str:
         spec(registry.make(plugin_id, **params))
         for registry, (plugin_id, params) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack))
     ]
-    return json.dumps([parts, cell.budget, cell.oracle, cell.accounts], sort_keys=True, default=repr)
+    return json.dumps([parts, cell.budget, cell.oracle, cell.accounts, cell.link], sort_keys=True, default=repr)
 
 
 def _check_duplicates(scenario: Scenario) -> None:
@@ -448,10 +448,11 @@ def validate(raw: dict[str, Any], source: str = "scenario") -> Scenario:
 
 
 def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
-    """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order."""
+    """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order;
+    a competition, an extrapolation or a Sybil duel (which plays as a competition) is a group of its own."""
     groups: dict[str, list[Cell]] = {}
     for cell in todo:
-        if not isinstance(cell, Cell):
+        if not isinstance(cell, Cell) or cell.accounts > 1:
             groups[cell.key] = [cell]
             continue
         final_only = ATTACKS.get(cell.attack[0]).final_only_params

@@ -29,6 +29,7 @@ physical memory.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import sys
@@ -224,7 +225,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     at a time. A task whose declared data alone cannot fit is refused before it is drawn
     (:class:`TooLarge`, unless ``force``); the others are drawn once, at a fixed seed, to
     measure them and to ask each attack how many submissions it makes."""
-    from ladderlab.competition import Rules
+    from ladderlab.competition import Rules, public_rows
     from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.extrapolation_scenario import ExtrapolationCell
     from ladderlab.registry import ATTACKS
@@ -241,8 +242,11 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
         if isinstance(cell, CompetitionCell):
             rules = Rules(**cell.rules)
             n_public = int(split.public_rows.size)
-            if rules.public_fraction is not None:  # a fraction that leaves too few rows is the preflight's to refuse
-                n_public = max(2, min(int(round(rules.public_fraction * n_holdout)), n_holdout))
+            if rules.public_fraction is not None:
+                try:
+                    n_public = public_rows(rules, n_holdout)
+                except ValueError:  # the preflight refuses it, in its words
+                    n_public = n_holdout
             teams = sum(team["count"] for team in cell.teams)
             accounts = sum(team["count"] * team["accounts"] for team in cell.teams)
             parts.append(competition_cell(cell.label, n_holdout, n_public, data, teams, accounts, rules.cap,
@@ -251,7 +255,11 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
         planned = ATTACKS.make(cell.attack[0], **cell.attack[1]).max_submissions(split.public)
         budget = None if cell.budget is None else cell.budget * max(1, cell.accounts - 1)  # a Sybil probes on A − 1 accounts
         submissions = planned if budget is None else min(budget, budget if planned is None else planned)
-        parts.append(duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group)))
+        estimate = duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group))
+        if cell.accounts > 1:  # a Sybil duel plays as a one-team competition: a mechanism state per account
+            states = cell.accounts * (BYTES_PER_ACCOUNT_ROW * int(split.public_rows.size) + BYTES_PER_ACCOUNT)
+            estimate = dataclasses.replace(estimate, peak_bytes=estimate.peak_bytes + states)
+        parts.append(estimate)
     return combined(f"scenario {scenario.name}", parts, jobs)
 
 

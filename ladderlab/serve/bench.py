@@ -200,7 +200,7 @@ def markdown(results: list[Measurement], n: int, seconds: float) -> str:
     """The results as a Markdown table, with what was measured."""
     import datetime
 
-    lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpucount()} cores: n = {n}, {seconds:g} s per "
+    lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores: n = {n}, {seconds:g} s per "
              f"setting; {_parameters(sorted({result.mechanism for result in results}))}.", "",
              "| database | mechanism | clients | submissions/s | p50 ms | p99 ms | server CPU ms | bare CPU ms "
              "| overhead ms | load |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]

@@ -384,12 +384,11 @@ class Storage:
 
     # --- the log ------------------------------------------------------------------------
 
-    def entries(self, connection: sa.Connection | None = None, team: str | None = None, after_id: int = 0,
-                after_sequence: int = 0) -> list[Entry]:
-        """Log entries in order: all, one team's, or those after an id or a team's sequence number."""
-        query = sa.select(*submissions.c).where(submissions.c.submission_id > after_id)
+    def entries(self, connection: sa.Connection | None = None, team: str | None = None) -> list[Entry]:
+        """Log entries in order: all, or one team's."""
+        query = sa.select(*submissions.c)
         if team is not None:
-            query = query.where(submissions.c.team == team, submissions.c.team_sequence > after_sequence)
+            query = query.where(submissions.c.team == team)
         query = query.order_by(submissions.c.submission_id)
         if connection is None:
             with self.reading() as reader:
