@@ -67,7 +67,7 @@ from ladderlab.scenario import Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, first_decision, median_interval, stopping_verdict
-from ladderlab.tasks import TRAINING_RANGE
+from ladderlab.tasks import TRAINING_RANGE, PublicData
 
 REFERENCE = "full-disclosure"
 REGRESSION_FEATURES = 300
@@ -181,18 +181,23 @@ def _without_none(entry: dict[str, Any]) -> dict[str, Any]:
     return {"id": entry["id"], "params": {key: value for key, value in entry["params"].items() if value is not None}}
 
 
-def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> float:
-    """B of a family's scorer under its declared range (on one split, drawn at a fixed seed, after
-    :func:`ladderlab.workload.task_data` checked that its data fit), or ``ValueError`` saying how
-    to declare a range when the loss is unbounded without one."""
+def loss_bound(data: PublicData) -> float | None:
+    """B of the data's scorer under its declared prediction range (None: unbounded)."""
+    return get_scorer(data.scorer).within(data.prediction_range).bound(None if data.classes is None else data.classes.size)
+
+
+def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> tuple[str, float]:
+    """A family's scorer and its B under its declared range (on one split, drawn at a fixed seed,
+    after :func:`ladderlab.workload.task_data` checked that its data fit), or ``ValueError`` saying
+    how to declare a range when the loss is unbounded without one."""
     data = workload.task_data(entry["id"], entry["params"], force)[1].public
-    bound = get_scorer(data.scorer).within(data.prediction_range).bound(None if data.classes is None else data.classes.size)
+    bound = loss_bound(data)
     if bound is None:
         raise ValueError(
             f"the {family} family's scorer {data.scorer!r} is unbounded without a declared prediction range, and "
             "a certificate is stated in units of the loss bound: declare one with --prediction-range LOW HIGH "
             "(or --prediction-range training, the training labels' range)")
-    return bound
+    return get_scorer(data.scorer).name, bound
 
 
 def _as_scenario_params(point: dict[str, Any]) -> dict[str, Any]:
@@ -587,6 +592,7 @@ def certify(
     accounts: int = 1,
     task_families: dict[str, dict[str, Any]] | None = None,
     link: bool = False,
+    amend: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -596,7 +602,8 @@ def certify(
     uses; ``confidence`` that of every verdict; ``tau`` and ``epsilon`` are in units of the loss
     bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`), unless
     ``task_families`` gives them (by name, each ``{"id", "params"}``, ``honest`` the honest
-    participant's; :mod:`ladderlab.challenge_certify`).
+    participant's; :mod:`ladderlab.challenge_certify`); ``amend`` completes the certificate
+    before it is written (the challenge it was made for).
     ``run_dir`` keeps the battery (default: :func:`default_directory`); a run of the same
     battery resumes it. Once a point fails at a budget, the undecided points at that budget
     and above stop at the end of their round (the safe budget is below it whatever they
@@ -626,7 +633,7 @@ def certify(
         raise ValueError(f"accounts must be a whole number ≥ 1, got {accounts!r}")
     specs = _unique(_battery_specs(attacks or [], default_battery))
     task_families = task_families or families(n, scorer, prediction_range)
-    bounds = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
+    scored = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
     scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force, accounts,
                                 link)
     runner.check_accounts(scenario, check_isolation(isolation), secret_seed)
@@ -685,7 +692,8 @@ def certify(
         "tau": tau,
         "epsilon": epsilon,
         "units": "loss bound B",
-        "families": {name: {"task": entry["id"], "params": entry["params"], "loss_bound": bounds[name]}
+        "families": {name: {"task": entry["id"], "params": entry["params"], "scorer": scored[name][0],
+                            "loss_bound": scored[name][1]}
                      for name, entry in task_families.items()},
         "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
         "safe_budget": safe,
@@ -701,6 +709,8 @@ def certify(
         "wall_time_seconds": time.perf_counter() - start,
         "cpu_time_seconds": time.process_time() - cpu_start,
     }
+    if amend is not None:
+        amend(issued)
     text = json.dumps(finite_or_null(issued), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     rundir.write_atomically(directory / CERTIFICATE_FILE, text.encode())
     return issued

@@ -27,7 +27,6 @@ from ladderlab.challenge import Challenge
 from ladderlab.challenge_task import ChallengeTask, load_challenge
 from ladderlab.duel import incompatibility
 from ladderlab.registry import ATTACKS, MECHANISMS
-from ladderlab.scoring import get_scorer
 
 FAMILY = "challenge"
 
@@ -58,20 +57,16 @@ def challenge_budgets(challenge: Challenge, budgets: list[int] | None) -> list[i
     return [budget]
 
 
-def check_certifiable(challenge: Challenge, mechanism: str, params: dict[str, Any]) -> float:
-    """The loss bound B of the challenge's scorer under its prediction range, or ``ValueError``
-    naming the challenge key to set; the mechanism must be able to use the scorer."""
-    public = challenge.split.public
-    bound = get_scorer(public.scorer).within(public.prediction_range).bound(
-        None if public.classes is None else public.classes.size)
-    if bound is None:
-        raise ValueError(f"{challenge.path}: prediction_range: the scorer {public.scorer!r} is unbounded without a "
+def check_certifiable(challenge: Challenge, mechanism: str, params: dict[str, Any]) -> None:
+    """``ValueError`` naming the challenge key to set when its scorer is unbounded under its
+    prediction range, or when the mechanism cannot use the scorer."""
+    if certify.loss_bound(challenge.split.public) is None:
+        raise ValueError(f"{challenge.path}: prediction_range: the scorer {challenge.split.public.scorer!r} is unbounded without a "
                          "declared prediction range, and a certificate is stated in units of the loss bound; set "
                          "prediction_range = [low, high] in the challenge file")
     reason = incompatibility(challenge.split, MECHANISMS.make(mechanism, **params), None)
     if reason:
         raise ValueError(f"{challenge.path}: scorer: {reason}")
-    return bound
 
 
 def record(challenge: Challenge, identity: str, budgets: list[int], path: str | Path) -> dict[str, Any]:
@@ -104,14 +99,15 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
     budgets = challenge_budgets(challenge, budgets)
     check_certifiable(challenge, mechanism, params)
     families = task_families(challenge, identity)
-    result = certify.certify(mechanism, params, n=int(challenge.split.public_rows.size), budgets=budgets,
-                             task_families=families, **options)
-    result["challenge"] = record(challenge, identity, budgets, path)
-    result["families"][FAMILY]["scorer"] = challenge.split.public.scorer
-    for family in result["families"].values():  # the challenge file as the organiser named it, not where it lies
-        if family["task"] == ChallengeTask.id:
-            family["params"]["path"] = str(path)
-    return result
+
+    def name_the_challenge(certificate: dict[str, Any]) -> None:
+        certificate["challenge"] = record(challenge, identity, budgets, path)
+        for family in certificate["families"].values():  # the challenge file as the organiser named it
+            if family["task"] == ChallengeTask.id:
+                family["params"]["path"] = str(path)
+
+    return certify.certify(mechanism, params, n=int(challenge.split.public_rows.size), budgets=budgets,
+                           task_families=families, amend=name_the_challenge, **options)
 
 
 def run_command(args: argparse.Namespace, attacks: list[certify.AttackSpec], out: Path | None,

@@ -277,3 +277,15 @@ def test_certify_plays_multiclass_and_regression_challenges(tmp_path, kind):
     assert (certificate["n"], certificate["budgets"], certificate["challenge"]["scorer"]) == (60, [10], scorer)
     assert certificate["challenge"]["prediction_range"] == list(load_challenge(path)[0].split.public.prediction_range)
     assert [row["verdict"] != "did not play" for row in certificate["battery"]] == [True]
+
+
+def test_the_battery_directory_holds_the_certificate_about_the_challenge_and_its_report_renders(tmp_path):
+    """The copy certify leaves beside its battery (which ``ladderlab report`` reads) is the whole
+    certificate: the challenge it was made for, its scorer, the file as the organiser named it."""
+    returned = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
+                                 honest_replications=1, run_dir=tmp_path / "battery")
+    stored = json.loads((tmp_path / "battery" / "certificate.json").read_text())
+    assert stored["challenge"] == returned["challenge"] and stored["families"] == returned["families"]
+    assert stored["families"]["challenge"]["scorer"] == "zero-one"
+    assert main(["report", str(tmp_path / "battery"), "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 0
+    assert "challenge scored by zero-one" in (tmp_path / "r.md").read_text()
