@@ -193,6 +193,24 @@ def test_the_rate_limit_holds_across_two_servers_on_one_log(tmp_path, database):
     first.storage.close(), second.storage.close()
 
 
+def test_an_upload_counts_in_the_rate_limit_before_it_is_read(tmp_path, database):
+    """A team cannot make the server parse uploads without limit: the bucket is charged, and
+    committed, before the upload is read, so uploads refused later (unreadable, invalid) count."""
+    from datetime import datetime, timezone
+
+    from ladderlab import challenge as challenges
+    from ladderlab.serve.service import Service, ServiceError
+
+    path = write_challenge(tmp_path, n=30, limits="uploads_per_second = 2\nburst = 2")
+    service = Service(challenges.load(path), Storage(database), SECRET, clock=lambda: datetime(2026, 1, 5, tzinfo=timezone.utc))
+    service.open()
+    service.admit("alpha"), service.admit("alpha")  # two uploads the reader then refused
+    with pytest.raises(ServiceError, match="too many uploads"):
+        service.submit("alpha", np.zeros((1, 30)))
+    assert service.storage.entries() == []
+    service.storage.close()
+
+
 @pytest.mark.parametrize("mechanism, params", [("ladder-boot", "b = 20, alpha = 0.15"), ("noisy", "scale = 0.05")])
 def test_two_servers_and_a_restart_release_what_one_uninterrupted_mechanism_would(tmp_path, database, mechanism, params):
     path = write_challenge(tmp_path, mechanism=mechanism, params=params)

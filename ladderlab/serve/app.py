@@ -74,7 +74,8 @@ def create_app(service: Service) -> FastAPI:
             raise UploadError(str(error)) from None
 
     def upload(team: str, data: bytes, fmt: str, key: str | None) -> Accepted:
-        return service.submit(team, validated(reader.read(data, fmt)), key)
+        service.admit(team)  # before the upload is read: a refused upload counts too
+        return service.log_submission(team, validated(reader.read(data, fmt)), key)
 
     def bearer(request: Request) -> str:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")

@@ -182,8 +182,23 @@ class Service:
         return self._validator.check(predictions)
 
     def submit(self, team: str, P: np.ndarray, idempotency_key: str | None = None) -> Accepted:
-        """Score the validated predictions ``P`` (rows, in the published order of the holdout)
-        for ``team`` and append them to the log, or raise :class:`ServiceError`."""
+        """Count an upload in the team's rate limit (:meth:`admit`), then score the validated
+        predictions ``P`` (rows, in the published order of the holdout) for ``team`` and append
+        them to the log (:meth:`log_submission`), or raise :class:`ServiceError`."""
+        self.admit(team)
+        return self.log_submission(team, P, idempotency_key)
+
+    def admit(self, team: str) -> None:
+        """Count one upload in the team's token bucket, in a transaction of its own, so that an
+        upload refused later (unreadable, over a cap, closed) still counts; 429 when the bucket is
+        empty. The bucket lives in the log's database: it holds across the processes sharing it."""
+        key = SHARED if self.shared else team
+        with self._lock(key), self._writing(), self.storage.transaction() as connection:
+            self.storage.lock_team(connection, team)
+            self._check_rate(connection, team, self.clock())
+
+    def log_submission(self, team: str, P: np.ndarray, idempotency_key: str | None = None) -> Accepted:
+        """Score the validated predictions ``P`` of an admitted upload and append them to the log."""
         if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
             raise ServiceError(400, "invalid", f"Idempotency-Key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, "
                                                f"got {len(idempotency_key)}")
@@ -198,7 +213,6 @@ class Service:
                     if self.shared:
                         self.storage.head(connection)
                     now = self.clock()
-                    self._check_rate(connection, team, now)
                     if idempotency_key is not None:
                         earlier = self.storage.by_idempotency_key(connection, team, idempotency_key, P.shape[0])
                         if earlier:
@@ -239,7 +253,6 @@ class Service:
         return Accepted(earlier, *self._remaining(total, today), repeated=True)
 
     def _check_rate(self, connection: Any, team: str, now: datetime) -> None:
-        """The rate limit, in the log's database: it holds across the processes sharing the log."""
         limits = self.challenge.spec.limits
         wait = self.storage.take_upload(connection, team, microseconds(now), float(limits.uploads_per_second),
                                         limits.burst)
