@@ -506,12 +506,14 @@ class MomentMetric(MetricScorer):
         return -1.0, 1.0
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        P = self._clipped(P)
         return self._from_moments(*_weighted_moments(y, P, W))
 
     def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
         return self.by_counts(y, P)(C)
 
     def by_counts(self, y: FloatArray, P: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        P = self._clipped(P)
         return functools.partial(self._by_moments, MomentsByCounts(y, P))
 
     def _by_moments(self, moments: MomentsByCounts, C: FloatArray) -> FloatArray:
@@ -560,12 +562,14 @@ class SpearmanCorrelation(MetricScorer):
         return -1.0, 1.0
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        P = self._clipped(P)
         return PEARSON.weighted(*_ranks(y, P), W)
 
     def weighted_by_counts(self, y: FloatArray, P: FloatArray, C: FloatArray) -> FloatArray:
         return self.by_counts(y, P)(C)
 
     def by_counts(self, y: FloatArray, P: FloatArray) -> Callable[[FloatArray], FloatArray]:
+        P = self._clipped(P)
         return PEARSON.by_counts(*_ranks(y, P))
 
     def on_resamples(self, y: FloatArray, P: FloatArray, counts: FloatArray) -> FloatArray:
@@ -576,6 +580,7 @@ class SpearmanCorrelation(MetricScorer):
         ``cor(..., method = "spearman")`` on the resampled rows; then Pearson's r of
         the two rank vectors under the counts.
         """
+        P = self._clipped(P)
         weights = counts / counts.sum(axis=1, keepdims=True)
         rank_y = _resample_midranks(y, counts)
         out = np.empty((counts.shape[0], P.shape[0]))
@@ -640,6 +645,7 @@ class RocAuc(MetricScorer):
         return 0.0, 1.0
 
     def weighted(self, y: FloatArray, P: FloatArray, W: FloatArray) -> FloatArray:
+        P = self._clipped(P)
         positive = y == 1
         out = np.empty((W.shape[0], P.shape[0]))
         w_pos_total = W @ positive

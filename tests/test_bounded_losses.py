@@ -256,3 +256,20 @@ def test_threshold_evasion_finds_overfitted_vectors_that_thresholdout_releases_e
     assert len(finite) >= 4
     assert all(math.isclose(release * 2000, round(release * 2000), abs_tol=1e-6) for release in finite)
     assert np.median(finite) < 0.5 - 0.03
+
+
+@pytest.mark.parametrize("name", [name for name, scorer in SCORERS.items()
+                                  if scorer.prediction_kind in (PredictionKind.REAL, PredictionKind.PROBABILITY)])
+@given(seed=seeds)
+@settings(max_examples=10)
+def test_every_scorer_scores_a_declared_range_as_the_clipped_predictions(name, seed):
+    """A declared prediction range clips every prediction before any scorer scores it, the
+    correlations and AUC included (labels inside the range, so no loss cap binds)."""
+    rng = np.random.default_rng(seed)
+    scorer = get_scorer(name)
+    binary = name in ("roc-auc", "log-loss")
+    y = rng.integers(0, 2, 60).astype(float) if binary else rng.uniform(-0.5, 0.5, 60)
+    P = rng.uniform(0, 1, (4, 60)) if binary else rng.normal(0, 2, (4, 60))
+    low, high = (0.2, 0.8) if binary else (-0.5, 0.5)
+    assert np.allclose(scorer.within((low, high)).score_many(y, P), scorer.score_many(y, np.clip(P, low, high)),
+                       rtol=1e-12, atol=1e-12)
