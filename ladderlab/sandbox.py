@@ -256,6 +256,8 @@ class Sandbox:
         self.mode = require()
         self._lock = threading.Lock()
         self._idle: list[Any] = []
+        self.in_use = 0
+        """Attack processes out of the server for a duel (started or taken, not yet kept or ended)."""
         control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         files = [open(source.path, "rb") for source in view.files]
         self._errors = tempfile.TemporaryFile()
@@ -301,12 +303,15 @@ class Sandbox:
         if not answer.isdigit():
             ours.close()
             raise SandboxError(f"the sandbox server is gone: {self._failure()}")
+        with self._lock:
+            self.in_use += 1
         return ours, int(answer)
 
     def end_attack_process(self, pid: int) -> int | None:
         """Kill the attack process ``pid`` and whatever it started; its wait status."""
         try:
             with self._lock:
+                self.in_use -= 1
                 self._control.send(b"end %d" % pid)
                 answer = self._receive()
         except OSError:
@@ -322,7 +327,10 @@ class Sandbox:
     def take_idle(self) -> Any:
         """An attack process kept for another duel (as :meth:`keep_idle` got it), or None."""
         with self._lock:
-            return self._idle.pop() if self._idle else None
+            if not self._idle:
+                return None
+            self.in_use += 1
+            return self._idle.pop()
 
     def keep_idle(self, process: Any) -> bool:
         """Keep an attack process that finished a duel cleanly for the next one; False if
@@ -331,6 +339,7 @@ class Sandbox:
             if len(self._idle) >= MAX_IDLE:
                 return False
             self._idle.append(process)
+            self.in_use -= 1
             return True
 
     @property
@@ -352,7 +361,8 @@ MAX_IDLE = 8
 _sandboxes: dict[tuple[int, View], Sandbox] = {}
 _sandboxes_lock = threading.Lock()
 MAX_SANDBOXES = 4
-"""Servers kept per process (one per distinct attack view); the oldest is closed beyond this."""
+"""Servers kept per process (one per distinct attack view); beyond this the oldest whose attack
+processes are all back (kept or ended) is closed: one whose attacks still play is never closed."""
 
 
 def sandbox_for(view: View) -> Sandbox:
@@ -364,8 +374,9 @@ def sandbox_for(view: View) -> Sandbox:
             return sandbox
         for other in [other for other in _sandboxes if other[0] != os.getpid()]:
             del _sandboxes[other]  # inherited through a fork: the parent's servers
-        if len(_sandboxes) >= MAX_SANDBOXES:
-            _sandboxes.pop(next(iter(_sandboxes))).close()
+        idle = [other for other, running in _sandboxes.items() if running.in_use == 0]
+        if len(_sandboxes) >= MAX_SANDBOXES and idle:  # never one whose attacks still play (a competition's)
+            _sandboxes.pop(idle[0]).close()
         sandbox = _sandboxes[key] = Sandbox(view)
         return sandbox
 

@@ -387,3 +387,22 @@ def test_an_attack_reference_names_its_stream_like_the_instance():
     ref = AttackRef.of(attack)
     assert ref.identity == ("red-team", {"guess_seeds": 2, "canary": "", "os_routes": "none"})
     assert type(ref.make()).__name__ == "RedTeam"
+
+
+def test_a_sandbox_whose_attack_still_plays_is_never_closed_for_another(monkeypatch, tmp_path):
+    """Competition teams play at once: a fifth view must not close the server of a team whose
+    attack process is still out; the oldest server with none out is closed instead."""
+    monkeypatch.setattr(sandbox, "MAX_SANDBOXES", 1)
+    views = []
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.py").write_text(f"NAME = {name!r}\n")
+        views.append(sandbox.View(files=(sandbox.SourceFile.of(tmp_path / f"{name}.py"),)))
+    first = sandbox.sandbox_for(views[0])
+    connection, pid = first.start_attack_process()
+    second = sandbox.sandbox_for(views[1])
+    assert first.alive and second is not first and first.in_use == 1
+    first.end_attack_process(pid)
+    connection.close()
+    assert first.in_use == 0
+    sandbox.sandbox_for(sandbox.View())
+    assert not first.alive  # the oldest with nothing out
