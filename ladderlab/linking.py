@@ -79,15 +79,6 @@ class LinkRule:
         below = np.flatnonzero(cdf <= level)
         return int(below[-1]) if below.size else -1
 
-    def false_link_bound(self, holdout: int, public: int, comparisons: int) -> float:
-        """The chance, under the assumption, that one honest pair is linked: comparisons · H(threshold)."""
-        from scipy.stats import hypergeom
-
-        c = self.threshold(holdout, public, comparisons)
-        if c < 0:
-            return 0.0
-        return float(comparisons * hypergeom.cdf(c, holdout, math.ceil(self.min_disagreement * holdout), public))
-
 
 def pair_comparisons(cap: int) -> int:
     """How many times two accounts of ``cap`` submissions each can be compared: once for each

@@ -5,6 +5,7 @@ import shutil
 from contextlib import contextmanager
 
 import numpy as np
+from scipy import stats
 
 from ladderlab.registry import MECHANISMS
 
@@ -134,3 +135,10 @@ def browser_page(sync_api, width: int = 1400, height: int = 1000):
             yield page
         finally:
             browser.close()
+
+
+def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) two-sided interval of a binomial proportion at ``confidence``;
+    each end alone is a one-sided bound at confidence (1 + confidence) / 2."""
+    interval = stats.binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="exact")
+    return float(interval.low), float(interval.high)

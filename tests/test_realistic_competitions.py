@@ -14,8 +14,9 @@ from scipy import stats
 from ladderlab.competition import CompetitionResult, Rules, TeamSpec, compete
 from ladderlab.competition.measures import WITHIN_NOISE, gap_z_scores
 from ladderlab.competition.scoring import HoldoutScorer
-from ladderlab.competition.kaggle_calibration import ARRIVAL, ENTRIES, LEVELS, STAY, kaggle_schedule, leaderboard_shakeup
+from ladderlab.competition.kaggle_calibration import ARRIVAL, ENTRIES, LEVELS, kaggle_schedule, leaderboard_shakeup
 from ladderlab.registry import MECHANISMS, TASKS
+from tests.helpers import clopper_pearson
 
 SEEDS = st.integers(0, 2**32 - 1)
 FAILURE = 1e-6
@@ -24,13 +25,6 @@ FAILURE = 1e-6
 def dkw(count: int) -> float:
     """The Dvoretzky–Kiefer–Wolfowitz bound: sup |F̂ − F| exceeds it with probability at most FAILURE."""
     return math.sqrt(math.log(2 / FAILURE) / (2 * count))
-
-
-def clopper_pearson(successes: int, trials: int) -> tuple[float, float]:
-    """The exact two-sided interval at level 1 − FAILURE."""
-    low = stats.beta.ppf(FAILURE / 2, successes, trials - successes + 1) if successes else 0.0
-    high = stats.beta.ppf(1 - FAILURE / 2, successes + 1, trials - successes) if successes < trials else 1.0
-    return low, high
 
 
 # --- schedules --------------------------------------------------------------------------------
@@ -52,7 +46,7 @@ def test_kaggle_schedules_follow_the_calibrated_distributions(seed):
     assert stats.spearmanr(entries, stays).statistic > 0.9
     median_entries = np.interp(0.5, LEVELS, ENTRIES)
     share_at_most_median = np.mean(entries <= median_entries)
-    low, high = clopper_pearson(int(share_at_most_median * count), count)
+    low, high = clopper_pearson(int(share_at_most_median * count), count, 1 - FAILURE)
     assert low <= 0.5 + 1 / count + 0.05 and high >= 0.5  # ties at integer entries add mass at the median
 
 
@@ -132,7 +126,7 @@ def test_a_fixed_submissions_gap_is_standard_normal_under_fresh_labels(seed):
         population_public=np.full(draws, scores.population_public[0]),
         public_noise_sd=scorer.public_noise_sd, private_noise_sd=scorer.private_noise_sd)
     gap, z, sd = gap_z_scores(result)
-    low, high = clopper_pearson(int(np.sum(np.abs(z) <= WITHIN_NOISE)), draws)
+    low, high = clopper_pearson(int(np.sum(np.abs(z) <= WITHIN_NOISE)), draws, 1 - FAILURE)
     assert low <= 0.95 <= high
     assert abs(z.mean()) < 4.9 / math.sqrt(draws)
     assert abs(gap.mean()) > 10 * sd / math.sqrt(draws)  # the mean gap is far from 0: μ did the work
