@@ -3,8 +3,10 @@ headless browser."""
 
 import shutil
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from ladderlab.registry import MECHANISMS
@@ -142,3 +144,40 @@ def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[flo
     each end alone is a one-sided bound at confidence (1 + confidence) / 2."""
     interval = stats.binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="exact")
     return float(interval.low), float(interval.high)
+
+
+# A submissions log in ladderlab's schema (tests of replay and its progress bar).
+
+START = pd.Timestamp("2024-01-01", tz="UTC")
+
+
+def ladderlab_log(rows: list[tuple[str, float, float]], **extra: list) -> pd.DataFrame:
+    """A log in the documented schema from (team, public, private) rows, one hour apart."""
+    teams = [team for team, _, _ in rows]
+    return pd.DataFrame({
+        "team": teams,
+        "submission_id": np.arange(101, 101 + len(rows)),
+        "team_sequence": pd.Series(teams).groupby(teams).cumcount().to_numpy() + 1,
+        "submitted_at": [START + pd.Timedelta(hours=h) for h in range(len(rows))],
+        "public_score": [public for _, public, _ in rows],
+        "private_score": [private for _, _, private in rows],
+        **extra,
+    })
+
+
+# Four teams, a loss (smaller is better). A and D both reach a public 0.20; A first.
+FOUR_TEAMS = [
+    ("A", 0.30, 0.32),
+    ("B", 0.22, 0.20),
+    ("A", 0.20, 0.25),
+    ("C", 0.35, 0.30),
+    ("D", 0.20, 0.40),
+    ("A", 0.25, 0.21),
+    ("B", 0.28, 0.19),
+]
+
+
+def write_csv(tmp_path: Path, frame: pd.DataFrame, name: str = "log.csv") -> Path:
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path

@@ -83,7 +83,7 @@ def test_the_ranking_bootstrap_shows_its_resamples_and_the_bar_changes_no_result
 def test_replaying_mechanisms_over_a_log_shows_each_and_the_bar_changes_no_report(tmp_path, capsys):
     from ladderlab.replay_report import log_report, prepare_replay
     from ladderlab.submission_log import read_log
-    from tests.test_replay import FOUR_TEAMS, ladderlab_log, write_csv
+    from tests.helpers import FOUR_TEAMS, ladderlab_log, write_csv
 
     log = read_log(write_csv(tmp_path, ladderlab_log(FOUR_TEAMS)), greater_is_better=False)
     replays = [prepare_replay("ladder(eta=0.05)", log, None), prepare_replay("kaggle", log, None)]

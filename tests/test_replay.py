@@ -14,43 +14,11 @@ from ladderlab.cli import main
 from ladderlab.final_leaderboard import from_log
 from ladderlab.replay_report import log_report, prepare_replay
 from ladderlab.submission_log import META_KAGGLE, SubmissionLog, read_log, write_log
+from tests.helpers import FOUR_TEAMS, ladderlab_log, write_csv
 from tests.test_competition import run_tiny_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAMPS = ROOT / "examples" / "logs" / "champs-public-leaderboard.csv.gz"
-START = pd.Timestamp("2024-01-01", tz="UTC")
-
-
-def ladderlab_log(rows: list[tuple[str, float, float]], **extra: list) -> pd.DataFrame:
-    """A log in the documented schema from (team, public, private) rows, one hour apart."""
-    teams = [team for team, _, _ in rows]
-    return pd.DataFrame({
-        "team": teams,
-        "submission_id": np.arange(101, 101 + len(rows)),
-        "team_sequence": pd.Series(teams).groupby(teams).cumcount().to_numpy() + 1,
-        "submitted_at": [START + pd.Timedelta(hours=h) for h in range(len(rows))],
-        "public_score": [public for _, public, _ in rows],
-        "private_score": [private for _, _, private in rows],
-        **extra,
-    })
-
-
-# Four teams, a loss (smaller is better). A and D both reach a public 0.20; A first.
-FOUR_TEAMS = [
-    ("A", 0.30, 0.32),
-    ("B", 0.22, 0.20),
-    ("A", 0.20, 0.25),
-    ("C", 0.35, 0.30),
-    ("D", 0.20, 0.40),
-    ("A", 0.25, 0.21),
-    ("B", 0.28, 0.19),
-]
-
-
-def write_csv(tmp_path: Path, frame: pd.DataFrame, name: str = "log.csv") -> Path:
-    path = tmp_path / name
-    frame.to_csv(path, index=False)
-    return path
 
 
 @pytest.mark.parametrize(("selection", "private"), [
