@@ -108,14 +108,30 @@ def test_a_label_outside_the_range_scores_as_its_nearest_end_capped_at_the_bound
     np.testing.assert_allclose(losses, np.minimum(distance**2, (high - low) ** 2))
 
 
+def _unranged_case(name: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels, predictions far outside any usual range, and the scores by the scorer's textbook formula."""
+    if name == "log-loss":
+        y, P = rng.integers(0, 2, 30).astype(float), rng.uniform(1e-6, 1 - 1e-6, (3, 30))
+        return y, P, -np.mean(y * np.log(P) + (1 - y) * np.log1p(-P), axis=1)
+    if name == "multiclass-log-loss":
+        y, P = rng.integers(0, 3, 30).astype(float), rng.dirichlet(np.full(3, 0.3), (3, 30))
+        return y, P, -np.mean(np.log(np.take_along_axis(P, y.astype(int)[None, :, None], axis=2)[:, :, 0]), axis=1)
+    if name == "sign-agreement":
+        y, P = rng.integers(0, 2, 30).astype(float), rng.standard_cauchy((3, 30)) * 1e3
+        return y, P, np.mean((1 + P * (2 * y - 1)) / 2, axis=1)
+    y, P = rng.normal(size=30), rng.standard_cauchy((3, 30)) * 1e3
+    squared = np.mean((P - y) ** 2, axis=1)
+    return y, P, {"squared": squared, "rmse": np.sqrt(squared), "absolute": np.mean(np.abs(P - y), axis=1)}[name]
+
+
 @pytest.mark.parametrize("name", RANGE_SCORERS)
 def test_without_a_declared_range_a_scorer_scores_as_before(name):
-    rng = np.random.default_rng(5)
+    """No range, no clipping: every scorer whose range depends on the predictions gives its
+    textbook formula on predictions far outside any usual range."""
     scorer = get_scorer(name)
     assert scorer.within(None) is scorer
-    y, P = rng.normal(size=30), rng.standard_cauchy((3, 30)) * 1e3
-    if name in ("squared", "absolute"):
-        np.testing.assert_array_equal(scorer.loss(y, P), (P - y) ** 2 if name == "squared" else np.abs(P - y))
+    y, P, expected = _unranged_case(name, np.random.default_rng(5))
+    np.testing.assert_allclose(scorer.score_many(y, P), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("prediction_range, name, message", [

@@ -239,10 +239,8 @@ CERTIFY_CASES = [
     ("certify kaggle --competition {tmp}/contest.toml --param alpha=-1", ["alpha", "-1"]),
     ("certify kaggle --out {tmp}/old.json --tau nan", ["--tau"]),
     ("certify kaggle --out {tmp}/old.md", ["--out", "JSON"]),
-    ("certify kaggle --out {tmp}", ["--out", "directory"]),
     ("certify kagle --out {tmp}/old.json", ["kagle", "did you mean 'kaggle'"]),
     ("certify kaggle --run-dir {tmp}/battery --n 5", ["--n"]),
-    ("certify kaggle --jobs 0", ["--jobs", "'0'"]),
 ]
 
 EXTRAPOLATE_CASES = [
