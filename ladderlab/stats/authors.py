@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special, stats
 
-from ladderlab.stats.pseudolikelihood import import_cvxpy
+from ladderlab.stats.pseudolikelihood import import_cvxpy, solve
 
 FloatArray = NDArray[np.float64]
 
@@ -74,14 +74,8 @@ def fit_point_masses(counts: NDArray[np.int64], k: int, constrained: bool) -> Fl
     if constrained:
         constraints += [cp.diff(masses) >= 0, POINTS ** (k - 1) @ masses == counts[-1] / counts.sum()]
     problem = cp.Problem(cp.Maximize(counts[observed] @ cp.log((likelihood / scale) @ masses)), constraints)
-    for solver in ("CLARABEL", "SCS"):
-        try:
-            problem.solve(solver=solver)
-        except cp.error.SolverError:
-            continue
-        if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-            return np.clip(masses.value, 0.0, None)
-    raise ValueError(f"the authors' pseudolikelihood could not be maximised (status {problem.status!r})")
+    solve(problem, "the authors' pseudolikelihood")
+    return np.clip(masses.value, 0.0, None)
 
 
 def point_moments(masses: FloatArray, K: int) -> FloatArray:

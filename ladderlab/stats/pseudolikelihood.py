@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -137,6 +139,26 @@ def _mix_rising(columns: FloatArray) -> FloatArray:
     return np.cumsum(columns[..., ::-1], axis=-1)[..., ::-1] / (bins - np.arange(bins))
 
 
+def solve(problem: Any, what: str, solver: str = "auto", usable: Callable[[], bool] = lambda: True) -> None:
+    """Solve the cvxpy ``problem`` with ``solver``, or with each of :data:`SOLVERS` in turn for
+    ``auto``, until one ends optimal (an inaccurate optimum is accepted, and said so by its status)
+    with a ``usable`` solution; else ``ValueError`` naming ``what`` and every solver's failure."""
+    cp = import_cvxpy()
+    failures = []
+    for name in SOLVERS if solver == "auto" else (solver,):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                problem.solve(solver=name, **SOLVER_SETTINGS.get(name, {}))
+        except cp.error.SolverError:
+            failures.append(f"{name} failed")
+            continue
+        if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and usable():
+            return
+        failures.append(f"{name} ended with status {problem.status!r}")
+    raise ValueError(f"{what} could not be maximised: {'; '.join(failures)}")
+
+
 def _rising_masses(weights: FloatArray) -> FloatArray:
     return np.cumsum(weights / (weights.size - np.arange(weights.size)))
 
@@ -160,20 +182,7 @@ def _solve_dual(frequencies: FloatArray, likelihood: FloatArray, moment_row: Flo
         bound, objective = bound + slope * moment_row, objective + slope * target
     dominated = likelihood.T @ nu <= bound
     problem = cp.Problem(cp.Minimize(objective), [dominated])
-    failures = []
-    for name in SOLVERS if solver == "auto" else (solver,):
-        try:
-            with warnings.catch_warnings():  # an inaccurate solution is accepted and said so by its status
-                warnings.simplefilter("ignore", UserWarning)
-                problem.solve(solver=name, **SOLVER_SETTINGS.get(name, {}))
-        except cp.error.SolverError:
-            failures.append(f"{name} failed")
-            continue
-        if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and dominated.dual_value is not None:
-            break
-        failures.append(f"{name} ended with status {problem.status!r}")
-    else:
-        raise ValueError(f"the pseudolikelihood could not be maximised: {'; '.join(failures)}")
+    solve(problem, "the pseudolikelihood", solver, usable=lambda: dominated.dual_value is not None)
     weights = np.clip(np.asarray(dominated.dual_value, dtype=float), 0.0, None)
     return weights / weights.sum()
 
