@@ -57,9 +57,9 @@ class Boosting(Attack):
         return [{**cls.budget_params(budget), "variant": variant} for variant in ("kaggle", "ladder")]
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if data.scorer not in ("zero-one", "error", "accuracy"):
+        if get_scorer(data.scorer).name not in ("zero-one", "accuracy"):
             return f"boosting needs the 0/1 loss or accuracy, not {data.scorer!r}"
-        if data.classes is None or set(data.classes.tolist()) != {0.0, 1.0}:
+        if not data.binary_labels:
             return "boosting needs binary labels {0, 1}"
         return super().incompatibility(data)
 

@@ -8,6 +8,7 @@ import numpy as np
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
 from ladderlab.params import Interval
+from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
 EXACT_TOLERANCE = 1e-9
@@ -51,9 +52,9 @@ class ThresholdEvasion(Attack):
         return {"k": max(2, budget)}
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if data.scorer not in ("zero-one", "error"):
+        if get_scorer(data.scorer).name != "zero-one":
             return f"threshold-evasion needs the 0/1 loss, not {data.scorer!r}"
-        if data.classes is None or set(data.classes.tolist()) != {0.0, 1.0}:
+        if not data.binary_labels:
             return "threshold-evasion needs binary labels {0, 1}"
         return super().incompatibility(data)
 
@@ -66,10 +67,9 @@ class ThresholdEvasion(Attack):
         self.kept_release_ = math.nan
         if kept.shape[0] == 0 or checks == 0:
             return vectors[0].astype(float)
-        votes = np.cumsum(kept, axis=0, dtype=np.int32)
-
         def boosted(t: int) -> FloatArray:
-            return (2 * votes[t - 1] >= t).astype(float)
+            """The majority of the first ``t`` kept vectors (a few dozen are asked for: summed on demand)."""
+            return (2 * kept[:t].sum(axis=0, dtype=np.int32) >= t).astype(float)
 
         releases: dict[int, float] = {}
 

@@ -95,7 +95,7 @@ class NaturalAnalyst(Attack):
     }
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if data.classes is None or set(data.classes.tolist()) != {0.0, 1.0}:
+        if not data.binary_labels:
             return "natural analysts need binary labels {0, 1}"
         if get_scorer(data.scorer).prediction_kind is PredictionKind.REAL:
             return f"natural analysts predict labels or probabilities, not real values for {data.scorer!r}"

@@ -56,6 +56,11 @@ class PublicData:
     the per-sample loss is bounded and mechanism parameters can be stated in units of that
     bound (Blum & Hardt's Theorem 3.1 assumes a loss in [0, 1]). None: no range declared."""
 
+    @property
+    def binary_labels(self) -> bool:
+        """True when the label set is {0, 1} (what boosting-style attacks and analysts need)."""
+        return self.classes is not None and set(self.classes.tolist()) == {0.0, 1.0}
+
 
 @dataclass(frozen=True, eq=False)
 class Split:
