@@ -38,7 +38,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
 from ladderlab.seeding import stream
-from ladderlab.stats.extrapolation import accuracy_curve, high_dimensional_extrapolation, outscored_counts
+from ladderlab.stats.extrapolation import accuracy_at, outscored_counts
 
 FloatArray = NDArray[np.float64]
 ESTIMATORS = ("exp", "cons", "hd")
@@ -133,10 +133,7 @@ def predict(outscored: NDArray[np.int64], k: int, K: int, convention: str) -> di
     predictions = {"acc_k": observed}
     for method in ESTIMATORS:
         try:
-            if method == "hd" and convention == "ladderlab":  # one value, not the whole curve
-                predictions[method] = high_dimensional_extrapolation(observed, k, K)
-            else:
-                predictions[method] = float(accuracy_curve(outscored, k, K, method, convention=convention)[-1])
+            predictions[method] = accuracy_at(outscored, k, K, method, convention=convention)
         except ValueError:
             predictions[method] = float("nan")
     return predictions

@@ -89,7 +89,7 @@ def point_log_pseudolikelihood(counts: NDArray[np.int64], k: int, masses: FloatA
     return float(counts[observed] @ np.log(point_likelihood(k)[observed] @ masses))
 
 
-def _error_rate(signals: FloatArray, t: int) -> FloatArray:
+def error_rate(signals: FloatArray, t: int) -> FloatArray:
     """Their ``piK``: 1 − π̄_t(c) by the quantile rule, computed as they compute it."""
     exponents = (t - 1) * np.log(1.0 - special.ndtr(QUANTILES[None, :] - signals[:, None]))
     top = exponents.max(axis=1, keepdims=True)
@@ -99,7 +99,7 @@ def _error_rate(signals: FloatArray, t: int) -> FloatArray:
 @cache
 def _error_grid(k: int) -> FloatArray:
     """The k-class error at every point of :data:`SIGNALS` (10 million normal tail values: computed once per k)."""
-    return _error_rate(SIGNALS, k)
+    return error_rate(SIGNALS, k)
 
 
 def signal_strength(accuracy_k: float, k: int) -> float:
@@ -112,4 +112,4 @@ def signal_strength(accuracy_k: float, k: int) -> float:
 def high_dimensional_curve(accuracy_k: float, k: int, K: int) -> FloatArray:
     """p̂ᵗ_HD for t = 1…K: their ``extrapolate_hd`` at every t."""
     c = np.array([signal_strength(accuracy_k, k)])
-    return np.array([1.0 - _error_rate(c, t)[0] for t in range(1, K + 1)])
+    return np.array([1.0 - error_rate(c, t)[0] for t in range(1, K + 1)])

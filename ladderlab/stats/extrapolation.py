@@ -160,6 +160,19 @@ def accuracy_curve(outscored: ArrayLike, k: int, K: int, method: str, bins: int 
     return fit(outscored, k, bins=pseudolikelihood.DEFAULT_BINS if bins is None else bins).accuracies(K)
 
 
+def accuracy_at(outscored: ArrayLike, k: int, K: int, method: str, bins: int | None = None,
+                convention: str = "ladderlab") -> float:
+    """p̂ᴷ alone: :func:`accuracy_curve`'s last value, without the curve where the method has a
+    closed form at K (HD: one quadrature instead of K)."""
+    if method == "hd" and K >= k and convention in CONVENTIONS:
+        accuracy_k = float(unbiased_accuracy(outscored, k)[-1])
+        if convention == "authors":
+            return float(1.0 - authors.error_rate(np.array([authors.signal_strength(accuracy_k, k)]), K)[0])
+        if convention == "ladderlab":
+            return high_dimensional_extrapolation(accuracy_k, k, K)
+    return float(accuracy_curve(outscored, k, K, method, bins=bins, convention=convention)[-1])
+
+
 def bootstrap_accuracies(outscored: ArrayLike, k: int, K: int, method: str, rng: np.random.Generator,
                          resamples: int, bins: int | None = None, convention: str = "ladderlab") -> FloatArray:
     """p̂ᴷ by ``method`` on each of ``resamples`` resamples of the test points, drawn with replacement
@@ -176,7 +189,7 @@ def bootstrap_accuracies(outscored: ArrayLike, k: int, K: int, method: str, rng:
     predictions = np.full(resamples, np.nan)
     for index, rows in enumerate(drawn):
         try:
-            predictions[index] = accuracy_curve(points[rows], k, K, method, bins=bins, convention=convention)[-1]
+            predictions[index] = accuracy_at(points[rows], k, K, method, bins=bins, convention=convention)
         except ValueError:
             continue
     return predictions
