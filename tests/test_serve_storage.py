@@ -56,3 +56,21 @@ def test_a_servers_sqlite_log_is_checkpointed_by_its_own_thread_not_by_a_commit(
     storage.close()
     assert copied >= 40 * 2000 * 8 // 2, "the WAL was copied into the database while the storage was open"
     assert not checkpointer.is_alive()
+
+
+def test_a_log_of_another_schema_version_is_refused_by_verify_as_by_a_server(tmp_path):
+    """``serve verify`` reads a log as a server does: one of an older schema is refused by name,
+    not met with an SQL error half-way through the replay."""
+    import pytest
+    import sqlalchemy as sa
+
+    from ladderlab.serve.storage import Storage, StorageError, meta, sqlite_url
+
+    storage = Storage(sqlite_url(tmp_path / "log.sqlite"))
+    storage.initialise("challenge", "secret", "organiser")
+    with storage.transaction() as connection:
+        connection.execute(sa.update(meta).where(meta.c.key == "schema_version").values(value="1"))
+    for check in (lambda: storage.verify_chain("challenge"), lambda: storage.initialise("challenge", "secret", "organiser")):
+        with pytest.raises(StorageError, match="schema version '1'"):
+            check()
+    storage.close()

@@ -337,9 +337,7 @@ class Storage:
                 ])
                 connection.execute(chain.insert().values(singleton=1, last_id=0, last_hash=genesis_hash(identity)))
                 return True
-        if stored.get("schema_version") != SCHEMA_VERSION:
-            raise StorageError(f"{self.display_url()}: log schema version {stored.get('schema_version')!r}, "
-                               f"this ladderlab writes {SCHEMA_VERSION!r}")
+        self._check_schema(stored.get("schema_version"))
         if stored.get("challenge_identity") != identity:
             raise StorageError(f"{self.display_url()} holds the log of another challenge (or of this one with other "
                                "labels, split, scorer or mechanism): its releases could not be replayed; "
@@ -348,6 +346,11 @@ class Storage:
             raise StorageError(f"{self.display_url()} was written with another secret: give the secret file it was "
                                "started with (--secret)")
         return False
+
+    def _check_schema(self, version: str | None) -> None:
+        if version != SCHEMA_VERSION:
+            raise StorageError(f"{self.display_url()}: log schema version {version!r}, "
+                               f"this ladderlab reads and writes {SCHEMA_VERSION!r}")
 
     def has_log(self) -> bool:
         """Whether the database holds a log (its metadata table), without creating anything."""
@@ -484,7 +487,9 @@ class Storage:
     def verify_chain(self, identity: str) -> list[Entry]:
         """Every entry, after checking that ids are gapless from 1, each hash is the hash of its
         entry and links to the one before, the head is the last entry, and every prediction is
-        stored under its hash; :class:`StorageError` names the first entry that is not."""
+        stored under its hash; :class:`StorageError` names the first entry that is not (or a log
+        of another schema version)."""
+        self._check_schema(self.meta_value("schema_version"))
         entries = self.entries()
         previous = genesis_hash(identity)
         for number, entry in enumerate(entries, start=1):
