@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ladderlab.rundir import machine
+
 DEFAULT_SCENARIOS = ("kaggle-like", "kaggle-scale")
 FLOOR_ELEMENTS = 1 << 21
 """Prediction values in the block the floor is timed on (16 MiB), scaled to the cell's submissions."""
@@ -129,7 +131,7 @@ def page(rows: list[dict[str, Any]], command: str, load_before: tuple[float, ...
 
 Written by `{command}` on {time.strftime('%Y-%m-%d')}: one replication of every competition cell,
 each in a fresh process with one BLAS thread, on {os.cpu_count()} cores of a {platform.machine()} machine
-({_cpu_model()}) shared with other jobs (load average {load_before[0]:.1f} when the command started,
+({machine()['processor']}) shared with other jobs (load average {load_before[0]:.1f} when the command started,
 {load_after[0]:.1f} when it ended). CPU seconds are the process's own (user + system); wall seconds
 grow with the other jobs' load. The *floor* is the bare cost of scoring the same number of
 submissions (each one's public and private score by one numpy expression per block of rows,
@@ -141,16 +143,6 @@ made under the same load. The peak is the process's peak resident memory, import
 How the engine gets there, and why none of it changes a transcript:
 [competitions](competitions.md#speed).
 """
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def add_subcommand(commands: Any) -> None:
