@@ -42,7 +42,7 @@ from ladderlab.mechanism import check_repeats
 from ladderlab.params import ParameterError
 from ladderlab.sandbox import SourceFile, View, require, sandbox_for
 from ladderlab.sharing import attack_identity
-from ladderlab.sources import LOCAL_MODULE_PREFIX, local_imports
+from ladderlab.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 from ladderlab.tasks import PublicData
 
 Isolation = Literal["none", "process"]
@@ -128,7 +128,7 @@ class AttackRef:
 
 
 def _file_view(path: Path) -> View:
-    return View(files=tuple(SourceFile.of(file) for file in (path, *local_imports(path, path.parent))))
+    return View(files=tuple(SourceFile.of(file) for file in plugin_file_sources(path)))
 
 
 @dataclass(frozen=True)

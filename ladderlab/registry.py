@@ -34,7 +34,7 @@ from ladderlab.attack import Attack
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
 from ladderlab.plugin import Plugin
-from ladderlab.sources import LOCAL_MODULE_PREFIX, local_imports
+from ladderlab.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 from ladderlab.tasks import Task
 
 P = TypeVar("P", bound=Plugin)
@@ -182,13 +182,13 @@ def _load_class(spec: str) -> type:
             raise ValueError(f"plugin file not found: {location!r} (from {spec!r}){hint}")
         # the name includes the contents of the file and of its local modules, so that an
         # edited plugin or helper is loaded afresh (the edited helpers with it)
-        local = local_imports(path, path.parent)
-        digest = hashlib.sha1(str(path).encode() + path.read_bytes())
-        for helper in local:
-            digest.update(str(helper).encode() + helper.read_bytes())
+        sources = plugin_file_sources(path)
+        digest = hashlib.sha1()
+        for source in sources:
+            digest.update(str(source).encode() + source.read_bytes())
         module_name = LOCAL_MODULE_PREFIX + digest.hexdigest()[:12]
         if module_name not in sys.modules:
-            _forget_changed_modules(local)
+            _forget_changed_modules(sources[1:])
             spec_ = importlib.util.spec_from_file_location(module_name, path)
             assert spec_ is not None and spec_.loader is not None
             module = importlib.util.module_from_spec(spec_)

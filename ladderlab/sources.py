@@ -48,11 +48,16 @@ def local_imports(path: Path, search: Path, package: str = "", top: str | None =
     return found
 
 
+def plugin_file_sources(path: Path) -> list[Path]:
+    """A plugin file and the local modules it imports (transitively): what its code is."""
+    return [path, *local_imports(path, path.parent)]
+
+
 def module_source_files(module_name: str, path: Path) -> list[Path]:
     """The file of the module ``module_name`` (at ``path``) and its local modules."""
     path = Path(path)
     if module_name.startswith(LOCAL_MODULE_PREFIX):
-        return [path, *local_imports(path, path.parent)]
+        return plugin_file_sources(path)
     top = module_name.split(".")[0]
     if top == "ladderlab" or "." not in module_name:
         return [path]
