@@ -87,12 +87,13 @@ HEADLINES = ("certificate", "paper_values")
 def sections(run: Run) -> list[Section]:
     """Every section the run has (empty ones left out), the headlines first."""
     found = []
+    duels, competitions = summary(run.results), competition_results.summary(run.competitions)
     if not run.results.empty:
         found += [
             Section("duels", "Duels", "Per task × mechanism × attack × budget: replications ok/failed/skipped, and "
                     "the median [2.5%, 97.5%] over replications of Δ = released public − final score of the "
                     "attack's final submission, of the leaderboard error (Blum & Hardt 2015, Def. 2.1), and of the "
-                    "final submission's released, exact public and final scores.", summary(run.results)),
+                    "final submission's released, exact public and final scores.", duels),
             Section("duel_replications", "Duel replications", "Every replication of every duel cell.",
                     _scalars(run.results), for_people=False),
         ]
@@ -107,7 +108,7 @@ def sections(run: Run) -> list[Section]:
                     "median [2.5%, 97.5%] over replications of each measure (docs/competitions.md); best wins is "
                     "the share of replications the team with the best population score won, with its exact "
                     "(Clopper–Pearson) 95% interval.",
-                    competition_results.summary(run.competitions), decimals=3),
+                    competitions, decimals=3),
             Section("competition_replications", "Competition replications",
                     "Every measure of every competition replication.", _scalars(run.competitions), decimals=3),
             Section("competition_groups", "Team groups", "Per competition cell and team group: means over "
@@ -120,7 +121,7 @@ def sections(run: Run) -> list[Section]:
         headline = (f"Safe submission budget: {issued.get('safe_budget') or 'none of the budgets tested'}. "
                     "One row per attack × budget, at the attack's worst parameters.")
         found.append(Section("certificate", "Certificate", headline, _battery_frame(issued.get("battery", []))))
-    compared = _paper_values(run)
+    compared = _paper_values(run, duels, competitions)
     if not compared.empty:
         found.append(Section("paper_values", "Against the papers", paper_values.NOTE, compared))
     found = [section for section in found if not section.frame.empty]
@@ -144,14 +145,14 @@ def _extrapolation_sections(run: Run) -> list[Section]:
                     claims[["experiment", *claims.columns[:-1]]])]
 
 
-def _paper_values(run: Run) -> pd.DataFrame:
+def _paper_values(run: Run, duels: pd.DataFrame, competitions: pd.DataFrame) -> pd.DataFrame:
     """The scenario's paper values, each with our value of its measure in its cell (NaN while
-    the cell has not finished), and our 95% interval beside a median."""
+    the cell has not finished), and our 95% interval beside a median; ``duels`` and
+    ``competitions``: the run's summaries."""
     declared = run.manifest.get("scenario", {}).get("paper_values", [])
     if not declared:
         return pd.DataFrame()
-    tables = {"duel": summary(run.results).set_index("cell"),
-              "competition": competition_results.summary(run.competitions).set_index("cell")}
+    tables = {"duel": duels.set_index("cell"), "competition": competitions.set_index("cell")}
     rows = []
     for raw in declared:
         value = paper_values.PaperValue.model_validate(raw)

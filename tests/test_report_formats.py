@@ -179,6 +179,12 @@ def test_a_paper_value_selects_exactly_one_cell_and_one_of_its_measures(tmp_path
         load(tmp_path / "bad.toml")
 
 
+def paper_rows(run: report.Run) -> pd.DataFrame:
+    """The report's papers' values section (empty when it has none)."""
+    return next((section.frame for section in report_formats.sections(run) if section.key == "paper_values"),
+                pd.DataFrame())
+
+
 def test_paper_values_do_not_change_the_scenario_identity_and_reach_an_existing_run(mixed_run, tmp_path):
     head = MIXED.split("[[paper_values]]")[0]
     (tmp_path / "without.toml").write_text(head)
@@ -188,9 +194,9 @@ def test_paper_values_do_not_change_the_scenario_identity_and_reach_an_existing_
     manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest["scenario"]["paper_values"] = []
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    assert report_formats._paper_values(report.load_run(run_dir)).empty
+    assert paper_rows(report.load_run(run_dir)).empty
     runner.run(load(mixed_run.directory.parent / "mixed.toml"), run_dir, progress=False)  # nothing to compute
-    assert len(report_formats._paper_values(report.load_run(run_dir))) == 2
+    assert len(paper_rows(report.load_run(run_dir))) == 2
 
 
 # --- the competition report --------------------------------------------------------------------
