@@ -120,14 +120,14 @@ def measure(workload: Workload, rounds: int, folder: Path) -> dict[str, list[Tim
     return timings
 
 
-def table(measured: dict[str, dict[str, list[Timing]]], rounds: int) -> str:
-    """The Markdown section: what was run, on what, and the medians."""
+def table(measured: dict[str, dict[str, list[Timing]]], rounds: int, mode: str) -> str:
+    """The Markdown section: what was run, on what (``mode``: the sandbox's), and the medians."""
     load = os.getloadavg()[0]
     lines = [
         BEGIN,
         f"Measured by `ladderlab bench-isolation --rounds {rounds}` on {time.strftime('%Y-%m-%d')}: Linux "
         f"{platform.release()}, {os.cpu_count()} processors, load average {load:.1f} at the end, Python "
-        f"{platform.python_version()}, sandbox mode `{_mode()}`, a machine shared with other work. Each row: "
+        f"{platform.python_version()}, sandbox mode `{mode}`, a machine shared with other work. Each row: "
         f"{rounds} pair{'s' if rounds != 1 else ''} of whole commands, "
         "unisolated then isolated, with the same results bit for bit; CPU is user + system seconds of the "
         "command and of every process it started; the ratio is the median of the pairs' ratios.",
@@ -181,7 +181,7 @@ def _handle(args: argparse.Namespace) -> int:
     page = Path(args.write) if args.write else None
     if page is not None and BEGIN not in page.read_text():
         raise ValueError(f"--write {page}: the page has no {BEGIN} marker")
-    _mode()  # refuse before any work when this machine cannot isolate
+    mode = _mode()  # refuse before any work when this machine cannot isolate
     measured = {}
     with tempfile.TemporaryDirectory() as folder:
         for workload in WORKLOADS:
@@ -189,7 +189,7 @@ def _handle(args: argparse.Namespace) -> int:
                 continue
             print(f"{workload.name} …", file=sys.stderr)
             measured[workload.name] = measure(workload, args.rounds, Path(folder))
-    section = table(measured, args.rounds)
+    section = table(measured, args.rounds, mode)
     if page is not None:
         write_section(page, section)
     print(section)
