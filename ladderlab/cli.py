@@ -155,7 +155,7 @@ def _report(args: argparse.Namespace) -> int:
     for line in report.status_lines(run):
         print(line, file=sys.stderr)
     figures = (plots.report_figures(run.results) + competition_report.report_figures(run.competitions)
-               + extrapolation_report.report_figures(extrapolation_report.load(run.directory)[0])) if args.plots else []
+               + extrapolation_report.report_figures(run.extrapolations)) if args.plots else []
     files = [Path(args.plots) / f"{number:02d}-{figure.slug}.png" for number, figure in enumerate(figures, start=1)]
     base = Path(args.out).resolve().parent if args.out else Path.cwd()
     links = [(figure.title, os.path.relpath(path.resolve(), base)) for figure, path in zip(figures, files)]

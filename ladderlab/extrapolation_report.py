@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 import pandas as pd
@@ -42,13 +43,14 @@ def _design_label(mixture: str) -> str:
     return ", ".join(f"{k} = {v}" for k, v in changed.items()) or "the authors' mixture"
 
 
-def status_lines(expected: list[dict[str, Any]], results: pd.DataFrame) -> list[str]:
-    """Finished and missing extrapolation cells and failed replications, in words."""
+def status_lines(expected: list[dict[str, Any]], results: pd.DataFrame, damaged: Collection[str] = ()) -> list[str]:
+    """Finished and missing extrapolation cells (``damaged``: the keys of cells whose file is
+    damaged and left out) and failed replications, in words."""
     finished = set(results.cell) if not results.empty else set()
     missing = [cell for cell in expected if cell["key"] not in finished]
     lines = [f"{len(expected) - len(missing)} of {len(expected)} extrapolation cells finished"]
-    lines += [f"  - no results yet: {cell['classifier']} on {_design_label(json.dumps(cell['mixture']))}"
-              for cell in missing]
+    lines += [f"  - {'damaged, left out' if cell['key'] in damaged else 'no results yet'}: {cell['classifier']} on "
+              f"{_design_label(json.dumps(cell['mixture']))}" for cell in missing]
     failed = results[results.status == "failed"] if not results.empty else results
     for (classifier, error), group in failed.groupby(["classifier", "error"], sort=True):
         lines.append(f"{len(group)} extrapolation replications failed for {classifier}: {error}")
@@ -57,7 +59,9 @@ def status_lines(expected: list[dict[str, Any]], results: pd.DataFrame) -> list[
 
 def _experiments(results: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """The finished rows of each mixture design, with its label."""
-    finished = results[results.status == "ok"] if not results.empty else results
+    if results.empty:
+        return []
+    finished = results[results.status == "ok"]
     return [(_design_label(mixture), group) for mixture, group in finished.groupby("mixture", sort=False)]
 
 

@@ -130,6 +130,8 @@ class Run:
     expected_competitions: list[dict[str, Any]] = field(default_factory=list)
     competitions: pd.DataFrame = field(default_factory=pd.DataFrame)
     """One row per competition replication (see :mod:`ladderlab.competition.scenario`)."""
+    extrapolations: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The rows of the verified extrapolation cells (:mod:`ladderlab.extrapolation_report`)."""
 
     @property
     def status(self) -> RunStatus:
@@ -157,9 +159,15 @@ def load_run(directory: str | Path) -> Run:
     files, damaged = verified_cell_files(directory)
     competition_files, damaged_competitions = rundir.verified_files(directory, "competitions")
     results = _in_scenario_order(read_cell_files(files, submissions=True), expected)
-    damaged_files = {str(path.relative_to(directory)): reason for path, reason in (damaged | damaged_competitions).items()}
+    extrapolations, damaged_extrapolations = pd.DataFrame(), {}
+    if any(cell.get("kind") == "extrapolation" for cell in manifest.get("cells") or []):
+        from ladderlab import extrapolation_report  # its experiment imports scikit-learn
+
+        extrapolations, damaged_extrapolations = extrapolation_report.load(directory)
+    damaged_files = {str(path.relative_to(directory)): reason
+                     for path, reason in (damaged | damaged_competitions | damaged_extrapolations).items()}
     return Run(directory, manifest, expected, results, damaged_files, competitions,
-               _in_scenario_order(read_competition_files(competition_files, teams=True), competitions))
+               _in_scenario_order(read_competition_files(competition_files, teams=True), competitions), extrapolations)
 
 
 def _in_scenario_order(results: pd.DataFrame, expected: list[dict[str, Any]]) -> pd.DataFrame:
@@ -179,9 +187,9 @@ def status_lines(run: Run) -> list[str]:
     extrapolations = extrapolation_report.expected_cells(run.manifest)
     duels = bool(run.expected_cells) or not (run.expected_competitions or extrapolations)
     lines = run.status.lines() if duels else run.status.damaged_lines()
+    damaged = {Path(file).stem for file in run.damaged}
     if run.expected_competitions:
-        damaged = {Path(file).stem for file in run.damaged}
         lines += competition_status_lines(run.expected_competitions, run.competitions, damaged)
     if extrapolations:
-        lines += extrapolation_report.status_lines(extrapolations, extrapolation_report.load(run.directory)[0])
+        lines += extrapolation_report.status_lines(extrapolations, run.extrapolations, damaged)
     return lines

@@ -133,7 +133,7 @@ def _extrapolation_sections(run: Run) -> list[Section]:
     and the paper's statements as they came out, per mixture design."""
     if not extrapolation_report.expected_cells(run.manifest):
         return []
-    tables = extrapolation_report.tables(extrapolation_report.load(run.directory)[0])
+    tables = extrapolation_report.tables(run.extrapolations)
     if not tables:
         return []
     errors = pd.concat([frame.assign(experiment=title) for title, frame, _ in tables], ignore_index=True)
@@ -334,8 +334,8 @@ def compact_text(run: Run) -> str:
                   *_wrapped(["Medians over replications (best wins: the share of replications the truly best team "
                              "won). Intervals, every measure, each replication and the team groups: --format text."])]
     if extrapolation_report.expected_cells(run.manifest):
-        parts += ["", extrapolation_report.text(extrapolation_report.load(run.directory)[0])] if parts else \
-            [extrapolation_report.text(extrapolation_report.load(run.directory)[0])]
+        parts += ["", extrapolation_report.text(run.extrapolations)] if parts else \
+            [extrapolation_report.text(run.extrapolations)]
     return "\n".join(parts) + "\n" if parts else "no finished replications yet\n"
 
 

@@ -217,7 +217,7 @@ def html_page(run: Run) -> str:
 
         parts += [_section_html(found[key]) for key in ("extrapolation_errors", "extrapolation_statements")]
         parts += [_figure_html(figure) for figure in
-                  extrapolation_report.report_figures(extrapolation_report.load(run.directory)[0])]
+                  extrapolation_report.report_figures(run.extrapolations)]
     scenario = run.manifest.get("scenario", {})
     parts += [
         "<h2 id=\"scenario\">Scenario and versions</h2>",

@@ -92,6 +92,10 @@ def test_a_small_figure_3_runs_resumes_and_reports(tmp_path, capsys):
     assert main(["report", str(out)]) == 0
     assert "for the network, acc(k) itself is the better predictor" in capsys.readouterr().out
     assert "QDA and logistic regression behave alike" not in page  # no logistic regression in this run
+    damaged = sorted((out / "extrapolations").glob("*.parquet"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:-10])
+    lines = report.status_lines(report.load_run(out))
+    assert "1 of 2 extrapolation cells finished" in lines and any("damaged, left out" in line for line in lines)
 
 
 def test_a_bad_extrapolation_table_is_refused_by_name(tmp_path):
