@@ -36,3 +36,14 @@ def test_the_checkout_maps_exactly_the_folders_beside_the_package() -> None:
         "ladderlab.attacks": ROOT / "attacks",
         "ladderlab.scenarios": ROOT / "scenarios",
     }
+
+
+def test_a_plain_install_ships_every_package_of_the_core() -> None:
+    """``pip install .`` installs the packages pyproject.toml lists, no more: a package of the
+    core left out of the list is missing from every non-editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    core = {".".join(("ladderlab", *init.parent.relative_to(ROOT / "ladderlab").parts))
+            for init in (ROOT / "ladderlab").rglob("__init__.py")}
+    assert core <= listed, sorted(core - listed)
