@@ -14,8 +14,10 @@ measured on this project's code (``tracemalloc`` peaks, CPU seconds):
   bounded chunks (:data:`WORKING_BYTES`);
 - a competition replication keeps every team's state (:data:`BYTES_PER_TEAM_ROW` per
   holdout row: analysts hold their views and predictions), every account's bound
-  mechanism (:data:`BYTES_PER_ACCOUNT_ROW` per public row) and about
-  :data:`BYTES_PER_COMPETITION_SUBMISSION` per submission;
+  mechanism (:data:`BYTES_PER_ACCOUNT_ROW` per public row), about
+  :data:`BYTES_PER_COMPETITION_SUBMISSION` per submission, and the round's wave of
+  predictions being scored (:data:`BYTES_PER_WAVE_ELEMENT` per prediction value, at most
+  ``ladderlab.competition.engine.WAVE_ELEMENTS`` values at once);
 - a task's data are its rows × columns as float64, :data:`DATA_COPIES` times over
   (raw, standardised, the split's parts), from ``Task.data_shape``; a task that does not
   declare its shape is drawn once (``ladderlab.scenario``'s cached split) and measured.
@@ -47,23 +49,30 @@ an attack's batch
 bootstrap chunks."""
 DATA_COPIES = 4
 """A task's data in memory at once, counted in copies of its rows × columns."""
-BYTES_PER_TEAM_ROW = 160
-"""A competition team's state per holdout row (measured 80–160 B: natural analysts keep their
-features' view and predictions, boosting its votes)."""
+BYTES_PER_TEAM_ROW = 40
+"""A competition team's state per holdout row (measured 34 B with 400 to 1,200 natural analysts
+at 10,000 rows: their features' view and predictions; boosting keeps its votes)."""
+BYTES_PER_WAVE_ELEMENT = 48
+"""Per prediction value of the wave being scored (its predictions, scores and losses; measured
+30–40 B)."""
 BYTES_PER_ACCOUNT_ROW = 40
-"""An account's bound mechanism per public row (measured 35 B), plus :data:`BYTES_PER_ACCOUNT`."""
+"""An account's bound mechanism per public row (measured 8–35 B), plus :data:`BYTES_PER_ACCOUNT`."""
 BYTES_PER_ACCOUNT = 4096
-BYTES_PER_COMPETITION_SUBMISSION = 500
-"""Per submission of a competition replication (records and transcripts, measured 450 B)."""
+BYTES_PER_COMPETITION_SUBMISSION = 64
+"""Per submission of a competition replication (records and transcripts, measured 0–45 B once
+the teams' states dominate)."""
 SECONDS_PER_SUBMISSION = 5e-5
 SECONDS_PER_ELEMENT = 1e-8
 """A duel submission costs about 50 µs plus 10 ns per holdout value, the attack's work of making
 it included (the built-in scenarios: 140 µs for Blum & Hardt's Fig. 3 at 12,000 holdout values,
 117 µs for Chaibub Neto's Fig. 2 at 418, whose attack fits a regression per submission)."""
-SECONDS_PER_COMPETITION_SUBMISSION = 1e-4
-SECONDS_PER_COMPETITION_ELEMENT = 1e-7
-"""A competition submission costs about 100 µs plus 100 ns per holdout value (``kaggle-like``:
-725 µs at 5,000 holdout values; natural analysts fit and probe their models)."""
+SECONDS_PER_COMPETITION_SUBMISSION = 6e-5
+SECONDS_PER_COMPETITION_ELEMENT = 2e-9
+SECONDS_PER_COMPETITION_TEAM = 0.015
+"""A competition submission costs about 60 µs plus 2 ns per holdout value, and a team about 15 ms
+(it fits its first model): ``kaggle-like`` 43–86 µs a submission at 5,000 holdout values,
+``kaggle-scale`` 63–84 µs at 10,000 (docs/competition-speed.md); ``kaggle-realistic``, whose
+1,000 teams make about 19 submissions each, spends most of its time on the teams."""
 
 
 def seconds_per_submission(n: int) -> float:
@@ -160,14 +169,18 @@ def duel_cells(label: str, n_holdout: int, data: int, submissions: int | None, r
 
 
 def competition_cell(label: str, n_holdout: int, n_public: int, data: int, teams: int, accounts: int,
-                     cap: int, rounds: int, replications: int) -> Estimate:
-    """One competition cell: ``teams`` teams with ``accounts`` accounts in all, each account
-    allowed ``cap`` submissions over ``rounds`` rounds."""
-    submissions = accounts * cap + teams
-    live = (WORKING_BYTES + data + teams * (BYTES_PER_TEAM_ROW * n_holdout + 8 * rounds)
+                     account_submissions: float, rules: Any, replications: int) -> Estimate:
+    """One competition cell: ``teams`` teams with ``accounts`` accounts in all, which make
+    ``account_submissions`` submissions together under ``rules``."""
+    from ladderlab.competition.engine import WAVE_ELEMENTS
+
+    submissions = round(account_submissions) + teams
+    wave = min(accounts * rules.per_round * n_holdout, WAVE_ELEMENTS)
+    live = (WORKING_BYTES + data + teams * (BYTES_PER_TEAM_ROW * n_holdout + 8 * rules.rounds)
             + accounts * (BYTES_PER_ACCOUNT_ROW * n_public + BYTES_PER_ACCOUNT)
-            + submissions * BYTES_PER_COMPETITION_SUBMISSION)
-    seconds = replications * submissions * (SECONDS_PER_COMPETITION_SUBMISSION + SECONDS_PER_COMPETITION_ELEMENT * n_holdout)
+            + submissions * BYTES_PER_COMPETITION_SUBMISSION + wave * BYTES_PER_WAVE_ELEMENT)
+    seconds = replications * (submissions * (SECONDS_PER_COMPETITION_SUBMISSION + SECONDS_PER_COMPETITION_ELEMENT * n_holdout)
+                              + teams * SECONDS_PER_COMPETITION_TEAM)
     return Estimate(label, replications * submissions, live + replications * teams * 3 * 8, seconds)
 
 
@@ -249,8 +262,9 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
                     n_public = n_holdout
             teams = sum(team["count"] for team in cell.teams)
             accounts = sum(team["count"] * team["accounts"] for team in cell.teams)
-            parts.append(competition_cell(cell.label, n_holdout, n_public, data, teams, accounts, rules.cap,
-                                          rules.rounds, scenario.replications))
+            submitted = sum(team["count"] * team["accounts"] * _account_submissions(team, rules) for team in cell.teams)
+            parts.append(competition_cell(cell.label, n_holdout, n_public, data, teams, accounts, submitted,
+                                          rules, scenario.replications))
             continue
         planned = ATTACKS.make(cell.attack[0], **cell.attack[1]).max_submissions(split.public)
         budget = None if cell.budget is None else cell.budget * max(1, cell.accounts - 1)  # a Sybil probes on A − 1 accounts
@@ -261,6 +275,15 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
             estimate = dataclasses.replace(estimate, peak_bytes=estimate.peak_bytes + states)
         parts.append(estimate)
     return combined(f"scenario {scenario.name}", parts, jobs)
+
+
+def _account_submissions(team: dict[str, Any], rules: Any) -> float:
+    """What one account of a team entry submits: the rules' cap, or the mean of its activity profile."""
+    from ladderlab.competition.kaggle_calibration import mean_submissions
+
+    if team.get("activity") is None:
+        return rules.cap
+    return mean_submissions(team["activity"], rules.rounds, rules.per_round, rules.cap)
 
 
 def task_data(task_id: str, params: dict[str, Any], force: bool = False) -> tuple[int, Any]:

@@ -3,11 +3,15 @@ memory, the refusal of what cannot fit, and --force."""
 
 import tracemalloc
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ladderlab import runner, workload
 from ladderlab.cli import main
 from ladderlab.competition import Rules, TeamSpec, compete
+from ladderlab.competition.kaggle_calibration import kaggle_schedule, mean_submissions
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scenario import Cell
 from tests.helpers import scenario_file
@@ -39,6 +43,7 @@ def test_a_duel_cell_keeps_no_more_per_submission_and_replication_than_the_model
 
 
 def test_a_competition_team_and_its_accounts_take_no_more_than_the_model_says():
+    """Below the wave's cap a team adds its state and its share of the round's wave."""
     task = TASKS.make("latent-classification", n_train=200, n_public=300, n_holdout=1000, n_features=8)
     rules = Rules(rounds=2, per_round=2)
 
@@ -48,10 +53,36 @@ def test_a_competition_team_and_its_accounts_take_no_more_than_the_model_says():
     play(2, 1)
     few, many = peak_bytes(lambda: play(20, 1)), peak_bytes(lambda: play(60, 1))
     per_team = (many - few) / 40
-    assert per_team <= workload.BYTES_PER_TEAM_ROW * 1000
+    assert per_team <= (workload.BYTES_PER_TEAM_ROW + rules.per_round * workload.BYTES_PER_WAVE_ELEMENT) * 1000
     three = peak_bytes(lambda: play(20, 3))
     per_account = (three - few) / 40 - 2 * 2 * workload.BYTES_PER_COMPETITION_SUBMISSION
     assert per_account <= workload.BYTES_PER_ACCOUNT_ROW * 300 + workload.BYTES_PER_ACCOUNT
+
+
+@pytest.mark.slow
+def test_at_kaggle_scale_a_team_adds_only_its_state():
+    """With hundreds of teams the round's wave is at its cap, and a team adds its state alone
+    (at least a quarter of BYTES_PER_TEAM_ROW: the constant is not padding), so a Kaggle-sized
+    competition is not sized as if every team had a wave of its own."""
+    task = TASKS.make("latent-classification", n_train=200, n_public=3000, n_holdout=10000, n_features=8)
+
+    def play(teams: int) -> None:
+        compete(task, MECHANISMS.make("kaggle"), [TeamSpec("progressive-analyst", count=teams)], Rules(rounds=2, per_round=2))
+
+    play(2)
+    per_team_row = (peak_bytes(lambda: play(1200)) - peak_bytes(lambda: play(400))) / 800 / 10000
+    assert workload.BYTES_PER_TEAM_ROW / 4 <= per_team_row <= workload.BYTES_PER_TEAM_ROW
+
+
+@settings(max_examples=5, deadline=None)
+@given(rounds=st.integers(5, 120), per_round=st.integers(1, 10), seed=st.integers(0, 2**32 - 1))
+def test_an_activity_profile_is_sized_by_the_submissions_its_teams_make(rounds, per_round, seed):
+    """The estimate's mean is within 15% of the mean of 4,000 teams drawn as a competition draws
+    them (the totals are bounded by the cap, so the error of either mean is a few per cent)."""
+    cap = rounds * per_round
+    rng = np.random.default_rng(seed)
+    drawn = np.mean([kaggle_schedule(rounds, per_round, cap, rng).total for _ in range(4000)])
+    assert mean_submissions("kaggle", rounds, per_round, cap) == pytest.approx(drawn, rel=0.15)
 
 
 def test_work_that_cannot_fit_is_refused_with_its_estimate_and_runs_with_force(tmp_path, monkeypatch, capsys):
