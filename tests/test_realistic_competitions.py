@@ -188,6 +188,12 @@ def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the
     roelofs = roelofs_page(results[results.mechanism == "full-disclosure"], "ladderlab realism roelofs --out page.md")
     assert "| honest-and-hill-climbing |" in roelofs and "With hill-climbing among them" in roelofs
     assert "nan" not in roelofs.lower()
+    disclosure = results[results.mechanism == "full-disclosure"]
+    cheaters_first = disclosure.sort_values("mix", key=lambda mix: mix != "honest-and-hill-climbing", kind="stable")
+    honest_within = disclosure[disclosure.mix == "honest"].gap_top_within_noise
+    headline = f"sampling noise alone) | {np.median(honest_within):.2f} ["
+    assert headline in roelofs_page(cheaters_first, "ladderlab realism roelofs --out page.md"), \
+        "the headline is the honest population's, whatever the order of the rows"
 
 
 def test_the_competition_benchmark_times_a_cell_against_the_floor(tmp_path):

@@ -38,18 +38,22 @@ SHAKEUP_COLUMNS = ("spearman", "kendall", "top10_overlap", "public_winner_privat
 
 
 def run(page: str, run_dir: str | Path | None = None, jobs: int = 1, replications: int | None = None) -> pd.DataFrame:
-    """Run (or resume) the page's scenario; every competition replication with its per-team lists."""
+    """Run (or resume) the page's scenario; every competition replication with its per-team lists,
+    in the scenario's order of cells (so the pages list mechanisms and mixes as the scenario does)."""
     from ladderlab import runner
+    from ladderlab import scenario as scenarios
     from ladderlab.competition.results import load_competition_results
 
-    scenario = PAGES[page]
-    out = Path(run_dir) if run_dir is not None else Path("runs") / scenario
-    runner.run(scenario, out=out, jobs=jobs, replications=replications, progress=False)
+    name = PAGES[page]
+    out = Path(run_dir) if run_dir is not None else Path("runs") / name
+    runner.run(name, out=out, jobs=jobs, replications=replications, progress=False)
     results = load_competition_results(out, teams=True)
     failed = results[results.status != "ok"]
     if not failed.empty:
-        raise RuntimeError(f"{len(failed)} replications of {scenario} did not finish: {failed.error.iloc[0]}")
-    return results
+        raise RuntimeError(f"{len(failed)} replications of {name} did not finish: {failed.error.iloc[0]}")
+    order = {cell.key: place for place, cell in enumerate(scenarios.cells(scenarios.load(name)))}
+    return results.sort_values(["cell", "replication"], key=lambda column: column.map(order) if column.name == "cell"
+                               else column, ignore_index=True)
 
 
 def _interval(values: pd.Series, digits: int = 3) -> str:
@@ -182,12 +186,13 @@ def roelofs_page(results: pd.DataFrame, command: str) -> str:
     """docs/roelofs-2019.md: the top teams' gaps against sampling noise, honest and with cheaters."""
     import pandas as pd
 
+    honest_mix = _honest_mix(results)
     rows = ["| population | top tenth's gap (accuracy points) | top tenth's mean z | top tenth within ±1.96 "
             "| all teams' mean z | cheaters' mean z | cheaters' mean public rank | top-10 overlap |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     pooled: dict[str, np.ndarray] = {}
     for mix, group in results.groupby("mix", sort=False):
-        cheaters = [label for label in json.loads(group.groups.iloc[0]) if "analyst" not in label]
+        cheaters = _cheaters(group.groups.iloc[0])
         per_group = [json.loads(text) for text in group.groups]
         cheat_z = pd.Series([g[label]["gap_z_mean"] for g in per_group for label in cheaters])
         cheat_rank = pd.Series([g[label]["public_rank_mean"] for g in per_group for label in cheaters])
@@ -196,7 +201,7 @@ def roelofs_page(results: pd.DataFrame, command: str) -> str:
                     f"{_interval(cheat_z, 2) if cheaters else '–'} | {_interval(cheat_rank, 0) if cheaters else '–'} | "
                     f"{_interval(group.top10_overlap, 1)} |")
         pooled[mix] = np.concatenate([_top_tenth(row) for _, row in group.iterrows()])
-    honest = pooled[results.mix.iloc[0]]
+    honest = pooled[honest_mix]
     levels = (0.025, 0.25, 0.5, 0.75, 0.975)
     normal = [-1.96, -0.674, 0.0, 0.674, 1.96]
     quantile_rows = ["| | " + " | ".join(f"{q:.1%}" for q in levels) + " |", "| --- |" + " ---: |" * len(levels),
@@ -227,8 +232,8 @@ curse of the public noise itself.
 
 | | |
 | --- | --- |
-| honest teams' top tenth within ±1.96 (95% under sampling noise alone) | {_interval(results[results.mix == results.mix.iloc[0]].gap_top_within_noise, 2)} |
-| honest teams' top tenth, mean z (0 under sampling noise alone) | {_interval(results[results.mix == results.mix.iloc[0]].gap_top_z_mean, 2)} |
+| honest teams' top tenth within ±1.96 (95% under sampling noise alone) | {_interval(results[results.mix == honest_mix].gap_top_within_noise, 2)} |
+| honest teams' top tenth, mean z (0 under sampling noise alone) | {_interval(results[results.mix == honest_mix].gap_top_z_mean, 2)} |
 
 ## Every population
 
@@ -245,6 +250,19 @@ the 10 cheaters of their z and of their public rank.
 """
 
 
+def _cheaters(groups_json: str) -> list[str]:
+    """The labels of a replication's team groups that are not natural analysts."""
+    return [label for label in json.loads(groups_json) if "analyst" not in label]
+
+
+def _honest_mix(results: pd.DataFrame) -> str:
+    """The mix whose teams are all natural analysts."""
+    honest = [mix for mix, group in results.groupby("mix", sort=False) if not _cheaters(group.groups.iloc[0])]
+    if len(honest) != 1:
+        raise ValueError(f"roelofs-2019 needs exactly one mix of natural analysts alone, found {len(honest)}")
+    return honest[0]
+
+
 def _verdict(results: pd.DataFrame, honest: np.ndarray) -> str:
     """What the tables say, in words chosen by the numbers."""
     shift = float(np.median(honest))
@@ -256,7 +274,7 @@ def _verdict(results: pd.DataFrame, honest: np.ndarray) -> str:
     teams = len(results.team_public.iloc[0])
     for mix, group in results.groupby("mix", sort=False):
         per_group = [json.loads(text) for text in group.groups]
-        for label in [label for label in per_group[0] if "analyst" not in label]:
+        for label in _cheaters(group.groups.iloc[0]):
             z = float(np.median([g[label]["gap_z_mean"] for g in per_group]))
             rank = float(np.median([g[label]["public_rank_mean"] for g in per_group]))
             place = "in the top tenth of the public leaderboard" if rank <= teams / 10 else "below its top tenth"
