@@ -382,6 +382,17 @@ def test_a_real_process_prints_one_line_and_exits_with_2(tmp_path):
     ] or ("Traceback" not in result.stderr and "syntax_error.py" in result.stderr and len(result.stderr.splitlines()) == 1)
 
 
+
+def test_commands_the_tests_start_find_the_font_cache_already_built():
+    """A command the tests start reads matplotlib's font cache where this process built it, so
+    it never builds one and never prints "Matplotlib is building the font cache" (on a loaded
+    machine), which broke the one-line check above."""
+    import matplotlib
+
+    result = subprocess.run([sys.executable, "-c", "import matplotlib; print(matplotlib.get_cachedir())"],
+                            capture_output=True, text=True, timeout=300, check=True)
+    assert result.stdout.strip() == matplotlib.get_cachedir()
+
 class OverflowingBatch(Attack):
     """Submits four rows whose last overflows the squared loss, then gives up."""
 
