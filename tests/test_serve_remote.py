@@ -82,6 +82,14 @@ def test_serve_refuses_what_the_certificate_does_not_cover_naming_it_unless_unce
     assert captured.err.count("warning: uncertified") == 2
 
 
+def test_serve_warns_when_the_challenge_has_already_closed(tmp_path, capsys):
+    ended = write_challenge(tmp_path, n=40, rules="per_day = 5\nstart = 2020-01-01T00:00:00Z\nend = 2020-03-01T00:00:00Z")
+    assert main(["serve", str(ended), "--uncertified", "--reissue", "alpha"]) == 0
+    assert "warning: the challenge closed at 2020-03-01T00:00:00+00:00: every upload is refused" in capsys.readouterr().err
+    running = write_challenge(tmp_path / "running", n=40, rules="per_day = 5\nend = 2100-01-01T00:00:00Z")
+    assert main(["serve", str(running), "--uncertified", "--reissue", "alpha"]) == 0
+    assert "closed" not in capsys.readouterr().err
+
 def test_a_plain_install_is_told_which_extra_serve_needs():
     code = ("import sys; sys.modules['fastapi'] = None; from ladderlab.cli import main; "
             "sys.exit(main(['serve', '--demo']))")

@@ -154,6 +154,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     service = Service(challenge, Storage(url, full_sync=args.full_sync, background_checkpoints=True), secret)
     issued = service.open()
+    closed = service.closed_at()
+    if closed is not None:
+        print(f"ladderlab: warning: the challenge closed at {closed.isoformat()}: every upload is refused "
+              "(rules.end or the organiser's close)", file=sys.stderr)
     if args.reissue:
         print(f"{args.reissue}: {service.reissue(args.reissue)}")
         return 0
