@@ -225,6 +225,9 @@ def _attack(args: argparse.Namespace) -> int:
     transcript = board.transcript
     print(f"{attack.id}: {board.submissions} submissions; released: first {_value(transcript, 0)}, "
           f"last {_value(transcript, -1)}, best {_best(transcript, board.challenge['greater_is_better'])}")
+    if board.submissions == 0 and board.remaining == 0:
+        print("ladderlab: warning: no submission made: the server's caps leave this team none (today or in total; "
+              "GET /api/me says which)", file=sys.stderr)
     if args.final_out:
         import pandas as pd
 
