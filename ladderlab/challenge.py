@@ -484,11 +484,15 @@ def _published_order(ids: NDArray[Any]) -> NDArray[np.int64]:
 
 
 def _numbers(values: NDArray[Any], ids: NDArray[Any], where: str) -> NDArray[np.float64]:
+    """A label column as numbers; class names (text that is no number) are refused with a hint."""
     numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(numbers)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ChallengeError(f"{where}: id {ids[first]!r} has {values[first]!r}, not a finite number")
+        value = values[first]
+        named = isinstance(value, str) and pd.isna(pd.to_numeric(value, errors="coerce"))
+        hint = " (labels are numbers: encode class names as 0, 1, … in the labels and the training data)" if named else ""
+        raise ChallengeError(f"{where}: id {ids[first]!r} has {value!r}, not a finite number{hint}")
     return numbers
 
 

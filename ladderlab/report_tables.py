@@ -312,5 +312,6 @@ def compact_labels(frame: pd.DataFrame, role: str, width: int = LABEL_WIDTH) -> 
             continue
         labels.append(plugin_label(plugin_id, {k: v for k, v in setting.items() if k in varying[plugin_id]}))
         shared = {k: v for k, v in setting.items() if k not in varying[plugin_id]}
-        notes[plugin_id] = f"{plugin_label(plugin_id, {})}: {params_text(shared)}"
+        if shared:
+            notes[plugin_id] = f"{plugin_label(plugin_id, {})}: {params_text(shared)}"
     return labels, list(notes.values())

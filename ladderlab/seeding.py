@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,10 @@ def read_secret_seed(path: str | Path) -> int:
     path = Path(path)
     if not path.exists():
         create_exclusively(path, f"{secrets.randbits(128)}\n", 0o600)
-    text = path.read_text().strip()
-    if not text.isdigit():
-        raise ValueError(f"{path}: a secret seed file holds one whole number, got {text[:20]!r}")
+    try:
+        text = path.read_bytes().strip()
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read the secret seed file: {error.strerror}") from None
+    if not re.fullmatch(rb"[0-9]+", text):
+        raise ValueError(f"{path}: a secret seed file holds one whole number in decimal, got {text[:20]!r}")
     return int(text)

@@ -185,6 +185,10 @@ def cli_cases(tmp_path, run_dir):
     syntax.write_text(SYNTAX_ERROR_PLUGIN)
     raising = tmp_path / "raising.py"
     raising.write_text(IMPORT_ERROR_PLUGIN)
+    binary_secret = tmp_path / "binary-secret"
+    binary_secret.write_bytes(b"\xd8\x01\xff")
+    superscript_secret = tmp_path / "superscript-secret"
+    superscript_secret.write_text("\u00b2\n")
     return [
         (["frobnicate"], ["frobnicate"]),
         (["run"], ["scenario"]),
@@ -227,10 +231,13 @@ def cli_cases(tmp_path, run_dir):
         (["certify", f"{syntax}:Broken"], ["syntax_error.py", "syntax error"]),
         (["certify", f"{raising}:Anything"], ["raising.py", "this plugin cannot be imported"]),
         (["sota", "--m", "10", "--n", "100", "--theta", "1.5"], ["theta"]),
+        (["run", str(good), "--secret-seed", str(binary_secret)], ["binary-secret", "whole number"]),
+        (["run", str(good), "--secret-seed", str(superscript_secret)], ["superscript-secret", "whole number"]),
+        (["run", str(good), "--secret-seed", str(tmp_path)], [str(tmp_path), "secret seed file"]),
     ]
 
 
-CLI_CASE_COUNT = 41
+CLI_CASE_COUNT = 44
 
 
 @pytest.mark.parametrize("case", range(CLI_CASE_COUNT))
@@ -381,6 +388,17 @@ def test_a_real_process_prints_one_line_and_exits_with_2(tmp_path):
         f"ladderlab: error: plugin file {plugin}: syntax error at line 2: invalid syntax"
     ] or ("Traceback" not in result.stderr and "syntax_error.py" in result.stderr and len(result.stderr.splitlines()) == 1)
 
+
+
+def test_commands_the_tests_start_find_the_font_cache_already_built():
+    """A command the tests start reads matplotlib's font cache where this process built it, so
+    it never builds one and never prints "Matplotlib is building the font cache" (on a loaded
+    machine), which broke the one-line check above."""
+    import matplotlib
+
+    result = subprocess.run([sys.executable, "-c", "import matplotlib; print(matplotlib.get_cachedir())"],
+                            capture_output=True, text=True, timeout=300, check=True)
+    assert result.stdout.strip() == matplotlib.get_cachedir()
 
 class OverflowingBatch(Attack):
     """Submits four rows whose last overflows the squared loss, then gives up."""

@@ -16,7 +16,7 @@ from ladderlab import report, report_formats, report_html, runner
 from ladderlab.competition import report as competition_report
 from ladderlab.competition import results as competition_results
 from ladderlab.cli import main
-from ladderlab.report_tables import finite_or_null
+from ladderlab.report_tables import compact_labels, finite_or_null
 from ladderlab.scenario import ScenarioError, load
 from tests.helpers import CHROMIUM, TINY_COMPETITION, browser_page
 
@@ -267,3 +267,15 @@ def test_a_competition_only_report_reads_like_one_in_a_browser(tmp_path):
     assert pixels.shape == (800, 1280)
     assert (pixels < 128).mean() > 0.02  # text and table rules on the first screen, not a blank page
     assert (pixels[:100] < 128).any()  # the title at the top
+
+
+def test_compact_labels_note_only_what_every_row_shares():
+    frame = pd.DataFrame({"attack": ["boosting"] * 2, "attack_params": [
+        json.dumps({"k": 2000, "variant": "kaggle", "keep_first": "always"}),
+        json.dumps({"k": 5000, "variant": "ladder", "keep_first": "below-half"})]})
+    assert compact_labels(frame, "attack", width=10) == (
+        ["boosting(k=2000, variant=kaggle, keep_first=always)", "boosting(k=5000, variant=ladder, keep_first=below-half)"],
+        [])
+    frame.loc[1, "attack_params"] = json.dumps({"k": 5000, "variant": "kaggle", "keep_first": "always"})
+    assert compact_labels(frame, "attack", width=10) == (
+        ["boosting(k=2000)", "boosting(k=5000)"], ["boosting: variant=kaggle, keep_first=always"])

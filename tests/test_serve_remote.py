@@ -82,6 +82,27 @@ def test_serve_refuses_what_the_certificate_does_not_cover_naming_it_unless_unce
     assert captured.err.count("warning: uncertified") == 2
 
 
+def test_serve_warns_when_the_challenge_has_already_closed(tmp_path, capsys):
+    ended = write_challenge(tmp_path, n=40, rules="per_day = 5\nstart = 2020-01-01T00:00:00Z\nend = 2020-03-01T00:00:00Z")
+    assert main(["serve", str(ended), "--uncertified", "--reissue", "alpha"]) == 0
+    assert "warning: the challenge closed at 2020-03-01T00:00:00+00:00: every upload is refused" in capsys.readouterr().err
+    running = write_challenge(tmp_path / "running", n=40, rules="per_day = 5\nend = 2100-01-01T00:00:00Z")
+    assert main(["serve", str(running), "--uncertified", "--reissue", "alpha"]) == 0
+    assert "closed" not in capsys.readouterr().err
+
+def test_the_attack_command_says_when_the_caps_left_it_nothing_to_submit(tmp_path, capsys):
+    path = write_challenge(tmp_path, n=40, rules="per_day = 2", limits=FAST)
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"), SECRET)
+    with ThreadServer(service) as server:
+        command = ["attack", server.url, "--token", tokens["alpha"], "--attack", "boosting(k=2)"]
+        assert main(command) == 0
+        played = capsys.readouterr()
+        assert played.out.startswith("boosting: 2 submissions") and "warning" not in played.err
+        assert main(command) == 0
+        refused = capsys.readouterr()
+        assert refused.out.startswith("boosting: 0 submissions")
+        assert "warning: no submission made: the server's caps leave this team none" in refused.err
+
 def test_a_plain_install_is_told_which_extra_serve_needs():
     code = ("import sys; sys.modules['fastapi'] = None; from ladderlab.cli import main; "
             "sys.exit(main(['serve', '--demo']))")

@@ -33,14 +33,15 @@ def _dispatch(args: argparse.Namespace) -> int:
     return _serve(args)
 
 
-def _add_state_options(parser: argparse.ArgumentParser) -> None:
+def _add_state_options(parser: argparse.ArgumentParser, creates_secret: bool) -> None:
     parser.add_argument("--state", help="folder of the secret and the SQLite log (default: <challenge folder>/<name>-state)")
     parser.add_argument("--database", help="SQLAlchemy URL of the log, e.g. postgresql+psycopg://user@host/db "
                                            "(default: SQLite in the state folder)")
     parser.add_argument("--force", action="store_true", help="load the challenge even when its estimated memory "
                                                              "does not fit")
-    parser.add_argument("--secret", help="file of the secret seed of the mechanisms' streams (default: <state>/secret; "
-                                         "created with 128 random bits if missing)")
+    made = "created with 128 random bits if missing" if creates_secret else "the one the log was started with"
+    parser.add_argument("--secret", help=f"file of the secret seed of the mechanisms' streams (default: <state>/secret; "
+                                         f"{made})")
 
 
 def add_subcommands(commands: argparse._SubParsersAction) -> None:
@@ -58,7 +59,7 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
                                                            "default ./ladderlab-demo)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=port, default=8000, help="port (default 8000; 0: any free port)")
-    _add_state_options(serve)
+    _add_state_options(serve, creates_secret=True)
     serve.add_argument("--uncertified", action="store_true",
                        help="serve even where the challenge's certificate does not cover its mechanism, parameters, "
                             "holdout size or per-team budget (each is named)")
@@ -71,7 +72,7 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     verify = type(serve)(prog="ladderlab serve verify",
                          description="Check the log's hash chain and replay every release bit for bit.")
     verify.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
-    _add_state_options(verify)
+    _add_state_options(verify, creates_secret=False)
     verify.set_defaults(handler=_verify)
     from ladderlab.serve.bench import add_arguments
 
@@ -153,6 +154,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     service = Service(challenge, Storage(url, full_sync=args.full_sync, background_checkpoints=True), secret)
     issued = service.open()
+    closed = service.closed_at()
+    if closed is not None:
+        print(f"ladderlab: warning: the challenge closed at {closed.isoformat()}: every upload is refused "
+              "(rules.end or the organiser's close)", file=sys.stderr)
     if args.reissue:
         print(f"{args.reissue}: {service.reissue(args.reissue)}")
         return 0
@@ -220,6 +225,9 @@ def _attack(args: argparse.Namespace) -> int:
     transcript = board.transcript
     print(f"{attack.id}: {board.submissions} submissions; released: first {_value(transcript, 0)}, "
           f"last {_value(transcript, -1)}, best {_best(transcript, board.challenge['greater_is_better'])}")
+    if board.submissions == 0 and board.remaining == 0:
+        print("ladderlab: warning: no submission made: the server's caps leave this team none (today or in total; "
+              "GET /api/me says which)", file=sys.stderr)
     if args.final_out:
         import pandas as pd
 
