@@ -971,8 +971,10 @@ def _challenge_text(challenge: dict[str, Any]) -> str:
     """The challenge a certificate was made for (``certify --challenge``)."""
     declared = challenge["prediction_range"]
     where = "" if declared is None else f", predictions clipped into [{declared[0]:g}, {declared[1]:g}]"
-    return (f"For the challenge **{challenge['name']}** ({challenge['file']}): {challenge['task_type']}, scored by "
-            f"{challenge['scorer']}{where}, {challenge['n']} public and {challenge['n_final']} final holdout rows, "
+    names = challenge.get("class_names")
+    classes = "" if names is None else " of the classes " + ", ".join(f"{name} ({index})" for index, name in enumerate(names))
+    return (f"For the challenge **{challenge['name']}** ({challenge['file']}): {challenge['task_type']}{classes}, "
+            f"scored by {challenge['scorer']}{where}, {challenge['n']} public and {challenge['n_final']} final holdout rows, "
             f"a per-team budget of {challenge['per_team_budget']}; data hash {challenge['task_identity'][:16]}… "
             "('ladderlab serve' accepts this certificate only for these data).")
 

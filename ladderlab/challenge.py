@@ -91,7 +91,8 @@ class ChallengeError(ValueError):
 class LabelsTable(StrictModel):
     file: StrictStr = Field(description="CSV or Parquet file of the holdout labels, relative to the challenge file")
     id_column: StrictStr = Field(default="id", description="the column of row ids")
-    label_column: StrictStr = Field(default="label", description="the column of labels (numbers)")
+    label_column: StrictStr = Field(default="label",
+                                    description="the column of labels: numbers, or class names such as 'cat'")
 
 
 class SplitTable(StrictModel):
@@ -192,7 +193,8 @@ class ChallengeFile(StrictModel):
     scorer: StrictStr = Field(description="a scorer name (see docs/concepts.md#scorers-and-orientation)")
     task_type: Literal["classification", "regression"] | None = Field(
         default=None, description="default: classification for label and probability scorers, else regression")
-    classes: list[Number] | None = Field(default=None, description="the label set (default: the distinct labels)")
+    classes: list[Any] | None = Field(
+        default=None, description="the label set, numbers or class names (default: the distinct labels)")
     prediction_range: tuple[Number, Number] | None = Field(default=None, description="[low, high] of a prediction")
     labels: LabelsTable
     split: SplitTable
@@ -217,13 +219,23 @@ class ChallengeFile(StrictModel):
                              f"got {list(value)}")
         return value
 
-    @field_validator("classes")
+    @field_validator("classes", mode="before")
     @classmethod
-    def _label_set(cls, value: list[Any] | None) -> list[Any] | None:
+    def _label_set(cls, value: Any) -> list[float] | list[str] | None:
+        """Numbers (finite, not bools) or names, one line for any bad one (a union type gave one per member)."""
         if value is None:
             return value
+        if not isinstance(value, list):
+            raise ValueError(f"give a list of class numbers or names, got {value!r}")
+        for label in value:
+            if not isinstance(label, str) and (isinstance(label, bool) or not isinstance(label, int | float)
+                                               or not math.isfinite(label)):
+                raise ValueError(f"a class is a finite number or a name, got {label!r}")
+        value = [label if isinstance(label, str) else float(label) for label in value]
         if len(value) < 2:
             raise ValueError(f"a label set has at least two classes, got {value!r}")
+        if len({isinstance(label, str) for label in value}) > 1:
+            raise ValueError(f"give every class as a number or every class as a name, not both, got {value!r}")
         seen: set[Any] = set()
         for label in value:
             if label in seen:
@@ -284,6 +296,9 @@ class Challenge:
     """The holdout ids in the published order (sorted: numerically when all are whole numbers)."""
     split: Split
     """Public and final labels, label set, scorer and the public data, in the order of ``ids``."""
+    class_names: tuple[str, ...] | None = None
+    """The class names of a label column of names, sorted: class ``i`` of ``split`` is ``class_names[i]``
+    (None: the labels are numbers)."""
 
     @property
     def name(self) -> str:
@@ -306,13 +321,15 @@ class Challenge:
         mechanism = self.mechanism()
         described = [public.scorer, None if public.classes is None else public.classes.tolist(),
                      public.prediction_range, mechanism.id, mechanism.identity_params()]
+        if self.class_names is not None:
+            described.append(list(self.class_names))
         digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
         return digest.hexdigest()[:32]
 
     def task_identity(self) -> str:
         """A hash of everything the challenge gives a duel as its task: the ids, the labels and
         the split, the public data (training rows, holdout inputs), the task type, the scorer,
-        the label set and the prediction range. The mechanism, the rules and the teams are not
+        the label set (with the class names of a column of names) and the prediction range. The mechanism, the rules and the teams are not
         part of it, nor how the files are laid out (CSV or Parquet, the order of the labels and
         holdout rows, spacing): a certificate made for these data stays valid when the organiser
         names it in the file."""
@@ -325,6 +342,8 @@ class Challenge:
             digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
         described = [public.task_type, public.scorer, None if public.classes is None else public.classes.tolist(),
                      public.prediction_range]
+        if self.class_names is not None:  # the hash of a challenge of numeric labels stays what it was
+            described.append(list(self.class_names))
         digest.update(json.dumps(described).encode())
         return digest.hexdigest()
 
@@ -370,31 +389,24 @@ def load(path: str | Path, force: bool = False) -> Challenge:
 
 def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     """The :class:`Challenge` of a validated file (``path`` locates the files it names)."""
-    folder = path.parent
     labels_path = _named_file(path, "labels.file", spec.labels.file)
     columns = [spec.labels.id_column, spec.labels.label_column] + ([spec.split.column] if spec.split.column else [])
     table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column}, force)
     ids = _ids(table[spec.labels.id_column], f"{labels_path}: column {spec.labels.id_column!r}")
     order = _published_order(ids)
     ids = ids[order]
-    labels = _numbers(table[spec.labels.label_column].to_numpy()[order], ids,
-                      f"{labels_path}: column {spec.labels.label_column!r}")
+    labels_where = f"{labels_path}: column {spec.labels.label_column!r}"
+    raw_labels = table[spec.labels.label_column].to_numpy()[order]
     scorer = get_scorer(spec.scorer)
     kind = scorer.prediction_kind
     task_type: TaskType = spec.task_type or ("regression" if kind is PredictionKind.REAL else "classification")
-    classes = None
+    classes, class_names = None, None
     if task_type == "classification":
-        classes = np.unique(labels) if spec.classes is None else np.unique(np.asarray(spec.classes, dtype=float))
-        outside = ~np.isin(labels, classes)
-        if outside.any():
-            first = int(np.flatnonzero(outside)[0])
-            raise ChallengeError(f"{labels_path}: id {ids[first]!r} has label {labels[first]:g}, not one of classes "
-                                 f"{classes.tolist()} (challenge key 'classes')")
-        if classes.size < 2:
-            raise ChallengeError(f"{labels_path}: a classification challenge needs at least two classes, "
-                                 f"got {classes.tolist()}")
+        labels, classes, class_names = _class_labels(raw_labels, ids, order + 1, spec.classes, labels_where)
     elif spec.classes is not None:
         raise ChallengeError(f"{path}: classes: a regression challenge has no label set (scorer {spec.scorer!r})")
+    else:
+        labels = _numbers(raw_labels, ids, labels_where)
     if spec.split.column is not None:
         public_rows, final_rows = _column_split(table[spec.split.column].to_numpy()[order], ids,
                                                 f"{labels_path}: column {spec.split.column!r}")
@@ -405,11 +417,11 @@ def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     for rows, which in ((public_rows, "public"), (final_rows, "final")):
         if rows.size < 2:
             raise ChallengeError(f"{path}: split: the {which} set has {rows.size} rows of {ids.size}; it needs at least 2")
-    X_train, y_train, X_holdout = _public_inputs(spec, path, folder, ids, force)
+    X_train, y_train, X_holdout = _public_inputs(spec, path, ids, class_names, force)
     public = PublicData(X_train, y_train, X_holdout, task_type, scorer.name, classes, None,
                         None if spec.prediction_range is None else tuple(map(float, spec.prediction_range)))
     split = Split(public, public_rows, final_rows, labels)
-    challenge = Challenge(spec, path, ids, split)
+    challenge = Challenge(spec, path, ids, split, class_names)
     values = 1 if classes is None or kind is not PredictionKind.PROBABILITIES else classes.size
     refuse_if_too_large(challenge_work(ids.size, public_rows.size, values, len(spec.teams), challenge.max_upload_bytes()),
                         force, hint=f"{path}: a smaller limits.max_upload_bytes, fewer teams or rows need less")
@@ -492,6 +504,53 @@ def _numbers(values: NDArray[Any], ids: NDArray[Any], where: str) -> NDArray[np.
     return numbers
 
 
+def _class_labels(values: NDArray[Any], ids: NDArray[Any] | None, rows: NDArray[np.int64], declared: list[Any] | None,
+                  where: str) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[str, ...] | None]:
+    """Classification labels, the label set and the class names: numbers as they are, or class
+    names (every label a name) as their indices in the sorted names, the declared ones or else
+    the distinct labels. A missing label, a mix of numbers and names, or a label outside the
+    declared classes is a :class:`ChallengeError` naming ``where``, the row (of the file:
+    ``rows``) and the value."""
+    series = pd.Series(values, dtype=object)
+    text = series.map(lambda value: str(value).strip()).to_numpy(dtype=object)
+
+    def at(position: int) -> str:
+        return f"{where}: row {rows[position]}" + ("" if ids is None else f" (id {ids[position]!r})")
+
+    missing = series.isna().to_numpy() | (text == "")
+    if missing.any():
+        raise ChallengeError(f"{at(int(np.flatnonzero(missing)[0]))} has no label")
+    spelled_nan = np.isin(np.char.lower(text.astype(str)), ("nan", "+nan", "-nan"))
+    named = np.isnan(pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)) & ~spelled_nan
+    if named.any() and not named.all():
+        odd = named if named.sum() <= (~named).sum() else ~named
+        first, other = int(np.flatnonzero(odd)[0]), int(np.flatnonzero(~odd)[0])
+        raise ChallengeError(f"{at(first)} has {text[first]!r} among labels such as {text[other]!r}: give every "
+                             "label as a number or every label as a class name, not both")
+    declared_names = declared is not None and isinstance(declared[0], str)
+    if declared is not None and declared_names != named.all():
+        kinds = ("class names", "numbers") if named.all() else ("numbers", "class names")
+        raise ChallengeError(f"{where}: the labels are {kinds[0]} (e.g. {text[0]!r}), the challenge key 'classes' "
+                             f"lists {kinds[1]} {declared!r}")
+    if named.all():
+        names = np.unique(text if declared is None else np.asarray(declared, dtype=object))
+        labels, classes, shown = text, names, list(names)
+    else:
+        labels = _numbers(values, np.asarray(rows).astype(str) if ids is None else ids, where)
+        classes = np.unique(labels if declared is None else np.asarray(declared, dtype=float))
+        shown = classes.tolist()
+    outside = ~np.isin(labels, classes)
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        value = repr(labels[first]) if named.all() else f"{labels[first]:g}"
+        raise ChallengeError(f"{at(first)} has label {value}, not one of classes {shown} (challenge key 'classes')")
+    if classes.size < 2:
+        raise ChallengeError(f"{where}: a classification challenge needs at least two classes, got {shown}")
+    if not named.all():
+        return labels, classes, None
+    return np.searchsorted(names, labels).astype(float), np.arange(names.size, dtype=float), tuple(map(str, names))
+
+
 def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     text = np.array([str(value).strip().lower() for value in values])
     bad = ~np.isin(text, SPLIT_VALUES)
@@ -502,10 +561,10 @@ def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[
     return np.flatnonzero(text == "public"), np.flatnonzero(text == "final")
 
 
-def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[Any], force: bool = False
-                   ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Training features and labels, and the holdout inputs in the order of ``ids`` (empty
-    arrays where the challenge publishes none)."""
+def _public_inputs(spec: ChallengeFile, path: Path, ids: NDArray[Any], class_names: tuple[str, ...] | None,
+                   force: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Training features and labels (class names as their indices in ``class_names``), and the
+    holdout inputs in the order of ``ids`` (empty arrays where the challenge publishes none)."""
     X_train, y_train = np.empty((0, 0)), np.empty(0)
     X_holdout = np.empty((ids.size, 0))
     label = spec.labels.label_column
@@ -514,7 +573,10 @@ def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[A
         table = _read_table(train_path, f"{path}: data.train", [label], set(), force)
         features = [column for column in table.columns if column != label]
         X_train = _feature_matrix(table[features], f"{train_path}")
-        y_train = _numbers(table[label].to_numpy(), np.arange(len(table)).astype(str), f"{train_path}: column {label!r}")
+        rows = np.arange(1, len(table) + 1)
+        where = f"{train_path}: column {label!r}"
+        y_train = (_numbers(table[label].to_numpy(), rows.astype(str), where) if class_names is None
+                   else _class_labels(table[label].to_numpy(), None, rows, list(class_names), where)[0])
     if spec.data.holdout is not None:
         holdout_path = _named_file(path, "data.holdout", spec.data.holdout)
         id_column = spec.labels.id_column

@@ -74,7 +74,19 @@ BAD = [
     (_replace("[labels]", '[labels]\nlabel_column = "y"'), "has no column 'y'"),
     (_labels(_set("id", 1, None)), "has no id"),
     (_labels(lambda table: table.__setitem__("id", [table.id[1]] + list(table.id[1:]))), "appears 2 times"),
-    (_labels(_set("label", 3, "cat")), "has 'cat', not a finite number"),
+    (_labels(_set("label", 3, "cat")), "labels.csv: column 'label': row 4 (id '1005') has 'cat' among labels such as"),
+    (_labels(lambda table: table.__setitem__("label", np.where(table.index == 5, "7", "dog"))),
+     "row 6 (id '1004') has '7' among labels such as 'dog': give every label as a number or every label as a class name"),
+    (lambda path: (_labels(lambda table: table.__setitem__("label", np.where(table.index == 2, "cow", "dog")))(path),
+                   _replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = ["dog", "cat"]')(path)),
+     "row 3 (id '1014') has label 'cow', not one of classes ['cat', 'dog'] (challenge key 'classes')"),
+    (lambda path: (_labels(lambda table: table.__setitem__("label", "dog"))(path),
+                   _replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = [0, 1]')(path)),
+     "the labels are class names (e.g. 'dog'), the challenge key 'classes' lists numbers [0.0, 1.0]"),
+    (_replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = [0, "cat"]'),
+     "classes: give every class as a number or every class as a name, not both"),
+    (lambda path: (_labels(_set("label", 3, "cat"))(path), _replace('scorer = "zero-one"', 'scorer = "squared"')(path)),
+     "id '1005' has 'cat', not a finite number"),
     (lambda path: (_labels(_set("label", 3, 2.0))(path), _replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = [0, 1]')(path)),
      "has label 2, not one of classes [0.0, 1.0]"),
     (_labels(_set("split", 2, "private")), "has 'private'; the split column holds 'public' or 'final'"),
@@ -186,3 +198,41 @@ def test_the_documented_example_challenge_loads_with_its_public_data():
     assert (loaded.ids.size, loaded.split.public_rows.size, public.X_train.shape, public.X_holdout.shape) == (
         200, 100, (300, 3), (200, 3))
     assert loaded.ids[0] == "row-000" and loaded.per_team_budget() == 100
+
+
+def _named_labels(path: Path, names: dict[float, str], train: bool = False) -> None:
+    """Rename the numeric labels of ``path``'s labels file (and of a training file) to class names."""
+    labels = pd.read_csv(path.parent / "labels.csv", dtype={"id": str})
+    labels["label"] = labels.label.map(names)
+    labels.to_csv(path.parent / "labels.csv", index=False)
+    if train:
+        pd.DataFrame({"x": np.arange(6.0), "label": [names[value % 2] for value in range(6)]}).to_csv(
+            path.parent / "train.csv", index=False)
+        path.write_text(path.read_text().replace("[labels]", '[data]\ntrain = "train.csv"\n\n[labels]'))
+
+
+def test_class_names_are_the_indices_of_the_sorted_names_in_labels_training_rows_and_identity(tmp_path):
+    numeric = write_challenge(tmp_path / "numbers", n=40)
+    named = write_challenge(tmp_path / "names", n=40)
+    _named_labels(named, {0.0: "malignant", 1.0: "benign"}, train=True)
+    by_numbers, by_names = challenges.load(numeric), challenges.load(named)
+    assert by_names.class_names == ("benign", "malignant") and by_numbers.class_names is None
+    assert by_names.split.public.classes.tolist() == [0.0, 1.0]
+    assert np.array_equal(by_names.split.y_holdout, 1 - by_numbers.split.y_holdout)  # benign (was 1) is class 0
+    assert by_names.split.public.y_train.tolist() == [1, 0, 1, 0, 1, 0]
+    renamed = write_challenge(tmp_path / "renamed", n=40)
+    _named_labels(renamed, {0.0: "benign", 1.0: "malignant"})
+    flipped = challenges.load(renamed)
+    assert np.array_equal(flipped.split.y_holdout, by_numbers.split.y_holdout)
+    assert flipped.task_identity() != by_numbers.task_identity()  # the names are part of the data
+
+
+def test_a_training_label_outside_the_class_names_is_refused_naming_its_row(tmp_path):
+    path = write_challenge(tmp_path, n=20)
+    _named_labels(path, {0.0: "cat", 1.0: "dog"}, train=True)
+    train = pd.read_csv(tmp_path / "train.csv")
+    train.loc[4, "label"] = "cow"
+    train.to_csv(tmp_path / "train.csv", index=False)
+    with pytest.raises(ChallengeError, match=r"train.csv: column 'label': row 5 has label 'cow', not one of classes "
+                                             r"\['cat', 'dog'\]"):
+        challenges.load(path)
