@@ -31,6 +31,7 @@ total = 200                        # per team over the challenge
 start = 2026-01-05T00:00:00Z
 end = 2026-03-01T00:00:00Z
 selection = "best-public"          # "last", "best-public", or k (a team selects k submissions)
+accounts = 1                       # accounts (teams) one participant may hold
 
 [[teams]]
 name = "team-a"
@@ -124,6 +125,8 @@ class RulesTable(StrictModel):
                                     description="submissions per team over the challenge")
     start: datetime | None = Field(default=None, description="opening time (TOML date-time with a time zone)")
     end: datetime | None = Field(default=None, description="closing time (TOML date-time with a time zone)")
+    accounts: StrictInt = Field(default=1, ge=1, lt=INT64_LIMIT,
+                                description="accounts (teams) the rules let one participant hold; serve does not link them")
     selection: Literal["last", "best-public"] | StrictInt = Field(
         default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
 
@@ -612,7 +615,9 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     A certificate (``ladderlab certify --out``: keys ``mechanism``, ``params``, ``n``,
     ``safe_budget``, ``budgets``) covers the challenge when it certifies the same mechanism
     with the same parameters (defaults included), on a public holdout no larger than the
-    challenge's, at a safe budget of at least the most submissions one team can make.
+    challenge's, at a safe budget of at least the most submissions one team can make, against
+    an attacker of at least as many accounts as the rules let a participant hold (unlinked,
+    unless the rules allow one: ``serve`` does not link accounts).
     A certificate made for a challenge (``ladderlab certify --challenge``, key ``challenge``)
     covers only a challenge with the same data (:meth:`Challenge.task_identity`: labels,
     split, public data, scorer, label set, prediction range). Any other certificate covers,
@@ -651,9 +656,30 @@ def certificate_problems(challenge: Challenge) -> list[str]:
                         f"the certificate's safe budget is {safe} ({path})")
     elif budget > safe:
         problems.append(f"a team may make {budget} submissions, more than the certificate's safe budget of {safe} ({path})")
+    problems += _account_problems(challenge, certificate, path)
     if certificate.get("challenge") is not None:
         return problems
     return problems + _scorer_problems(challenge, certificate, path)
+
+
+def _account_problems(challenge: Challenge, certificate: dict[str, Any], path: Path) -> list[str]:
+    """Whether the certificate's attacker (``certify --accounts A [--link]``) holds at least the
+    accounts the rules let one participant hold, under linking no stronger than the service's:
+    ``ladderlab serve`` links no accounts, so a certificate that assumed linking covers only a
+    service of one account per participant."""
+    allowed = challenge.spec.rules.accounts
+    certified = certificate.get("accounts", 1)
+    if isinstance(certified, bool) or not isinstance(certified, int) or certified < 1:
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: 'accounts' = {certified!r} is not a "
+                             "whole number ≥ 1")
+    if allowed > certified:
+        return [f"the rules let a participant hold {allowed} accounts (rules.accounts), more than the certificate's "
+                f"{certified} (certify --accounts {certified}) ({path})"]
+    if certificate.get("link") and allowed > 1:
+        return [f"the certificate assumed a participant's accounts linked (certify --accounts {certified} --link), "
+                f"this service links none of the {allowed} accounts the rules allow (rules.accounts; serve does not "
+                f"link): certify without --link, or set rules.accounts = 1 ({path})"]
+    return []
 
 
 def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path) -> list[str]:

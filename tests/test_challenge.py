@@ -149,6 +149,10 @@ def test_a_certificate_covers_the_same_mechanism_on_a_holdout_as_large_at_a_budg
     ({}, "per_day = 10", "nothing bounds a team's submissions"),
     ({}, "per_day = 10\nstart = 2026-01-01T00:00:00Z\nend = 2026-02-01T00:00:00Z",
      "a team may make 310 submissions, more than the certificate's safe budget of 300"),
+    ({}, "total = 300\naccounts = 2", "let a participant hold 2 accounts (rules.accounts), more than the certificate's 1"),
+    ({"accounts": 3}, "total = 300\naccounts = 4", "hold 4 accounts (rules.accounts), more than the certificate's 3"),
+    ({"accounts": 3, "link": "linked when …"}, "total = 300\naccounts = 2",
+     "assumed a participant's accounts linked (certify --accounts 3 --link), this service links none of the 2"),
 ])
 def test_what_a_certificate_does_not_cover_is_named(tmp_path, changes, rules, named):
     problems = certificate_problems(_certified(tmp_path, rules=rules, **changes))
@@ -186,6 +190,15 @@ def test_a_certificate_for_another_scorer_or_a_narrower_prediction_range_does_no
 def test_a_certificate_for_the_scorer_on_a_range_that_contains_the_challenges_covers_it(tmp_path, scorer, extra,
                                                                                          changes):
     assert certificate_problems(_certified(tmp_path, challenge_scorer=scorer, extra=extra, **changes)) == []
+
+
+@pytest.mark.parametrize("changes, rules", [
+    ({"accounts": 3}, "total = 300\naccounts = 3"),
+    ({"accounts": 3}, "total = 300\naccounts = 2"),
+    ({"accounts": 3, "link": "linked when …"}, "total = 300"),  # one account: nothing to link
+])
+def test_a_certificate_of_at_least_the_rules_accounts_covers_them(tmp_path, changes, rules):
+    assert certificate_problems(_certified(tmp_path, rules=rules, **changes)) == []
 
 
 def test_a_challenge_without_a_certificate_is_not_covered(tmp_path):

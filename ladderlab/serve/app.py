@@ -146,7 +146,7 @@ def create_app(service: Service) -> FastAPI:
             "rules": {"per_day": rules.per_day, "total": rules.total,
                       "start": None if rules.start is None else rules.start.isoformat(),
                       "end": None if rules.end is None else rules.end.isoformat(),
-                      "selection": rules.selection},
+                      "selection": rules.selection, "accounts": rules.accounts},
             "limits": {"max_upload_bytes": max_bytes, "uploads_per_second": limits.uploads_per_second,
                        "burst": limits.burst},
         }
