@@ -285,6 +285,23 @@ class ChallengeFile(StrictModel):
         return self
 
 
+DATA_FILE_KEYS = ("labels.file", "data.train", "data.holdout")
+"""The keys of a challenge file that name the data files :func:`load` reads."""
+
+
+def data_files(table: dict[str, Any]) -> dict[str, str]:
+    """The data files a challenge file's table names, by key (:data:`DATA_FILE_KEYS`), as written;
+    the table need not be valid (a key that is not text is left out)."""
+    named = {}
+    for key in DATA_FILE_KEYS:
+        section, field = key.split(".")
+        part = table.get(section)
+        value = part.get(field) if isinstance(part, dict) else None
+        if isinstance(value, str):
+            named[key] = value
+    return named
+
+
 _KEYS = {name for model in (ChallengeFile, LabelsTable, SplitTable, MechanismTable, RulesTable, LimitsTable,
                             DataTable, TeamTable) for name in model.model_fields}
 
@@ -312,21 +329,12 @@ class Challenge:
         return MECHANISMS.make(self.spec.mechanism.id, **self.spec.mechanism.params)
 
     def identity(self) -> str:
-        """A hash of everything that determines a release: labels, split, scorer, label set,
-        prediction range and the mechanism with all its parameters. The rules and the teams
-        are not part of it (an organiser may extend the end date or add a team)."""
-        split = self.split
-        digest = hashlib.sha256()
-        digest.update("\n".join(self.ids).encode())
-        for array in (split.y_holdout, split.public_rows.astype(np.int64), split.final_rows.astype(np.int64)):
-            digest.update(np.ascontiguousarray(array).tobytes())
-        public = split.public
+        """A hash of everything that determines a release: the data (:meth:`task_identity`) and
+        the mechanism with all its parameters. The rules and the teams are not part of it (an
+        organiser may extend the end date or add a team)."""
         mechanism = self.mechanism()
-        described = [public.scorer, None if public.classes is None else public.classes.tolist(),
-                     public.prediction_range, mechanism.id, mechanism.identity_params()]
-        if self.class_names is not None:
-            described.append(list(self.class_names))
-        digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
+        digest = hashlib.sha256(self.task_identity().encode())
+        digest.update(json.dumps([mechanism.id, mechanism.identity_params()], sort_keys=True, default=repr).encode())
         return digest.hexdigest()[:32]
 
     def task_identity(self) -> str:
@@ -392,7 +400,8 @@ def load(path: str | Path, force: bool = False) -> Challenge:
 
 def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     """The :class:`Challenge` of a validated file (``path`` locates the files it names)."""
-    labels_path = _named_file(path, "labels.file", spec.labels.file)
+    files = {key: _named_file(path, key, name) for key, name in data_files(spec.model_dump()).items()}
+    labels_path = files["labels.file"]
     columns = [spec.labels.id_column, spec.labels.label_column] + ([spec.split.column] if spec.split.column else [])
     table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column}, force)
     ids = _ids(table[spec.labels.id_column], f"{labels_path}: column {spec.labels.id_column!r}")
@@ -420,7 +429,7 @@ def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     for rows, which in ((public_rows, "public"), (final_rows, "final")):
         if rows.size < 2:
             raise ChallengeError(f"{path}: split: the {which} set has {rows.size} rows of {ids.size}; it needs at least 2")
-    X_train, y_train, X_holdout = _public_inputs(spec, path, ids, class_names, force)
+    X_train, y_train, X_holdout = _public_inputs(spec, path, files, ids, class_names, force)
     public = PublicData(X_train, y_train, X_holdout, task_type, scorer.name, classes, None,
                         None if spec.prediction_range is None else tuple(map(float, spec.prediction_range)))
     split = Split(public, public_rows, final_rows, labels)
@@ -564,15 +573,16 @@ def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[
     return np.flatnonzero(text == "public"), np.flatnonzero(text == "final")
 
 
-def _public_inputs(spec: ChallengeFile, path: Path, ids: NDArray[Any], class_names: tuple[str, ...] | None,
-                   force: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+def _public_inputs(spec: ChallengeFile, path: Path, files: dict[str, Path], ids: NDArray[Any],
+                   class_names: tuple[str, ...] | None, force: bool = False
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Training features and labels (class names as their indices in ``class_names``), and the
     holdout inputs in the order of ``ids`` (empty arrays where the challenge publishes none)."""
     X_train, y_train = np.empty((0, 0)), np.empty(0)
     X_holdout = np.empty((ids.size, 0))
     label = spec.labels.label_column
-    if spec.data.train is not None:
-        train_path = _named_file(path, "data.train", spec.data.train)
+    if "data.train" in files:
+        train_path = files["data.train"]
         table = _read_table(train_path, f"{path}: data.train", [label], set(), force)
         features = [column for column in table.columns if column != label]
         X_train = _feature_matrix(table[features], f"{train_path}")
@@ -580,8 +590,8 @@ def _public_inputs(spec: ChallengeFile, path: Path, ids: NDArray[Any], class_nam
         where = f"{train_path}: column {label!r}"
         y_train = (_numbers(table[label].to_numpy(), rows.astype(str), where) if class_names is None
                    else _class_labels(table[label].to_numpy(), None, rows, list(class_names), where)[0])
-    if spec.data.holdout is not None:
-        holdout_path = _named_file(path, "data.holdout", spec.data.holdout)
+    if "data.holdout" in files:
+        holdout_path = files["data.holdout"]
         id_column = spec.labels.id_column
         table = _read_table(holdout_path, f"{path}: data.holdout", [id_column], {id_column}, force)
         holdout_ids = _ids(table[id_column], f"{holdout_path}: column {id_column!r}")
@@ -593,7 +603,7 @@ def _public_inputs(spec: ChallengeFile, path: Path, ids: NDArray[Any], class_nam
             raise ChallengeError(f"{holdout_path}: the holdout inputs must have exactly the labels file's ids; it {detail}")
         features = [column for column in table.columns if column != id_column]
         X_holdout = _feature_matrix(table[features], f"{holdout_path}")[position]
-        if spec.data.train is not None and X_holdout.shape[1] != X_train.shape[1]:
+        if "data.train" in files and X_holdout.shape[1] != X_train.shape[1]:
             raise ChallengeError(f"{holdout_path}: {X_holdout.shape[1]} feature columns, the training file has "
                                  f"{X_train.shape[1]}")
     return X_train, y_train, X_holdout

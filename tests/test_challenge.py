@@ -238,6 +238,7 @@ def test_class_names_are_the_indices_of_the_sorted_names_in_labels_training_rows
     flipped = challenges.load(renamed)
     assert np.array_equal(flipped.split.y_holdout, by_numbers.split.y_holdout)
     assert flipped.task_identity() != by_numbers.task_identity()  # the names are part of the data
+    assert flipped.identity() != by_numbers.identity()  # and so of what determines a release
 
 
 def test_a_training_label_outside_the_class_names_is_refused_naming_its_row(tmp_path):
