@@ -340,10 +340,10 @@ class Challenge:
     def task_identity(self) -> str:
         """A hash of everything the challenge gives a duel as its task: the ids, the labels and
         the split, the public data (training rows, holdout inputs), the task type, the scorer,
-        the label set (with the class names of a column of names) and the prediction range. The mechanism, the rules and the teams are not
-        part of it, nor how the files are laid out (CSV or Parquet, the order of the labels and
-        holdout rows, spacing): a certificate made for these data stays valid when the organiser
-        names it in the file."""
+        the label set (with the class names of a column of names) and the prediction range.
+        The mechanism, the rules and the teams are not part of it, nor how the files are laid
+        out (CSV or Parquet, the order of the labels and holdout rows, spacing): a certificate
+        made for these data stays valid when the organiser names it in the file."""
         split, public = self.split, self.split.public
         digest = hashlib.sha256()
         digest.update("\n".join(self.ids).encode())
