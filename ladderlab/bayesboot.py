@@ -40,6 +40,10 @@ class BayesBootLadderBase(Mechanism):
     Version 3: it stops within a chunk of the replicate that settles the decision, and
     BayesBootLadderBoot draws its resamples' indices as 16-bit integers: other streams again."""
 
+    def resampled_values(self, n_public: int) -> int:
+        """The sequential test weighs up to B Bayesian-bootstrap replicates of the n public losses."""
+        return self.B * n_public
+
     def _check_params(self) -> None:
         if self.alpha is None and self.po_threshold is None:
             raise ValueError(f"{self.id}: give alpha or po_threshold (both are None)")

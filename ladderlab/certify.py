@@ -66,7 +66,7 @@ from ladderlab.report_tables import finite_or_null
 from ladderlab.scenario import Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import secret_fingerprint
-from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, first_decision, median_interval, stopping_verdict
+from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, Verdict, first_decision, median_interval, stopping_verdict
 from ladderlab.tasks import TRAINING_RANGE, PublicData
 
 REFERENCE = "full-disclosure"
@@ -291,6 +291,18 @@ def battery_key(scenario: Scenario, secret_seed: int | None) -> str:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A grid point's verdict (None while undecided) and the replications it uses, with the
+    sequential test and its indicators (per finished replication) where the point played."""
+
+    verdict: str | None
+    replications: int | None
+    test: Verdict | None = None
+    beyond_tau: np.ndarray | None = None
+    beyond_epsilon: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class Criterion:
     """The verdict's thresholds (in units of B), its confidence and the most replications a point may use."""
 
@@ -307,22 +319,26 @@ class Criterion:
 
     def needed(self, rows: list[dict[str, Any]]) -> int | None:
         """A grid point's stop rule: how many replications it uses, or None while undecided."""
-        return self.decision(rows)[1]
+        return self.decision(rows).replications
 
-    def decision(self, rows: list[dict[str, Any]]) -> tuple[str | None, int | None]:
-        """A grid point's verdict and the replications it uses, or (None, None) while undecided."""
+    def decision(self, rows: list[dict[str, Any]]) -> Decision:
+        """A grid point's verdict and the replications it uses (None, None while undecided), and
+        the sequential test on its finished replications where it played."""
         if not rows:
-            return None, None
+            return Decision(None, None)
         if all(row["status"] == "skipped" for row in rows):
-            return DID_NOT_PLAY, 1  # an incompatible pair is skipped in every replication
+            return Decision(DID_NOT_PLAY, 1)  # an incompatible pair is skipped in every replication
         if not _played(rows):
-            return (DID_NOT_PLAY, len(rows)) if len(rows) >= min(DID_NOT_PLAY_AFTER, self.maximum) else (None, None)
+            return (Decision(DID_NOT_PLAY, len(rows)) if len(rows) >= min(DID_NOT_PLAY_AFTER, self.maximum)
+                    else Decision(None, None))
         finished, beyond_tau, beyond_epsilon = self.indicators(rows)
         final = len(rows) >= self.maximum
-        verdict = stopping_verdict(beyond_tau, beyond_epsilon, self.confidence, len(finished) if final else math.inf)
-        if verdict.verdict in (PASSES, FAILS):
-            return verdict.verdict, finished[verdict.replications - 1] + 1
-        return (INCONCLUSIVE, len(rows)) if final else (None, None)
+        test = stopping_verdict(beyond_tau, beyond_epsilon, self.confidence, len(finished) if final else math.inf)
+        if test.verdict in (PASSES, FAILS):
+            return Decision(test.verdict, finished[test.replications - 1] + 1, test, beyond_tau, beyond_epsilon)
+        if final:
+            return Decision(INCONCLUSIVE, len(rows), test, beyond_tau, beyond_epsilon)
+        return Decision(None, None, test, beyond_tau, beyond_epsilon)
 
     def stop_rule(self, group: list[Cell]) -> battery.StopRule:
         """A group is done when all its cells are; it uses as many replications as the most demanding."""
@@ -340,7 +356,7 @@ class Criterion:
 
         def prune(rows: dict[str, battery.Rows], undecided: set[str]) -> set[str]:
             failing = [budgets[key] for key, group_rows in rows.items() if key not in undecided
-                       and any(self.decision(cell_rows)[0] == FAILS for cell_rows in group_rows.values())]
+                       and any(self.decision(cell_rows).verdict == FAILS for cell_rows in group_rows.values())]
             lowest = min(failing, default=math.inf)
             return {key for key in undecided if budgets[key] >= lowest}
 
@@ -414,10 +430,10 @@ def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criter
         reason = (f"{label} made no submission in any of its {len(finished)} replications at a budget of "
                   f"{cell.budget}: one step of it needs more submissions than the budget allows, or it submits nothing here")
         return _Point(cell, family, DID_NOT_PLAY, len(rows), reason, math.nan, measures)
-    _, beyond_tau, beyond_epsilon = criterion.indicators(rows)
-    decided = stopping_verdict(beyond_tau, beyond_epsilon, criterion.confidence,
-                               len(finished) if len(rows) >= criterion.maximum else math.inf)
-    verdict = decided.verdict if decided.verdict in (PASSES, FAILS) else INCONCLUSIVE
+    decision = criterion.decision(rows)
+    assert decision.test is not None and decision.beyond_tau is not None and decision.beyond_epsilon is not None
+    verdict = decision.verdict or INCONCLUSIVE  # undecided: stopped before its maximum (see ``stopped``)
+    beyond_tau, beyond_epsilon, decided = decision.beyond_tau, decision.beyond_epsilon, decision.test
     delta, error = _in_units(rows, finished)
     measures.update(
         delta=_interval(delta, criterion.confidence), lberr=_interval(error, criterion.confidence),
@@ -434,11 +450,16 @@ def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criter
 VERDICT_ORDER = {FAILS: 2, INCONCLUSIVE: 1, PASSES: 0}
 
 
-def _row(spec: AttackSpec, budget: int, points: list[_Point], bound: Any) -> dict[str, Any]:
-    """An attack at a budget: its worst grid point (a failing one before an inconclusive one before
-    a passing one, by severity within each), or did not play."""
+def _worst(points: list[_Point]) -> _Point | None:
+    """The worst grid point that played: a failing one before an inconclusive one before a passing
+    one, by severity within each (None: none played)."""
     played = [point for point in points if point.verdict != DID_NOT_PLAY]
-    worst = max(played, key=lambda point: (VERDICT_ORDER[point.verdict], point.severity)) if played else None
+    return max(played, key=lambda point: (VERDICT_ORDER[point.verdict], point.severity)) if played else None
+
+
+def _row(spec: AttackSpec, budget: int, points: list[_Point], worst: _Point | None, bound: Any) -> dict[str, Any]:
+    """An attack at a budget: its worst grid point (:func:`_worst`), or did not play."""
+    played = [point for point in points if point.verdict != DID_NOT_PLAY]
     row: dict[str, Any] = {
         "attack": spec.id, "attack_label": spec.label, "pinned": spec.pinned is not None, "budget": budget,
         "verdict": worst.verdict if worst else DID_NOT_PLAY,
@@ -470,7 +491,7 @@ def _unplayable_row(spec: AttackSpec, budget: int, task_families: dict[str, dict
         split = workload.task_data(entry["id"], entry["params"])[1]
         attack = ATTACKS.make(spec.id, **spec.points(budget, split.public_rows.size)[0])
         reasons.append(f"{name}: {attack.incompatibility(split.public)}")
-    row = _row(spec, budget, [], None)
+    row = _row(spec, budget, [], None, None)
     row["did_not_play"] = f"{spec.label} cannot play any family of the battery ({'; '.join(reasons)})"
     return row
 
@@ -665,16 +686,18 @@ def certify(
                 verdicts[cell.key] = judge(cell, layout.points[cell.key][2], cell_rows, criterion,
                                            stopped=group.key in pruned)
         certified = MECHANISMS.make(mechanism, **params)
-        battery_rows = [_row(spec, budget, [verdicts[key] for key, (s, b, _) in layout.points.items() if s == spec and b == budget],
-                             certified.leaderboard_error_bound(n, budget))
+        grids = [(spec, budget, [verdicts[key] for key, (s, b, _) in layout.points.items() if s == spec and b == budget])
+                 for spec in specs for budget in budgets]
+        worsts = [_worst(points) for _, _, points in grids]
+        battery_rows = [_row(spec, budget, points, worst, certified.leaderboard_error_bound(n, budget))
                         if any(s == spec for s, _, _ in layout.points.values())
                         else _unplayable_row(spec, budget, task_families)
-                        for spec in specs for budget in budgets]
-        second = _second_phase(layout, verdicts, battery_rows, min(replications, honest_replications))
+                        for (spec, budget, points), worst in zip(grids, worsts)]
+        second = _second_phase(layout, worsts, min(replications, honest_replications))
         rows.update(battery.replicate(second, seed, replications, store, jobs, isolation, secret_seed, progress,
                                       desc="reference and honest")[0])
-        _attach_reference(battery_rows, layout, rows, verdicts, confidence)
-        ran = _ran_scenario(scenario, layout, battery_rows, verdicts, mechanism, task_families, replications, seed)
+        _attach_reference(battery_rows, worsts, layout, rows, confidence)
+        ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
     honest_count = min(replications, honest_replications)
@@ -743,12 +766,10 @@ def _unique(specs: list[AttackSpec]) -> list[AttackSpec]:
     return unique
 
 
-def _second_phase(layout: _Battery, verdicts: dict[str, _Point], battery_rows: list[dict[str, Any]],
-                  honest_replications: int) -> list[battery.Group]:
+def _second_phase(layout: _Battery, worsts: list[_Point | None], honest_replications: int) -> list[battery.Group]:
     """Full disclosure at each row's worst point, with as many replications, and the honest participants."""
     counts: dict[str, int] = {}
-    for row in battery_rows:
-        worst = _worst_point(row, verdicts)
+    for worst in worsts:
         if worst is not None:
             cell = layout.reference[_duel_key(worst.cell)]
             counts[cell.key] = max(counts.get(cell.key, 0), worst.replications)
@@ -761,20 +782,10 @@ def _second_phase(layout: _Battery, verdicts: dict[str, _Point], battery_rows: l
     return [fixed(group) for group in runner.transcript_groups(reference_cells + layout.honest)]
 
 
-def _worst_point(row: dict[str, Any], verdicts: dict[str, _Point]) -> _Point | None:
-    if row["worst_params"] is None:
-        return None
-    return next(point for point in verdicts.values()
-                if point.cell.attack[0] == row["attack"] and point.cell.budget == row["budget"]
-                and point.params == row["worst_params"] and point.cell.task[0] == row["worst_task"]
-                and point.family == row["worst_family"])
-
-
-def _attach_reference(battery_rows: list[dict[str, Any]], layout: _Battery, rows: battery.Rows,
-                      verdicts: dict[str, _Point], confidence: float) -> None:
-    """Full disclosure's Δ (units of B) at each row's worst point, over as many replications."""
-    for row in battery_rows:
-        worst = _worst_point(row, verdicts)
+def _attach_reference(battery_rows: list[dict[str, Any]], worsts: list[_Point | None], layout: _Battery,
+                      rows: battery.Rows, confidence: float) -> None:
+    """Full disclosure's Δ (units of B) at each row's worst point (``worsts``, row by row), over as many replications."""
+    for row, worst in zip(battery_rows, worsts):
         if worst is None:
             row["reference_delta"] = None
             continue
@@ -783,16 +794,15 @@ def _attach_reference(battery_rows: list[dict[str, Any]], layout: _Battery, rows
         row["reference_delta"] = _interval(_in_units(reference_rows, finished)[0], confidence) if finished else None
 
 
-def _ran_scenario(scenario: Scenario, layout: _Battery, battery_rows: list[dict[str, Any]], verdicts: dict[str, _Point],
-                  mechanism: str, task_families: dict[str, dict[str, Any]], replications: int, seed: int) -> Scenario:
-    """The scenario of what ran: every certified point, full disclosure at the worst points, the honest matrix."""
+def _ran_scenario(scenario: Scenario, worsts: list[_Point | None], mechanism: str, task_families: dict[str, dict[str, Any]],
+                  replications: int, seed: int) -> Scenario:
+    """The scenario of what ran: every certified point, full disclosure at the worst points (``worsts``), the honest matrix."""
     dump = scenario.model_dump(mode="json")
     matrix = []
     for table in dump["matrix"][:-1]:
         table["mechanisms"] = [entry for entry in table["mechanisms"] if entry["id"] == mechanism]
         matrix.append(table)
-    for row in battery_rows:
-        worst = _worst_point(row, verdicts)
+    for worst in worsts:
         if worst is not None and mechanism != REFERENCE:
             matrix.append({"tasks": [task_families[worst.family]], "mechanisms": [{"id": REFERENCE}],
                            "attacks": [{"id": worst.cell.attack[0], "params": _as_scenario_params(worst.params),
@@ -971,8 +981,10 @@ def _challenge_text(challenge: dict[str, Any]) -> str:
     """The challenge a certificate was made for (``certify --challenge``)."""
     declared = challenge["prediction_range"]
     where = "" if declared is None else f", predictions clipped into [{declared[0]:g}, {declared[1]:g}]"
-    return (f"For the challenge **{challenge['name']}** ({challenge['file']}): {challenge['task_type']}, scored by "
-            f"{challenge['scorer']}{where}, {challenge['n']} public and {challenge['n_final']} final holdout rows, "
+    names = challenge.get("class_names")
+    classes = "" if names is None else " of the classes " + ", ".join(f"{name} ({index})" for index, name in enumerate(names))
+    return (f"For the challenge **{challenge['name']}** ({challenge['file']}): {challenge['task_type']}{classes}, "
+            f"scored by {challenge['scorer']}{where}, {challenge['n']} public and {challenge['n_final']} final holdout rows, "
             f"a per-team budget of {challenge['per_team_budget']}; data hash {challenge['task_identity'][:16]}… "
             "('ladderlab serve' accepts this certificate only for these data).")
 

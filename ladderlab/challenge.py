@@ -31,6 +31,7 @@ total = 200                        # per team over the challenge
 start = 2026-01-05T00:00:00Z
 end = 2026-03-01T00:00:00Z
 selection = "best-public"          # "last", "best-public", or k (a team selects k submissions)
+accounts = 1                       # accounts (teams) one participant may hold
 
 [[teams]]
 name = "team-a"
@@ -91,7 +92,8 @@ class ChallengeError(ValueError):
 class LabelsTable(StrictModel):
     file: StrictStr = Field(description="CSV or Parquet file of the holdout labels, relative to the challenge file")
     id_column: StrictStr = Field(default="id", description="the column of row ids")
-    label_column: StrictStr = Field(default="label", description="the column of labels (numbers)")
+    label_column: StrictStr = Field(default="label",
+                                    description="the column of labels: numbers, or class names such as 'cat'")
 
 
 class SplitTable(StrictModel):
@@ -123,6 +125,8 @@ class RulesTable(StrictModel):
                                     description="submissions per team over the challenge")
     start: datetime | None = Field(default=None, description="opening time (TOML date-time with a time zone)")
     end: datetime | None = Field(default=None, description="closing time (TOML date-time with a time zone)")
+    accounts: StrictInt = Field(default=1, ge=1, lt=INT64_LIMIT,
+                                description="accounts (teams) the rules let one participant hold; serve does not link them")
     selection: Literal["last", "best-public"] | StrictInt = Field(
         default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
 
@@ -192,7 +196,8 @@ class ChallengeFile(StrictModel):
     scorer: StrictStr = Field(description="a scorer name (see docs/concepts.md#scorers-and-orientation)")
     task_type: Literal["classification", "regression"] | None = Field(
         default=None, description="default: classification for label and probability scorers, else regression")
-    classes: list[Number] | None = Field(default=None, description="the label set (default: the distinct labels)")
+    classes: list[Any] | None = Field(
+        default=None, description="the label set, numbers or class names (default: the distinct labels)")
     prediction_range: tuple[Number, Number] | None = Field(default=None, description="[low, high] of a prediction")
     labels: LabelsTable
     split: SplitTable
@@ -217,13 +222,23 @@ class ChallengeFile(StrictModel):
                              f"got {list(value)}")
         return value
 
-    @field_validator("classes")
+    @field_validator("classes", mode="before")
     @classmethod
-    def _label_set(cls, value: list[Any] | None) -> list[Any] | None:
+    def _label_set(cls, value: Any) -> list[float] | list[str] | None:
+        """Numbers (finite, not bools) or names, one line for any bad one (a union type gave one per member)."""
         if value is None:
             return value
+        if not isinstance(value, list):
+            raise ValueError(f"give a list of class numbers or names, got {value!r}")
+        for label in value:
+            if not isinstance(label, str) and (isinstance(label, bool) or not isinstance(label, int | float)
+                                               or not math.isfinite(label)):
+                raise ValueError(f"a class is a finite number or a name, got {label!r}")
+        value = [label if isinstance(label, str) else float(label) for label in value]
         if len(value) < 2:
             raise ValueError(f"a label set has at least two classes, got {value!r}")
+        if len({isinstance(label, str) for label in value}) > 1:
+            raise ValueError(f"give every class as a number or every class as a name, not both, got {value!r}")
         seen: set[Any] = set()
         for label in value:
             if label in seen:
@@ -270,6 +285,23 @@ class ChallengeFile(StrictModel):
         return self
 
 
+DATA_FILE_KEYS = ("labels.file", "data.train", "data.holdout")
+"""The keys of a challenge file that name the data files :func:`load` reads."""
+
+
+def data_files(table: dict[str, Any]) -> dict[str, str]:
+    """The data files a challenge file's table names, by key (:data:`DATA_FILE_KEYS`), as written;
+    the table need not be valid (a key that is not text is left out)."""
+    named = {}
+    for key in DATA_FILE_KEYS:
+        section, field = key.split(".")
+        part = table.get(section)
+        value = part.get(field) if isinstance(part, dict) else None
+        if isinstance(value, str):
+            named[key] = value
+    return named
+
+
 _KEYS = {name for model in (ChallengeFile, LabelsTable, SplitTable, MechanismTable, RulesTable, LimitsTable,
                             DataTable, TeamTable) for name in model.model_fields}
 
@@ -284,6 +316,9 @@ class Challenge:
     """The holdout ids in the published order (sorted: numerically when all are whole numbers)."""
     split: Split
     """Public and final labels, label set, scorer and the public data, in the order of ``ids``."""
+    class_names: tuple[str, ...] | None = None
+    """The class names of a label column of names, sorted: class ``i`` of ``split`` is ``class_names[i]``
+    (None: the labels are numbers)."""
 
     @property
     def name(self) -> str:
@@ -294,28 +329,21 @@ class Challenge:
         return MECHANISMS.make(self.spec.mechanism.id, **self.spec.mechanism.params)
 
     def identity(self) -> str:
-        """A hash of everything that determines a release: labels, split, scorer, label set,
-        prediction range and the mechanism with all its parameters. The rules and the teams
-        are not part of it (an organiser may extend the end date or add a team)."""
-        split = self.split
-        digest = hashlib.sha256()
-        digest.update("\n".join(self.ids).encode())
-        for array in (split.y_holdout, split.public_rows.astype(np.int64), split.final_rows.astype(np.int64)):
-            digest.update(np.ascontiguousarray(array).tobytes())
-        public = split.public
+        """A hash of everything that determines a release: the data (:meth:`task_identity`) and
+        the mechanism with all its parameters. The rules and the teams are not part of it (an
+        organiser may extend the end date or add a team)."""
         mechanism = self.mechanism()
-        described = [public.scorer, None if public.classes is None else public.classes.tolist(),
-                     public.prediction_range, mechanism.id, mechanism.identity_params()]
-        digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
+        digest = hashlib.sha256(self.task_identity().encode())
+        digest.update(json.dumps([mechanism.id, mechanism.identity_params()], sort_keys=True, default=repr).encode())
         return digest.hexdigest()[:32]
 
     def task_identity(self) -> str:
         """A hash of everything the challenge gives a duel as its task: the ids, the labels and
         the split, the public data (training rows, holdout inputs), the task type, the scorer,
-        the label set and the prediction range. The mechanism, the rules and the teams are not
-        part of it, nor how the files are laid out (CSV or Parquet, the order of the labels and
-        holdout rows, spacing): a certificate made for these data stays valid when the organiser
-        names it in the file."""
+        the label set (with the class names of a column of names) and the prediction range.
+        The mechanism, the rules and the teams are not part of it, nor how the files are laid
+        out (CSV or Parquet, the order of the labels and holdout rows, spacing): a certificate
+        made for these data stays valid when the organiser names it in the file."""
         split, public = self.split, self.split.public
         digest = hashlib.sha256()
         digest.update("\n".join(self.ids).encode())
@@ -325,6 +353,8 @@ class Challenge:
             digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
         described = [public.task_type, public.scorer, None if public.classes is None else public.classes.tolist(),
                      public.prediction_range]
+        if self.class_names is not None:  # the hash of a challenge of numeric labels stays what it was
+            described.append(list(self.class_names))
         digest.update(json.dumps(described).encode())
         return digest.hexdigest()
 
@@ -370,31 +400,25 @@ def load(path: str | Path, force: bool = False) -> Challenge:
 
 def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     """The :class:`Challenge` of a validated file (``path`` locates the files it names)."""
-    folder = path.parent
-    labels_path = _named_file(path, "labels.file", spec.labels.file)
+    files = {key: _named_file(path, key, name) for key, name in data_files(spec.model_dump()).items()}
+    labels_path = files["labels.file"]
     columns = [spec.labels.id_column, spec.labels.label_column] + ([spec.split.column] if spec.split.column else [])
     table = _read_table(labels_path, f"{path}: labels.file", columns, {spec.labels.id_column}, force)
     ids = _ids(table[spec.labels.id_column], f"{labels_path}: column {spec.labels.id_column!r}")
     order = _published_order(ids)
     ids = ids[order]
-    labels = _numbers(table[spec.labels.label_column].to_numpy()[order], ids,
-                      f"{labels_path}: column {spec.labels.label_column!r}")
+    labels_where = f"{labels_path}: column {spec.labels.label_column!r}"
+    raw_labels = table[spec.labels.label_column].to_numpy()[order]
     scorer = get_scorer(spec.scorer)
     kind = scorer.prediction_kind
     task_type: TaskType = spec.task_type or ("regression" if kind is PredictionKind.REAL else "classification")
-    classes = None
+    classes, class_names = None, None
     if task_type == "classification":
-        classes = np.unique(labels) if spec.classes is None else np.unique(np.asarray(spec.classes, dtype=float))
-        outside = ~np.isin(labels, classes)
-        if outside.any():
-            first = int(np.flatnonzero(outside)[0])
-            raise ChallengeError(f"{labels_path}: id {ids[first]!r} has label {labels[first]:g}, not one of classes "
-                                 f"{classes.tolist()} (challenge key 'classes')")
-        if classes.size < 2:
-            raise ChallengeError(f"{labels_path}: a classification challenge needs at least two classes, "
-                                 f"got {classes.tolist()}")
+        labels, classes, class_names = _class_labels(raw_labels, ids, order + 1, spec.classes, labels_where)
     elif spec.classes is not None:
         raise ChallengeError(f"{path}: classes: a regression challenge has no label set (scorer {spec.scorer!r})")
+    else:
+        labels = _numbers(raw_labels, ids, labels_where)
     if spec.split.column is not None:
         public_rows, final_rows = _column_split(table[spec.split.column].to_numpy()[order], ids,
                                                 f"{labels_path}: column {spec.split.column!r}")
@@ -405,11 +429,11 @@ def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     for rows, which in ((public_rows, "public"), (final_rows, "final")):
         if rows.size < 2:
             raise ChallengeError(f"{path}: split: the {which} set has {rows.size} rows of {ids.size}; it needs at least 2")
-    X_train, y_train, X_holdout = _public_inputs(spec, path, folder, ids, force)
+    X_train, y_train, X_holdout = _public_inputs(spec, path, files, ids, class_names, force)
     public = PublicData(X_train, y_train, X_holdout, task_type, scorer.name, classes, None,
                         None if spec.prediction_range is None else tuple(map(float, spec.prediction_range)))
     split = Split(public, public_rows, final_rows, labels)
-    challenge = Challenge(spec, path, ids, split)
+    challenge = Challenge(spec, path, ids, split, class_names)
     values = 1 if classes is None or kind is not PredictionKind.PROBABILITIES else classes.size
     refuse_if_too_large(challenge_work(ids.size, public_rows.size, values, len(spec.teams), challenge.max_upload_bytes()),
                         force, hint=f"{path}: a smaller limits.max_upload_bytes, fewer teams or rows need less")
@@ -484,16 +508,59 @@ def _published_order(ids: NDArray[Any]) -> NDArray[np.int64]:
 
 
 def _numbers(values: NDArray[Any], ids: NDArray[Any], where: str) -> NDArray[np.float64]:
-    """A label column as numbers; class names (text that is no number) are refused with a hint."""
     numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(numbers)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        value = values[first]
-        named = isinstance(value, str) and pd.isna(pd.to_numeric(value, errors="coerce"))
-        hint = " (labels are numbers: encode class names as 0, 1, … in the labels and the training data)" if named else ""
-        raise ChallengeError(f"{where}: id {ids[first]!r} has {value!r}, not a finite number{hint}")
+        raise ChallengeError(f"{where}: id {ids[first]!r} has {values[first]!r}, not a finite number")
     return numbers
+
+
+def _class_labels(values: NDArray[Any], ids: NDArray[Any] | None, rows: NDArray[np.int64], declared: list[Any] | None,
+                  where: str) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[str, ...] | None]:
+    """Classification labels, the label set and the class names: numbers as they are, or class
+    names (every label a name) as their indices in the sorted names, the declared ones or else
+    the distinct labels. A missing label, a mix of numbers and names, or a label outside the
+    declared classes is a :class:`ChallengeError` naming ``where``, the row (of the file:
+    ``rows``) and the value."""
+    series = pd.Series(values, dtype=object)
+    text = series.map(lambda value: str(value).strip()).to_numpy(dtype=object)
+
+    def at(position: int) -> str:
+        return f"{where}: row {rows[position]}" + ("" if ids is None else f" (id {ids[position]!r})")
+
+    missing = series.isna().to_numpy() | (text == "")
+    if missing.any():
+        raise ChallengeError(f"{at(int(np.flatnonzero(missing)[0]))} has no label")
+    spelled_nan = np.isin(np.char.lower(text.astype(str)), ("nan", "+nan", "-nan"))
+    named = np.isnan(pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)) & ~spelled_nan
+    if named.any() and not named.all():
+        odd = named if named.sum() <= (~named).sum() else ~named
+        first, other = int(np.flatnonzero(odd)[0]), int(np.flatnonzero(~odd)[0])
+        raise ChallengeError(f"{at(first)} has {text[first]!r} among labels such as {text[other]!r}: give every "
+                             "label as a number or every label as a class name, not both")
+    declared_names = declared is not None and isinstance(declared[0], str)
+    if declared is not None and declared_names != named.all():
+        kinds = ("class names", "numbers") if named.all() else ("numbers", "class names")
+        raise ChallengeError(f"{where}: the labels are {kinds[0]} (e.g. {text[0]!r}), the challenge key 'classes' "
+                             f"lists {kinds[1]} {declared!r}")
+    if named.all():
+        names = np.unique(text if declared is None else np.asarray(declared, dtype=object))
+        labels, classes, shown = text, names, list(names)
+    else:
+        labels = _numbers(values, np.asarray(rows).astype(str) if ids is None else ids, where)
+        classes = np.unique(labels if declared is None else np.asarray(declared, dtype=float))
+        shown = classes.tolist()
+    outside = ~np.isin(labels, classes)
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        value = repr(labels[first]) if named.all() else f"{labels[first]:g}"
+        raise ChallengeError(f"{at(first)} has label {value}, not one of classes {shown} (challenge key 'classes')")
+    if classes.size < 2:
+        raise ChallengeError(f"{where}: a classification challenge needs at least two classes, got {shown}")
+    if not named.all():
+        return labels, classes, None
+    return np.searchsorted(names, labels).astype(float), np.arange(names.size, dtype=float), tuple(map(str, names))
 
 
 def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -506,21 +573,25 @@ def _column_split(values: NDArray[Any], ids: NDArray[Any], where: str) -> tuple[
     return np.flatnonzero(text == "public"), np.flatnonzero(text == "final")
 
 
-def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[Any], force: bool = False
+def _public_inputs(spec: ChallengeFile, path: Path, files: dict[str, Path], ids: NDArray[Any],
+                   class_names: tuple[str, ...] | None, force: bool = False
                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Training features and labels, and the holdout inputs in the order of ``ids`` (empty
-    arrays where the challenge publishes none)."""
+    """Training features and labels (class names as their indices in ``class_names``), and the
+    holdout inputs in the order of ``ids`` (empty arrays where the challenge publishes none)."""
     X_train, y_train = np.empty((0, 0)), np.empty(0)
     X_holdout = np.empty((ids.size, 0))
     label = spec.labels.label_column
-    if spec.data.train is not None:
-        train_path = _named_file(path, "data.train", spec.data.train)
+    if "data.train" in files:
+        train_path = files["data.train"]
         table = _read_table(train_path, f"{path}: data.train", [label], set(), force)
         features = [column for column in table.columns if column != label]
         X_train = _feature_matrix(table[features], f"{train_path}")
-        y_train = _numbers(table[label].to_numpy(), np.arange(len(table)).astype(str), f"{train_path}: column {label!r}")
-    if spec.data.holdout is not None:
-        holdout_path = _named_file(path, "data.holdout", spec.data.holdout)
+        rows = np.arange(1, len(table) + 1)
+        where = f"{train_path}: column {label!r}"
+        y_train = (_numbers(table[label].to_numpy(), rows.astype(str), where) if class_names is None
+                   else _class_labels(table[label].to_numpy(), None, rows, list(class_names), where)[0])
+    if "data.holdout" in files:
+        holdout_path = files["data.holdout"]
         id_column = spec.labels.id_column
         table = _read_table(holdout_path, f"{path}: data.holdout", [id_column], {id_column}, force)
         holdout_ids = _ids(table[id_column], f"{holdout_path}: column {id_column!r}")
@@ -532,7 +603,7 @@ def _public_inputs(spec: ChallengeFile, path: Path, folder: Path, ids: NDArray[A
             raise ChallengeError(f"{holdout_path}: the holdout inputs must have exactly the labels file's ids; it {detail}")
         features = [column for column in table.columns if column != id_column]
         X_holdout = _feature_matrix(table[features], f"{holdout_path}")[position]
-        if spec.data.train is not None and X_holdout.shape[1] != X_train.shape[1]:
+        if "data.train" in files and X_holdout.shape[1] != X_train.shape[1]:
             raise ChallengeError(f"{holdout_path}: {X_holdout.shape[1]} feature columns, the training file has "
                                  f"{X_train.shape[1]}")
     return X_train, y_train, X_holdout
@@ -554,7 +625,9 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     A certificate (``ladderlab certify --out``: keys ``mechanism``, ``params``, ``n``,
     ``safe_budget``, ``budgets``) covers the challenge when it certifies the same mechanism
     with the same parameters (defaults included), on a public holdout no larger than the
-    challenge's, at a safe budget of at least the most submissions one team can make.
+    challenge's, at a safe budget of at least the most submissions one team can make, against
+    an attacker of at least as many accounts as the rules let a participant hold (unlinked,
+    unless the rules allow one: ``serve`` does not link accounts).
     A certificate made for a challenge (``ladderlab certify --challenge``, key ``challenge``)
     covers only a challenge with the same data (:meth:`Challenge.task_identity`: labels,
     split, public data, scorer, label set, prediction range). Any other certificate covers,
@@ -593,9 +666,30 @@ def certificate_problems(challenge: Challenge) -> list[str]:
                         f"the certificate's safe budget is {safe} ({path})")
     elif budget > safe:
         problems.append(f"a team may make {budget} submissions, more than the certificate's safe budget of {safe} ({path})")
+    problems += _account_problems(challenge, certificate, path)
     if certificate.get("challenge") is not None:
         return problems
     return problems + _scorer_problems(challenge, certificate, path)
+
+
+def _account_problems(challenge: Challenge, certificate: dict[str, Any], path: Path) -> list[str]:
+    """Whether the certificate's attacker (``certify --accounts A [--link]``) holds at least the
+    accounts the rules let one participant hold, under linking no stronger than the service's:
+    ``ladderlab serve`` links no accounts, so a certificate that assumed linking covers only a
+    service of one account per participant."""
+    allowed = challenge.spec.rules.accounts
+    certified = certificate.get("accounts", 1)
+    if isinstance(certified, bool) or not isinstance(certified, int) or certified < 1:
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: 'accounts' = {certified!r} is not a "
+                             "whole number ≥ 1")
+    if allowed > certified:
+        return [f"the rules let a participant hold {allowed} accounts (rules.accounts), more than the certificate's "
+                f"{certified} (certify --accounts {certified}) ({path})"]
+    if certificate.get("link") and allowed > 1:
+        return [f"the certificate assumed a participant's accounts linked (certify --accounts {certified} --link), "
+                f"this service links none of the {allowed} accounts the rules allow (rules.accounts; serve does not "
+                f"link): certify without --link, or set rules.accounts = 1 ({path})"]
+    return []
 
 
 def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path) -> list[str]:

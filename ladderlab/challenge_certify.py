@@ -10,7 +10,7 @@ challenge publishes training data with features, else certify's synthetic honest
 the challenge's scorer.
 
 The certificate records the challenge (``challenge``: name, data hash, scorer, prediction
-range, task type, n, budget), and :func:`ladderlab.challenge.certificate_problems` accepts a
+range, task type, label set and class names, n, budget), and :func:`ladderlab.challenge.certificate_problems` accepts a
 certificate that records a challenge only for a challenge with the same data hash, so that
 ``ladderlab serve`` accepts it for these data and refuses it for other labels or another scorer.
 """
@@ -79,6 +79,7 @@ def record(challenge: Challenge, identity: str, budgets: list[int], path: str | 
         "task_type": public.task_type,
         "scorer": public.scorer,
         "classes": None if public.classes is None else public.classes.tolist(),
+        "class_names": None if challenge.class_names is None else list(challenge.class_names),
         "prediction_range": None if public.prediction_range is None else list(public.prediction_range),
         "n": int(challenge.split.public_rows.size),
         "n_final": int(challenge.split.final_rows.size),

@@ -67,15 +67,15 @@ def _stamp(path: Path) -> tuple[int, int, int, int] | None:
 
 @functools.lru_cache(maxsize=64)
 def _named_files(path: Path, stamp: tuple[int, int, int, int] | None) -> tuple[Path, ...]:
-    """The data files a challenge file names (unvalidated: :func:`load` checks them), read once
-    per version (``stamp``) of the challenge file."""
+    """The data files a challenge file names (:func:`ladderlab.challenge.data_files`, unvalidated:
+    :func:`load` checks them), read once per version (``stamp``) of the challenge file."""
+    from ladderlab.challenge import data_files
+
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return ()
-    tables = [raw.get("labels"), raw.get("data"), raw.get("data")]
-    names = [table.get(key) if isinstance(table, dict) else None for table, key in zip(tables, ("file", "train", "holdout"))]
-    return tuple(path.parent / name for name in names if isinstance(name, str))
+    return tuple(path.parent / name for name in data_files(raw).values())
 
 
 class ChallengeTask(Task):

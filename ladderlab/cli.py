@@ -11,7 +11,6 @@ Subcommands import what they need when they run, so ``--help`` and ``list`` star
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import math
@@ -387,9 +386,8 @@ def _extrapolate(args: argparse.Namespace) -> int:
         raise ValueError(f"--method {args.method}: {solver_missing}")
     from ladderlab import stats, workload
 
-    work = workload.extrapolation_work(k, K, methods, args.bins or pseudolikelihood.DEFAULT_BINS, observed.outscored.size)
-    if args.bootstrap:
-        work = dataclasses.replace(work, cpu_seconds=work.cpu_seconds * (1 + args.bootstrap))
+    work = workload.extrapolation_work(k, K, methods, args.bins or pseudolikelihood.DEFAULT_BINS, observed.outscored.size,
+                                       args.bootstrap or 0)
     workload.refuse_if_too_large(work, args.force, hint="a smaller --to, --bins or --bootstrap, or one --method, needs less")
     workload.announce(work)
     unbiased = stats.unbiased_accuracy(observed.outscored, k)

@@ -6,8 +6,8 @@ hill climb) on many accounts, so its accounts submit the same or near-identical 
 :class:`LinkRule` links two accounts when one submission of one and the latest submission of the
 other differ on at most ``threshold`` public rows; linked accounts are answered by one mechanism
 state and share one budget from that submission on (:func:`ladderlab.competition.play_competition`'s
-``link``: a group's submissions beyond one account's cap are refused, answered with the state's last
-release).
+``link``: a group's submissions beyond one account's cap, or beyond one account's daily quota in a
+round, are refused, answered with the state's last release; :meth:`Linker.charge`).
 
 **The statistic and its null.** For two submissions a and b (predictions on every holdout row), let
 D be the number of holdout rows, of N, where they differ (``|a − b| > tolerance`` in any column) and
@@ -122,6 +122,11 @@ class Linker:
     parent: list[int] = field(init=False)
     answered: list[int] = field(init=False)
     made: list[int] = field(init=False)
+    spent: list[int] = field(init=False)
+    """Each group's accepted submissions within the caps, kept at its keeper."""
+    spent_today: list[int] = field(init=False)
+    """The same in round ``today``: one account's daily quota serves the whole group."""
+    today: int = 0
     links: list[Link] = field(default_factory=list)
     latest: FloatArray | None = None
     seen: NDArray[np.bool_] | None = None
@@ -130,6 +135,8 @@ class Linker:
         self.parent = list(range(self.accounts))
         self.answered = [0] * self.accounts
         self.made = [0] * self.accounts
+        self.spent = [0] * self.accounts
+        self.spent_today = [0] * self.accounts
 
     def keeper(self, account: int) -> int:
         """The account whose mechanism state answers ``account``'s group."""
@@ -170,8 +177,21 @@ class Linker:
         self.answered[keeper] += 1
         return keeper
 
+    def charge(self, keeper: int, round_: int, cap: int, per_round: int) -> bool:
+        """Whether the group of ``keeper`` may make one more submission in ``round_`` under one
+        account's caps (``cap`` over the competition, ``per_round`` a round), counting it if so:
+        a refused submission spends nothing."""
+        if round_ != self.today:
+            self.today, self.spent_today = round_, [0] * self.accounts
+        if self.spent[keeper] >= cap or self.spent_today[keeper] >= per_round:
+            return False
+        self.spent[keeper] += 1
+        self.spent_today[keeper] += 1
+        return True
+
     def _merge(self, a: int, b: int) -> None:
         ka, kb = self.keeper(a), self.keeper(b)
         keep, drop = sorted((ka, kb), key=lambda k: (-self.answered[k], k))
         self.parent[drop] = keep
-        self.answered[keep] += self.answered[drop]
+        for counts in (self.answered, self.spent, self.spent_today):
+            counts[keep] += counts[drop]

@@ -61,6 +61,13 @@ class Mechanism(Plugin):
     replay keeps one Ladder per team and Sage's bootLadderBoot one lead per submitter
     (:mod:`ladderlab.competition`). Duels have one participant and ignore it."""
 
+    def resampled_values(self, n_public: int) -> int:
+        """How many loss values the bootstrap resamples of one submission weigh, at most (B · n
+        for B replicates of ``n_public`` rows; 0 for a mechanism that does not resample, or whose
+        resampling does not grow with the rows): the term of the work estimate
+        (:mod:`ladderlab.workload`) beyond scoring."""
+        return 0
+
     def bind(
         self,
         labels: ArrayLike,

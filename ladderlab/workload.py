@@ -23,8 +23,10 @@ measured on this project's code (``tracemalloc`` peaks, CPU seconds):
   declare its shape is drawn once (``ladderlab.scenario``'s cached split) and measured.
 
 Times are typical, within a few times either way: submissions × a per-submission cost
-calibrated on the built-in scenarios (:func:`seconds_per_submission`); a mechanism with
-many bootstrap replicates, or an attack that fits many models, costs more. Memory is
+calibrated on the built-in scenarios (:func:`seconds_per_submission`), plus the values a
+mechanism's bootstrap resamples weigh per submission
+(:meth:`~ladderlab.mechanism.Mechanism.resampled_values`: B · n for the Bayesian-bootstrap
+Ladders); an attack that fits many models costs more. Memory is
 that of the parallel jobs together, compared with ``MemAvailable`` (Linux) or the
 physical memory.
 """
@@ -66,6 +68,11 @@ SECONDS_PER_ELEMENT = 1e-8
 """A duel submission costs about 50 µs plus 10 ns per holdout value, the attack's work of making
 it included (the built-in scenarios: 140 µs for Blum & Hardt's Fig. 3 at 12,000 holdout values,
 117 µs for Chaibub Neto's Fig. 2 at 418, whose attack fits a regression per submission)."""
+SECONDS_PER_RESAMPLED_VALUE = 2e-9
+"""A loss value weighed by a mechanism's bootstrap resamples (:meth:`ladderlab.mechanism.Mechanism.resampled_values`;
+measured 1.1 ns for bayesboot-ladder's B · n, 3 ns for sage-bootladderboot's 2 · bootstrap_n · n, at n = 1,000).
+LadderBoot's b costs nothing measurable: its sampler draws a release in O(distinct losses) whatever b is
+(75–84 µs a submission for b = 100 … 4,000 at n = 1,000)."""
 SECONDS_PER_COMPETITION_SUBMISSION = 6e-5
 SECONDS_PER_COMPETITION_ELEMENT = 2e-9
 SECONDS_PER_COMPETITION_TEAM = 0.015
@@ -156,22 +163,25 @@ def split_bytes(split: Any) -> int:
 
 
 def duel_cells(label: str, n_holdout: int, data: int, submissions: int | None, replications: int,
-               cells: int = 1) -> Estimate:
+               cells: int = 1, resampled_values: int = 0) -> Estimate:
     """``cells`` duel cells that share one transcript (:mod:`ladderlab.sharing`; usually one):
-    ``submissions`` per replication (None: unknown) on a holdout of ``n_holdout``."""
+    ``submissions`` per replication (None: unknown) on a holdout of ``n_holdout``, each weighing
+    ``resampled_values`` bootstrap values in the mechanism."""
     per_replication = submissions or 0
     peak = (WORKING_BYTES + data
             + per_replication * (cells * replications * BYTES_PER_RECORD + BYTES_PER_LIVE_SUBMISSION))
-    seconds = replications * per_replication * seconds_per_submission(n_holdout)
+    seconds = replications * per_replication * (seconds_per_submission(n_holdout)
+                                                + SECONDS_PER_RESAMPLED_VALUE * resampled_values)
     notes = [] if submissions is not None else [f"{label}: no budget, and the attack does not say how many "
                                                 "submissions it makes"]
     return Estimate(label, None if submissions is None else replications * submissions, peak, seconds, notes)
 
 
 def competition_cell(label: str, n_holdout: int, n_public: int, data: int, teams: int, accounts: int,
-                     account_submissions: float, rules: Any, replications: int) -> Estimate:
+                     account_submissions: float, rules: Any, replications: int, resampled_values: int = 0) -> Estimate:
     """One competition cell: ``teams`` teams with ``accounts`` accounts in all, which make
-    ``account_submissions`` submissions together under ``rules``."""
+    ``account_submissions`` submissions together under ``rules``, each submission weighing
+    ``resampled_values`` bootstrap values in the mechanism."""
     from ladderlab.competition.engine import WAVE_ELEMENTS
 
     submissions = round(account_submissions) + teams
@@ -179,7 +189,8 @@ def competition_cell(label: str, n_holdout: int, n_public: int, data: int, teams
     live = (WORKING_BYTES + data + teams * (BYTES_PER_TEAM_ROW * n_holdout + 8 * rules.rounds)
             + accounts * (BYTES_PER_ACCOUNT_ROW * n_public + BYTES_PER_ACCOUNT)
             + submissions * BYTES_PER_COMPETITION_SUBMISSION + wave * BYTES_PER_WAVE_ELEMENT)
-    seconds = replications * (submissions * (SECONDS_PER_COMPETITION_SUBMISSION + SECONDS_PER_COMPETITION_ELEMENT * n_holdout)
+    seconds = replications * (submissions * (SECONDS_PER_COMPETITION_SUBMISSION + SECONDS_PER_COMPETITION_ELEMENT * n_holdout
+                                             + SECONDS_PER_RESAMPLED_VALUE * resampled_values)
                               + teams * SECONDS_PER_COMPETITION_TEAM)
     return Estimate(label, replications * submissions, live + replications * teams * 3 * 8, seconds)
 
@@ -241,7 +252,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     from ladderlab.competition import Rules, public_rows
     from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.extrapolation_scenario import ExtrapolationCell
-    from ladderlab.registry import ATTACKS
+    from ladderlab.registry import ATTACKS, MECHANISMS
     from ladderlab.scenario import cells, transcript_groups
 
     parts = []
@@ -252,6 +263,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
             continue
         data, split = task_data(*cell.task, force=force)
         n_holdout = int(split.y_holdout.size)
+        mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
         if isinstance(cell, CompetitionCell):
             rules = Rules(**cell.rules)
             n_public = int(split.public_rows.size)
@@ -264,12 +276,13 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
             accounts = sum(team["count"] * team["accounts"] for team in cell.teams)
             submitted = sum(team["count"] * team["accounts"] * _account_submissions(team, rules) for team in cell.teams)
             parts.append(competition_cell(cell.label, n_holdout, n_public, data, teams, accounts, submitted,
-                                          rules, scenario.replications))
+                                          rules, scenario.replications, mechanism.resampled_values(n_public)))
             continue
         planned = ATTACKS.make(cell.attack[0], **cell.attack[1]).max_submissions(split.public)
         budget = None if cell.budget is None else cell.budget * max(1, cell.accounts - 1)  # a Sybil probes on A − 1 accounts
         submissions = planned if budget is None else min(budget, budget if planned is None else planned)
-        estimate = duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group))
+        estimate = duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group),
+                              mechanism.resampled_values(int(split.public_rows.size)))
         if cell.accounts > 1:  # a Sybil duel plays as a one-team competition: a mechanism state per account
             states = cell.accounts * (BYTES_PER_ACCOUNT_ROW * int(split.public_rows.size) + BYTES_PER_ACCOUNT)
             estimate = dataclasses.replace(estimate, peak_bytes=estimate.peak_bytes + states)
@@ -309,25 +322,44 @@ KAPPA_COLUMNS = 401
 BYTES_PER_CURVE_VALUE = 100
 """A predicted accuracy held as a float, in Python's lists and in the JSON or text printed."""
 SECONDS_PER_HD_POINT = 1.5e-4
-"""One quadrature of HD's π̄_t (measured 130 µs)."""
+"""One quadrature of HD's π̄_t (measured 130–140 µs): a curve to K classes takes K of them."""
+SECONDS_PER_HD_RESAMPLE = 1.5e-3
+"""HD's prediction at K alone, as ``--bootstrap`` recomputes it on each resample (measured 1.5 ms at
+K = 100 and at K = 1,000: its cost does not grow with K)."""
+SECONDS_PER_EXP_CURVE = 1e-3
+SECONDS_PER_EXP_CLASS = 6e-6
+"""EXP's curve (or its prediction on a resample): about 1 ms plus 6 µs per class up to K (measured
+1.7 ms at K = 100, 6.9 ms at K = 1,000, 500 test points)."""
+SECONDS_PER_SOLVE = 0.035
+SECONDS_PER_BIN_CLASS = 7e-8
+"""CONS' or MPLE's convex program (cvxpy), per curve and per resample alike: about 35 ms of setup plus
+70 ns per bin and class (measured 40–56 ms at K = 100 and 110–125 ms at K = 1,000, 1,000 bins)."""
 SECONDS_PER_SIMULATED_ACCURACY = 2e-7
 """One classifier's correct count in one simulated test set of the dependent model (measured 180 ns)."""
 SIMULATION_CHUNK_BYTES = 4_000_000 * 8 * 3
 """``simulate_best_of_m`` draws at most 4·10⁶ counts at a time."""
 
 
-def extrapolation_work(k: int, K: int, methods: list[str], bins: int, points: int) -> Estimate:
-    """Predicting the accuracy at t = 1 … K classes from ``points`` test points on k classes."""
+def extrapolation_work(k: int, K: int, methods: list[str], bins: int, points: int, bootstrap: int = 0) -> Estimate:
+    """Predicting the accuracy at t = 1 … K classes from ``points`` test points on k classes, and
+    with ``bootstrap`` = B the prediction at K again on each of B resamples of the test points
+    (``ladderlab extrapolate --bootstrap B``): EXP, CONS and MPLE cost on a resample what their
+    curve costs, HD one quadrature's worth (:data:`SECONDS_PER_HD_RESAMPLE`)."""
     peak = WORKING_BYTES + 8 * points + BYTES_PER_CURVE_VALUE * K * len(methods)
     seconds = 0.0
     if "exp" in methods:
         peak += 16 * KAPPA_COLUMNS * max(K - k, 0)
+        seconds += (1 + bootstrap) * (SECONDS_PER_EXP_CURVE + SECONDS_PER_EXP_CLASS * K)
     if {"cons", "mple"} & set(methods):
         peak += 16 * bins * K + 48 * bins * k
-        seconds += sum(method in methods for method in ("cons", "mple")) * SECONDS_PER_ELEMENT * bins * (K + k)
+        solves = sum(method in methods for method in ("cons", "mple"))
+        seconds += solves * (1 + bootstrap) * (SECONDS_PER_SOLVE + SECONDS_PER_BIN_CLASS * bins * (K + k))
     if "hd" in methods:
-        seconds += SECONDS_PER_HD_POINT * K
-    return Estimate(f"extrapolation to K = {K} classes", None, peak, seconds)
+        seconds += SECONDS_PER_HD_POINT * K + bootstrap * SECONDS_PER_HD_RESAMPLE
+    if bootstrap:
+        peak += 8 * bootstrap * points  # the resampled indices, drawn at once
+    what = f"extrapolation to K = {K} classes" + (f" with {_count(bootstrap)} bootstrap resamples" if bootstrap else "")
+    return Estimate(what, None, peak, seconds)
 
 
 def best_of_m_work(m: int, n: int, distinct: int, best: float) -> Estimate:

@@ -105,6 +105,10 @@ class SageBootLadderBoot(Mechanism):
         if self.report_n > self.bootstrap_n:
             raise ValueError(f"{self.id}: report_n ({self.report_n}) must not exceed bootstrap_n ({self.bootstrap_n})")
 
+    def resampled_values(self, n_public: int) -> int:
+        """``bootstrap_n`` paired resamples of the n public rows, each scoring two predictions."""
+        return 2 * self.bootstrap_n * n_public
+
     def _start(self) -> None:
         self.lead_: FloatArray | None = None
         self.bayes_factors_: list[float] = []

@@ -74,7 +74,19 @@ BAD = [
     (_replace("[labels]", '[labels]\nlabel_column = "y"'), "has no column 'y'"),
     (_labels(_set("id", 1, None)), "has no id"),
     (_labels(lambda table: table.__setitem__("id", [table.id[1]] + list(table.id[1:]))), "appears 2 times"),
-    (_labels(_set("label", 3, "cat")), "has 'cat', not a finite number (labels are numbers: encode class names as 0, 1"),
+    (_labels(_set("label", 3, "cat")), "labels.csv: column 'label': row 4 (id '1005') has 'cat' among labels such as"),
+    (_labels(lambda table: table.__setitem__("label", np.where(table.index == 5, "7", "dog"))),
+     "row 6 (id '1004') has '7' among labels such as 'dog': give every label as a number or every label as a class name"),
+    (lambda path: (_labels(lambda table: table.__setitem__("label", np.where(table.index == 2, "cow", "dog")))(path),
+                   _replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = ["dog", "cat"]')(path)),
+     "row 3 (id '1014') has label 'cow', not one of classes ['cat', 'dog'] (challenge key 'classes')"),
+    (lambda path: (_labels(lambda table: table.__setitem__("label", "dog"))(path),
+                   _replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = [0, 1]')(path)),
+     "the labels are class names (e.g. 'dog'), the challenge key 'classes' lists numbers [0.0, 1.0]"),
+    (_replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = [0, "cat"]'),
+     "classes: give every class as a number or every class as a name, not both"),
+    (lambda path: (_labels(_set("label", 3, "cat"))(path), _replace('scorer = "zero-one"', 'scorer = "squared"')(path)),
+     "id '1005' has 'cat', not a finite number"),
     (_labels(_set("label", 3, "nan")), "has 'nan', not a finite number"),
     (lambda path: (_labels(_set("label", 3, 2.0))(path), _replace('scorer = "zero-one"', 'scorer = "zero-one"\nclasses = [0, 1]')(path)),
      "has label 2, not one of classes [0.0, 1.0]"),
@@ -138,6 +150,10 @@ def test_a_certificate_covers_the_same_mechanism_on_a_holdout_as_large_at_a_budg
     ({}, "per_day = 10", "nothing bounds a team's submissions"),
     ({}, "per_day = 10\nstart = 2026-01-01T00:00:00Z\nend = 2026-02-01T00:00:00Z",
      "a team may make 310 submissions, more than the certificate's safe budget of 300"),
+    ({}, "total = 300\naccounts = 2", "let a participant hold 2 accounts (rules.accounts), more than the certificate's 1"),
+    ({"accounts": 3}, "total = 300\naccounts = 4", "hold 4 accounts (rules.accounts), more than the certificate's 3"),
+    ({"accounts": 3, "link": "linked when …"}, "total = 300\naccounts = 2",
+     "assumed a participant's accounts linked (certify --accounts 3 --link), this service links none of the 2"),
 ])
 def test_what_a_certificate_does_not_cover_is_named(tmp_path, changes, rules, named):
     problems = certificate_problems(_certified(tmp_path, rules=rules, **changes))
@@ -177,6 +193,15 @@ def test_a_certificate_for_the_scorer_on_a_range_that_contains_the_challenges_co
     assert certificate_problems(_certified(tmp_path, challenge_scorer=scorer, extra=extra, **changes)) == []
 
 
+@pytest.mark.parametrize("changes, rules", [
+    ({"accounts": 3}, "total = 300\naccounts = 3"),
+    ({"accounts": 3}, "total = 300\naccounts = 2"),
+    ({"accounts": 3, "link": "linked when …"}, "total = 300"),  # one account: nothing to link
+])
+def test_a_certificate_of_at_least_the_rules_accounts_covers_them(tmp_path, changes, rules):
+    assert certificate_problems(_certified(tmp_path, rules=rules, **changes)) == []
+
+
 def test_a_challenge_without_a_certificate_is_not_covered(tmp_path):
     assert "names no certificate" in certificate_problems(challenges.load(write_challenge(tmp_path)))[0]
 
@@ -187,3 +212,42 @@ def test_the_documented_example_challenge_loads_with_its_public_data():
     assert (loaded.ids.size, loaded.split.public_rows.size, public.X_train.shape, public.X_holdout.shape) == (
         200, 100, (300, 3), (200, 3))
     assert loaded.ids[0] == "row-000" and loaded.per_team_budget() == 100
+
+
+def _named_labels(path: Path, names: dict[float, str], train: bool = False) -> None:
+    """Rename the numeric labels of ``path``'s labels file (and of a training file) to class names."""
+    labels = pd.read_csv(path.parent / "labels.csv", dtype={"id": str})
+    labels["label"] = labels.label.map(names)
+    labels.to_csv(path.parent / "labels.csv", index=False)
+    if train:
+        pd.DataFrame({"x": np.arange(6.0), "label": [names[value % 2] for value in range(6)]}).to_csv(
+            path.parent / "train.csv", index=False)
+        path.write_text(path.read_text().replace("[labels]", '[data]\ntrain = "train.csv"\n\n[labels]'))
+
+
+def test_class_names_are_the_indices_of_the_sorted_names_in_labels_training_rows_and_identity(tmp_path):
+    numeric = write_challenge(tmp_path / "numbers", n=40)
+    named = write_challenge(tmp_path / "names", n=40)
+    _named_labels(named, {0.0: "malignant", 1.0: "benign"}, train=True)
+    by_numbers, by_names = challenges.load(numeric), challenges.load(named)
+    assert by_names.class_names == ("benign", "malignant") and by_numbers.class_names is None
+    assert by_names.split.public.classes.tolist() == [0.0, 1.0]
+    assert np.array_equal(by_names.split.y_holdout, 1 - by_numbers.split.y_holdout)  # benign (was 1) is class 0
+    assert by_names.split.public.y_train.tolist() == [1, 0, 1, 0, 1, 0]
+    renamed = write_challenge(tmp_path / "renamed", n=40)
+    _named_labels(renamed, {0.0: "benign", 1.0: "malignant"})
+    flipped = challenges.load(renamed)
+    assert np.array_equal(flipped.split.y_holdout, by_numbers.split.y_holdout)
+    assert flipped.task_identity() != by_numbers.task_identity()  # the names are part of the data
+    assert flipped.identity() != by_numbers.identity()  # and so of what determines a release
+
+
+def test_a_training_label_outside_the_class_names_is_refused_naming_its_row(tmp_path):
+    path = write_challenge(tmp_path, n=20)
+    _named_labels(path, {0.0: "cat", 1.0: "dog"}, train=True)
+    train = pd.read_csv(tmp_path / "train.csv")
+    train.loc[4, "label"] = "cow"
+    train.to_csv(tmp_path / "train.csv", index=False)
+    with pytest.raises(ChallengeError, match=r"train.csv: column 'label': row 5 has label 'cow', not one of classes "
+                                             r"\['cat', 'dog'\]"):
+        challenges.load(path)

@@ -289,3 +289,17 @@ def test_the_battery_directory_holds_the_certificate_about_the_challenge_and_its
     assert stored["families"]["challenge"]["scorer"] == "zero-one"
     assert main(["report", str(tmp_path / "battery"), "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 0
     assert "challenge scored by zero-one" in (tmp_path / "r.md").read_text()
+
+
+def test_certify_and_serve_read_class_names_alike_and_a_renaming_voids_the_certificate(tmp_path):
+    path = write_challenge(tmp_path, n=100, rules="total = 3")
+    labels = pd.read_csv(tmp_path / "labels.csv")
+    labels.assign(label=labels.label.map({0.0: "dog", 1.0: "cat"})).to_csv(tmp_path / "labels.csv", index=False)
+    certificate = certify_challenge(path, attacks=["boosting(k=10)"], default_battery=False, replications=30,
+                                    honest_replications=1, tau=0.25, epsilon=0.25, run_dir=tmp_path / "battery")
+    assert certificate["challenge"]["class_names"] == ["cat", "dog"] == list(challenges.load(path).class_names)
+    (tmp_path / "ladder.json").write_text(json.dumps(certificate))
+    path.write_text(path.read_text().replace("[mechanism]", '[mechanism]\ncertificate = "ladder.json"'))
+    assert challenges.certificate_problems(challenges.load(path)) == []
+    labels.assign(label=labels.label.map({0.0: "cat", 1.0: "dog"})).to_csv(tmp_path / "labels.csv", index=False)
+    assert ["other data" in problem for problem in challenges.certificate_problems(challenges.load(path))] == [True]

@@ -183,17 +183,25 @@ def test_a_linked_sybil_shares_one_state_and_one_budget(batched):
         assert linked.released_final[0] == ladder.submit_many(P[-1:][:, split.public_rows])[0]
 
 
-@pytest.mark.parametrize("mechanism", ["kaggle", "thresholdout"])
-def test_refused_rows_get_the_states_last_release_under_any_bank(mechanism):
-    """A stateless release (Kaggle: whole waves refused) and a per-account one (Thresholdout)."""
+@pytest.mark.parametrize("mechanism", ["ladder", "kaggle", "thresholdout"])
+def test_a_linked_group_shares_one_daily_quota_and_refused_rows_get_the_states_last_release(mechanism):
+    """Two rounds of 5: each round the first probe account's 5 rows are answered and the linked
+    second account's 5 are refused (the group has spent the day's quota), under a stateful release
+    (the Ladder: the releases are one Ladder's fed the 10 answered rows), a stateless one (Kaggle:
+    whole waves refused) and a per-account one (Thresholdout)."""
     Drifter.seen.clear()
     split = task().split(stream(1, "task", spec(task()), 0))
     team = TeamSpec(Drifter(rows=20), accounts=3, label="sybil")
     result = play_competition(split, MECHANISMS.make(mechanism), [team], Rules(rounds=2, per_round=5, selection="last"),
                               1, 0, spec(task()), link=RULE)
-    (_, released), = Drifter.seen
+    (P, released), = Drifter.seen
     assert result.account_groups == [[1, 1, 1]]
-    np.testing.assert_array_equal(released[10:], np.full(10, released[9]))
+    np.testing.assert_array_equal(released[5:10], np.full(5, released[4]))
+    np.testing.assert_array_equal(released[15:], np.full(5, released[14]))
+    if mechanism == "ladder":
+        ladder = MECHANISMS.make(mechanism).bind_to(split.public, split.y_public, np.random.default_rng(0))
+        answered = np.r_[0:5, 10:15]
+        np.testing.assert_array_equal(released[answered], ladder.submit_many(P[answered][:, split.public_rows]))
 
 
 def test_a_hill_climbing_sybil_is_linked_whole_in_the_engine():

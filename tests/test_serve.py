@@ -314,3 +314,46 @@ def test_after_the_close_the_organiser_gets_the_final_ranking_and_the_log_as_par
     gamma = final["teams"][0]
     assert gamma["private"] == frame[(frame.team == "gamma") & frame.selected].private_score.min()
     assert final["shake_up"]["winner_delta"] == pytest.approx(gamma["public"] - gamma["private"])
+
+
+def _named_classes(path, names: dict[float, str]) -> None:
+    labels = pd.read_csv(path.parent / "labels.csv", dtype={"id": str})
+    labels["label"] = labels.label.map(names)
+    labels.to_csv(path.parent / "labels.csv", index=False)
+
+
+@pytest.mark.parametrize("scorer, extra", [("zero-one", ""), ("multiclass-log-loss", "prediction_range = [0.01, 0.99]")])
+def test_class_names_are_the_columns_and_values_of_an_upload_and_the_indices_of_npy_rows(tmp_path, scorer, extra):
+    from ladderlab.serve.storage import sqlite_url
+
+    path = write_challenge(tmp_path, n=60, scorer=scorer, extra=extra)
+    _named_classes(path, {0.0: "malignant", 1.0: "benign"})
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
+    ids = service.challenge.ids
+    indices = np.random.default_rng(5).integers(0, 2, ids.size)
+    names = np.array(["benign", "malignant"])[indices]
+    if scorer == "zero-one":
+        rows, table = indices.astype(float), pd.DataFrame({"id": ids, "prediction": names})
+        wrong = table.assign(prediction=["cow"] + names[1:].tolist())
+    else:
+        rows = np.stack([0.2 + 0.6 * (indices == 0), 0.2 + 0.6 * (indices == 1)], axis=1)
+        table = pd.DataFrame({"id": ids, "benign": rows[:, 0], "malignant": rows[:, 1]})
+        wrong = table.rename(columns={"benign": "0"})
+    with ThreadServer(service) as server:
+        status, _, described = request(server.url, "", "GET", "/api/challenge")
+        assert described["class_names"] == ["benign", "malignant"] and described["classes"] == [0.0, 1.0]
+        sample = request(server.url, "", "GET", "/sample_submission.csv")[2].decode().splitlines()
+        assert sample[0] == ("id,prediction" if scorer == "zero-one" else "id,benign,malignant")
+        assert sample[1].endswith(",benign" if scorer == "zero-one" else ",0.5,0.5")
+        by_names = request(server.url, tokens["alpha"], "POST", "/api/submissions",
+                           table.sample(frac=1, random_state=2).to_csv(index=False).encode(),
+                           {"Content-Type": "text/csv"})
+        by_indices = upload(server.url, tokens["alpha"], rows[None])
+        status, _, refused = request(server.url, tokens["alpha"], "POST", "/api/submissions",
+                                     wrong.to_csv(index=False).encode(), {"Content-Type": "text/csv"})
+        own = request(server.url, tokens["alpha"], "GET", "/api/submissions")[2]["submissions"]
+    assert (by_names[0], by_indices[0], status) == (201, 201, 422)
+    assert own[0]["prediction_sha256"] == own[1]["prediction_sha256"] and len(own) == 2
+    expected = (f"id '{ids[0]}': 'cow' is not one of the classes 'benign', 'malignant'" if scorer == "zero-one"
+                else "the upload needs the column(s) 'benign', 'malignant'")
+    assert expected in refused["error"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -17,7 +18,7 @@ from ladderlab.scoring import get_scorer
 from ladderlab.serve.client import RemoteBoard, attack_stream, play_remote
 from ladderlab.serve.replay import mechanism_stream
 from ladderlab.serve.storage import sqlite_url
-from tests.serve_helpers import ThreadServer, open_service, write_challenge
+from tests.serve_helpers import ThreadServer, open_service, request, write_challenge
 
 SECRET = 1234
 FAST = "uploads_per_second = 1000\nburst = 1000"
@@ -165,3 +166,28 @@ def test_remote_board_fails_fast_naming_an_address_no_server_ever_answered_at():
     with pytest.raises(RemoteError, match=rf"no server answered at 127\.0\.0\.1:{port} .*ladderlab serve"):
         RemoteBoard(f"http://127.0.0.1:{port}", "token")
     assert time.monotonic() - start < 5, "a dead address is not retried like a restarting server"
+
+
+def test_a_server_whose_rules_allow_more_or_unlinked_accounts_than_certified_does_not_start(tmp_path):
+    from ladderlab.serve.launch import ServerProcess
+
+    path = write_challenge(tmp_path, n=40, rules="total = 40\naccounts = 2")
+    path.write_text(path.read_text().replace("params = { eta = 0.01 }", 'params = { eta = 0.01 }\ncertificate = "cert.json"'))
+    certificate = {"mechanism": "ladder", "params": {"eta": 0.01}, "n": 10, "safe_budget": 40, "budgets": [40]}
+    state = ("--state", str(tmp_path / "state"))
+
+    def certify_as(**settings) -> None:
+        (tmp_path / "cert.json").write_text(json.dumps({**certificate, **settings}))
+
+    certify_as(accounts=2)
+    with ServerProcess(path, *state) as server:
+        status, _, described = request(server.url, "", "GET", "/api/challenge")
+    assert (status, described["rules"]["accounts"]) == (200, 2)
+    for settings, named in (({"accounts": 1}, "hold 2 accounts (rules.accounts), more than the certificate's 1"),
+                            ({"accounts": 3, "link": "linked"}, "(certify --accounts 3 --link), this service links "
+                                                                "none of the 2 accounts")):
+        certify_as(**settings)
+        with pytest.raises(RuntimeError, match="did not start") as refused:
+            ServerProcess(path, *state)
+        error = [line for line in str(refused.value).splitlines() if "error" in line]
+        assert len(error) == 1 and named in error[0] and "the certificate does not cover" in error[0]

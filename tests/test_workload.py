@@ -1,7 +1,9 @@
 """Sizing work before it starts (ladderlab.workload): the model's constants against measured
 memory, the refusal of what cannot fit, and --force."""
 
+import resource
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +16,8 @@ from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.kaggle_calibration import kaggle_schedule, mean_submissions
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scenario import Cell
-from tests.helpers import scenario_file
+from ladderlab import scenario
+from tests.helpers import SMALL, scenario_file
 
 
 def peak_bytes(work) -> int:
@@ -121,3 +124,46 @@ def test_an_attack_without_a_budget_is_sized_by_what_it_says_it_submits():
     path_cells = workload.duel_cells("c", 100, 0, None, 3)
     assert path_cells.submissions is None and "does not say" in path_cells.notes[0]
     assert workload.duel_cells("c", 100, 0, 400, 3).submissions == 1200
+
+
+EXTRAPOLATION_RANKS = Path(__file__).resolve().parent.parent / "examples" / "extrapolation" / "ranks.txt"
+FACTOR = 4
+"""How far a time estimate may be from the CPU time measured (either way): typical, not exact."""
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.mark.parametrize("method, methods, bootstrap", [("all", ["un", "exp", "cons", "mple", "hd"], 8),
+                                                        ("hd", ["hd"], 60), ("exp", ["exp"], 60)])
+def test_the_extrapolation_estimate_is_within_a_factor_of_the_cpu_time_with_the_bootstrap(method, methods, bootstrap,
+                                                                                          capsys):
+    from ladderlab.stats import pseudolikelihood
+
+    if set(methods) & set(pseudolikelihood.NEEDS_SOLVER) and pseudolikelihood.solver_missing():
+        pytest.skip(pseudolikelihood.solver_missing())
+    arguments = ["extrapolate", str(EXTRAPOLATION_RANKS), "--from", "20", "--method", method, "--format", "json"]
+    assert main([*arguments, "--to", "30", "--bootstrap", "2"]) == 0  # imports (cvxpy takes seconds) and caches
+    start = cpu_seconds()
+    assert main([*arguments, "--to", "100", "--bootstrap", str(bootstrap)]) == 0
+    measured = cpu_seconds() - start
+    capsys.readouterr()
+    estimate = workload.extrapolation_work(20, 100, methods, pseudolikelihood.DEFAULT_BINS, 500, bootstrap).cpu_seconds
+    assert estimate / FACTOR <= measured <= estimate * FACTOR, (measured, estimate)
+
+
+@pytest.mark.parametrize("mechanism", ['{ id = "bayesboot-ladder", params = { B = 400 } }',
+                                       '{ id = "sage-bootladderboot", params = { bootstrap_n = 400, report_n = 10 } }'])
+def test_a_duels_estimate_counts_the_mechanisms_bootstrap_resamples_within_a_factor_of_the_cpu_time(tmp_path, mechanism):
+    text = SMALL.replace("n_public = 200, n_holdout = 600", "n_public = 1000, n_holdout = 2000").replace(
+        'k = [50, 100], variant = "kaggle"', "k = 150").replace("replications = 3", "replications = 2")
+    path = scenario_file(tmp_path, mechanisms=mechanism, text=text)
+    warm = scenario_file(tmp_path, mechanisms=mechanism, text=text.replace("k = 150", "k = 5"), name="warm.toml")
+    runner.run(warm, tmp_path / "warm", progress=False)  # imports and caches
+    estimate = workload.scenario_work(scenario.load(path)).cpu_seconds
+    start = cpu_seconds()
+    runner.run(path, tmp_path / "run", progress=False)
+    measured = cpu_seconds() - start
+    assert estimate / FACTOR <= measured <= estimate * FACTOR, (measured, estimate)

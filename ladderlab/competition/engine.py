@@ -848,7 +848,7 @@ class _Wave:
                         loss_rows: Any) -> tuple[FloatArray, NDArray[np.bool_]]:
         """The wave under the link rule (:class:`~ladderlab.linking.Linker`, rows observed in wave order):
         each row answered by its group's state; a row beyond the group's budget (more submissions than
-        one account's cap, the final ones exempt) is *refused*: not shown to the mechanism, answered with
+        one account's cap, or than its daily quota in this round; the final ones exempt) is *refused*: not shown to the mechanism, answered with
         the state's last release, so it teaches nothing."""
         engine = self.engine
         linker = engine.linker
@@ -861,7 +861,8 @@ class _Wave:
             block = public_columns(k)
             for i in range(stop - start):
                 state = states[start + i] = linker.observe(slot, block[i], self.round)
-                refused[start + i] = capped and linker.answered[state] > engine.rules.cap
+                refused[start + i] = capped and not linker.charge(state, self.round, engine.rules.cap,
+                                                                  engine.rules.per_round)
         keep = np.flatnonzero(~refused)
         pieces: list[tuple[int, int, int]] = []
         sources: list[tuple[int, int, int]] = []

@@ -138,6 +138,7 @@ def create_app(service: Service) -> FastAPI:
             "name": spec.name, "title": spec.title, "scorer": service.scorer.name,
             "greater_is_better": service.scorer.greater_is_better, "task_type": public.task_type,
             "prediction_kind": reader.kind.value, "classes": None if classes is None else classes.tolist(),
+            "class_names": None if challenge.class_names is None else list(challenge.class_names),
             "prediction_range": None if public.prediction_range is None else list(public.prediction_range),
             "holdout_size": int(challenge.ids.size), "id_column": spec.labels.id_column,
             "ids": challenge.ids.tolist(),
@@ -145,7 +146,7 @@ def create_app(service: Service) -> FastAPI:
             "rules": {"per_day": rules.per_day, "total": rules.total,
                       "start": None if rules.start is None else rules.start.isoformat(),
                       "end": None if rules.end is None else rules.end.isoformat(),
-                      "selection": rules.selection},
+                      "selection": rules.selection, "accounts": rules.accounts},
             "limits": {"max_upload_bytes": max_bytes, "uploads_per_second": limits.uploads_per_second,
                        "burst": limits.burst},
         }
@@ -187,9 +188,10 @@ def create_app(service: Service) -> FastAPI:
     @app.get("/sample_submission.csv", include_in_schema=False)
     def sample() -> Response:
         columns = reader.class_columns or ["prediction"]
-        fill = 1.0 / len(columns) if reader.class_columns else float(classes[0] if classes is not None else 0.0)
+        fill = (f"{1.0 / len(columns):g}" if reader.class_columns else reader.class_names[0] if reader.named_labels
+                else f"{float(classes[0] if classes is not None else 0.0):g}")
         lines = [",".join([challenge.spec.labels.id_column, *columns])]
-        lines += [",".join([str(identifier), *[f"{fill:g}"] * len(columns)]) for identifier in challenge.ids]
+        lines += [",".join([str(identifier), *[fill] * len(columns)]) for identifier in challenge.ids]
         return Response("\n".join(lines) + "\n", media_type="text/csv")
 
     @app.post("/upload", response_class=HTMLResponse, include_in_schema=False)

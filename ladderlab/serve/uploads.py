@@ -3,11 +3,11 @@
 - CSV, Parquet, JSON (``{"id": [...], "prediction": [...]}`` or a list of
   ``{"id": …, "prediction": …}`` records): one submission, matched to the holdout by id,
   in any row order. The prediction column is ``prediction`` (or the challenge's label
-  column); a class-probability scorer takes one column per class, named by the class
-  (``0``, ``1``, …).
+  column), a class name where the labels are names; a class-probability scorer takes one
+  column per class, named by the class (``0``, ``1``, … or the class names).
 - ``.npy`` (``application/x-npy``): one row or a batch of rows in the published order of
-  the ids (``GET /api/challenge``): what :class:`~ladderlab.serve.client.RemoteBoard`
-  sends. Read with ``allow_pickle=False``.
+  the ids (``GET /api/challenge``), classes as their indices in ``class_names``: what
+  :class:`~ladderlab.serve.client.RemoteBoard` sends. Read with ``allow_pickle=False``.
 
 Every problem is an :class:`UploadError` naming it (a missing, unknown or repeated id,
 a value that is not a number, the wrong shape) before the service sees the upload.
@@ -50,7 +50,9 @@ class UploadReader:
         scorer = get_scorer(challenge.split.public.scorer)
         self.kind = scorer.prediction_kind
         classes = challenge.split.public.classes
-        self.class_columns = [f"{label:g}" for label in classes] if self.kind is PredictionKind.PROBABILITIES else []
+        self.class_names = challenge.class_names or ([] if classes is None else [f"{label:g}" for label in classes])
+        self.class_columns = list(self.class_names) if self.kind is PredictionKind.PROBABILITIES else []
+        self.named_labels = self.kind is PredictionKind.LABEL and challenge.class_names is not None
         self.value_columns = ("prediction", challenge.spec.labels.label_column)
 
     def format_of(self, content_type: str | None, filename: str | None = None) -> str:
@@ -127,6 +129,8 @@ class UploadReader:
             raise UploadError(f"{absent.size} holdout id(s) missing, e.g. {_some(absent)}: "
                               f"predict all {self.ids.size}")
         raw = table[columns]
+        if self.named_labels:
+            return self._class_indices(raw.iloc[:, 0], ids, position)
         values = raw.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
         if np.isnan(values).any():  # text that is not a number, told apart from a NaN, which validation names
             text = raw.map(lambda value: str(value).strip().lower())
@@ -137,6 +141,19 @@ class UploadReader:
         ordered = np.empty_like(values)
         ordered[position] = values
         return ordered if self.class_columns else ordered[:, 0]
+
+    def _class_indices(self, names: pd.Series, ids: NDArray[np.object_], position: NDArray[np.intp]
+                       ) -> NDArray[np.float64]:
+        """Predicted class names as the class indices the mechanism scores."""
+        text = names.map(lambda value: str(value).strip()).to_numpy(dtype=object)
+        index = pd.Index(self.class_names).get_indexer(text)
+        if (index < 0).any():
+            row = int(np.flatnonzero(index < 0)[0])
+            raise UploadError(f"id {ids[row]!r}: {names.iloc[row]!r} is not one of the classes "
+                              f"{', '.join(map(repr, self.class_names))}")
+        ordered = np.empty(ids.size)
+        ordered[position] = index
+        return ordered
 
     def id_at(self, position: int) -> str:
         return str(self.ids[position])
