@@ -26,6 +26,7 @@ from ladderlab import __version__, arguments, demo, isolation_benchmark, rank_ce
 from ladderlab.arguments import ArgumentError
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.isolation import ISOLATION_MODES
+from ladderlab.untrusted import sandboxed_if
 from ladderlab.params import describe
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
@@ -632,7 +633,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _show_run_messages()
     try:
         args = build_parser().parse_args(argv)
-        return args.handler(args)
+        with sandboxed_if(getattr(args, "isolation", "none")):  # untrusted attacks: never imported here
+            return args.handler(args)
     except ValueError as error:
         return _error(str(error))
     except OSError as error:

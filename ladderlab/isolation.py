@@ -82,7 +82,10 @@ class AttackRef:
     def of(cls, attack: Attack) -> AttackRef:
         """The reference of an attack instance (its class must live in a file or a module)."""
         klass = type(attack)
-        if klass.__module__.startswith(LOCAL_MODULE_PREFIX):
+        stand_in_locator = getattr(klass, "sandbox_locator", None)
+        if isinstance(stand_in_locator, str):  # a stand-in of ladderlab.untrusted: its code was never loaded here
+            locator = stand_in_locator
+        elif klass.__module__.startswith(LOCAL_MODULE_PREFIX):
             locator = f"{inspect.getsourcefile(klass)}:{klass.__qualname__}"
         else:
             locator = f"{klass.__module__}:{klass.__qualname__}"
@@ -348,7 +351,12 @@ def attack_process(connection: socket.socket) -> None:
                 request, arrays = channel.receive()
             except EOFError:
                 return
-            _play(channel, request, arrays)
+            if request["kind"] == "start":
+                _play(channel, request, arrays)
+            else:
+                from ladderlab.untrusted import answer
+
+                answer(channel, request, arrays)
     finally:
         channel.close()
 
@@ -385,7 +393,8 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     exception type (for common built-in and ladderlab types) if it raised one, and
     :class:`AttackProcessError` otherwise.
     """
-    sandbox = sandbox_for(ref.view())
+    view = ref.view()
+    sandbox = sandbox_for(view)
     kept = sandbox.take_idle()
     if kept is None:
         connection, pid = sandbox.start_attack_process()
@@ -401,7 +410,7 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     try:
         channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
         try:
-            outcome = _serve(channel, board)
+            outcome = _serve(channel, board, view)
         except AttackIncompatible:
             clean = True
             raise
@@ -425,7 +434,7 @@ def _describe(status: int | None) -> str:
     return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
-def _serve(channel: Channel, board: Board) -> AttackOutcome:
+def _serve(channel: Channel, board: Board, view: View) -> AttackOutcome:
     while True:
         header, arrays = channel.receive()
         kind = header["kind"]
@@ -444,7 +453,7 @@ def _serve(channel: Channel, board: Board) -> AttackOutcome:
                 channel.send(_error_message(error))
         elif kind == "done" and "prediction" in arrays:
             return AttackOutcome(arrays["prediction"], _checked_marks(header.get("marks")),
-                                 _checked_fingerprint(header.get("fingerprint")))
+                                 snapshot_fingerprint(view, header.get("fingerprint")))
         elif kind == "incompatible":
             raise AttackIncompatible(str(header.get("reason")))
         elif kind == "error":
@@ -460,11 +469,38 @@ def _checked_marks(marks: Any) -> dict[str, list[int]]:
         raise AttackProcessError("the attack process sent marks that are not lists of submission indices") from None
 
 
-def _checked_fingerprint(print_: Any) -> dict[str, Any]:
-    """The fingerprint the attack process reports of its own code, as plain strings."""
+def snapshot_fingerprint(view: View, reported: Any) -> dict[str, Any]:
+    """The fingerprint (:func:`ladderlab.rundir.fingerprint`) of attack code that ran in a
+    sandbox showing ``view``, hashed here: the snapshot of the plugin file and its local
+    modules as the sandbox showed them, then the further files the attack process names
+    (``reported["source_files"]``, untrusted: its ancestors' modules) that lie in ladderlab's
+    packages or in the attack's package folder, read here. For an honest attack it equals the
+    fingerprint of the class loaded without isolation; a hostile one can name fewer of its
+    package's files, but never change the hash of the snapshot it ran."""
     try:
-        return {"version": str(print_["version"]), "source_sha256": str(print_["source_sha256"]),
-                "source_files": [str(path) for path in print_["source_files"]]}
+        version, named = str(reported["version"]), [Path(str(path)) for path in reported["source_files"]]
     except (KeyError, TypeError):
-        raise AttackProcessError("the attack process sent a fingerprint without version, source_sha256 "
-                                 "and source_files") from None
+        raise AttackProcessError("the attack process sent a fingerprint without version and source_files") from None
+    snapshot = {source.path: source.content for source in view.files}
+    readable = (*_library_folders(), *view.folders)
+    files = list(snapshot)
+    for path in named[:_MOST_SOURCE_FILES]:
+        path = path.resolve() if path.is_absolute() else path
+        if path not in files and path.suffix == ".py" and any(path.is_relative_to(folder) for folder in readable) \
+                and path.is_file():
+            files.append(path)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(snapshot[path] if path in snapshot else path.read_bytes())
+    return {"version": version, "source_sha256": digest.hexdigest(), "source_files": [str(path) for path in files]}
+
+
+_MOST_SOURCE_FILES = 10_000
+"""Files of a fingerprint that an attack process may name, at most."""
+
+
+def _library_folders() -> tuple[Path, ...]:
+    """ladderlab's own package folders (trusted code, read by the organiser)."""
+    import ladderlab
+
+    return tuple(Path(folder).resolve() for folder in ladderlab.__path__)

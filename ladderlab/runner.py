@@ -73,6 +73,7 @@ from ladderlab.scenario import Cell, Scenario, cells, load, preflight, transcrip
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.sharing import attack_identity
+from ladderlab.untrusted import sandboxed_when_isolated
 
 log = logging.getLogger("ladderlab.run")
 
@@ -281,6 +282,7 @@ def isolated_cell(cell: Cell | CompetitionCell) -> tuple[str, dict[str, Any]] | 
     return attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
 
 
+@sandboxed_when_isolated
 def run_cells(
     group: list[Cell],
     seed: int,
@@ -503,6 +505,7 @@ def _changed_plugin(scenario: Scenario, key: str, role: str) -> str:
     return f"{role.split()[0]} {plugin_id!r}"
 
 
+@sandboxed_when_isolated
 def run(
     scenario: Scenario | str | Path,
     out: str | Path | None = None,

@@ -82,6 +82,7 @@ from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import Split, Task
 from ladderlab.validation import check_prediction_matrix, rows_per_block
+from ladderlab.untrusted import sandboxed_when_isolated
 
 __all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "leaderboard_values",
            "play_competition", "population_scores", "selected_submissions"]
@@ -978,6 +979,7 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
     )
 
 
+@sandboxed_when_isolated
 def compete(
     task: Task,
     mechanism: Mechanism,
