@@ -301,7 +301,7 @@ class _Inline(Executor):
 @contextmanager
 def _executor(workers: int, isolation: Isolation) -> Iterator[Executor]:
     """Workers for the pieces: this process for one worker, loky's processes for several, fresh
-    spawned processes under process isolation (this process has loaded the attacks' code)."""
+    spawned processes under process isolation (they inherit nothing of this process's state)."""
     if isolation == "process":
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         try:

@@ -275,8 +275,9 @@ class IsolatedTeams:
 
 
 def isolated_cell(cell: Cell | CompetitionCell) -> tuple[str, dict[str, Any]] | IsolatedTeams:
-    """What an isolated run computes of a cell's attack code in its own process (which has
-    loaded that code to check the scenario): a duel's attack identity, or a competition's teams."""
+    """What an isolated run computes of a cell's attack code in its own process (from the
+    stand-ins of :mod:`ladderlab.untrusted`, which checked the scenario): a duel's attack
+    identity, or a competition's teams."""
     if isinstance(cell, CompetitionCell):
         return IsolatedTeams(cell.resolved_teams(), _plugin_tokens(cell))
     return attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
@@ -380,7 +381,8 @@ def write_table(path: Path, table: pa.Table) -> bytes:
 def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] = (), isolation: Isolation = "none",
                    ) -> dict[str, str | None]:
     """The fingerprint tokens of the plugins that computed a cell, by role. An attack played in
-    its own process reports its own fingerprint (this process never loaded its code)."""
+    its own process has the fingerprint of the snapshot its sandbox showed, hashed by this
+    process (:func:`ladderlab.isolation.snapshot_fingerprint`), which never loaded its code."""
     tokens: dict[str, str | None] = {}
     for role, registry, plugin_id in _cell_plugins(cell):
         if role == "attack" and isolation == "process":
