@@ -500,7 +500,10 @@ _MOST_SOURCE_FILES = 10_000
 
 
 def _library_folders() -> tuple[Path, ...]:
-    """ladderlab's own package folders (trusted code, read by the organiser)."""
-    import ladderlab
+    """ladderlab's own package folders, its built-in attacks' and mechanisms' included (trusted
+    code, read by the organiser)."""
+    import ladderlab.attacks
+    import ladderlab.mechanisms
 
-    return tuple(Path(folder).resolve() for folder in ladderlab.__path__)
+    packages = (ladderlab, ladderlab.attacks, ladderlab.mechanisms)
+    return tuple(Path(folder).resolve() for package in packages for folder in package.__path__)

@@ -161,6 +161,19 @@ def test_a_bad_parameter_of_an_untrusted_plugin_is_the_same_one_line_error_befor
     assert "'every' is invalid" in line
 
 
+def test_a_plugin_derived_from_a_built_in_attack_keeps_its_fingerprint_under_isolation(tmp_path):
+    """The organiser hashes the snapshot and the built-in ancestor the attack process names:
+    the same fingerprint as without isolation, so a run directory may switch modes."""
+    plugin_file = tmp_path / "file_boosting.py"
+    plugin_file.write_text("from ladderlab.attacks.boosting import Boosting\n\n\nclass FileBoosting(Boosting):\n"
+                           "    id = 'file-boosting'\n")
+    plugin = f"{plugin_file}:FileBoosting"
+    with sandboxed_attacks():
+        isolated = rundir.fingerprint(ATTACKS.get(plugin))
+    assert isolated == rundir.fingerprint(ATTACKS.get(plugin))
+    assert [Path(path).name for path in isolated["source_files"]] == ["file_boosting.py", "boosting.py"]
+
+
 def test_the_sandbox_shows_the_snapshot_the_organiser_hashed(tmp_path):
     """A plugin file edited after its stand-in was made: the stand-in (and its sandbox) keep the
     snapshot; a new stand-in is made for the new contents, with another fingerprint."""
