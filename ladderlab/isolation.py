@@ -14,7 +14,10 @@ batch of predictions with a number of repeats (the reply holds the released scor
 submissions made and the submissions left), and, on boards created with ``oracle=True``,
 ask for the oracle's jump count. A message (:class:`Channel`) is a JSON header and the raw
 bytes of numeric arrays, in both directions, so neither side ever unpickles what the other
-sends. One batch is one round trip, whatever its size.
+sends. One batch is one round trip, whatever its size. Between duels the organiser may
+also ask an attack process about its class (``describe``, ``validate``, ``strength_grid``,
+``budget_params``, ``incompatibility``, ``max_submissions``): :mod:`ladderlab.untrusted`
+asks, so that it never imports untrusted attack code itself.
 """
 
 from __future__ import annotations
@@ -354,9 +357,7 @@ def attack_process(connection: socket.socket) -> None:
             if request["kind"] == "start":
                 _play(channel, request, arrays)
             else:
-                from ladderlab.untrusted import answer
-
-                answer(channel, request, arrays)
+                _answer(channel, request, arrays)
     finally:
         channel.close()
 
@@ -382,6 +383,57 @@ def _play(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarra
                      {"prediction": prediction})
     except BaseException as error:  # everything goes back to the organiser, who ends this process
         channel.send({**_error_message(error), "traceback": traceback.format_exc()})
+
+
+def _answer(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Answer one question of the organiser about the attack class named in ``request``
+    (:mod:`ladderlab.untrusted` asks them): plain JSON, or the error the class raised."""
+    try:
+        reply = _answer_of(request, arrays)
+        channel.send({"kind": "answer", **json.loads(json.dumps(reply, default=_plain))})
+    except BaseException as error:  # everything goes back to the organiser
+        parameter = {"parameter": error.parameter} if isinstance(error, ParameterError) else {}
+        channel.send({**_error_message(error), **parameter})
+
+
+def _answer_of(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """What the class (or an instance with ``request["params"]``) says, as a reply's fields."""
+    from ladderlab.params import list_valued
+    from ladderlab.registry import ATTACKS
+    from ladderlab.rundir import plugin_source_files
+
+    kind, locator = request["kind"], request["locator"]
+    cls = ATTACKS.get(locator)
+    if kind == "describe":
+        defaults = cls.parameter_defaults()
+        return {"id": cls.id, "name": cls.__name__, "version": str(cls.version),
+                "reference": str(getattr(cls, "reference", "")), "summary": cls.summary(), "honest": bool(cls.honest),
+                "task_types": sorted(cls.task_types), "final_only_params": sorted(cls.final_only_params),
+                "added_parameters": sorted(cls._added_parameters), "defaults": defaults,
+                "list_valued": [name for name in defaults if list_valued(cls, name)],
+                "source_files": [str(path) for path in plugin_source_files(cls)]}
+    if kind == "budget_params":
+        return {"value": cls.budget_params(request["budget"])}
+    if kind == "strength_grid":
+        return {"value": cls.strength_grid(request["budget"], request["n"])}
+    attack = ATTACKS.make(locator, **request["params"])
+    if kind == "validate":
+        attack.validate_params()
+        return {}
+    if kind == "incompatibility":
+        return {"value": attack.incompatibility(_data_from(request["data"], arrays))}
+    if kind == "max_submissions":
+        return {"value": attack.max_submissions(_data_from(request["data"], arrays))}
+    raise ValueError(f"unknown question {kind!r}")
+
+
+def _plain(value: Any) -> Any:
+    """JSON for NumPy's numbers and arrays, tuples and sets (as lists); else a ``TypeError``."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} {value!r} is not plain data (numbers, strings, lists, tables)")
 
 
 # --- the organiser's side --------------------------------------------------------------------

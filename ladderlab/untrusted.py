@@ -23,7 +23,6 @@ import contextlib
 import copy
 import functools
 import inspect
-import json
 import threading
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -36,9 +35,7 @@ from ladderlab.isolation import (
     AttackProcessError,
     AttackRef,
     Channel,
-    _data_from,
     _data_message,
-    _error_message,
     _relayed,
     snapshot_fingerprint,
 )
@@ -243,54 +240,3 @@ def sandboxed_when_isolated(function: F) -> F:
             return function(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
-
-
-# --- in the attack process ------------------------------------------------------------------
-
-def answer(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    """Answer one question about the attack class named in ``request`` (in its sandbox)."""
-    try:
-        reply = _answer(request, arrays)
-        channel.send({"kind": "answer", **json.loads(json.dumps(reply, default=_plain))})
-    except BaseException as error:  # everything goes back to the organiser
-        parameter = {"parameter": error.parameter} if isinstance(error, ParameterError) else {}
-        channel.send({**_error_message(error), **parameter})
-
-
-def _answer(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    from ladderlab.params import list_valued
-    from ladderlab.registry import ATTACKS
-    from ladderlab.rundir import plugin_source_files
-
-    kind, locator = request["kind"], request["locator"]
-    cls = ATTACKS.get(locator)
-    if kind == "describe":
-        defaults = cls.parameter_defaults()
-        return {"id": cls.id, "name": cls.__name__, "version": str(cls.version),
-                "reference": str(getattr(cls, "reference", "")), "summary": cls.summary(), "honest": bool(cls.honest),
-                "task_types": sorted(cls.task_types), "final_only_params": sorted(cls.final_only_params),
-                "added_parameters": sorted(cls._added_parameters), "defaults": defaults,
-                "list_valued": [name for name in defaults if list_valued(cls, name)],
-                "source_files": [str(path) for path in plugin_source_files(cls)]}
-    if kind == "budget_params":
-        return {"value": cls.budget_params(request["budget"])}
-    if kind == "strength_grid":
-        return {"value": cls.strength_grid(request["budget"], request["n"])}
-    attack = ATTACKS.make(locator, **request["params"])
-    if kind == "validate":
-        attack.validate_params()
-        return {}
-    if kind == "incompatibility":
-        return {"value": attack.incompatibility(_data_from(request["data"], arrays))}
-    if kind == "max_submissions":
-        return {"value": attack.max_submissions(_data_from(request["data"], arrays))}
-    raise ValueError(f"unknown question {kind!r}")
-
-
-def _plain(value: Any) -> Any:
-    """JSON for NumPy's numbers and arrays, tuples and sets (as lists); else a ``TypeError``."""
-    if isinstance(value, np.generic | np.ndarray):
-        return value.tolist()
-    if isinstance(value, set | frozenset):
-        return sorted(value)
-    raise TypeError(f"{type(value).__name__} {value!r} is not plain data (numbers, strings, lists, tables)")

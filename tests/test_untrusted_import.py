@@ -6,12 +6,10 @@ only the organiser can write) stay out of reach, in runs, certificates and compe
 The organiser learns what it needs of the class from the sandbox, with the same errors."""
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from scipy import stats
 
 import ladderlab
 from ladderlab import rundir, runner, sandbox
@@ -20,11 +18,10 @@ from ladderlab.params import ParameterError
 from ladderlab.registry import ATTACKS
 from ladderlab.untrusted import UntrustedAttack, sandboxed_attacks
 from tests.helpers import SMALL
+from tests.test_isolation import N_HOLDOUT, N_PUBLIC, assert_at_chance
+from tests.test_isolation import ladderlab as ladderlab_command
 
 DATA = Path(__file__).parent / "data"
-N_PUBLIC, N_HOLDOUT = 200, 600
-FAILURE = 1e-9
-"""Probability that a test of chance fails although the attack had no label (exact binomial)."""
 
 
 @pytest.fixture
@@ -52,18 +49,6 @@ def assert_module_level_code_never_ran_here(folder: Path) -> None:
                                            Path("/tmp")) if (place / canary).exists()]
     assert not landed, f"the module-level code wrote {landed}"
     assert (folder / "hostile_import.py").read_bytes() == (DATA / "hostile_import.py").read_bytes()
-
-
-def assert_at_chance(final_loss: float, n: int = N_HOLDOUT - N_PUBLIC) -> None:
-    """Binomial(n, 1/2) errors on random labels the prediction is independent of."""
-    errors = round(final_loss * n)
-    low = stats.binom.ppf(FAILURE / 2, n, 0.5)
-    assert low <= errors <= n - low, f"{errors} errors in {n} random labels: the attack had labels"
-
-
-def ladderlab_command(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ladderlab.cli", *arguments], cwd=cwd, capture_output=True,
-                          text=True, timeout=600)
 
 
 def secret_file(tmp_path: Path) -> Path:
