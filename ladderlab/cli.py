@@ -26,12 +26,12 @@ from ladderlab import __version__, arguments, demo, isolation_benchmark, rank_ce
 from ladderlab.arguments import ArgumentError
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.isolation import ISOLATION_MODES
-from ladderlab.untrusted import sandboxed_if
 from ladderlab.params import describe
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
 from ladderlab.tasks import TRAINING_RANGE
+from ladderlab.untrusted import sandboxed_if
 from ladderlab.workload import add_force_option as _add_force
 from ladderlab.workload import check_work as _check_work
 from ladderlab.serve import cli as serve_cli

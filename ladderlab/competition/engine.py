@@ -81,8 +81,8 @@ from ladderlab.registry import ATTACKS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import Split, Task
-from ladderlab.validation import check_prediction_matrix, rows_per_block
 from ladderlab.untrusted import sandboxed_when_isolated
+from ladderlab.validation import check_prediction_matrix, rows_per_block
 
 __all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "leaderboard_values",
            "play_competition", "population_scores", "selected_submissions"]
