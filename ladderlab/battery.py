@@ -40,6 +40,7 @@ from ladderlab.isolation import Isolation
 from ladderlab.progress import progress_bar
 from ladderlab.runner import cell_table, play_replications, write_table
 from ladderlab.scenario import Cell
+from ladderlab.untrusted import sandboxed_when_isolated
 
 Rows = dict[str, list[dict[str, Any]]]
 """Rows by cell key, one per replication, in order."""
@@ -143,6 +144,7 @@ class Store:
         write_table(folder / f"{start:06d}-{stop:06d}.parquet", table)
 
 
+@sandboxed_when_isolated
 def play_piece(cells: list[Cell], seed: int, start: int, stop: int, isolation: Isolation,
                secret_seed: int | None) -> tuple[Rows, float]:
     """Replications ``start`` … ``stop`` − 1 of a group, and the CPU seconds they took."""
@@ -299,7 +301,7 @@ class _Inline(Executor):
 @contextmanager
 def _executor(workers: int, isolation: Isolation) -> Iterator[Executor]:
     """Workers for the pieces: this process for one worker, loky's processes for several, fresh
-    spawned processes under process isolation (this process has loaded the attacks' code)."""
+    spawned processes under process isolation (they inherit nothing of this process's state)."""
     if isolation == "process":
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         try:

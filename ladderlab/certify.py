@@ -68,6 +68,7 @@ from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, Verdict, first_decision, median_interval, stopping_verdict
 from ladderlab.tasks import TRAINING_RANGE, PublicData
+from ladderlab.untrusted import sandboxed_when_isolated
 
 REFERENCE = "full-disclosure"
 REGRESSION_FEATURES = 300
@@ -587,6 +588,7 @@ def _groups(group_cells: list[Cell], rule: Callable[[list[Cell]], battery.StopRu
     return [battery.Group(group, rule(group)) for group in runner.transcript_groups(group_cells)]
 
 
+@sandboxed_when_isolated
 def certify(
     mechanism: str,
     params: dict[str, Any] | None = None,

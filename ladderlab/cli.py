@@ -30,6 +30,7 @@ from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.seeding import read_secret_seed
 from ladderlab.tasks import TRAINING_RANGE
+from ladderlab.untrusted import sandboxed_if
 from ladderlab.workload import add_force_option as _add_force
 from ladderlab.workload import check_work as _check_work
 from ladderlab.serve import cli as serve_cli
@@ -630,7 +631,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _show_run_messages()
     try:
         args = build_parser().parse_args(argv)
-        return args.handler(args)
+        with sandboxed_if(getattr(args, "isolation", "none")):  # untrusted attacks: never imported here
+            return args.handler(args)
     except ValueError as error:
         return _error(str(error))
     except OSError as error:

@@ -14,7 +14,10 @@ batch of predictions with a number of repeats (the reply holds the released scor
 submissions made and the submissions left), and, on boards created with ``oracle=True``,
 ask for the oracle's jump count. A message (:class:`Channel`) is a JSON header and the raw
 bytes of numeric arrays, in both directions, so neither side ever unpickles what the other
-sends. One batch is one round trip, whatever its size.
+sends. One batch is one round trip, whatever its size. Between duels the organiser may
+also ask an attack process about its class (``describe``, ``validate``, ``strength_grid``,
+``budget_params``, ``incompatibility``, ``max_submissions``): :mod:`ladderlab.untrusted`
+asks, so that it never imports untrusted attack code itself.
 """
 
 from __future__ import annotations
@@ -82,7 +85,10 @@ class AttackRef:
     def of(cls, attack: Attack) -> AttackRef:
         """The reference of an attack instance (its class must live in a file or a module)."""
         klass = type(attack)
-        if klass.__module__.startswith(LOCAL_MODULE_PREFIX):
+        stand_in_locator = getattr(klass, "sandbox_locator", None)
+        if isinstance(stand_in_locator, str):  # a stand-in of ladderlab.untrusted: its code was never loaded here
+            locator = stand_in_locator
+        elif klass.__module__.startswith(LOCAL_MODULE_PREFIX):
             locator = f"{inspect.getsourcefile(klass)}:{klass.__qualname__}"
         else:
             locator = f"{klass.__module__}:{klass.__qualname__}"
@@ -348,7 +354,10 @@ def attack_process(connection: socket.socket) -> None:
                 request, arrays = channel.receive()
             except EOFError:
                 return
-            _play(channel, request, arrays)
+            if request["kind"] == "start":
+                _play(channel, request, arrays)
+            else:
+                _answer(channel, request, arrays)
     finally:
         channel.close()
 
@@ -376,6 +385,57 @@ def _play(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarra
         channel.send({**_error_message(error), "traceback": traceback.format_exc()})
 
 
+def _answer(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Answer one question of the organiser about the attack class named in ``request``
+    (:mod:`ladderlab.untrusted` asks them): plain JSON, or the error the class raised."""
+    try:
+        reply = _answer_of(request, arrays)
+        channel.send({"kind": "answer", **json.loads(json.dumps(reply, default=_plain))})
+    except BaseException as error:  # everything goes back to the organiser
+        parameter = {"parameter": error.parameter} if isinstance(error, ParameterError) else {}
+        channel.send({**_error_message(error), **parameter})
+
+
+def _answer_of(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """What the class (or an instance with ``request["params"]``) says, as a reply's fields."""
+    from ladderlab.params import list_valued
+    from ladderlab.registry import ATTACKS
+    from ladderlab.rundir import plugin_source_files
+
+    kind, locator = request["kind"], request["locator"]
+    cls = ATTACKS.get(locator)
+    if kind == "describe":
+        defaults = cls.parameter_defaults()
+        return {"id": cls.id, "name": cls.__name__, "version": str(cls.version),
+                "reference": str(getattr(cls, "reference", "")), "summary": cls.summary(), "honest": bool(cls.honest),
+                "task_types": sorted(cls.task_types), "final_only_params": sorted(cls.final_only_params),
+                "added_parameters": sorted(cls._added_parameters), "defaults": defaults,
+                "list_valued": [name for name in defaults if list_valued(cls, name)],
+                "source_files": [str(path) for path in plugin_source_files(cls)]}
+    if kind == "budget_params":
+        return {"value": cls.budget_params(request["budget"])}
+    if kind == "strength_grid":
+        return {"value": cls.strength_grid(request["budget"], request["n"])}
+    attack = ATTACKS.make(locator, **request["params"])
+    if kind == "validate":
+        attack.validate_params()
+        return {}
+    if kind == "incompatibility":
+        return {"value": attack.incompatibility(_data_from(request["data"], arrays))}
+    if kind == "max_submissions":
+        return {"value": attack.max_submissions(_data_from(request["data"], arrays))}
+    raise ValueError(f"unknown question {kind!r}")
+
+
+def _plain(value: Any) -> Any:
+    """JSON for NumPy's numbers and arrays, tuples and sets (as lists); else a ``TypeError``."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} {value!r} is not plain data (numbers, strings, lists, tables)")
+
+
 # --- the organiser's side --------------------------------------------------------------------
 
 def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Generator) -> AttackOutcome:
@@ -385,7 +445,8 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     exception type (for common built-in and ladderlab types) if it raised one, and
     :class:`AttackProcessError` otherwise.
     """
-    sandbox = sandbox_for(ref.view())
+    view = ref.view()
+    sandbox = sandbox_for(view)
     kept = sandbox.take_idle()
     if kept is None:
         connection, pid = sandbox.start_attack_process()
@@ -401,7 +462,7 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     try:
         channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
         try:
-            outcome = _serve(channel, board)
+            outcome = _serve(channel, board, view)
         except AttackIncompatible:
             clean = True
             raise
@@ -425,7 +486,7 @@ def _describe(status: int | None) -> str:
     return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
-def _serve(channel: Channel, board: Board) -> AttackOutcome:
+def _serve(channel: Channel, board: Board, view: View) -> AttackOutcome:
     while True:
         header, arrays = channel.receive()
         kind = header["kind"]
@@ -444,7 +505,7 @@ def _serve(channel: Channel, board: Board) -> AttackOutcome:
                 channel.send(_error_message(error))
         elif kind == "done" and "prediction" in arrays:
             return AttackOutcome(arrays["prediction"], _checked_marks(header.get("marks")),
-                                 _checked_fingerprint(header.get("fingerprint")))
+                                 snapshot_fingerprint(view, header.get("fingerprint")))
         elif kind == "incompatible":
             raise AttackIncompatible(str(header.get("reason")))
         elif kind == "error":
@@ -460,11 +521,41 @@ def _checked_marks(marks: Any) -> dict[str, list[int]]:
         raise AttackProcessError("the attack process sent marks that are not lists of submission indices") from None
 
 
-def _checked_fingerprint(print_: Any) -> dict[str, Any]:
-    """The fingerprint the attack process reports of its own code, as plain strings."""
+def snapshot_fingerprint(view: View, reported: Any) -> dict[str, Any]:
+    """The fingerprint (:func:`ladderlab.rundir.fingerprint`) of attack code that ran in a
+    sandbox showing ``view``, hashed here: the snapshot of the plugin file and its local
+    modules as the sandbox showed them, then the further files the attack process names
+    (``reported["source_files"]``, untrusted: its ancestors' modules) that lie in ladderlab's
+    packages or in the attack's package folder, read here. For an honest attack it equals the
+    fingerprint of the class loaded without isolation; a hostile one can name fewer of its
+    package's files, but never change the hash of the snapshot it ran."""
     try:
-        return {"version": str(print_["version"]), "source_sha256": str(print_["source_sha256"]),
-                "source_files": [str(path) for path in print_["source_files"]]}
+        version, named = str(reported["version"]), [Path(str(path)) for path in reported["source_files"]]
     except (KeyError, TypeError):
-        raise AttackProcessError("the attack process sent a fingerprint without version, source_sha256 "
-                                 "and source_files") from None
+        raise AttackProcessError("the attack process sent a fingerprint without version and source_files") from None
+    snapshot = {source.path: source.content for source in view.files}
+    readable = (*_library_folders(), *view.folders)
+    files = list(snapshot)
+    for path in named[:_MOST_SOURCE_FILES]:
+        path = path.resolve() if path.is_absolute() else path
+        if path not in files and path.suffix == ".py" and any(path.is_relative_to(folder) for folder in readable) \
+                and path.is_file():
+            files.append(path)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(snapshot[path] if path in snapshot else path.read_bytes())
+    return {"version": version, "source_sha256": digest.hexdigest(), "source_files": [str(path) for path in files]}
+
+
+_MOST_SOURCE_FILES = 10_000
+"""Files of a fingerprint that an attack process may name, at most."""
+
+
+def _library_folders() -> tuple[Path, ...]:
+    """ladderlab's own package folders, its built-in attacks' and mechanisms' included (trusted
+    code, read by the organiser)."""
+    import ladderlab.attacks
+    import ladderlab.mechanisms
+
+    packages = (ladderlab, ladderlab.attacks, ladderlab.mechanisms)
+    return tuple(Path(folder).resolve() for package in packages for folder in package.__path__)

@@ -258,7 +258,11 @@ def describe(constraints: list[Constraint | None]) -> str:
 
 
 def list_valued(cls: type, name: str) -> bool:
-    """True when ``cls`` declares parameter ``name`` as a list (a scenario grid must not expand it)."""
+    """True when ``cls`` declares parameter ``name`` as a list (a scenario grid must not expand it);
+    a class known only by description (:mod:`ladderlab.untrusted`) names them in ``list_valued_parameters``."""
+    described = getattr(cls, "list_valued_parameters", None)
+    if described is not None:
+        return name in described
     constraints = getattr(cls, "_parameter_constraints", {}).get(name, [])
     return any(c is not None and c.single_value_list for c in constraints)
 

@@ -25,6 +25,7 @@ import pkgutil
 import re
 import sys
 import tomllib
+from collections.abc import Callable
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -50,6 +51,9 @@ class Registry(Generic[P]):
         self.group = group
         self.modules = modules
         """Further built-in modules, beside ``package`` (imported when the built-ins are first listed)."""
+        self.stand_in: Callable[[str], type[P]] | None = None
+        """When set (:func:`ladderlab.untrusted.sandboxed_attacks`), ``get`` returns ``stand_in(spec)``
+        for every plugin that is not built in, and never loads its code."""
 
     @cache
     def builtins(self) -> dict[str, type[P]]:
@@ -85,12 +89,15 @@ class Registry(Generic[P]):
     def get(self, spec: str) -> type[P]:
         """The plugin class named by ``spec`` (an id, ``file.py:Class`` or ``module:Class``)."""
         if ":" in spec:
+            if self.stand_in is not None:
+                plugin_file(spec)
+                return self.stand_in(spec)
             return self._check_class(_load_class(spec), spec)
         if spec in self.builtins():
             return self.builtins()[spec]
         third_party = self.third_party()
         if spec in third_party:
-            return self._check_class(third_party[spec].load(), spec)
+            return self.stand_in(spec) if self.stand_in is not None else self._check_class(third_party[spec].load(), spec)
         raise unknown_name_error(self.kind, spec, self.ids())
 
     def make(self, spec: str, **params: Any) -> P:
@@ -173,13 +180,8 @@ def _split_arguments(text: str) -> list[str]:
 def _load_class(spec: str) -> type:
     """The class named by ``path/to/file.py:ClassName`` or ``package.module:ClassName``."""
     location, _, class_name = spec.rpartition(":")
-    if location.endswith(".py"):
-        path = Path(location).resolve()
-        if not path.is_file():
-            nearby = [p.name for p in path.parent.glob("*.py")] if path.parent.is_dir() else []
-            close = difflib.get_close_matches(path.name, nearby, n=3, cutoff=0.6)
-            hint = f"; did you mean {' or '.join(repr(str(Path(location).with_name(c))) for c in close)}?" if close else ""
-            raise ValueError(f"plugin file not found: {location!r} (from {spec!r}){hint}")
+    path = plugin_file(spec)
+    if path is not None:
         # the name includes the contents of the file and of its local modules, so that an
         # edited plugin or helper is loaded afresh (the edited helpers with it)
         sources = plugin_file_sources(path)
@@ -219,6 +221,21 @@ def _load_class(spec: str) -> type:
                    if member.__module__ == module.__name__]  # defined there, not imported
         raise unknown_name_error(f"class in {location!r}", class_name, classes)
     return getattr(module, class_name)
+
+
+def plugin_file(spec: str) -> Path | None:
+    """The absolute path of the plugin file of ``path/to/file.py:ClassName`` (``ValueError`` if
+    there is no such file, with the names of similar ones), or None for ``module:ClassName``."""
+    location = spec.rpartition(":")[0]
+    if not location.endswith(".py"):
+        return None
+    path = Path(location).resolve()
+    if not path.is_file():
+        nearby = [p.name for p in path.parent.glob("*.py")] if path.parent.is_dir() else []
+        close = difflib.get_close_matches(path.name, nearby, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(str(Path(location).with_name(c))) for c in close)}?" if close else ""
+        raise ValueError(f"plugin file not found: {location!r} (from {spec!r}){hint}")
+    return path
 
 
 _local_module_digests: dict[Path, str] = {}

@@ -73,6 +73,7 @@ from ladderlab.scenario import Cell, Scenario, cells, load, preflight, transcrip
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.sharing import attack_identity
+from ladderlab.untrusted import sandboxed_when_isolated
 
 log = logging.getLogger("ladderlab.run")
 
@@ -274,13 +275,15 @@ class IsolatedTeams:
 
 
 def isolated_cell(cell: Cell | CompetitionCell) -> tuple[str, dict[str, Any]] | IsolatedTeams:
-    """What an isolated run computes of a cell's attack code in its own process (which has
-    loaded that code to check the scenario): a duel's attack identity, or a competition's teams."""
+    """What an isolated run computes of a cell's attack code in its own process (from the
+    stand-ins of :mod:`ladderlab.untrusted`, which checked the scenario): a duel's attack
+    identity, or a competition's teams."""
     if isinstance(cell, CompetitionCell):
         return IsolatedTeams(cell.resolved_teams(), _plugin_tokens(cell))
     return attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
 
 
+@sandboxed_when_isolated
 def run_cells(
     group: list[Cell],
     seed: int,
@@ -378,7 +381,8 @@ def write_table(path: Path, table: pa.Table) -> bytes:
 def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] = (), isolation: Isolation = "none",
                    ) -> dict[str, str | None]:
     """The fingerprint tokens of the plugins that computed a cell, by role. An attack played in
-    its own process reports its own fingerprint (this process never loaded its code)."""
+    its own process has the fingerprint of the snapshot its sandbox showed, hashed by this
+    process (:func:`ladderlab.isolation.snapshot_fingerprint`), which never loaded its code."""
     tokens: dict[str, str | None] = {}
     for role, registry, plugin_id in _cell_plugins(cell):
         if role == "attack" and isolation == "process":
@@ -503,6 +507,7 @@ def _changed_plugin(scenario: Scenario, key: str, role: str) -> str:
     return f"{role.split()[0]} {plugin_id!r}"
 
 
+@sandboxed_when_isolated
 def run(
     scenario: Scenario | str | Path,
     out: str | Path | None = None,

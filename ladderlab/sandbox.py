@@ -52,7 +52,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -159,16 +159,19 @@ def make_non_dumpable() -> None:
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file shown read-only in the sandbox at its own path, with the contents it had when
-    the sandbox started (readable by the sandbox's users whatever its permissions)."""
+    """A file shown read-only in the sandbox at its own path: a snapshot of its contents,
+    read once by the organiser before any of the attack's code ran, and shown exactly so
+    (readable by the sandbox's users whatever its permissions); ``sha256`` is the snapshot's."""
 
     path: Path
     sha256: str
+    content: bytes = field(default=b"", compare=False, repr=False)
 
     @classmethod
     def of(cls, path: Path) -> SourceFile:
         path = Path(path).resolve()
-        return cls(path, hashlib.sha256(path.read_bytes()).hexdigest())
+        content = path.read_bytes()
+        return cls(path, hashlib.sha256(content).hexdigest(), content)
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,15 @@ _ENVIRONMENT = {
 
 # --- the organiser's side -----------------------------------------------------------------
 
+def _snapshot_descriptor(source: SourceFile) -> int:
+    """A descriptor of an in-memory file holding ``source``'s snapshot, read from its start
+    (``bwrap --ro-bind-data`` shows it): the sandbox sees the bytes the organiser hashed."""
+    fd = os.memfd_create(f"ladderlab-source-{source.path.name}")
+    os.write(fd, source.content)  # a single write: memfd writes are never short
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 class Sandbox:
     """A running sandbox server for one :class:`View` (use :func:`sandbox_for`)."""
 
@@ -259,17 +271,16 @@ class Sandbox:
         self.in_use = 0
         """Attack processes out of the server for a duel (started or taken, not yet kept or ended)."""
         control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        files = [open(source.path, "rb") for source in view.files]
+        fds = [_snapshot_descriptor(source) for source in view.files]
         self._errors = tempfile.TemporaryFile()
         try:
-            fds = [handle.fileno() for handle in files]
             command = sandbox_command(self.mode, view, server_end.fileno(), fds)
             self._process = subprocess.Popen(command, pass_fds=[server_end.fileno(), *fds], stdin=subprocess.DEVNULL,
                                              stdout=subprocess.DEVNULL, stderr=self._errors, env=_ENVIRONMENT)
         finally:
             server_end.close()
-            for handle in files:
-                handle.close()
+            for fd in fds:
+                os.close(fd)
         self._control = control
         if self._receive() != READY:
             raise SandboxError(f"the sandbox server did not start: {self._failure()}")

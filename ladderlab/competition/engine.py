@@ -81,6 +81,7 @@ from ladderlab.registry import ATTACKS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import Split, Task
+from ladderlab.untrusted import sandboxed_when_isolated
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
 __all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "leaderboard_values",
@@ -979,6 +980,7 @@ def _result(teams: list[_Team], records: list[dict[str, NDArray[Any]]], rules: R
     )
 
 
+@sandboxed_when_isolated
 def compete(
     task: Task,
     mechanism: Mechanism,
