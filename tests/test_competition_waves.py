@@ -67,13 +67,16 @@ def bank_wave(parts, scores_of):
                 lambda indices: P[indices] if losses is None else losses[indices])
 
 
+@pytest.mark.parametrize("n", [200, 400])
 @pytest.mark.parametrize("scorer", ["zero-one", "log-loss"])
 @pytest.mark.parametrize("mechanism_id, params", VECTOR_MECHANISMS)
 @settings(max_examples=15, deadline=None)
 @given(seed=SEEDS)
-def test_a_vector_bank_releases_what_one_mechanism_per_account_releases(mechanism_id, params, scorer, seed):
+def test_a_vector_bank_releases_what_one_mechanism_per_account_releases(mechanism_id, params, scorer, n, seed):
+    """LadderBoot's sampler takes every path here: a binomial (0/1 loss), pairs of indices from a
+    table (log loss, b = 3, n = 200), plain indices (b = 3, n = 400), a multinomial (b = 40)."""
     rng = np.random.default_rng(seed)
-    n, accounts = 200, 6
+    accounts = 6
     labels = rng.integers(0, 2, n).astype(float)
     mechanism = MECHANISMS.make(mechanism_id, **params)
 

@@ -144,12 +144,8 @@ class LadderBank(MechanismBank):
                 self.current_release[slot] = self.sign * self._accepted_release(slot, risk)
                 self.accepted_any[slot] = True
             accepted[hits] = True
-            released[step] = self._releases(slots, accepted[step])
+            released[step] = self.current_release[slots]
         return released, accepted
-
-    def _releases(self, slots: IntArray, accepted: NDArray[np.bool_]) -> FloatArray:
-        """The releases of one step's rows (one per account in ``slots``), ``accepted`` those just accepted."""
-        return self.current_release[slots]
 
     def _accepted_release(self, slot: int, risk: float) -> float:
         """The released risk of account ``slot`` whose best's risk (and loss row) just became ``risk``."""
@@ -172,12 +168,13 @@ class LadderBank(MechanismBank):
 
 
 class LadderBootBank(LadderBank):
-    """LadderBoot (Chaibub Neto Alg. 4): the t-test Ladder's decisions as arrays indexed by account,
-    and each row's fresh bootstrap release drawn from its account's own Generator and sampler
-    (:class:`ladderlab.bootstrap.BootstrapMeanSampler` of the account's best loss vector), one row
-    after the other in the account's order, as one bound LadderBoot per account draws them. Its test
-    compares with the best's unrounded risk, never with a release, so the draws cannot change a
-    decision."""
+    """LadderBoot (Chaibub Neto Alg. 4): the t-test Ladder's decisions as arrays indexed by account;
+    then, account by account, each row's fresh bootstrap release drawn from the account's own
+    Generator and sampler (:class:`ladderlab.bootstrap.BootstrapMeanSampler` of its best loss
+    vector, rebuilt at each acceptance), its rows in order, each run of held rows in one call, as
+    one bound LadderBoot per account draws them (the sampler's values do not depend on how draws
+    are grouped). The test compares with the best's unrounded risk, never with a release, so the
+    draws cannot change a decision."""
 
     def __init__(self, bind: Callable[[int], Mechanism], slots: int):
         super().__init__(bind, slots)
@@ -186,22 +183,39 @@ class LadderBootBank(LadderBank):
         self.samplers = [self.prototype.release_sampler_] * slots
         self.rngs: dict[int, np.random.Generator] = {}
 
+    def release(self, wave: Wave) -> tuple[FloatArray, NDArray[np.bool_]]:
+        _, accepted = super().release(wave)
+        released = np.empty(wave.public.size)
+        if released.size == 0:
+            return released, accepted
+        hits = np.flatnonzero(accepted)
+        best_rows = {row: loss_row.copy() for row, loss_row in zip(hits.tolist(), wave.loss_rows(hits))} if hits.size else {}
+        order = np.argsort(wave.slots, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, wave.slots[order][1:] != wave.slots[order][:-1], True])
+        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            rows = order[start:stop]
+            slot = int(wave.slots[rows[0]])
+            rng, sampler, held_from = self._rng(slot), self.samplers[slot], 0
+            for position in np.flatnonzero(accepted[rows]).tolist():
+                if position > held_from:
+                    released[rows[held_from:position]] = sampler.draw(rng, position - held_from)
+                row = int(rows[position])
+                sampler = BootstrapMeanSampler(self.losses(best_rows[row]), self.b)
+                released[row] = self.sign * float(sampler.draw(rng)[0])
+                held_from = position + 1
+            if held_from < rows.size:
+                released[rows[held_from:]] = sampler.draw(rng, rows.size - held_from)
+            self.samplers[slot] = sampler
+        return released, accepted
+
+    def _accepted_release(self, slot: int, risk: float) -> float:
+        return math.nan  # drawn after the decisions, in the account's order (``release``)
+
     def _rng(self, slot: int) -> np.random.Generator:
         """The account's Generator: the one its bound mechanism draws from."""
         if slot not in self.rngs:
             self.rngs[slot] = self.bind(slot).rng_
         return self.rngs[slot]
-
-    def _accepted_release(self, slot: int, risk: float) -> float:
-        sampler = self.samplers[slot] = BootstrapMeanSampler(self.losses(self.best_rows[slot]), self.b)
-        return float(sampler.draw(self._rng(slot))[0])
-
-    def _releases(self, slots: IntArray, accepted: NDArray[np.bool_]) -> FloatArray:
-        released = self.current_release[slots]
-        for position in np.flatnonzero(~accepted).tolist():
-            slot = int(slots[position])
-            released[position] = self.samplers[slot].draw(self._rng(slot))[0]
-        return released
 
 
 def _steps(slots: IntArray) -> list[IntArray]:
