@@ -17,9 +17,9 @@ submissions of every team, :mod:`ladderlab.competition`) for all accounts at onc
 - :class:`LadderBootBank`: LadderBoot's decisions as the t-test Ladder's, and each row's
   bootstrap release drawn from its account's own Generator, in the account's order.
 - :class:`PerAccountBank`: every other mechanism (noisy release, Thresholdout, the
-  Bayesian-bootstrap Ladders, whose decisions draw, third-party plugins) keeps one bound mechanism per account, or
-  one for all when the class sets ``shared_state``, and gets each account's rows in order,
-  lent the scores the organiser already computed.
+  Bayesian-bootstrap Ladders, whose decisions themselves draw, third-party plugins) keeps one
+  bound mechanism per account, or one for all when the class sets ``shared_state``, and gets
+  each account's rows in order, lent the scores the organiser already computed.
 
 A vector bank is used only for the exact classes it was written for, so a subclass that changes
 the algorithm takes the per-account path.
