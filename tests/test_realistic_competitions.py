@@ -205,5 +205,7 @@ def test_the_competition_benchmark_times_a_cell_against_the_floor(tmp_path):
     assert row["teams"] == 27 and row["submissions"] > 27 and row["floor_seconds"] > 0
     assert row["cpu_seconds"] > 0 and row["peak_mb"] > 0
     assert "| tiny-realistic |" in table([row])
+    first, second = run([str(path)], only="mix honest-and")
+    assert first["process"] != second["process"], "each cell's peak memory must be its own process's"
     with pytest.raises(ValueError, match="no competition cell .* whose label contains 'nothing'"):
         run([str(path)], only="nothing")

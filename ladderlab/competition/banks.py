@@ -13,11 +13,13 @@ submissions of every team, :mod:`ladderlab.competition`) for all accounts at onc
   each step testing the next row of every account against its own reference with the
   Ladders' tie rule (:func:`ladderlab.ladder.beats_each`), its margin from the account's own
   best (:meth:`ladderlab.holdout.HoldoutScores.paired_sd_each`). The decisions and releases are
-  those of one bound mechanism per account, bit for bit (``tests/test_competition_speed.py``).
-- :class:`PerAccountBank`: every other mechanism (random releases, Thresholdout, the
-  Bayesian-bootstrap Ladders, third-party plugins) keeps one bound mechanism per account, or
-  one for all when the class sets ``shared_state``, and gets each account's rows in order,
-  lent the scores the organiser already computed.
+  those of one bound mechanism per account, bit for bit (``tests/test_competition_waves.py``).
+- :class:`LadderBootBank`: LadderBoot's decisions as the t-test Ladder's, and each row's
+  bootstrap release drawn from its account's own Generator, in the account's order.
+- :class:`PerAccountBank`: every other mechanism (noisy release, Thresholdout, the
+  Bayesian-bootstrap Ladders, whose decisions themselves draw, third-party plugins) keeps one
+  bound mechanism per account, or one for all when the class sets ``shared_state``, and gets
+  each account's rows in order, lent the scores the organiser already computed.
 
 A vector bank is used only for the exact classes it was written for, so a subclass that changes
 the algorithm takes the per-account path.
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ladderlab.bootstrap import BootstrapMeanSampler
 from ladderlab.holdout import BinaryErrorCounts
 from ladderlab.ladder import Ladder, PairedTTestLadder, beats_each
 from ladderlab.mechanism import FloatArray, Mechanism
@@ -132,17 +135,21 @@ class LadderBank(MechanismBank):
             slots = wave.slots[step]
             references = np.where(self.accepted_any[slots], self._references(slots), np.inf)
             hits = step[self._hits(step, slots, risks[step], references, wave)]
+            if self.paired and hits.size:
+                self.best_rows[wave.slots[hits]] = wave.loss_rows(hits)
             for row in hits.tolist():  # acceptances are rare: one at a time, as the mechanism makes them
                 slot = int(wave.slots[row])
                 risk = float(risks[row])
                 self.best_risk[slot] = risk
-                self.current_release[slot] = self.sign * self.prototype._accepted_release(risk)
+                self.current_release[slot] = self.sign * self._accepted_release(slot, risk)
                 self.accepted_any[slot] = True
-            if self.paired and hits.size:
-                self.best_rows[wave.slots[hits]] = wave.loss_rows(hits)
             accepted[hits] = True
             released[step] = self.current_release[slots]
         return released, accepted
+
+    def _accepted_release(self, slot: int, risk: float) -> float:
+        """The released risk of account ``slot`` whose best's risk (and loss row) just became ``risk``."""
+        return self.prototype._accepted_release(risk)
 
     def _references(self, slots: IntArray) -> FloatArray:
         if self.prototype.compares_with_release:
@@ -158,6 +165,57 @@ class LadderBank(MechanismBank):
             return below
         margins = self.scale * self.paired_sd(wave.loss_rows(step[below]), self.best_rows[slots[below]])
         return below[beats_each(risks[below], references[below], margins)]
+
+
+class LadderBootBank(LadderBank):
+    """LadderBoot (Chaibub Neto Alg. 4): the t-test Ladder's decisions as arrays indexed by account;
+    then, account by account, each row's fresh bootstrap release drawn from the account's own
+    Generator and sampler (:class:`ladderlab.bootstrap.BootstrapMeanSampler` of its best loss
+    vector, rebuilt at each acceptance), its rows in order, each run of held rows in one call, as
+    one bound LadderBoot per account draws them (the sampler's values do not depend on how draws
+    are grouped). The test compares with the best's unrounded risk, never with a release, so the
+    draws cannot change a decision."""
+
+    def __init__(self, bind: Callable[[int], Mechanism], slots: int):
+        super().__init__(bind, slots)
+        self.b = self.prototype.b  # a LadderBoot (VECTOR_BANKS)
+        self.losses = self.prototype.holdout_.losses
+        self.samplers = [self.prototype.release_sampler_] * slots
+        self.rngs: dict[int, np.random.Generator] = {}
+
+    def release(self, wave: Wave) -> tuple[FloatArray, NDArray[np.bool_]]:
+        _, accepted = super().release(wave)
+        released = np.empty(wave.public.size)
+        if released.size == 0:
+            return released, accepted
+        hits = np.flatnonzero(accepted)
+        best_rows = {row: loss_row.copy() for row, loss_row in zip(hits.tolist(), wave.loss_rows(hits))} if hits.size else {}
+        order = np.argsort(wave.slots, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, wave.slots[order][1:] != wave.slots[order][:-1], True])
+        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            rows = order[start:stop]
+            slot = int(wave.slots[rows[0]])
+            rng, sampler, held_from = self._rng(slot), self.samplers[slot], 0
+            for position in np.flatnonzero(accepted[rows]).tolist():
+                if position > held_from:
+                    released[rows[held_from:position]] = sampler.draw(rng, position - held_from)
+                row = int(rows[position])
+                sampler = BootstrapMeanSampler(self.losses(best_rows[row]), self.b)
+                released[row] = self.sign * float(sampler.draw(rng)[0])
+                held_from = position + 1
+            if held_from < rows.size:
+                released[rows[held_from:]] = sampler.draw(rng, rows.size - held_from)
+            self.samplers[slot] = sampler
+        return released, accepted
+
+    def _accepted_release(self, slot: int, risk: float) -> float:
+        return math.nan  # drawn after the decisions, in the account's order (``release``)
+
+    def _rng(self, slot: int) -> np.random.Generator:
+        """The account's Generator: the one its bound mechanism draws from."""
+        if slot not in self.rngs:
+            self.rngs[slot] = self.bind(slot).rng_
+        return self.rngs[slot]
 
 
 def _steps(slots: IntArray) -> list[IntArray]:
@@ -178,6 +236,7 @@ VECTOR_BANKS: dict[str, type[MechanismBank]] = {
     "ladderlab.mechanisms.ladder.FixedLadder": LadderBank,
     "ladderlab.mechanisms.ladder_free.ParameterFreeLadder": LadderBank,
     "ladderlab.mechanisms.ladder_t.TTestLadder": LadderBank,
+    "ladderlab.mechanisms.ladder_boot.LadderBoot": LadderBootBank,
 }
 """The exact classes (module and name) whose states have a vector bank."""
 
@@ -191,7 +250,7 @@ def make_bank(mechanism: Mechanism, bind: Callable[[int], Mechanism], slots: int
     if cls.shared_state if shared is None else shared:
         return PerAccountBank(bind, slots, shared=True)
     bank = VECTOR_BANKS.get(f"{cls.__module__}.{cls.__qualname__}") if vector else None
-    if bank is LadderBank and issubclass(cls, PairedTTestLadder) and not _pairs_rows(bind):
+    if bank is not None and issubclass(bank, LadderBank) and issubclass(cls, PairedTTestLadder) and not _pairs_rows(bind):
         bank = None
     return (bank or PerAccountBank)(bind, slots)
 

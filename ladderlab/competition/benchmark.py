@@ -56,7 +56,7 @@ def time_cell(scenario: str, key: str, replication: int) -> dict[str, Any]:
         floor = floor_seconds(task, loaded.seed, replication, submissions)
     return {"scenario": loaded.name, "cell": cell_label(cell), "teams": len(result.labels), "submissions": submissions,
             "holdout": int(result.n_public + result.n_private), "cpu_seconds": cpu, "wall_seconds": wall,
-            "floor_seconds": floor, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "floor_seconds": floor, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process": os.getpid()}
 
 
 def cell_label(cell: Any) -> str:
@@ -108,7 +108,7 @@ def run(scenarios: Sequence[str], replication: int = 0, jobs: int = 1, only: str
                 todo.append((scenario, cell.key))
     if not todo:
         raise ValueError(f"no competition cell in {', '.join(scenarios)}" + (f" whose label contains {only!r}" if only else ""))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1) as pool:
         futures = [pool.submit(time_cell, scenario, key, replication) for scenario, key in todo]
         return [future.result() for future in futures]
 
