@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from ladderlab import runner, sandbox
@@ -22,7 +24,7 @@ from ladderlab.board import BudgetExceeded
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.results import load_competition_results
 from ladderlab.duel import duel
-from ladderlab.isolation import AttackProcessError, AttackRef, Channel
+from ladderlab.isolation import RELEASED_TAG, SUBMIT_TAG, AttackProcessError, AttackRef, Channel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.testing import (
     ConformanceError,
@@ -341,6 +343,88 @@ def test_a_message_that_claims_more_memory_than_exists_is_a_protocol_error(lengt
     left.sendall(struct.pack("<IQ", len(header), 8 * length) + header + bytes(100))
     with pytest.raises(AttackProcessError, match="broke the protocol"):
         Channel(right).receive()
+
+
+@pytest.mark.parametrize("predictions", [
+    np.arange(6.0).reshape(2, 3), np.arange(4.0), np.ones((2, 3, 2), np.float32), np.array([[True, False]]),
+    np.arange(6, dtype=np.int16)[::2], np.zeros((0, 5)), np.array([1 + 2j]),
+    np.arange(3.0).astype(">f8"), np.zeros((1, 1, 1, 2)),  # these two take the JSON header
+])
+def test_submissions_and_releases_cross_as_the_same_messages_whatever_their_header(predictions):
+    left, right = socket.socketpair()
+    attack, organiser = Channel(left), Channel(right)
+    attack.send_submission(predictions, 3)
+    header, arrays = organiser.receive()
+    assert header == {"kind": "submit_many", "repeats": 3} and list(arrays) == ["predictions"]
+    assert arrays["predictions"].dtype == predictions.dtype and np.array_equal(arrays["predictions"], predictions)
+    for remaining in (None, 0, 7):
+        organiser.send_released(np.array([0.5, -1e300, np.nan]), 12, remaining)
+        header, arrays = attack.receive()
+        assert header == {"kind": "released", "submissions": 12, "remaining": remaining}
+        np.testing.assert_array_equal(arrays["released"], [0.5, -1e300, np.nan])
+        arrays["released"][0] = 1.0  # the attack's own copy
+
+
+_CODES = {b"<f8\0": 8, b"|b1\0": 1, b"<i4\0": 4, b"<c16": 16}
+"""Dtype codes of the fixed header, and their item sizes."""
+
+
+@st.composite
+def fixed_header_messages(draw):
+    """The fields and body of a well-formed fixed-header message, then perhaps one field made wrong."""
+    tag = draw(st.sampled_from([SUBMIT_TAG, RELEASED_TAG]))
+    code = b"<f8\0" if tag == RELEASED_TAG else draw(st.sampled_from(list(_CODES)))
+    ndim = 1 if tag == RELEASED_TAG else draw(st.integers(1, 3))
+    sizes = [*draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim)), 0, 0][:3]
+    counts = [draw(st.integers(0, 9)), draw(st.integers(-1, 9))]
+    body = draw(st.binary(min_size=int(np.prod(sizes[:ndim])) * _CODES[code],
+                          max_size=int(np.prod(sizes[:ndim])) * _CODES[code]))
+    stated = len(body)
+    wrong = draw(st.sampled_from([None, "code", "ndim", "unused size", "negative size", "huge size", "stated",
+                                  "short body", "count"]))
+    if wrong == "code":
+        code = draw(st.sampled_from([b"|O8\0", b"<V8\0", b"<M8\0", b"f8\0\0", b"<f16"]) | st.binary(min_size=4, max_size=4))
+    elif wrong == "ndim":
+        ndim = draw(st.sampled_from([0, 4, 255]))
+    elif wrong == "unused size" and ndim < 3:
+        sizes[draw(st.integers(ndim, 2))] = draw(st.integers(1, 3))
+    elif wrong == "negative size":
+        sizes[draw(st.integers(0, 2))] = draw(st.integers(-3, -1))
+    elif wrong == "huge size":
+        sizes[draw(st.integers(0, ndim - 1))] = 1 << 45
+    elif wrong == "stated":
+        stated = draw(st.integers(0, 300).filter(lambda size: size != len(body)))
+    elif wrong == "short body" and body:
+        body = body[: draw(st.integers(0, len(body) - 1))]
+    elif wrong == "count":
+        counts[draw(st.integers(0, 1))] = draw(st.integers(-5, -2))
+    return tag, code, ndim, sizes, counts, stated, body
+
+
+@settings(max_examples=300)
+@given(fixed_header_messages())
+def test_a_fixed_header_message_is_what_it_says_or_a_protocol_error(message):
+    """The fixed-header parser's every check: a message that names a known numeric dtype,
+    1 to 3 dimensions, sizes ≥ 0 (unused ones 0) that fill the body exactly (a release: a
+    float64 vector, submissions ≥ 0 and remaining ≥ -1) comes out as sent; anything else
+    is refused."""
+    tag, code, ndim, sizes, counts, stated, body = message
+    left, right = socket.socketpair()
+    left.sendall(struct.pack("<IQ4sB3xqqqqq", tag, stated, code, ndim, *sizes, *counts) + body)
+    left.close()
+    itemsize, shape = _CODES.get(code), tuple(sizes[:ndim])
+    well_formed = (itemsize is not None and 1 <= ndim <= 3 and min(sizes) >= 0 and not any(sizes[ndim:])
+                   and int(np.prod(shape)) * itemsize == stated == len(body))
+    if tag == RELEASED_TAG:  # a submission's repeats are the board's to check, as in-process
+        well_formed = well_formed and code == b"<f8\0" and ndim == 1 and counts[0] >= 0 and counts[1] >= -1
+    if not well_formed:
+        with pytest.raises(AttackProcessError, match="broke the protocol"):
+            Channel(right).receive()
+        return
+    header, arrays = Channel(right).receive()
+    array = arrays["predictions" if tag == SUBMIT_TAG else "released"]
+    assert header["kind"] == ("submit_many" if tag == SUBMIT_TAG else "released")
+    assert array.shape == shape and array.dtype.itemsize == itemsize and array.tobytes() == body
 
 
 def test_the_organiser_never_unpickles_what_the_attack_sends(tmp_path):
