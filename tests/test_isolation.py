@@ -306,6 +306,27 @@ def test_an_isolated_run_equals_the_in_process_run(tmp_path):
     pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
 
 
+def test_an_isolated_run_of_ladderlabs_own_attacks_plays_in_the_organisers_process(tmp_path):
+    """No attack code but ladderlab's was loaded: one job needs no fresh worker (the run
+    fails if it starts one), and the numbers are those of the unisolated run."""
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }, { id = "ladder" }'))
+    script = (f"from ladderlab import runner\nrunner.ProcessPoolExecutor = None\n"
+              f"runner.run({str(path)!r}, {str(tmp_path / 'isolated')!r}, isolation='process', progress=False)\n"
+              "assert not runner.loaded_foreign_attack_code()")
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path, capture_output=True)
+    plain = runner.run(path, tmp_path / "plain")
+    pd.testing.assert_frame_equal(plain.drop(columns="wall_time"),
+                                  runner.load_results(tmp_path / "isolated").drop(columns="wall_time"))
+
+
+def test_a_plugin_attack_loaded_by_the_organiser_sends_isolated_cells_to_fresh_workers():
+    script = ("from ladderlab import runner\nfrom ladderlab.registry import ATTACKS\n"
+              "ATTACKS.make('boosting')\nassert not runner.loaded_foreign_attack_code()\n"
+              f"ATTACKS.get({str(HOSTILE) + ':OverBudget'!r})\nassert runner.loaded_foreign_attack_code()")
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+
+
 # --- the protocol -------------------------------------------------------------------------------
 
 def test_errors_cross_the_pipe_as_themselves():
