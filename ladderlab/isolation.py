@@ -259,9 +259,10 @@ class Channel:
         array = np.frombuffer(self._read(body_size), dtype).reshape(shape)  # a new, writable array
         if tag == SUBMIT_TAG:
             return {"kind": "submit_many", "repeats": first}, {"predictions": array}
-        return {"kind": "released", "submissions": first, "remaining": None if second == -1 else second}, {"released": array}
+        remaining = None if second == -1 else second
+        return {"kind": "released", "submissions": first, "remaining": remaining}, {"released": array}
 
-    def _read(self, size: int) -> bytes | bytearray:
+    def _read(self, size: int) -> bytearray:
         """``size`` bytes: small reads through the read-ahead buffer (a whole small message is
         one system call), large ones straight into their own buffer."""
         if size > _READ_AHEAD:

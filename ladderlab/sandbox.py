@@ -24,12 +24,12 @@ The server is the sandbox's PID 1 (no process of the sandbox can signal it) and 
 server: it imports NumPy and ladderlab's side of the protocol at start, and a built-in
 attack with every module it imports before it forks the first process for that attack
 (once: its processes then share those pages and start warm); it holds one BLAS thread,
-never holds a label, and forks an attack process when the organiser asks. An attack process gets one socket, the end of a socket pair whose other
-end the organiser keeps (:mod:`ladderlab.isolation` speaks the leaderboard protocol over
-it); every other descriptor is closed, and its standard streams are ``/dev/null``. The
-organiser keeps an attack process that finished a duel cleanly for the next duel of code
-from the same source, after the server killed whatever it started; it has the server end
-one that failed.
+never holds a label, and forks an attack process when the organiser asks. An attack
+process gets one socket, the end of a socket pair whose other end the organiser keeps
+(:mod:`ladderlab.isolation` speaks the leaderboard protocol over it); every other
+descriptor is closed, and its standard streams are ``/dev/null``. The organiser keeps an
+attack process that finished a duel cleanly for the next duel of code from the same
+source, after the server killed whatever it started; it has the server end one that failed.
 """
 
 from __future__ import annotations
@@ -461,17 +461,19 @@ def _preload(name: str) -> None:
     if name in _preloaded or name not in _builtin_attack_modules():
         return
     _preloaded.add(name)
+    from ladderlab.attack import Attack
     from ladderlab.rundir import fingerprint
 
-    module = importlib.import_module(f"ladderlab.attacks.{name}")
-    for imported in imported_names(Path(inspect.getfile(module)), "ladderlab.attacks"):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(imported)
-    from ladderlab.attack import Attack
-
-    for cls in vars(module).values():
-        if inspect.isclass(cls) and cls.__module__ == module.__name__ and issubclass(cls, Attack):
-            fingerprint(cls)
+    try:
+        module = importlib.import_module(f"ladderlab.attacks.{name}")
+        for imported in imported_names(Path(inspect.getfile(module)), "ladderlab.attacks"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(imported)
+        for cls in vars(module).values():
+            if inspect.isclass(cls) and cls.__module__ == module.__name__ and issubclass(cls, Attack):
+                fingerprint(cls)
+    except Exception:  # only a head start: the attack process meets the same error and reports it
+        return
     gc.freeze()  # forked children then share the preloaded objects' pages instead of copying them
 
 
