@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from ladderlab.isolation import Isolation
 from ladderlab.progress import progress_bar
-from ladderlab.runner import cell_table, play_replications, write_table
+from ladderlab.runner import cell_table, isolated_cell, play_replications, write_table
 from ladderlab.scenario import Cell
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -144,10 +144,11 @@ class Store:
 
 
 def play_piece(cells: list[Cell], seed: int, start: int, stop: int, isolation: Isolation,
-               secret_seed: int | None) -> tuple[Rows, float]:
-    """Replications ``start`` … ``stop`` − 1 of a group, and the CPU seconds they took."""
+               secret_seed: int | None, identities: dict[str, Any] | None = None) -> tuple[Rows, float]:
+    """Replications ``start`` … ``stop`` − 1 of a group, and the CPU seconds they took
+    (``identities``: :func:`ladderlab.runner.isolated_cell` of each cell under isolation)."""
     began = time.process_time()
-    rows = play_replications(cells, seed, range(start, stop), isolation, secret_seed)
+    rows = play_replications(cells, seed, range(start, stop), isolation, secret_seed, identities)
     return rows, time.process_time() - began
 
 
@@ -238,7 +239,10 @@ def _play_round(executor: Executor, targets: list[tuple[_State, int]], seed: int
     while pending or running:
         while pending and len(running) <= workers:
             state, start, stop = pending.pop(0)
-            future = executor.submit(play_piece, state.group.cells, seed, start, stop, isolation, secret_seed)
+            identities = ({cell.key: isolated_cell(cell) for cell in state.group.cells}  # named as in-process
+                          if isolation == "process" else None)
+            future = executor.submit(play_piece, state.group.cells, seed, start, stop, isolation, secret_seed,
+                                     identities)
             running[future] = (state, start, stop)
         finished, _ = wait(running, return_when=FIRST_COMPLETED)
         for future in finished:

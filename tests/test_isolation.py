@@ -306,6 +306,19 @@ def test_an_isolated_run_equals_the_in_process_run(tmp_path):
     pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
 
 
+def test_an_isolated_certification_battery_equals_the_in_process_one(tmp_path):
+    """The battery names each attack's random stream by its whole identity under isolation
+    too (hill-climbing has parameters the battery leaves at their defaults)."""
+    from ladderlab import certify
+
+    for isolation in ("none", "process"):
+        certify.certify("kaggle", n=100, budgets=[20], attacks=["hill-climbing"], replications=1,
+                        run_dir=tmp_path / isolation, isolation=isolation)
+    plain, isolated = (runner.load_results(tmp_path / isolation) for isolation in ("none", "process"))
+    assert len(plain) > 0
+    pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
+
+
 def test_an_isolated_run_of_ladderlabs_own_attacks_plays_in_the_organisers_process(tmp_path):
     """No attack code but ladderlab's was loaded: one job needs no fresh worker (the run
     fails if it starts one), and the numbers are those of the unisolated run."""
