@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from ladderlab.isolation import Isolation
 from ladderlab.progress import progress_bar
-from ladderlab.runner import cell_table, isolated_cell, play_replications, write_table
+from ladderlab.runner import cell_table, isolated_cell, loaded_foreign_attack_code, play_replications, write_table
 from ladderlab.scenario import Cell
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -303,8 +303,9 @@ class _Inline(Executor):
 @contextmanager
 def _executor(workers: int, isolation: Isolation) -> Iterator[Executor]:
     """Workers for the pieces: this process for one worker, loky's processes for several, fresh
-    spawned processes under process isolation (this process has loaded the attacks' code)."""
-    if isolation == "process":
+    spawned processes under process isolation when this process has loaded attack code other
+    than ladderlab's or there are several workers (as ``ladderlab run`` decides)."""
+    if isolation == "process" and (workers != 1 or loaded_foreign_attack_code()):
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         try:
             yield pool
