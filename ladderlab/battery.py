@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from ladderlab.isolation import Isolation
 from ladderlab.progress import progress_bar
-from ladderlab.runner import cell_table, play_replications, write_table
+from ladderlab.runner import cell_table, isolated_cell, loaded_foreign_attack_code, play_replications, write_table
 from ladderlab.scenario import Cell
 from ladderlab.untrusted import sandboxed_when_isolated
 
@@ -146,10 +146,11 @@ class Store:
 
 @sandboxed_when_isolated
 def play_piece(cells: list[Cell], seed: int, start: int, stop: int, isolation: Isolation,
-               secret_seed: int | None) -> tuple[Rows, float]:
-    """Replications ``start`` … ``stop`` − 1 of a group, and the CPU seconds they took."""
+               secret_seed: int | None, identities: dict[str, Any] | None = None) -> tuple[Rows, float]:
+    """Replications ``start`` … ``stop`` − 1 of a group, and the CPU seconds they took
+    (``identities``: :func:`ladderlab.runner.isolated_cell` of each cell under isolation)."""
     began = time.process_time()
-    rows = play_replications(cells, seed, range(start, stop), isolation, secret_seed)
+    rows = play_replications(cells, seed, range(start, stop), isolation, secret_seed, identities)
     return rows, time.process_time() - began
 
 
@@ -240,7 +241,10 @@ def _play_round(executor: Executor, targets: list[tuple[_State, int]], seed: int
     while pending or running:
         while pending and len(running) <= workers:
             state, start, stop = pending.pop(0)
-            future = executor.submit(play_piece, state.group.cells, seed, start, stop, isolation, secret_seed)
+            identities = ({cell.key: isolated_cell(cell) for cell in state.group.cells}  # named as in-process
+                          if isolation == "process" else None)
+            future = executor.submit(play_piece, state.group.cells, seed, start, stop, isolation, secret_seed,
+                                     identities)
             running[future] = (state, start, stop)
         finished, _ = wait(running, return_when=FIRST_COMPLETED)
         for future in finished:
@@ -301,8 +305,9 @@ class _Inline(Executor):
 @contextmanager
 def _executor(workers: int, isolation: Isolation) -> Iterator[Executor]:
     """Workers for the pieces: this process for one worker, loky's processes for several, fresh
-    spawned processes under process isolation (they inherit nothing of this process's state)."""
-    if isolation == "process":
+    spawned processes under process isolation when this process has loaded attack code other
+    than ladderlab's or there are several workers (as ``ladderlab run`` decides)."""
+    if isolation == "process" and (workers != 1 or loaded_foreign_attack_code()):
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         try:
             yield pool

@@ -14,7 +14,8 @@ batch of predictions with a number of repeats (the reply holds the released scor
 submissions made and the submissions left), and, on boards created with ``oracle=True``,
 ask for the oracle's jump count. A message (:class:`Channel`) is a JSON header and the raw
 bytes of numeric arrays, in both directions, so neither side ever unpickles what the other
-sends. One batch is one round trip, whatever its size. Between duels the organiser may
+sends; a submission and its reply, the messages of the hot path, have a fixed binary header
+instead of JSON. One batch is one round trip, whatever its size. Between duels the organiser may
 also ask an attack process about its class (``describe``, ``validate``, ``strength_grid``,
 ``budget_params``, ``incompatibility``, ``max_submissions``): :mod:`ladderlab.untrusted`
 asks, so that it never imports untrusted attack code itself.
@@ -109,6 +110,14 @@ class AttackRef:
 
         return ATTACKS.make(self.locator, **self.params)
 
+    def importable(self) -> str:
+        """The locator, a built-in attack's id as ``module:Class``: the attack process then
+        imports that one module rather than every built-in attack to list them."""
+        from ladderlab.registry import ATTACKS
+
+        cls = ATTACKS.builtins().get(self.locator)
+        return self.locator if cls is None else f"{cls.__module__}:{cls.__qualname__}"
+
     def view(self) -> View:
         """What the sandbox must show of the attack's code: a plugin file and its local
         modules, or the folder of an importable plugin's top-level package; nothing for
@@ -120,8 +129,10 @@ class AttackRef:
             return _file_view(Path(location).resolve())
         module = location
         if not separator:
+            if self.locator in ATTACKS.builtins():  # before the entry points, which take milliseconds to list
+                return View()
             entry_point = ATTACKS.third_party().get(self.locator)
-            if self.locator in ATTACKS.builtins() or entry_point is None:
+            if entry_point is None:
                 return View()
             module = entry_point.module
         top = module.split(".")[0]
@@ -147,7 +158,7 @@ class AttackOutcome:
     fingerprint: dict[str, Any]
 
 
-# --- wire format: a JSON header, then raw arrays ---------------------------------------------
+# --- wire format: a JSON header, then raw arrays; submissions and releases in a fixed header ----
 
 HEADER_LIMIT = 1 << 20
 """Largest header read from the other side, in bytes."""
@@ -155,37 +166,75 @@ ARRAY_KINDS = frozenset("biufc")
 """The dtype kinds an array may have on the wire: booleans and numbers, never objects."""
 _PREFIX = struct.Struct("<IQ")
 _READ_AHEAD = 1 << 16
+_LEAN = struct.Struct("<4sB3xqqqqq")
+"""The rest of a fixed-header message after its prefix: the array's dtype and number of
+dimensions, its shape (three sizes, unused ones 0) and two integers (a submission's repeats;
+a release's submissions made and left, -1 for no limit)."""
+SUBMIT_TAG, RELEASED_TAG = 0xFFFF_FFFF, 0xFFFF_FFFE
+"""Prefix values (beyond :data:`HEADER_LIMIT`) of the two fixed-header messages: a batch of
+predictions (``submit_many``) and the released scores that answer it (``released``)."""
+_LEAN_CODES = {np.dtype(code): np.dtype(code).str.encode().ljust(4, b"\0")
+               for code in ("?", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8", "c8", "c16")}
+"""The dtypes a fixed-header message may name (native numbers), and how; others take the JSON header."""
+_LEAN_DTYPES = {code: dtype for dtype, code in _LEAN_CODES.items()}
+_FLOAT64 = _LEAN_CODES[np.dtype(np.float64)]
 
 
 class Channel:
     """One end of a message stream over a socket. A message is the lengths of its header and
     body, a JSON header that names its arrays (dtype and shape), and the arrays' bytes (one
-    write when small; large arrays are sent and received without copies). Arrays are rebuilt with ``np.frombuffer`` from numeric dtypes only: nothing that
-    crosses is ever unpickled or evaluated."""
+    write when small; large arrays are sent and received without copies). The two messages
+    of every submission, a batch of predictions and its released scores, have a fixed binary
+    header instead (:meth:`send_submission`, :meth:`send_released`), read without building
+    or parsing text. Arrays are rebuilt from numeric dtypes only: nothing that crosses is
+    ever unpickled or evaluated."""
 
-    __slots__ = ("_pending", "_socket")
+    __slots__ = ("_buffer", "_end", "_socket", "_start")
 
     def __init__(self, channel: socket.socket):
         self._socket = channel
-        self._pending = bytearray()
+        self._buffer = bytearray(_READ_AHEAD)
+        self._start = self._end = 0
+        """The read-ahead buffer's unread bytes are ``_buffer[_start:_end]``."""
 
     def send(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> None:
         contiguous = {name: np.ascontiguousarray(array) for name, array in (arrays or {}).items()}
         described = [[name, array.dtype.str, list(array.shape)] for name, array in contiguous.items()]
         head = json.dumps({**header, "arrays": described}).encode()
-        body = [memoryview(array.reshape(-1).view(np.uint8)) for array in contiguous.values()]
-        size = sum(part.nbytes for part in body)
-        if size <= _READ_AHEAD:  # one write
-            self._socket.sendall(b"".join([_PREFIX.pack(len(head), size), head, *body]))
+        size = sum(array.nbytes for array in contiguous.values())
+        self._send_parts([_PREFIX.pack(len(head), size) + head, *contiguous.values()], len(head) + size)
+
+    def send_submission(self, predictions: np.ndarray, repeats: int) -> None:
+        """The message ``{"kind": "submit_many", "repeats": repeats}`` with the array ``predictions``."""
+        array = np.ascontiguousarray(predictions)
+        code = _LEAN_CODES.get(array.dtype)
+        if code is None or not 1 <= array.ndim <= 3 or not 0 < repeats < 1 << 63:
+            self.send({"kind": "submit_many", "repeats": repeats}, {"predictions": array})
             return
-        self._socket.sendall(_PREFIX.pack(len(head), size) + head)
-        for part in body:  # large arrays go as they are, not copied into one buffer
-            self._socket.sendall(part)
+        shape = (*array.shape, 0, 0)[:3]
+        head = _PREFIX.pack(SUBMIT_TAG, array.nbytes) + _LEAN.pack(code, array.ndim, *shape, repeats, 0)
+        self._send_parts([head, array], len(head) + array.nbytes)
+
+    def send_released(self, released: np.ndarray, submissions: int, remaining: int | None) -> None:
+        """The message ``{"kind": "released", "submissions": …, "remaining": …}`` with the array ``released``."""
+        scores = np.ascontiguousarray(released, dtype=np.float64).reshape(-1)
+        head = _PREFIX.pack(RELEASED_TAG, scores.nbytes) + _LEAN.pack(
+            _FLOAT64, 1, scores.size, 0, 0, submissions, -1 if remaining is None else remaining)
+        self._send_parts([head, scores], len(head) + scores.nbytes)
+
+    def _send_parts(self, parts: list[Any], size: int) -> None:
+        """Write ``parts`` (``size`` bytes in all; bytes and C-contiguous arrays) in order, in
+        one gathering system call when the socket takes them all."""
+        sent = self._socket.sendmsg(parts)
+        if sent < size:
+            self._socket.sendall(memoryview(b"".join(parts))[sent:])
 
     def receive(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """One message; :class:`AttackProcessError` if it is not one, ``EOFError`` if the other end closed."""
         head_size, body_size = _PREFIX.unpack(self._read(_PREFIX.size))
         try:
+            if head_size in (SUBMIT_TAG, RELEASED_TAG):
+                return self._receive_lean(head_size, body_size)
             if head_size > HEADER_LIMIT:
                 raise ValueError(f"a header of {head_size} bytes (at most {HEADER_LIMIT})")
             header = json.loads(self._read(head_size))
@@ -202,29 +251,62 @@ class Channel:
             offset += nbytes
         return header, arrays
 
+    def _receive_lean(self, tag: int, body_size: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """A fixed-header message (after its prefix), its array read straight into a new array."""
+        code, ndim, size_0, size_1, size_2, first, second = _LEAN.unpack(self._read(_LEAN.size))
+        dtype, sizes = _LEAN_DTYPES.get(code), (size_0, size_1, size_2)
+        if dtype is None or not 1 <= ndim <= 3 or min(sizes) < 0 or any(sizes[ndim:]):
+            raise ValueError(f"a fixed header with dtype {code!r}, {ndim} dimensions and sizes {sizes}")
+        shape = sizes[:ndim]
+        if math.prod(shape) * dtype.itemsize != body_size:
+            raise ValueError("the array does not fill the message")
+        if tag == RELEASED_TAG and (code != _FLOAT64 or ndim != 1 or first < 0 or second < -1):
+            raise ValueError("a release must be a vector of float64 scores and two counts")
+        array = np.frombuffer(self._read(body_size), dtype).reshape(shape)  # a new, writable array
+        if tag == SUBMIT_TAG:
+            return {"kind": "submit_many", "repeats": first}, {"predictions": array}
+        remaining = None if second == -1 else second
+        return {"kind": "released", "submissions": first, "remaining": remaining}, {"released": array}
+
     def _read(self, size: int) -> bytearray:
-        """``size`` bytes: small reads from a read-ahead buffer (a whole small message is one
-        system call), large ones straight into their own buffer."""
-        if size - len(self._pending) > _READ_AHEAD:
+        """``size`` bytes: small reads through the read-ahead buffer (a whole small message is
+        one system call), large ones straight into their own buffer."""
+        if size > _READ_AHEAD:
             data = bytearray(size)
-            view = memoryview(data)
-            filled = len(self._pending)
-            view[:filled] = self._pending
-            self._pending = bytearray()
-            while filled < size:
-                got = self._socket.recv_into(view[filled:])
-                if not got:
-                    raise EOFError("the channel closed in the middle of a message")
-                filled += got
+            self._read_into(memoryview(data))
             return data
-        while len(self._pending) < size:
-            chunk = self._socket.recv(_READ_AHEAD)
-            if not chunk:
-                raise EOFError("the channel closed" + (" in the middle of a message" if self._pending else ""))
-            self._pending += chunk
-        data = self._pending[:size]
-        del self._pending[:size]
-        return data
+        if self._end - self._start < size:
+            self._fill(size)
+        start = self._start
+        self._start += size
+        return self._buffer[start : self._start]
+
+    def _fill(self, size: int) -> None:
+        """Read until the read-ahead buffer holds ``size`` ≤ its length unread bytes."""
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif self._start:  # move the unread bytes to the front
+            unread = self._end - self._start
+            self._buffer[:unread] = self._buffer[self._start : self._end]
+            self._start, self._end = 0, unread
+        with memoryview(self._buffer) as buffer:
+            while self._end < size:
+                got = self._socket.recv_into(buffer[self._end :])
+                if not got:
+                    raise EOFError("the channel closed" + (" in the middle of a message" if self._end else ""))
+                self._end += got
+
+    def _read_into(self, view: memoryview) -> None:
+        """Fill ``view``: first from the read-ahead buffer, the rest straight from the socket."""
+        filled = min(self._end - self._start, view.nbytes)
+        if filled:
+            view[:filled] = memoryview(self._buffer)[self._start : self._start + filled]
+            self._start += filled
+        while filled < view.nbytes:
+            got = self._socket.recv_into(view[filled:])
+            if not got:
+                raise EOFError("the channel closed in the middle of a message")
+            filled += got
 
     def close(self) -> None:
         self._socket.close()
@@ -311,6 +393,9 @@ class BoardClient:
     def _ask(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         self._channel.send(header, arrays)
+        return self._reply()
+
+    def _reply(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         reply, arrays = self._channel.receive()
         if reply["kind"] == "error":
             raise _relayed(reply, RuntimeError)
@@ -321,11 +406,12 @@ class BoardClient:
         array = np.asarray(predictions)
         if array.dtype.hasobject:
             raise ValueError(f"predictions must be numeric, got an array of dtype {array.dtype}")
-        reply, arrays = self._ask({"kind": "submit_many", "repeats": check_repeats(repeats)}, {"predictions": array})
-        released = arrays["released"]
+        self._channel.send_submission(array, check_repeats(repeats))
+        reply, arrays = self._reply()
+        released = arrays["released"]  # a new array of this message's own
         self._transcript.extend(released.tolist())
         self._remaining = reply["remaining"]
-        return released.copy()
+        return released
 
     def oracle_jumps(self, since: int) -> int:
         """As :meth:`ladderlab.board.Board.oracle_jumps`."""
@@ -447,14 +533,17 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     """
     view = ref.view()
     sandbox = sandbox_for(view)
+    locator = ref.importable()
     kept = sandbox.take_idle()
     if kept is None:
-        connection, pid = sandbox.start_attack_process()
+        module = locator.rpartition(":")[0]
+        builtin = module.removeprefix("ladderlab.attacks.") if module.startswith("ladderlab.attacks.") else ""
+        connection, pid = sandbox.start_attack_process(builtin)
         kept = Channel(connection), pid
     channel, pid = kept
     data_fields, data_arrays = _data_message(data)
     request = {
-        "kind": "start", "locator": ref.locator, "params": ref.params, "data": data_fields,
+        "kind": "start", "locator": locator, "params": ref.params, "data": data_fields,
         "rng_state": rng.bit_generator.state, "holdout_size": board.holdout_size, "budget": board.budget,
         "remaining": board.remaining, "oracle": board._oracle, "prediction_ndim": board.prediction_ndim,
     }
@@ -496,8 +585,7 @@ def _serve(channel: Channel, board: Board, view: View) -> AttackOutcome:
             except Exception as error:
                 channel.send(_error_message(error))
             else:
-                channel.send({"kind": "released", "submissions": board.submissions, "remaining": board.remaining},
-                             {"released": released})
+                channel.send_released(released, board.submissions, board.remaining)
         elif kind == "oracle_jumps":
             try:
                 channel.send({"kind": "jumps", "jumps": board.oracle_jumps(int(header["since"]))})

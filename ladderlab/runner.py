@@ -37,6 +37,7 @@ import logging
 import math
 import multiprocessing
 import socket
+import sys
 import time
 import traceback
 import warnings
@@ -72,6 +73,7 @@ from ladderlab.extrapolation_scenario import cell_table as extrapolation_cell_ta
 from ladderlab.scenario import Cell, Scenario, cells, load, preflight, transcript_groups
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.seeding import secret_fingerprint
+from ladderlab.sources import LOCAL_MODULE_PREFIX
 from ladderlab.sharing import attack_identity
 from ladderlab.untrusted import sandboxed_when_isolated
 
@@ -558,6 +560,7 @@ def run(
         jobs_to_run: list[Any] = []
         pieces_of: dict[int, int] = {}
         split_groups = [group for group in groups if not isinstance(group[0], ExtrapolationCell)]
+        fresh_workers = isolation == "process" and (jobs != 1 or loaded_foreign_attack_code())
         if backend == "loky" and isolation == "none" and jobs != 1 and split_groups:
             pieces, first_rows = longest_first(split_groups, scenario.seed, scenario.replications, jobs, secret_seed)
             jobs_to_run = [joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation,
@@ -569,7 +572,7 @@ def run(
                 rows = {cell.key: first_rows[cell.key] for cell in group} if start == 0 else None
                 jobs_to_run.append(joblib.delayed(run_piece)(index, group, scenario.seed, start, stop, secret_seed, rows))
         else:
-            in_process = backend == "loky" and isolation == "none" and jobs == 1
+            in_process = backend == "loky" and jobs == 1 and not fresh_workers
             jobs_to_run = [
                 joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
                                           {cell.key: identities[cell.key] for cell in group if cell.key in identities},
@@ -603,7 +606,7 @@ def run(
             with Client(scheduler, timeout=SCHEDULER_TIMEOUT) if scheduler else Client(processes=False):
                 with joblib.parallel_backend("dask"):
                     record(joblib.Parallel(return_as="generator")(tasks))
-        elif isolation == "process":
+        elif fresh_workers:
             workers = None if jobs == -1 else jobs
             with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
                 record(future.result() for future in as_completed([pool.submit(function, *args, **kwargs)
@@ -615,6 +618,20 @@ def run(
                 warnings.filterwarnings("ignore", "A worker stopped while some jobs were given", UserWarning)
                 record(joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks))
     return load_results(out)
+
+
+def loaded_foreign_attack_code() -> bool:
+    """Whether this process has loaded attack code other than ladderlab's own attacks (a
+    plugin file, a third-party plugin): an isolated run then plays its cells in fresh worker
+    processes that never load it, rather than here."""
+    classes, pending = set(), [Attack]
+    while pending:
+        for cls in pending.pop().__subclasses__():
+            if cls not in classes:
+                classes.add(cls)
+                pending.append(cls)
+    return (any(not cls.__module__.startswith("ladderlab.") for cls in classes)
+            or any(name.startswith(LOCAL_MODULE_PREFIX) for name in sys.modules))
 
 
 SMALLER_SCENARIO = "fewer replications, budgets, rounds, teams or accounts, smaller tasks, or fewer --jobs need less"

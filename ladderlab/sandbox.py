@@ -21,14 +21,15 @@ and ``ptrace`` fail even for a process of the same user outside the sandbox. Wit
 is missing: isolation never runs with less than it promises.
 
 The server is the sandbox's PID 1 (no process of the sandbox can signal it) and a fork
-server: it imports NumPy, ladderlab, the built-in attacks and every module they import,
-once, holds one BLAS thread, never holds a label, and forks an attack process when the
-organiser asks. An attack process gets one socket, the end of a socket pair whose other
-end the organiser keeps (:mod:`ladderlab.isolation` speaks the leaderboard protocol over
-it); every other descriptor is closed, and its standard streams are ``/dev/null``. The
-organiser keeps an attack process that finished a duel cleanly for the next duel of code
-from the same source, after the server killed whatever it started; it has the server end
-one that failed.
+server: it imports NumPy and ladderlab's side of the protocol at start, and a built-in
+attack with every module it imports before it forks the first process for that attack
+(once: its processes then share those pages and start warm); it holds one BLAS thread,
+never holds a label, and forks an attack process when the organiser asks. An attack
+process gets one socket, the end of a socket pair whose other end the organiser keeps
+(:mod:`ladderlab.isolation` speaks the leaderboard protocol over it); every other
+descriptor is closed, and its standard streams are ``/dev/null``. The organiser keeps an
+attack process that finished a duel cleanly for the next duel of code from the same
+source, after the server killed whatever it started; it has the server end one that failed.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import importlib.util
 import inspect
 import itertools
 import os
+import pkgutil
 import secrets
 import shutil
 import signal
@@ -300,12 +302,14 @@ class Sandbox:
         lines = self._errors.read().decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else f"exit code {self._process.returncode}"
 
-    def start_attack_process(self) -> tuple[socket.socket, int]:
-        """A new attack process: the organiser's end of its socket, and its pid in the sandbox."""
+    def start_attack_process(self, preload: str = "") -> tuple[socket.socket, int]:
+        """A new attack process: the organiser's end of its socket, and its pid in the sandbox.
+        ``preload``: a built-in attack module (``boosting``) that the server imports, with
+        every module it imports, before it forks (once; other names are ignored)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self._lock:
-                socket.send_fds(self._control, [b"fork"], [theirs.fileno()])
+                socket.send_fds(self._control, [b"fork " + preload.encode()], [theirs.fileno()])
                 answer = self._receive()
         except OSError:
             answer = b""
@@ -408,7 +412,7 @@ def serve(control_fd: int, mode: SandboxMode) -> None:
     os.closerange(control_fd + 1, 1 << 16)
     control = socket.socket(fileno=control_fd)
     try:
-        _preload()
+        import ladderlab.isolation  # noqa: F401  (the attack's side of the protocol)
         make_non_dumpable()
     except BaseException as error:
         sys.stderr.write(f"{type(error).__name__}: {error}\n")
@@ -432,7 +436,8 @@ def _serve_requests(control: socket.socket, mode: SandboxMode) -> None:
             message, fds = b"", []
         if not message:
             break
-        if message == b"fork" and fds:
+        if message.startswith(b"fork") and fds:
+            _preload(message[5:].decode(errors="replace"))
             user = SANDBOX_UID_BASE + next(users) if mode == "separate-user" else None
             pid = os.fork()
             if pid == 0:
@@ -459,19 +464,38 @@ def _serve_requests(control: socket.socket, mode: SandboxMode) -> None:
         _end(pid, owner, mode, exited)
 
 
-def _preload() -> None:
-    """Prepare what every attack process needs, once, before the first fork: the built-in
-    attacks, every module they import (also those they import when played, such as
-    scikit-learn's estimators) and their fingerprints."""
-    import ladderlab.isolation  # noqa: F401
-    from ladderlab.registry import ATTACKS
+def _preload(name: str) -> None:
+    """Prepare, once, what the attack processes of the built-in attack module ``name`` need
+    before the next fork: the module, every module it imports (also those it imports when
+    played, such as scikit-learn's estimators) and its attacks' fingerprints. Only
+    ladderlab's own modules are imported here (the server never runs attack code of others)."""
+    if name in _preloaded or name not in _builtin_attack_modules():
+        return
+    _preloaded.add(name)
+    from ladderlab.attack import Attack
     from ladderlab.rundir import fingerprint
 
-    for cls in ATTACKS.builtins().values():
-        for name in imported_names(Path(inspect.getfile(cls)), cls.__module__.rpartition(".")[0]):
+    try:
+        module = importlib.import_module(f"ladderlab.attacks.{name}")
+        for imported in imported_names(Path(inspect.getfile(module)), "ladderlab.attacks"):
             with contextlib.suppress(ImportError):
-                importlib.import_module(name)
-        fingerprint(cls)
+                importlib.import_module(imported)
+        for cls in vars(module).values():
+            if inspect.isclass(cls) and cls.__module__ == module.__name__ and issubclass(cls, Attack):
+                fingerprint(cls)
+    except Exception:  # only a head start: the attack process meets the same error and reports it
+        return
+    gc.freeze()  # forked children then share the preloaded objects' pages instead of copying them
+
+
+_preloaded: set[str] = set()
+
+
+@cache
+def _builtin_attack_modules() -> frozenset[str]:
+    import ladderlab.attacks
+
+    return frozenset(info.name for info in pkgutil.iter_modules(ladderlab.attacks.__path__))
 
 
 def _become_attack_process(fd: int, control: socket.socket, user: int | None) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from ladderlab import runner, sandbox
@@ -22,7 +24,7 @@ from ladderlab.board import BudgetExceeded
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.results import load_competition_results
 from ladderlab.duel import duel
-from ladderlab.isolation import AttackProcessError, AttackRef, Channel
+from ladderlab.isolation import RELEASED_TAG, SUBMIT_TAG, AttackProcessError, AttackRef, Channel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.testing import (
     ConformanceError,
@@ -304,6 +306,40 @@ def test_an_isolated_run_equals_the_in_process_run(tmp_path):
     pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
 
 
+def test_an_isolated_certification_battery_equals_the_in_process_one(tmp_path):
+    """The battery names each attack's random stream by its whole identity under isolation
+    too (hill-climbing has parameters the battery leaves at their defaults)."""
+    from ladderlab import certify
+
+    for isolation in ("none", "process"):
+        certify.certify("kaggle", n=100, budgets=[20], attacks=["hill-climbing"], replications=1,
+                        run_dir=tmp_path / isolation, isolation=isolation)
+    plain, isolated = (runner.load_results(tmp_path / isolation) for isolation in ("none", "process"))
+    assert len(plain) > 0
+    pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
+
+
+def test_an_isolated_run_of_ladderlabs_own_attacks_plays_in_the_organisers_process(tmp_path):
+    """No attack code but ladderlab's was loaded: one job needs no fresh worker (the run
+    fails if it starts one), and the numbers are those of the unisolated run."""
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }, { id = "ladder" }'))
+    script = (f"from ladderlab import runner\nrunner.ProcessPoolExecutor = None\n"
+              f"runner.run({str(path)!r}, {str(tmp_path / 'isolated')!r}, isolation='process', progress=False)\n"
+              "assert not runner.loaded_foreign_attack_code()")
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path, capture_output=True)
+    plain = runner.run(path, tmp_path / "plain")
+    pd.testing.assert_frame_equal(plain.drop(columns="wall_time"),
+                                  runner.load_results(tmp_path / "isolated").drop(columns="wall_time"))
+
+
+def test_a_plugin_attack_loaded_by_the_organiser_sends_isolated_cells_to_fresh_workers():
+    script = ("from ladderlab import runner\nfrom ladderlab.registry import ATTACKS\n"
+              "ATTACKS.make('boosting')\nassert not runner.loaded_foreign_attack_code()\n"
+              f"ATTACKS.get({str(HOSTILE) + ':OverBudget'!r})\nassert runner.loaded_foreign_attack_code()")
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+
+
 # --- the protocol -------------------------------------------------------------------------------
 
 def test_errors_cross_the_pipe_as_themselves():
@@ -341,6 +377,88 @@ def test_a_message_that_claims_more_memory_than_exists_is_a_protocol_error(lengt
     left.sendall(struct.pack("<IQ", len(header), 8 * length) + header + bytes(100))
     with pytest.raises(AttackProcessError, match="broke the protocol"):
         Channel(right).receive()
+
+
+@pytest.mark.parametrize("predictions", [
+    np.arange(6.0).reshape(2, 3), np.arange(4.0), np.ones((2, 3, 2), np.float32), np.array([[True, False]]),
+    np.arange(6, dtype=np.int16)[::2], np.zeros((0, 5)), np.array([1 + 2j]),
+    np.arange(3.0).astype(">f8"), np.zeros((1, 1, 1, 2)),  # these two take the JSON header
+])
+def test_submissions_and_releases_cross_as_the_same_messages_whatever_their_header(predictions):
+    left, right = socket.socketpair()
+    attack, organiser = Channel(left), Channel(right)
+    attack.send_submission(predictions, 3)
+    header, arrays = organiser.receive()
+    assert header == {"kind": "submit_many", "repeats": 3} and list(arrays) == ["predictions"]
+    assert arrays["predictions"].dtype == predictions.dtype and np.array_equal(arrays["predictions"], predictions)
+    for remaining in (None, 0, 7):
+        organiser.send_released(np.array([0.5, -1e300, np.nan]), 12, remaining)
+        header, arrays = attack.receive()
+        assert header == {"kind": "released", "submissions": 12, "remaining": remaining}
+        np.testing.assert_array_equal(arrays["released"], [0.5, -1e300, np.nan])
+        arrays["released"][0] = 1.0  # the attack's own copy
+
+
+_CODES = {b"<f8\0": 8, b"|b1\0": 1, b"<i4\0": 4, b"<c16": 16}
+"""Dtype codes of the fixed header, and their item sizes."""
+
+
+@st.composite
+def fixed_header_messages(draw):
+    """The fields and body of a well-formed fixed-header message, then perhaps one field made wrong."""
+    tag = draw(st.sampled_from([SUBMIT_TAG, RELEASED_TAG]))
+    code = b"<f8\0" if tag == RELEASED_TAG else draw(st.sampled_from(list(_CODES)))
+    ndim = 1 if tag == RELEASED_TAG else draw(st.integers(1, 3))
+    sizes = [*draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim)), 0, 0][:3]
+    counts = [draw(st.integers(0, 9)), draw(st.integers(-1, 9))]
+    body = draw(st.binary(min_size=int(np.prod(sizes[:ndim])) * _CODES[code],
+                          max_size=int(np.prod(sizes[:ndim])) * _CODES[code]))
+    stated = len(body)
+    wrong = draw(st.sampled_from([None, "code", "ndim", "unused size", "negative size", "huge size", "stated",
+                                  "short body", "count"]))
+    if wrong == "code":
+        code = draw(st.sampled_from([b"|O8\0", b"<V8\0", b"<M8\0", b"f8\0\0", b"<f16"]) | st.binary(min_size=4, max_size=4))
+    elif wrong == "ndim":
+        ndim = draw(st.sampled_from([0, 4, 255]))
+    elif wrong == "unused size" and ndim < 3:
+        sizes[draw(st.integers(ndim, 2))] = draw(st.integers(1, 3))
+    elif wrong == "negative size":
+        sizes[draw(st.integers(0, 2))] = draw(st.integers(-3, -1))
+    elif wrong == "huge size":
+        sizes[draw(st.integers(0, ndim - 1))] = 1 << 45
+    elif wrong == "stated":
+        stated = draw(st.integers(0, 300).filter(lambda size: size != len(body)))
+    elif wrong == "short body" and body:
+        body = body[: draw(st.integers(0, len(body) - 1))]
+    elif wrong == "count":
+        counts[draw(st.integers(0, 1))] = draw(st.integers(-5, -2))
+    return tag, code, ndim, sizes, counts, stated, body
+
+
+@settings(max_examples=300)
+@given(fixed_header_messages())
+def test_a_fixed_header_message_is_what_it_says_or_a_protocol_error(message):
+    """The fixed-header parser's every check: a message that names a known numeric dtype,
+    1 to 3 dimensions, sizes ≥ 0 (unused ones 0) that fill the body exactly (a release: a
+    float64 vector, submissions ≥ 0 and remaining ≥ -1) comes out as sent; anything else
+    is refused."""
+    tag, code, ndim, sizes, counts, stated, body = message
+    left, right = socket.socketpair()
+    left.sendall(struct.pack("<IQ4sB3xqqqqq", tag, stated, code, ndim, *sizes, *counts) + body)
+    left.close()
+    itemsize, shape = _CODES.get(code), tuple(sizes[:ndim])
+    well_formed = (itemsize is not None and 1 <= ndim <= 3 and min(sizes) >= 0 and not any(sizes[ndim:])
+                   and int(np.prod(shape)) * itemsize == stated == len(body))
+    if tag == RELEASED_TAG:  # a submission's repeats are the board's to check, as in-process
+        well_formed = well_formed and code == b"<f8\0" and ndim == 1 and counts[0] >= 0 and counts[1] >= -1
+    if not well_formed:
+        with pytest.raises(AttackProcessError, match="broke the protocol"):
+            Channel(right).receive()
+        return
+    header, arrays = Channel(right).receive()
+    array = arrays["predictions" if tag == SUBMIT_TAG else "released"]
+    assert header["kind"] == ("submit_many" if tag == SUBMIT_TAG else "released")
+    assert array.shape == shape and array.dtype.itemsize == itemsize and array.tobytes() == body
 
 
 def test_the_organiser_never_unpickles_what_the_attack_sends(tmp_path):
