@@ -59,6 +59,24 @@ def assert_at_chance(final_loss: float, n: int = N_FINAL) -> None:
     assert low <= errors <= n - low, f"{errors} errors in {n} random labels: the attack had labels"
 
 
+def assert_every_private_loss_at_chance(run: Path, team_suffix: str, duels: int | None = None) -> None:
+    """Every duel's and every hostile team's (label ending in ``team_suffix``) final private
+    0/1 loss in a run of a duel table and a 3-replication competition with two such teams is at
+    chance, and nothing left a mark."""
+    results = runner.load_results(run)
+    assert (results.status == "ok").all() and (results.marks == "{}").all()
+    assert duels is None or len(results) == duels
+    for loss in results.final_final:
+        assert_at_chance(loss)
+    competitions = load_competition_results(run, teams=True)
+    assert (competitions.status == "ok").all() and len(competitions) == 3
+    hostile_teams = [loss for labels, private in zip(competitions.team_labels, competitions.team_private)
+                     for label, loss in zip(labels, private) if label.endswith(team_suffix)]
+    assert len(hostile_teams) == 2 * 3
+    for loss in hostile_teams:
+        assert_at_chance(loss)
+
+
 @pytest.fixture(params=["separate-user", "user-namespace"])
 def mode(request, monkeypatch):
     """Each sandbox mode: root's (this machine and CI run as root) and an ordinary user's,
@@ -165,17 +183,7 @@ def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_th
                          "--secret-seed", str(secret), cwd=tmp_path)
     assert_no_canary("canary-run", tmp_path)
     assert finished.returncode == 0, finished.stderr
-    results = runner.load_results(tmp_path / "run")
-    assert (results.status == "ok").all() and (results.marks == "{}").all()
-    for loss in results.final_final:
-        assert_at_chance(loss)
-    competitions = load_competition_results(tmp_path / "run", teams=True)
-    assert (competitions.status == "ok").all() and len(competitions) == 3
-    red_teams = [loss for labels, private in zip(competitions.team_labels, competitions.team_private)
-                 for label, loss in zip(labels, private) if label.endswith(":RedTeam")]
-    assert len(red_teams) == 2 * 3
-    for loss in red_teams:
-        assert_at_chance(loss)
+    assert_every_private_loss_at_chance(tmp_path / "run", ":RedTeam")
 
 
 def test_run_in_process_the_red_team_reads_the_secret_through_its_arguments(tmp_path):

@@ -13,13 +13,12 @@ import pytest
 
 import ladderlab
 from ladderlab import rundir, runner, sandbox
-from ladderlab.competition.results import load_competition_results
 from ladderlab.params import ParameterError
 from ladderlab.registry import ATTACKS
 from ladderlab.untrusted import UntrustedAttack, sandboxed_attacks
 from tests.helpers import SMALL
 from tests.serve_helpers import write_challenge
-from tests.test_isolation import N_HOLDOUT, N_PUBLIC, assert_at_chance
+from tests.test_isolation import N_HOLDOUT, N_PUBLIC, assert_at_chance, assert_every_private_loss_at_chance
 from tests.test_isolation import ladderlab as ladderlab_command
 
 DATA = Path(__file__).parent / "data"
@@ -81,17 +80,7 @@ teams = [{{ policy = "{plugin}", count = 2 }}, {{ policy = "boosting", params = 
                                  "process", "--secret-seed", str(secret_file(tmp_path)), cwd=tmp_path)
     assert_module_level_code_never_ran_here(hostile)
     assert finished.returncode == 0, finished.stderr
-    results = runner.load_results(tmp_path / "run")
-    assert len(results) == 3 and (results.status == "ok").all() and (results.marks == "{}").all()
-    for loss in results.final_final:
-        assert_at_chance(loss)
-    competitions = load_competition_results(tmp_path / "run", teams=True)
-    assert (competitions.status == "ok").all() and len(competitions) == 3
-    hostile_teams = [loss for labels, private in zip(competitions.team_labels, competitions.team_private)
-                     for label, loss in zip(labels, private) if label.endswith(":HostileImport")]
-    assert len(hostile_teams) == 2 * 3
-    for loss in hostile_teams:
-        assert_at_chance(loss)
+    assert_every_private_loss_at_chance(tmp_path / "run", ":HostileImport", duels=3)
 
 
 def test_a_hostile_plugin_certified_in_isolation_steals_and_writes_nothing(hostile, tmp_path):
