@@ -63,7 +63,7 @@ from ladderlab.isolation import check_isolation
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.report_tables import finite_or_null
-from ladderlab.scenario import Cell, Scenario, cells, preflight
+from ladderlab.scenario import CHALLENGE_TASK, Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, Verdict, first_decision, median_interval, stopping_verdict
@@ -897,7 +897,8 @@ def markdown(certificate: dict[str, Any]) -> str:
          f"until decided, at most {c['replications']} times; seed {c['seed']})."),
         "",
         "B is the bound of the per-sample loss, the unit of Blum & Hardt's theorems: "
-        + "; ".join(f"{name}: {_family_text(family)}" for name, family in c["families"].items() if name != "honest") + ".",
+        + "; ".join(f"{name}: {_family_text(family, c.get('challenge'))}" for name, family in c["families"].items()
+                    if name != "honest") + ".",
     ]
     if c.get("accounts", 1) > 1:
         lines += ["", f"Every attacker holds {c['accounts']} accounts, each with the budget and its own mechanism state: "
@@ -991,13 +992,15 @@ def _challenge_text(challenge: dict[str, Any]) -> str:
             "('ladderlab serve' accepts this certificate only for these data).")
 
 
-def _family_text(family: dict[str, Any]) -> str:
+def _family_text(family: dict[str, Any], challenge: dict[str, Any] | None = None) -> str:
+    """The task of a family, by the challenge's name for ``certify --challenge``, with its scorer and B."""
     params = family["params"]
     scorer = family.get("scorer") or params.get("scorer") or get_scorer(TASKS.get(family["task"]).default_scorer).name
     declared = params.get("prediction_range")
     where = "" if declared is None else (" clipped into the training labels' range" if declared == TRAINING_RANGE
                                          else f" clipped into [{declared[0]:g}, {declared[1]:g}]")
-    return f"{family['task']} scored by {scorer}{where}, B = {family['loss_bound']:.4g}"
+    task = f"the challenge {challenge['name']}" if challenge and family["task"] == CHALLENGE_TASK else family["task"]
+    return f"{task} scored by {scorer}{where}, B = {family['loss_bound']:.4g}"
 
 
 def _params_text(params: dict[str, Any] | None) -> str:

@@ -288,7 +288,7 @@ def test_the_battery_directory_holds_the_certificate_about_the_challenge_and_its
     assert stored["challenge"] == returned["challenge"] and stored["families"] == returned["families"]
     assert stored["families"]["challenge"]["scorer"] == "zero-one"
     assert main(["report", str(tmp_path / "battery"), "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 0
-    assert "challenge scored by zero-one" in (tmp_path / "r.md").read_text()
+    assert "challenge: the challenge breast-cancer scored by zero-one" in (tmp_path / "r.md").read_text()
 
 
 def test_certify_and_serve_read_class_names_alike_and_a_renaming_voids_the_certificate(tmp_path):
