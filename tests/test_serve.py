@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from ladderlab.duel import open_board
 from ladderlab.serve import replay
 from ladderlab.serve.replay import mechanism_stream
+from ladderlab.serve.security import new_token
 from ladderlab.serve.storage import Storage, StorageError
 from tests.serve_helpers import TEAMS, ThreadServer, open_service, request, upload, write_challenge
 
@@ -28,6 +29,15 @@ def _rows(seed: int, m: int, n: int) -> np.ndarray:
 
 def _count(service) -> int:
     return len(service.storage.entries())
+
+
+def test_no_token_looks_like_a_command_line_option():
+    """``ladderlab attack URL --token TOKEN`` takes any issued token: none starts with '-' (a bare
+    URL-safe token did, one in 64, and argparse refused it; 2,000 draws find that with
+    probability 1 − 2·10⁻¹⁴)."""
+    tokens = [new_token() for _ in range(2000)]
+    assert not [token for token in tokens if token.startswith("-")]
+    assert len(set(tokens)) == len(tokens)
 
 
 def test_every_format_by_id_in_any_order_is_the_same_prediction(tmp_path, database):

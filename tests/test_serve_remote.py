@@ -79,7 +79,7 @@ def test_serve_refuses_what_the_certificate_does_not_cover_naming_it_unless_unce
     assert len(error.strip().splitlines()) == 1
     assert main(["serve", str(path), "--uncertified", "--reissue", "alpha"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.startswith("alpha: ") and len(captured.out.split()[1]) == 43
+    assert captured.out.startswith("alpha: ll_") and len(captured.out.split()[1]) == 46
     assert captured.err.count("warning: uncertified") == 2
 
 

@@ -1,7 +1,8 @@
 """Tokens and rate limits.
 
-A token is 256 random bits (``secrets.token_urlsafe(32)``), shown once when it is
-issued and stored only as its SHA-256. A presented token is hashed and compared with
+A token is ``ll_`` and 256 random bits (``secrets.token_urlsafe(32)``), shown once when
+it is issued and stored only as its SHA-256. The prefix names what the token is, and keeps
+a token from starting with ``-``, which a command line would take for an option. A presented token is hashed and compared with
 every stored hash in constant time (``hmac.compare_digest``, no early exit), so the time
 a request takes does not tell how close a guess came. Uploads are rate-limited per team
 with a token bucket (a sustained rate and a burst) whose level is kept in the log's
@@ -17,8 +18,11 @@ import secrets
 TOKEN_BYTES = 32
 
 
+TOKEN_PREFIX = "ll_"
+
+
 def new_token() -> str:
-    return secrets.token_urlsafe(TOKEN_BYTES)
+    return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def token_hash(token: str) -> str:
