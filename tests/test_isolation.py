@@ -154,16 +154,19 @@ def ladderlab(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-HOSTILE_COMPETITION = f"""
+def hostile_competition(policy: str, params: str = "") -> str:
+    """A competition table in which two teams play ``policy`` (with ``params``) beside a boosting team."""
+    with_params = f", params = {{ {params} }}" if params else ""
+    return f"""
 [[competition]]
 tasks = [{{ id = "random-labels", params = {{ n_public = {N_PUBLIC}, n_holdout = {N_HOLDOUT} }} }}]
 mechanisms = [{{ id = "kaggle" }}]
 rules = [{{ rounds = 3, per_round = 40, selection = "last" }}]
 
 [[competition.mixes]]
-name = "red"
+name = "hostile"
 teams = [
-  {{ policy = "{RED_TEAM}", count = 2, params = {{ os_routes = "all", canary = "canary-run" }} }},
+  {{ policy = "{policy}", count = 2{with_params} }},
   {{ policy = "boosting", params = {{ k = 20 }} }},
 ]
 """
@@ -177,7 +180,7 @@ def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_th
     scenario.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }').replace(
         'attacks = [{ id = "boosting", params = { k = [50, 100], variant = "kaggle" } }]',
         f'attacks = [{{ id = "{RED_TEAM}", params = {{ os_routes = "all", canary = "canary-run" }} }}]')
-        + HOSTILE_COMPETITION)
+        + hostile_competition(RED_TEAM, 'os_routes = "all", canary = "canary-run"'))
     secret = tmp_path / "secret"
     finished = ladderlab("--quiet", "run", str(scenario), "--out", str(tmp_path / "run"), "--isolation", "process",
                          "--secret-seed", str(secret), cwd=tmp_path)

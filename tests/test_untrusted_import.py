@@ -18,7 +18,13 @@ from ladderlab.registry import ATTACKS
 from ladderlab.untrusted import UntrustedAttack, sandboxed_attacks
 from tests.helpers import SMALL
 from tests.serve_helpers import write_challenge
-from tests.test_isolation import N_HOLDOUT, N_PUBLIC, assert_at_chance, assert_every_private_loss_at_chance
+from tests.test_isolation import (
+    N_HOLDOUT,
+    N_PUBLIC,
+    assert_at_chance,
+    assert_every_private_loss_at_chance,
+    hostile_competition,
+)
 from tests.test_isolation import ladderlab as ladderlab_command
 
 DATA = Path(__file__).parent / "data"
@@ -66,16 +72,7 @@ def test_a_hostile_plugin_imported_by_an_isolated_run_steals_and_writes_nothing(
     scenario = tmp_path / "hostile.toml"
     scenario.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }').replace(
         'attacks = [{ id = "boosting", params = { k = [50, 100], variant = "kaggle" } }]',
-        f'attacks = [{{ id = "{plugin}" }}]') + f"""
-[[competition]]
-tasks = [{{ id = "random-labels", params = {{ n_public = {N_PUBLIC}, n_holdout = {N_HOLDOUT} }} }}]
-mechanisms = [{{ id = "kaggle" }}]
-rules = [{{ rounds = 3, per_round = 40, selection = "last" }}]
-
-[[competition.mixes]]
-name = "hostile"
-teams = [{{ policy = "{plugin}", count = 2 }}, {{ policy = "boosting", params = {{ k = 20 }} }}]
-""")
+        f'attacks = [{{ id = "{plugin}" }}]') + hostile_competition(plugin))
     finished = ladderlab_command("--quiet", "run", str(scenario), "--out", str(tmp_path / "run"), "--isolation",
                                  "process", "--secret-seed", str(secret_file(tmp_path)), cwd=tmp_path)
     assert_module_level_code_never_ran_here(hostile)
