@@ -23,6 +23,7 @@ asks, so that it never imports untrusted attack code itself.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -33,6 +34,7 @@ import os
 import socket
 import struct
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +46,7 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.mechanism import check_repeats
 from ladderlab.params import ParameterError
-from ladderlab.sandbox import SourceFile, View, require, sandbox_for
+from ladderlab.sandbox import Sandbox, SourceFile, View, require, sandbox_for
 from ladderlab.sharing import attack_identity
 from ladderlab.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 from ladderlab.tasks import PublicData
@@ -534,29 +536,38 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
     view = ref.view()
     sandbox = sandbox_for(view)
     locator = ref.importable()
-    kept = sandbox.take_idle()
-    if kept is None:
-        module = locator.rpartition(":")[0]
-        builtin = module.removeprefix("ladderlab.attacks.") if module.startswith("ladderlab.attacks.") else ""
-        connection, pid = sandbox.start_attack_process(builtin)
-        kept = Channel(connection), pid
-    channel, pid = kept
+    module = locator.rpartition(":")[0]
     data_fields, data_arrays = _data_message(data)
     request = {
         "kind": "start", "locator": locator, "params": ref.params, "data": data_fields,
         "rng_state": rng.bit_generator.state, "holdout_size": board.holdout_size, "budget": board.budget,
         "remaining": board.remaining, "oracle": board._oracle, "prediction_ndim": board.prediction_ndim,
     }
+    preload = module.removeprefix("ladderlab.attacks.") if module.startswith("ladderlab.attacks.") else ""
+    with lent_attack_process(sandbox, preload) as channel:
+        channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
+        return _serve(channel, board, view)
+
+
+@contextlib.contextmanager
+def lent_attack_process(sandbox: Sandbox, preload: str = "") -> Iterator[Channel]:
+    """The channel to an idle attack process of ``sandbox`` (or a new one, which imports the
+    built-in attack module ``preload`` first), kept for the next duel or question if the body
+    ends cleanly (or with :class:`AttackIncompatible`), ended otherwise; a channel that closes
+    or fails is an :class:`AttackProcessError` that says how the process ended."""
+    kept = sandbox.take_idle()
+    if kept is None:
+        connection, pid = sandbox.start_attack_process(preload)
+        kept = Channel(connection), pid
+    channel, pid = kept
     clean = ended = False
     try:
-        channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
         try:
-            outcome = _serve(channel, board, view)
+            yield channel
         except AttackIncompatible:
             clean = True
             raise
         clean = True
-        return outcome
     except (EOFError, OSError):
         status, ended = sandbox.end_attack_process(pid), True
         raise AttackProcessError(f"the attack process ended without an answer ({_describe(status)})") from None

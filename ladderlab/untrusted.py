@@ -34,9 +34,9 @@ from ladderlab.attack import Attack
 from ladderlab.isolation import (
     AttackProcessError,
     AttackRef,
-    Channel,
     _data_message,
     _relayed,
+    lent_attack_process,
     snapshot_fingerprint,
 )
 from ladderlab.params import ParameterError
@@ -181,26 +181,9 @@ def _ask(klass: type[UntrustedAttack], header: dict[str, Any], arrays: dict[str,
          ) -> dict[str, Any]:
     """One question to a process of ``klass``'s sandbox; its answer, or the error it raised
     (a :class:`ParameterError` with its parameter, other types as :mod:`ladderlab.isolation` relays them)."""
-    sandbox = sandbox_for(klass.sandbox_view)
-    with _asking:
-        kept = sandbox.take_idle()
-        if kept is None:
-            connection, pid = sandbox.start_attack_process()
-            kept = Channel(connection), pid
-        channel, pid = kept
-        clean = False
-        try:
-            channel.send({**header, "locator": klass.sandbox_locator}, arrays)
-            reply, _ = channel.receive()
-            clean = True
-        except (EOFError, OSError):
-            raise AttackProcessError("the attack process ended without an answer") from None
-        finally:
-            if clean:
-                sandbox.tidy_attack_process(pid)
-            if not (clean and sandbox.keep_idle(kept)):
-                channel.close()
-                sandbox.end_attack_process(pid)
+    with _asking, lent_attack_process(sandbox_for(klass.sandbox_view)) as channel:
+        channel.send({**header, "locator": klass.sandbox_locator}, arrays)
+        reply, _ = channel.receive()
     if reply["kind"] == "error":
         if reply.get("type") == "ParameterError":
             raise ParameterError(str(reply.get("message")), str(reply.get("parameter")))
