@@ -60,6 +60,7 @@ from ladderlab import battery, rundir, runner, workload
 from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
 from ladderlab.isolation import check_isolation
+from ladderlab.locations import location_free
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.report_tables import finite_or_null
@@ -278,15 +279,16 @@ def default_directory(key: str) -> Path:
 
 def battery_key(scenario: Scenario, secret_seed: int | None) -> str:
     """The battery's identity: its cells and seed (not its maximum of replications: the pieces of
-    one maximum serve another), the secret, and the code of every plugin it runs."""
-    dump = scenario.model_dump(mode="json")
+    one maximum serve another), the secret, and the code of every plugin it runs; not where its local
+    files lie (:mod:`ladderlab.locations`)."""
+    dump = location_free(scenario.model_dump(mode="json"))
     dump.pop("replications")
-    plugins = sorted({f"{kind}:{plugin_id}" for cell in cells(scenario)
+    plugins = sorted({(kind, plugin_id) for cell in cells(scenario)
                       for kind, plugin_id in (("task", cell.task[0]), ("mechanism", cell.mechanism[0]),
                                               ("attack", cell.attack[0]))})
-    prints = {name: rundir.fingerprint_token(rundir.fingerprint(
-        {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}[name.split(":", 1)[0]].get(name.split(":", 1)[1])))
-        for name in plugins}
+    registries = {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}
+    prints = {f"{kind}:{location_free(plugin_id)}": rundir.fingerprint_token(rundir.fingerprint(registries[kind].get(plugin_id)))
+              for kind, plugin_id in plugins}
     text = json.dumps([dump, prints, ladderlab.__version__, secret_fingerprint(secret_seed)], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 

@@ -26,15 +26,17 @@ from ladderlab import certify
 from ladderlab.challenge import Challenge
 from ladderlab.challenge_task import ChallengeTask, load_challenge
 from ladderlab.duel import incompatibility
+from ladderlab.locations import anchored
 from ladderlab.registry import ATTACKS, MECHANISMS
 
 FAMILY = "challenge"
 
 
-def task_families(challenge: Challenge, identity: str) -> dict[str, dict[str, Any]]:
-    """The battery's task families: the challenge, and the honest participant's task (the
+def task_families(challenge: Challenge, identity: str, path: str | Path) -> dict[str, dict[str, Any]]:
+    """The battery's task families: the challenge (at ``path`` as the organiser named it, anchored at
+    the working directory: :mod:`ladderlab.locations`), and the honest participant's task (the
     challenge if the honest participant can play it, else certify's for the challenge's scorer)."""
-    entry = {"id": ChallengeTask.id, "params": {"path": str(challenge.path.resolve()), "sha256": identity}}
+    entry = {"id": ChallengeTask.id, "params": {"path": anchored(Path.cwd(), str(path)), "sha256": identity}}
     honest = ATTACKS.make("improving", days=certify.HONEST_DAYS)
     if honest.incompatibility(challenge.split.public) is None:
         return {FAMILY: entry, "honest": entry}
@@ -99,7 +101,7 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
     params = params or {}
     budgets = challenge_budgets(challenge, budgets)
     check_certifiable(challenge, mechanism, params)
-    families = task_families(challenge, identity)
+    families = task_families(challenge, identity, path)
 
     def name_the_challenge(certificate: dict[str, Any]) -> None:
         certificate["challenge"] = record(challenge, identity, budgets, path)

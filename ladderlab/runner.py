@@ -36,6 +36,7 @@ import json
 import logging
 import math
 import multiprocessing
+import os
 import socket
 import sys
 import time
@@ -57,6 +58,7 @@ import ladderlab
 from ladderlab import rundir, workload
 from ladderlab.accounts import duel_with_accounts
 from ladderlab.linking import LinkRule
+from ladderlab.locations import anchored_at, former_folders, location_free
 from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
@@ -70,7 +72,7 @@ from ladderlab.competition.results import rows_table as competition_table
 from ladderlab.competition.results import run_replication as play_competition_replication
 from ladderlab.extrapolation_scenario import ExtrapolationCell
 from ladderlab.extrapolation_scenario import cell_table as extrapolation_cell_table
-from ladderlab.scenario import Cell, Scenario, cells, load, preflight, transcript_groups
+from ladderlab.scenario import Cell, Scenario, cells, identity_of, load, preflight, transcript_groups
 from ladderlab.rundir import RunDirectoryError
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.sources import LOCAL_MODULE_PREFIX
@@ -94,17 +96,17 @@ def _versions(scenario: Scenario) -> dict[str, str]:
     versions = {"ladderlab": ladderlab.__version__}
     for cell in cells(scenario):
         if not isinstance(cell, Cell):
-            versions.update({f"{registry.kind}:{plugin_id}": registry.get(plugin_id).version
+            versions.update({f"{registry.kind}:{location_free(plugin_id)}": registry.get(plugin_id).version
                              for registry, plugin_id in cell.plugin_ids()})
             continue
         for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
-            versions[f"{registry.kind}:{plugin_id}"] = registry.get(plugin_id).version
+            versions[f"{registry.kind}:{location_free(plugin_id)}"] = registry.get(plugin_id).version
     return versions
 
 
 def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
     """The current fingerprint (version, source hash) of every plugin the scenario uses."""
-    return {f"{registry.kind}:{plugin_id}": rundir.fingerprint(registry.get(plugin_id))
+    return {f"{registry.kind}:{location_free(plugin_id)}": rundir.fingerprint(registry.get(plugin_id))
             for cell in cells(scenario) for _, registry, plugin_id in _cell_plugins(cell)}
 
 
@@ -115,7 +117,8 @@ def _cell_plugins(cell: Cell | CompetitionCell | ExtrapolationCell) -> list[tupl
         return []
     roles = [("task", TASKS, cell.task[0]), ("mechanism", MECHANISMS, cell.mechanism[0])]
     if isinstance(cell, CompetitionCell):
-        return roles + [(f"team {policy}", ATTACKS, policy) for policy in sorted({t["policy"] for t in cell.teams})]
+        policies = sorted({t["policy"] for t in cell.teams})
+        return roles + [(f"team {location_free(policy)}", ATTACKS, policy) for policy in policies]
     return roles + [("attack", ATTACKS, cell.attack[0])]
 
 
@@ -125,6 +128,8 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
     secret = secret_fingerprint(secret_seed)
     if manifest_path.exists():
         manifest = rundir.read_manifest(out)
+        if manifest.get("layout", 1) < LAYOUT and manifest.get("scenario_hash") != scenario.identity():
+            manifest = migrate(scenario, out, manifest)
         if manifest.get("scenario_hash") != scenario.identity():
             raise RunDirectoryError(
                 f"{out} holds results of a different scenario (hash {manifest.get('scenario_hash')}, "
@@ -138,7 +143,7 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
                 f"{out} was started {started}, and this run has {now}: "
                 "resume it with the same --secret-seed, or choose another --out"
             )
-        dump = scenario.model_dump(mode="json")
+        dump = location_free(scenario.model_dump(mode="json"))
         if manifest.get("scenario") != dump:  # the same computation, with other paper values
             manifest["scenario"] = dump
             _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
@@ -146,7 +151,8 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
     for folder in rundir.CELL_FOLDERS:
         (out / folder).mkdir(parents=True, exist_ok=True)
     manifest = {
-        "scenario": scenario.model_dump(mode="json"),
+        "layout": LAYOUT,
+        "scenario": location_free(scenario.model_dump(mode="json")),
         "scenario_hash": scenario.identity(),
         "versions": _versions(scenario),
         "plugins": _plugin_fingerprints(scenario),
@@ -160,10 +166,59 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
 
 
+LAYOUT = 2
+"""The run directory's layout (the manifest's ``layout``): 2 names local plugin and challenge files
+as the scenario wrote them (:mod:`ladderlab.locations`); 1 (no ``layout``) named them by absolute path."""
+
+
+def migrate(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Bring a layout-1 run directory of ``scenario`` to layout 2, wherever the folder it was made in
+    lies now: find where the scenario's local files lay then (the folder whose absolute names give the
+    recorded hash), move each finished cell's file to its location-free key, then replace the manifest
+    atomically (a crash in between leaves files the next migration finds under their new names); its
+    checksums and fingerprints are verified as usual afterwards. A directory that is not this
+    scenario's is returned unchanged."""
+    dump = scenario.model_dump(mode="json")
+    folder = next((folder for folder in former_folders(dump, manifest.get("scenario"))
+                   if identity_of(anchored_at(dump, folder)) == manifest.get("scenario_hash")), None)
+    if folder is None:
+        return manifest
+    ids = {anchored_at(plugin_id, folder): location_free(plugin_id)
+           for cell in cells(scenario) for _, _, plugin_id in _cell_plugins(cell)}
+
+    def renamed(name: str, separator: str) -> str:
+        prefix, _, plugin_id = name.partition(separator)
+        return f"{prefix}{separator}{ids.get(plugin_id, plugin_id)}" if plugin_id else name
+
+    completed = manifest.get("completed", {})
+    moved = 0
+    for cell in cells(scenario):
+        former = dataclasses.replace(cell, **{field.name: anchored_at(getattr(cell, field.name), folder)
+                                              for field in dataclasses.fields(cell)})
+        if former.key == cell.key or former.key not in completed:
+            continue
+        record = completed.pop(former.key)
+        target = out / cell.directory / f"{cell.key}.parquet"
+        if (out / record["file"]).exists():
+            os.replace(out / record["file"], target)
+        completed[cell.key] = {**record, "key": cell.key, "file": str(target.relative_to(out)),
+                               "plugins": {renamed(role, " "): token for role, token in record.get("plugins", {}).items()}}
+        moved += 1
+    manifest.update(layout=LAYOUT, scenario=location_free(dump), scenario_hash=scenario.identity(),
+                    cells=cell_records(scenario), completed=completed,
+                    versions={renamed(name, ":"): version for name, version in manifest.get("versions", {}).items()},
+                    plugins={renamed(name, ":"): print_ for name, print_ in manifest.get("plugins", {}).items()})
+    _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+    log.warning("ladderlab: %s: migrated from layout 1 (local files named by their absolute path, in %s) to layout %d "
+                "(named as the scenario writes them): %d finished cells kept under their new names", out, folder, LAYOUT,
+                moved)
+    return manifest
+
+
 def cell_records(scenario: Scenario) -> list[dict[str, Any]]:
     """Every cell of ``scenario`` as plain data (key, task, mechanism, attack, budget, oracle),
     as the manifest lists them."""
-    return [{"key": cell.key, **dataclasses.asdict(cell)} for cell in cells(scenario)]
+    return [{"key": cell.key, **location_free(dataclasses.asdict(cell))} for cell in cells(scenario)]
 
 
 _write_atomically = rundir.write_atomically
@@ -230,14 +285,15 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
 
 def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
     """A duel cell's rows (one per replication, as :func:`run_replication` makes them) as its Parquet table."""
+    task, mechanism, attack = location_free((cell.task, cell.mechanism, cell.attack))
     columns: dict[str, list[Any]] = {
         "cell": [cell.key] * len(rows),
-        "task": [cell.task[0]] * len(rows),
-        "task_params": [json.dumps(cell.task[1], sort_keys=True)] * len(rows),
-        "mechanism": [cell.mechanism[0]] * len(rows),
-        "mechanism_params": [json.dumps(cell.mechanism[1], sort_keys=True)] * len(rows),
-        "attack": [cell.attack[0]] * len(rows),
-        "attack_params": [json.dumps(cell.attack[1], sort_keys=True)] * len(rows),
+        "task": [task[0]] * len(rows),
+        "task_params": [json.dumps(task[1], sort_keys=True)] * len(rows),
+        "mechanism": [mechanism[0]] * len(rows),
+        "mechanism_params": [json.dumps(mechanism[1], sort_keys=True)] * len(rows),
+        "attack": [attack[0]] * len(rows),
+        "attack_params": [json.dumps(attack[1], sort_keys=True)] * len(rows),
         "budget": [cell.budget] * len(rows),
         "seed": [seed] * len(rows),
     }
@@ -506,7 +562,7 @@ def _label(cell: Cell | CompetitionCell | ExtrapolationCell) -> str:
 def _changed_plugin(scenario: Scenario, key: str, role: str) -> str:
     cell = next(cell for cell in cells(scenario) if cell.key == key)
     plugin_id = next(plugin_id for name, _, plugin_id in _cell_plugins(cell) if name == role)
-    return f"{role.split()[0]} {plugin_id!r}"
+    return f"{role.split()[0]} {location_free(plugin_id)!r}"
 
 
 @sandboxed_when_isolated

@@ -58,6 +58,7 @@ from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, Valid
 
 from ladderlab.duel import incompatibility, spec
 from ladderlab.grid import expand, grid_values
+from ladderlab.locations import anchored, location_free, plugin_reference
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.paper_values import PaperValue, locate
 from ladderlab.params import INT64_LIMIT, ParameterError
@@ -178,26 +179,31 @@ class Scenario(StrictModel):
         return self
 
     def identity(self) -> str:
-        """A hash of everything that determines the results. The options added after the first
-        release (``strength_grid``, ``playable_only``, ``accounts``, ``extrapolation``) count only when
-        set, so a scenario without them keeps the hash of its existing run directories; the papers'
-        values do not count."""
-        dump = self.model_dump(mode="json")
-        if not dump["extrapolation"]:
-            del dump["extrapolation"]
-        for matrix in dump["matrix"]:
-            if not matrix["playable_only"]:
-                del matrix["playable_only"]
-            for attack in matrix["attacks"]:
-                if not attack["strength_grid"]:
-                    del attack["strength_grid"]
-                if attack["accounts"] == 1:
-                    del attack["accounts"]
-                if not attack["link"]:
-                    del attack["link"]
-        del dump["paper_values"]
-        text = json.dumps(dump, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        """A hash of everything that determines the results (:func:`identity_of` its data, wherever
+        the scenario's local files lie: :mod:`ladderlab.locations`)."""
+        return identity_of(location_free(self.model_dump(mode="json")))
+
+
+def identity_of(dump: dict[str, Any]) -> str:
+    """The hash of a scenario's data. The options added after the first release (``strength_grid``,
+    ``playable_only``, ``accounts``, ``extrapolation``) count only when set, so a scenario without
+    them keeps the hash of its existing run directories; the papers' values do not count."""
+    dump = json.loads(json.dumps(dump))
+    if not dump["extrapolation"]:
+        del dump["extrapolation"]
+    for matrix in dump["matrix"]:
+        if not matrix["playable_only"]:
+            del matrix["playable_only"]
+        for attack in matrix["attacks"]:
+            if not attack["strength_grid"]:
+                del attack["strength_grid"]
+            if attack["accounts"] == 1:
+                del attack["accounts"]
+            if not attack["link"]:
+                del attack["link"]
+    del dump["paper_values"]
+    text = json.dumps(dump, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 _KEYS = {name for model in (Scenario, Matrix, AttackEntry, PaperValue) for name in model.model_fields} | COMPETITION_KEYS | EXTRAPOLATION_KEYS
@@ -277,9 +283,9 @@ class Cell:
 
     @functools.cached_property
     def key(self) -> str:
-        """A stable file name for the cell's results (computed once: the runner asks for it every replication);
-        one account leaves it as it was before accounts existed."""
-        parts: list[Any] = [self.task, self.mechanism, self.attack, self.budget, self.oracle]
+        """A stable file name for the cell's results (computed once: the runner asks for it every replication),
+        whatever folder its local files lie in; one account leaves it as it was before accounts existed."""
+        parts: list[Any] = location_free([self.task, self.mechanism, self.attack, self.budget, self.oracle])
         if self.accounts != 1:
             parts.append({"accounts": self.accounts})
         if self.link:
@@ -379,9 +385,10 @@ def _playable(cell: Cell) -> bool:
 
 
 def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
-    """Make every relative ``file.py:Class`` plugin id absolute, relative to the scenario's folder
-    (in ``[[matrix]]`` tables, and in ``[[competition]]`` tables and their teams' policies), and
-    the ``path`` of every ``challenge`` task (:mod:`ladderlab.challenge_task`)."""
+    """Anchor every ``file.py:Class`` plugin id at the scenario's folder (in ``[[matrix]]`` tables,
+    and in ``[[competition]]`` tables and their teams' policies), and the ``path`` of every
+    ``challenge`` task (:mod:`ladderlab.challenge_task`): absolute where they are opened, as
+    written where they identify results (:mod:`ladderlab.locations`)."""
 
     def entries(tables: Any, keys: tuple[str, ...]) -> list[Any]:
         found = []
@@ -396,21 +403,15 @@ def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
     located += [(team, "policy") for team in entries(entries(raw.get("competition"), ("mixes",)), ("teams",))]
     for entry, key in located:
         plugin_id = entry.get(key) if isinstance(entry, dict) else None
-        if isinstance(plugin_id, str) and ".py:" in plugin_id:
-            location, _, name = plugin_id.rpartition(":")
-            if not Path(location).is_absolute():
-                entry[key] = f"{(folder / location).resolve()}:{name}"
+        if isinstance(plugin_id, str) and plugin_reference(plugin_id):
+            entry[key] = anchored(folder, plugin_id)
     for entry, _ in located:
         if isinstance(entry, dict) and entry.get("id") == CHALLENGE_TASK and isinstance(entry.get("params"), dict):
             paths = entry["params"].get("path")
             if isinstance(paths, str):
-                entry["params"]["path"] = _relative_to(folder, paths)
+                entry["params"]["path"] = anchored(folder, paths)
             elif isinstance(paths, list):
-                entry["params"]["path"] = [_relative_to(folder, p) if isinstance(p, str) else p for p in paths]
-
-
-def _relative_to(folder: Path, name: str) -> str:
-    return name if Path(name).is_absolute() else str((folder / name).resolve())
+                entry["params"]["path"] = [anchored(folder, p) if isinstance(p, str) else p for p in paths]
 
 
 def load(source: str | Path, replications: int | None = None) -> Scenario:

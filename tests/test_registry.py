@@ -67,6 +67,7 @@ def test_cli_lists_every_mechanism_with_parameters_and_reference(capsys):
 
 
 def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_import_their_siblings(tmp_path, monkeypatch):
+    from ladderlab.locations import location_free
     from ladderlab.scenario import cells, load
 
     folder = tmp_path / "study"
@@ -89,7 +90,8 @@ def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_impor
     monkeypatch.chdir(tmp_path)  # not the scenario's folder
     (cell,) = cells(load(folder / "study.toml"))
     mechanism_id = cell.mechanism[0]
-    assert mechanism_id == f"{folder / 'my_kaggle.py'}:CoarseKaggle"
+    assert mechanism_id == f"{folder.resolve()}/./my_kaggle.py:CoarseKaggle"  # opens from anywhere
+    assert location_free(mechanism_id) == "my_kaggle.py:CoarseKaggle"  # identifies results as the scenario wrote it
     assert MECHANISMS.make(mechanism_id).alpha == 0.25
 
 

@@ -28,6 +28,7 @@ from ladderlab.competition.measures import MEASURE_NAMES, gap_z_scores, measures
 from ladderlab.competition.scenario import CompetitionCell
 from ladderlab.duel import Incompatible
 from ladderlab.isolation import Isolation
+from ladderlab.locations import location_free
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.replications import COMPETITION_MEASURES, median_interval, status_counts, summary_columns
@@ -86,10 +87,11 @@ SCHEMA = pa.schema(
 def rows_table(cell: CompetitionCell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
     """A competition cell's table from its rows (every replication, in order; the runner may
     have played ranges of them in different workers)."""
+    task, mechanism, teams = location_free((cell.task, cell.mechanism, cell.teams))
     fixed = {
-        "cell": cell.key, "task": cell.task[0], "task_params": json.dumps(cell.task[1], sort_keys=True),
-        "mechanism": cell.mechanism[0], "mechanism_params": json.dumps(cell.mechanism[1], sort_keys=True),
-        "rules": json.dumps(cell.rules, sort_keys=True), "mix": cell.mix, "teams": json.dumps(cell.teams, sort_keys=True),
+        "cell": cell.key, "task": task[0], "task_params": json.dumps(task[1], sort_keys=True),
+        "mechanism": mechanism[0], "mechanism_params": json.dumps(mechanism[1], sort_keys=True),
+        "rules": json.dumps(cell.rules, sort_keys=True), "mix": cell.mix, "teams": json.dumps(teams, sort_keys=True),
         "seed": seed,
     }
     columns = {name: [value] * len(rows) for name, value in fixed.items()}

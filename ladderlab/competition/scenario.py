@@ -38,6 +38,7 @@ from ladderlab.naming import plugin_label
 from ladderlab.params import INT64_LIMIT, ParameterError, check_value
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.grid import expand
+from ladderlab.locations import location_free
 from ladderlab.schema import StrictModel
 
 
@@ -137,7 +138,9 @@ class CompetitionCell:
 
     @property
     def key(self) -> str:
-        text = json.dumps([self.kind, self.task, self.mechanism, self.rules, self.mix, self.teams], sort_keys=True, default=str)
+        """A stable file name for the cell's results, whatever folder its local files lie in."""
+        parts = location_free([self.kind, self.task, self.mechanism, self.rules, self.mix, self.teams])
+        text = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def team_specs(self, resolved: list[dict[str, Any]] | None = None) -> list[TeamSpec]:

@@ -1,0 +1,95 @@
+"""Local files named so that they open from anywhere and identify results wherever they lie.
+
+A scenario names its local plugin files (``attacks/my_attack.py:MyAttack``) and challenge
+files relative to its own folder; ``ladderlab certify`` takes them relative to the working
+directory. Where something must open them (a worker in another process or directory), the
+name must be absolute; what identifies results (a scenario's hash, a cell's key, the columns
+of its result file) must not depend on where the project folder lies, or moving or cloning it
+would make every finished cell look like another one. Both come from one string: the folder,
+a ``/./`` mark, and the name as written, ``/home/me/study/./attacks/my_attack.py:MyAttack``.
+The operating system reads ``/./`` as nothing, so the anchored name opens as it is;
+:func:`location_free` cuts it back to the name as written. What the file holds is checked
+apart from its name: a plugin's fingerprint and a challenge's data hash
+(:mod:`ladderlab.rundir`), so two different files with one name are never confused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+MARK = "/./"
+"""Between the folder a name is relative to and the name; an absolute name written by a person holds none."""
+
+
+def anchored(folder: str | Path, name: str) -> str:
+    """``name`` (a path, or ``path.py:Class``) made openable from anywhere: relative to ``folder``
+    with the mark; an absolute name stays as written (normalised if it holds the mark)."""
+    location, colon, class_name = name.rpartition(":") if plugin_reference(name) else (name, "", "")
+    if not os.path.isabs(location):
+        location = f"{Path(folder).resolve()}{MARK}{os.path.normpath(location)}"
+    elif MARK in location:
+        location = os.path.normpath(location)
+    return f"{location}:{class_name}" if colon else location
+
+
+def plugin_reference(name: str) -> bool:
+    """Whether ``name`` names a class in a plugin file (``path/to/file.py:Class``)."""
+    location, colon, class_name = name.rpartition(":")
+    return bool(colon and class_name and location.endswith(".py"))
+
+
+def location_free(value: Any) -> Any:
+    """``value`` (a string, or lists, tuples and dicts of them) with every anchored name
+    replaced by the name as written, relative to its folder; anything else unchanged."""
+    if isinstance(value, str):
+        return value.partition(MARK)[2] if value.startswith("/") and MARK in value else value
+    if isinstance(value, dict):
+        return {key: location_free(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(location_free(item) for item in value)
+    return value
+
+
+def anchored_at(value: Any, folder: str | Path) -> Any:
+    """``value`` with every anchored name moved to ``folder``: the absolute names a run
+    directory recorded before names were location-free (:mod:`ladderlab.runner` migrates it)."""
+    if isinstance(value, str):
+        if not (value.startswith("/") and MARK in value):
+            return value
+        name = value.partition(MARK)[2]
+        location, colon, class_name = name.rpartition(":") if plugin_reference(name) else ("", "", "")
+        resolved = str((Path(folder) / (location if colon else name)).resolve())
+        return f"{resolved}:{class_name}" if colon else resolved
+    if isinstance(value, dict):
+        return {key: anchored_at(item, folder) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(anchored_at(item, folder) for item in value)
+    return value
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return [text for item in items for text in _strings(item)]
+
+
+def _path_part(name: str) -> str:
+    return name.rpartition(":")[0] if plugin_reference(name) else name
+
+
+def former_folders(value: Any, recorded: Any) -> list[Path]:
+    """The folders ``value``'s anchored names may have lain in when ``recorded`` (the same data,
+    written with absolute names) was written: their folder now, and every folder that an absolute
+    name of ``recorded`` ends in one of the names as written (``/old/study`` from
+    ``/old/study/attacks/a.py`` and ``attacks/a.py``); the first is the likeliest."""
+    names = [text for text in _strings(value) if text.startswith("/") and MARK in text]
+    folders = list(dict.fromkeys(Path(text.partition(MARK)[0]) for text in names))
+    written = {_path_part(text.partition(MARK)[2]) for text in names}
+    for text in _strings(recorded):
+        path = _path_part(text)
+        folders += [Path(path[: -len(name) - 1]) for name in written
+                    if not name.startswith("..") and path.endswith(f"/{name}") and Path(path[: -len(name) - 1]) not in folders]
+    return folders
