@@ -174,10 +174,11 @@ as the scenario wrote them (:mod:`ladderlab.locations`); 1 (no ``layout``) named
 def migrate(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """Bring a layout-1 run directory of ``scenario`` to layout 2, wherever the folder it was made in
     lies now: find where the scenario's local files lay then (the folder whose absolute names give the
-    recorded hash), move each finished cell's file to its location-free key, then replace the manifest
-    atomically (a crash in between leaves files the next migration finds under their new names); its
-    checksums and fingerprints are verified as usual afterwards. A directory that is not this
-    scenario's is returned unchanged."""
+    recorded hash), write each finished cell's rows again under its location-free key and names, replace
+    the manifest atomically, and only then delete the old files (a crash before leaves the old
+    directory whole; after, an old file without a record, which the run quarantines). A cell file that
+    does not match its checksum is left where it is, to be quarantined and computed again. A directory
+    that is not this scenario's is returned unchanged."""
     dump = scenario.model_dump(mode="json")
     folder = next((folder for folder in former_folders(dump, manifest.get("scenario"))
                    if identity_of(anchored_at(dump, folder)) == manifest.get("scenario_hash")), None)
@@ -191,27 +192,32 @@ def migrate(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str
         return f"{prefix}{separator}{ids.get(plugin_id, plugin_id)}" if plugin_id else name
 
     completed = manifest.get("completed", {})
-    moved = 0
+    replaced = []
     for cell in cells(scenario):
         former = dataclasses.replace(cell, **{field.name: anchored_at(getattr(cell, field.name), folder)
                                               for field in dataclasses.fields(cell)})
         if former.key == cell.key or former.key not in completed:
             continue
+        source = out / completed[former.key]["file"]
+        if rundir.damage(source, completed[former.key]) is not None:
+            continue
         record = completed.pop(former.key)
-        target = out / cell.directory / f"{cell.key}.parquet"
-        if (out / record["file"]).exists():
-            os.replace(out / record["file"], target)
-        completed[cell.key] = {**record, "key": cell.key, "file": str(target.relative_to(out)),
-                               "plugins": {renamed(role, " "): token for role, token in record.get("plugins", {}).items()}}
-        moved += 1
+        rows = pq.read_table(source).to_pylist()
+        table = (competition_table if isinstance(cell, CompetitionCell) else cell_table)(cell, rows[0]["seed"], rows)
+        written = _write_cell(cell, table, str(out), {renamed(role, " "): token
+                                                      for role, token in record.get("plugins", {}).items()})
+        completed[cell.key] = {**record, **{name: written[name] for name in ("key", "file", "sha256", "bytes")}}
+        replaced.append(source)
     manifest.update(layout=LAYOUT, scenario=location_free(dump), scenario_hash=scenario.identity(),
                     cells=cell_records(scenario), completed=completed,
                     versions={renamed(name, ":"): version for name, version in manifest.get("versions", {}).items()},
                     plugins={renamed(name, ":"): print_ for name, print_ in manifest.get("plugins", {}).items()})
     _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+    for source in replaced:
+        source.unlink()
     log.warning("ladderlab: %s: migrated from layout 1 (local files named by their absolute path, in %s) to layout %d "
                 "(named as the scenario writes them): %d finished cells kept under their new names", out, folder, LAYOUT,
-                moved)
+                len(replaced))
     return manifest
 
 

@@ -4,11 +4,14 @@ scenario writes them, and their contents, not their place, decide whether a fini
 import json
 import shutil
 import textwrap
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from ladderlab import rundir, runner
+from ladderlab.challenge_certify import certify_challenge
+from ladderlab.rundir import RunDirectoryError
 from tests.serve_helpers import write_challenge
 
 SCENARIO = """
@@ -136,3 +139,77 @@ def test_a_changed_challenge_label_makes_exactly_its_cells_stale_after_a_move(tm
     table.to_csv(labels, index=False)
     with pytest.raises(rundir.StaleCellsError, match=r"(?s)2 finished cells .*challenge\(path=data/contest.toml\).*task"):
         runner.run(tmp_path / "moved" / "scenario.toml", tmp_path / "moved" / "run")
+
+
+LAYOUT_1 = Path(__file__).parent / "data" / "layout1" / "project"
+"""A finished run directory written by ladderlab before names were location-free (see its README)."""
+
+
+def test_a_layout_1_run_directory_is_migrated_where_it_lies_now_and_keeps_every_finished_cell(tmp_path, caplog):
+    shutil.copytree(LAYOUT_1, tmp_path / "project")
+    written_then = completed(tmp_path / "project" / "run")
+    migrated = runner.run(tmp_path / "project" / "scenario.toml", tmp_path / "project" / "run")
+    assert "migrated from layout 1" in caplog.text and "4 finished cells kept" in caplog.text
+    manifest = json.loads((tmp_path / "project" / "run" / "manifest.json").read_text())
+    assert manifest["layout"] == runner.LAYOUT
+    assert [record["finished"] for record in manifest["completed"].values()] == [
+        record["finished"] for record in written_then.values()]  # none computed again
+    assert sorted(path.stem for path in (tmp_path / "project" / "run" / "cells").iterdir()) == sorted(manifest["completed"])
+    assert not (tmp_path / "project" / "run" / "quarantine").exists()
+    fresh = runner.run(tmp_path / "project" / "scenario.toml", tmp_path / "project" / "fresh")
+    pd.testing.assert_frame_equal(comparable(migrated), comparable(fresh))
+
+
+def test_a_layout_1_run_directory_of_another_scenario_is_still_refused(tmp_path):
+    shutil.copytree(LAYOUT_1, tmp_path / "project")
+    scenario = tmp_path / "project" / "scenario.toml"
+    scenario.write_text(scenario.read_text().replace("seed = 11", "seed = 12"))
+    with pytest.raises(RunDirectoryError, match="holds results of a different scenario"):
+        runner.run(scenario, tmp_path / "project" / "run")
+    assert "layout" not in json.loads((tmp_path / "project" / "run" / "manifest.json").read_text())
+
+
+COMPETITION = """
+[[competition]]
+tasks = [{ id = "challenge", params = { path = "data/contest.toml" } }]
+mechanisms = [{ id = "mechanisms/helped.py:Helped" }]
+rules = [{ rounds = 2, per_round = 2, selection = 1 }]
+
+[[competition.mixes]]
+name = "mix"
+teams = [{ policy = "attacks/probing.py:Probing", count = 2, params = { k = 10 } },
+         { policy = "boosting", count = 1, params = { k = 10 } }]
+"""
+
+
+def test_a_moved_competition_keeps_its_finished_cells(tmp_path):
+    scenario = make_project(tmp_path / "project")
+    scenario.write_text(scenario.read_text() + COMPETITION)
+    runner.run(scenario, tmp_path / "project" / "run")
+    finished = completed(tmp_path / "project" / "run")
+    shutil.move(tmp_path / "project", tmp_path / "moved")
+    runner.run(tmp_path / "moved" / "scenario.toml", tmp_path / "moved" / "run")
+    assert completed(tmp_path / "moved" / "run") == finished
+    assert sum(record["file"].startswith("competitions/") for record in finished.values()) == 1
+
+
+def chunks(battery):
+    return {path.relative_to(battery): path.stat().st_mtime_ns for path in (battery / "chunks").rglob("*.parquet")}
+
+
+def test_a_moved_project_certifies_from_the_battery_it_kept(tmp_path, monkeypatch):
+    """``certify`` names the challenge file and the plugin files as given, relative to the working
+    directory: run again from the moved project, it finds its battery (by the same key in the cache)
+    and computes nothing again."""
+    make_project(tmp_path / "project")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path / "project")
+    options = dict(attacks=["attacks/probing.py:Probing(k=10)"], default_battery=False, replications=8,
+                   honest_replications=1, budgets=[10])
+    first = certify_challenge("data/contest.toml", "mechanisms/helped.py:Helped", **options)
+    kept = chunks(Path(first["run_dir"]))
+    shutil.move(tmp_path / "project", tmp_path / "moved")
+    monkeypatch.chdir(tmp_path / "moved")
+    second = certify_challenge("data/contest.toml", "mechanisms/helped.py:Helped", **options)
+    assert second["run_dir"] == first["run_dir"] and chunks(Path(second["run_dir"])) == kept and kept
+    assert second["battery"] == first["battery"]
