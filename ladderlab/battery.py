@@ -17,13 +17,18 @@ back (one file per piece, holding every cell of the group), and a run of the sam
 battery reads them and computes only what is missing: Ctrl-C, then the same command,
 resumes. A group's identity is its cells' keys and its replications are functions of
 (cell, seed, replication) only, so pieces computed under one maximum or confidence serve
-another.
+another. The group's folder records the fingerprints of the plugins that computed its pieces
+(``plugins.json``, :mod:`ladderlab.rundir`): pieces of a plugin whose version, source or data
+changed since are moved into ``quarantine/`` and computed again, never reused.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import math
+import os
 import multiprocessing
 import time
 from collections.abc import Callable, Iterator
@@ -38,9 +43,13 @@ import pyarrow.parquet as pq
 
 from ladderlab.isolation import Isolation
 from ladderlab.progress import progress_bar
-from ladderlab.runner import cell_table, isolated_cell, loaded_foreign_attack_code, play_replications, write_table
+from ladderlab.rundir import QUARANTINE, write_atomically
+from ladderlab.runner import (cell_table, isolated_cell, loaded_foreign_attack_code, play_replications, plugin_tokens,
+                              write_table)
 from ladderlab.scenario import Cell
 from ladderlab.untrusted import sandboxed_when_isolated
+
+log = logging.getLogger("ladderlab.run")
 
 Rows = dict[str, list[dict[str, Any]]]
 """Rows by cell key, one per replication, in order."""
@@ -50,6 +59,8 @@ CHUNK_ENDS = (1, 8)
 PIECE_SECONDS = 8.0
 """A chunk whose replications would cost one worker more than this (estimated from the pilot) is split."""
 CHUNK_FOLDER = "chunks"
+FINGERPRINTS = "plugins.json"
+"""In a group's chunk folder: the fingerprints of the plugins that computed its pieces."""
 
 
 @dataclass
@@ -127,8 +138,18 @@ class Store:
         self.seed = seed
 
     def load(self, group: Group) -> dict[int, dict[str, dict[str, Any]]]:
-        """Every stored replication of ``group``: {replication: {cell key: row}}."""
+        """Every stored replication of ``group``: {replication: {cell key: row}}. Pieces computed by
+        plugins that have changed since (their fingerprints, recorded with the group's first piece)
+        are moved into ``quarantine/``, with a warning, and computed again."""
         folder = self.directory / CHUNK_FOLDER / group.key
+        recorded = folder / FINGERPRINTS
+        if recorded.is_file() and json.loads(recorded.read_text()) != _fingerprints(group):
+            target = self.directory / QUARANTINE / f"{CHUNK_FOLDER}-{group.key}.{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            target.parent.mkdir(exist_ok=True)
+            os.replace(folder, target)
+            log.warning("ladderlab: %s: the stored replications of %s were computed by a plugin that has changed since "
+                        "(another version, source or data); moved to %s, they will be computed again",
+                        self.directory, group.cells[0].label, target.relative_to(self.directory))
         rows: dict[int, dict[str, dict[str, Any]]] = {}
         keys = {cell.key for cell in group.cells}
         for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
@@ -140,8 +161,15 @@ class Store:
     def save(self, group: Group, start: int, stop: int, rows: Rows) -> None:
         folder = self.directory / CHUNK_FOLDER / group.key
         folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / FINGERPRINTS).is_file():
+            write_atomically(folder / FINGERPRINTS, json.dumps(_fingerprints(group), sort_keys=True))
         table = pa.concat_tables([cell_table(cell, self.seed, rows[cell.key]) for cell in group.cells])
         write_table(folder / f"{start:06d}-{stop:06d}.parquet", table)
+
+
+def _fingerprints(group: Group) -> dict[str, dict[str, str | None]]:
+    """The fingerprint tokens of every cell's plugins, by cell key (:mod:`ladderlab.rundir`)."""
+    return {cell.key: plugin_tokens(cell) for cell in group.cells}
 
 
 @sandboxed_when_isolated

@@ -343,7 +343,7 @@ def isolated_cell(cell: Cell | CompetitionCell) -> tuple[str, dict[str, Any]] | 
     stand-ins of :mod:`ladderlab.untrusted`, which checked the scenario): a duel's attack
     identity, or a competition's teams."""
     if isinstance(cell, CompetitionCell):
-        return IsolatedTeams(cell.resolved_teams(), _plugin_tokens(cell))
+        return IsolatedTeams(cell.resolved_teams(), plugin_tokens(cell))
     return attack_identity(ATTACKS.make(cell.attack[0], **cell.attack[1]))
 
 
@@ -368,7 +368,7 @@ def run_cells(
     if isinstance(group[0], ExtrapolationCell):
         (cell,) = group
         with cell_worker():
-            return [_write_cell(cell, extrapolation_cell_table(cell, seed, replications), out, _plugin_tokens(cell))]
+            return [_write_cell(cell, extrapolation_cell_table(cell, seed, replications), out, plugin_tokens(cell))]
     rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities, progress=progress)
     return write_cells(group, seed, rows, out, isolation, identities)
 
@@ -410,9 +410,9 @@ def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any
     if isinstance(group[0], CompetitionCell):
         (cell,) = group
         resolved = (identities or {}).get(cell.key)
-        tokens = resolved.tokens if resolved else _plugin_tokens(cell)
+        tokens = resolved.tokens if resolved else plugin_tokens(cell)
         return [_write_cell(cell, competition_table(cell, seed, rows[cell.key]), out, tokens)]
-    return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, _plugin_tokens(cell, rows[cell.key], isolation))
+    return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, plugin_tokens(cell, rows[cell.key], isolation))
             for cell in group]
 
 
@@ -442,7 +442,7 @@ def write_table(path: Path, table: pa.Table) -> bytes:
     return data
 
 
-def _plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] = (), isolation: Isolation = "none",
+def plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] = (), isolation: Isolation = "none",
                    ) -> dict[str, str | None]:
     """The fingerprint tokens of the plugins that computed a cell, by role. An attack played in
     its own process has the fingerprint of the snapshot its sandbox showed, hashed by this
@@ -508,7 +508,7 @@ def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]
 
 def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str | None]]:
     """Per cell key: the fingerprint tokens its plugins have now."""
-    return {cell.key: _plugin_tokens(cell) for cell in cells(scenario)}
+    return {cell.key: plugin_tokens(cell) for cell in cells(scenario)}
 
 
 def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str, Any]:

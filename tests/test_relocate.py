@@ -213,3 +213,21 @@ def test_a_moved_project_certifies_from_the_battery_it_kept(tmp_path, monkeypatc
     second = certify_challenge("data/contest.toml", "mechanisms/helped.py:Helped", **options)
     assert second["run_dir"] == first["run_dir"] and chunks(Path(second["run_dir"])) == kept and kept
     assert second["battery"] == first["battery"]
+
+
+def test_a_kept_battery_computed_by_a_plugin_that_changed_since_is_set_aside_and_computed_again(tmp_path, monkeypatch,
+                                                                                                   caplog):
+    make_project(tmp_path / "project")
+    monkeypatch.chdir(tmp_path / "project")
+    options = dict(attacks=["attacks/probing.py:Probing(k=10)"], default_battery=False, replications=8,
+                   honest_replications=1, budgets=[10], run_dir="battery")
+    certify_challenge("data/contest.toml", "mechanisms/helped.py:Helped", **options)
+    kept = chunks(tmp_path / "project" / "battery")
+    (tmp_path / "project" / "mechanisms" / "helper.py").write_text("SHIFT = 0.5\n")
+    certify_challenge("data/contest.toml", "mechanisms/helped.py:Helped", **options)
+    assert "computed by a plugin that has changed since" in caplog.text
+    again = chunks(tmp_path / "project" / "battery")
+    changed = [path for path in kept if again.get(path) != kept[path]]
+    set_aside = list((tmp_path / "project" / "battery" / "quarantine").glob("chunks-*"))
+    assert changed and len(set_aside) == len({path.parts[1] for path in changed})
+    assert all(again.get(path) == kept[path] for path in kept if path not in changed)
