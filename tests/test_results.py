@@ -4,10 +4,11 @@ quickstart run gives."""
 
 import json
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
+from ladderlab.cli import main
 from ladderlab.results.pages import PageSpec, caveats, check, load_pages, page_data, run_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +52,18 @@ def test_the_pages_file_names_its_problems(tmp_path):
         load_pages(tmp_path)
     (tmp_path / "pages.toml").write_text('[[page]]\nname = "a"\ntitle = "A"\ncommand = "c"\nrun = "r"\nabout = 1\n')
     with pytest.raises(ValueError, match=r"pages\.toml: .*about"):
+        load_pages(tmp_path)
+
+
+def test_a_clone_elsewhere_checks_the_shipped_pages(tmp_path, monkeypatch):
+    """The pages name their run directories relative to the repository, never where they were built."""
+    shutil.copytree(FOLDER, tmp_path / "clone" / "docs" / "results")
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "clone")
+    monkeypatch.chdir(tmp_path / "clone")
+    assert main(["results", "check"]) == 0
+    assert all(not PurePath(spec.run).is_absolute() for spec in load_pages(FOLDER))
+    (tmp_path / "pages.toml").write_text('[[page]]\nname = "a"\ntitle = "A"\ncommand = "c"\nrun = "/home/me/runs/a"\n')
+    with pytest.raises(ValueError, match=r"pages\.toml: page\.0\.run: .*'/home/me/runs/a'"):
         load_pages(tmp_path)
 
 

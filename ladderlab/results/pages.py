@@ -49,7 +49,8 @@ class PageSpec(StrictModel):
     name: StrictStr = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$", description="the page's file name, without .md")
     title: StrictStr = Field(min_length=1, description="the page's title")
     command: StrictStr = Field(min_length=1, description="the command that makes the run directory")
-    run: StrictStr = Field(min_length=1, description="the run directory, relative to where the build runs")
+    run: StrictStr = Field(min_length=1, pattern=r"^[^/~]", description="the run directory, relative to where the build "
+                           "runs (the repository's root), so that a clone anywhere builds and checks the pages")
     figures: list[StrictStr] | None = Field(default=None, description="title prefixes of the figures to keep "
                                             "(None: every figure of the report)")
 
