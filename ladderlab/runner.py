@@ -5,7 +5,9 @@ Layout of a run directory (asv-style results as files):
 - ``manifest.json``: the resolved scenario, its hash, every cell it expands to, the
   package version and the version of every plugin it uses (so that a report needs
   nothing but the directory). A run directory belongs to one scenario: running
-  a different one into it is refused.
+  a different one into it is refused. Its ``layout`` 2 names local files as the scenario
+  writes them (:mod:`ladderlab.locations`), so the directory moves with its project; a
+  layout-1 directory is migrated on first use (:func:`migrate`).
 - ``cells/<key>.parquet``: one file per completed cell, one row per replication,
   written to a temporary file, flushed and renamed, so a killed run loses at most the
   cells in flight. The manifest's ``completed`` records each file's SHA-256 and the
