@@ -16,6 +16,7 @@ apart from its name: a plugin's fingerprint and a challenge's data hash
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,12 @@ MARK = "/./"
 def anchored(folder: str | Path, name: str) -> str:
     """``name`` (a path, or ``path.py:Class``) made openable from anywhere: relative to ``folder``
     with the mark; an absolute name stays as written (normalised if it holds the mark)."""
-    location, colon, class_name = name.rpartition(":") if plugin_reference(name) else (name, "", "")
+    location, class_name = _split(name)
     if not os.path.isabs(location):
         location = f"{Path(folder).resolve()}{MARK}{os.path.normpath(location)}"
     elif MARK in location:
         location = os.path.normpath(location)
-    return f"{location}:{class_name}" if colon else location
+    return f"{location}:{class_name}" if class_name else location
 
 
 def plugin_reference(name: str) -> bool:
@@ -40,33 +41,38 @@ def plugin_reference(name: str) -> bool:
     return bool(colon and class_name and location.endswith(".py"))
 
 
-def location_free(value: Any) -> Any:
-    """``value`` (a string, or lists, tuples and dicts of them) with every anchored name
-    replaced by the name as written, relative to its folder; anything else unchanged."""
+def _split(name: str) -> tuple[str, str]:
+    """The path of ``name`` and its class name (empty for a plain path)."""
+    return (name.rpartition(":")[0], name.rpartition(":")[2]) if plugin_reference(name) else (name, "")
+
+
+def _each_anchored(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (a string, or lists, tuples and dicts of them) with ``change`` applied to every
+    anchored name; anything else unchanged."""
     if isinstance(value, str):
-        return value.partition(MARK)[2] if value.startswith("/") and MARK in value else value
+        return change(value) if value.startswith("/") and MARK in value else value
     if isinstance(value, dict):
-        return {key: location_free(item) for key, item in value.items()}
+        return {key: _each_anchored(item, change) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(location_free(item) for item in value)
+        return type(value)(_each_anchored(item, change) for item in value)
     return value
+
+
+def location_free(value: Any) -> Any:
+    """``value`` with every anchored name replaced by the name as written, relative to its folder."""
+    return _each_anchored(value, lambda name: name.partition(MARK)[2])
 
 
 def anchored_at(value: Any, folder: str | Path) -> Any:
-    """``value`` with every anchored name moved to ``folder``: the absolute names a run
-    directory recorded before names were location-free (:mod:`ladderlab.runner` migrates it)."""
-    if isinstance(value, str):
-        if not (value.startswith("/") and MARK in value):
-            return value
-        name = value.partition(MARK)[2]
-        location, colon, class_name = name.rpartition(":") if plugin_reference(name) else ("", "", "")
-        resolved = str((Path(folder) / (location if colon else name)).resolve())
-        return f"{resolved}:{class_name}" if colon else resolved
-    if isinstance(value, dict):
-        return {key: anchored_at(item, folder) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(anchored_at(item, folder) for item in value)
-    return value
+    """``value`` with every anchored name made the absolute path it has under ``folder``: the names
+    a run directory recorded before names were location-free (:func:`ladderlab.runner.migrate`)."""
+
+    def absolute(name: str) -> str:
+        location, class_name = _split(name.partition(MARK)[2])
+        resolved = str((Path(folder) / location).resolve())
+        return f"{resolved}:{class_name}" if class_name else resolved
+
+    return _each_anchored(value, absolute)
 
 
 def _strings(value: Any) -> list[str]:
@@ -76,10 +82,6 @@ def _strings(value: Any) -> list[str]:
     return [text for item in items for text in _strings(item)]
 
 
-def _path_part(name: str) -> str:
-    return name.rpartition(":")[0] if plugin_reference(name) else name
-
-
 def former_folders(value: Any, recorded: Any) -> list[Path]:
     """The folders ``value``'s anchored names may have lain in when ``recorded`` (the same data,
     written with absolute names) was written: their folder now, and every folder that an absolute
@@ -87,9 +89,9 @@ def former_folders(value: Any, recorded: Any) -> list[Path]:
     ``/old/study/attacks/a.py`` and ``attacks/a.py``); the first is the likeliest."""
     names = [text for text in _strings(value) if text.startswith("/") and MARK in text]
     folders = list(dict.fromkeys(Path(text.partition(MARK)[0]) for text in names))
-    written = {_path_part(text.partition(MARK)[2]) for text in names}
+    written = {_split(text.partition(MARK)[2])[0] for text in names}
     for text in _strings(recorded):
-        path = _path_part(text)
+        path = _split(text)[0]
         folders += [Path(path[: -len(name) - 1]) for name in written
                     if not name.startswith("..") and path.endswith(f"/{name}") and Path(path[: -len(name) - 1]) not in folders]
     return folders

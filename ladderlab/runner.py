@@ -38,7 +38,6 @@ import json
 import logging
 import math
 import multiprocessing
-import os
 import socket
 import sys
 import time
@@ -445,7 +444,7 @@ def write_table(path: Path, table: pa.Table) -> bytes:
 
 
 def plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] = (), isolation: Isolation = "none",
-                   ) -> dict[str, str | None]:
+                  ) -> dict[str, str | None]:
     """The fingerprint tokens of the plugins that computed a cell, by role. An attack played in
     its own process has the fingerprint of the snapshot its sandbox showed, hashed by this
     process (:func:`ladderlab.isolation.snapshot_fingerprint`), which never loaded its code."""
