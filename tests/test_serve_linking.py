@@ -142,3 +142,43 @@ def test_a_restart_after_kill_9_keeps_the_groups(tmp_path):
     storage = Storage(sqlite_url(tmp_path / "state" / "log.sqlite"))
     assert [entry.decision for entry in storage.entries(team="beta")][-2:] == [REFUSED, REFUSED]
     storage.close()
+
+
+def test_a_log_of_schema_version_2_is_migrated_and_its_entries_still_verify(tmp_path):
+    from ladderlab.serve.storage import SCHEMA_VERSION, meta
+
+    path = write_challenge(tmp_path)
+    url = sqlite_url(tmp_path / "log.sqlite")
+    service, tokens = open_service(path, url, SECRET)
+    with ThreadServer(service) as server:
+        assert upload(server.url, tokens["alpha"], np.zeros((2, 400)))[0] == 201
+    with service.storage.transaction() as connection:  # the log as version 2 wrote it: no links table
+        connection.execute(sa.update(meta).where(meta.c.key == "schema_version").values(value="2"))
+        connection.exec_driver_sql("DROP TABLE links")
+    service.storage.close()
+    reopened, _ = open_service(path, url, SECRET)
+    assert reopened.storage.meta_value("schema_version") == SCHEMA_VERSION == "3"
+    assert len(reopened.storage.verify_chain(reopened.challenge.identity())) == 2
+    reopened.storage.close()
+
+
+def test_a_refused_submission_is_never_selected_ranked_or_on_the_leaderboard(tmp_path, database):
+    import io
+
+    import pyarrow.parquet as pq
+
+    path = write_challenge(tmp_path, rules="per_day = 1000\ntotal = 2\naccounts = 2\nlink = true\nselection = 1")
+    service, tokens = open_service(path, database, SECRET)
+    row = np.random.default_rng(5).integers(0, 2, 400).astype(float)
+    with ThreadServer(service) as server:
+        statuses = [upload(server.url, tokens[team], row[None])[0] for team in ("alpha", "beta", "beta")]
+        selecting = request(server.url, tokens["beta"], "PUT", "/api/submissions/3/selection")
+        board = request(server.url, "", "GET", "/api/leaderboard")[2]
+        request(server.url, tokens["organiser"], "POST", "/api/organiser/close")
+        final = request(server.url, tokens["organiser"], "GET", "/api/organiser/final")[2]
+        export = request(server.url, tokens["organiser"], "GET", "/api/organiser/export")[2]
+    assert statuses == [201, 201, 429] and selecting[0] == 409 and "was refused" in selecting[2]["error"]
+    assert {team["team"]: team["submissions"] for team in board["teams"]} == {"alpha": 1, "beta": 1}
+    assert {team["team"]: team["counted_submission"] for team in final["teams"]} == {"alpha": 1, "beta": 2}
+    table = pq.read_table(io.BytesIO(export)).to_pydict()
+    assert table["decision"][2] == REFUSED and table["selected"] == [True, True, False]

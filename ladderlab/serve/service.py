@@ -465,9 +465,12 @@ class Service:
             raise ServiceError(403, "closed", "the challenge is closed: selections are final")
         with self.storage.transaction() as connection:
             self.storage.lock_team(connection, team)
-            owned = {entry.submission_id for entry in self.storage.entries(connection, team=team)}
+            owned = {entry.submission_id: entry.decision for entry in self.storage.entries(connection, team=team)}
             if submission_id not in owned:
                 raise ServiceError(404, "not-found", f"team {team} has no submission {submission_id}")
+            if selected and owned[submission_id] == REFUSED:
+                raise ServiceError(409, "conflict", f"submission {submission_id} was refused (its linked group's caps "
+                                                    "were spent): it has no score to count")
             chosen = self.storage.selected(connection).get(team, set())
             if selected and submission_id not in chosen and len(chosen) >= k:
                 raise ServiceError(409, "conflict", f"a team selects at most {k} submissions; unselect one of "
