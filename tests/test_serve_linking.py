@@ -182,3 +182,15 @@ def test_a_refused_submission_is_never_selected_ranked_or_on_the_leaderboard(tmp
     assert {team["team"]: team["counted_submission"] for team in final["teams"]} == {"alpha": 1, "beta": 2}
     table = pq.read_table(io.BytesIO(export)).to_pydict()
     assert table["decision"][2] == REFUSED and table["selected"] == [True, True, False]
+
+
+def test_two_servers_on_one_log_link_across_them(tmp_path, database):
+    path = write_challenge(tmp_path, rules="per_day = 1000\ntotal = 2\naccounts = 2\nlink = true")
+    first, tokens = open_service(path, database, SECRET)
+    second, _ = open_service(path, database, SECRET)
+    row = np.random.default_rng(6).integers(0, 2, 400).astype(float)
+    with ThreadServer(first) as one, ThreadServer(second) as two:
+        statuses = [upload(one.url, tokens["alpha"], row[None])[0], upload(two.url, tokens["beta"], row[None])[0],
+                    upload(one.url, tokens["alpha"], row[None])[0]]
+    assert statuses == [201, 201, 429]  # the second server linked beta to alpha; the first learnt it from the log
+    assert first._linked.keeper("beta") == second._linked.keeper("beta") == "alpha"
