@@ -39,7 +39,7 @@ from ladderlab.competition import leaderboard_values, selected_submissions
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
-from ladderlab.serve.linked import LinkedStates, replayed
+from ladderlab.serve.linked import LinkedStates, Outcome, replayed
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError, encode_prediction, prediction_sha256
@@ -228,21 +228,20 @@ class Service:
             self._check_rate(connection, team, self.clock())
 
     def log_submission(self, team: str, P: np.ndarray, idempotency_key: str | None = None) -> Accepted:
-        """Score the validated predictions ``P`` of an admitted upload and append them to the log."""
+        """Score the validated predictions ``P`` of an admitted upload and append them to the log
+        (under the link rule: rows beyond the linked group's caps are logged as refused, and an
+        upload whose every row was refused is answered 429, reason ``linked-cap``)."""
         if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
             raise ServiceError(400, "invalid", f"Idempotency-Key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, "
                                                f"got {len(idempotency_key)}")
         digests = [prediction_sha256(row) for row in P]
         encoded = {digest: encode_prediction(row) for digest, row in zip(digests, P)}
-        if self.linking:
-            return self._log_linked(team, P, idempotency_key, digests, encoded)
-        key = SHARED if self.shared else team
+        key = self._lock_key(team)
         with self._lock(key), self._writing():
-            state = None
             try:
                 with self.storage.transaction() as connection:
                     self.storage.lock_team(connection, team)
-                    if self.shared:
+                    if key != team:  # one state for all, or links between any teams: one submission at a time
                         self.storage.head(connection)
                     now = self.clock()
                     if idempotency_key is not None:
@@ -253,53 +252,7 @@ class Service:
                     self._check_open(now, submitted.closed_at)
                     total, today = submitted.total, submitted.today
                     self._check_caps(P.shape[0], total, today, now)
-                    state = self._caught_up(connection, key)
-                    state.dirty = True
-                    records, decisions = replay.score(state, P)
-                    self.storage.store_predictions(connection, encoded)
-                    stamp = microseconds(now)
-                    rows = [
-                        {"team": team, "team_sequence": total + i + 1, "submitted_at_us": stamp,
-                         "utc_day": now.date().isoformat(), "prediction_sha256": digests[i],
-                         "public_score": float(records["public"][i]), "private_score": float(records["final"][i]),
-                         "released": float(records["released"][i]), "decision": decisions[i],
-                         "idempotency_key": None if idempotency_key is None else f"{idempotency_key}#{i}"}
-                        for i in range(P.shape[0])
-                    ]
-                    entries = self.storage.append(connection, rows)
-            except BaseException:
-                if state is not None and state.dirty:
-                    del self._states[key]
-                raise
-            state.dirty = False
-            state.last_id = entries[-1].submission_id
-            state.applied += len(entries)
-            log.info("team %s: submissions %s scored", team, ", ".join(str(entry.submission_id) for entry in entries))
-            return Accepted(entries, *self._remaining(total + len(entries), today + len(entries)))
-
-    def _log_linked(self, team: str, P: np.ndarray, idempotency_key: str | None, digests: list[str],
-                    encoded: dict[str, tuple[str, bytes]]) -> Accepted:
-        """:meth:`log_submission` under the link rule (:mod:`ladderlab.serve.linked`): every submission
-        in turn; rows beyond the linked group's caps are logged as refused; an upload whose every row
-        was refused is answered 429 (reason ``linked-cap``)."""
-        with self._lock(LINKED), self._writing():
-            states = None
-            try:
-                with self.storage.transaction() as connection:
-                    self.storage.lock_team(connection, team)
-                    self.storage.head(connection)
-                    now = self.clock()
-                    if idempotency_key is not None:
-                        earlier = self.storage.by_idempotency_key(connection, team, idempotency_key, P.shape[0])
-                        if earlier:
-                            return self._repeated(connection, team, earlier, digests, idempotency_key)
-                    submitted = self.storage.submission_state(connection, team, now.date().isoformat())
-                    self._check_open(now, submitted.closed_at)
-                    total, today = submitted.total, submitted.today
-                    self._check_caps(P.shape[0], total, today, now)
-                    states = self._linked_caught_up(connection)
-                    states.dirty = True
-                    outcomes = states.submit(team, P, now.date())
+                    outcomes = self._answer(connection, key, team, P, now)
                     self.storage.store_predictions(connection, encoded)
                     stamp = microseconds(now)
                     rows = [
@@ -313,16 +266,44 @@ class Service:
                     ]
                     entries = self.storage.append(connection, rows)
             except BaseException:
-                if states is not None and states.dirty:
-                    self._linked = None
+                self._forget_unlogged(key)
                 raise
-            states.dirty = False
-            states.last_id = entries[-1].submission_id
-            log.info("team %s: submissions %s logged under the link rule", team,
+            self._logged(key, entries)
+            log.info("team %s: submissions %s logged", team,
                      ", ".join(f"{entry.submission_id} ({entry.decision})" for entry in entries))
-            if all(entry.decision == REFUSED for entry in entries):
+            if self.linking and all(entry.decision == REFUSED for entry in entries):
                 raise self._linked_cap_error(team, now)
             return Accepted(entries, *self._remaining(total + len(entries), today + len(entries)))
+
+    def _answer(self, connection: Any, key: str | None, team: str, P: np.ndarray, now: datetime) -> list[Outcome]:
+        """What the mechanism (under the link rule: the team's group) answers ``team``'s rows, with
+        every logged entry applied first; the state is dirty until :meth:`_logged`."""
+        if self.linking:
+            states = self._linked_caught_up(connection)
+            states.dirty = True
+            return states.submit(team, P, now.date())
+        state = self._caught_up(connection, key)
+        state.dirty = True
+        records, decisions = replay.score(state, P)
+        return [Outcome(team, (), float(released), float(public), float(final), decision) for released, public, final,
+                decision in zip(records["released"], records["public"], records["final"], decisions)]
+
+    def _forget_unlogged(self, key: str | None) -> None:
+        """Drop a state that saw a submission the log does not hold: the next request rebuilds it."""
+        if self.linking:
+            if self._linked is not None and self._linked.dirty:
+                self._linked = None
+        elif key in self._states and self._states[key].dirty:
+            del self._states[key]
+
+    def _logged(self, key: str | None, entries: list[Entry]) -> None:
+        """The state that answered ``entries`` has applied them: they are committed."""
+        state = self._linked if self.linking else self._states[key]
+        assert state is not None
+        state.dirty = False
+        state.last_id = entries[-1].submission_id
+        if isinstance(state, MechanismState):
+            state.applied += len(entries)
 
     def _linked_caught_up(self, connection: Any) -> LinkedStates:
         """The linked states after every logged entry (other processes' too; rebuilt from the whole
