@@ -133,11 +133,12 @@ class RulesTable(StrictModel):
                                 description="accounts (teams) the rules let one participant hold")
     link: StrictBool = Field(default=False, description="link accounts whose submissions are near-identical: one "
                                                         "mechanism state and one budget per group (docs/serve.md#linking)")
-    link_alpha: Number | None = Field(default=None, description="the link rule's alpha (default: the certificate's)")
-    link_min_disagreement: Number | None = Field(default=None, description="the link rule's min_disagreement "
-                                                                           "(default: the certificate's)")
-    link_tolerance: Number | None = Field(default=None, description="the link rule's tolerance (default: the "
-                                                                    "certificate's)")
+    link_alpha: Number | None = Field(default=None, gt=0, lt=1, description="the link rule's alpha (default: the "
+                                                                           "certificate's)")
+    link_min_disagreement: Number | None = Field(default=None, gt=0, lt=1, description="the link rule's "
+                                                 "min_disagreement (default: the certificate's)")
+    link_tolerance: Number | None = Field(default=None, ge=0, description="the link rule's tolerance (default: the "
+                                                                          "certificate's)")
     selection: Literal["last", "best-public"] | StrictInt = Field(
         default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
 
@@ -172,6 +173,9 @@ class RulesTable(StrictModel):
     def _ordered(self) -> RulesTable:
         if self.start is not None and self.end is not None and self.end <= self.start:
             raise ValueError(f"end {self.end.isoformat()} is not after start {self.start.isoformat()}")
+        given = [f"link_{name}" for name in LINK_PARAMETERS if getattr(self, f"link_{name}") is not None]
+        if given and not self.link:
+            raise ValueError(f"{given[0]} = {getattr(self, given[0])!r} is a parameter of linking: set link = true")
         return self
 
 
@@ -392,10 +396,7 @@ class Challenge:
         given = {name: getattr(rules, f"link_{name}") for name in LINK_PARAMETERS}
         values = {name: given[name] if given[name] is not None else
                   getattr(certified if certified is not None else LinkRule(), name) for name in LINK_PARAMETERS}
-        try:
-            return LinkRule(**values)
-        except ValueError as error:
-            raise ChallengeError(f"{self.path}: rules.{error}") from None
+        return LinkRule(**values)
 
     def link_threshold(self) -> int:
         """The most differing public rows that link two submissions (:meth:`LinkRule.threshold`), each

@@ -102,6 +102,9 @@ BAD = [
     (_replace('name = "beta"', 'name = "Alpha"'), "team 'Alpha' is listed twice"),
     (_replace('scorer = "zero-one"', 'scorer = "zero-one"\nprediction_range = [1.0, 0.0]'), "prediction_range must be"),
     (lambda path: path.write_text(path.read_text() + "\n[[["), "not valid TOML"),
+    (_replace("per_day = 1000", "per_day = 1000\nlink = true\nlink_alpha = 1.5"), "rules.link_alpha"),
+    (_replace("per_day = 1000", "per_day = 1000\nlink_tolerance = 0.1"),
+     "link_tolerance = 0.1 is a parameter of linking: set link = true"),
 ]
 
 
