@@ -92,19 +92,24 @@ class Leaderboard:
         """
         step = rows_per_block(self.holdout_size)
         mechanism = self.mechanism
-        public_scores = scores_by_block(lambda block: mechanism.holdout_.scores(columns(block, self._public_columns)),
-                                        P, step)
-        if self.final_rows.size:
-            final_scores = scores_by_block(lambda block: self._final_holdout.scores(columns(block, self._final_columns)),
-                                           P, step)
-        else:
-            final_scores = np.full(P.shape[0], np.nan)
+        public_scores, final_scores = self.exact_scores(P)
         released = _joined([mechanism.submit_validated(columns(P[start : start + step], self._public_columns), repeats,
                                                        public_scores[start : start + step])
                             for start in range(0, P.shape[0], step)])
         self._public.append(np.repeat(public_scores, repeats))
         self._final.append(np.repeat(final_scores, repeats))
         return released
+
+    def exact_scores(self, P: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The exact public and final scores of predictions validated by ``check``, without the
+        mechanism seeing them (final: NaN without a final set)."""
+        step = rows_per_block(self.holdout_size)
+        public_scores = scores_by_block(lambda block: self.mechanism.holdout_.scores(columns(block, self._public_columns)),
+                                        P, step)
+        if not self.final_rows.size:
+            return public_scores, np.full(P.shape[0], np.nan)
+        return public_scores, scores_by_block(lambda block: self._final_holdout.scores(columns(block, self._final_columns)),
+                                              P, step)
 
     def last_records(self) -> dict[str, FloatArray]:
         """``records`` of the last ``submit_many`` batch only."""

@@ -48,7 +48,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from ladderlab import battery, rundir, runner, workload
 from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
 from ladderlab.isolation import check_isolation
+from ladderlab.linking import LinkRule
 from ladderlab.locations import location_free
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
@@ -712,7 +713,7 @@ def certify(
         "n": n,
         "budgets": budgets,
         "accounts": accounts,
-        **({"link": _link_text()} if link else {}),
+        **({"link": _link_text(), "link_rule": asdict(LinkRule())} if link else {}),
         "replications": replications,
         "confidence": confidence,
         "seed": seed,
@@ -1027,8 +1028,6 @@ def _probability_text(probability: dict[str, float]) -> str:
 
 def _link_text() -> str:
     """What the certificate says of the linking wrapper (:mod:`ladderlab.linking`)."""
-    from ladderlab.linking import LinkRule
-
     rule = LinkRule()
     return (f"accounts whose submissions differ on few enough public rows share one mechanism state and one budget from "
             f"the submission that links them (honest accounts that differ on at least {rule.min_disagreement:g} of the "

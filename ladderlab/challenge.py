@@ -32,6 +32,7 @@ start = 2026-01-05T00:00:00Z
 end = 2026-03-01T00:00:00Z
 selection = "best-public"          # "last", "best-public", or k (a team selects k submissions)
 accounts = 1                       # accounts (teams) one participant may hold
+# link = true                      # link near-identical accounts (docs/serve.md#linking)
 
 [[teams]]
 name = "team-a"
@@ -58,8 +59,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from pydantic import Field, StrictInt, StrictStr, ValidationError, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
+from ladderlab.linking import LinkRule, pair_comparisons
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
 from ladderlab.params import INT64_LIMIT
@@ -74,6 +76,8 @@ from ladderlab.workload import challenge_work, file_reading_work, refuse_if_too_
 
 SCHEMA_VERSION = 1
 Number = FiniteFloat
+LINK_PARAMETERS = ("alpha", "min_disagreement", "tolerance")
+"""The :class:`~ladderlab.linking.LinkRule` parameters the rules (``link_alpha``, …) and a certificate give."""
 SPLIT_VALUES = ("public", "final")
 SELECTION_RULES = ("last", "best-public")
 RESERVED_TEAM_NAMES = ("organiser",)
@@ -126,7 +130,15 @@ class RulesTable(StrictModel):
     start: datetime | None = Field(default=None, description="opening time (TOML date-time with a time zone)")
     end: datetime | None = Field(default=None, description="closing time (TOML date-time with a time zone)")
     accounts: StrictInt = Field(default=1, ge=1, lt=INT64_LIMIT,
-                                description="accounts (teams) the rules let one participant hold; serve does not link them")
+                                description="accounts (teams) the rules let one participant hold")
+    link: StrictBool = Field(default=False, description="link accounts whose submissions are near-identical: one "
+                                                        "mechanism state and one budget per group (docs/serve.md#linking)")
+    link_alpha: Number | None = Field(default=None, gt=0, lt=1, description="the link rule's alpha (default: the "
+                                                                           "certificate's)")
+    link_min_disagreement: Number | None = Field(default=None, gt=0, lt=1, description="the link rule's "
+                                                 "min_disagreement (default: the certificate's)")
+    link_tolerance: Number | None = Field(default=None, ge=0, description="the link rule's tolerance (default: the "
+                                                                          "certificate's)")
     selection: Literal["last", "best-public"] | StrictInt = Field(
         default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
 
@@ -161,6 +173,9 @@ class RulesTable(StrictModel):
     def _ordered(self) -> RulesTable:
         if self.start is not None and self.end is not None and self.end <= self.start:
             raise ValueError(f"end {self.end.isoformat()} is not after start {self.start.isoformat()}")
+        given = [f"link_{name}" for name in LINK_PARAMETERS if getattr(self, f"link_{name}") is not None]
+        if given and not self.link:
+            raise ValueError(f"{given[0]} = {getattr(self, given[0])!r} is a parameter of linking: set link = true")
         return self
 
 
@@ -369,6 +384,29 @@ class Challenge:
             by_days = rules.per_day * ((last - first).days + 1)
         bounds = [bound for bound in (rules.total, by_days) if bound is not None]
         return min(bounds) if bounds else None
+
+    def link_rule(self) -> LinkRule | None:
+        """The rule that links a participant's accounts under ``[rules] link = true`` (None: the
+        service links nothing): each parameter the rules give, else the certificate's
+        (:func:`certified_link_rule`), else :class:`~ladderlab.linking.LinkRule`'s default."""
+        rules = self.spec.rules
+        if not rules.link:
+            return None
+        certified = certified_link_rule(self)
+        given = {name: getattr(rules, f"link_{name}") for name in LINK_PARAMETERS}
+        values = {name: given[name] if given[name] is not None else
+                  getattr(certified if certified is not None else LinkRule(), name) for name in LINK_PARAMETERS}
+        return LinkRule(**values)
+
+    def link_threshold(self) -> int:
+        """The most differing public rows that link two submissions (:meth:`LinkRule.threshold`), each
+        pair of accounts compared at most ``pair_comparisons(per_team_budget)`` times."""
+        rule = self.link_rule()
+        budget = self.per_team_budget()
+        if rule is None or budget is None:
+            raise ChallengeError(f"{self.path}: rules.link = true needs a bound on a team's submissions (rules.total, "
+                                 "or rules.per_day with start and end): the link rule's level is split over them")
+        return rule.threshold(int(self.split.y_holdout.size), int(self.split.public_rows.size), pair_comparisons(budget))
 
     def max_upload_bytes(self) -> int:
         """The largest upload the server reads."""
@@ -626,8 +664,8 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     ``safe_budget``, ``budgets``) covers the challenge when it certifies the same mechanism
     with the same parameters (defaults included), on a public holdout no larger than the
     challenge's, at a safe budget of at least the most submissions one team can make, against
-    an attacker of at least as many accounts as the rules let a participant hold (unlinked,
-    unless the rules allow one: ``serve`` does not link accounts).
+    an attacker of at least as many accounts as the rules let a participant hold (a certificate
+    of linked accounts, ``--link``, covers only rules that link them with its rule).
     A certificate made for a challenge (``ladderlab certify --challenge``, key ``challenge``)
     covers only a challenge with the same data (:meth:`Challenge.task_identity`: labels,
     split, public data, scorer, label set, prediction range). Any other certificate covers,
@@ -635,13 +673,11 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     parameters), the challenge's scorer on a prediction range that contains the challenge's.
     A challenge without a certificate is not covered.
     """
-    spec = challenge.spec
-    if spec.mechanism.certificate is None:
+    if challenge.spec.mechanism.certificate is None:
         return ["the challenge names no certificate (mechanism.certificate): certify the mechanism with "
                 "'ladderlab certify ... --out FILE' and name the file"]
-    path = _named_file(challenge.path, "mechanism.certificate", spec.mechanism.certificate)
+    path, certificate = _certificate(challenge)
     try:
-        certificate = json.loads(path.read_text())
         certified_id, certified_params = certificate["mechanism"], certificate["params"]
         certified_n, safe = int(certificate["n"]), int(certificate["safe_budget"])
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -672,12 +708,43 @@ def certificate_problems(challenge: Challenge) -> list[str]:
     return problems + _scorer_problems(challenge, certificate, path)
 
 
+def _certificate(challenge: Challenge) -> tuple[Path, dict[str, Any]]:
+    """The path and contents of the certificate the challenge names."""
+    path = _named_file(challenge.path, "mechanism.certificate", str(challenge.spec.mechanism.certificate))
+    try:
+        certificate = json.loads(path.read_text())
+        if not isinstance(certificate, dict):
+            raise TypeError(f"a JSON {type(certificate).__name__}, not an object")
+    except (OSError, ValueError, TypeError) as error:
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path} is not a certificate written by "
+                             f"'ladderlab certify --out' ({type(error).__name__}: {error})") from None
+    return path, certificate
+
+
+def certified_link_rule(challenge: Challenge) -> LinkRule | None:
+    """The link rule of the challenge's certificate (``certify --accounts A --link``): its recorded
+    ``link_rule``, or the default rule for a certificate that records ``link`` only (made before
+    the rule's parameters were recorded, always with the default); None without one."""
+    if challenge.spec.mechanism.certificate is None:
+        return None
+    path, certificate = _certificate(challenge)
+    if not certificate.get("link"):
+        return None
+    recorded = certificate.get("link_rule", {})
+    try:
+        return LinkRule(**{name: recorded[name] for name in LINK_PARAMETERS if name in recorded})
+    except (ValueError, TypeError) as error:
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: 'link_rule' = {recorded!r}: "
+                             f"{error}") from None
+
+
 def _account_problems(challenge: Challenge, certificate: dict[str, Any], path: Path) -> list[str]:
     """Whether the certificate's attacker (``certify --accounts A [--link]``) holds at least the
     accounts the rules let one participant hold, under linking no stronger than the service's:
-    ``ladderlab serve`` links no accounts, so a certificate that assumed linking covers only a
-    service of one account per participant."""
-    allowed = challenge.spec.rules.accounts
+    a certificate that assumed linked accounts covers several accounts per participant only
+    when the rules link them (``rules.link``) with the certificate's rule."""
+    rules = challenge.spec.rules
+    allowed = rules.accounts
     certified = certificate.get("accounts", 1)
     if isinstance(certified, bool) or not isinstance(certified, int) or certified < 1:
         raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: 'accounts' = {certified!r} is not a "
@@ -685,11 +752,18 @@ def _account_problems(challenge: Challenge, certificate: dict[str, Any], path: P
     if allowed > certified:
         return [f"the rules let a participant hold {allowed} accounts (rules.accounts), more than the certificate's "
                 f"{certified} (certify --accounts {certified}) ({path})"]
-    if certificate.get("link") and allowed > 1:
+    if not certificate.get("link") or allowed == 1:
+        return []
+    if not rules.link:
         return [f"the certificate assumed a participant's accounts linked (certify --accounts {certified} --link), "
-                f"this service links none of the {allowed} accounts the rules allow (rules.accounts; serve does not "
-                f"link): certify without --link, or set rules.accounts = 1 ({path})"]
-    return []
+                f"the rules link none of the {allowed} accounts they allow (rules.accounts): set rules.link = true, "
+                f"certify without --link, or set rules.accounts = 1 ({path})"]
+    certified_rule = certified_link_rule(challenge)
+    assert certified_rule is not None
+    return [f"rules.link_{name} = {getattr(rules, f'link_{name}')!r} is not the certificate's link rule's "
+            f"{getattr(certified_rule, name)!r} ({path})"
+            for name in LINK_PARAMETERS
+            if getattr(rules, f"link_{name}") is not None and getattr(rules, f"link_{name}") != getattr(certified_rule, name)]
 
 
 def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path) -> list[str]:

@@ -156,7 +156,8 @@ def upload(url: str, token: str, rows: np.ndarray, key: str | None = None) -> tu
 def shared_postgres(run_folder: Path) -> Iterator[Any]:
     """One throwaway PostgreSQL cluster for all the test processes of a run (pytest-xdist's
     workers share ``run_folder``): the first process that needs it starts it, the last one
-    that holds it stops it, counted in a file under a file lock. Without disk flushes."""
+    that holds it stops it, counted in a file under a file lock; its reaper stops it when
+    every holder has ended, also by SIGKILL (:mod:`ladderlab.serve.reaper`). Without disk flushes."""
     import fcntl
 
     from ladderlab.serve.postgres import TemporaryPostgres
@@ -172,9 +173,10 @@ def shared_postgres(run_folder: Path) -> Iterator[Any]:
 
     with holders() as state:
         if state["holders"] == 0:
-            state["folder"] = str(TemporaryPostgres(durable=False).start().folder)
+            state["folder"] = str(TemporaryPostgres(durable=False).start(reaped=True).folder)
         state["holders"] += 1
         cluster = TemporaryPostgres(state["folder"], durable=False)
+        cluster.hold()  # a run killed with SIGKILL takes its cluster with it
     try:
         yield cluster
     finally:

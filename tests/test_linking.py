@@ -6,13 +6,15 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from ladderlab.accounts import probe_budget
 from ladderlab.attack import Attack
 from ladderlab.competition import Rules, TeamSpec, compete, play_competition
 from ladderlab.duel import spec
-from ladderlab.linking import Linker, LinkRule, pair_comparisons
+from ladderlab.linking import Linker, LinkRule, differing_rows, pair_comparisons
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.seeding import stream
 from tests.helpers import clopper_pearson
@@ -108,6 +110,18 @@ def test_continuous_predictions_differ_beyond_the_tolerance_only():
     linker = Linker(LinkRule(), 2, 0)
     linker.observe(0, np.array([0.5, 0.25, 0.75]))
     assert linker.observe(1, np.array([0.505, 0.25, 0.75])) == 1
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([0.0, 1e-300, 0.25]))
+def test_the_differing_rows_are_those_further_apart_than_the_tolerance(seed, tolerance):
+    """The count is the definition's, |a − b| > tolerance, also for the ``!=`` shortcut at tolerance 0
+    on near ties: subnormals, −0.0 against 0.0, values one ulp apart."""
+    rng = np.random.default_rng(seed)
+    near = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-308, 1.0, np.nextafter(1.0, 2.0), 0.75, 0.5])
+    latest = rng.choice(near, (6, 40, 2))
+    row = rng.choice(near, (40, 2))
+    expected = np.count_nonzero((np.abs(latest - row[None]) > tolerance).any(axis=2), axis=1)
+    assert np.array_equal(differing_rows(latest, row, tolerance), expected)
 
 
 def test_the_rule_is_checked():

@@ -33,6 +33,7 @@ from starlette.concurrency import run_in_threadpool
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
 from ladderlab.serve.service import Accepted, Service, ServiceError
+from ladderlab.serve.storage import REFUSED
 from ladderlab.serve.uploads import UploadError, UploadReader
 from ladderlab.validation import PredictionError
 
@@ -237,7 +238,8 @@ def _accepted_json(team: str, accepted: Accepted) -> dict[str, Any]:
     return {
         "team": team,
         "submissions": [{"submission_id": entry.submission_id, "sequence": entry.team_sequence,
-                         "released": entry.released} for entry in accepted.entries],
+                         "released": None if entry.decision == REFUSED else entry.released}
+                        for entry in accepted.entries],
         "remaining_today": accepted.remaining_today,
         "remaining_total": accepted.remaining_total,
         "repeated": accepted.repeated,

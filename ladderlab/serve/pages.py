@@ -16,9 +16,10 @@ from ladderlab.serve.service import Service
 environment = Environment(loader=PackageLoader("ladderlab.serve", "templates"), autoescape=select_autoescape())
 
 
-def released_text(value: float) -> str:
-    """A released value as shown on the page: the shortest text that reads back as the same float."""
-    return repr(float(value))
+def released_text(value: float | None) -> str:
+    """A released value as shown on the page: the shortest text that reads back as the same float
+    (None: a submission refused by a linked group's caps)."""
+    return "refused (linked)" if value is None else repr(float(value))
 
 
 def _common(service: Service) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 Debian's server binaries (``/usr/lib/postgresql/<version>/bin``) run ``initdb`` and
 ``pg_ctl``; PostgreSQL refuses to run as root, so as root the cluster runs as the
-``postgres`` user (``runuser``), in a folder it owns. Nothing listens on TCP.
+``postgres`` user (``runuser``), in a folder it owns. Nothing listens on TCP. A cluster
+started with ``reaped=True`` stops when every process that :meth:`~TemporaryPostgres.hold` s it
+has ended, even by SIGKILL (:mod:`ladderlab.serve.reaper`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -59,11 +63,14 @@ class TemporaryPostgres:
         self.folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="ladderlab-postgres-"))
         self.durable = durable
         self._as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        self._hold: socket.socket | None = None
 
     def _run(self, *command: str) -> None:
         subprocess.run([*self._as_postgres, *command], check=True, capture_output=True, text=True, cwd="/")
 
-    def start(self) -> TemporaryPostgres:
+    def start(self, reaped: bool = False) -> TemporaryPostgres:
+        """Create and start the cluster; ``reaped``: with a reaper that stops it when the last
+        process that holds it (:meth:`hold`) has ended, however it ended."""
         if self._as_postgres:
             os.chown(self.folder, _uid("postgres"), -1)
         data = self.folder / "data"
@@ -73,7 +80,33 @@ class TemporaryPostgres:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(str(self.binaries / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-o", options,
                   "-w", "start")
+        if reaped:
+            reaper = subprocess.Popen([sys.executable, "-m", "ladderlab.serve.reaper", str(self.folder)],
+                                      stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+            assert reaper.stdout is not None
+            ready = reaper.stdout.read()
+            reaper.stdout.close()
+            reaper.wait()
+            if ready.strip() != b"ready":
+                self.stop()
+                raise RuntimeError(f"the reaper of the PostgreSQL cluster in {self.folder} did not start")
         return self
+
+    def hold(self) -> None:
+        """Keep the cluster running while this process lives (a reaped cluster: :meth:`start`)."""
+        from ladderlab.serve.reaper import SOCKET_NAME
+
+        if self._hold is None:
+            self._hold = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._hold.connect(str(self.folder / SOCKET_NAME))
+
+    @property
+    def postmaster_pid(self) -> int | None:
+        """The running postmaster's process id (None: not running)."""
+        try:
+            return int((self.folder / "data" / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def database(self, name: str) -> str:
         """A new, empty database; its SQLAlchemy URL."""
@@ -88,6 +121,9 @@ class TemporaryPostgres:
             self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+            if self._hold is not None:  # after the stop: the reaper finds the cluster gone and ends
+                self._hold.close()
+                self._hold = None
 
     def __enter__(self) -> TemporaryPostgres:
         return self.start()

@@ -91,7 +91,7 @@ def apply(state: MechanismState, entries: list[Entry], storage: Storage, connect
         for entry, released, public, final, decision in zip(chunk, records["released"], records["public"],
                                                               records["final"], decisions):
             logged = (entry.released, entry.public_score, entry.private_score, entry.decision)
-            if not _same_bits((released, public, final), logged[:3]) or decision != entry.decision:
+            if not same_bits((released, public, final), logged[:3]) or decision != entry.decision:
                 raise StorageError(
                     f"submission {entry.submission_id} ({entry.team} #{entry.team_sequence}) does not replay: the log "
                     "says otherwise than the mechanism does now (changed labels, mechanism code or secret?)")
@@ -100,16 +100,21 @@ def apply(state: MechanismState, entries: list[Entry], storage: Storage, connect
         done(len(chunk))
 
 
-def _same_bits(values: tuple[float, ...], logged: tuple[float, ...]) -> bool:
+def same_bits(values: tuple[float, ...], logged: tuple[float, ...]) -> bool:
     return np.array_equal(np.array(values, dtype=np.float64).view(np.int64), np.array(logged, dtype=np.float64).view(np.int64))
 
 
 def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: bool | None = False
             ) -> tuple[dict[str | None, MechanismState], int]:
     """Verify the chain and replay the whole log; return the states by team (or the shared
-    state under :data:`SHARED`) and the number of entries replayed. ``progress`` shows a bar
+    state under :data:`SHARED`; under ``rules.link``, by keeper: :mod:`ladderlab.serve.linked`)
+    and the number of entries replayed. ``progress`` shows a bar
     of the entries replayed (None: when standard error is a terminal)."""
     entries = storage.verify_chain(challenge.identity())
+    if challenge.spec.rules.link:
+        from ladderlab.serve.linked import replayed  # it builds on this module
+
+        return replayed(challenge, storage, secret_seed, entries).states, len(entries)
     shared = type(challenge.mechanism()).shared_state
     states: dict[str | None, MechanismState] = {}
     by_team: dict[str | None, list[Entry]] = {SHARED: entries} if shared else {}

@@ -8,6 +8,10 @@ scores, and appends, in one transaction. A batch is accepted whole or not at all
 anything fails after the mechanism saw the batch, that state is dropped and rebuilt
 from the log on the next request: the log is the truth.
 
+Under ``[rules] link = true`` (:mod:`ladderlab.serve.linked`) every submission is serialised with
+every other (the chain's head row is locked for the whole submission, as for a mechanism with one
+shared state), because any submission may link its team with any other.
+
 What is served before the close holds released values only. The exact public and
 final scores leave the service only through :meth:`final` and :meth:`export`, and
 only after the close.
@@ -16,6 +20,7 @@ only after the close.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import math
 import threading
@@ -34,15 +39,18 @@ from ladderlab.competition import leaderboard_values, selected_submissions
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
+from ladderlab.serve.linked import LinkedStates, Outcome, replayed
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
-from ladderlab.serve.storage import Entry, Storage, StorageError, encode_prediction, prediction_sha256
+from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError, encode_prediction, prediction_sha256
 
 log = logging.getLogger("ladderlab.serve")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 ORGANISER = "organiser"
 MAX_IDEMPOTENCY_KEY = 128
 TOKEN_REFRESH_SECONDS = 5.0
+LINKED = "#linked"
+"""The lock key of every submission under ``rules.link`` (no team name starts with ``#``)."""
 
 
 class ServiceError(Exception):
@@ -100,6 +108,9 @@ class Service:
         self._organiser_hash = ""
         self._hashes_read = -math.inf
         self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
+        self.linking = challenge.spec.rules.link
+        self._link_record = _link_record(challenge)
+        self._linked: LinkedStates | None = None
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -125,9 +136,28 @@ class Service:
                 self.storage.add_team(name, token_hash(token))
                 issued[name] = token
         self._hashes_read = -math.inf
-        self._states, replayed = replay.rebuild(self.challenge, self.storage, self.secret_seed)
-        log.info("log %s: %d submissions verified and replayed", self.storage.display_url(), replayed)
+        self._check_link_record()
+        if self.linking:
+            entries = self.storage.verify_chain(self.challenge.identity())
+            self._linked = replayed(self.challenge, self.storage, self.secret_seed, entries)
+            count = len(entries)
+        else:
+            self._states, count = replay.rebuild(self.challenge, self.storage, self.secret_seed)
+        log.info("log %s: %d submissions verified and replayed", self.storage.display_url(), count)
         return issued
+
+    def _check_link_record(self) -> None:
+        """Record the link rule and threshold the log is written under, or refuse a log written under
+        other ones (its links would not replay): ``rules.link`` and its parameters, the teams'
+        budget (the threshold's comparisons) and the holdout are fixed once a team has submitted."""
+        recorded = self.storage.meta_value("link_rule") or _link_record(None)
+        if recorded == self._link_record:
+            return
+        if self.storage.length():
+            raise StorageError(f"{self.challenge.path}: the log was written with the link rule {recorded}, the "
+                               f"challenge file now gives {self._link_record} (rules.link, its parameters, or the "
+                               "per-team budget that sets its threshold): put the rules back, or start a new log")
+        self.storage.set_meta("link_rule", self._link_record)
 
     def reissue(self, name: str) -> str:
         """A new token for a team (or the organiser); the old one stops working."""
@@ -192,25 +222,26 @@ class Service:
         """Count one upload in the team's token bucket, in a transaction of its own, so that an
         upload refused later (unreadable, over a cap, closed) still counts; 429 when the bucket is
         empty. The bucket lives in the log's database: it holds across the processes sharing it."""
-        key = SHARED if self.shared else team
+        key = self._lock_key(team)
         with self._lock(key), self._writing(), self.storage.transaction() as connection:
             self.storage.lock_team(connection, team)
             self._check_rate(connection, team, self.clock())
 
     def log_submission(self, team: str, P: np.ndarray, idempotency_key: str | None = None) -> Accepted:
-        """Score the validated predictions ``P`` of an admitted upload and append them to the log."""
+        """Score the validated predictions ``P`` of an admitted upload and append them to the log
+        (under the link rule: rows beyond the linked group's caps are logged as refused, and an
+        upload whose every row was refused is answered 429, reason ``linked-cap``)."""
         if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
             raise ServiceError(400, "invalid", f"Idempotency-Key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, "
                                                f"got {len(idempotency_key)}")
         digests = [prediction_sha256(row) for row in P]
         encoded = {digest: encode_prediction(row) for digest, row in zip(digests, P)}
-        key = SHARED if self.shared else team
+        key = self._lock_key(team)
         with self._lock(key), self._writing():
-            state = None
             try:
                 with self.storage.transaction() as connection:
                     self.storage.lock_team(connection, team)
-                    if self.shared:
+                    if key != team:  # one state for all, or links between any teams: one submission at a time
                         self.storage.head(connection)
                     now = self.clock()
                     if idempotency_key is not None:
@@ -221,34 +252,96 @@ class Service:
                     self._check_open(now, submitted.closed_at)
                     total, today = submitted.total, submitted.today
                     self._check_caps(P.shape[0], total, today, now)
-                    state = self._caught_up(connection, key)
-                    state.dirty = True
-                    records, decisions = replay.score(state, P)
+                    outcomes = self._answer(connection, key, team, P, now)
                     self.storage.store_predictions(connection, encoded)
                     stamp = microseconds(now)
                     rows = [
                         {"team": team, "team_sequence": total + i + 1, "submitted_at_us": stamp,
                          "utc_day": now.date().isoformat(), "prediction_sha256": digests[i],
-                         "public_score": float(records["public"][i]), "private_score": float(records["final"][i]),
-                         "released": float(records["released"][i]), "decision": decisions[i],
-                         "idempotency_key": None if idempotency_key is None else f"{idempotency_key}#{i}"}
-                        for i in range(P.shape[0])
+                         "public_score": outcome.public, "private_score": outcome.final,
+                         "released": outcome.released, "decision": outcome.decision,
+                         "idempotency_key": None if idempotency_key is None else f"{idempotency_key}#{i}",
+                         "links": outcome.links}
+                        for i, outcome in enumerate(outcomes)
                     ]
                     entries = self.storage.append(connection, rows)
             except BaseException:
-                if state is not None and state.dirty:
-                    del self._states[key]
+                self._forget_unlogged(key)
                 raise
-            state.dirty = False
-            state.last_id = entries[-1].submission_id
-            state.applied += len(entries)
-            log.info("team %s: submissions %s scored", team, ", ".join(str(entry.submission_id) for entry in entries))
+            self._logged(key, entries)
+            log.info("team %s: submissions %s logged", team,
+                     ", ".join(f"{entry.submission_id} ({entry.decision})" for entry in entries))
+            if self.linking and all(entry.decision == REFUSED for entry in entries):
+                raise self._linked_cap_error(team, now)
             return Accepted(entries, *self._remaining(total + len(entries), today + len(entries)))
+
+    def _answer(self, connection: Any, key: str | None, team: str, P: np.ndarray, now: datetime) -> list[Outcome]:
+        """What the mechanism (under the link rule: the team's group) answers ``team``'s rows, with
+        every logged entry applied first; the state is dirty until :meth:`_logged`."""
+        if self.linking:
+            states = self._linked_caught_up(connection)
+            states.dirty = True
+            return states.submit(team, P, now.date())
+        state = self._caught_up(connection, key)
+        state.dirty = True
+        records, decisions = replay.score(state, P)
+        return [Outcome(team, (), float(released), float(public), float(final), decision) for released, public, final,
+                decision in zip(records["released"], records["public"], records["final"], decisions)]
+
+    def _forget_unlogged(self, key: str | None) -> None:
+        """Drop a state that saw a submission the log does not hold: the next request rebuilds it."""
+        if self.linking:
+            if self._linked is not None and self._linked.dirty:
+                self._linked = None
+        elif key in self._states and self._states[key].dirty:
+            del self._states[key]
+
+    def _logged(self, key: str | None, entries: list[Entry]) -> None:
+        """The state that answered ``entries`` has applied them: they are committed."""
+        state = self._linked if self.linking else self._states[key]
+        assert state is not None
+        state.dirty = False
+        state.last_id = entries[-1].submission_id
+        if isinstance(state, MechanismState):
+            state.applied += len(entries)
+
+    def _linked_caught_up(self, connection: Any) -> LinkedStates:
+        """The linked states after every logged entry (other processes' too; rebuilt from the whole
+        log after a failed submission)."""
+        if self._linked is None:
+            entries = self.storage.entries_after(connection, 0, with_links=True)
+            self._linked = LinkedStates(self.challenge, self.secret_seed, [team.name for team in self.challenge.spec.teams])
+        else:
+            entries = self.storage.entries_after(connection, self._linked.last_id, with_links=True)
+        if entries:
+            self._linked.apply(entries, self.storage, connection)
+        return self._linked
+
+    def _linked_cap_error(self, team: str, now: datetime) -> ServiceError:
+        """The refusal of an upload beyond the linked group's caps. It says that the team is linked
+        and which cap its group spent, never which other teams are in the group (docs/serve.md#linking)."""
+        assert self._linked is not None
+        rules = self.challenge.spec.rules
+        spent_total, _ = self._linked.group_spent(team, now.date())
+        if spent_total:
+            return ServiceError(429, "linked-cap", f"this team is linked with another account (their submissions were "
+                                                   f"near-identical) and the linked accounts share one total cap of "
+                                                   f"{rules.total} submissions, which is spent: the upload was logged "
+                                                   "but not scored")
+        resets = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), timezone.utc)
+        return ServiceError(429, "linked-cap", f"this team is linked with another account (their submissions were "
+                                               f"near-identical) and the linked accounts share one daily cap of "
+                                               f"{rules.per_day} submissions, which is spent today: the upload was "
+                                               f"logged but not scored; it resets at {_text(resets)}",
+                            retry_after=(resets - now).total_seconds())
 
     def _repeated(self, connection: Any, team: str, earlier: list[Entry], digests: list[str], key: str) -> Accepted:
         if [entry.prediction_sha256 for entry in earlier] != digests:
             raise ServiceError(409, "conflict", f"Idempotency-Key {key!r} was used before for other predictions: "
                                                 "use a new key for a new upload")
+        if self.linking and all(entry.decision == REFUSED for entry in earlier):
+            self._linked_caught_up(connection)
+            raise self._linked_cap_error(team, self.clock())
         total, today = self.storage.counts(connection, team, self.clock().date().isoformat())
         return Accepted(earlier, *self._remaining(total, today), repeated=True)
 
@@ -284,6 +377,11 @@ class Service:
         rules = self.challenge.spec.rules
         return (None if rules.per_day is None else rules.per_day - today,
                 None if rules.total is None else rules.total - total)
+
+    def _lock_key(self, team: str) -> str | None:
+        """Whose submissions this team's wait for: its own, everyone's (one shared state), or
+        everyone's under the link rule."""
+        return LINKED if self.linking else SHARED if self.shared else team
 
     def _lock(self, key: str | None) -> threading.Lock:
         with self._locks_lock:
@@ -328,7 +426,8 @@ class Service:
         """A team's submissions as it may see them: released values, never the exact scores."""
         chosen = self.storage.selected().get(team, set())
         return [{"submission_id": entry.submission_id, "sequence": entry.team_sequence,
-                 "submitted_at": _text(moment(entry.submitted_at_us)), "released": entry.released,
+                 "submitted_at": _text(moment(entry.submitted_at_us)),
+                 "released": None if entry.decision == REFUSED else entry.released,
                  "prediction_sha256": entry.prediction_sha256, "selected": entry.submission_id in chosen}
                 for entry in self.storage.entries(team=team)]
 
@@ -347,9 +446,12 @@ class Service:
             raise ServiceError(403, "closed", "the challenge is closed: selections are final")
         with self.storage.transaction() as connection:
             self.storage.lock_team(connection, team)
-            owned = {entry.submission_id for entry in self.storage.entries(connection, team=team)}
+            owned = {entry.submission_id: entry.decision for entry in self.storage.entries(connection, team=team)}
             if submission_id not in owned:
                 raise ServiceError(404, "not-found", f"team {team} has no submission {submission_id}")
+            if selected and owned[submission_id] == REFUSED:
+                raise ServiceError(409, "conflict", f"submission {submission_id} was refused (its linked group's caps "
+                                                    "were spent): it has no score to count")
             chosen = self.storage.selected(connection).get(team, set())
             if selected and submission_id not in chosen and len(chosen) >= k:
                 raise ServiceError(409, "conflict", f"a team selects at most {k} submissions; unselect one of "
@@ -373,11 +475,13 @@ class Service:
                                             "the close (POST /api/organiser/close)")
 
     def _counted(self) -> tuple[list[Entry], dict[str, list[Entry]], set[int]]:
-        """Every entry, by team, and the ids that count under the final-selection rule."""
+        """Every entry, the answered ones (not refused by a linked group's caps) by team, and the ids
+        that count under the final-selection rule."""
         entries = self.storage.entries()
         by_team: dict[str, list[Entry]] = {}
         for entry in entries:
-            by_team.setdefault(entry.team, []).append(entry)
+            if entry.decision != REFUSED:
+                by_team.setdefault(entry.team, []).append(entry)
         rule = self.challenge.spec.rules.selection
         chosen_by_team = self.storage.selected() if isinstance(rule, int) else {}
         counted: set[int] = set()
@@ -470,3 +574,12 @@ def _text(value: datetime) -> str:
 
 def _uploads(count: int) -> str:
     return "this submission" if count == 1 else f"these {count} submissions"
+
+
+def _link_record(challenge: Challenge | None) -> str:
+    """The link rule and threshold a log is written under, as the log's metadata keeps it."""
+    rule = None if challenge is None else challenge.link_rule()
+    if challenge is None or rule is None:
+        return "off"
+    return json.dumps({"alpha": rule.alpha, "min_disagreement": rule.min_disagreement, "tolerance": rule.tolerance,
+                       "threshold": challenge.link_threshold()}, sort_keys=True)

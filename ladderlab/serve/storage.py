@@ -10,6 +10,8 @@ SQLAlchemy Core, one schema for both databases:
   epoch, UTC), SHA-256 of the prediction's float64 bytes, exact public and final scores,
   the released value, the mechanism's decision, the idempotency key, and the hashes that
   chain every entry to the one before it (the first to the challenge's identity);
+- ``links``: with ``[rules] link``, the links each submission made (the other team and the
+  public rows where they differed, :mod:`ladderlab.serve.linked`); an entry's hash covers them;
 - ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
 - ``selections``: the submissions a team selected for the final ranking (rule k);
 - ``rate_buckets``: each team's upload rate-limit bucket (level, last update), so that
@@ -31,7 +33,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +44,14 @@ from numpy.typing import NDArray
 
 from ladderlab.serve.security import token_bucket
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
+MIGRATIONS = {"2": "3"}
+"""Older schema versions this one opens by adding what it lacks (version 3 adds ``links``; the
+hashes of entries without links are what version 2 wrote)."""
 CHECKPOINT_SECONDS = 0.5
+REFUSED = "refused"
+"""The decision of a submission beyond its linked group's budget: logged (it counts in its team's
+caps and links as in :func:`ladderlab.competition.play_competition`), never shown to the mechanism."""
 
 metadata = sa.MetaData()
 meta = sa.Table("meta", metadata, sa.Column("key", sa.String(64), primary_key=True), sa.Column("value", sa.Text, nullable=False))
@@ -70,6 +78,13 @@ submissions = sa.Table(
     sa.UniqueConstraint("team", "team_sequence"),
     sa.UniqueConstraint("team", "idempotency_key"),
     sa.Index("submissions_team_day", "team", "utc_day"),
+)
+links = sa.Table(
+    "links", metadata,
+    sa.Column("submission_id", sa.BigInteger, sa.ForeignKey("submissions.submission_id"), primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("other", sa.String(64), sa.ForeignKey("teams.name"), nullable=False),
+    sa.Column("differing", sa.BigInteger, nullable=False),
 )
 predictions = sa.Table(
     "predictions", metadata,
@@ -117,6 +132,8 @@ BY_IDEMPOTENCY_KEYS = (sa.select(*submissions.c)
                        .order_by(submissions.c.submission_id))
 LOCK_TEAM = sa.select(teams.c.name).where(teams.c.name == _team).with_for_update()
 RATE_BUCKET = sa.select(rate_buckets.c.level, rate_buckets.c.updated_us).where(rate_buckets.c.team == _team)
+LINKS_AFTER = (sa.select(links.c.submission_id, links.c.other, links.c.differing)
+               .where(links.c.submission_id > sa.bindparam("after")).order_by(links.c.submission_id, links.c.position))
 HEAD = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == 1)
 HEAD_FOR_UPDATE = HEAD.with_for_update()
 INSERT_ENTRY = submissions.insert()
@@ -157,20 +174,25 @@ class Entry:
     idempotency_key: str | None
     previous_hash: str
     entry_hash: str
+    links: tuple[tuple[str, int], ...] = ()
+    """The links this submission made: (other team, differing public rows), in order."""
 
     def expected_hash(self) -> str:
-        """The hash this entry must carry: SHA-256 of its fields (floats as exact hex) and the
-        previous entry's hash."""
+        """The hash this entry must carry: SHA-256 of its fields (floats as exact hex), its links
+        and the previous entry's hash."""
         return entry_hash(self.submission_id, self.team, self.team_sequence, self.submitted_at_us,
                           self.prediction_sha256, self.public_score, self.private_score, self.released,
-                          self.decision, self.idempotency_key, self.previous_hash)
+                          self.decision, self.idempotency_key, self.previous_hash, self.links)
 
 
 def entry_hash(submission_id: int, team: str, team_sequence: int, submitted_at_us: int, prediction_sha256: str,
                public_score: float, private_score: float, released: float, decision: str,
-               idempotency_key: str | None, previous_hash: str) -> str:
-    fields = [submission_id, team, team_sequence, submitted_at_us, prediction_sha256, float(public_score).hex(),
-              float(private_score).hex(), float(released).hex(), decision, idempotency_key, previous_hash]
+               idempotency_key: str | None, previous_hash: str, links: tuple[tuple[str, int], ...] = ()) -> str:
+    fields: list[Any] = [submission_id, team, team_sequence, submitted_at_us, prediction_sha256,
+                         float(public_score).hex(), float(private_score).hex(), float(released).hex(), decision,
+                         idempotency_key, previous_hash]
+    if links:  # an entry without links hashes as before links were logged
+        fields.append([[other, int(differing)] for other, differing in links])
     return hashlib.sha256(json.dumps(fields, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -315,6 +337,11 @@ class Storage:
                 connection.execute(rate_buckets.update().where(rate_buckets.c.team == team), values)
         return wait
 
+    def length(self) -> int:
+        """The number of entries in the log (the chain head's id)."""
+        with self.reading() as connection:
+            return int(connection.execute(HEAD).one()[0])
+
     def head(self, connection: sa.Connection) -> tuple[int, str]:
         """The chain's last id and hash, locked until the transaction ends."""
         last_id, last_hash = connection.execute(HEAD if self.is_sqlite else HEAD_FOR_UPDATE).one()
@@ -337,6 +364,10 @@ class Storage:
                 ])
                 connection.execute(chain.insert().values(singleton=1, last_id=0, last_hash=genesis_hash(identity)))
                 return True
+            if stored.get("schema_version") in MIGRATIONS:
+                connection.execute(meta.update().where(meta.c.key == "schema_version").values(
+                    value=MIGRATIONS[stored["schema_version"]]))
+                stored["schema_version"] = MIGRATIONS[stored["schema_version"]]
         self._check_schema(stored.get("schema_version"))
         if stored.get("challenge_identity") != identity:
             raise StorageError(f"{self.display_url()} holds the log of another challenge (or of this one with other "
@@ -414,9 +445,18 @@ class Storage:
         rows = connection.execute(TEAM_ENTRIES_AFTER, {"team": team, "sequence": sequence})
         return [Entry(**row._mapping) for row in rows]
 
-    def entries_after(self, connection: sa.Connection, submission_id: int) -> list[Entry]:
-        """Every entry after ``submission_id``, in order."""
-        return [Entry(**row._mapping) for row in connection.execute(ENTRIES_AFTER, {"after": submission_id})]
+    def entries_after(self, connection: sa.Connection, submission_id: int, with_links: bool = False) -> list[Entry]:
+        """Every entry after ``submission_id``, in order (``with_links``: with the links they made)."""
+        entries = [Entry(**row._mapping) for row in connection.execute(ENTRIES_AFTER, {"after": submission_id})]
+        return self._with_links(connection, entries, submission_id) if with_links and entries else entries
+
+    def _with_links(self, connection: sa.Connection, entries: list[Entry], after: int) -> list[Entry]:
+        """``entries`` (every entry after ``after``, in order) with the links they made."""
+        made: dict[int, list[tuple[str, int]]] = {}
+        for submission_id, other, differing in connection.execute(LINKS_AFTER, {"after": after}):
+            made.setdefault(int(submission_id), []).append((str(other), int(differing)))
+        return [replace(entry, links=tuple(made[entry.submission_id])) if entry.submission_id in made else entry
+                for entry in entries]
 
     def by_idempotency_key(self, connection: sa.Connection, team: str, key: str, rows: int) -> list[Entry]:
         """The entries an upload of ``rows`` rows with this key made (row i carries ``key#i``)."""
@@ -439,25 +479,36 @@ class Storage:
         return {digest: decode_prediction(layout, data) for digest, layout, data in rows}
 
     def append(self, connection: sa.Connection, rows: list[dict[str, Any]]) -> list[Entry]:
-        """Append entries (dicts without id and hashes) to the chain, in order; return them."""
+        """Append entries (dicts without id and hashes, ``links`` optional) to the chain, in order;
+        return them."""
         last_id, last_hash = self.head(connection)
         entries = []
         for row in rows:
             last_id += 1
+            made = tuple(row.get("links", ()))
             digest = entry_hash(last_id, row["team"], row["team_sequence"], row["submitted_at_us"],
                                 row["prediction_sha256"], row["public_score"], row["private_score"], row["released"],
-                                row["decision"], row["idempotency_key"], last_hash)
-            entries.append(Entry(submission_id=last_id, previous_hash=last_hash, entry_hash=digest, **row))
+                                row["decision"], row["idempotency_key"], last_hash, made)
+            entries.append(Entry(submission_id=last_id, previous_hash=last_hash, entry_hash=digest,
+                                 **{**row, "links": made}))
             last_hash = digest
-        connection.execute(INSERT_ENTRY, [entry.__dict__ for entry in entries])
+        connection.execute(INSERT_ENTRY, [{key: value for key, value in entry.__dict__.items() if key != "links"}
+                                          for entry in entries])
+        made_links = [{"submission_id": entry.submission_id, "position": position, "other": other,
+                       "differing": differing}
+                      for entry in entries for position, (other, differing) in enumerate(entry.links)]
+        if made_links:
+            connection.execute(links.insert(), made_links)
         connection.execute(MOVE_HEAD, {"last_id": last_id, "last_hash": last_hash})
         return entries
 
     def team_summaries(self) -> dict[str, tuple[int, int, float, float, float]]:
-        """Per team with submissions: count, time of the last (µs), lowest, highest and last release."""
+        """Per team with submissions the mechanism answered (not ``refused``): their count, the time
+        of the last (µs), the lowest, highest and last release."""
         query = sa.select(submissions.c.team, sa.func.count(), sa.func.max(submissions.c.submitted_at_us),
                           sa.func.min(submissions.c.released), sa.func.max(submissions.c.released),
-                          sa.func.max(submissions.c.submission_id)).group_by(submissions.c.team)
+                          sa.func.max(submissions.c.submission_id)).where(submissions.c.decision != REFUSED
+                                                                           ).group_by(submissions.c.team)
         with self.reading() as connection:
             rows = connection.execute(query).all()
             last_ids = [row[5] for row in rows]
@@ -489,8 +540,13 @@ class Storage:
         entry and links to the one before, the head is the last entry, and every prediction is
         stored under its hash; :class:`StorageError` names the first entry that is not (or a log
         of another schema version)."""
-        self._check_schema(self.meta_value("schema_version"))
-        entries = self.entries()
+        version = self.meta_value("schema_version")
+        if version not in MIGRATIONS:  # a log not opened since its migration is checked as it was written
+            self._check_schema(version)
+        with self.reading() as connection:
+            entries = self.entries(connection)
+            if entries and version == SCHEMA_VERSION:
+                entries = self._with_links(connection, entries, 0)
         previous = genesis_hash(identity)
         for number, entry in enumerate(entries, start=1):
             if entry.submission_id != number:

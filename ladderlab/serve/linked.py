@@ -1,0 +1,139 @@
+"""The service's mechanism states under ``[rules] link = true``: a Sybil's accounts linked as they submit.
+
+The rule and the guarantee are the simulation's (:mod:`ladderlab.linking`, as
+:func:`ladderlab.competition.play_competition` applies it with ``link=``): each submission's
+public-row predictions are compared, as one matrix, with the latest submission of every team
+outside its group (:meth:`Linker.observe`, O(A·m) for A teams and m public rows); teams are
+linked where they differ on at most the threshold's public rows, the threshold set by the rule
+with each pair compared at most ``pair_comparisons(per-team budget)`` times. A group is answered
+by the mechanism state of its *keeper* (when two groups merge: the one that made the most
+submissions; on ties the team first in name order), and shares one total cap and one daily cap
+(:meth:`Linker.charge`, days are UTC days). A submission beyond the group's caps is *refused*: the
+mechanism never sees it, and the log keeps it with decision ``refused`` (it counts in its team's
+own caps and is its team's latest prediction for linking, as in the engine).
+
+Everything here is a function of the log in order: a restarted server, a second process and
+``serve verify`` feed the logged entries through :meth:`LinkedStates.apply`, which checks every
+release, score, decision and link against the log, bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+import numpy as np
+
+from ladderlab.challenge import Challenge
+from ladderlab.linking import Linker
+from ladderlab.params import INT64_LIMIT
+from ladderlab.serve.replay import REPLAY_ROWS, SHARED, MechanismState, fresh_state, same_bits, score
+from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one submission got: the team whose state answered it (its group's keeper), the links
+    it made (other team, differing public rows), its scores, release and decision."""
+
+    keeper: str
+    links: tuple[tuple[str, int], ...]
+    released: float
+    public: float
+    final: float
+    decision: str
+
+
+@dataclass
+class LinkedStates:
+    """Every team's group and its keeper's mechanism state, after the log up to ``last_id``."""
+
+    challenge: Challenge
+    secret_seed: int
+    teams: list[str]
+    """The challenge's teams in name order: the linker's accounts (ties between keepers go to the first)."""
+    linker: Linker = field(init=False)
+    states: dict[str | None, MechanismState] = field(init=False, default_factory=dict)
+    last_release: dict[str | None, float] = field(init=False, default_factory=dict)
+    last_id: int = 0
+    dirty: bool = False
+    """True while a submission the log may not hold has changed the groups or states (until its commit)."""
+
+    def __post_init__(self) -> None:
+        self.teams = sorted(self.teams)
+        self.index = {team: i for i, team in enumerate(self.teams)}
+        rule = self.challenge.link_rule()
+        assert rule is not None, "LinkedStates needs rules.link = true"
+        self.linker = Linker(rule, len(self.teams), self.challenge.link_threshold())
+        self.shared = type(self.challenge.mechanism()).shared_state
+        rules = self.challenge.spec.rules
+        self.cap = INT64_LIMIT if rules.total is None else rules.total
+        self.per_day = INT64_LIMIT if rules.per_day is None else rules.per_day
+        self.public_columns = self.challenge.split.public_rows
+
+    def keeper(self, team: str) -> str:
+        """The team whose mechanism state answers ``team``'s group."""
+        return self.teams[self.linker.keeper(self.index[team])]
+
+    def group_spent(self, team: str, day: date) -> tuple[bool, bool]:
+        """Whether ``team``'s group has spent its total cap, and its cap of ``day``."""
+        keeper = self.linker.keeper(self.index[team])
+        today = self.linker.spent_today[keeper] if self.linker.today == day.toordinal() else 0
+        return self.linker.spent[keeper] >= self.cap, today >= self.per_day
+
+    def submit(self, team: str, P: np.ndarray, day: date) -> list[Outcome]:
+        """Link, charge and answer validated predictions ``P`` of ``team`` made on UTC ``day``, row
+        by row (a row may link, and so change the state that answers the next)."""
+        account = self.index[team]
+        outcomes = []
+        for row in P:
+            made = len(self.linker.links)
+            keeper = self.linker.observe(account, row[self.public_columns], day.toordinal())
+            links = tuple((self.teams[link.other], link.differing) for link in self.linker.links[made:])
+            key = SHARED if self.shared else self.teams[keeper]
+            state = self._state(key)
+            if self.linker.charge(keeper, day.toordinal(), self.cap, self.per_day):
+                records, decisions = score(state, row[None])
+                self.last_release[key] = float(records["released"][0])
+                outcomes.append(Outcome(self.teams[keeper], links, float(records["released"][0]),
+                                        float(records["public"][0]), float(records["final"][0]), decisions[0]))
+            else:
+                public, final = state.leaderboard.exact_scores(row[None])
+                outcomes.append(Outcome(self.teams[keeper], links, self.last_release[key], float(public[0]),
+                                        float(final[0]), REFUSED))
+        return outcomes
+
+    def apply(self, entries: list[Entry], storage: Storage, connection: object | None = None) -> None:
+        """Feed logged entries (with their links) through :meth:`submit`, in order, and check that
+        each gives back what the log says; :class:`StorageError` names the first that does not."""
+        for start in range(0, len(entries), REPLAY_ROWS):
+            chunk = entries[start : start + REPLAY_ROWS]
+            stored = storage.load_predictions([entry.prediction_sha256 for entry in chunk], connection)
+            for entry in chunk:
+                if entry.prediction_sha256 not in stored or entry.team not in self.index:
+                    raise StorageError(f"submission {entry.submission_id}: its prediction or its team "
+                                       f"{entry.team!r} is missing")
+                P = self._state(SHARED if self.shared else entry.team).leaderboard.check(
+                    stored[entry.prediction_sha256][None])
+                outcome = self.submit(entry.team, P, date.fromisoformat(entry.utc_day))[0]
+                if (not same_bits((outcome.released, outcome.public, outcome.final),
+                                  (entry.released, entry.public_score, entry.private_score))
+                        or outcome.decision != entry.decision or outcome.links != entry.links):
+                    raise StorageError(
+                        f"submission {entry.submission_id} ({entry.team} #{entry.team_sequence}) does not replay: the "
+                        "log says otherwise than the mechanism and the link rule do now (changed labels, rules, "
+                        "mechanism code or secret?)")
+                self.last_id = entry.submission_id
+
+    def _state(self, key: str | None) -> MechanismState:
+        state = self.states.get(key)
+        if state is None:
+            state = self.states[key] = fresh_state(self.challenge, self.secret_seed, key)
+        return state
+
+
+def replayed(challenge: Challenge, storage: Storage, secret_seed: int, entries: list[Entry]) -> LinkedStates:
+    """The linked states after ``entries`` (the whole log, verified, with links), replayed and checked."""
+    states = LinkedStates(challenge, secret_seed, [team.name for team in challenge.spec.teams])
+    states.apply(entries, storage)
+    return states
