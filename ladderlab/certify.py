@@ -942,7 +942,7 @@ def markdown(certificate: dict[str, Any]) -> str:
             f"{bound_text} |")
     if not_played:
         lines += ["", "## Did not play", "", "An attack that did not play is no evidence of safety; "
-                  "it is left out of the verdict at that budget.", "", *not_played]
+                  "it is left out of the verdict at that budget.", "", *dict.fromkeys(not_played)]
     inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
     if inconclusive or stopped:

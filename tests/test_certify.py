@@ -79,6 +79,15 @@ def test_an_attack_that_cannot_afford_one_step_did_not_play_and_is_not_a_pass(ka
     assert "## Did not play" in text and "step-forward" in text.split("## Did not play")[1]
 
 
+def test_an_attack_that_plays_no_family_is_listed_once_under_did_not_play(kaggle_certificate):
+    """feature-selection plays no family at either budget: the section names the reason once, not
+    once per budget."""
+    section = certify.markdown(kaggle_certificate).split("## Did not play")[1].split("\n## ")[0]
+    reasons = [line for line in section.splitlines() if line.startswith("- ")]
+    assert sum("feature-selection cannot play" in line for line in reasons) == 1
+    assert len(reasons) == len(set(reasons))
+
+
 def test_points_are_stopped_undecided_only_at_or_above_a_budget_where_one_already_fails(kaggle_certificate):
     """Once a point fails at a budget, the safe budget lies below it: undecided points there and above stop
     at the end of a round (8, 16, … replications), and nowhere else."""
