@@ -97,10 +97,11 @@ LIST_FAMILIES = ("mechanisms", "attacks", "tasks", "scenarios")
 
 def _list(args: argparse.Namespace) -> int:
     families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS, "scenarios": None}
-    for name in args.what:
-        if name not in LIST_FAMILIES:
+    plurals = [name if name in LIST_FAMILIES else f"{name}s" for name in args.what]
+    for name, plural in zip(args.what, plurals):
+        if plural not in LIST_FAMILIES:
             raise ArgumentError(f"argument FAMILY: cannot list {name!r}; choose from {', '.join(LIST_FAMILIES)}")
-    for name in args.what or LIST_FAMILIES:
+    for name in plurals or LIST_FAMILIES:
         print(f"{name}:")
         print(_describe_scenarios() if name == "scenarios" else _describe(families[name]))
     return 0
@@ -472,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
     list_parser.add_argument("what", nargs="*", metavar="FAMILY",
-                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (default: all)")
+                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (or singular; default: all)")
     list_parser.set_defaults(handler=_list)
 
     run = commands.add_parser("run", help="run (or resume) a scenario: a file or a built-in name")

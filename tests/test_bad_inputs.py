@@ -193,6 +193,7 @@ def cli_cases(tmp_path, run_dir):
         (["frobnicate"], ["frobnicate"]),
         (["run"], ["scenario"]),
         (["run", "no-such-scenario"], ["no-such-scenario"]),
+        (["run", str(tmp_path / "typo.toml")], ["typo.toml", "no such scenario file"]),
         (["run", str(good), "--jobs", "0"], ["--jobs", "'0'"]),
         (["run", str(good), "--jobs", "two"], ["--jobs", "'two'"]),
         (["run", str(good), "--replications", "0"], ["--replications", "'0'"]),
@@ -237,7 +238,7 @@ def cli_cases(tmp_path, run_dir):
     ]
 
 
-CLI_CASE_COUNT = 44
+CLI_CASE_COUNT = 45
 
 
 @pytest.mark.parametrize("case", range(CLI_CASE_COUNT))

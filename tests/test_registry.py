@@ -66,6 +66,13 @@ def test_cli_lists_every_mechanism_with_parameters_and_reference(capsys):
     assert "reference: Chaibub Neto et al. 2016, Alg. 4" in out
 
 
+def test_cli_lists_a_family_named_in_the_singular_as_in_the_plural(capsys):
+    assert main(["list", "mechanisms"]) == 0
+    plural = capsys.readouterr().out
+    assert main(["list", "mechanism"]) == 0
+    assert capsys.readouterr().out == plural
+
+
 def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_import_their_siblings(tmp_path, monkeypatch):
     from ladderlab.scenario import cells, load
 
