@@ -626,10 +626,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RESUME_HINTS = dict.fromkeys(("run", "certify", "realism"),
+                             "; run the same command again to resume: what finished is kept")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 1 some replications failed,
     2 a user error, reported as one line ``ladderlab: error: …``)."""
     _show_run_messages()
+    args = None
     try:
         args = build_parser().parse_args(argv)
         with sandboxed_if(getattr(args, "isolation", "none")):  # untrusted attacks: never imported here
@@ -642,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{error.filename}: " if error.filename else ""
         return _error(f"{where}{error.strerror or error}")
     except KeyboardInterrupt:
-        return _error("interrupted", code=130)
+        return _error("interrupted" + RESUME_HINTS.get(getattr(args, "command", None), ""), code=130)
 
 
 class _StandardError(logging.Handler):

@@ -430,3 +430,18 @@ def test_a_competition_whose_team_scores_perfectly_on_a_small_final_set_is_measu
     result = compete(task, MECHANISMS.make("kaggle"), teams, Rules(rounds=2, per_round=2), seed=0)
     assert result.private.min() == 0.0
     assert measures(result, np.random.default_rng(0), 20)["sota_estimate"] == 1.0
+
+
+@pytest.mark.parametrize(("argv", "resumable"), [(["run", "quickstart"], True), (["demo"], False)])
+def test_an_interrupt_says_whether_the_same_command_resumes(monkeypatch, capsys, argv, resumable):
+    from ladderlab import duel, runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run", interrupted)
+    monkeypatch.setattr(duel, "duel", interrupted)
+    assert main(argv) == 130
+    error = capsys.readouterr().err
+    assert error.startswith("ladderlab: error: interrupted")
+    assert ("run the same command again to resume" in error) is resumable
