@@ -1,5 +1,6 @@
 """Certification: the battery's verdict, its certificate, and Blum & Hardt's theorems as tests."""
 
+import copy
 import json
 import math
 import tempfile
@@ -114,6 +115,16 @@ def test_a_budget_where_no_attack_played_is_not_safe_and_one_that_did_not_play_i
     assert certify.safe_budget([idle, played, inconclusive], [10]) == 0
     failing = {"budget": 10, "passes": False, "verdict": "fails"}
     assert certify.safe_budget([idle, played, failing], [10]) == 0
+
+
+def test_honest_measures_identical_in_every_replication_are_called_one_measurement(kaggle_certificate):
+    """On a challenge's fixed data a deterministic honest play gives 20 equal values: their
+    'interval' is no interval over replications, and the certificate says so (only then)."""
+    assert "replications gave the same values" not in certify.markdown(kaggle_certificate)
+    frozen = copy.deepcopy(kaggle_certificate)
+    for key in certify.HONEST_MEASURES:
+        frozen["honest"][key] = {"median": 0.7, "lo": 0.7, "hi": 0.7}
+    assert f"All {frozen['honest']['replications']} replications gave the same values" in certify.markdown(frozen)
 
 
 def test_kaggle_rounding_costs_honest_participants_nothing(kaggle_certificate):
