@@ -976,7 +976,10 @@ def markdown(certificate: dict[str, Any]) -> str:
     bounds = {row["theoretical_bound"]["reference"]: row["theoretical_bound"] for row in c["battery"] if row["theoretical_bound"]}
     if bounds:
         lines += ["", "## Theory", ""]
-        lines += [f"- {reference}: {bound['statement']} (in units of B, at the largest budget)" for reference, bound in bounds.items()]
+        lines += [f"- {reference}: {bound['statement']} (in units of B, at the largest budget"
+                  + ("; above 1, so it says nothing here: a leaderboard error never exceeds B)"
+                     if bound["kind"] == "upper" and bound["value"] >= 1 else ")")
+                  for reference, bound in bounds.items()]
     lines += ["", "## Run", "",
               f"- {c['replications_used']} replications of the grid points (each at most {c['replications']}); "
               f"battery kept in {c['run_dir']}",

@@ -127,6 +127,15 @@ def test_honest_measures_identical_in_every_replication_are_called_one_measureme
     assert f"All {frozen['honest']['replications']} replications gave the same values" in certify.markdown(frozen)
 
 
+def test_an_upper_bound_above_one_b_is_called_vacuous_and_only_then(kaggle_certificate):
+    certificate = copy.deepcopy(kaggle_certificate)
+    row = next(row for row in certificate["battery"] if row["theoretical_bound"])
+    for value, vacuous in ((1.56, True), (0.31, False)):
+        row["theoretical_bound"] = {"kind": "upper", "value": value, "statement": f"error ≤ {value}",
+                                    "reference": "Blum & Hardt 2015, Theorem 3.1"}
+        assert ("says nothing here" in certify.markdown(certificate)) is vacuous
+
+
 def test_kaggle_rounding_costs_honest_participants_nothing(kaggle_certificate):
     """Rounding the MSE to 1e-5·B almost never reorders an honest participant's submissions: the
     same rank correlation as full disclosure, replication by replication."""
