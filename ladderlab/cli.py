@@ -80,15 +80,18 @@ def _describe_scenarios() -> str:
     from ladderlab.scenarios import builtin_scenarios
 
     lines = []
-    for name, path in sorted(builtin_scenarios().items()):
+    scenarios = sorted(builtin_scenarios().items())
+    width = max(len(name) for name, _ in scenarios)
+    for name, path in scenarios:
         raw = tomllib.loads(path.read_text())
         tables = [f"{len(raw[key])} {one if len(raw[key]) == 1 else many}"
                   for key, one, many in (("matrix", "duel matrix", "duel matrices"),
                                          ("competition", "competition table", "competition tables"),
                                          ("extrapolation", "extrapolation table", "extrapolation tables"))
                   if raw.get(key)]
-        lines.append(f"  {name:<22} {raw['replications']} replications; {', '.join(tables)}")
-        lines.append(f"  {'':<22} source: {raw['source']}")
+        replications = f"{raw['replications']} replication{'' if raw['replications'] == 1 else 's'}"
+        lines.append(f"  {name:<{width}}  {replications}; {', '.join(tables)}")
+        lines.append(f"  {'':<{width}}  source: {raw['source']}")
     return "\n".join(lines)
 
 
