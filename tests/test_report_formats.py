@@ -119,6 +119,12 @@ def test_the_report_command_writes_every_format(mixed_run, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["competitions"]
 
 
+def test_the_quickstart_table_says_which_sign_of_delta_is_overfitting(quickstart_run):
+    """Every quickstart Δ is negative: the footer must say that this, on a loss, is overfitting."""
+    assert "below 0 on a loss, above 0 on a score: the leaderboard flattered it" in " ".join(
+        report_formats.compact_text(quickstart_run).split())
+
+
 def test_the_quickstart_table_fits_a_120_column_terminal(quickstart_run):
     compact = report_formats.compact_text(quickstart_run)
     assert max(len(line) for line in compact.splitlines()) <= 120
