@@ -82,6 +82,7 @@ CERTIFICATE_FILE = "certificate.json"
 DID_NOT_PLAY_AFTER = 8
 """Replications after which a point that made no submission (or could not run) stops: it did not play."""
 HONEST_REPLICATIONS = 20
+HONEST_MEASURES = ("rank_correlation", "rank_correlation_full_disclosure", "cost", "lberr", "lberr_full_disclosure")
 HONEST_DAYS = 30
 """The honest participant's submissions: one a day, on a growing share of the training data."""
 
@@ -945,7 +946,7 @@ def markdown(certificate: dict[str, Any]) -> str:
             f"{bound_text} |")
     if not_played:
         lines += ["", "## Did not play", "", "An attack that did not play is no evidence of safety; "
-                  "it is left out of the verdict at that budget.", "", *not_played]
+                  "it is left out of the verdict at that budget.", "", *dict.fromkeys(not_played)]
     inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
     if inconclusive or stopped:
@@ -971,10 +972,17 @@ def markdown(certificate: dict[str, Any]) -> str:
          f"{_interval_text(honest['cost'])}); its leaderboard error/B {_interval_text(honest['lberr'])} "
          f"(full disclosure {_interval_text(honest['lberr_full_disclosure'])})."),
     ]
+    if honest["replications"] > 1 and all(honest[key]["lo"] == honest[key]["hi"] for key in HONEST_MEASURES):
+        lines[-1] += (f" All {honest['replications']} replications gave the same values: nothing in this play is "
+                      "random (the task's data are fixed, as a challenge's are), so these are one measurement, "
+                      "not intervals over replications.")
     bounds = {row["theoretical_bound"]["reference"]: row["theoretical_bound"] for row in c["battery"] if row["theoretical_bound"]}
     if bounds:
         lines += ["", "## Theory", ""]
-        lines += [f"- {reference}: {bound['statement']} (in units of B, at the largest budget)" for reference, bound in bounds.items()]
+        lines += [f"- {reference}: {bound['statement']} (in units of B, at the largest budget"
+                  + ("; above 1, so it says nothing here: a leaderboard error never exceeds B)"
+                     if bound["kind"] == "upper" and bound["value"] >= 1 else ")")
+                  for reference, bound in bounds.items()]
     lines += ["", "## Run", "",
               f"- {c['replications_used']} replications of the grid points (each at most {c['replications']}); "
               f"battery kept in {c['run_dir']}",

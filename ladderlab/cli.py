@@ -80,15 +80,18 @@ def _describe_scenarios() -> str:
     from ladderlab.scenarios import builtin_scenarios
 
     lines = []
-    for name, path in sorted(builtin_scenarios().items()):
+    scenarios = sorted(builtin_scenarios().items())
+    width = max(len(name) for name, _ in scenarios)
+    for name, path in scenarios:
         raw = tomllib.loads(path.read_text())
         tables = [f"{len(raw[key])} {one if len(raw[key]) == 1 else many}"
                   for key, one, many in (("matrix", "duel matrix", "duel matrices"),
                                          ("competition", "competition table", "competition tables"),
                                          ("extrapolation", "extrapolation table", "extrapolation tables"))
                   if raw.get(key)]
-        lines.append(f"  {name:<22} {raw['replications']} replications; {', '.join(tables)}")
-        lines.append(f"  {'':<22} source: {raw['source']}")
+        replications = f"{raw['replications']} replication{'' if raw['replications'] == 1 else 's'}"
+        lines.append(f"  {name:<{width}}  {replications}; {', '.join(tables)}")
+        lines.append(f"  {'':<{width}}  source: {raw['source']}")
     return "\n".join(lines)
 
 
@@ -97,10 +100,11 @@ LIST_FAMILIES = ("mechanisms", "attacks", "tasks", "scenarios")
 
 def _list(args: argparse.Namespace) -> int:
     families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS, "scenarios": None}
-    for name in args.what:
-        if name not in LIST_FAMILIES:
+    plurals = [name if name in LIST_FAMILIES else f"{name}s" for name in args.what]
+    for name, plural in zip(args.what, plurals):
+        if plural not in LIST_FAMILIES:
             raise ArgumentError(f"argument FAMILY: cannot list {name!r}; choose from {', '.join(LIST_FAMILIES)}")
-    for name in args.what or LIST_FAMILIES:
+    for name in plurals or LIST_FAMILIES:
         print(f"{name}:")
         print(_describe_scenarios() if name == "scenarios" else _describe(families[name]))
     return 0
@@ -472,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
     list_parser.add_argument("what", nargs="*", metavar="FAMILY",
-                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (default: all)")
+                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (or singular; default: all)")
     list_parser.set_defaults(handler=_list)
 
     run = commands.add_parser("run", help="run (or resume) a scenario: a file or a built-in name")
@@ -625,10 +629,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RESUME_HINTS = dict.fromkeys(("run", "certify", "realism"),
+                             "; run the same command again to resume: what finished is kept")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 1 some replications failed,
     2 a user error, reported as one line ``ladderlab: error: …``)."""
     _show_run_messages()
+    args = None
     try:
         args = build_parser().parse_args(argv)
         with sandboxed_if(getattr(args, "isolation", "none")):  # untrusted attacks: never imported here
@@ -641,7 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{error.filename}: " if error.filename else ""
         return _error(f"{where}{error.strerror or error}")
     except KeyboardInterrupt:
-        return _error("interrupted", code=130)
+        return _error("interrupted" + RESUME_HINTS.get(getattr(args, "command", None), ""), code=130)
 
 
 class _StandardError(logging.Handler):

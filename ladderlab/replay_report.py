@@ -213,9 +213,10 @@ def _sota(board: FinalLeaderboard, scorer: str | None, private_size: int | None,
           unavailable: list[str]) -> dict[str, float]:
     if not board.has_private:
         return {}
-    if scorer not in ("zero-one", "accuracy") or private_size is None:
-        unavailable.append("the state of the art needs accuracies (--scorer zero-one or accuracy) and the private "
-                           "set's size (--private-size)")
+    missing = ([] if scorer in ("zero-one", "accuracy") else ["accuracies (--scorer zero-one or accuracy)"]) + (
+        [] if private_size is not None else ["the private set's size (--private-size)"])
+    if missing:
+        unavailable.append(f"the state of the art needs {' and '.join(missing)}")
         return {}
     found = state_of_the_art(board.private, scorer, private_size, stream(seed, "replay-sota", board.teams))
     return {k: v for k, v in found.items() if k != "sota_true"}

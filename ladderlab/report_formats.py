@@ -320,7 +320,8 @@ def compact_text(run: Run) -> str:
         tasks = [plugin_label(task, params) for task, params in zip(table.task, table.task_params)]
         body, notes = _compact(table, tasks, ["delta_", "lberr_"], 4, medians_only=False)
         parts += [body, *_wrapped([f"same in every row: {'; '.join(notes)}"] if notes else []),
-                  *_wrapped(["Δ = released public − final score of the attack's final submission; lb error = "
+                  *_wrapped(["Δ = released public − final score of the attack's final submission (below 0 on a "
+                             "loss, above 0 on a score: the leaderboard flattered it); lb error = "
                              "leaderboard error; median [2.5%, 97.5%] over replications. Every column: --format text."])]
     if not run.competitions.empty:
         table = competition_results.summary(run.competitions)

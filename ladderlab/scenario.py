@@ -423,6 +423,8 @@ def load(source: str | Path, replications: int | None = None) -> Scenario:
             path = builtin[str(source)]
         elif path.is_dir():
             raise ScenarioError(f"{source}: a directory, not a scenario file (built-in names: {', '.join(sorted(builtin))})")
+        elif path.suffix == ".toml" or len(path.parts) > 1:
+            raise ScenarioError(f"{source}: no such scenario file")
         else:
             raise ScenarioError(str(unknown_name_error("scenario (not a file, not a built-in name)", str(source), builtin)))
     try:

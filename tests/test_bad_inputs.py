@@ -193,6 +193,7 @@ def cli_cases(tmp_path, run_dir):
         (["frobnicate"], ["frobnicate"]),
         (["run"], ["scenario"]),
         (["run", "no-such-scenario"], ["no-such-scenario"]),
+        (["run", str(tmp_path / "typo.toml")], ["typo.toml", "no such scenario file"]),
         (["run", str(good), "--jobs", "0"], ["--jobs", "'0'"]),
         (["run", str(good), "--jobs", "two"], ["--jobs", "'two'"]),
         (["run", str(good), "--replications", "0"], ["--replications", "'0'"]),
@@ -237,7 +238,7 @@ def cli_cases(tmp_path, run_dir):
     ]
 
 
-CLI_CASE_COUNT = 44
+CLI_CASE_COUNT = 45
 
 
 @pytest.mark.parametrize("case", range(CLI_CASE_COUNT))
@@ -429,3 +430,18 @@ def test_a_competition_whose_team_scores_perfectly_on_a_small_final_set_is_measu
     result = compete(task, MECHANISMS.make("kaggle"), teams, Rules(rounds=2, per_round=2), seed=0)
     assert result.private.min() == 0.0
     assert measures(result, np.random.default_rng(0), 20)["sota_estimate"] == 1.0
+
+
+@pytest.mark.parametrize(("argv", "resumable"), [(["run", "quickstart"], True), (["demo"], False)])
+def test_an_interrupt_says_whether_the_same_command_resumes(monkeypatch, capsys, argv, resumable):
+    from ladderlab import duel, runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run", interrupted)
+    monkeypatch.setattr(duel, "duel", interrupted)
+    assert main(argv) == 130
+    error = capsys.readouterr().err
+    assert error.startswith("ladderlab: error: interrupted")
+    assert ("run the same command again to resume" in error) is resumable

@@ -1,5 +1,6 @@
 """Certification: the battery's verdict, its certificate, and Blum & Hardt's theorems as tests."""
 
+import copy
 import json
 import math
 import tempfile
@@ -79,6 +80,15 @@ def test_an_attack_that_cannot_afford_one_step_did_not_play_and_is_not_a_pass(ka
     assert "## Did not play" in text and "step-forward" in text.split("## Did not play")[1]
 
 
+def test_an_attack_that_plays_no_family_is_listed_once_under_did_not_play(kaggle_certificate):
+    """feature-selection plays no family at either budget: the section names the reason once, not
+    once per budget."""
+    section = certify.markdown(kaggle_certificate).split("## Did not play")[1].split("\n## ")[0]
+    reasons = [line for line in section.splitlines() if line.startswith("- ")]
+    assert sum("feature-selection cannot play" in line for line in reasons) == 1
+    assert len(reasons) == len(set(reasons))
+
+
 def test_points_are_stopped_undecided_only_at_or_above_a_budget_where_one_already_fails(kaggle_certificate):
     """Once a point fails at a budget, the safe budget lies below it: undecided points there and above stop
     at the end of a round (8, 16, … replications), and nowhere else."""
@@ -105,6 +115,25 @@ def test_a_budget_where_no_attack_played_is_not_safe_and_one_that_did_not_play_i
     assert certify.safe_budget([idle, played, inconclusive], [10]) == 0
     failing = {"budget": 10, "passes": False, "verdict": "fails"}
     assert certify.safe_budget([idle, played, failing], [10]) == 0
+
+
+def test_honest_measures_identical_in_every_replication_are_called_one_measurement(kaggle_certificate):
+    """On a challenge's fixed data a deterministic honest play gives 20 equal values: their
+    'interval' is no interval over replications, and the certificate says so (only then)."""
+    assert "replications gave the same values" not in certify.markdown(kaggle_certificate)
+    frozen = copy.deepcopy(kaggle_certificate)
+    for key in certify.HONEST_MEASURES:
+        frozen["honest"][key] = {"median": 0.7, "lo": 0.7, "hi": 0.7}
+    assert f"All {frozen['honest']['replications']} replications gave the same values" in certify.markdown(frozen)
+
+
+def test_an_upper_bound_above_one_b_is_called_vacuous_and_only_then(kaggle_certificate):
+    certificate = copy.deepcopy(kaggle_certificate)
+    row = next(row for row in certificate["battery"] if row["theoretical_bound"])
+    for value, vacuous in ((1.56, True), (0.31, False)):
+        row["theoretical_bound"] = {"kind": "upper", "value": value, "statement": f"error ≤ {value}",
+                                    "reference": "Blum & Hardt 2015, Theorem 3.1"}
+        assert ("says nothing here" in certify.markdown(certificate)) is vacuous
 
 
 def test_kaggle_rounding_costs_honest_participants_nothing(kaggle_certificate):
@@ -383,7 +412,8 @@ def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
         time.sleep(0.1)
     interrupted.send_signal(signal.SIGINT)
     assert interrupted.wait(timeout=60) == 130
-    assert "interrupted" in interrupted.stderr.read() and not (tmp_path / "first.json").exists()
+    assert "interrupted; run the same command again to resume" in interrupted.stderr.read()
+    assert not (tmp_path / "first.json").exists()
     kept = {path: path.stat().st_mtime_ns for path in cache.glob("*/chunks/*/*.parquet")}
     assert kept
     resumed = subprocess.run([*command, "--out", str(tmp_path / "resumed.json")], env=env, capture_output=True, text=True)

@@ -66,6 +66,23 @@ def test_cli_lists_every_mechanism_with_parameters_and_reference(capsys):
     assert "reference: Chaibub Neto et al. 2016, Alg. 4" in out
 
 
+def test_cli_lists_scenarios_in_aligned_columns_with_their_replications(capsys):
+    assert main(["list", "scenarios"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    name_rows, source_rows = rows[0::2], rows[1::2]
+    second_column = {row.index(row.split()[1], 2 + len(row.split()[0])) for row in name_rows}
+    assert second_column == {row.index("source:") for row in source_rows}
+    assert len(second_column) == 1
+    assert any(row.split()[:3] == ["kaggle-scale", "1", "replication;"] for row in name_rows)
+
+
+def test_cli_lists_a_family_named_in_the_singular_as_in_the_plural(capsys):
+    assert main(["list", "mechanisms"]) == 0
+    plural = capsys.readouterr().out
+    assert main(["list", "mechanism"]) == 0
+    assert capsys.readouterr().out == plural
+
+
 def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_import_their_siblings(tmp_path, monkeypatch):
     from ladderlab.locations import location_free
     from ladderlab.scenario import cells, load

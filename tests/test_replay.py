@@ -387,3 +387,14 @@ def test_a_log_exported_by_ladderlab_serve_replays_to_the_services_final_ranking
     assert {team: (public, private) for team, public, private in zip(board.teams, board.public, board.private)} == expected
     for name in ("spearman", "kendall", "winner_delta"):
         assert board.measures()[name] == pytest.approx(final["shake_up"][name]), name
+
+
+@pytest.mark.parametrize(("scorer", "private_size", "asked_for"), [
+    ("zero-one", None, ["--private-size"]),
+    (None, 2000, ["--scorer"]),
+    (None, None, ["--scorer", "--private-size"]),
+])
+def test_the_state_of_the_art_names_only_what_it_still_needs(tmp_path, scorer, private_size, asked_for):
+    log = read_log(write_csv(tmp_path, ladderlab_log(FOUR_TEAMS)), greater_is_better=False, scorer=scorer)
+    note = " ".join(log_report(log, 2, [], private_size=private_size)["unavailable"])
+    assert [option for option in ("--scorer", "--private-size") if option in note] == asked_for

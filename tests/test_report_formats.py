@@ -119,6 +119,12 @@ def test_the_report_command_writes_every_format(mixed_run, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["competitions"]
 
 
+def test_the_quickstart_table_says_which_sign_of_delta_is_overfitting(quickstart_run):
+    """Every quickstart Δ is negative: the footer must say that this, on a loss, is overfitting."""
+    assert "below 0 on a loss, above 0 on a score: the leaderboard flattered it" in " ".join(
+        report_formats.compact_text(quickstart_run).split())
+
+
 def test_the_quickstart_table_fits_a_120_column_terminal(quickstart_run):
     compact = report_formats.compact_text(quickstart_run)
     assert max(len(line) for line in compact.splitlines()) <= 120
@@ -212,7 +218,20 @@ def _overlaps(figure) -> list[tuple[str, str]]:
     return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
 
 
-def test_competition_plots_titles_do_not_overlap_with_long_labels():
+def _tick_label_overlaps(figure) -> list[tuple[str, str]]:
+    """Pairs of tick labels of one axis whose drawn boxes intersect."""
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    pairs = []
+    for ax in figure.axes:
+        for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
+            boxes = [(tick.get_text(), tick.get_window_extent(renderer)) for tick in ticks if tick.get_text()]
+            pairs += [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
+    return pairs
+
+
+def _long_label_competition_rows() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = []
     for mechanism, params in (("ladder-boot", {"alpha": 0.15, "b": 100}), ("sparse-vector-ladder", {"noise": "laplace"}),
@@ -224,8 +243,18 @@ def test_competition_plots_titles_do_not_overlap_with_long_labels():
                          "mix": f"honest-and-{scorer}-attackers", "sign": 1.0, "team_public": rng.random(30).tolist(),
                          "team_private": rng.random(30).tolist(), "team_honest": [True] * 28 + [False] * 2,
                          "winner_delta": rng.normal(), "honest_utility": rng.random()})
-    for figure in competition_report.report_figures(pd.DataFrame(rows)):
+    return pd.DataFrame(rows)
+
+
+def test_competition_plots_titles_do_not_overlap_with_long_labels():
+    for figure in competition_report.report_figures(_long_label_competition_rows()):
         assert _overlaps(figure.figure) == [], figure.title
+
+
+def test_competition_box_plots_tick_labels_do_not_overlap_with_long_labels():
+    """Eight cells whose labels name the mechanism, the task and the mix, as in kaggle-like's report."""
+    for figure in competition_report.report_figures(_long_label_competition_rows())[1:]:
+        assert _tick_label_overlaps(figure.figure) == [], figure.title
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")

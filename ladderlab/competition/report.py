@@ -80,22 +80,26 @@ def shakeup_figure(results: pd.DataFrame) -> ReportFigure:
 
 
 def box_figure(results: pd.DataFrame, column: str, title: str, caption: str, ylabel: str) -> ReportFigure:
-    """A box per mechanism (and what else varies) of one measure over replications."""
+    """A horizontal box per mechanism (and what else varies) of one measure over replications:
+    each label has a row as tall as its wrapped lines, so long labels never overlap."""
     ok = results[results.status == "ok"].copy()
     ok["panel"] = _panel_labels(ok)
     labels = list(dict.fromkeys(ok.panel))
-    figure = Figure(figsize=(max(4.0, 0.9 * len(labels) + 2), 3.6), layout="constrained")
+    wrapped = [_wrapped(label, 48) for label in labels]
+    lines = max(text.count("\n") + 1 for text in wrapped)
+    figure = Figure(figsize=(8.0, 1.4 + len(labels) * (0.16 * lines + 0.12)), layout="constrained")
     ax = figure.subplots()
     samples = [ok.loc[ok.panel == label, column].dropna().to_numpy(dtype=float) for label in labels]
     kept = [(s, i) for i, s in enumerate(samples) if s.size]
     if kept:
         ax.boxplot([s for s, _ in kept], positions=[i for _, i in kept], widths=0.6, patch_artist=True,
-                   boxprops={"facecolor": "#7f7f7f", "alpha": 0.45}, medianprops={"color": "black"},
-                   flierprops={"markersize": 2}, manage_ticks=False)
-    ax.set_xticks(range(len(labels)), [_wrapped(label, 24) for label in labels], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel(ylabel)
-    ax.set_title(_wrapped(f"{title}: {_shared_label(ok)}", 20 + 14 * len(labels)), fontsize=9)
-    ax.axhline(0, color="0.8", linewidth=0.8)
+                   orientation="horizontal", boxprops={"facecolor": "#7f7f7f", "alpha": 0.45},
+                   medianprops={"color": "black"}, flierprops={"markersize": 2}, manage_ticks=False)
+    ax.set_yticks(range(len(labels)), wrapped, fontsize=7)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_xlabel(ylabel)
+    ax.set_title(_wrapped(f"{title}: {_shared_label(ok)}", 100), fontsize=9)
+    ax.axvline(0, color="0.8", linewidth=0.8)
     return ReportFigure(title, caption, figure)
 
 
