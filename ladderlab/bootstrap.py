@@ -27,7 +27,7 @@ PAIR_TABLE_ENTRIES = 1 << 17
 """Index draws pick pairs of samples (one draw uniform on the n² ordered pairs, looked up in a
 table of their loss sums: half the draws) when n² is at most this (a table of 1 MiB)."""
 
-MULTINOMIAL_COST = 12.0
+MULTINOMIAL_COST = 10.0
 """Cost of one conditional binomial of numpy's multinomial against one row's Poisson variate of
 :class:`ladderlab.poissonized.PoissonizedBootstrapMeans` (measured)."""
 
