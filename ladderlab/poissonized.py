@@ -11,8 +11,9 @@ Every variate is read off one 64-bit word of the bit generator, by inversion aga
 boundaries. "Exact" means: each outcome's probability is its probability computed in double
 precision (scipy's Poisson CDF, absolute error below 10⁻¹³ up to μ = 1000), rounded to a
 multiple of 2⁻⁶⁴ (numpy's own samplers draw 53-bit uniforms and compute in double precision);
-the Poisson tail whose mass rounds to zero is merged into the last outcome; a completion index
-is ⌊w·n/2⁶⁴⌋, so each of the n is drawn with probability 1/n to within 2⁻⁶⁴.
+the Poisson tail whose mass rounds to zero is merged into the last outcome. The completion
+indices are numpy's bounded integers (exactly uniform; their 32-bit draws keep the spare half
+word in the bit generator, so one call or several draw the same values).
 """
 
 from __future__ import annotations
@@ -78,19 +79,6 @@ class PoissonWords:
         return counts
 
 
-def uniform_below(words: Words, n: int) -> Words:
-    """⌊w·n / 2⁶⁴⌋ of every word: uniform on 0 … n − 1 up to the rounding above (n < 2³¹)."""
-    half, rows = np.uint64(32), np.uint64(n)
-    high = words >> half
-    high *= rows
-    low = words & np.uint64(0xFFFFFFFF)
-    low *= rows
-    low >>= half
-    high += low
-    high >>= half
-    return high.view(np.int64)
-
-
 @functools.lru_cache(maxsize=64)
 def completion_margin(n: int, b: int) -> float:
     """c of the rate μ = (N − c·√N)/n: the c on a grid of 0.05 that minimises the expected cost of
@@ -127,7 +115,7 @@ class PoissonizedBootstrapMeans:
     """Draws of Σ lᵢ·Cᵢ / N, C ~ Multinomial(N = b·n, 1/n, …, 1/n), by Poissonization (module docstring).
 
     Attempts draw their n words in order from ``rng``; the accepted ones draw their N − t
-    completion words in order from ``completion``. Drawing releases one at a time or many at
+    completion indices in order from ``completion``. Drawing releases one at a time or many at
     once consumes both streams identically, and each release's sums run over its own words
     only, so the values do not depend on how draws are grouped.
     """
@@ -147,13 +135,18 @@ class PoissonizedBootstrapMeans:
             attempts = min(rows_per_chunk, out.size - filled)
             counts = self.poisson.variates(rng.bit_generator.random_raw((attempts, self.n)))
             drawn = counts.sum(axis=1, dtype=np.float64)
-            kept = np.flatnonzero(drawn <= self.total)
-            missing = (self.total - drawn[kept]).astype(np.int64)
-            sums = ((counts if kept.size == attempts else counts[kept]) * self.loss).sum(axis=1)
-            extras = np.take(self.loss, uniform_below(completion.bit_generator.random_raw(int(missing.sum())), self.n))
+            sums = (counts * self.loss).sum(axis=1)
+            kept = drawn <= self.total
+            if not kept.all():
+                drawn, sums = drawn[kept], sums[kept]
+            missing = (self.total - drawn).astype(np.int64)
+            extras = np.take(self.loss, completion.integers(0, self.n, size=int(missing.sum())))
+            starts = np.cumsum(missing) - missing
             some = missing > 0
-            if some.any():
-                sums[some] += np.add.reduceat(extras, (np.cumsum(missing) - missing)[some])
-            out[filled : filled + kept.size] = sums / self.total
-            filled += kept.size
+            if some.all():
+                sums += np.add.reduceat(extras, starts)
+            elif some.any():
+                sums[some] += np.add.reduceat(extras, starts[some])
+            out[filled : filled + sums.size] = sums / self.total
+            filled += sums.size
         return out
