@@ -10,22 +10,11 @@ from scipy import stats
 
 from ladderlab.bootstrap import BootstrapMeanSampler
 from ladderlab.poissonized import GUIDE_BITS, PoissonizedBootstrapMeans, PoissonWords, poisson_words
+from tests.helpers import ks_bound, ks_distance
 
 seeds = st.integers(0, 2**32 - 1)
 DELTA = 1e-9
 CHUNK = 1 << 20
-
-
-def two_sample_ks_bound(size: int) -> float:
-    """Two samples of ``size`` draws from one law differ in KS distance by more than this with
-    probability ≤ δ (DKW with Massart's constant on each, and the triangle inequality)."""
-    return math.sqrt(2 * math.log(4 / DELTA) / size)
-
-
-def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
-    grid = np.union1d(a, b)
-    return float(np.max(np.abs(np.searchsorted(np.sort(a), grid, side="right") / a.size
-                               - np.searchsorted(np.sort(b), grid, side="right") / b.size)))
 
 
 def poissonized(loss: np.ndarray, b: int, seed: int, draws: int, chunk: int = CHUNK) -> np.ndarray:
@@ -81,7 +70,7 @@ def test_releases_have_the_law_of_the_multinomial_releases(name, n, b, draws, se
     """Against numpy's multinomial, the two samples' KS distance is within the two-sample DKW
     bound; and 60,000 releases' squared deviations have the exact variance's expectation."""
     loss = LOSSES[name](np.random.default_rng(seed), n)
-    assert ks_distance(poissonized(loss, b, seed, draws), multinomial(loss, b, seed, draws)) <= two_sample_ks_bound(draws)
+    assert ks_distance(poissonized(loss, b, seed, draws), multinomial(loss, b, seed, draws)) <= ks_bound(draws)
     assert squared_deviation_is_its_expectation(poissonized(loss, b, seed + 1, 40_000), loss, b)
 
 
@@ -93,7 +82,7 @@ def test_the_checks_reject_counts_without_completion():
     loss = rng.exponential(size=n)
     wrong = (rng.poisson(b, (40_000, n)) * loss).sum(axis=1) / (b * n)
     assert not squared_deviation_is_its_expectation(wrong, loss, b)
-    assert ks_distance(wrong[:8_000], multinomial(loss, b, 0, 8_000)) > two_sample_ks_bound(8_000)
+    assert ks_distance(wrong[:8_000], multinomial(loss, b, 0, 8_000)) > ks_bound(8_000)
 
 
 @pytest.mark.parametrize("mu", [0.3, 4.0, 99.1, 997.0])
