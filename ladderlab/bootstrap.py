@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
+from ladderlab.poissonized import PoissonizedBootstrapMeans, expected_cost
 from ladderlab.scoring import LossScorer, Scorer
 
 FloatArray = NDArray[np.float64]
@@ -26,6 +27,10 @@ PAIR_TABLE_ENTRIES = 1 << 17
 """Index draws pick pairs of samples (one draw uniform on the n² ordered pairs, looked up in a
 table of their loss sums: half the draws) when n² is at most this (a table of 1 MiB)."""
 
+MULTINOMIAL_COST = 10.0
+"""Cost of one conditional binomial of numpy's multinomial against one row's Poisson variate of
+:class:`ladderlab.poissonized.PoissonizedBootstrapMeans` (measured)."""
+
 
 class BootstrapMeanSampler:
     """Exact draws of the mean of b bootstrap means of one loss vector, in O(K) each.
@@ -39,9 +44,13 @@ class BootstrapMeanSampler:
     b·n indices and summing their losses is cheaper than K binomial draws; where n² is
     small (``PAIR_TABLE_ENTRIES``), the indices are drawn two at a time, as one index
     uniform on the n² ordered pairs (i, j) whose loss sum l_i + l_j is looked up (an odd
-    b·n takes the first sample of one more pair). All paths are exact, and the choice
-    depends only on (loss, b), so a transcript does not depend on how submissions are
-    batched.
+    b·n takes the first sample of one more pair). Where many losses are distinct and b·n is
+    large, a caller that gives a second stream (``completion``) gets the counts of all n
+    samples by Poissonization with exact completion
+    (:class:`ladderlab.poissonized.PoissonizedBootstrapMeans`) when its expected cost is
+    below the multinomial's. All paths are exact, and the choice depends only on (loss, b)
+    and whether a completion stream is given, so a transcript does not depend on how
+    submissions are batched.
     """
 
     def __init__(self, loss: FloatArray, b: int):
@@ -55,9 +64,13 @@ class BootstrapMeanSampler:
             self.pair_sums: FloatArray | None = (loss[:, None] + loss[None, :]).ravel()
         else:
             self.pair_sums = None
+        self.poissonized: PoissonizedBootstrapMeans | None = None
+        if self.values.size > 2 and not self.by_index and MULTINOMIAL_COST * self.values.size > expected_cost(loss.size, b):
+            self.poissonized = PoissonizedBootstrapMeans(loss, b)
 
-    def draw(self, rng: np.random.Generator, draws: int = 1) -> FloatArray:
-        """``draws`` independent releases, in order (the values do not depend on how draws are grouped)."""
+    def draw(self, rng: np.random.Generator, draws: int = 1, completion: np.random.Generator | None = None) -> FloatArray:
+        """``draws`` independent releases, in order (the values do not depend on how draws are
+        grouped); ``completion``: the stream of the Poissonized path's completion indices."""
         out = np.empty(draws)
         if self.values.size == 1:
             out[:] = self.values[0]
@@ -68,6 +81,8 @@ class BootstrapMeanSampler:
             return out
         if self.by_index:
             return self._draw_by_index(rng, out)
+        if self.poissonized is not None and completion is not None:
+            return self.poissonized.draw(rng, completion, out, CHUNK_ELEMENTS)
         rows_per_chunk = max(1, CHUNK_ELEMENTS // self.values.size)
         for start in range(0, draws, rows_per_chunk):
             rows = min(rows_per_chunk, draws - start)

@@ -32,6 +32,17 @@ def stream(root_seed: int, *identity: Any) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(root_seed, spawn_key=identity_key(*identity)))
 
 
+def substream(rng: np.random.Generator, *identity: Any) -> np.random.Generator:
+    """The Generator serving ``identity`` inside ``rng``'s: the child of its SeedSequence whose spawn
+    key appends the hash of ``identity`` (a function of the SeedSequence, not of how far ``rng``
+    has drawn; ``SeedSequence.spawn`` keys children by a counter instead)."""
+    seed_sequence = rng.bit_generator.seed_seq
+    if not isinstance(seed_sequence, np.random.SeedSequence):
+        raise TypeError(f"rng must be seeded from a numpy SeedSequence to derive {identity!r} from it, got {seed_sequence!r}")
+    return np.random.default_rng(np.random.SeedSequence(
+        seed_sequence.entropy, spawn_key=(*seed_sequence.spawn_key, *identity_key(*identity)), pool_size=seed_sequence.pool_size))
+
+
 def secret_identity(secret_seed: int | None) -> tuple[Any, ...]:
     """What a secret seed adds to the identity of the task's and the mechanism's streams:
     nothing without one, so that runs without a secret keep their results."""

@@ -1,6 +1,7 @@
 """Shared test fixtures: labels and streams of submissions that sometimes improve, small scenarios, and a
 headless browser."""
 
+import math
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -137,6 +138,19 @@ def browser_page(sync_api, width: int = 1400, height: int = 1000):
             yield page
         finally:
             browser.close()
+
+
+def ks_bound(size: int, delta: float = 1e-9) -> float:
+    """Two samples of ``size`` draws from one distribution differ in Kolmogorov–Smirnov distance by
+    more than this with probability ≤ δ: DKW (Massart) on each sample and the triangle inequality."""
+    return math.sqrt(2 * math.log(4 / delta) / size)
+
+
+def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest gap between the two samples' empirical CDFs."""
+    grid = np.union1d(a, b)
+    return float(np.max(np.abs(np.searchsorted(np.sort(a), grid, side="right") / a.size
+                               - np.searchsorted(np.sort(b), grid, side="right") / b.size)))
 
 
 def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[float, float]:

@@ -74,7 +74,8 @@ def bank_wave(parts, scores_of):
 @given(seed=SEEDS)
 def test_a_vector_bank_releases_what_one_mechanism_per_account_releases(mechanism_id, params, scorer, n, seed):
     """LadderBoot's sampler takes every path here: a binomial (0/1 loss), pairs of indices from a
-    table (log loss, b = 3, n = 200), plain indices (b = 3, n = 400), a multinomial (b = 40)."""
+    table (log loss, b = 3, n = 200), plain indices (b = 3, n = 400), Poissonized counts with their
+    completion stream (log loss, b = 40)."""
     rng = np.random.default_rng(seed)
     accounts = 6
     labels = rng.integers(0, 2, n).astype(float)

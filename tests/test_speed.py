@@ -1,7 +1,6 @@
 """The fast paths are exact: same distribution, same decision, or the same bits as the direct computation."""
 
 import functools
-import math
 import platform
 import subprocess
 import sys
@@ -28,22 +27,9 @@ from ladderlab.scoring import ZeroOneLoss, get_scorer, paired_sd
 from ladderlab.sharing import TRANSCRIPTS, TranscriptMismatch
 from ladderlab.tasks import _FIXED_DATA
 from ladderlab.validation import rows_per_block
-from tests.helpers import bound, improving_stream
+from tests.helpers import bound, improving_stream, ks_bound, ks_distance
 
 seeds = st.integers(0, 2**32 - 1)
-DELTA = 1e-9
-
-
-def ks_bound(N: int) -> float:
-    """Two-sample KS distance two samples of N draws from one distribution exceed with
-    probability ≤ δ: DKW (Massart) on each sample and the triangle inequality."""
-    return math.sqrt(2 * math.log(4 / DELTA) / N)
-
-
-def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
-    grid = np.union1d(a, b)
-    ecdf = lambda x: np.searchsorted(np.sort(x), grid, side="right") / x.size
-    return float(np.max(np.abs(ecdf(a) - ecdf(b))))
 
 
 def direct_bootstrap(loss: np.ndarray, b: int, N: int, rng: np.random.Generator) -> np.ndarray:

@@ -170,8 +170,9 @@ class LadderBank(MechanismBank):
 class LadderBootBank(LadderBank):
     """LadderBoot (Chaibub Neto Alg. 4): the t-test Ladder's decisions as arrays indexed by account;
     then, account by account, each row's fresh bootstrap release drawn from the account's own
-    Generator and sampler (:class:`ladderlab.bootstrap.BootstrapMeanSampler` of its best loss
-    vector, rebuilt at each acceptance), its rows in order, each run of held rows in one call, as
+    Generators (its releases' and their completions') and sampler
+    (:class:`ladderlab.bootstrap.BootstrapMeanSampler` of its best loss vector, rebuilt at each
+    acceptance), its rows in order, each run of held rows in one call, as
     one bound LadderBoot per account draws them (the sampler's values do not depend on how draws
     are grouped). The test compares with the best's unrounded risk, never with a release, so the
     draws cannot change a decision."""
@@ -181,7 +182,7 @@ class LadderBootBank(LadderBank):
         self.b = self.prototype.b  # a LadderBoot (VECTOR_BANKS)
         self.losses = self.prototype.holdout_.losses
         self.samplers = [self.prototype.release_sampler_] * slots
-        self.rngs: dict[int, np.random.Generator] = {}
+        self.rngs: dict[int, tuple[np.random.Generator, np.random.Generator]] = {}
 
     def release(self, wave: Wave) -> tuple[FloatArray, NDArray[np.bool_]]:
         _, accepted = super().release(wave)
@@ -195,26 +196,27 @@ class LadderBootBank(LadderBank):
         for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             rows = order[start:stop]
             slot = int(wave.slots[rows[0]])
-            rng, sampler, held_from = self._rng(slot), self.samplers[slot], 0
+            (rng, completion), sampler, held_from = self._rngs(slot), self.samplers[slot], 0
             for position in np.flatnonzero(accepted[rows]).tolist():
                 if position > held_from:
-                    released[rows[held_from:position]] = sampler.draw(rng, position - held_from)
+                    released[rows[held_from:position]] = sampler.draw(rng, position - held_from, completion)
                 row = int(rows[position])
                 sampler = BootstrapMeanSampler(self.losses(best_rows[row]), self.b)
-                released[row] = self.sign * float(sampler.draw(rng)[0])
+                released[row] = self.sign * float(sampler.draw(rng, 1, completion)[0])
                 held_from = position + 1
             if held_from < rows.size:
-                released[rows[held_from:]] = sampler.draw(rng, rows.size - held_from)
+                released[rows[held_from:]] = sampler.draw(rng, rows.size - held_from, completion)
             self.samplers[slot] = sampler
         return released, accepted
 
     def _accepted_release(self, slot: int, risk: float) -> float:
         return math.nan  # drawn after the decisions, in the account's order (``release``)
 
-    def _rng(self, slot: int) -> np.random.Generator:
-        """The account's Generator: the one its bound mechanism draws from."""
+    def _rngs(self, slot: int) -> tuple[np.random.Generator, np.random.Generator]:
+        """The account's Generators: the ones its bound mechanism draws from (releases, completions)."""
         if slot not in self.rngs:
-            self.rngs[slot] = self.bind(slot).rng_
+            mechanism = self.bind(slot)
+            self.rngs[slot] = mechanism.rng_, mechanism.completion_rng_
         return self.rngs[slot]
 
 
