@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
+from ladderlab.colocation import adopt, colocated
 from ladderlab.mechanism import check_repeats
 from ladderlab.params import ParameterError
 from ladderlab.sandbox import Sandbox, SourceFile, View, require, sandbox_for
@@ -442,7 +443,9 @@ def attack_process(connection: socket.socket) -> None:
                 request, arrays = channel.receive()
             except EOFError:
                 return
-            if request["kind"] == "start":
+            if request["kind"] == "affinity":  # no answer: the organiser's next message follows
+                adopt(request["cpus"])
+            elif request["kind"] == "start":
                 _play(channel, request, arrays)
             else:
                 _answer(channel, request, arrays)
@@ -554,7 +557,8 @@ def lent_attack_process(sandbox: Sandbox, preload: str = "") -> Iterator[Channel
     """The channel to an idle attack process of ``sandbox`` (or a new one, which imports the
     built-in attack module ``preload`` first), kept for the next duel or question if the body
     ends cleanly (or with :class:`AttackIncompatible`), ended otherwise; a channel that closes
-    or fails is an :class:`AttackProcessError` that says how the process ended."""
+    or fails is an :class:`AttackProcessError` that says how the process ended. Meanwhile the
+    calling thread and the attack process share one CPU (:mod:`ladderlab.colocation`)."""
     kept = sandbox.take_idle()
     if kept is None:
         connection, pid = sandbox.start_attack_process(preload)
@@ -562,12 +566,14 @@ def lent_attack_process(sandbox: Sandbox, preload: str = "") -> Iterator[Channel
     channel, pid = kept
     clean = ended = False
     try:
-        try:
-            yield channel
-        except AttackIncompatible:
+        with colocated() as cpus:
+            try:
+                channel.send({"kind": "affinity", "cpus": sorted(cpus)})
+                yield channel
+            except AttackIncompatible:
+                clean = True
+                raise
             clean = True
-            raise
-        clean = True
     except (EOFError, OSError):
         status, ended = sandbox.end_attack_process(pid), True
         raise AttackProcessError(f"the attack process ended without an answer ({_describe(status)})") from None

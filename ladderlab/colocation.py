@@ -1,0 +1,114 @@
+"""Co-location: an organiser's thread and its attack process take turns on one CPU.
+
+An isolated duel is a conversation in which one side always waits for the other: the
+organiser waits while the attack works, the attack while the organiser scores. When the two
+processes sit on different CPUs, every message wakes a process on the other CPU, and on a
+virtual machine that wakeup (an inter-processor interrupt, the idle CPU leaving the
+hypervisor) costs several times a whole round trip on one CPU; see docs/isolation.md,
+"Co-location". So while the organiser's thread lends an attack process
+(:func:`ladderlab.isolation.lent_attack_process`), :func:`colocated` pins the thread to the
+CPU it is running on, and the attack process adopts the same single CPU (:func:`adopt`).
+The thread's own allowed set comes back when its last lent process does, so parallel
+workers are squeezed onto one CPU only for the length of a duel, never for a run.
+
+Affinity is only performance: results never depend on it, an attack that widens its own set
+gains nothing, and where the kernel refuses (one allowed CPU, ``EPERM``, ``EINVAL``) nothing
+is pinned and the duel runs as before. ``LADDERLAB_PIN=0`` in the environment turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import threading
+from collections.abc import Iterable, Iterator
+
+SWITCH = "LADDERLAB_PIN"
+"""The environment variable that turns co-location off when it is ``0``."""
+
+
+def enabled() -> bool:
+    """Whether co-location is on (``LADDERLAB_PIN`` is not ``0``)."""
+    return os.environ.get(SWITCH, "1") != "0"
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def current_cpu() -> int:
+    """The CPU the calling thread runs on (glibc's ``sched_getcpu``), or -1 if unknown."""
+    return int(_libc.sched_getcpu())
+
+
+class _ThreadPinning(threading.local):
+    """One thread's pinning: how many lent attack processes hold it, its own allowed set to
+    restore after the last, and the CPUs its attack processes adopt meanwhile."""
+
+    depth = 0
+    allowed: frozenset[int] = frozenset()
+    cpus: frozenset[int] = frozenset()
+
+
+_pinning = _ThreadPinning()
+
+
+@contextlib.contextmanager
+def colocated() -> Iterator[frozenset[int]]:
+    """Within: the calling thread runs on the CPU it was on when the outermost of these
+    blocks began; yields the CPUs its attack process should adopt (that one CPU, or the
+    thread's allowed set where pinning is off or refused). Blocks may nest and interleave
+    (a competition's teams, each in a greenlet of the thread); the thread's allowed set is
+    restored when the last one ends, also when it raises."""
+    pinning = _pinning
+    if pinning.depth == 0:
+        pinning.allowed = pinning.cpus = frozenset(os.sched_getaffinity(0))
+        pinned = _pin_here(pinning.allowed) if enabled() else None
+        if pinned is not None:
+            pinning.cpus = pinned
+    pinning.depth += 1
+    try:
+        yield pinning.cpus
+    finally:
+        pinning.depth -= 1
+        if pinning.depth == 0 and pinning.cpus != pinning.allowed:
+            _set_affinity(pinning.allowed)
+
+
+def _pin_here(allowed: frozenset[int]) -> frozenset[int] | None:
+    """Pin the calling thread to the CPU it runs on; that CPU, or None where there is
+    nothing to gain (one allowed CPU) or the kernel refuses."""
+    cpu = current_cpu()
+    if len(allowed) < 2 or cpu not in allowed:
+        return None
+    return frozenset({cpu}) if _set_affinity({cpu}) else None
+
+
+@contextlib.contextmanager
+def unpinned() -> Iterator[None]:
+    """Within: the calling thread has its own allowed set back, so that a process it starts
+    (a sandbox server) inherits that set rather than the CPU of the current duel."""
+    pinning = _pinning
+    if pinning.depth == 0 or pinning.cpus == pinning.allowed:
+        yield
+        return
+    _set_affinity(pinning.allowed)
+    try:
+        yield
+    finally:
+        _set_affinity(pinning.cpus)
+
+
+def adopt(cpus: Iterable[int]) -> None:
+    """In an attack process: run on ``cpus`` (what :func:`colocated` yielded to the organiser),
+    or stay where it is if the kernel refuses."""
+    _set_affinity(cpus)
+
+
+def _set_affinity(cpus: Iterable[int]) -> bool:
+    """``sched_setaffinity`` of the calling thread; False where the kernel refuses."""
+    try:
+        os.sched_setaffinity(0, cpus)
+    except (OSError, ValueError, OverflowError):
+        return False
+    return True
