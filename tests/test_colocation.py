@@ -5,6 +5,7 @@ nothing is pinned and the duel gives the same results."""
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,12 @@ FAILS_AFTER_SUBMITTING = f"{DATA / 'affinity_attack.py'}:FailsAfterSubmitting"
 ALLOWED = frozenset(os.sched_getaffinity(0))
 
 needs_two_cpus = pytest.mark.skipif(len(ALLOWED) < 2, reason="co-location needs two CPUs to choose from")
+
+
+@pytest.fixture(autouse=True)
+def own_claims(monkeypatch, tmp_path):
+    """CPU claims of this test alone (other runs on the machine claim CPUs too)."""
+    monkeypatch.setattr(colocation, "CLAIMS", tmp_path)
 
 
 def random_labels():
@@ -100,6 +107,37 @@ def test_with_one_allowed_cpu_nothing_is_pinned_and_the_attack_keeps_to_it(organ
     only = frozenset({min(ALLOWED)})
     os.sched_setaffinity(0, only)
     assert_nothing_pinned(isolated_duel(), organiser_cpus, only)
+
+
+def test_when_other_duels_claim_every_cpu_nothing_is_pinned(organiser_cpus):
+    claims = [colocation._claim(cpu) for cpu in ALLOWED]
+    try:
+        assert None not in claims
+        assert_nothing_pinned(isolated_duel(), organiser_cpus, ALLOWED)
+    finally:
+        for claim in claims:
+            os.close(claim)
+
+
+@needs_two_cpus
+def test_two_threads_in_duels_at_once_claim_different_cpus():
+    inside, leave = threading.Barrier(3), threading.Event()
+    chosen: list[frozenset[int]] = []
+
+    def play():
+        with colocation.colocated() as cpus:
+            chosen.append(cpus)
+            inside.wait()
+            leave.wait()
+
+    threads = [threading.Thread(target=play) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    inside.wait()
+    leave.set()
+    for thread in threads:
+        thread.join()
+    assert all(len(cpus) == 1 for cpus in chosen) and chosen[0] != chosen[1]
 
 
 def test_ladderlab_pin_0_turns_co_location_off(monkeypatch, organiser_cpus):
