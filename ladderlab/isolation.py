@@ -15,10 +15,12 @@ submissions made and the submissions left), and, on boards created with ``oracle
 ask for the oracle's jump count. A message (:class:`Channel`) is a JSON header and the raw
 bytes of numeric arrays, in both directions, so neither side ever unpickles what the other
 sends; a submission and its reply, the messages of the hot path, have a fixed binary header
-instead of JSON. One batch is one round trip, whatever its size. Between duels the organiser may
-also ask an attack process about its class (``describe``, ``validate``, ``strength_grid``,
-``budget_params``, ``incompatibility``, ``max_submissions``): :mod:`ladderlab.untrusted`
-asks, so that it never imports untrusted attack code itself.
+instead of JSON. One batch is one round trip, whatever its size. Each time the organiser
+lends an attack process it first sends a one-way ``affinity`` message, the CPUs to run on
+(:mod:`ladderlab.colocation`). Between duels the organiser may also ask an attack process
+about its class (``describe``, ``validate``, ``strength_grid``, ``budget_params``,
+``incompatibility``, ``max_submissions``): :mod:`ladderlab.untrusted` asks, so that it
+never imports untrusted attack code itself.
 """
 
 from __future__ import annotations
