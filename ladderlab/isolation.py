@@ -15,10 +15,12 @@ submissions made and the submissions left), and, on boards created with ``oracle
 ask for the oracle's jump count. A message (:class:`Channel`) is a JSON header and the raw
 bytes of numeric arrays, in both directions, so neither side ever unpickles what the other
 sends; a submission and its reply, the messages of the hot path, have a fixed binary header
-instead of JSON. One batch is one round trip, whatever its size. Between duels the organiser may
-also ask an attack process about its class (``describe``, ``validate``, ``strength_grid``,
-``budget_params``, ``incompatibility``, ``max_submissions``): :mod:`ladderlab.untrusted`
-asks, so that it never imports untrusted attack code itself.
+instead of JSON. One batch is one round trip, whatever its size. Each time the organiser
+lends an attack process it first sends a one-way ``affinity`` message, the CPUs to run on
+(:mod:`ladderlab.colocation`). Between duels the organiser may also ask an attack process
+about its class (``describe``, ``validate``, ``strength_grid``, ``budget_params``,
+``incompatibility``, ``max_submissions``): :mod:`ladderlab.untrusted` asks, so that it
+never imports untrusted attack code itself.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
+from ladderlab.colocation import adopt, colocated
 from ladderlab.mechanism import check_repeats
 from ladderlab.params import ParameterError
 from ladderlab.sandbox import Sandbox, SourceFile, View, require, sandbox_for
@@ -442,7 +445,9 @@ def attack_process(connection: socket.socket) -> None:
                 request, arrays = channel.receive()
             except EOFError:
                 return
-            if request["kind"] == "start":
+            if request["kind"] == "affinity":  # no answer: the organiser's next message follows
+                adopt(request["cpus"])
+            elif request["kind"] == "start":
                 _play(channel, request, arrays)
             else:
                 _answer(channel, request, arrays)
@@ -554,7 +559,8 @@ def lent_attack_process(sandbox: Sandbox, preload: str = "") -> Iterator[Channel
     """The channel to an idle attack process of ``sandbox`` (or a new one, which imports the
     built-in attack module ``preload`` first), kept for the next duel or question if the body
     ends cleanly (or with :class:`AttackIncompatible`), ended otherwise; a channel that closes
-    or fails is an :class:`AttackProcessError` that says how the process ended."""
+    or fails is an :class:`AttackProcessError` that says how the process ended. Meanwhile the
+    calling thread and the attack process share one CPU (:mod:`ladderlab.colocation`)."""
     kept = sandbox.take_idle()
     if kept is None:
         connection, pid = sandbox.start_attack_process(preload)
@@ -562,12 +568,14 @@ def lent_attack_process(sandbox: Sandbox, preload: str = "") -> Iterator[Channel
     channel, pid = kept
     clean = ended = False
     try:
-        try:
-            yield channel
-        except AttackIncompatible:
+        with colocated() as cpus:
+            try:
+                channel.send({"kind": "affinity", "cpus": sorted(cpus)})
+                yield channel
+            except AttackIncompatible:
+                clean = True
+                raise
             clean = True
-            raise
-        clean = True
     except (EOFError, OSError):
         status, ended = sandbox.end_attack_process(pid), True
         raise AttackProcessError(f"the attack process ended without an answer ({_describe(status)})") from None

@@ -1,11 +1,13 @@
 """What isolation costs: ``ladderlab bench-isolation`` times the same runs with and without it.
 
-Each workload is a whole ``ladderlab`` command, run in turn without isolation and with
-``--isolation process`` (A B A B …, so that both see the same load), timed by the
-operating system: the CPU seconds (user + system) of the command and of every process it
-waited for (workers, the sandbox and its attack processes) and the wall time. The two runs
-of a pair must give the same results, bit for bit, or the benchmark fails. The ratio of
-each pair is isolated / unisolated; the page quotes medians.
+Each workload is a whole ``ladderlab`` command, run in turn without isolation, with
+``--isolation process``, and with ``--isolation process`` but ``LADDERLAB_PIN=0`` (the
+organiser and its attack process not co-located on one CPU, :mod:`ladderlab.colocation`),
+A B C A B C …, so that all see the same load, timed by the operating system: the CPU
+seconds (user + system) of the command and of every process it waited for (workers, the
+sandbox and its attack processes) and the wall time. The runs of a round must give the same
+results, bit for bit, or the benchmark fails. The ratio of each isolated run is to the
+unisolated run of its round; the page quotes medians.
 
 ``--write PAGE`` replaces the part of ``PAGE`` between ``<!-- isolation-benchmark -->``
 and ``<!-- /isolation-benchmark -->`` with the table (docs/isolation.md keeps its
@@ -25,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ladderlab.colocation import SWITCH
 from ladderlab.rundir import write_atomically
 
 BEGIN, END = "<!-- isolation-benchmark -->", "<!-- /isolation-benchmark -->"
@@ -78,11 +81,11 @@ class Timing:
     wall: float
 
 
-def _timed(command: list[str]) -> Timing:
+def _timed(command: list[str], environment: dict[str, str]) -> Timing:
     """Run ``command``; its CPU seconds and those of every process it waited for, and its wall time."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, env=environment)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -98,10 +101,15 @@ def _results(folder: Path) -> object:
     return load_results(folder).drop(columns="wall_time")
 
 
+CONFIGURATIONS = {"none": ("none", {}), "process": ("process", {}),
+                  "not co-located": ("process", {SWITCH: "0"})}
+"""Each configuration's ``--isolation`` and environment."""
+
+
 def measure(workload: Workload, rounds: int, folder: Path) -> dict[str, list[Timing]]:
-    """``rounds`` pairs of runs of ``workload``, unisolated then isolated; raises if a pair's
-    results differ."""
-    timings: dict[str, list[Timing]] = {"none": [], "process": []}
+    """``rounds`` rounds of runs of ``workload``, one per configuration (unisolated first);
+    raises if a round's results differ."""
+    timings: dict[str, list[Timing]] = {name: [] for name in CONFIGURATIONS}
     arguments = list(workload.arguments)
     if workload.scenario is not None:
         scenario = folder / f"{workload.name}.toml"
@@ -109,14 +117,15 @@ def measure(workload: Workload, rounds: int, folder: Path) -> dict[str, list[Tim
         arguments.append(str(scenario))
     for round_ in range(rounds):
         runs = {}
-        for isolation in ("none", "process"):
-            out = folder / f"{workload.name}-{isolation}-{round_}"
+        for name, (isolation, environment) in CONFIGURATIONS.items():
+            out = folder / f"{workload.name}-{name.replace(' ', '-')}-{round_}"
             where = ["--run-dir", str(out)] if workload.arguments[0] == "certify" else ["--out", str(out)]
             command = [sys.executable, "-m", "ladderlab.cli", "--quiet", *arguments, *where, "--isolation", isolation]
-            timings[isolation].append(_timed(command))
-            runs[isolation] = _results(out)
-        if not runs["none"].equals(runs["process"]):
-            raise RuntimeError(f"{workload.name}: the isolated run's results differ from the unisolated run's")
+            timings[name].append(_timed(command, {**os.environ, **environment}))
+            runs[name] = _results(out)
+        for name, results in runs.items():
+            if not runs["none"].equals(results):
+                raise RuntimeError(f"{workload.name}: the results with {name!r} differ from the unisolated run's")
     return timings
 
 
@@ -128,26 +137,30 @@ def table(measured: dict[str, dict[str, list[Timing]]], rounds: int, mode: str) 
         f"Measured by `ladderlab bench-isolation --rounds {rounds}` on {time.strftime('%Y-%m-%d')}: Linux "
         f"{platform.release()}, {os.cpu_count()} processors, load average {load:.1f} at the end, Python "
         f"{platform.python_version()}, sandbox mode `{mode}`, a machine shared with other work. Each row: "
-        f"{rounds} pair{'s' if rounds != 1 else ''} of whole commands, "
-        "unisolated then isolated, with the same results bit for bit; CPU is user + system seconds of the "
-        "command and of every process it started; the ratio is the median of the pairs' ratios.",
+        f"{rounds} round{'s' if rounds != 1 else ''} of whole commands, unisolated, isolated, and isolated "
+        f"with `{SWITCH}=0` (not co-located), with the same results bit for bit; CPU is user + system seconds "
+        "of the command and of every process it started; a ratio is the median over rounds of the isolated "
+        "run's figure over the unisolated run's.",
         "",
-        "| workload | CPU s, none | CPU s, process | CPU ratio | wall s, none | wall s, process | wall ratio |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| workload | CPU s, none | CPU s, process | CPU ratio | CPU ratio, not co-located | wall s, none "
+        "| wall s, process | wall ratio | wall ratio, not co-located |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for workload in WORKLOADS:
         if workload.name not in measured:
             continue
-        none, process = measured[workload.name]["none"], measured[workload.name]["process"]
-        cpu_ratio = statistics.median(b.cpu / a.cpu for a, b in zip(none, process))
-        wall_ratio = statistics.median(b.wall / a.wall for a, b in zip(none, process))
-        lines.append(
-            f"| {workload.what} | {statistics.median(t.cpu for t in none):.1f} | "
-            f"{statistics.median(t.cpu for t in process):.1f} | {cpu_ratio:.2f} | "
-            f"{statistics.median(t.wall for t in none):.1f} | {statistics.median(t.wall for t in process):.1f} | "
-            f"{wall_ratio:.2f} |"
-        )
+        timings = measured[workload.name]
+        none, process, apart = timings["none"], timings["process"], timings["not co-located"]
+        cells = [workload.what]
+        for figure in ("cpu", "wall"):
+            cells += [f"{statistics.median(getattr(t, figure) for t in runs):.1f}" for runs in (none, process)]
+            cells += [f"{_median_ratio(none, runs, figure):.2f}" for runs in (process, apart)]
+        lines.append(f"| {' | '.join(cells)} |")
     return "\n".join([*lines, END])
+
+
+def _median_ratio(baseline: list[Timing], timings: list[Timing], figure: str) -> float:
+    return statistics.median(getattr(b, figure) / getattr(a, figure) for a, b in zip(baseline, timings))
 
 
 def _mode() -> str:
@@ -169,7 +182,7 @@ def write_section(page: Path, section: str) -> None:
 def add_subcommand(commands: argparse._SubParsersAction, count: type) -> None:
     """``ladderlab bench-isolation``: parser and handler."""
     parser = commands.add_parser("bench-isolation", help="CPU and wall time of runs with and without --isolation process")
-    parser.add_argument("--rounds", type=count, default=3, help="pairs of runs per workload (default 3)")
+    parser.add_argument("--rounds", type=count, default=3, help="rounds of runs per workload (default 3)")
     parser.add_argument("--only", choices=[workload.name for workload in WORKLOADS], action="append",
                         help="run only this workload (repeatable)")
     parser.add_argument("--write", metavar="PAGE", help="put the table into PAGE between the benchmark markers "

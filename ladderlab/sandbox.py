@@ -59,6 +59,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from ladderlab.colocation import unpinned
 from ladderlab.determinism import single_threaded
 from ladderlab.sources import imported_names
 
@@ -277,8 +278,10 @@ class Sandbox:
         self._errors = tempfile.TemporaryFile()
         try:
             command = sandbox_command(self.mode, view, server_end.fileno(), fds)
-            self._process = subprocess.Popen(command, pass_fds=[server_end.fileno(), *fds], stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL, stderr=self._errors, env=_ENVIRONMENT)
+            with unpinned():  # the server outlives the duel that started it
+                self._process = subprocess.Popen(command, pass_fds=[server_end.fileno(), *fds], stdin=subprocess.DEVNULL,
+                                                 stdout=subprocess.DEVNULL, stderr=self._errors,
+                                                 env=_ENVIRONMENT)
         finally:
             server_end.close()
             for fd in fds:
