@@ -6,6 +6,8 @@ from typing import Any
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.tasks import PublicData
 
+from ladderlab.params import Interval
+
 from .hill_climbing import HillClimbing
 
 
@@ -30,6 +32,7 @@ class Staircase(HillClimbing):
     id = "staircase"
     reference = "Round two's red team against the Ladders (Blum & Hardt 2015, Figs. 1–2; hill climbing, §2)"
     task_types = frozenset({"classification"})
+    _parameter_constraints = {**HillClimbing._parameter_constraints, "noise_multiple": [Interval(float, 0, None)]}
 
     def __init__(
         self,
@@ -39,8 +42,30 @@ class Staircase(HillClimbing):
         accept: str = "strict",
         step: float = 0.1,
         start: str = "random",
+        noise_multiple: float = 4.0,
     ):
         super().__init__(k=k, block=block, repeats=repeats, accept=accept, step=step, start=start)
+        self.noise_multiple = noise_multiple
+
+    def _start_climb(self, risk: float) -> None:
+        self.held_count_, self.held_mean_, self.held_squares_ = 1, risk, 0.0
+        self.pooled_squares_, self.pooled_degrees_ = 0.0, 0
+
+    def _improved(self, risk: float) -> bool:
+        """Kept when released more than ``noise_multiple`` noise deviations below the mean release of
+        the current point (its acceptance and every rejection since, all releases of the same best)."""
+        degrees = self.pooled_degrees_ + self.held_count_ - 1
+        noise = math.sqrt((self.pooled_squares_ + self.held_squares_) / degrees) if degrees else 0.0
+        if risk < self.held_mean_ - self.noise_multiple * noise:
+            self.pooled_squares_ += self.held_squares_
+            self.pooled_degrees_ += self.held_count_ - 1
+            self.held_count_, self.held_mean_, self.held_squares_ = 1, risk, 0.0
+            return True
+        self.held_count_ += 1
+        change = risk - self.held_mean_
+        self.held_mean_ += change / self.held_count_
+        self.held_squares_ += change * (risk - self.held_mean_)
+        return False
 
     @classmethod
     def strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
