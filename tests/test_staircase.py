@@ -5,8 +5,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.duel import duel, open_board
+from ladderlab.accounts import duel_with_accounts
+from ladderlab.competition import Rules, TeamSpec, play_competition
+from ladderlab.duel import duel, open_board, spec
+from ladderlab.linking import LinkRule
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.seeding import stream
 from tests.helpers import clopper_pearson
 
 FAILURE = 1e-6
@@ -79,3 +83,24 @@ def test_telling_ladderboots_noise_from_an_acceptance_is_what_climbs_it(seed):
 
     aware, plain = deltas_against_ladder_boot(4.0), deltas_against_ladder_boot(0.0)
     assert clopper_pearson(int(np.sum(aware < plain)), aware.size, 1 - 2 * FAILURE)[0] > 0.5
+
+
+def test_the_linking_wrapper_never_links_a_staircase_whose_steps_change_more_than_its_min_disagreement():
+    """A known limit of the linking rule (docs/certification.md#linking): every candidate of a
+    climb with blocks of 512 of 6000 rows differs from the last on 8.5 % of the rows, above the
+    rule's 5 %, so five accounts under the wrapper are never linked and play exactly as five
+    unlinked accounts do. With blocks of 16 (0.3 %) the same climb is linked."""
+    task = TASKS.make("random-labels", n_public=2000, n_holdout=6000)
+    split = task.split(stream(13, "task", spec(task), 0))
+
+    def links(block: int) -> list:
+        team = TeamSpec(ATTACKS.make("staircase", k=1200, block=block), accounts=5, label="staircase")
+        result = play_competition(split, MECHANISMS.make("ladder"), [team], Rules(rounds=1, per_round=300,
+                                  selection="last"), 13, 0, spec(task), link=LinkRule())
+        return result.links
+
+    assert links(512) == [] and links(16) != []
+    linked, unlinked = (duel_with_accounts(task, MECHANISMS.make("ladder"), ATTACKS.make("staircase", k=1200, block=512),
+                                           seed=13, replication=0, budget=300, accounts=5, link=link)
+                        for link in (LinkRule(), None))
+    assert (linked.delta, linked.leaderboard_error) == (unlinked.delta, unlinked.leaderboard_error)
