@@ -3,10 +3,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ladderlab.params import Interval
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.tasks import PublicData
-
-from ladderlab.params import Interval
 
 from .hill_climbing import HillClimbing
 
@@ -24,9 +23,15 @@ class Staircase(HillClimbing):
     η = 0.005 the best block is about 512). The parameter-free Ladder's threshold
     (Fig. 2) grows with the block too, but the gain per accepted stair grows faster up
     to a few hundred rows. Each accepted stair lowers the public loss and leaves the
-    final-set loss at chance, so its release overfits by the stairs climbed. The climb
-    is ``hill-climbing``'s (strict acceptance, one submission a step); only the
-    strength grid differs.
+    final-set loss at chance, so its release overfits by the stairs climbed.
+
+    A mechanism that adds fresh noise to every release of its best (LadderBoot,
+    Chaibub Neto et al. 2016, Alg. 4) makes hill climbing's rule, keep what was released
+    lower, keep a rejected candidate half the time. The staircase keeps a candidate only
+    when its release lies more than ``noise_multiple`` deviations below the mean release
+    of the current point (its acceptance and every rejection since), the deviation pooled
+    over the run; a deterministic Ladder repeats its release exactly, the deviation is 0,
+    and the climb is hill climbing's, candidate for candidate. ``accept`` is not used.
     """
 
     id = "staircase"
