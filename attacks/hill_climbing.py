@@ -98,20 +98,29 @@ class HillClimbing(Attack):
         k = self.k if board.remaining is None else min(self.k, board.remaining)
         if k < self.repeats:
             return current
-        current_risk = self._risk(board, current, scorer.sign)
+        self._start_climb(self._risk(board, current, scorer.sign))
         block = min(self.block, board.holdout_size)
         self.accepted_steps_ = 0
         for _ in range(k // self.repeats - 1):
             rows = rng.choice(board.holdout_size, block, replace=False)
             saved = current[rows].copy()
             current[rows] = self._perturbed(saved, kind, board.classes, rng)
-            risk = self._risk(board, current, scorer.sign)
-            if risk < current_risk or (self.accept == "non-strict" and risk == current_risk):
-                current_risk = risk
+            if self._improved(self._risk(board, current, scorer.sign)):
                 self.accepted_steps_ += 1
             else:
                 current[rows] = saved
         return current
+
+    def _start_climb(self, risk: float) -> None:
+        """Remember the starting point's released risk."""
+        self.current_risk_ = risk
+
+    def _improved(self, risk: float) -> bool:
+        """Whether a candidate released at ``risk`` is kept (and becomes the current point)."""
+        if risk < self.current_risk_ or (self.accept == "non-strict" and risk == self.current_risk_):
+            self.current_risk_ = risk
+            return True
+        return False
 
     def _risk(self, board: Board, prediction: FloatArray, sign: float) -> float:
         if self.repeats == 1:
