@@ -407,7 +407,7 @@ def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     cache = tmp_path / "cache" / "ladderlab" / "certify"
     deadline = time.monotonic() + 300
-    while len(list(cache.glob("*/chunks/*/*.parquet"))) < 6:
+    while not any(cache.glob("*/chunks/*/*.parquet")):  # the first of its 59 pieces: far from the end under any load
         assert interrupted.poll() is None and time.monotonic() < deadline, interrupted.stderr.read() if interrupted.poll() else "too slow"
         time.sleep(0.1)
     interrupted.send_signal(signal.SIGINT)
