@@ -104,6 +104,19 @@ def test_the_attack_command_says_when_the_caps_left_it_nothing_to_submit(tmp_pat
         assert refused.out.startswith("boosting: 0 submissions")
         assert "warning: no submission made: the server's caps leave this team none" in refused.err
 
+
+def test_the_attack_command_says_when_the_caps_cut_its_budget_short(tmp_path, capsys):
+    path = write_challenge(tmp_path, n=40, rules="per_day = 2", limits=FAST)
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"), SECRET)
+    with ThreadServer(service) as server:
+        assert main(["attack", server.url, "--token", tokens["alpha"], "--attack", "hill-climbing", "--budget", "5"]) == 0
+        played = capsys.readouterr()
+        assert played.out.startswith("hill-climbing: 2 submissions")
+        assert "warning: the server's caps stopped the attack after 2 submissions of the 5 asked" in played.err
+        assert main(["attack", server.url, "--token", tokens["beta"], "--attack", "boosting(k=1)", "--budget", "1"]) == 0
+        exact = capsys.readouterr()
+        assert exact.out.startswith("boosting: 1 submission;") and "warning" not in exact.err
+
 def test_a_plain_install_is_told_which_extra_serve_needs():
     code = ("import sys; sys.modules['fastapi'] = None; from ladderlab.cli import main; "
             "sys.exit(main(['serve', '--demo']))")

@@ -211,6 +211,10 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _submissions(count: int) -> str:
+    return f"{count} submission{'' if count == 1 else 's'}"
+
+
 def _attack(args: argparse.Namespace) -> int:
     from ladderlab.certify import parse_attack
     from ladderlab.registry import ATTACKS
@@ -223,11 +227,14 @@ def _attack(args: argparse.Namespace) -> int:
     attack = ATTACKS.make(spec.id, **(spec.pinned or {}))
     board, final = play_remote(args.url, args.token, attack, args.budget, args.seed)
     transcript = board.transcript
-    print(f"{attack.id}: {board.submissions} submissions; released: first {_value(transcript, 0)}, "
+    print(f"{attack.id}: {_submissions(board.submissions)}; released: first {_value(transcript, 0)}, "
           f"last {_value(transcript, -1)}, best {_best(transcript, board.challenge['greater_is_better'])}")
     if board.submissions == 0 and board.remaining == 0:
         print("ladderlab: warning: no submission made: the server's caps leave this team none (today or in total; "
               "GET /api/me says which)", file=sys.stderr)
+    elif board.remaining == 0 and args.budget is not None and board.submissions < args.budget:
+        print(f"ladderlab: warning: the server's caps stopped the attack after {_submissions(board.submissions)} of the "
+              f"{args.budget} asked (today or in total; GET /api/me says which)", file=sys.stderr)
     if args.final_out:
         import pandas as pd
 
