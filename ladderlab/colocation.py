@@ -68,9 +68,9 @@ _pinning = _ThreadPinning()
 def colocated() -> Iterator[frozenset[int]]:
     """Within: the calling thread runs on one CPU that it claimed when the outermost of
     these blocks began; yields the CPUs its attack process should adopt (that one CPU, or
-    the thread's allowed set where pinning is off, refused or every CPU is claimed). Blocks may nest and interleave
-    (a competition's teams, each in a greenlet of the thread); the thread's allowed set is
-    restored when the last one ends, also when it raises."""
+    the thread's allowed set where pinning is off, refused or every CPU is claimed). Blocks
+    may nest and interleave (a competition's teams, each in a greenlet of the thread); the
+    thread's allowed set is restored when the last one ends, also when it raises."""
     pinning = _pinning
     if pinning.depth == 0:
         pinning.allowed = pinning.cpus = frozenset(os.sched_getaffinity(0))

@@ -279,9 +279,9 @@ class Sandbox:
         try:
             command = sandbox_command(self.mode, view, server_end.fileno(), fds)
             with unpinned():  # the server outlives the duel that started it
-                self._process = subprocess.Popen(command, pass_fds=[server_end.fileno(), *fds], stdin=subprocess.DEVNULL,
-                                                 stdout=subprocess.DEVNULL, stderr=self._errors,
-                                                 env=_ENVIRONMENT)
+                self._process = subprocess.Popen(command, pass_fds=[server_end.fileno(), *fds],
+                                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                 stderr=self._errors, env=_ENVIRONMENT)
         finally:
             server_end.close()
             for fd in fds:
