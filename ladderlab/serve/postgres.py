@@ -18,6 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+REAPER_SOCKET = "reaper.sock"
+"""The Unix socket, in the cluster's folder, on which its reaper counts the holders."""
+
 
 def server_binaries() -> Path | None:
     """The folder of ``initdb`` and ``pg_ctl`` (the newest Debian version, else the PATH)."""
@@ -94,11 +97,9 @@ class TemporaryPostgres:
 
     def hold(self) -> None:
         """Keep the cluster running while this process lives (a reaped cluster: :meth:`start`)."""
-        from ladderlab.serve.reaper import SOCKET_NAME
-
         if self._hold is None:
             self._hold = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._hold.connect(str(self.folder / SOCKET_NAME))
+            self._hold.connect(str(self.folder / REAPER_SOCKET))
 
     @property
     def postmaster_pid(self) -> int | None:
