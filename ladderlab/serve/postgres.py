@@ -73,7 +73,7 @@ class TemporaryPostgres:
 
     def start(self, reaped: bool = False) -> TemporaryPostgres:
         """Create and start the cluster; ``reaped``: with a reaper that stops it when the last
-        process that holds it (:meth:`hold`) has ended, however it ended."""
+        process that holds it (:meth:`hold`; this one holds it from now on) has ended, however it ended."""
         if self._as_postgres:
             os.chown(self.folder, _uid("postgres"), -1)
         data = self.folder / "data"
@@ -93,6 +93,7 @@ class TemporaryPostgres:
             if ready.strip() != b"ready":
                 self.stop()
                 raise RuntimeError(f"the reaper of the PostgreSQL cluster in {self.folder} did not start")
+            self.hold()  # from the start: a reaper that no holder ever reached would wait for ever
         return self
 
     def hold(self) -> None:
