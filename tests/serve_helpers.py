@@ -172,11 +172,13 @@ def shared_postgres(run_folder: Path) -> Iterator[Any]:
             record.write_text(json.dumps(state))
 
     with holders() as state:
-        if state["holders"] == 0:
-            state["folder"] = str(TemporaryPostgres(durable=False).start(reaped=True).folder)
+        if state["holders"] == 0:  # a run killed with SIGKILL takes its cluster with it
+            cluster = TemporaryPostgres(durable=False).start(reaped=True)
+            state["folder"] = str(cluster.folder)
+        else:
+            cluster = TemporaryPostgres(state["folder"], durable=False)
+            cluster.hold()
         state["holders"] += 1
-        cluster = TemporaryPostgres(state["folder"], durable=False)
-        cluster.hold()  # a run killed with SIGKILL takes its cluster with it
     try:
         yield cluster
     finally:

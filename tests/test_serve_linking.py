@@ -142,6 +142,9 @@ def test_a_restart_after_kill_9_keeps_the_groups(tmp_path):
     storage = Storage(sqlite_url(tmp_path / "state" / "log.sqlite"))
     assert [entry.decision for entry in storage.entries(team="beta")][-2:] == [REFUSED, REFUSED]
     storage.close()
+    from ladderlab.cli import main
+
+    assert main(["serve", "verify", str(path), "--state", str(tmp_path / "state")]) == 0
 
 
 def test_a_log_of_schema_version_2_is_migrated_and_its_entries_still_verify(tmp_path):

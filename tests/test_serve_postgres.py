@@ -17,7 +17,6 @@ HOLDER = """
 import sys, time
 from ladderlab.serve.postgres import TemporaryPostgres
 cluster = TemporaryPostgres(durable=False).start(reaped=True)
-cluster.hold()
 print(cluster.folder, flush=True)
 time.sleep(600)
 """

@@ -197,7 +197,7 @@ def test_a_server_whose_rules_allow_more_or_unlinked_accounts_than_certified_doe
         status, _, described = request(server.url, "", "GET", "/api/challenge")
     assert (status, described["rules"]["accounts"]) == (200, 2)
     for settings, named in (({"accounts": 1}, "hold 2 accounts (rules.accounts), more than the certificate's 1"),
-                            ({"accounts": 3, "link": "linked"}, "(certify --accounts 3 --link), this service links "
+                            ({"accounts": 3, "link": "linked"}, "(certify --accounts 3 --link), the rules link "
                                                                 "none of the 2 accounts")):
         certify_as(**settings)
         with pytest.raises(RuntimeError, match="did not start") as refused:

@@ -180,9 +180,7 @@ def measure(n: int, clients: list[int], mechanisms: list[str], databases: list[s
     from ladderlab.serve.postgres import TemporaryPostgres
 
     results = []
-    cluster = TemporaryPostgres().start(reaped=True) if "postgresql" in databases else None
-    if cluster is not None:
-        cluster.hold()  # stopped with this process, however it ends
+    cluster = TemporaryPostgres().start(reaped=True) if "postgresql" in databases else None  # ends with this process
     try:
         with tempfile.TemporaryDirectory(prefix="ladderlab-bench-") as scratch:
             folder = Path(scratch)

@@ -189,7 +189,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     require_server_extra()
     from ladderlab import challenge as challenges
-    from ladderlab.serve import replay
+    from ladderlab.serve import linked, replay
     from ladderlab.serve.storage import Storage, StorageError
 
     challenge = challenges.load(args.challenge_file, args.force)
@@ -200,7 +200,8 @@ def _verify(args: argparse.Namespace) -> int:
         raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
                          f"{challenge.path}' starts one")
     try:
-        states, count = replay.rebuild(challenge, storage, secret, progress=None)
+        rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
+        states, count = rebuild(challenge, storage, secret, progress=None)
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return 1

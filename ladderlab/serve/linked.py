@@ -137,3 +137,12 @@ def replayed(challenge: Challenge, storage: Storage, secret_seed: int, entries: 
     states = LinkedStates(challenge, secret_seed, [team.name for team in challenge.spec.teams])
     states.apply(entries, storage)
     return states
+
+
+def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: bool | None = False
+            ) -> tuple[dict[str | None, MechanismState], int]:
+    """:func:`ladderlab.serve.replay.rebuild` under the link rule: verify the chain, replay the whole
+    log with its links, and return the states by keeper and the number of entries replayed
+    (``progress`` is taken for the same signature; the replay shows none)."""
+    entries = storage.verify_chain(challenge.identity())
+    return replayed(challenge, storage, secret_seed, entries).states, len(entries)

@@ -18,6 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+REAPER_SOCKET = "reaper.sock"
+"""The Unix socket, in the cluster's folder, on which its reaper counts the holders."""
+
 
 def server_binaries() -> Path | None:
     """The folder of ``initdb`` and ``pg_ctl`` (the newest Debian version, else the PATH)."""
@@ -70,7 +73,7 @@ class TemporaryPostgres:
 
     def start(self, reaped: bool = False) -> TemporaryPostgres:
         """Create and start the cluster; ``reaped``: with a reaper that stops it when the last
-        process that holds it (:meth:`hold`) has ended, however it ended."""
+        process that holds it (:meth:`hold`; this one holds it from now on) has ended, however it ended."""
         if self._as_postgres:
             os.chown(self.folder, _uid("postgres"), -1)
         data = self.folder / "data"
@@ -90,15 +93,14 @@ class TemporaryPostgres:
             if ready.strip() != b"ready":
                 self.stop()
                 raise RuntimeError(f"the reaper of the PostgreSQL cluster in {self.folder} did not start")
+            self.hold()  # from the start: a reaper that no holder ever reached would wait for ever
         return self
 
     def hold(self) -> None:
         """Keep the cluster running while this process lives (a reaped cluster: :meth:`start`)."""
-        from ladderlab.serve.reaper import SOCKET_NAME
-
         if self._hold is None:
             self._hold = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._hold.connect(str(self.folder / SOCKET_NAME))
+            self._hold.connect(str(self.folder / REAPER_SOCKET))
 
     @property
     def postmaster_pid(self) -> int | None:

@@ -23,17 +23,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-SOCKET_NAME = "reaper.sock"
+from ladderlab.serve.postgres import REAPER_SOCKET, TemporaryPostgres
+
 POLL_SECONDS = 0.5
 
 
 def reap(folder: Path) -> None:
     """Serve holders' connections until the last one closes (then stop the cluster in ``folder``)
     or the cluster is gone."""
-    from ladderlab.serve.postgres import TemporaryPostgres
-
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(folder / SOCKET_NAME))
+    listener.bind(str(folder / REAPER_SOCKET))
     listener.listen(64)
     print("ready", flush=True)
     os.close(sys.stdout.fileno())  # the starter reads until this closes

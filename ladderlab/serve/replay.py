@@ -107,14 +107,10 @@ def same_bits(values: tuple[float, ...], logged: tuple[float, ...]) -> bool:
 def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: bool | None = False
             ) -> tuple[dict[str | None, MechanismState], int]:
     """Verify the chain and replay the whole log; return the states by team (or the shared
-    state under :data:`SHARED`; under ``rules.link``, by keeper: :mod:`ladderlab.serve.linked`)
-    and the number of entries replayed. ``progress`` shows a bar
+    state under :data:`SHARED`) and the number of entries replayed (under ``rules.link``:
+    :func:`ladderlab.serve.linked.rebuild`). ``progress`` shows a bar
     of the entries replayed (None: when standard error is a terminal)."""
     entries = storage.verify_chain(challenge.identity())
-    if challenge.spec.rules.link:
-        from ladderlab.serve.linked import replayed  # it builds on this module
-
-        return replayed(challenge, storage, secret_seed, entries).states, len(entries)
     shared = type(challenge.mechanism()).shared_state
     states: dict[str | None, MechanismState] = {}
     by_team: dict[str | None, list[Entry]] = {SHARED: entries} if shared else {}
