@@ -31,25 +31,27 @@ class Staircase(HillClimbing):
     when its release lies more than ``noise_multiple`` deviations below the mean release
     of the current point (its acceptance and every rejection since), the deviation pooled
     over the run; a deterministic Ladder repeats its release exactly, the deviation is 0,
-    and the climb is hill climbing's, candidate for candidate. ``accept`` is not used.
+    and the climb is hill climbing's (with its strict rule), candidate for candidate.
     """
 
     id = "staircase"
     reference = "Round two's red team against the Ladders (Blum & Hardt 2015, Figs. 1–2; hill climbing, §2)"
     task_types = frozenset({"classification"})
-    _parameter_constraints = {**HillClimbing._parameter_constraints, "noise_multiple": [Interval(float, 0, None)]}
+    _parameter_constraints = {
+        **{name: rule for name, rule in HillClimbing._parameter_constraints.items() if name != "accept"},
+        "noise_multiple": [Interval(float, 0, None)],
+    }
 
     def __init__(
         self,
         k: int = 1000,
         block: int = 256,
         repeats: int = 1,
-        accept: str = "strict",
         step: float = 0.1,
         start: str = "random",
         noise_multiple: float = 4.0,
     ):
-        super().__init__(k=k, block=block, repeats=repeats, accept=accept, step=step, start=start)
+        super().__init__(k=k, block=block, repeats=repeats, step=step, start=start)
         self.noise_multiple = noise_multiple
 
     def _start_climb(self, risk: float) -> None:
