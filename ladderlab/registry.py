@@ -190,7 +190,7 @@ def _load_class(spec: str) -> type:
             digest.update(str(source).encode() + source.read_bytes())
         module_name = LOCAL_MODULE_PREFIX + digest.hexdigest()[:12]
         if module_name not in sys.modules:
-            _forget_changed_modules(sources[1:])
+            _forget_changed_modules(sources[1:], path.parent)
             spec_ = importlib.util.spec_from_file_location(module_name, path)
             assert spec_ is not None and spec_.loader is not None
             module = importlib.util.module_from_spec(spec_)
@@ -242,19 +242,33 @@ _local_module_digests: dict[Path, str] = {}
 """The SHA-1 of each local module file when a plugin that imports it was last loaded."""
 
 
-def _forget_changed_modules(files: list[Path]) -> None:
-    """Drop the loaded modules whose files changed since a plugin imported them, so that the
-    plugin loaded now gets their current code; remember the current contents."""
+def _forget_changed_modules(files: list[Path], folder: Path) -> None:
+    """Drop the loaded modules that the plugin in ``folder`` must not reuse: those whose files
+    changed since a plugin imported them, and those loaded under the name of one of its local
+    modules from another file (another folder's ``helper.py``), so that the plugin loaded now
+    gets its own modules' current code; remember the current contents."""
     changed = set()
     for path in files:
         digest = hashlib.sha1(path.read_bytes()).hexdigest()
         if _local_module_digests.get(path, digest) != digest:
             changed.add(path)
         _local_module_digests[path] = digest
+    own = {name: path for path in files if (name := _local_module_name(path, folder))}
     for name, module in list(sys.modules.items()):
         source = getattr(module, "__file__", None)
-        if source and Path(source) in changed:
+        if source and (Path(source) in changed or (name in own and Path(source).resolve() != own[name].resolve())):
             del sys.modules[name]
+
+
+def _local_module_name(path: Path, folder: Path) -> str | None:
+    """The name under which a plugin in ``folder`` imports the local module file ``path``."""
+    try:
+        parts = list(path.relative_to(folder).with_suffix("").parts)
+    except ValueError:
+        return None
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) or None
 
 
 MECHANISMS: Registry[Mechanism] = Registry(

@@ -45,6 +45,28 @@ def test_local_file_plugin(tmp_path):
         MECHANISMS.get(f"{tmp_path / 'missing.py'}:Constant")
 
 
+HELPED_PLUGIN = """
+from ladderlab.mechanisms.kaggle import Kaggle
+
+import helper
+
+
+class Helped(Kaggle):
+    id = "helped"
+    shift = helper.SHIFT
+"""
+
+
+def test_plugins_in_two_folders_each_import_their_own_helper_module_of_the_same_name(tmp_path):
+    for folder, shift in (("first", "0.25"), ("second", "0.5")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "helped.py").write_text(HELPED_PLUGIN)
+        (tmp_path / folder / "helper.py").write_text(f"SHIFT = {shift}\n")
+    assert MECHANISMS.get(f"{tmp_path / 'first' / 'helped.py'}:Helped").shift == 0.25
+    assert MECHANISMS.get(f"{tmp_path / 'second' / 'helped.py'}:Helped").shift == 0.5
+    assert MECHANISMS.get(f"{tmp_path / 'first' / 'helped.py'}:Helped").shift == 0.25
+
+
 def test_a_class_of_the_wrong_family_is_refused():
     with pytest.raises(ValueError, match="is not a mechanism"):
         MECHANISMS.get("ladderlab.board:Board")
