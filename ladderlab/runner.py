@@ -553,6 +553,12 @@ def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str
                     labels[key], " and ".join(roles), target.relative_to(out))
         del completed[key]
         changed = True
+    # every cell left was computed by the plugins' current versions; ladderlab's own stays the first run's
+    versions = {**manifest.get("versions", {}),
+                **{name: version for name, version in _versions(scenario).items() if name != "ladderlab"}}
+    if versions != manifest.get("versions"):
+        manifest["versions"] = versions
+        changed = True
     manifest["plugins"] = {**manifest.get("plugins", {}), **_plugin_fingerprints(scenario)}
     if changed:
         _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())

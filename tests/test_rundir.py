@@ -172,6 +172,19 @@ def test_a_changed_local_plugin_is_refused_then_recomputed_with_rerun_stale(tmp_
     assert len(list((tmp_path / "run" / "quarantine").glob("*.parquet"))) == 2
 
 
+def test_recomputing_the_cells_of_a_new_plugin_version_records_that_version(tmp_path):
+    plugin = tmp_path / "shifted.py"
+    plugin.write_text(PLUGIN.replace("SHIFT", "0.0") + '    version = "1"\n')
+    path = scenario_file(tmp_path, f'{{ id = "{plugin}:Shifted" }}, {{ id = "kaggle" }}')
+    runner.run(path, tmp_path / "run")
+    versions = json.loads((tmp_path / "run" / "manifest.json").read_text())["versions"]
+    assert versions["mechanism:" + str(plugin) + ":Shifted"] == "1"
+    plugin.write_text(PLUGIN.replace("SHIFT", "0.5") + '    version = "2"\n')
+    runner.run(path, tmp_path / "run", rerun_stale=True)
+    recorded = json.loads((tmp_path / "run" / "manifest.json").read_text())["versions"]
+    assert recorded == {**versions, "mechanism:" + str(plugin) + ":Shifted": "2"}
+
+
 HELPED_PLUGIN = """
 from ladderlab.mechanisms.kaggle import Kaggle
 
