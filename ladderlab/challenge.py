@@ -26,7 +26,7 @@ params = { eta = 0.01 }
 certificate = "ladder.json"        # optional: what `ladderlab certify --out` wrote
 
 [rules]
-per_day = 5                        # submissions per team and UTC day
+per_day = 5                        # submissions per team and UTC day ("unlimited": no daily cap)
 total = 200                        # per team over the challenge
 start = 2026-01-05T00:00:00Z
 end = 2026-03-01T00:00:00Z
@@ -122,9 +122,13 @@ class MechanismTable(StrictModel):
     certificate: StrictStr | None = Field(default=None, description="JSON certificate from `ladderlab certify --out`")
 
 
+NO_DAILY_CAP = "unlimited"
+"""The value of ``rules.per_day`` that lifts the daily cap."""
+
+
 class RulesTable(StrictModel):
     per_day: StrictInt | None = Field(default=5, ge=1, lt=INT64_LIMIT,
-                                      description="submissions per team and UTC day (None: no cap)")
+                                      description=f"submissions per team and UTC day ({NO_DAILY_CAP!r}: no cap)")
     total: StrictInt | None = Field(default=None, ge=1, lt=INT64_LIMIT,
                                     description="submissions per team over the challenge")
     start: datetime | None = Field(default=None, description="opening time (TOML date-time with a time zone)")
@@ -141,6 +145,17 @@ class RulesTable(StrictModel):
                                                                           "certificate's)")
     selection: Literal["last", "best-public"] | StrictInt = Field(
         default="best-public", description="what counts privately: 'last', 'best-public', or k team-selected submissions")
+
+    @field_validator("per_day", mode="before")
+    @classmethod
+    def _no_daily_cap(cls, value: Any) -> Any:
+        """TOML has no null: ``per_day = "unlimited"`` lifts the daily cap (its default is 5)."""
+        if isinstance(value, str):
+            if value != NO_DAILY_CAP:
+                raise ValueError(f"give a whole number ≥ 1 of submissions per team and UTC day, or {NO_DAILY_CAP!r} "
+                                 f"for no daily cap, got {value!r}")
+            return None
+        return value
 
     @field_validator("start", "end", mode="before")
     @classmethod

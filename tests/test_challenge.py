@@ -96,6 +96,9 @@ BAD = [
     (_replace("eta = 0.01", "eta = -1.0"), "mechanism.params.eta"),
     (_replace("eta = 0.01", "eta = [0.01, 0.02]"), "a list makes a grid of mechanisms"),
     (_replace("per_day = 1000", "per_day = 0"), "rules.per_day: Input should be greater than or equal to 1, got 0"),
+    (_replace("per_day = 1000", 'per_day = "none"'),
+     "rules.per_day: give a whole number ≥ 1 of submissions per team and UTC day, or 'unlimited' for no daily cap, "
+     "got 'none'"),
     (_replace("per_day = 1000", "per_day = 5\nstart = 2026-03-01T00:00:00Z\nend = 2026-01-01T00:00:00Z"),
      "end 2026-01-01T00:00:00+00:00 is not after start"),
     (_replace("per_day = 1000", "start = 2026-03-01T00:00:00"), "give a time zone"),
@@ -151,6 +154,8 @@ def test_a_certificate_covers_the_same_mechanism_on_a_holdout_as_large_at_a_budg
     ({"n": 201}, "total = 300", "the public holdout has 200 rows, fewer than the certified n = 201"),
     ({"safe_budget": 299}, "total = 300", "a team may make 300 submissions, more than the certificate's safe budget of 299"),
     ({}, "per_day = 10", "nothing bounds a team's submissions"),
+    ({}, 'per_day = "unlimited"\nstart = 2026-01-01T00:00:00Z\nend = 2026-02-01T00:00:00Z',
+     "nothing bounds a team's submissions"),
     ({}, "per_day = 10\nstart = 2026-01-01T00:00:00Z\nend = 2026-02-01T00:00:00Z",
      "a team may make 310 submissions, more than the certificate's safe budget of 300"),
     ({}, "total = 300\naccounts = 2", "let a participant hold 2 accounts (rules.accounts), more than the certificate's 1"),
@@ -167,6 +172,12 @@ def test_a_certificate_covers_the_same_mechanism_on_a_holdout_as_large_at_a_budg
 def test_what_a_certificate_does_not_cover_is_named(tmp_path, changes, rules, named):
     problems = certificate_problems(_certified(tmp_path, rules=rules, **changes))
     assert len(problems) == 1 and named in problems[0]
+
+
+def test_an_unlimited_daily_cap_leaves_the_total_to_bound_a_team(tmp_path):
+    challenge = _certified(tmp_path, rules='per_day = "unlimited"\ntotal = 300')
+    assert challenge.spec.rules.per_day is None
+    assert certificate_problems(challenge) == []
 
 
 def _families(**scorers) -> dict:
