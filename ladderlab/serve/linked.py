@@ -50,8 +50,9 @@ class LinkedStates:
 
     challenge: Challenge
     secret_seed: int
-    teams: list[str]
-    """The challenge's teams in name order: the linker's accounts (ties between keepers go to the first)."""
+    teams: list[str] = field(default_factory=list)
+    """The linker's accounts in name order (ties between keepers go to the first): the challenge's teams
+    unless given."""
     linker: Linker = field(init=False)
     states: dict[str | None, MechanismState] = field(init=False, default_factory=dict)
     last_release: dict[str | None, float] = field(init=False, default_factory=dict)
@@ -60,7 +61,7 @@ class LinkedStates:
     """True while a submission the log may not hold has changed the groups or states (until its commit)."""
 
     def __post_init__(self) -> None:
-        self.teams = sorted(self.teams)
+        self.teams = sorted(self.teams or [team.name for team in self.challenge.spec.teams])
         self.index = {team: i for i, team in enumerate(self.teams)}
         rule = self.challenge.link_rule()
         assert rule is not None, "LinkedStates needs rules.link = true"
@@ -134,7 +135,7 @@ class LinkedStates:
 
 def replayed(challenge: Challenge, storage: Storage, secret_seed: int, entries: list[Entry]) -> LinkedStates:
     """The linked states after ``entries`` (the whole log, verified, with links), replayed and checked."""
-    states = LinkedStates(challenge, secret_seed, [team.name for team in challenge.spec.teams])
+    states = LinkedStates(challenge, secret_seed)
     states.apply(entries, storage)
     return states
 

@@ -310,7 +310,7 @@ class Service:
         log after a failed submission)."""
         if self._linked is None:
             entries = self.storage.entries_after(connection, 0, with_links=True)
-            self._linked = LinkedStates(self.challenge, self.secret_seed, [team.name for team in self.challenge.spec.teams])
+            self._linked = LinkedStates(self.challenge, self.secret_seed)
         else:
             entries = self.storage.entries_after(connection, self._linked.last_id, with_links=True)
         if entries:
