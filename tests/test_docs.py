@@ -30,10 +30,12 @@ from pathlib import Path
 import pytest
 
 from ladderlab.cli import build_parser
+from ladderlab.registry import ATTACKS, MECHANISMS
 from ladderlab.scenario import load
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+RESULTS_PAGES = sorted((ROOT / "docs" / "results").glob("*.md"))
 FENCE = re.compile(r"(?P<marker><!-- example: slow -->\s*\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)\n```", re.S)
 SKIPPED_COMMANDS = ("pip install", "python -m pytest", "pytest", "bash .ci/run")
 
@@ -110,7 +112,7 @@ def test_documentation_site_builds_strictly(tmp_path: Path) -> None:
 ANY_FENCE = re.compile(r"^```(?P<lang>[a-z]*)\n(?P<body>.*?)\n```", re.S | re.M)
 INLINE_COMMAND = re.compile(r"`(?P<command>ladderlab [^`]+)`")
 COMMAND_START = re.compile(r"(?:^|\s)(?P<command>ladderlab\s+(?!:).*)")
-PLACEHOLDER = re.compile(r"^(?:[A-Za-z]|[A-Z][A-Z0-9_]*(?:\.[a-z]+)?|.*(?:…|\.\.\.).*|'?[A-Z]+'?)$")
+PLACEHOLDER = re.compile(r"^(?:[A-Za-z]|[A-Z][A-Z0-9_]*(?:\.[a-z]+)?|.*(?:…|\.\.\.|\$).*|'?[A-Z]+'?)$")
 
 
 def _command_lines(page: Path) -> list[tuple[int, str, bool]]:
@@ -138,7 +140,7 @@ def _command_lines(page: Path) -> list[tuple[int, str, bool]]:
 
 def _commands_of_pages() -> list:
     return [pytest.param(command, in_block, id=f"{page.name}:{line}")
-            for page in PAGES for line, command, in_block in _command_lines(page)]
+            for page in PAGES + RESULTS_PAGES for line, command, in_block in _command_lines(page)]
 
 
 def _is_placeholder(token: str) -> bool:
@@ -153,9 +155,24 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     return dict(parser._defaults.get("subcommands", {}))
 
 
+def _builtin_scenario(name: str) -> None:
+    from ladderlab.scenarios import builtin_scenarios
+
+    if not name.endswith(".toml") and "/" not in name:
+        assert name in builtin_scenarios(), f"no built-in scenario {name!r} (there are {sorted(builtin_scenarios())})"
+
+
+NAMED_VALUES = {("ladderlab run", "scenario"): _builtin_scenario,
+                ("ladderlab certify", "mechanism"): MECHANISMS.parse,
+                ("ladderlab certify", "attack"): ATTACKS.parse,
+                ("ladderlab attack", "attack"): ATTACKS.parse,
+                ("ladderlab replay", "mechanism"): MECHANISMS.parse}
+"""Values that name a plugin (with parameters) or a built-in scenario, and the check of each."""
+
+
 def _check_value(action: argparse.Action, value: str, where: str) -> None:
-    """A value that is not a placeholder converts with the option's type and is among its choices;
-    ``a|b`` (a synopsis) checks each alternative."""
+    """A value that is not a placeholder converts with the option's type and is among its choices,
+    and names a plugin or scenario that exists; ``a|b`` (a synopsis) checks each alternative."""
     for alternative in value.split("|") if "|" in value else [value]:
         if _is_placeholder(alternative):
             continue
@@ -167,6 +184,12 @@ def _check_value(action: argparse.Action, value: str, where: str) -> None:
                 raise AssertionError(f"{where}: {alternative!r} is refused: {error}") from None
         if action.choices is not None:
             assert converted in action.choices, f"{where}: {alternative!r} is not one of {list(action.choices)}"
+        check = NAMED_VALUES.get((where.rsplit(" ", 1)[0], action.dest))
+        if check is not None and ":" not in alternative:
+            try:
+                check(alternative)
+            except ValueError as error:
+                raise AssertionError(f"{where}: {error}") from None
 
 
 def _check_against_parser(tokens: list[str], mention: bool) -> None:
