@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from ladderlab.cli import build_parser
-from ladderlab.registry import ATTACKS, MECHANISMS
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenario import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,3 +255,30 @@ def test_documented_command_matches_the_parser(command: str, in_block: bool) -> 
             assert exit.code == 0, command
         except ValueError as error:
             raise AssertionError(f"{command}: {error}") from None
+
+
+def _table_ids(page: str, heading: str) -> set[str]:
+    """The backticked ids in the first column of the table under ``## heading`` of a page."""
+    section = (ROOT / "docs" / page).read_text().split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    return {name for cell in rows for name in re.findall(r"`([^`]+)`", cell)}
+
+
+@pytest.mark.parametrize(("heading", "registry"), [("Mechanisms", MECHANISMS), ("Attacks", ATTACKS), ("Tasks", TASKS)])
+def test_built_in_plugins_page_lists_the_registry(heading: str, registry: Registry) -> None:
+    assert _table_ids("built-ins.md", heading) == set(registry.builtins())
+
+
+def test_built_in_scenarios_table_gives_each_scenarios_cells_and_replications() -> None:
+    from ladderlab.scenario import cells
+    from ladderlab.scenarios import builtin_scenarios
+
+    section = (ROOT / "docs" / "scenarios.md").read_text().split("## Built-in scenarios\n", 1)[1].split("\n## ", 1)[0]
+    documented = {}
+    for row in (line for line in section.splitlines() if line.startswith("| `")):
+        names, sizes = re.findall(r"`([^`]+)`", row.split("|")[1]), row.split("|")[3].split(",")
+        documented |= {name: size.strip() for name, size in zip(names, sizes, strict=True)}
+    assert set(documented) == set(builtin_scenarios())
+    for name, size in documented.items():
+        scenario = load(name)
+        assert size == f"{len(cells(scenario))} × {scenario.replications}", name
