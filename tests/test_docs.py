@@ -2,9 +2,11 @@
 
 Fenced blocks are collected from ``README.md`` and ``docs/*.md``:
 
-- ``python`` blocks run in a fresh interpreter (blocks of one page in order, in one
-  process) in a temporary folder that holds a link to ``examples/``;
-- ``bash`` blocks run line by line in the same kind of folder; ``pip install`` and
+- ``python`` blocks run, each in a fresh interpreter, in a temporary folder that holds a
+  link to ``examples/``;
+- ``bash`` blocks run line by line (a ``for … done`` loop as one) in the same kind of folder,
+  which also holds empty ``docs/figures`` and ``docs/results`` for the commands that
+  regenerate pages; ``pip install`` and
   ``pytest`` lines are the Quickstart's, which CI runs as such, and are left out;
 - ``toml`` blocks that are scenarios load as scenarios;
 - every ``ladderlab …`` command, in a block of any kind or in inline code, is checked against
@@ -12,7 +14,9 @@ Fenced blocks are collected from ``README.md`` and ``docs/*.md``:
   not a placeholder (``FILE``, ``N``, ``…``) against the option's type and choices; a command
   with no placeholder is parsed whole, so a missing or extra argument fails too.
 
-A block preceded by ``<!-- example: slow -->`` runs only with ``-m slow``; snippet
+A block preceded by ``<!-- example: slow -->`` runs only with ``-m slow``; blocks of other
+kinds (``console`` transcripts, ``sh`` commands that other tests run, ``text``) are not run,
+but the commands in them are checked against the parser; snippet
 includes (``--8<--``) are the example files themselves, which the other blocks use.
 """
 
@@ -55,6 +59,8 @@ def _blocks(lang: str) -> list:
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "examples").symlink_to(ROOT / "examples")
+    for generated in ("figures", "results"):
+        (tmp_path / "docs" / generated).mkdir(parents=True)
     return tmp_path
 
 
@@ -72,10 +78,19 @@ def test_python_example_runs(code: str, workdir: Path) -> None:
 
 
 def _commands(script: str) -> list[str]:
-    joined = script.replace("\\\n", " ")
-    return [line.strip() for line in joined.splitlines()
-            if line.strip() and not line.strip().startswith("#")
-            and not any(line.strip().startswith(c) for c in SKIPPED_COMMANDS)]
+    """The commands of a script, one a line; a ``for … done`` loop is one command."""
+    commands: list[str] = []
+    loop: list[str] = []
+    for line in (line.strip() for line in script.replace("\\\n", " ").splitlines()):
+        if loop or line.startswith(("for ", "while ")):
+            loop.append(line)
+            if line == "done":
+                commands.append("\n".join(loop))
+                loop = []
+        elif line and not line.startswith("#") and not line.startswith(SKIPPED_COMMANDS):
+            commands.append(line)
+    assert not loop, f"a loop without its 'done': {loop[0]}"
+    return commands
 
 
 @pytest.mark.parametrize("script", _blocks("bash"))
