@@ -297,3 +297,26 @@ def test_built_in_scenarios_table_gives_each_scenarios_cells_and_replications() 
     for name, size in documented.items():
         scenario = load(name)
         assert size == f"{len(cells(scenario))} × {scenario.replications}", name
+
+
+def _output(command: str, workdir: Path) -> str:
+    completed = subprocess.run(["bash", "-c", command], cwd=workdir, env=_environment(),
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
+
+
+def test_statistics_page_quotes_what_sota_prints(workdir: Path) -> None:
+    page = (ROOT / "docs" / "statistics.md").read_text()
+    quoted = re.search(r"the first command gives mean\s+(\S+), sd (\S+) and upper limit (\S+) \(Table 1\)", page)
+    printed = dict(line.split(maxsplit=1) for line in _output("ladderlab sota --m 1000 --n 3000 --theta 0.9", workdir).splitlines())
+    for key, shown in zip(("mean", "sd", "upper"), quoted.groups(), strict=True):
+        assert f"{float(printed[key]):#.4g}" == shown, (key, printed[key], shown)
+
+
+def test_extrapolation_page_quotes_the_spread_extrapolate_prints(workdir: Path) -> None:
+    page = (ROOT / "docs" / "extrapolation.md").read_text()
+    quoted = re.search(r"the methods predict between about (\S+)\s+\(CONS\) and (\S+) \(EXP\) at K = 200", page)
+    printed = dict(line.split()[:2] for line in _output(
+        "ladderlab extrapolate examples/extrapolation/ranks.txt --from 20 --to 200", workdir).splitlines()[3:8])
+    assert (f"{float(printed['cons']):.2f}", f"{float(printed['exp']):.2f}") == quoted.groups()
