@@ -320,3 +320,29 @@ def test_extrapolation_page_quotes_the_spread_extrapolate_prints(workdir: Path) 
     printed = dict(line.split()[:2] for line in _output(
         "ladderlab extrapolate examples/extrapolation/ranks.txt --from 20 --to 200", workdir).splitlines()[3:8])
     assert (f"{float(printed['cons']):.2f}", f"{float(printed['exp']):.2f}") == quoted.groups()
+
+
+def _commands_with_option(option: str) -> set[str]:
+    """Every (sub)command of the real parser that has ``option``: ``{"run", "serve verify", …}``."""
+    found = set()
+    pending = [([], build_parser())]
+    while pending:
+        path, parser = pending.pop()
+        if option in parser._option_string_actions and path:
+            found.add(" ".join(path))
+        pending += [([*path, name], sub) for name, sub in _subcommands(parser).items()]
+    return found
+
+
+def test_sizes_page_names_every_command_with_force() -> None:
+    page = (ROOT / "docs" / "sizes.md").read_text()
+    sentence = re.search(r"`--force` \(on (.*?);", page, re.S)[1]
+    assert set(re.findall(r"`([a-z -]+)`", sentence)) == _commands_with_option("--force")
+
+
+def test_sizes_page_shows_the_estimate_run_prints() -> None:
+    from ladderlab.workload import scenario_work
+
+    page = (ROOT / "docs" / "sizes.md").read_text()
+    shown = re.search(r"`ladderlab run quickstart --jobs 2` prints:\n\n```text\nladderlab: estimated (.*)\n```", page)
+    assert shown[1] == str(scenario_work(load("quickstart"), jobs=2))
