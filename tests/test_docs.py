@@ -346,3 +346,11 @@ def test_sizes_page_shows_the_estimate_run_prints() -> None:
     page = (ROOT / "docs" / "sizes.md").read_text()
     shown = re.search(r"`ladderlab run quickstart --jobs 2` prints:\n\n```text\nladderlab: estimated (.*)\n```", page)
     assert shown[1] == str(scenario_work(load("quickstart"), jobs=2))
+
+
+def test_code_map_names_every_core_module() -> None:
+    page = (ROOT / "docs" / "concepts.md").read_text()
+    code_map = page.split("## Where the code lives", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    named = set(re.findall(r"[a-z_]+", code_map))
+    modules = {path.stem for path in (ROOT / "ladderlab").glob("*.py")} - {"__init__", "__main__"}
+    assert {module for module in modules if module not in named and not module.startswith("extrapolation_")} == set()
