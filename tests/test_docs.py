@@ -354,3 +354,22 @@ def test_code_map_names_every_core_module() -> None:
     named = set(re.findall(r"[a-z_]+", code_map))
     modules = {path.stem for path in (ROOT / "ladderlab").glob("*.py")} - {"__init__", "__main__"}
     assert {module for module in modules if module not in named and not module.startswith("extrapolation_")} == set()
+
+
+MISTAKES = {  # each error line parameters.md shows, and the scenario mistake that makes it
+    "matrix[0].mechanisms[0].params.alpha": ('replications = 3', '{ id = "kaggle", params = { alpha = -0.1 } }', '{ id = "boosting" }'),
+    "matrix[0].attacks[0].params.variant": ('replications = 3', '{ id = "kaggle" }', '{ id = "boosting", params = { variant = "kagle" } }'),
+    "replications": ('replications = "10"', '{ id = "kaggle" }', '{ id = "boosting" }'),
+}
+
+
+@pytest.mark.parametrize("where", MISTAKES)
+def test_parameters_page_shows_the_errors_run_prints(where: str, workdir: Path) -> None:
+    page = (ROOT / "docs" / "parameters.md").read_text()
+    shown = re.search(rf"^ladderlab: error: my\.toml: {re.escape(where)}: .*$", page, re.M)[0]
+    replications, mechanism, attack = MISTAKES[where]
+    (workdir / "my.toml").write_text(f'schema_version = 1\nname = "my"\n{replications}\n[[matrix]]\n'
+                                     f'tasks = [{{ id = "random-labels" }}]\nmechanisms = [{mechanism}]\nattacks = [{attack}]\n')
+    completed = subprocess.run([sys.executable, "-m", "ladderlab", "run", "my.toml"], cwd=workdir, env=_environment(),
+                               capture_output=True, text=True, timeout=600)
+    assert (completed.returncode, completed.stderr.strip()) == (2, shown)
