@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab.cli import build_parser
+from ladderlab.cli import LIST_FAMILIES, build_parser
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenario import load
 
@@ -177,7 +177,12 @@ def _builtin_scenario(name: str) -> None:
         assert name in builtin_scenarios(), f"no built-in scenario {name!r} (there are {sorted(builtin_scenarios())})"
 
 
+def _listed_family(name: str) -> None:
+    assert name in LIST_FAMILIES or f"{name}s" in LIST_FAMILIES, f"'ladderlab list' has no family {name!r}"
+
+
 NAMED_VALUES = {("ladderlab run", "scenario"): _builtin_scenario,
+                ("ladderlab list", "what"): _listed_family,
                 ("ladderlab certify", "mechanism"): MECHANISMS.parse,
                 ("ladderlab certify", "attack"): ATTACKS.parse,
                 ("ladderlab attack", "attack"): ATTACKS.parse,
@@ -373,3 +378,32 @@ def test_parameters_page_shows_the_errors_run_prints(where: str, workdir: Path) 
     completed = subprocess.run([sys.executable, "-m", "ladderlab", "run", "my.toml"], cwd=workdir, env=_environment(),
                                capture_output=True, text=True, timeout=600)
     assert (completed.returncode, completed.stderr.strip()) == (2, shown)
+
+
+def _documented_default(text: str) -> object:
+    """A default as mechanisms.md writes it: ``"laplace"``, ``10,000``, ``None (unlimited)``, ``False``;
+    a formula (``1/√n``) stands for a default the plugin computes, which its signature gives as None."""
+    literal = text.split(" (")[0].strip().strip("`").replace(",", "")
+    if literal in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[literal]
+    if literal.startswith('"'):
+        return literal.strip('"')
+    try:
+        return float(literal)
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize("mechanism", ["noisy", "sparse-vector-ladder", "thresholdout", "sage-bootladderboot"])
+def test_mechanisms_page_gives_each_parameter_and_its_default(mechanism: str) -> None:
+    page = (ROOT / "docs" / "mechanisms.md").read_text()
+    section = re.split(rf"\n## `{re.escape(mechanism)}`[^\n]*\n", page)[1].split("\n## ", 1)[0]
+    defaults = MECHANISMS.get(mechanism).parameter_defaults()
+    documented = {}
+    for row in (line.split("|") for line in section.splitlines() if line.startswith("| `")):
+        names = re.findall(r"`([^`]+)`", row[1])
+        values = row[2].split(", ") if len(names) > 1 else [row[2]]
+        documented |= {name: _documented_default(value) for name, value in zip(names, values, strict=True)}
+    assert set(documented) == set(defaults)
+    for name, value in documented.items():
+        assert value == defaults[name] or (isinstance(value, float) and value == float(defaults[name])), name
