@@ -407,3 +407,19 @@ def test_mechanisms_page_gives_each_parameter_and_its_default(mechanism: str) ->
     assert set(documented) == set(defaults)
     for name, value in documented.items():
         assert value == defaults[name] or (isinstance(value, float) and value == float(defaults[name])), name
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors of a page as the site's ``toc`` extension makes them: ``{#id}`` or the slugged heading."""
+    from markdown.extensions.toc import slugify
+
+    text = ANY_FENCE.sub("", page.read_text())
+    anchors = set(re.findall(r"\{#([^}]+)\}", text))
+    return anchors | {slugify(re.sub(r"\s*\{#.*\}", "", heading), "-") for heading in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+def test_readme_links_resolve() -> None:
+    """The site build checks the links of docs/; the README, which GitHub shows, is checked here."""
+    for target, anchor in re.findall(r"\]\((?!https?:)([^)#\s]+)(?:#([^)\s]+))?\)", (ROOT / "README.md").read_text()):
+        assert (ROOT / target).exists(), target
+        assert not anchor or anchor in _anchors(ROOT / target), f"{target}#{anchor}"
