@@ -1,0 +1,144 @@
+"""What the pages state about the tool matches the tool now: the built-in tables against the
+registry and the scenarios, the numbers a page quotes from a command against that command's
+output, the defaults and option lists against the plugins and the parser, the code map against
+the package.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ladderlab.cli import build_parser
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.scenario import load
+from tests.docs_helpers import ROOT, environment, output, subcommands, workdir  # noqa: F401 (a fixture)
+
+
+def _table_ids(page: str, heading: str) -> set[str]:
+    """The backticked ids in the first column of the table under ``## heading`` of a page."""
+    section = (ROOT / "docs" / page).read_text().split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    return {name for cell in rows for name in re.findall(r"`([^`]+)`", cell)}
+
+
+@pytest.mark.parametrize(("heading", "registry"), [("Mechanisms", MECHANISMS), ("Attacks", ATTACKS), ("Tasks", TASKS)])
+def test_built_in_plugins_page_lists_the_registry(heading: str, registry: Registry) -> None:
+    assert _table_ids("built-ins.md", heading) == set(registry.builtins())
+
+
+def test_built_in_scenarios_table_gives_each_scenarios_cells_and_replications() -> None:
+    from ladderlab.scenario import cells
+    from ladderlab.scenarios import builtin_scenarios
+
+    section = (ROOT / "docs" / "scenarios.md").read_text().split("## Built-in scenarios\n", 1)[1].split("\n## ", 1)[0]
+    documented = {}
+    for row in (line for line in section.splitlines() if line.startswith("| `")):
+        names, sizes = re.findall(r"`([^`]+)`", row.split("|")[1]), row.split("|")[3].split(",")
+        documented |= {name: size.strip() for name, size in zip(names, sizes, strict=True)}
+    assert set(documented) == set(builtin_scenarios())
+    for name, size in documented.items():
+        scenario = load(name)
+        assert size == f"{len(cells(scenario))} × {scenario.replications}", name
+
+
+def test_statistics_page_quotes_what_sota_prints(workdir: Path) -> None:
+    page = (ROOT / "docs" / "statistics.md").read_text()
+    quoted = re.search(r"the first command gives mean\s+(\S+), sd (\S+) and upper limit (\S+) \(Table 1\)", page)
+    printed = dict(line.split(maxsplit=1) for line in output("ladderlab sota --m 1000 --n 3000 --theta 0.9", workdir).splitlines())
+    for key, shown in zip(("mean", "sd", "upper"), quoted.groups(), strict=True):
+        assert f"{float(printed[key]):#.4g}" == shown, (key, printed[key], shown)
+
+
+def test_extrapolation_page_quotes_the_spread_extrapolate_prints(workdir: Path) -> None:
+    page = (ROOT / "docs" / "extrapolation.md").read_text()
+    quoted = re.search(r"the methods predict between about (\S+)\s+\(CONS\) and (\S+) \(EXP\) at K = 200", page)
+    printed = dict(line.split()[:2] for line in output(
+        "ladderlab extrapolate examples/extrapolation/ranks.txt --from 20 --to 200", workdir).splitlines()[3:8])
+    assert (f"{float(printed['cons']):.2f}", f"{float(printed['exp']):.2f}") == quoted.groups()
+
+
+def _commands_with_option(option: str) -> set[str]:
+    """Every (sub)command of the real parser that has ``option``: ``{"run", "serve verify", …}``."""
+    found = set()
+    pending = [([], build_parser())]
+    while pending:
+        path, parser = pending.pop()
+        if option in parser._option_string_actions and path:
+            found.add(" ".join(path))
+        pending += [([*path, name], sub) for name, sub in subcommands(parser).items()]
+    return found
+
+
+def test_sizes_page_names_every_command_with_force() -> None:
+    page = (ROOT / "docs" / "sizes.md").read_text()
+    sentence = re.search(r"`--force` \(on (.*?);", page, re.S)[1]
+    assert set(re.findall(r"`([a-z -]+)`", sentence)) == _commands_with_option("--force")
+
+
+def test_sizes_page_shows_the_estimate_run_prints() -> None:
+    from ladderlab.workload import scenario_work
+
+    page = (ROOT / "docs" / "sizes.md").read_text()
+    shown = re.search(r"`ladderlab run quickstart --jobs 2` prints:\n\n```text\nladderlab: estimated (.*)\n```", page)
+    assert shown[1] == str(scenario_work(load("quickstart"), jobs=2))
+
+
+def test_code_map_names_every_core_module() -> None:
+    page = (ROOT / "docs" / "concepts.md").read_text()
+    code_map = page.split("## Where the code lives", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    named = set(re.findall(r"[a-z_]+", code_map))
+    modules = {path.stem for path in (ROOT / "ladderlab").glob("*.py")} - {"__init__", "__main__"}
+    assert {module for module in modules if module not in named and not module.startswith("extrapolation_")} == set()
+
+
+MISTAKES = {  # each error line parameters.md shows, and the scenario mistake that makes it
+    "matrix[0].mechanisms[0].params.alpha": ('replications = 3', '{ id = "kaggle", params = { alpha = -0.1 } }', '{ id = "boosting" }'),
+    "matrix[0].attacks[0].params.variant": ('replications = 3', '{ id = "kaggle" }', '{ id = "boosting", params = { variant = "kagle" } }'),
+    "replications": ('replications = "10"', '{ id = "kaggle" }', '{ id = "boosting" }'),
+}
+
+
+@pytest.mark.parametrize("where", MISTAKES)
+def test_parameters_page_shows_the_errors_run_prints(where: str, workdir: Path) -> None:
+    page = (ROOT / "docs" / "parameters.md").read_text()
+    shown = re.search(rf"^ladderlab: error: my\.toml: {re.escape(where)}: .*$", page, re.M)[0]
+    replications, mechanism, attack = MISTAKES[where]
+    (workdir / "my.toml").write_text(f'schema_version = 1\nname = "my"\n{replications}\n[[matrix]]\n'
+                                     f'tasks = [{{ id = "random-labels" }}]\nmechanisms = [{mechanism}]\nattacks = [{attack}]\n')
+    completed = subprocess.run([sys.executable, "-m", "ladderlab", "run", "my.toml"], cwd=workdir, env=environment(),
+                               capture_output=True, text=True, timeout=600)
+    assert (completed.returncode, completed.stderr.strip()) == (2, shown)
+
+
+def _documented_default(text: str) -> object:
+    """A default as mechanisms.md writes it: ``"laplace"``, ``10,000``, ``None (unlimited)``, ``False``;
+    a formula (``1/√n``) stands for a default the plugin computes, which its signature gives as None."""
+    literal = text.split(" (")[0].strip().strip("`").replace(",", "")
+    if literal in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[literal]
+    if literal.startswith('"'):
+        return literal.strip('"')
+    try:
+        return float(literal)
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize("mechanism", ["noisy", "sparse-vector-ladder", "thresholdout", "sage-bootladderboot"])
+def test_mechanisms_page_gives_each_parameter_and_its_default(mechanism: str) -> None:
+    page = (ROOT / "docs" / "mechanisms.md").read_text()
+    section = re.split(rf"\n## `{re.escape(mechanism)}`[^\n]*\n", page)[1].split("\n## ", 1)[0]
+    defaults = MECHANISMS.get(mechanism).parameter_defaults()
+    documented = {}
+    for row in (line.split("|") for line in section.splitlines() if line.startswith("| `")):
+        names = re.findall(r"`([^`]+)`", row[1])
+        values = row[2].split(", ") if len(names) > 1 else [row[2]]
+        documented |= {name: _documented_default(value) for name, value in zip(names, values, strict=True)}
+    assert set(documented) == set(defaults)
+    for name, value in documented.items():
+        assert value == defaults[name] or (isinstance(value, float) and value == float(defaults[name])), name
