@@ -19,11 +19,16 @@ from ladderlab.scenario import load
 from tests.docs_helpers import ROOT, environment, output, subcommands, workdir  # noqa: F401 (a fixture)
 
 
+def _table_rows(page: str, heading: str) -> list[list[str]]:
+    """The cells of the rows that start with a backticked name, in the section under the
+    ``## heading`` line (its start; ``heading`` is a regular expression) of a page."""
+    section = re.split(rf"\n## {heading}[^\n]*\n", (ROOT / "docs" / page).read_text())[1].split("\n## ", 1)[0]
+    return [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| `")]
+
+
 def _table_ids(page: str, heading: str) -> set[str]:
-    """The backticked ids in the first column of the table under ``## heading`` of a page."""
-    section = (ROOT / "docs" / page).read_text().split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
-    return {name for cell in rows for name in re.findall(r"`([^`]+)`", cell)}
+    """The backticked ids in the first column of a section's table."""
+    return {name for row in _table_rows(page, heading) for name in re.findall(r"`([^`]+)`", row[0])}
 
 
 @pytest.mark.parametrize(("heading", "registry"), [("Mechanisms", MECHANISMS), ("Attacks", ATTACKS), ("Tasks", TASKS)])
@@ -35,10 +40,9 @@ def test_built_in_scenarios_table_gives_each_scenarios_cells_and_replications() 
     from ladderlab.scenario import cells
     from ladderlab.scenarios import builtin_scenarios
 
-    section = (ROOT / "docs" / "scenarios.md").read_text().split("## Built-in scenarios\n", 1)[1].split("\n## ", 1)[0]
     documented = {}
-    for row in (line for line in section.splitlines() if line.startswith("| `")):
-        names, sizes = re.findall(r"`([^`]+)`", row.split("|")[1]), row.split("|")[3].split(",")
+    for row in _table_rows("scenarios.md", "Built-in scenarios"):
+        names, sizes = re.findall(r"`([^`]+)`", row[0]), row[2].split(",")
         documented |= {name: size.strip() for name, size in zip(names, sizes, strict=True)}
     assert set(documented) == set(builtin_scenarios())
     for name, size in documented.items():
@@ -131,13 +135,11 @@ def _documented_default(text: str) -> object:
 
 @pytest.mark.parametrize("mechanism", ["noisy", "sparse-vector-ladder", "thresholdout", "sage-bootladderboot"])
 def test_mechanisms_page_gives_each_parameter_and_its_default(mechanism: str) -> None:
-    page = (ROOT / "docs" / "mechanisms.md").read_text()
-    section = re.split(rf"\n## `{re.escape(mechanism)}`[^\n]*\n", page)[1].split("\n## ", 1)[0]
     defaults = MECHANISMS.get(mechanism).parameter_defaults()
     documented = {}
-    for row in (line.split("|") for line in section.splitlines() if line.startswith("| `")):
-        names = re.findall(r"`([^`]+)`", row[1])
-        values = row[2].split(", ") if len(names) > 1 else [row[2]]
+    for row in _table_rows("mechanisms.md", f"`{re.escape(mechanism)}`"):
+        names = re.findall(r"`([^`]+)`", row[0])
+        values = row[1].split(", ") if len(names) > 1 else [row[1]]
         documented |= {name: _documented_default(value) for name, value in zip(names, values, strict=True)}
     assert set(documented) == set(defaults)
     for name, value in documented.items():
