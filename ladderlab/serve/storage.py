@@ -469,6 +469,7 @@ class Storage:
         connection.execute(self._store_prediction, values)
 
     def load_predictions(self, digests: list[str], connection: sa.Connection | None = None) -> dict[str, NDArray[np.float64]]:
+        """The stored predictions of these digests, each checked against its digest."""
         query = sa.select(predictions.c.sha256, predictions.c.layout, predictions.c.data).where(
             predictions.c.sha256.in_(sorted(set(digests))))
         if connection is None:
@@ -476,7 +477,12 @@ class Storage:
                 rows = reader.execute(query).all()
         else:
             rows = connection.execute(query).all()
-        return {digest: decode_prediction(layout, data) for digest, layout, data in rows}
+        loaded = {digest: decode_prediction(layout, data) for digest, layout, data in rows}
+        for digest, row in loaded.items():
+            if prediction_sha256(row) != digest:
+                raise StorageError(f"the prediction stored under {digest} was changed after it was written "
+                                   "(its bytes no longer have that SHA-256)")
+        return loaded
 
     def append(self, connection: sa.Connection, rows: list[dict[str, Any]]) -> list[Entry]:
         """Append entries (dicts without id and hashes, ``links`` optional) to the chain, in order;

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ FORMATS = {"text/csv": "csv", "application/csv": "csv", "application/vnd.apache.
            "application/x-parquet": "parquet", "application/json": "json", NPY: "npy"}
 SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".npy": "npy"}
 SHOWN_IDS = 3
+SHOWN_COLUMNS = 10
 
 
 class UploadError(ValueError):
@@ -78,19 +80,44 @@ class UploadReader:
         return self._by_id(table)[None]
 
     def _rows(self, data: bytes) -> NDArray[np.float64]:
+        stream = io.BytesIO(data)
+        shape, dtype = self._npy_header(stream)
+        one = 2 if self.kind is PredictionKind.PROBABILITIES else 1
+        row_shape = (self.ids.size,) if one == 1 else (self.ids.size, len(self.class_names))
+        if len(shape) not in (one, one + 1) or shape[-one:][:1] != (self.ids.size,) or 0 in shape:
+            raise UploadError(f"a .npy upload is one prediction of length {self.ids.size} or rows of them "
+                              f"({self.ids.size} holdout ids), got shape {shape}")
+        needed = math.prod(shape) * dtype.itemsize
+        if needed > len(data) - stream.tell():  # before numpy allocates what the header declares
+            raise UploadError(f"the .npy upload is truncated: its header declares shape {shape} of {dtype}, "
+                              f"{needed} bytes, but {len(data) - stream.tell()} follow it")
+        stream.seek(0)
         try:
-            array = np.load(io.BytesIO(data), allow_pickle=False)
+            array = np.load(stream, allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
             raise UploadError(f"not a .npy array: {error}") from None
-        if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
-            raise UploadError(f"a .npy upload holds numbers, got dtype {getattr(array, 'dtype', type(array).__name__)}")
-        one = 2 if self.kind is PredictionKind.PROBABILITIES else 1
         if array.ndim == one:
             array = array[None]
-        if array.ndim != one + 1 or array.shape[1] != self.ids.size or array.shape[0] == 0:
-            raise UploadError(f"a .npy upload is one prediction of length {self.ids.size} or rows of them "
-                              f"({self.ids.size} holdout ids), got shape {array.shape}")
+        if array.shape[1:] != row_shape[: array.ndim - 1]:
+            raise UploadError(f"a .npy upload is one prediction of shape {row_shape} or rows of them, "
+                              f"got shape {array.shape}")
         return np.ascontiguousarray(array, dtype=np.float64)
+
+    @staticmethod
+    def _npy_header(stream: io.BytesIO) -> tuple[tuple[int, ...], np.dtype]:
+        """The shape and dtype a .npy header declares, read before any data (``UploadError`` if it
+        is no header of numbers)."""
+        try:
+            major, _ = np.lib.format.read_magic(stream)
+            read_header = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
+            if read_header is None:
+                raise ValueError(f"format version {major} (send version 1 or 2, what numpy.save writes)")
+            shape, _, dtype = read_header(stream)
+        except (ValueError, OSError, EOFError, SyntaxError) as error:
+            raise UploadError(f"not a .npy array: {error}") from None
+        if dtype.kind not in "biuf" or dtype.fields is not None:
+            raise UploadError(f"a .npy upload holds numbers, got dtype {dtype}")
+        return tuple(shape), dtype
 
     def _table(self, data: bytes, fmt: str) -> pd.DataFrame:
         id_column = self.challenge.spec.labels.id_column
@@ -101,11 +128,13 @@ class UploadReader:
                 table = pd.read_parquet(io.BytesIO(data))
             else:
                 table = pd.DataFrame(json.loads(data))
+        except RecursionError:
+            raise UploadError(f"cannot read the upload as {fmt.upper()}: it is nested too deeply") from None
         except (ValueError, TypeError, OSError, pd.errors.ParserError) as error:
             detail = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise UploadError(f"cannot read the upload as {fmt.upper()}: {detail}") from None
         if id_column not in table.columns:
-            raise UploadError(f"the upload has no {id_column!r} column (columns: {', '.join(map(repr, table.columns))})")
+            raise UploadError(f"the upload has no {id_column!r} column (columns: {_columns(table)})")
         return table
 
     def _by_id(self, table: pd.DataFrame) -> NDArray[np.float64]:
@@ -116,7 +145,7 @@ class UploadReader:
         if missing_columns or columns == [None]:
             wanted = ", ".join(map(repr, self.class_columns)) if self.class_columns else "'prediction'"
             raise UploadError(f"the upload needs the column(s) {wanted} beside {id_column!r} "
-                              f"(columns: {', '.join(map(str, table.columns))})")
+                              f"(columns: {_columns(table)})")
         unique, counts = np.unique(ids, return_counts=True)
         if (counts > 1).any():
             raise UploadError(f"id {unique[counts > 1][0]!r} appears {counts[counts > 1][0]} times")
@@ -157,6 +186,13 @@ class UploadReader:
 
     def id_at(self, position: int) -> str:
         return str(self.ids[position])
+
+
+def _columns(table: pd.DataFrame) -> str:
+    """The first of an upload's columns, and how many there are beyond them."""
+    shown = ", ".join(repr(str(column)) for column in table.columns[:SHOWN_COLUMNS])
+    beyond = table.columns.size - SHOWN_COLUMNS
+    return shown + (f" and {beyond} more" if beyond > 0 else "")
 
 
 def _some(ids: NDArray[np.object_]) -> str:

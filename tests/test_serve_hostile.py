@@ -1,0 +1,145 @@
+"""A hostile participant against a running ``ladderlab serve``, over HTTP: uploads built to
+exhaust the server's memory, disk or patience, and a log tampered with between runs. Each
+refusal is a clear 4xx that names the problem and changes nothing (docs/serve.md, "What a
+hostile participant can and cannot do")."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.parse
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from ladderlab.serve import replay
+from ladderlab.serve.storage import Storage, StorageError, predictions
+from tests.serve_helpers import ThreadServer, npy, open_service, request, upload, write_challenge
+
+SECRET = 1234
+
+
+def _post(url: str, token: str, body: bytes, content_type: str) -> tuple[int, dict]:
+    status, _, answer = request(url, token, "POST", "/api/submissions", body, {"Content-Type": content_type})
+    return status, answer
+
+
+def _npy_header(shape: tuple[int, ...], dtype: str = "<f8") -> bytes:
+    header = f"{{'descr': '{dtype}', 'fortran_order': False, 'shape': {shape}, }}".encode().ljust(117) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+
+
+@pytest.fixture
+def served(tmp_path):
+    path = write_challenge(tmp_path, n=300, limits="max_upload_bytes = 100000")
+    service, tokens = open_service(path, f"sqlite:///{tmp_path / 'log.sqlite'}")
+    with ThreadServer(service) as server:
+        yield service, tokens, server
+    service.storage.close()
+
+
+def test_a_npy_header_declaring_more_rows_than_the_upload_holds_is_refused_before_numpy_allocates_them(served):
+    """The header said 10⁸ rows (240 GB): numpy.load allocated them before reading, and the
+    server answered 500 (MemoryError); now the header is checked against the bytes that follow."""
+    service, tokens, server = served
+    n = service.challenge.ids.size
+    status, answer = _post(server.url, tokens["alpha"], _npy_header((10**8, n)) + bytes(800), "application/x-npy")
+    assert status == 422 and "truncated" in answer["error"] and f"(100000000, {n})" in answer["error"], answer
+    status, answer = _post(server.url, tokens["alpha"], _npy_header((2, n)) + bytes(8 * n), "application/x-npy")
+    assert status == 422 and "truncated" in answer["error"], "one row's bytes for two declared rows"
+    status, answer = _post(server.url, tokens["alpha"], _npy_header((n,), "|O") + bytes(8 * n), "application/x-npy")
+    assert status == 422 and "holds numbers, got dtype object" in answer["error"], answer
+    assert service.storage.entries() == []
+    assert upload(server.url, tokens["alpha"], np.zeros((2, n)))[0] == 201
+
+
+def test_deeply_nested_json_is_refused_as_unreadable_not_a_server_error(served):
+    """json.loads raised RecursionError on 50,000 nested brackets, which nothing caught: 500."""
+    service, tokens, server = served
+    for body in (b"[" * 50_000 + b"]" * 50_000, b'{"id": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"):
+        status, answer = _post(server.url, tokens["alpha"], body, "application/json")
+        assert (status, answer["error"]) == (422, "cannot read the upload as JSON: it is nested too deeply")
+    assert service.storage.entries() == []
+
+
+def test_a_refusal_of_an_upload_with_thousands_of_columns_names_a_few_of_them(served):
+    """The refusal listed every column: a 25 kB upload of commas got a 25,000-name answer."""
+    service, tokens, server = served
+    status, answer = _post(server.url, tokens["alpha"], b"," * 25_000 + b"\n", "text/csv")
+    assert status == 422 and len(answer["error"]) < 400, answer["error"][:400]
+    assert answer["error"].endswith("'Unnamed: 9' and 24991 more)")
+    wide = pd.DataFrame(np.zeros((1, 5000)), columns=[f"c{i}" for i in range(5000)]).assign(id=1)
+    status, answer = _post(server.url, tokens["alpha"], wide.to_csv(index=False).encode(), "text/csv")
+    assert status == 422 and "needs the column(s) 'prediction'" in answer["error"] and "and 4991 more" in answer["error"]
+
+
+def _chunked_form(url: str, token: str, file_bytes: int) -> tuple[int, bytes, int]:
+    """Post the page's upload form with a file of ``file_bytes`` in chunked encoding (no
+    Content-Length); the status, the page, and how many file bytes the server took before answering."""
+    address = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    boundary = "hostile"
+    connection.putrequest("POST", "/upload")
+    connection.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+    connection.putheader("Transfer-Encoding", "chunked")
+    connection.endheaders()
+
+    def chunk(data: bytes) -> None:
+        connection.send(b"%x\r\n" % len(data) + data + b"\r\n")
+
+    chunk(f'--{boundary}\r\nContent-Disposition: form-data; name="token"\r\n\r\n{token}\r\n'
+          f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
+          "Content-Type: text/csv\r\n\r\n".encode())
+    sent, block = 0, b"0" * (1 << 16)
+    try:
+        while sent < file_bytes:
+            chunk(block)
+            sent += len(block)
+        chunk(f"\r\n--{boundary}--\r\n".encode())
+        connection.send(b"0\r\n\r\n")
+    except OSError:  # the server answered and closed the connection
+        pass
+    response = connection.getresponse()
+    page = response.read()
+    connection.close()
+    return response.status, page, sent
+
+
+def test_a_chunked_page_upload_over_the_limit_is_refused_while_it_streams(served):
+    """A chunked form declares no length: the page's form spooled any file to disk, 64 MB here,
+    before the token was even looked at. Now the body is counted as it arrives (413)."""
+    service, tokens, server = served
+    status, page, _ = _chunked_form(server.url, tokens["alpha"], 64 << 20)
+    assert status == 413 and b"larger than the limit of" in page
+    assert service.storage.entries() == []
+    assert request(server.url, tokens["alpha"], "GET", "/api/me")[2]["remaining_today"] == 1000
+
+
+def test_verify_finds_a_stored_prediction_changed_so_that_its_scores_replay_the_same(tmp_path, database):
+    """The fixed Ladder's releases depend on the scores only: a prediction swapped for another with
+    the same public and final scores replayed the same, and verify called the log intact. Each
+    stored prediction is now checked against the SHA-256 its entry holds."""
+    path = write_challenge(tmp_path)
+    service, tokens = open_service(path, database)
+    split, n = service.challenge.split, service.challenge.ids.size
+    labels = split.y_holdout
+    public = split.public_rows
+    honest = np.zeros(n)  # right where the label is 0
+    turned_wrong, turned_right = (public[labels[public] == label][0] for label in (0.0, 1.0))
+    forged = honest.copy()
+    forged[[turned_wrong, turned_right]] = 1.0  # the same public and final scores
+    with ThreadServer(service) as server:
+        assert upload(server.url, tokens["alpha"], np.stack([honest, 1 - honest]))[0] == 201
+    storage = Storage(database)
+    replay.rebuild(service.challenge, storage, SECRET)  # intact
+    from ladderlab.serve.storage import encode_prediction, prediction_sha256
+
+    layout, data = encode_prediction(forged)
+    with storage.transaction() as connection:
+        connection.execute(predictions.update().where(predictions.c.sha256 == prediction_sha256(honest))
+                           .values(layout=layout, data=data))
+    with pytest.raises(StorageError, match=f"the prediction stored under {prediction_sha256(honest)} was changed"):
+        replay.rebuild(service.challenge, storage, SECRET)
+    storage.close(), service.storage.close()
