@@ -75,46 +75,72 @@ def test_a_refusal_of_an_upload_with_thousands_of_columns_names_a_few_of_them(se
     assert status == 422 and "needs the column(s) 'prediction'" in answer["error"] and "and 4991 more" in answer["error"]
 
 
-def _chunked_form(url: str, token: str, file_bytes: int) -> tuple[int, bytes, int]:
-    """Post the page's upload form with a file of ``file_bytes`` in chunked encoding (no
-    Content-Length); the status, the page, and how many file bytes the server took before answering."""
+def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int) -> tuple[int, bytes]:
+    """Post a multipart form to ``path`` in chunked encoding (no Content-Length): ``fields``, then
+    ``file_bytes`` of a file; the status and the page."""
     address = urllib.parse.urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
-    boundary = "hostile"
-    connection.putrequest("POST", "/upload")
-    connection.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+    connection.putrequest("POST", path)
+    connection.putheader("Content-Type", f"multipart/form-data; boundary={BOUNDARY}")
     connection.putheader("Transfer-Encoding", "chunked")
     connection.endheaders()
 
     def chunk(data: bytes) -> None:
         connection.send(b"%x\r\n" % len(data) + data + b"\r\n")
 
-    chunk(f'--{boundary}\r\nContent-Disposition: form-data; name="token"\r\n\r\n{token}\r\n'
-          f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
-          "Content-Type: text/csv\r\n\r\n".encode())
+    chunk(fields + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
+                   "Content-Type: text/csv\r\n\r\n".encode())
     sent, block = 0, b"0" * (1 << 16)
     try:
         while sent < file_bytes:
             chunk(block)
             sent += len(block)
-        chunk(f"\r\n--{boundary}--\r\n".encode())
+        chunk(f"\r\n--{BOUNDARY}--\r\n".encode())
         connection.send(b"0\r\n\r\n")
     except OSError:  # the server answered and closed the connection
         pass
     response = connection.getresponse()
     page = response.read()
     connection.close()
-    return response.status, page, sent
+    return response.status, page
+
+
+BOUNDARY = "hostile"
+
+
+def _token_field(token: str) -> bytes:
+    return f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="token"\r\n\r\n{token}\r\n'.encode()
 
 
 def test_a_chunked_page_upload_over_the_limit_is_refused_while_it_streams(served):
     """A chunked form declares no length: the page's form spooled any file to disk, 64 MB here,
     before the token was even looked at. Now the body is counted as it arrives (413)."""
     service, tokens, server = served
-    status, page, _ = _chunked_form(server.url, tokens["alpha"], 64 << 20)
+    status, page = _chunked_form(server.url, "/upload", _token_field(tokens["alpha"]), 64 << 20)
     assert status == 413 and b"larger than the limit of" in page
     assert service.storage.entries() == []
     assert request(server.url, tokens["alpha"], "GET", "/api/me")[2]["remaining_today"] == 1000
+
+
+def test_a_chunked_token_form_is_cut_off_at_its_limit(served):
+    """The page's "my submissions" form read a chunked body's preamble of blank lines to its end
+    (64 MB here) before the form parser's own limits refused it (400)."""
+    _, _, server = served
+    status, page = _chunked_form(server.url, "/mine", b"\r\n" * (32 << 20), 0)
+    assert status == 413 and b"larger than the limit of 8192 bytes" in page
+
+
+def test_an_idempotency_key_too_long_is_refused_before_the_upload_is_read_or_counted(tmp_path):
+    """The key was checked after the upload was read and parsed (and counted in the rate limit):
+    an unreadable upload with a 500-character key got the reader's 422 instead of the key's 400."""
+    path = write_challenge(tmp_path, n=300, limits="uploads_per_second = 1\nburst = 1")
+    service, tokens = open_service(path, f"sqlite:///{tmp_path / 'log.sqlite'}")
+    with ThreadServer(service) as server:
+        status, _, answer = request(server.url, tokens["alpha"], "POST", "/api/submissions", b"not,a,prediction",
+                                    {"Content-Type": "text/csv", "Idempotency-Key": "k" * 500})
+        assert (status, answer["error"]) == (400, "Idempotency-Key must have 1 to 128 characters, got 500")
+        assert upload(server.url, tokens["alpha"], np.zeros((1, 300)))[0] == 201, "the refusal did not count"
+    service.storage.close()
 
 
 def test_verify_finds_a_stored_prediction_changed_so_that_its_scores_replay_the_same(tmp_path, database):

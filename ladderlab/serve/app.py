@@ -33,13 +33,15 @@ from starlette.types import Message
 
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
-from ladderlab.serve.service import Accepted, Service, ServiceError
+from ladderlab.serve.service import Accepted, Service, ServiceError, check_idempotency_key
 from ladderlab.serve.storage import REFUSED
 from ladderlab.serve.uploads import UploadError, UploadReader
 from ladderlab.validation import PredictionError
 
 MULTIPART_OVERHEAD = 64 << 10
 """Room for a form's token field and part headers beside the file."""
+TOKEN_FORM_BYTES = 8192
+"""The most a form of a token alone (the page's "my submissions") may send."""
 
 
 def create_app(service: Service) -> FastAPI:
@@ -92,8 +94,10 @@ def create_app(service: Service) -> FastAPI:
     async def submit(request: Request) -> JSONResponse:
         team = service.team_of(bearer(request))
         fmt = reader.format_of(request.headers.get("content-type"))
+        key = request.headers.get("idempotency-key")
+        check_idempotency_key(key)
         data = await body(request, max_bytes)
-        accepted = await run_in_threadpool(upload, team, data, fmt, request.headers.get("idempotency-key"))
+        accepted = await run_in_threadpool(upload, team, data, fmt, key)
         return JSONResponse(_accepted_json(team, accepted), status_code=200 if accepted.repeated else 201)
 
     @app.get("/api/submissions", summary="The team's own submissions (released values only)")
@@ -213,7 +217,10 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/mine", response_class=HTMLResponse, include_in_schema=False)
     async def page_mine(request: Request) -> HTMLResponse:
-        form = await request.form(max_files=0, max_fields=2, max_part_size=4096)
+        try:
+            form = await _bounded(request, TOKEN_FORM_BYTES).form(max_files=0, max_fields=2, max_part_size=4096)
+        except UploadError as error:
+            return _page_refusal(service, str(error), error.status)
         try:
             team = service.team_of(str(form.get("token") or ""))
         except ServiceError as error:
