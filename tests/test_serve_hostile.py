@@ -169,3 +169,32 @@ def test_verify_finds_a_stored_prediction_changed_so_that_its_scores_replay_the_
     with pytest.raises(StorageError, match=f"the prediction stored under {prediction_sha256(honest)} was changed"):
         replay.rebuild(service.challenge, storage, SECRET)
     storage.close(), service.storage.close()
+
+
+def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_path, database, capsys):
+    """Removing the last entries and moving the chain's head row back leaves a chain that is
+    consistent in itself: verify called it intact. The head it printed earlier, given back as
+    --anchor, finds the cut."""
+    from ladderlab.cli import main
+    from ladderlab.serve.storage import chain, submissions
+
+    path = write_challenge(tmp_path)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
+    service, tokens = open_service(path, database, SECRET)
+    with ThreadServer(service) as server:
+        assert upload(server.url, tokens["alpha"], np.eye(4, service.challenge.ids.size))[0] == 201
+    verify = ["serve", "verify", str(path), "--state", str(tmp_path / "state"), "--database", database]
+    assert main(verify) == 0
+    head = capsys.readouterr().out.split("its head is ")[1].split()[0]
+    assert head.startswith("4:")
+    entries = service.storage.entries()
+    with service.storage.transaction() as connection:
+        connection.execute(submissions.delete().where(submissions.c.submission_id > 2))
+        connection.execute(chain.update().values(last_id=2, last_hash=entries[1].entry_hash))
+    assert main(verify) == 0, "cut back with its head, the chain is consistent in itself"
+    capsys.readouterr()
+    assert main([*verify, "--anchor", head]) == 1
+    assert "the log has no submission 4: entries were removed from its end" in capsys.readouterr().err
+    assert main([*verify, "--anchor", f"2:{entries[1].entry_hash}"]) == 0
+    service.storage.close()

@@ -541,6 +541,20 @@ class Storage:
         if selected:
             connection.execute(selections.insert().values(team=team, submission_id=submission_id))
 
+    def check_anchor(self, submission_id: int, expected_hash: str) -> None:
+        """Refuse (:class:`StorageError`) a log whose entry ``submission_id`` is gone or has another hash
+        than one recorded earlier: a chain rewritten from there on, or cut back with its head row, is
+        consistent in itself, so only a hash kept outside the database finds it."""
+        with self.reading() as connection:
+            found = connection.execute(sa.select(submissions.c.entry_hash)
+                                       .where(submissions.c.submission_id == submission_id)).scalar()
+        if found is None:
+            raise StorageError(f"--anchor {submission_id}:{expected_hash}: the log has no submission {submission_id}: "
+                               "entries were removed from its end")
+        if found != expected_hash:
+            raise StorageError(f"--anchor {submission_id}:{expected_hash}: submission {submission_id} now has the hash "
+                               f"{found}: the log was rewritten")
+
     def verify_chain(self, identity: str) -> list[Entry]:
         """Every entry, after checking that ids are gapless from 1, each hash is the hash of its
         entry and links to the one before, the head is the last entry, and every prediction is
