@@ -6,17 +6,18 @@ hostile participant can and cannot do")."""
 from __future__ import annotations
 
 import http.client
-import json
+import io
 import urllib.parse
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-import sqlalchemy as sa
 
 from ladderlab.serve import replay
 from ladderlab.serve.storage import Storage, StorageError, predictions
-from tests.serve_helpers import ThreadServer, npy, open_service, request, upload, write_challenge
+from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
 
 SECRET = 1234
 
@@ -53,6 +54,34 @@ def test_a_npy_header_declaring_more_rows_than_the_upload_holds_is_refused_befor
     assert status == 422 and "holds numbers, got dtype object" in answer["error"], answer
     assert service.storage.entries() == []
     assert upload(server.url, tokens["alpha"], np.zeros((2, n)))[0] == 201
+
+
+def _parquet(columns: dict[str, np.ndarray], **options) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(columns), buffer, compression="zstd", **options)
+    return buffer.getvalue()
+
+
+def test_a_small_parquet_upload_of_millions_of_rows_is_refused_by_its_footer_before_it_is_read(served):
+    """Run-length encoding and zstd put 10⁷ rows in 88 kB, under the limit: reading them cost
+    8 s of CPU and 1.2 GB of memory before the repeated id was refused. Now the footer's row
+    count and uncompressed sizes are checked first; 10⁶ rows of which only the id is wanted
+    are refused the same way."""
+    service, tokens, server = served
+    rows = 10**7
+    bomb = _parquet({"id": np.full(rows, 1000), "prediction": np.zeros(rows)}, row_group_size=rows)
+    assert len(bomb) < service.challenge.max_upload_bytes()
+    status, answer = _post(server.url, tokens["alpha"], bomb, "application/vnd.apache.parquet")
+    assert (status, answer["error"]) == (422, f"the upload has {rows} rows, more than the 300 holdout ids")
+    n = service.challenge.ids.size
+    text = np.full(n, "x" * 100_000)  # 30 MB of one string, in a dictionary page of 100 kB once decompressed
+    wide = _parquet({"id": service.challenge.ids.astype(str), "prediction": np.zeros(n), "note": text})
+    assert len(wide) < service.challenge.max_upload_bytes()
+    status, answer = _post(server.url, tokens["alpha"], wide, "application/vnd.apache.parquet")
+    assert status == 413 and "the Parquet upload decompresses to" in answer["error"], answer
+    ordinary = _parquet({"id": service.challenge.ids.astype(str), "prediction": np.zeros(n), "note": np.full(n, "x")})
+    assert _post(server.url, tokens["alpha"], ordinary, "application/vnd.apache.parquet")[0] == 201
+    assert len(service.storage.entries()) == 1
 
 
 def test_deeply_nested_json_is_refused_as_unreadable_not_a_server_error(served):
