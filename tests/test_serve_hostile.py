@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import json
 import urllib.parse
 
 import numpy as np
@@ -82,6 +83,19 @@ def test_a_small_parquet_upload_of_millions_of_rows_is_refused_by_its_footer_bef
     ordinary = _parquet({"id": service.challenge.ids.astype(str), "prediction": np.zeros(n), "note": np.full(n, "x")})
     assert _post(server.url, tokens["alpha"], ordinary, "application/vnd.apache.parquet")[0] == 201
     assert len(service.storage.entries()) == 1
+
+
+def test_an_upload_with_a_row_without_an_id_is_refused_naming_the_row(served):
+    """An empty id cell (CSV) or a null id (JSON) reached np.unique beside strings: TypeError, 500."""
+    service, tokens, server = served
+    ids = service.challenge.ids.astype(str).tolist()
+    table = pd.DataFrame({"id": ids, "prediction": 0.0})
+    table.loc[3, "id"] = None
+    as_json = json.dumps({"id": table.id.tolist(), "prediction": table.prediction.tolist()}).encode()
+    for body, content_type in ((table.to_csv(index=False).encode(), "text/csv"), (as_json, "application/json")):
+        status, answer = _post(server.url, tokens["alpha"], body, content_type)
+        assert (status, answer["error"]) == (422, "row 4 of the upload has no 'id'"), content_type
+    assert service.storage.entries() == []
 
 
 def test_deeply_nested_json_is_refused_as_unreadable_not_a_server_error(served):

@@ -161,6 +161,9 @@ class UploadReader:
 
     def _by_id(self, table: pd.DataFrame) -> NDArray[np.float64]:
         id_column = self.challenge.spec.labels.id_column
+        absent = table[id_column].isna().to_numpy()
+        if absent.any():
+            raise UploadError(f"row {int(np.flatnonzero(absent)[0]) + 1} of the upload has no {id_column!r}")
         ids = table[id_column].astype(str).str.strip().to_numpy(dtype=object)
         columns = self.class_columns or [next((c for c in self.value_columns if c in table.columns), None)]
         missing_columns = [column for column in columns if column not in table.columns]
