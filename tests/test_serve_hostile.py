@@ -241,3 +241,28 @@ def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_p
     assert "the log has no submission 4: entries were removed from its end" in capsys.readouterr().err
     assert main([*verify, "--anchor", f"2:{entries[1].entry_hash}"]) == 0
     service.storage.close()
+
+
+def test_serve_refuses_a_tampered_log_in_one_line_without_a_traceback(tmp_path, database, capsys):
+    """A log changed while the server ran: ``serve verify`` named the entry, but starting the server
+    again printed StorageError's traceback (it is no ValueError, which the command line reports)."""
+    from ladderlab.cli import main
+    from ladderlab.serve.storage import submissions
+
+    path = write_challenge(tmp_path)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
+    service, tokens = open_service(path, database, SECRET)
+    with ThreadServer(service) as server:
+        assert upload(server.url, tokens["alpha"], np.eye(2, service.challenge.ids.size))[0] == 201
+        with service.storage.transaction() as connection:
+            connection.execute(submissions.update().where(submissions.c.submission_id == 1).values(released=0.01))
+    capsys.readouterr()
+    code = main(["serve", str(path), "--uncertified", "--state", str(tmp_path / "state"), "--database", database,
+                 "--port", "0"])
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if not line.startswith("ladderlab: warning:")]
+    assert code == 1 and "Traceback" not in captured.err and len(lines) == 1, captured.err
+    assert lines[0].startswith("ladderlab: error: ") and "submission 1 was changed after it was written" in lines[0]
+    assert "nothing was served" in lines[0]
+    service.storage.close()

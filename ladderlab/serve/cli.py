@@ -153,10 +153,16 @@ def _serve(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
     from ladderlab.serve.service import Service
-    from ladderlab.serve.storage import Storage
+    from ladderlab.serve.storage import Storage, StorageError
 
-    service = Service(challenge, Storage(url, full_sync=args.full_sync, background_checkpoints=True), secret)
-    issued = service.open()
+    storage = Storage(url, full_sync=args.full_sync, background_checkpoints=True)
+    service = Service(challenge, storage, secret)
+    try:
+        issued = service.open()
+    except StorageError as error:
+        storage.close()
+        print(f"ladderlab: error: {storage.display_url()}: {error}; nothing was served", file=sys.stderr)
+        return 1
     closed = service.closed_at()
     if closed is not None:
         print(f"ladderlab: warning: the challenge closed at {closed.isoformat()}: every upload is refused "
