@@ -266,3 +266,28 @@ def test_serve_refuses_a_tampered_log_in_one_line_without_a_traceback(tmp_path, 
     assert lines[0].startswith("ladderlab: error: ") and "submission 1 was changed after it was written" in lines[0]
     assert "nothing was served" in lines[0]
     service.storage.close()
+
+
+def test_a_sybil_learns_through_the_link_rule_whether_a_row_is_public(tmp_path):
+    """A known limit, not fixed (docs/serve.md#hostile): a probe that differs from another account's
+    latest submission on t public rows and one row r (t the rule's threshold) is linked exactly when
+    r is final, and the participant sees the link (past the group's caps: ``linked-cap``). A
+    public row costs one submission, a final one the account."""
+    path = write_challenge(tmp_path, rules="per_day = 1000\ntotal = 20\naccounts = 3\nlink = true")
+    service, tokens = open_service(path, f"sqlite:///{tmp_path / 'log.sqlite'}")
+    split, n = service.challenge.split, service.challenge.ids.size
+    threshold = service.challenge.link_threshold()
+    known_public, public_row, final_row = split.public_rows[:threshold], split.public_rows[-1], split.final_rows[0]
+
+    def probe(row: int) -> np.ndarray:
+        changed = np.zeros(n)
+        changed[[*known_public, row]] = 1.0
+        return changed[None]
+
+    with ThreadServer(service) as server:
+        assert upload(server.url, tokens["alpha"], np.zeros((20, n)))[0] == 201  # alpha's budget spent
+        status, answer = upload(server.url, tokens["beta"], probe(public_row))
+        assert status == 201, ("t + 1 public rows differ: no link", answer)
+        status, answer = upload(server.url, tokens["gamma"], probe(final_row))
+        assert (status, answer["reason"]) == (429, "linked-cap"), "t public rows differ: linked to alpha"
+    service.storage.close()
