@@ -248,6 +248,8 @@ SERVE_LINE_CASES = [
     ("serve verify {tmp}/test.toml", ["--state", "no log", "serve"]),
     ("serve verify {tmp}/test.toml --database sqlite:///{tmp}/empty.sqlite", ["--database", "empty.sqlite", "no log"]),
     ("serve verify {tmp}/test.toml --database mysql://u@h/db", ["--database", "'mysql'"]),
+    ("serve verify {tmp}/test.toml --anchor 3", ["--anchor", "'3'", "ID:HASH"]),
+    ("serve verify {tmp}/test.toml --anchor 0:" + "a" * 64, ["--anchor", "ID:HASH"]),
     ("serve bench --n 1", ["--n", "1"]),
     ("serve bench --n 1000000000000", ["--n", "--force"]),
     ("serve bench --clients 0", ["--clients", "0"]),

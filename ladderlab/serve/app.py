@@ -29,16 +29,19 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Message
 
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
-from ladderlab.serve.service import Accepted, Service, ServiceError
+from ladderlab.serve.service import Accepted, Service, ServiceError, check_idempotency_key
 from ladderlab.serve.storage import REFUSED
 from ladderlab.serve.uploads import UploadError, UploadReader
 from ladderlab.validation import PredictionError
 
 MULTIPART_OVERHEAD = 64 << 10
 """Room for a form's token field and part headers beside the file."""
+TOKEN_FORM_BYTES = 8192
+"""The most a form of a token alone (the page's "my submissions") may send."""
 
 
 def create_app(service: Service) -> FastAPI:
@@ -85,23 +88,16 @@ def create_app(service: Service) -> FastAPI:
         return token.strip()
 
     async def body(request: Request, limit: int) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise UploadError(f"the upload has {int(declared)} bytes, more than the limit of {limit}", status=413)
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise UploadError(f"the upload is larger than the limit of {limit} bytes", status=413)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join([chunk async for chunk in _bounded(request, limit).stream()])
 
     @app.post("/api/submissions", status_code=201, summary="Upload a prediction, or rows of them (.npy)")
     async def submit(request: Request) -> JSONResponse:
         team = service.team_of(bearer(request))
         fmt = reader.format_of(request.headers.get("content-type"))
+        key = request.headers.get("idempotency-key")
+        check_idempotency_key(key)
         data = await body(request, max_bytes)
-        accepted = await run_in_threadpool(upload, team, data, fmt, request.headers.get("idempotency-key"))
+        accepted = await run_in_threadpool(upload, team, data, fmt, key)
         return JSONResponse(_accepted_json(team, accepted), status_code=200 if accepted.repeated else 201)
 
     @app.get("/api/submissions", summary="The team's own submissions (released values only)")
@@ -197,10 +193,11 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/upload", response_class=HTMLResponse, include_in_schema=False)
     async def page_upload(request: Request) -> HTMLResponse:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_bytes + MULTIPART_OVERHEAD:
-            return _page_refusal(service, f"the upload is larger than the limit of {max_bytes} bytes", 413)
-        form = await request.form(max_files=1, max_fields=4, max_part_size=max_bytes)
+        try:
+            form = await _bounded(request, max_bytes + MULTIPART_OVERHEAD).form(max_files=1, max_fields=4,
+                                                                                max_part_size=max_bytes)
+        except UploadError as error:
+            return _page_refusal(service, str(error), error.status)
         token, upload_file = form.get("token"), form.get("file")
         try:
             team = service.team_of(str(token or ""))
@@ -220,7 +217,10 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/mine", response_class=HTMLResponse, include_in_schema=False)
     async def page_mine(request: Request) -> HTMLResponse:
-        form = await request.form(max_files=0, max_fields=2, max_part_size=4096)
+        try:
+            form = await _bounded(request, TOKEN_FORM_BYTES).form(max_files=0, max_fields=2, max_part_size=4096)
+        except UploadError as error:
+            return _page_refusal(service, str(error), error.status)
         try:
             team = service.team_of(str(form.get("token") or ""))
         except ServiceError as error:
@@ -228,6 +228,26 @@ def create_app(service: Service) -> FastAPI:
         return HTMLResponse(pages.result(service, None, True, team))
 
     return app
+
+
+def _bounded(request: Request, limit: int) -> Request:
+    """The request with a body of at most ``limit`` bytes: an ``UploadError`` (413) as soon as the
+    declared length, or the bytes received (a chunked body declares none), pass it; a multipart
+    form's files would otherwise be spooled to disk without bound."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise UploadError(f"the upload has {int(declared)} bytes, more than the limit of {limit}", status=413)
+    received = 0
+
+    async def receive() -> Message:
+        nonlocal received
+        message = await request.receive()
+        received += len(message.get("body", b""))
+        if received > limit:
+            raise UploadError(f"the upload is larger than the limit of {limit} bytes", status=413)
+        return message
+
+    return Request(request.scope, receive)
 
 
 def _page_refusal(service: Service, message: str, status: int) -> HTMLResponse:

@@ -73,6 +73,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
                          description="Check the log's hash chain and replay every release bit for bit.")
     verify.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
     _add_state_options(verify, creates_secret=False)
+    verify.add_argument("--anchor", type=anchor, metavar="ID:HASH",
+                        help="an entry's id and hash as an earlier verify printed them: refuse a log whose entry ID "
+                             "is gone or has another hash (entries cut from its end, or the log rewritten since)")
     verify.set_defaults(handler=_verify)
     from ladderlab.serve.bench import add_arguments
 
@@ -150,10 +153,16 @@ def _serve(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
     from ladderlab.serve.service import Service
-    from ladderlab.serve.storage import Storage
+    from ladderlab.serve.storage import Storage, StorageError
 
-    service = Service(challenge, Storage(url, full_sync=args.full_sync, background_checkpoints=True), secret)
-    issued = service.open()
+    storage = Storage(url, full_sync=args.full_sync, background_checkpoints=True)
+    service = Service(challenge, storage, secret)
+    try:
+        issued = service.open()
+    except StorageError as error:
+        storage.close()
+        print(f"ladderlab: error: {storage.display_url()}: {error}; nothing was served", file=sys.stderr)
+        return 1
     closed = service.closed_at()
     if closed is not None:
         print(f"ladderlab: warning: the challenge closed at {closed.isoformat()}: every upload is refused "
@@ -202,14 +211,29 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
         states, count = rebuild(challenge, storage, secret, progress=None)
+        if args.anchor is not None:
+            storage.check_anchor(*args.anchor)
+        with storage.reading() as connection:
+            head_id, head_hash = storage.head(connection)
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return 1
     finally:
         storage.close()
+    anchor_text = (f"; its head is {head_id}:{head_hash} (keep it elsewhere: a later 'verify --anchor' with it "
+                   "finds the log cut back or rewritten)") if head_id else ""
     print(f"{storage.display_url()}: {count} submissions of {len(states)} mechanism state(s): the chain is intact and "
-          "every release, public and final score replays bit for bit")
+          f"every release, public and final score replays bit for bit{anchor_text}")
     return 0
+
+
+def anchor(text: str) -> tuple[int, str]:
+    """``ID:HASH``, an entry's id and its 64-hex-digit hash, as ``verify`` prints a log's head."""
+    number, _, digest = text.partition(":")
+    if not (number.isdigit() and int(number) > 0 and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not ID:HASH (an entry id and its 64 hex digits, "
+                                         "as 'ladderlab serve verify' prints the head)")
+    return int(number), digest
 
 
 def _submissions(count: int) -> str:

@@ -75,6 +75,13 @@ class Accepted:
     repeated: bool = False
 
 
+def check_idempotency_key(key: str | None) -> None:
+    """Refuse (400) an ``Idempotency-Key`` that is empty or longer than :data:`MAX_IDEMPOTENCY_KEY`."""
+    if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY:
+        raise ServiceError(400, "invalid", f"Idempotency-Key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, "
+                                           f"got {len(key)}")
+
+
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -231,9 +238,7 @@ class Service:
         """Score the validated predictions ``P`` of an admitted upload and append them to the log
         (under the link rule: rows beyond the linked group's caps are logged as refused, and an
         upload whose every row was refused is answered 429, reason ``linked-cap``)."""
-        if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
-            raise ServiceError(400, "invalid", f"Idempotency-Key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, "
-                                               f"got {len(idempotency_key)}")
+        check_idempotency_key(idempotency_key)
         digests = [prediction_sha256(row) for row in P]
         encoded = {digest: encode_prediction(row) for digest, row in zip(digests, P)}
         key = self._lock_key(team)

@@ -469,6 +469,7 @@ class Storage:
         connection.execute(self._store_prediction, values)
 
     def load_predictions(self, digests: list[str], connection: sa.Connection | None = None) -> dict[str, NDArray[np.float64]]:
+        """The stored predictions of these digests, each checked against its digest."""
         query = sa.select(predictions.c.sha256, predictions.c.layout, predictions.c.data).where(
             predictions.c.sha256.in_(sorted(set(digests))))
         if connection is None:
@@ -476,7 +477,12 @@ class Storage:
                 rows = reader.execute(query).all()
         else:
             rows = connection.execute(query).all()
-        return {digest: decode_prediction(layout, data) for digest, layout, data in rows}
+        loaded = {digest: decode_prediction(layout, data) for digest, layout, data in rows}
+        for digest, row in loaded.items():
+            if prediction_sha256(row) != digest:
+                raise StorageError(f"the prediction stored under {digest} was changed after it was written "
+                                   "(its bytes no longer have that SHA-256)")
+        return loaded
 
     def append(self, connection: sa.Connection, rows: list[dict[str, Any]]) -> list[Entry]:
         """Append entries (dicts without id and hashes, ``links`` optional) to the chain, in order;
@@ -534,6 +540,20 @@ class Storage:
         connection.execute(selections.delete().where(where))
         if selected:
             connection.execute(selections.insert().values(team=team, submission_id=submission_id))
+
+    def check_anchor(self, submission_id: int, expected_hash: str) -> None:
+        """Refuse (:class:`StorageError`) a log whose entry ``submission_id`` is gone or has another hash
+        than one recorded earlier: a chain rewritten from there on, or cut back with its head row, is
+        consistent in itself, so only a hash kept outside the database finds it."""
+        with self.reading() as connection:
+            found = connection.execute(sa.select(submissions.c.entry_hash)
+                                       .where(submissions.c.submission_id == submission_id)).scalar()
+        if found is None:
+            raise StorageError(f"--anchor {submission_id}:{expected_hash}: the log has no submission {submission_id}: "
+                               "entries were removed from its end")
+        if found != expected_hash:
+            raise StorageError(f"--anchor {submission_id}:{expected_hash}: submission {submission_id} now has the hash "
+                               f"{found}: the log was rewritten")
 
     def verify_chain(self, identity: str) -> list[Entry]:
         """Every entry, after checking that ids are gapless from 1, each hash is the hash of its

@@ -15,11 +15,14 @@ a value that is not a number, the wrong shape) before the service sees the uploa
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import math
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from ladderlab.challenge import Challenge
@@ -30,6 +33,9 @@ FORMATS = {"text/csv": "csv", "application/csv": "csv", "application/vnd.apache.
            "application/x-parquet": "parquet", "application/json": "json", NPY: "npy"}
 SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".npy": "npy"}
 SHOWN_IDS = 3
+SHOWN_COLUMNS = 10
+EXTRA_COLUMNS = 64
+"""Columns beside the id and the prediction's that an upload may have (a CSV with a row index, say)."""
 
 
 class UploadError(ValueError):
@@ -54,6 +60,8 @@ class UploadReader:
         self.class_columns = list(self.class_names) if self.kind is PredictionKind.PROBABILITIES else []
         self.named_labels = self.kind is PredictionKind.LABEL and challenge.class_names is not None
         self.value_columns = ("prediction", challenge.spec.labels.label_column)
+        self.max_bytes = challenge.max_upload_bytes()
+        self.max_columns = 1 + max(1, len(self.class_columns)) + EXTRA_COLUMNS
 
     def format_of(self, content_type: str | None, filename: str | None = None) -> str:
         """The upload's format, from its file name or its content type."""
@@ -78,45 +86,116 @@ class UploadReader:
         return self._by_id(table)[None]
 
     def _rows(self, data: bytes) -> NDArray[np.float64]:
+        stream = io.BytesIO(data)
+        shape, dtype = self._npy_header(stream)
+        one = 2 if self.kind is PredictionKind.PROBABILITIES else 1
+        row_shape = (self.ids.size,) if one == 1 else (self.ids.size, len(self.class_names))
+        if len(shape) not in (one, one + 1) or shape[-one:][:1] != (self.ids.size,) or 0 in shape:
+            raise UploadError(f"a .npy upload is one prediction of length {self.ids.size} or rows of them "
+                              f"({self.ids.size} holdout ids), got shape {shape}")
+        needed = math.prod(shape) * dtype.itemsize
+        if needed > len(data) - stream.tell():  # before numpy allocates what the header declares
+            raise UploadError(f"the .npy upload is truncated: its header declares shape {shape} of {dtype}, "
+                              f"{needed} bytes, but {len(data) - stream.tell()} follow it")
+        stream.seek(0)
         try:
-            array = np.load(io.BytesIO(data), allow_pickle=False)
+            array = np.load(stream, allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
             raise UploadError(f"not a .npy array: {error}") from None
-        if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
-            raise UploadError(f"a .npy upload holds numbers, got dtype {getattr(array, 'dtype', type(array).__name__)}")
-        one = 2 if self.kind is PredictionKind.PROBABILITIES else 1
         if array.ndim == one:
             array = array[None]
-        if array.ndim != one + 1 or array.shape[1] != self.ids.size or array.shape[0] == 0:
-            raise UploadError(f"a .npy upload is one prediction of length {self.ids.size} or rows of them "
-                              f"({self.ids.size} holdout ids), got shape {array.shape}")
+        if array.shape[1:] != row_shape[: array.ndim - 1]:
+            raise UploadError(f"a .npy upload is one prediction of shape {row_shape} or rows of them, "
+                              f"got shape {array.shape}")
         return np.ascontiguousarray(array, dtype=np.float64)
+
+    @staticmethod
+    def _npy_header(stream: io.BytesIO) -> tuple[tuple[int, ...], np.dtype]:
+        """The shape and dtype a .npy header declares, read before any data (``UploadError`` if it
+        is no header of numbers)."""
+        try:
+            major, _ = np.lib.format.read_magic(stream)
+            read_header = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
+            if read_header is None:
+                raise ValueError(f"format version {major} (send version 1 or 2, what numpy.save writes)")
+            shape, _, dtype = read_header(stream)
+        except (ValueError, OSError, EOFError, SyntaxError) as error:
+            raise UploadError(f"not a .npy array: {error}") from None
+        if dtype.kind not in "biuf" or dtype.fields is not None:
+            raise UploadError(f"a .npy upload holds numbers, got dtype {dtype}")
+        return tuple(shape), dtype
 
     def _table(self, data: bytes, fmt: str) -> pd.DataFrame:
         id_column = self.challenge.spec.labels.id_column
         try:
             if fmt == "csv":
+                self._check_width(max((len(row) for row in csv.reader(io.StringIO(data.decode("utf-8", "replace")))),
+                                      default=0))
                 table = pd.read_csv(io.BytesIO(data), dtype={id_column: str}, keep_default_na=False, na_values=[""])
             elif fmt == "parquet":
-                table = pd.read_parquet(io.BytesIO(data))
+                table = self._parquet(data)
             else:
-                table = pd.DataFrame(json.loads(data))
-        except (ValueError, TypeError, OSError, pd.errors.ParserError) as error:
+                table = pd.DataFrame(self._json(data))
+        except UploadError:
+            raise
+        except RecursionError:
+            raise UploadError(f"cannot read the upload as {fmt.upper()}: it is nested too deeply") from None
+        except (ValueError, TypeError, OSError, pd.errors.ParserError, csv.Error) as error:
             detail = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise UploadError(f"cannot read the upload as {fmt.upper()}: {detail}") from None
         if id_column not in table.columns:
-            raise UploadError(f"the upload has no {id_column!r} column (columns: {', '.join(map(repr, table.columns))})")
+            raise UploadError(f"the upload has no {id_column!r} column (columns: {_columns(table)})")
         return table
+
+    def _check_width(self, columns: int) -> None:
+        """Refuse an upload wider than the columns a prediction needs and :data:`EXTRA_COLUMNS`
+        others, before pandas builds it: a row of 58,000 commas (116 kB) cost pandas 15 s."""
+        if columns > self.max_columns:
+            raise UploadError(f"the upload has {columns} columns, more than the {self.max_columns} read (the id, "
+                              f"the prediction's column(s) and up to {EXTRA_COLUMNS} others)")
+
+    def _json(self, data: bytes) -> dict | list:
+        """A JSON upload, parsed, after its width (and, as records, its length) is checked: 9,000
+        records with a key each made pandas a 9,000 × 9,000 table (5 s, 1 GB) from 107 kB."""
+        parsed = json.loads(data)
+        if isinstance(parsed, dict):
+            self._check_width(len(parsed))
+        elif isinstance(parsed, list):
+            if len(parsed) > self.ids.size:
+                raise UploadError(f"the upload has {len(parsed)} records, more than the {self.ids.size} holdout ids")
+            self._check_width(len(set().union(*(record for record in parsed if isinstance(record, dict)))))
+        return parsed
+
+    def _parquet(self, data: bytes) -> pd.DataFrame:
+        """The id and value columns of a Parquet upload, read after its footer shows that they hold
+        no more rows than the holdout has ids and decompress to no more than the upload limit: a
+        Parquet file's compression and run-length encoding can make 90 kB hold 10⁷ rows."""
+        parquet = pq.ParquetFile(io.BytesIO(data))
+        described = parquet.metadata
+        if described.num_rows > self.ids.size:
+            raise UploadError(f"the upload has {described.num_rows} rows, more than the {self.ids.size} holdout ids")
+        unpacked = sum(described.row_group(group).column(column).total_uncompressed_size
+                       for group in range(described.num_row_groups) for column in range(described.num_columns))
+        if unpacked > self.max_bytes:
+            raise UploadError(f"the Parquet upload decompresses to {unpacked} bytes, more than the limit of "
+                              f"{self.max_bytes}", status=413)
+        wanted = {self.challenge.spec.labels.id_column, *self.value_columns, *self.class_columns}
+        names = parquet.schema_arrow.names
+        read = [name for name in names if name in wanted]
+        return parquet.read(columns=read).to_pandas() if read else pd.DataFrame(columns=names)
 
     def _by_id(self, table: pd.DataFrame) -> NDArray[np.float64]:
         id_column = self.challenge.spec.labels.id_column
+        absent = table[id_column].isna().to_numpy()
+        if absent.any():
+            raise UploadError(f"row {int(np.flatnonzero(absent)[0]) + 1} of the upload has no {id_column!r}")
         ids = table[id_column].astype(str).str.strip().to_numpy(dtype=object)
         columns = self.class_columns or [next((c for c in self.value_columns if c in table.columns), None)]
         missing_columns = [column for column in columns if column not in table.columns]
         if missing_columns or columns == [None]:
             wanted = ", ".join(map(repr, self.class_columns)) if self.class_columns else "'prediction'"
             raise UploadError(f"the upload needs the column(s) {wanted} beside {id_column!r} "
-                              f"(columns: {', '.join(map(str, table.columns))})")
+                              f"(columns: {_columns(table)})")
         unique, counts = np.unique(ids, return_counts=True)
         if (counts > 1).any():
             raise UploadError(f"id {unique[counts > 1][0]!r} appears {counts[counts > 1][0]} times")
@@ -157,6 +236,13 @@ class UploadReader:
 
     def id_at(self, position: int) -> str:
         return str(self.ids[position])
+
+
+def _columns(table: pd.DataFrame) -> str:
+    """The first of an upload's columns, and how many there are beyond them."""
+    shown = ", ".join(repr(str(column)) for column in table.columns[:SHOWN_COLUMNS])
+    beyond = table.columns.size - SHOWN_COLUMNS
+    return shown + (f" and {beyond} more" if beyond > 0 else "")
 
 
 def _some(ids: NDArray[np.object_]) -> str:
