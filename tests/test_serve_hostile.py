@@ -237,6 +237,18 @@ def test_verify_finds_a_stored_prediction_changed_so_that_its_scores_replay_the_
     storage.close(), service.storage.close()
 
 
+def _log_of_uploads(tmp_path, database: str, count: int):
+    """A challenge with a state folder (its secret) and a log on ``database`` holding ``count``
+    submissions of team alpha, uploaded over HTTP; the challenge's path and the service."""
+    path = write_challenge(tmp_path)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
+    service, tokens = open_service(path, database, SECRET)
+    with ThreadServer(service) as server:
+        assert upload(server.url, tokens["alpha"], np.eye(count, service.challenge.ids.size))[0] == 201
+    return path, service
+
+
 def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_path, database, capsys):
     """Removing the last entries and moving the chain's head row back leaves a chain that is
     consistent in itself: verify called it intact. The head it printed earlier, given back as
@@ -244,12 +256,7 @@ def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_p
     from ladderlab.cli import main
     from ladderlab.serve.storage import chain, submissions
 
-    path = write_challenge(tmp_path)
-    (tmp_path / "state").mkdir()
-    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
-    service, tokens = open_service(path, database, SECRET)
-    with ThreadServer(service) as server:
-        assert upload(server.url, tokens["alpha"], np.eye(4, service.challenge.ids.size))[0] == 201
+    path, service = _log_of_uploads(tmp_path, database, 4)
     verify = ["serve", "verify", str(path), "--state", str(tmp_path / "state"), "--database", database]
     assert main(verify) == 0
     head = capsys.readouterr().out.split("its head is ")[1].split()[0]
@@ -267,19 +274,14 @@ def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_p
 
 
 def test_serve_refuses_a_tampered_log_in_one_line_without_a_traceback(tmp_path, database, capsys):
-    """A log changed while the server ran: ``serve verify`` named the entry, but starting the server
+    """A log changed behind the server: ``serve verify`` named the entry, but starting the server
     again printed StorageError's traceback (it is no ValueError, which the command line reports)."""
     from ladderlab.cli import main
     from ladderlab.serve.storage import submissions
 
-    path = write_challenge(tmp_path)
-    (tmp_path / "state").mkdir()
-    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
-    service, tokens = open_service(path, database, SECRET)
-    with ThreadServer(service) as server:
-        assert upload(server.url, tokens["alpha"], np.eye(2, service.challenge.ids.size))[0] == 201
-        with service.storage.transaction() as connection:
-            connection.execute(submissions.update().where(submissions.c.submission_id == 1).values(released=0.01))
+    path, service = _log_of_uploads(tmp_path, database, 2)
+    with service.storage.transaction() as connection:
+        connection.execute(submissions.update().where(submissions.c.submission_id == 1).values(released=0.01))
     capsys.readouterr()
     code = main(["serve", str(path), "--uncertified", "--state", str(tmp_path / "state"), "--database", database,
                  "--port", "0"])
@@ -313,4 +315,26 @@ def test_a_sybil_learns_through_the_link_rule_whether_a_row_is_public(tmp_path):
         assert status == 201, ("t + 1 public rows differ: no link", answer)
         status, answer = upload(server.url, tokens["gamma"], probe(final_row))
         assert (status, answer["reason"]) == (429, "linked-cap"), "t public rows differ: linked to alpha"
+    service.storage.close()
+
+
+def test_the_answers_anyone_may_ask_for_without_a_token_are_built_once(tmp_path):
+    """``/sample_submission.csv`` and ``/api/challenge`` were rebuilt at every request (every id,
+    in Python): at 50,000 ids a request without a token cost the server 20–40 ms of CPU, so that
+    anyone could keep it busy. Now they cost what sending bytes costs (CPU time of this process,
+    which is the server's and the client's: the machine may be shared)."""
+    import time
+    import urllib.request
+
+    path = write_challenge(tmp_path, n=50_000)
+    service, _ = open_service(path, f"sqlite:///{tmp_path / 'log.sqlite'}")
+    with ThreadServer(service) as server:
+        for answer in ("/sample_submission.csv", "/api/challenge"):
+            first = urllib.request.urlopen(server.url + answer).read()
+            cpu = time.process_time()
+            again = [urllib.request.urlopen(server.url + answer).read() for _ in range(20)]
+            assert time.process_time() - cpu < 0.2, answer
+            assert all(body == first for body in again)
+        ids = json.loads(urllib.request.urlopen(server.url + "/api/challenge").read())["ids"]
+    assert ids == service.challenge.ids.tolist()
     service.storage.close()

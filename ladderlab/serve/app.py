@@ -21,6 +21,7 @@ changes nothing; ``Retry-After`` says when a cap or the rate limit allows again.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from typing import Any
@@ -126,6 +127,13 @@ def create_app(service: Service) -> FastAPI:
                 "closed": closed is not None}
 
     @app.get("/api/challenge", summary="The challenge: ids in the published order, scorer, rules, mechanism")
+    def challenge_answer() -> Response:
+        return Response(description(), media_type="application/json")
+
+    @functools.cache  # the answers anyone may ask for without a token are built once: they never change
+    def description() -> bytes:
+        return JSONResponse(describe()).body
+
     def describe() -> dict[str, Any]:
         spec = challenge.spec
         rules = spec.rules
@@ -150,10 +158,14 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/api/public-data", summary="Training data and holdout inputs (.npz, rows of X_holdout in the id order)")
     def public_data() -> Response:
+        return Response(public_npz(), media_type="application/octet-stream")
+
+    @functools.cache
+    def public_npz() -> bytes:
         buffer = io.BytesIO()
         public = split.public
         np.savez(buffer, X_train=public.X_train, y_train=public.y_train, X_holdout=public.X_holdout)
-        return Response(buffer.getvalue(), media_type="application/octet-stream")
+        return buffer.getvalue()
 
     @app.get("/api/leaderboard", summary="The public leaderboard (released values only)")
     def public_leaderboard() -> dict[str, Any]:
@@ -184,12 +196,16 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/sample_submission.csv", include_in_schema=False)
     def sample() -> Response:
+        return Response(sample_csv(), media_type="text/csv")
+
+    @functools.cache
+    def sample_csv() -> bytes:
         columns = reader.class_columns or ["prediction"]
         fill = (f"{1.0 / len(columns):g}" if reader.class_columns else reader.class_names[0] if reader.named_labels
                 else f"{float(classes[0] if classes is not None else 0.0):g}")
         lines = [",".join([challenge.spec.labels.id_column, *columns])]
         lines += [",".join([str(identifier), *[fill] * len(columns)]) for identifier in challenge.ids]
-        return Response("\n".join(lines) + "\n", media_type="text/csv")
+        return ("\n".join(lines) + "\n").encode()
 
     @app.post("/upload", response_class=HTMLResponse, include_in_schema=False)
     async def page_upload(request: Request) -> HTMLResponse:
