@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from ladderlab.cli import build_parser
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.scenario import load
-from tests.docs_helpers import ROOT, environment, output, subcommands, workdir  # noqa: F401 (a fixture)
+from tests.docs_helpers import PAGES, ROOT, environment, output, subcommands, workdir  # noqa: F401 (a fixture)
 
 
 def _table_rows(page: str, heading: str) -> list[list[str]]:
@@ -144,3 +145,9 @@ def test_mechanisms_page_gives_each_parameter_and_its_default(mechanism: str) ->
     assert set(documented) == set(defaults)
     for name, value in documented.items():
         assert value == defaults[name] or (isinstance(value, float) and value == float(defaults[name])), name
+
+
+def test_every_extra_the_pages_install_exists() -> None:
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    named = {extra for page in PAGES for group in re.findall(r"\.\[([a-z,-]+)\]", page.read_text()) for extra in group.split(",")}
+    assert named and named <= extras, named - extras
