@@ -110,11 +110,14 @@ class AttackSpec:
         return [dict(point) for point in grid]
 
 
-def parse_attack(text: str) -> AttackSpec:
+def parse_attack(text: str, option: str = "--attack") -> AttackSpec:
     """``id``, ``file.py:Class``, or either with parameters: ``hill-climbing(block=10, repeats=1)``
     (:meth:`ladderlab.registry.Registry.parse`); without parentheses the attack plays its
-    strength grid."""
-    attack_id, pinned = ATTACKS.parse(text)
+    strength grid. An error names ``option`` and the text."""
+    try:
+        attack_id, pinned = ATTACKS.parse(text)
+    except ValueError as error:
+        raise ValueError(f"{option} {text}: {error}") from None
     return AttackSpec(attack_id, pinned)
 
 
@@ -236,7 +239,7 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
     task_families = task_families or families(n)
     for entry in task_families.values():
         workload.task_data(entry["id"], entry["params"], force)
-    MECHANISMS.make(mechanism, **params).validate_params()
+    MECHANISMS.checked(mechanism, params)
     mechanisms = [{"id": mechanism, "params": _as_scenario_params(params)}]
     if mechanism != REFERENCE:
         mechanisms.append({"id": REFERENCE})

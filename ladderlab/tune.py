@@ -36,6 +36,10 @@ def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[
     cls = MECHANISMS.get(mechanism)
     space = cls._search_space
     names = sorted(space)
+    for name in names:
+        if name in params:
+            raise ValueError(f"--param {name}={params[name]}: the search sets {name} (to each of "
+                             f"{', '.join(map(str, space[name]))}); leave it out, or certify one setting without --tune")
     grid = [{**params, **dict(zip(names, values))} for values in itertools.product(*(space[name] for name in names))]
     real = get_scorer(scorer).prediction_kind is PredictionKind.REAL
     ranges = PREDICTION_RANGES if real else [TRAINING_RANGE]
@@ -43,7 +47,7 @@ def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[
         raise ValueError(f"mechanism {mechanism!r} declares no parameter to tune (_search_space is empty) and "
                          f"{scorer!r} has no prediction range to choose: there is nothing to search")
     for point in grid:
-        MECHANISMS.make(mechanism, **point).validate_params()
+        MECHANISMS.checked(mechanism, point, f"search setting {plugin_label(mechanism, point)}")
     return [(point, prediction_range) for point in grid for prediction_range in ranges]
 
 
