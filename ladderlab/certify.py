@@ -653,6 +653,7 @@ def certify(
     task_families: dict[str, dict[str, Any]] | None = None,
     link: bool = False,
     amend: Callable[[dict[str, Any]], None] | None = None,
+    reference_store: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -674,7 +675,10 @@ def certify(
     (:class:`ladderlab.workload.TooLarge`) unless ``force``. ``accounts`` = A ≥ 2 certifies against
     attackers with A accounts of each budget, each account with its own mechanism state
     (:mod:`ladderlab.accounts`); the honest participant keeps one. ``link`` plays those accounts under
-    the linking wrapper (:mod:`ladderlab.linking`, its default rule).
+    the linking wrapper (:mod:`ladderlab.linking`, its default rule). ``reference_store``: a directory
+    that keeps full disclosure's replications (the reference and its honest participant), which
+    depend on nothing of the certified mechanism, for the certificates of other settings at the same
+    seed to read instead of playing them again (:mod:`ladderlab.tune`).
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -735,8 +739,15 @@ def certify(
                         else _unplayable_row(spec, budget, task_families)
                         for (spec, budget, points), worst in zip(grids, worsts)]
         second = _second_phase(layout, worsts, honest_count)
-        rows.update(battery.replicate(second, seed, replications, store, jobs, isolation, secret_seed, progress,
-                                      desc="reference and honest")[0])
+        shared = [reference_store is not None and all(cell.mechanism[0] == REFERENCE for cell in group.cells)
+                  for group in second]
+        rows.update(battery.replicate([group for group, kept in zip(second, shared) if not kept], seed, replications,
+                                      store, jobs, isolation, secret_seed, progress, desc="reference and honest")[0])
+        if any(shared):
+            with rundir.RunLock(Path(reference_store), command="ladderlab certify"):
+                rows.update(battery.replicate([group for group, kept in zip(second, shared) if kept], seed,
+                                              replications, battery.Store(Path(reference_store), seed), jobs,
+                                              isolation, secret_seed, progress, desc="full disclosure")[0])
         _attach_reference(battery_rows, worsts, layout, rows, confidence)
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)

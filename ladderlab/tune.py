@@ -15,6 +15,7 @@ trade-off is written beside the result as a table and a plot.
 from __future__ import annotations
 
 import itertools
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,15 +55,21 @@ def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[
 def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, budget: int = 1000,
          scorer: str = "zero-one", announce: Callable[[str], None] | None = None, **options: Any) -> dict[str, Any]:
     """Certify every setting of the search at (n, budget, scorer); the table and the recommendation.
-    ``options`` go to :func:`ladderlab.certify.certify` (seed, replications, confidence, jobs …)."""
+    ``options`` go to :func:`ladderlab.certify.certify` (seed, replications, confidence, jobs …).
+    Full disclosure's replications, the same for every setting, are played once and shared
+    (``reference_store``, a temporary directory for this search)."""
     say = announce or (lambda line: None)
     candidates = settings(mechanism, params or {}, scorer)
     rows = []
-    for index, (point, prediction_range) in enumerate(candidates, 1):
+    with tempfile.TemporaryDirectory(prefix="ladderlab-tune-") as full_disclosure:  # what no setting changes
+        certificates = []
+        for index, (point, prediction_range) in enumerate(candidates, 1):
+            say(f"setting {index} of {len(candidates)}: {_setting_label(mechanism, point, prediction_range, scorer)}")
+            certificates.append(certification.certify(mechanism, point, n=n, budgets=[budget], scorer=scorer,
+                                                       prediction_range=prediction_range, announce=announce,
+                                                       reference_store=full_disclosure, **options))
+    for (point, prediction_range), certificate in zip(candidates, certificates):
         label = _setting_label(mechanism, point, prediction_range, scorer)
-        say(f"setting {index} of {len(candidates)}: {label}")
-        certificate = certification.certify(mechanism, point, n=n, budgets=[budget], scorer=scorer,
-                                            prediction_range=prediction_range, announce=announce, **options)
         rows.append({
             "params": certificate["params"], "prediction_range": _jsonable(prediction_range), "label": label,
             "short": _short_label(point, MECHANISMS.get(mechanism)._search_space, prediction_range, scorer),
