@@ -59,6 +59,8 @@ import ladderlab
 from ladderlab import battery, rundir, runner, workload
 from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
+from ladderlab.determinism import single_threaded
+from ladderlab.duel import play
 from ladderlab.isolation import check_isolation
 from ladderlab.linking import LinkRule
 from ladderlab.locations import location_free
@@ -67,7 +69,7 @@ from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.report_tables import finite_or_null
 from ladderlab.scenario import CHALLENGE_TASK, Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
-from ladderlab.seeding import secret_fingerprint
+from ladderlab.seeding import sealed_stream, secret_fingerprint
 from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, Verdict, first_decision, median_interval, stopping_verdict
 from ladderlab.tasks import TRAINING_RANGE, PublicData
 from ladderlab.untrusted import sandboxed_when_isolated
@@ -110,11 +112,14 @@ class AttackSpec:
         return [dict(point) for point in grid]
 
 
-def parse_attack(text: str) -> AttackSpec:
+def parse_attack(text: str, option: str = "--attack") -> AttackSpec:
     """``id``, ``file.py:Class``, or either with parameters: ``hill-climbing(block=10, repeats=1)``
     (:meth:`ladderlab.registry.Registry.parse`); without parentheses the attack plays its
-    strength grid."""
-    attack_id, pinned = ATTACKS.parse(text)
+    strength grid. An error names ``option`` and the text."""
+    try:
+        attack_id, pinned = ATTACKS.parse(text)
+    except ValueError as error:
+        raise ValueError(f"{option} {text}: {error}") from None
     return AttackSpec(attack_id, pinned)
 
 
@@ -236,7 +241,7 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
     task_families = task_families or families(n)
     for entry in task_families.values():
         workload.task_data(entry["id"], entry["params"], force)
-    MECHANISMS.make(mechanism, **params).validate_params()
+    MECHANISMS.checked(mechanism, params)
     mechanisms = [{"id": mechanism, "params": _as_scenario_params(params)}]
     if mechanism != REFERENCE:
         mechanisms.append({"id": REFERENCE})
@@ -518,11 +523,21 @@ def _broken_by(rows: list[dict[str, Any]], safe: int, budgets: list[int]) -> lis
     return sorted(unsafe, key=lambda row: (-VERDICT_ORDER[row["verdict"]], -row["severity"]))
 
 
-def _honest(rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str, confidence: float) -> dict[str, Any]:
+def _honest(rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str, confidence: float,
+            fixed: bool = False) -> dict[str, Any]:
     """How well the released scores of the honest participant's submissions rank their final-set
     scores (Spearman's ρ per replication; 0 where the releases do not vary: a frozen leaderboard
     tells an honest team nothing) under the mechanism and under full disclosure, the paired cost
-    (full disclosure's ρ minus the mechanism's), and its leaderboard error in units of B."""
+    (full disclosure's ρ minus the mechanism's), and its leaderboard error in units of B.
+    ``fixed``: the play draws nothing (:func:`_draws_random`), so its one replication is every
+    replication's value, an interval of zero width."""
+    def summary(values: Any) -> dict[str, float | None]:
+        values = np.asarray(values, dtype=float)
+        if fixed and values.size:
+            value = _finite(values[0])
+            return {"median": value, "lo": value, "hi": value}
+        return _interval(values, confidence)
+
     correlation = {name: _agreements(rows) for name, rows in rows_by_mechanism.items()}
     mine, reference = correlation.get(mechanism, []), correlation.get(REFERENCE, [])
     errors = {name: _in_units(rows, [i for i, row in enumerate(rows) if row["status"] == "ok"])[1]
@@ -530,12 +545,30 @@ def _honest(rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str, 
     return {
         "participant": plugin_label("improving", {"days": HONEST_DAYS}),
         "replications": max((len(rows) for rows in rows_by_mechanism.values()), default=0),
-        "rank_correlation": _interval(np.array(mine), confidence),
-        "rank_correlation_full_disclosure": _interval(np.array(reference), confidence),
-        "cost": _interval(np.array([r - m for m, r in zip(mine, reference)]), confidence),
-        "lberr": _interval(errors.get(mechanism, np.empty(0)), confidence),
-        "lberr_full_disclosure": _interval(errors.get(REFERENCE, np.empty(0)), confidence),
+        "deterministic": fixed,
+        "rank_correlation": summary(mine),
+        "rank_correlation_full_disclosure": summary(reference),
+        "cost": summary([r - m for m, r in zip(mine, reference)]),
+        "lberr": summary(errors.get(mechanism, np.empty(0))),
+        "lberr_full_disclosure": summary(errors.get(REFERENCE, np.empty(0))),
     }
+
+
+def _draws_random(cell: Cell) -> bool:
+    """Whether the honest participant's play in ``cell`` draws from a random stream: it plays once on
+    sealed streams (:func:`ladderlab.seeding.sealed_stream`), and any draw, spawn or derived stream
+    (or any failure) counts. False: every replication plays the same duel, so one is all of them."""
+    task_rng, mechanism_rng, attack_rng = streams = [sealed_stream() for _ in range(3)]
+    before = [rng.bit_generator.state for rng in streams]
+    try:
+        with single_threaded():
+            split = TASKS.make(cell.task[0], **cell.task[1]).split(task_rng)
+            play(split, MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1]),
+                 ATTACKS.make(cell.attack[0], **cell.attack[1]), mechanism_rng, attack_rng, budget=cell.budget,
+                 oracle=cell.oracle)
+    except Exception:  # a play that fails here fails in the battery too, which reports it
+        return True
+    return any(rng.bit_generator.state != state for rng, state in zip(streams, before))
 
 
 def _agreements(rows: list[dict[str, Any]]) -> list[float]:
@@ -620,6 +653,7 @@ def certify(
     task_families: dict[str, dict[str, Any]] | None = None,
     link: bool = False,
     amend: Callable[[dict[str, Any]], None] | None = None,
+    reference_store: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -641,7 +675,10 @@ def certify(
     (:class:`ladderlab.workload.TooLarge`) unless ``force``. ``accounts`` = A ≥ 2 certifies against
     attackers with A accounts of each budget, each account with its own mechanism state
     (:mod:`ladderlab.accounts`); the honest participant keeps one. ``link`` plays those accounts under
-    the linking wrapper (:mod:`ladderlab.linking`, its default rule).
+    the linking wrapper (:mod:`ladderlab.linking`, its default rule). ``reference_store``: a directory
+    that keeps full disclosure's replications (the reference and its honest participant), which
+    depend on nothing of the certified mechanism, for the certificates of other settings at the same
+    seed to read instead of playing them again (:mod:`ladderlab.tune`).
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -672,6 +709,8 @@ def certify(
         raise ValueError(f"--run-dir {directory} exists and is not a directory")
     say = announce or (lambda line: None)
     layout = _sorted_battery(scenario, mechanism, specs, budgets, n, task_families, accounts)
+    honest_fixed = not any(map(_draws_random, layout.honest))
+    honest_count = 1 if honest_fixed else min(replications, honest_replications)
     criterion = Criterion(tau, epsilon, confidence, replications)
     start, cpu_start = time.perf_counter(), time.process_time()
     with rundir.RunLock(directory, command="ladderlab certify"):
@@ -699,15 +738,22 @@ def certify(
                         if any(s == spec for s, _, _ in layout.points.values())
                         else _unplayable_row(spec, budget, task_families)
                         for (spec, budget, points), worst in zip(grids, worsts)]
-        second = _second_phase(layout, worsts, min(replications, honest_replications))
-        rows.update(battery.replicate(second, seed, replications, store, jobs, isolation, secret_seed, progress,
-                                      desc="reference and honest")[0])
+        second = _second_phase(layout, worsts, honest_count)
+        shared = [reference_store is not None and all(cell.mechanism[0] == REFERENCE for cell in group.cells)
+                  for group in second]
+        rows.update(battery.replicate([group for group, kept in zip(second, shared) if not kept], seed, replications,
+                                      store, jobs, isolation, secret_seed, progress, desc="reference and honest")[0])
+        if any(shared):
+            with rundir.RunLock(Path(reference_store), command="ladderlab certify"):
+                rows.update(battery.replicate([group for group, kept in zip(second, shared) if kept], seed,
+                                              replications, battery.Store(Path(reference_store), seed), jobs,
+                                              isolation, secret_seed, progress, desc="full disclosure")[0])
         _attach_reference(battery_rows, worsts, layout, rows, confidence)
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
-    honest_count = min(replications, honest_replications)
-    honest = _honest({cell.mechanism[0]: rows[cell.key][:honest_count] for cell in layout.honest}, mechanism, confidence)
+    honest = _honest({cell.mechanism[0]: rows[cell.key][:honest_count] for cell in layout.honest}, mechanism, confidence,
+                     honest_fixed)
     issued = {
         "mechanism": mechanism,
         "params": certified.get_params(),
@@ -960,19 +1006,25 @@ def markdown(certificate: dict[str, Any]) -> str:
                   "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
                   "lies below it whatever they show. --complete decides them too."]
     honest = c["honest"]
+    measured = ("measured once (every replication plays the same: see below)" if honest.get("deterministic")
+                else f"median over {honest['replications']} replications [{confidence} CI]")
     lines += [
         "",
         "## Cost to honest participants",
         "",
         (f"An honest participant ({honest['participant']}: a better model every day, never fitted to the "
          f"leaderboard) on {c['families']['honest']['task']}. Spearman correlation between the released and the final-set "
-         f"scores of its submissions, median over {honest['replications']} replications [{confidence} CI]: "
+         f"scores of its submissions, {measured}: "
          f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
          f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
          f"{_interval_text(honest['cost'])}); its leaderboard error/B {_interval_text(honest['lberr'])} "
          f"(full disclosure {_interval_text(honest['lberr_full_disclosure'])})."),
     ]
-    if honest["replications"] > 1 and all(honest[key]["lo"] == honest[key]["hi"] for key in HONEST_MEASURES):
+    if honest.get("deterministic"):
+        lines[-1] += (" Nothing in this play is random (the task's data are fixed, as a challenge's are, and neither the "
+                      "participant nor the mechanisms drew from their streams), so every replication gives these values: "
+                      "they were measured once.")
+    elif honest["replications"] > 1 and all(honest[key]["lo"] == honest[key]["hi"] for key in HONEST_MEASURES):
         lines[-1] += (f" All {honest['replications']} replications gave the same values: nothing in this play is "
                       "random (the task's data are fixed, as a challenge's are), so these are one measurement, "
                       "not intervals over replications.")

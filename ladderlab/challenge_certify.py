@@ -95,6 +95,8 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
     """The certificate of ``mechanism`` (default: the challenge's own, with its parameters) on the
     challenge at ``path``; ``options`` as :func:`ladderlab.certify.certify` takes them (not ``n``,
     ``scorer`` or ``prediction_range``, which are the challenge's)."""
+    if mechanism is not None:
+        MECHANISMS.checked(mechanism, params or {})
     challenge, identity = load_challenge(path)
     if mechanism is None:
         mechanism, params = challenge.spec.mechanism.id, dict(challenge.spec.mechanism.params)

@@ -306,8 +306,11 @@ def _refuse_unused(why: str, applies: bool, **given: object) -> None:
 
 def _certify(args: argparse.Namespace) -> int:
     from ladderlab import certify
+    from ladderlab.registry import MECHANISMS
 
     arguments.output_folder("--run-dir", args.run_dir)
+    MECHANISMS.checked(args.mechanism, arguments.parse_params(args.param),
+                       " ".join(f"--param {pair}" for pair in args.param) or None)
     attacks = [certify.parse_attack(text) for text in args.attack]
     out = certify.check_output(args.out) if args.out else None
     options = dict(replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,

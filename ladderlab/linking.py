@@ -46,6 +46,9 @@ from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
 
+_COMPARISON_ELEMENTS = 1 << 22
+"""Elements of one block of :meth:`Linker.cannot_link`'s comparison (submissions × accounts × public rows)."""
+
 
 @dataclass(frozen=True)
 class LinkRule:
@@ -88,13 +91,19 @@ def pair_comparisons(cap: int) -> int:
 
 def differing_rows(latest: FloatArray, row: FloatArray, tolerance: float) -> NDArray[np.int64]:
     """For each row of ``latest`` (accounts × public rows [× classes]), the public rows where it
-    differs from ``row`` by more than ``tolerance``. At tolerance 0 that is ``!=`` (for finite
-    floats, a − b = 0 only when a = b, subnormals included), without the difference's temporaries:
-    a tenth of the time."""
-    far = latest != row[None] if tolerance == 0 else np.abs(latest - row[None]) > tolerance
-    if far.ndim == 3:
-        far = far.any(axis=2)
-    return np.count_nonzero(far, axis=1)
+    differs from ``row`` by more than ``tolerance`` (:func:`differing_counts` of one submission)."""
+    return differing_counts(latest, row[None], tolerance)[0]
+
+
+def differing_counts(latest: FloatArray, rows: FloatArray, tolerance: float) -> NDArray[np.int64]:
+    """For each submission of ``rows`` (submissions × public rows [× classes]) and each row of
+    ``latest`` (accounts × public rows [× classes]), the public rows where they differ by more than
+    ``tolerance``: submissions × accounts. At tolerance 0 that is ``!=`` (for finite floats, a − b = 0
+    only when a = b, subnormals included), without the difference's temporaries: a tenth of the time."""
+    far = rows[:, None] != latest[None] if tolerance == 0 else np.abs(rows[:, None] - latest[None]) > tolerance
+    if far.ndim == 4:
+        far = far.any(axis=3)
+    return np.count_nonzero(far, axis=2)
 
 
 @dataclass
@@ -179,17 +188,50 @@ class Linker:
         self.answered[keeper] += 1
         return keeper
 
-    def charge(self, keeper: int, round_: int, cap: int, per_round: int) -> bool:
-        """Whether the group of ``keeper`` may make one more submission in ``round_`` under one
-        account's caps (``cap`` over the competition, ``per_round`` a round), counting it if so:
-        a refused submission spends nothing."""
+    def cannot_link(self, account: int, public_rows: FloatArray) -> NDArray[np.bool_]:
+        """For each of ``account``'s next submissions (rows of ``public_rows``, in order), whether
+        :meth:`observe` would link it to nothing: no account outside its group has a latest
+        submission within the threshold of it. Links only grow the group, and no other account
+        submits in between, so one comparison of every row with every other account's latest,
+        made now, holds for the whole sequence."""
+        quiet = np.ones(public_rows.shape[0], dtype=bool)
+        if self.threshold < 0 or self.latest is None or self.seen is None or not self.seen.any():
+            return quiet
+        own = self.keeper(account)
+        outside = np.flatnonzero(self.seen & (np.array(self.groups()) != own))
+        if not outside.size:
+            return quiet
+        latest = self.latest[outside]
+        step = max(1, _COMPARISON_ELEMENTS // latest.size)
+        for start in range(0, public_rows.shape[0], step):
+            counts = differing_counts(latest, public_rows[start : start + step], self.rule.tolerance)
+            quiet[start : start + step] = (counts > self.threshold).all(axis=1)
+        return quiet
+
+    def observe_unlinked(self, account: int, public_rows: FloatArray) -> int:
+        """:meth:`observe` for each row of ``public_rows`` in order, given that none links
+        (:meth:`cannot_link`): the bookkeeping of them all at once; the keeper that answers them."""
+        if self.latest is None:
+            self.latest = np.zeros((self.accounts, *public_rows.shape[1:]))
+            self.seen = np.zeros(self.accounts, dtype=bool)
+        assert self.seen is not None
+        self.latest[account] = public_rows[-1]
+        self.seen[account] = True
+        self.made[account] += public_rows.shape[0]
+        keeper = self.keeper(account)
+        self.answered[keeper] += public_rows.shape[0]
+        return keeper
+
+    def charge(self, keeper: int, round_: int, cap: int, per_round: int, count: int = 1) -> int:
+        """How many of ``count`` more submissions of the group of ``keeper`` in ``round_`` fit one
+        account's caps (``cap`` over the competition, ``per_round`` a round), the first ones;
+        counts those: a refused submission spends nothing (0 or 1 for one submission)."""
         if round_ != self.today:
             self.today, self.spent_today = round_, [0] * self.accounts
-        if self.spent[keeper] >= cap or self.spent_today[keeper] >= per_round:
-            return False
-        self.spent[keeper] += 1
-        self.spent_today[keeper] += 1
-        return True
+        allowed = max(0, min(count, cap - self.spent[keeper], per_round - self.spent_today[keeper]))
+        self.spent[keeper] += allowed
+        self.spent_today[keeper] += allowed
+        return allowed
 
     def _merge(self, a: int, b: int) -> None:
         ka, kb = self.keeper(a), self.keeper(b)

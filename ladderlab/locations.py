@@ -84,14 +84,33 @@ def _strings(value: Any) -> list[str]:
 
 def former_folders(value: Any, recorded: Any) -> list[Path]:
     """The folders ``value``'s anchored names may have lain in when ``recorded`` (the same data,
-    written with absolute names) was written: their folder now, and every folder that an absolute
-    name of ``recorded`` ends in one of the names as written (``/old/study`` from
-    ``/old/study/attacks/a.py`` and ``attacks/a.py``); the first is the likeliest."""
+    written with absolute, resolved names) was written: their folder now, and every folder that an
+    absolute name of ``recorded`` ends in one of the names as written (``/old/study`` from
+    ``/old/study/attacks/a.py`` and ``attacks/a.py``; ``/old/study`` from ``/old/shared/a.py`` and
+    ``../shared/a.py`` in ``/new/study``, the folder having kept its name); the first is the likeliest."""
     names = [text for text in _strings(value) if text.startswith("/") and MARK in text]
     folders = list(dict.fromkeys(Path(text.partition(MARK)[0]) for text in names))
-    written = {_split(text.partition(MARK)[2])[0] for text in names}
+    written = {(Path(text.partition(MARK)[0]), _split(text.partition(MARK)[2])[0]) for text in names}
     for text in _strings(recorded):
         path = _split(text)[0]
-        folders += [Path(path[: -len(name) - 1]) for name in written
-                    if not name.startswith("..") and path.endswith(f"/{name}") and Path(path[: -len(name) - 1]) not in folders]
+        for now, name in written:
+            folder = _former_folder(path, now, name)
+            if folder is not None and folder not in folders:
+                folders.append(folder)
     return folders
+
+
+def _former_folder(recorded: str, now: Path, name: str) -> Path | None:
+    """The folder that ``name`` (as written, relative to its folder ``now``) was resolved in to give
+    ``recorded``: ``name``'s leading ``..`` climb out of folders that kept their names."""
+    parts = Path(name).parts
+    up = next((i for i, part in enumerate(parts) if part != ".."), len(parts))
+    rest = "/".join(parts[up:])
+    if not rest or not recorded.endswith(f"/{rest}") or up > len(now.parts) - 1:
+        return None
+    return Path(recorded[: -len(rest) - 1]).joinpath(*now.parts[len(now.parts) - up:])
+
+
+def local_names(value: Any) -> list[str]:
+    """The absolute names of local files in ``value`` (a layout-1 scenario, :mod:`ladderlab.runner`)."""
+    return [text for text in _strings(value) if os.path.isabs(_split(text)[0])]

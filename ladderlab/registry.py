@@ -109,6 +109,20 @@ class Registry(Generic[P]):
                 raise unknown_name_error(f"parameter of {self.kind} {spec!r}", name, known)
         return cls(**params)
 
+    def checked(self, plugin_id: str, params: dict[str, Any], where: str | None = None) -> P:
+        """The plugin ``plugin_id`` with ``params``, checked as a scenario checks its entries (a known
+        plugin, known parameters, each value within its ``_parameter_constraints``, the relational
+        ``_check_params``), before any work; the ``ValueError`` begins with ``where`` when given (the
+        command-line argument or file key the values came from)."""
+        try:
+            plugin = self.make(plugin_id, **params)
+            plugin.validate_params()
+        except ValueError as error:
+            if where is None:
+                raise
+            raise ValueError(f"{where}: {error}") from None
+        return plugin
+
     def parse(self, text: str) -> tuple[str, dict[str, Any] | None]:
         """The id and parameters of ``id``, ``file.py:Class``, or either with parameters in one
         pair of parentheses: ``ladder(eta=0.01)``, ``hill-climbing(block=10, repeats=1)``
@@ -144,7 +158,7 @@ class Registry(Generic[P]):
                     f"{self.kind} {plugin_id!r}: parameter {key!r} = {value.strip()!r} is not a TOML literal "
                     f"(write strings in double quotes: {key}=\"{value.strip()}\")"
                 ) from None
-        self.make(plugin_id, **pinned).validate_params()
+        self.checked(plugin_id, pinned)
         return plugin_id, pinned
 
     def _check_class(self, obj: object, spec: str) -> type[P]:

@@ -52,7 +52,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
 def _handle(args: argparse.Namespace) -> int:
     from ladderlab.arguments import output_file
     from ladderlab.final_leaderboard import KAGGLE_SELECTION, check_selection
-    from ladderlab.replay_report import competition_row, log_report, prepare_replay, run_report, write_report
+    from ladderlab.replay_report import (competition_row, log_report, prepare_replay, replay_mechanism, run_report,
+                                         write_report)
     from ladderlab.private_samples import from_competition_run, read_samples
     from ladderlab.ranking_certificate import certificate_records, certify_ranking
     from ladderlab.seeding import stream
@@ -60,6 +61,8 @@ def _handle(args: argparse.Namespace) -> int:
 
     output_file("--out", args.out)
     selection = check_selection(KAGGLE_SELECTION if args.selection is None else args.selection)
+    for text in args.mechanism:
+        replay_mechanism(text)
     path = Path(args.log)
     if path.is_dir():
         for option in ("mechanism", "samples", "labels"):

@@ -128,20 +128,28 @@ class MechanismReplay:
         return released
 
 
-def prepare_replay(text: str, log: SubmissionLog, public_size: int | None) -> MechanismReplay:
-    """The mechanism ``text`` names (``id`` or ``id(key=value, ...)``), checked before any work:
-    it declares ``scores_only``, it does not depend on an unknown public-set size, and on a log
-    of improvements only it draws no random numbers (see the module docstring)."""
+def replay_mechanism(text: str) -> tuple[Mechanism, str]:
+    """The mechanism ``text`` names (``id`` or ``id(key=value, ...)``) and its label, checked as a
+    scenario checks a mechanism (:meth:`ladderlab.registry.Registry.parse`) and declaring
+    ``scores_only``; needs no log, so the command checks every ``--mechanism`` before reading one."""
     try:
         mechanism_id, params = MECHANISMS.parse(text)
-        mechanism = MECHANISMS.make(mechanism_id, **(params or {}))
     except ValueError as error:
         raise ValueError(f"--mechanism {text}: {error}") from None
+    mechanism = MECHANISMS.make(mechanism_id, **(params or {}))
     if not mechanism.scores_only:
         replayable = ", ".join(i for i in MECHANISMS.ids() if MECHANISMS.get(i).scores_only)
         raise ValueError(f"--mechanism {text}: {mechanism_id!r} needs the predictions, not only their scores, "
                          f"so a log cannot replay it; mechanisms that release from scores: {replayable}")
-    replay = MechanismReplay(mechanism, replay_scorer(log), public_size, plugin_label(mechanism_id, params or {}))
+    return mechanism, plugin_label(mechanism_id, params or {})
+
+
+def prepare_replay(text: str, log: SubmissionLog, public_size: int | None) -> MechanismReplay:
+    """The mechanism ``text`` names (:func:`replay_mechanism`), checked against the log before
+    any replay: it does not depend on an unknown public-set size, and on a log of improvements
+    only it draws no random numbers (see the module docstring)."""
+    mechanism, label = replay_mechanism(text)
+    replay = MechanismReplay(mechanism, replay_scorer(log), public_size, label)
     probe = log.sign * np.array([1.0, 0.5, 0.45, 0.3, 0.31, 0.1, 0.1, 0.05])
     if public_size is None:
         at = [replay.bound(np.random.default_rng(0), size).release_scores(probe) for size in SIZE_PROBE]

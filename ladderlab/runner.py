@@ -59,7 +59,7 @@ import ladderlab
 from ladderlab import rundir, workload
 from ladderlab.accounts import duel_with_accounts
 from ladderlab.linking import LinkRule
-from ladderlab.locations import anchored_at, former_folders, location_free
+from ladderlab.locations import anchored_at, former_folders, local_names, location_free
 from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
@@ -132,9 +132,13 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
         if manifest.get("layout", 1) < LAYOUT and manifest.get("scenario_hash") != scenario.identity():
             manifest = migrate(scenario, out, manifest)
         if manifest.get("scenario_hash") != scenario.identity():
+            former = local_names(manifest.get("scenario")) if manifest.get("layout", 1) < LAYOUT else []
+            hint = (f"; if it is this scenario's, written by an older ladderlab that named local files by absolute "
+                    f"path ({former[0]}), put them where the scenario names them relative to its folder as they "
+                    "were then, or run it once in the folder it was written in, to migrate it") if former else ""
             raise RunDirectoryError(
                 f"{out} holds results of a different scenario (hash {manifest.get('scenario_hash')}, "
-                f"this one {scenario.identity()}): choose another --out, or delete the directory"
+                f"this one {scenario.identity()}): choose another --out, or delete the directory{hint}"
             )
         recorded = manifest.get("secret_seed_sha256")
         if recorded != secret:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from ladderlab.atomic import create_exclusively
 
@@ -41,6 +42,20 @@ def substream(rng: np.random.Generator, *identity: Any) -> np.random.Generator:
         raise TypeError(f"rng must be seeded from a numpy SeedSequence to derive {identity!r} from it, got {seed_sequence!r}")
     return np.random.default_rng(np.random.SeedSequence(
         seed_sequence.entropy, spawn_key=(*seed_sequence.spawn_key, *identity_key(*identity)), pool_size=seed_sequence.pool_size))
+
+
+class _SealedSeed(ISeedSequence):
+    """A seed that gives a Generator its state and nothing else: no children, no entropy to derive from."""
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        return np.random.SeedSequence(0).generate_state(n_words, dtype)
+
+
+def sealed_stream() -> np.random.Generator:
+    """A Generator that shows whether code drew from it: every draw changes its
+    ``bit_generator.state``, and spawning a child (``rng.spawn``) or deriving one
+    (:func:`substream`) raises ``TypeError``. Same state each call."""
+    return np.random.Generator(np.random.PCG64(_SealedSeed()))
 
 
 def secret_identity(secret_seed: int | None) -> tuple[Any, ...]:

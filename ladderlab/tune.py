@@ -15,6 +15,7 @@ trade-off is written beside the result as a table and a plot.
 from __future__ import annotations
 
 import itertools
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[
     cls = MECHANISMS.get(mechanism)
     space = cls._search_space
     names = sorted(space)
+    for name in names:
+        if name in params:
+            raise ValueError(f"--param {name}={params[name]}: the search sets {name} (to each of "
+                             f"{', '.join(map(str, space[name]))}); leave it out, or certify one setting without --tune")
     grid = [{**params, **dict(zip(names, values))} for values in itertools.product(*(space[name] for name in names))]
     real = get_scorer(scorer).prediction_kind is PredictionKind.REAL
     ranges = PREDICTION_RANGES if real else [TRAINING_RANGE]
@@ -43,22 +48,28 @@ def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[
         raise ValueError(f"mechanism {mechanism!r} declares no parameter to tune (_search_space is empty) and "
                          f"{scorer!r} has no prediction range to choose: there is nothing to search")
     for point in grid:
-        MECHANISMS.make(mechanism, **point).validate_params()
+        MECHANISMS.checked(mechanism, point, f"search setting {plugin_label(mechanism, point)}")
     return [(point, prediction_range) for point in grid for prediction_range in ranges]
 
 
 def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, budget: int = 1000,
          scorer: str = "zero-one", announce: Callable[[str], None] | None = None, **options: Any) -> dict[str, Any]:
     """Certify every setting of the search at (n, budget, scorer); the table and the recommendation.
-    ``options`` go to :func:`ladderlab.certify.certify` (seed, replications, confidence, jobs …)."""
+    ``options`` go to :func:`ladderlab.certify.certify` (seed, replications, confidence, jobs …).
+    Full disclosure's replications, the same for every setting, are played once and shared
+    (``reference_store``, a temporary directory for this search)."""
     say = announce or (lambda line: None)
     candidates = settings(mechanism, params or {}, scorer)
     rows = []
-    for index, (point, prediction_range) in enumerate(candidates, 1):
+    with tempfile.TemporaryDirectory(prefix="ladderlab-tune-") as full_disclosure:  # what no setting changes
+        certificates = []
+        for index, (point, prediction_range) in enumerate(candidates, 1):
+            say(f"setting {index} of {len(candidates)}: {_setting_label(mechanism, point, prediction_range, scorer)}")
+            certificates.append(certification.certify(mechanism, point, n=n, budgets=[budget], scorer=scorer,
+                                                       prediction_range=prediction_range, announce=announce,
+                                                       reference_store=full_disclosure, **options))
+    for (point, prediction_range), certificate in zip(candidates, certificates):
         label = _setting_label(mechanism, point, prediction_range, scorer)
-        say(f"setting {index} of {len(candidates)}: {label}")
-        certificate = certification.certify(mechanism, point, n=n, budgets=[budget], scorer=scorer,
-                                            prediction_range=prediction_range, announce=announce, **options)
         rows.append({
             "params": certificate["params"], "prediction_range": _jsonable(prediction_range), "label": label,
             "short": _short_label(point, MECHANISMS.get(mechanism)._search_space, prediction_range, scorer),

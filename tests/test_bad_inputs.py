@@ -231,6 +231,14 @@ def cli_cases(tmp_path, run_dir):
         (["certify", "kaggle", "--run-dir", str(a_file)], ["--run-dir", "a-file.txt"]),
         (["certify", f"{syntax}:Broken"], ["syntax_error.py", "syntax error"]),
         (["certify", f"{raising}:Anything"], ["raising.py", "this plugin cannot be imported"]),
+        (["certify", "ladder", "--param", "eta=-1", "--tune"], ["--param eta=-1", "'eta' = -1"]),
+        (["certify", "ladder", "--param", "eta=0.05", "--tune"], ["--param eta=0.05", "the search sets eta"]),
+        (["certify", "ladder", "--param", "eta=0", "--challenge", str(tmp_path / "none.toml")], ["--param eta=0"]),
+        (["certify", "kaggle", "--attack", "boosting(k=0)"], ["--attack boosting(k=0)", "'k' = 0"]),
+        (["replay", str(tmp_path / "none.csv"), "--smaller-is-better", "--mechanism", "ladder(eta=-2)"],
+         ["--mechanism ladder(eta=-2)", "'eta' = -2"]),
+        (["attack", "http://127.0.0.1:9", "--token", "t", "--attack", "hill-climbing(block=0)"],
+         ["--attack hill-climbing(block=0)", "'block' = 0"]),
         (["sota", "--m", "10", "--n", "100", "--theta", "1.5"], ["theta"]),
         (["run", str(good), "--secret-seed", str(binary_secret)], ["binary-secret", "whole number"]),
         (["run", str(good), "--secret-seed", str(superscript_secret)], ["superscript-secret", "whole number"]),
@@ -238,7 +246,7 @@ def cli_cases(tmp_path, run_dir):
     ]
 
 
-CLI_CASE_COUNT = 45
+CLI_CASE_COUNT = 51
 
 
 @pytest.mark.parametrize("case", range(CLI_CASE_COUNT))

@@ -17,6 +17,7 @@ from ladderlab.bounds import ladder_error_bound, ladder_tail_probability
 from ladderlab.cli import main
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.seeding import sealed_stream, substream
 from tests.helpers import clopper_pearson
 
 DELTA = 1e-6
@@ -125,6 +126,24 @@ def test_honest_measures_identical_in_every_replication_are_called_one_measureme
     for key in certify.HONEST_MEASURES:
         frozen["honest"][key] = {"median": 0.7, "lo": 0.7, "hi": 0.7}
     assert f"All {frozen['honest']['replications']} replications gave the same values" in certify.markdown(frozen)
+
+
+@pytest.mark.parametrize("use", [lambda rng: rng.random(), lambda rng: rng.spawn(1), lambda rng: substream(rng, "x")])
+def test_a_sealed_stream_shows_every_way_of_drawing_from_it(use):
+    rng = sealed_stream()
+    before = rng.bit_generator.state
+    try:
+        use(rng)
+    except TypeError:
+        return
+    assert rng.bit_generator.state != before
+
+
+def test_a_random_honest_play_keeps_its_replications(kaggle_certificate):
+    """The synthetic honest task draws new data in each replication: nothing is measured once."""
+    honest = kaggle_certificate["honest"]
+    assert honest["deterministic"] is False and honest["replications"] == 12
+    assert "measured once" not in certify.markdown(kaggle_certificate)
 
 
 def test_an_upper_bound_above_one_b_is_called_vacuous_and_only_then(kaggle_certificate):

@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ladderlab import challenge as challenges
-from ladderlab import runner, scenario
+from ladderlab import certify, runner, scenario
 from ladderlab.challenge_certify import certify_challenge
+from ladderlab.challenge_certify import task_families as challenge_families
 from ladderlab.challenge_task import ChallengeTask, load_challenge
 from ladderlab.cli import main
 from ladderlab.rundir import StaleCellsError
@@ -244,6 +245,31 @@ def test_certify_on_the_shipped_example_uses_its_n_budget_and_scorer(tmp_path):
     assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [30])
     assert certificate["challenge"]["task_identity"] == load_challenge(EXAMPLE)[1]
     assert certificate["families"]["honest"]["task"] == "challenge"
+
+
+def test_the_deterministic_honest_play_of_a_challenge_is_measured_once_with_the_values_of_twenty(tmp_path):
+    """The shipped certificate replayed the honest participant 20 times on the fixed data; one play
+    gives the same numbers, bit for bit, and the certificate says it measured them once."""
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
+                                    run_dir=tmp_path)
+    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]
+    honest = certificate["honest"]
+    assert (honest["replications"], honest["deterministic"], shipped["replications"]) == (1, True, 20)
+    assert {key: honest[key] for key in certify.HONEST_MEASURES} == {key: shipped[key] for key in certify.HONEST_MEASURES}
+    assert "measured once" in certify.markdown(certificate)
+
+
+@pytest.mark.parametrize(("mechanism", "draws"), [("ladder", False), ("noisy", True), ("ladder-boot", True)])
+def test_the_honest_play_counts_as_random_when_the_mechanism_draws(mechanism, draws):
+    """Noise (a draw) and LadderBoot's bootstrap (a derived stream) make the honest play random on
+    fixed data too; full disclosure beside them draws nothing."""
+    challenge, identity = load_challenge(EXAMPLE)
+    families = challenge_families(challenge, identity, EXAMPLE)
+    specs = [certify.parse_attack("boosting(k=30)")]
+    battery = certify.battery_scenario(mechanism, {}, 200, [30], specs, 2, 0, families)
+    honest = certify._sorted_battery(battery, mechanism, specs, [30], 200, families).honest
+    assert {cell.mechanism[0]: certify._draws_random(cell) for cell in honest} == {mechanism: draws,
+                                                                                  "full-disclosure": False}
 
 
 @pytest.mark.parametrize(("change", "words"), [

@@ -8,6 +8,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
 
 from ladderlab.attack import Attack
 from ladderlab.board import BudgetExceeded
@@ -481,3 +484,26 @@ def test_improving_teams_with_a_view_differ_in_skill_and_without_one_are_clones(
     views = compete(task, MECHANISMS.make("kaggle"), [TeamSpec("improving", {"days": 5, "view": 3}, count=3)], rules)
     assert np.unique(clones.private).size == 1
     assert np.unique(views.private).size == 3
+
+
+@pytest.mark.parametrize("teams", range(2, 61))
+def test_identical_and_reversed_rankings_correlate_exactly_one_and_minus_one(teams):
+    """scipy's sums give 0.9999999999999999 for 5, 10 or 24 teams; the correlations are ratios of
+    whole numbers, so these are exact."""
+    scores = np.linspace(0.1, 0.9, teams) ** 2
+    assert rank_correlations(scores, 3 * scores + 1) == (1.0, 1.0)
+    assert rank_correlations(scores, -scores) == (-1.0, -1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_rank_correlations_with_ties_are_scipys_spearman_and_kendall_tau_b(seed):
+    rng = np.random.default_rng(seed)
+    teams = int(rng.integers(3, 90))
+    a, b = rng.integers(0, 8, teams).astype(float), rng.integers(0, 8, teams).astype(float)
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        assert all(np.isnan(rank_correlations(a, b)))
+        return
+    spearman, kendall = rank_correlations(a, b)
+    assert abs(spearman - stats.spearmanr(a, b).statistic) <= 4e-16
+    assert abs(kendall - stats.kendalltau(a, b).statistic) <= 4e-16

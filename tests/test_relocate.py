@@ -169,6 +169,34 @@ def test_a_layout_1_run_directory_of_another_scenario_is_still_refused(tmp_path)
     assert "layout" not in json.loads((tmp_path / "project" / "run" / "manifest.json").read_text())
 
 
+LAYOUT_1_OUTSIDE = Path(__file__).parent / "data" / "layout1-outside" / "project"
+"""A layout-1 run directory whose only local file lies outside the scenario's folder (see its README)."""
+
+
+def test_a_layout_1_run_directory_whose_local_file_lies_outside_the_scenario_folder_is_migrated(tmp_path, caplog):
+    shutil.copytree(LAYOUT_1_OUTSIDE, tmp_path / "project")
+    written_then = completed(tmp_path / "project" / "study" / "run")
+    runner.run(tmp_path / "project" / "study" / "scenario.toml", tmp_path / "project" / "study" / "run")
+    assert "migrated from layout 1" in caplog.text and "1 finished cells kept" in caplog.text
+    manifest = json.loads((tmp_path / "project" / "study" / "run" / "manifest.json").read_text())
+    assert manifest["layout"] == runner.LAYOUT
+    assert [record["finished"] for record in manifest["completed"].values()] == [
+        record["finished"] for record in written_then.values()]  # none computed again
+
+
+def test_a_layout_1_run_directory_whose_local_file_is_not_where_it_was_is_refused_naming_it_and_what_to_do(tmp_path):
+    """The shared folder renamed (and the scenario changed to name it): the file no longer lies,
+    relative to the scenario, where it did, so no former folder gives the recorded hash."""
+    shutil.copytree(LAYOUT_1_OUTSIDE, tmp_path / "project")
+    (tmp_path / "project" / "shared").rename(tmp_path / "project" / "lib")
+    scenario = tmp_path / "project" / "study" / "scenario.toml"
+    scenario.write_text(scenario.read_text().replace("../shared/", "../lib/"))
+    with pytest.raises(RunDirectoryError, match=r"(?s)different scenario.*/tmp/relocate-layout1-outside/project/shared/"
+                                                r"probing\.py:Probing.*relative to its folder as they were then"):
+        runner.run(scenario, tmp_path / "project" / "study" / "run")
+    assert "layout" not in json.loads((tmp_path / "project" / "study" / "run" / "manifest.json").read_text())
+
+
 COMPETITION = """
 [[competition]]
 tasks = [{ id = "challenge", params = { path = "data/contest.toml" } }]

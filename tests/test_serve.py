@@ -367,3 +367,22 @@ def test_class_names_are_the_columns_and_values_of_an_upload_and_the_indices_of_
     expected = (f"id '{ids[0]}': 'cow' is not one of the classes 'benign', 'malignant'" if scorer == "zero-one"
                 else "the upload needs the column(s) 'benign', 'malignant'")
     assert expected in refused["error"]
+
+
+def test_the_final_ranking_reports_identical_rankings_as_exactly_one(tmp_path, database):
+    """Five teams, the k-th wrong on k public and k final rows: the public and final rankings are
+    the same, and /api/organiser/final says 1.0, not scipy's 0.9999999999999999."""
+    teams = ("t0", "t1", "t2", "t3", "t4")
+    path = write_challenge(tmp_path, mechanism="full-disclosure", params="", rules="selection = 1", teams=teams)
+    service, tokens = open_service(path, database)
+    split = service.challenge.split
+    with ThreadServer(service) as server:
+        for k, team in enumerate(teams):
+            row = split.y_holdout.copy()
+            wrong = np.r_[split.public_rows[:k], split.final_rows[:k]]
+            row[wrong] = 1 - row[wrong]
+            assert upload(server.url, tokens[team], row[None])[0] == 201
+        assert request(server.url, tokens["organiser"], "POST", "/api/organiser/close")[0] == 200
+        final = request(server.url, tokens["organiser"], "GET", "/api/organiser/final")[2]
+    assert [row["team"] for row in final["teams"]] == list(teams)
+    assert (final["shake_up"]["spearman"], final["shake_up"]["kendall"]) == (1.0, 1.0)

@@ -5,13 +5,22 @@ not are left alone, the groups survive kill -9, and both databases log the same 
 from __future__ import annotations
 
 import os
+from datetime import date
+from pathlib import Path
 
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ladderlab import challenge as challenges
+from ladderlab.linking import Linker, pair_comparisons
 
 from ladderlab.serve import replay
 from ladderlab.serve.launch import ServerProcess
+from ladderlab.serve.linked import LinkedStates, Outcome
+from ladderlab.serve.replay import SHARED
 from ladderlab.serve.storage import REFUSED, Storage, StorageError, links, sqlite_url
 from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
 
@@ -197,3 +206,112 @@ def test_two_servers_on_one_log_link_across_them(tmp_path, database):
                     upload(one.url, tokens["alpha"], row[None])[0]]
     assert statuses == [201, 201, 429]  # the second server linked beta to alpha; the first learnt it from the log
     assert first._linked.keeper("beta") == second._linked.keeper("beta") == "alpha"
+
+
+def _row_by_row(states: LinkedStates, team: str, P: np.ndarray, day: date) -> list[Outcome]:
+    """The service's answer before uploads were vectorised: each row observed, charged and scored
+    on its own (the reference :meth:`LinkedStates.submit` must match bit for bit)."""
+    account, outcomes = states.index[team], []
+    for row in P:
+        made = len(states.linker.links)
+        keeper = states.linker.observe(account, row[states.public_columns], day.toordinal())
+        links = tuple((states.teams[link.other], link.differing) for link in states.linker.links[made:])
+        key = SHARED if states.shared else states.teams[keeper]
+        state = states._state(key)
+        if states.linker.charge(keeper, day.toordinal(), states.cap, states.per_day):
+            records, decisions = replay.score(state, row[None])
+            states.last_release[key] = float(records["released"][0])
+            outcomes.append(Outcome(states.teams[keeper], links, float(records["released"][0]),
+                                    float(records["public"][0]), float(records["final"][0]), decisions[0]))
+        else:
+            public, final = state.leaderboard.exact_scores(row[None])
+            outcomes.append(Outcome(states.teams[keeper], links, states.last_release[key], float(public[0]),
+                                    float(final[0]), REFUSED))
+    return outcomes
+
+
+def _uploads(rng: np.random.Generator, teams: list[str], size: int, count: int) -> list[tuple[str, np.ndarray, date]]:
+    """Uploads of 1 to 8 rows over a few days: fresh random rows, and copies (exact or with a few
+    rows flipped) of rows another team uploaded, so that some link and some groups reach their caps."""
+    made, uploads, day = [], [], date(2030, 1, 1)
+    for _ in range(count):
+        day = date.fromordinal(day.toordinal() + int(rng.random() < 0.2))
+        rows = []
+        for _ in range(int(rng.integers(1, 9))):
+            if made and rng.random() < 0.4:
+                row = made[int(rng.integers(len(made)))].copy()
+                flipped = rng.choice(size, size=int(rng.integers(0, 4)), replace=False)
+                row[flipped] = 1.0 - row[flipped]
+            else:
+                row = rng.integers(0, 2, size).astype(float)
+            rows.append(row)
+        made += rows
+        uploads.append((teams[int(rng.integers(len(teams)))], np.array(rows), day))
+    return uploads
+
+
+def _compare_upload_paths(folder: Path, seed: int) -> tuple[int, int]:
+    """Play one sequence of uploads through the batched and the row-by-row path and assert that they
+    agree bit for bit; return how many links were made inside a multi-row upload, and how many rows refused."""
+    path = write_challenge(folder, rules="per_day = 6\ntotal = 14\naccounts = 4\nlink = true")
+    challenge = challenges.load(path)
+    batched, reference = LinkedStates(challenge, SECRET), LinkedStates(challenge, SECRET)
+    check, links_inside, refused = replay.fresh_state(challenge, SECRET, None).leaderboard.check, 0, 0
+    for team, rows, day in _uploads(np.random.default_rng(seed), batched.teams, challenge.ids.size, 25):
+        P = check(rows)
+        got, expected = batched.submit(team, P, day), _row_by_row(reference, team, P, day)
+        assert [(o.keeper, o.links, o.decision) for o in got] == [(o.keeper, o.links, o.decision) for o in expected]
+        assert np.array_equal(np.array([(o.released, o.public, o.final) for o in got]).view(np.uint64),
+                              np.array([(o.released, o.public, o.final) for o in expected]).view(np.uint64))
+        links_inside += sum(bool(o.links) for o in got[1:])
+        refused += sum(o.decision == REFUSED for o in got)
+    linker, same = batched.linker, reference.linker
+    assert (linker.groups(), linker.spent, linker.answered, linker.made) == (same.groups(), same.spent, same.answered,
+                                                                             same.made)
+    assert batched.states.keys() == reference.states.keys()
+    for key, state in batched.states.items():
+        assert np.array_equal(state.leaderboard.mechanism.released_, reference.states[key].leaderboard.mechanism.released_,
+                              equal_nan=True)
+    return links_inside, refused
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_vectorised_upload_links_charges_and_releases_as_row_by_row(tmp_path, seed):
+    """Uploads of several rows, some linking in their middle and some past their group's caps: the
+    batched path gives every outcome (keeper, links, release, scores, decision) bit for bit as the
+    row-by-row one, and leaves the same groups, caps and mechanism states."""
+    _compare_upload_paths(tmp_path / str(seed), seed)
+
+
+def test_the_upload_comparison_links_inside_uploads_and_refuses_rows(tmp_path):
+    links_inside, refused = _compare_upload_paths(tmp_path, 0)
+    assert links_inside > 0 and refused > 0
+
+
+def test_the_service_and_the_competition_engines_linker_form_the_same_groups(tmp_path, database):
+    """One sequence of uploads (several rows each, copies of other teams' rows among them) over HTTP,
+    and the same submissions fed to a Linker built and charged as the competition engine builds and
+    charges it (:meth:`ladderlab.competition.engine`'s linked wave): the same links, the same
+    refusals and the same groups with the same keepers."""
+    path = write_challenge(tmp_path, rules="per_day = 1000\ntotal = 20\naccounts = 4\nlink = true")  # no team alone reaches 20
+    service, tokens = open_service(path, database, SECRET)
+    challenge = service.challenge
+    teams = sorted(team.name for team in challenge.spec.teams)
+    plan = _uploads(np.random.default_rng(5), teams, challenge.ids.size, 12)
+    with ThreadServer(service) as server:
+        statuses = [upload(server.url, tokens[team], rows)[0] for team, rows, _ in plan]
+    rule = challenge.link_rule()
+    engine = Linker(rule, len(teams), rule.threshold(challenge.split.y_holdout.size, challenge.split.public_rows.size,
+                                                     pair_comparisons(challenge.spec.rules.total)))
+    expected = []
+    for team, rows, _ in plan:
+        for row in rows:
+            made = len(engine.links)
+            keeper = engine.observe(teams.index(team), row[challenge.split.public_rows], 0)
+            refused = not engine.charge(keeper, 0, challenge.spec.rules.total, challenge.spec.rules.per_day)
+            expected.append((team, tuple((teams[link.other], link.differing) for link in engine.links[made:]), refused))
+    logged = _logged(service.storage)
+    assert [(entry[0], entry[5], entry[4] == REFUSED) for entry in logged] == expected
+    assert [service._linked.keeper(team) for team in teams] == [teams[keeper] for keeper in engine.groups()]
+    assert any(links for _, links, _ in expected) and any(refused for *_, refused in expected) and 201 in statuses

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab import tune
+from ladderlab import battery, certify, tune
 from ladderlab.cli import main
 from ladderlab.registry import MECHANISMS
+from ladderlab.runner import play_replications
 
 KNOWN_DELTA = str(Path(__file__).parent / "data" / "known_delta.py")
 
@@ -47,3 +48,36 @@ def test_tune_recommends_the_certified_setting_with_the_best_honest_utility(tmp_
     assert utilities[1] == utilities[2] and result["recommended"] == 1
     assert "Recommended:" in out.with_suffix(".md").read_text()
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _without_run(certificate: dict) -> dict:
+    return {key: value for key, value in certificate.items()
+            if key not in ("run_dir", "wall_time_seconds", "cpu_time_seconds")}
+
+
+def test_full_disclosure_plays_once_for_the_whole_search_with_the_same_results(tmp_path, monkeypatch):
+    """Full disclosure's duels (reference and honest participant) do not depend on the setting: the
+    search plays them once, and every certificate (so the table, the figure and the recommendation)
+    is that of its setting certified alone, playing its own."""
+    played = []
+
+    def counting(group, seed, replications, *args, **kwargs):
+        played.extend((cell.mechanism[0], replication) for cell in group for replication in replications)
+        return play_replications(group, seed, replications, *args, **kwargs)
+
+    monkeypatch.setattr(battery, "play_replications", counting)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    options = dict(n=1000, budget=1, attacks=[f"{KNOWN_DELTA}:Guess"], default_battery=False, replications=30,
+                   epsilon=1.0, seed=3)
+    result = tune.tune(f"{KNOWN_DELTA}:Shifted", **options)
+    shared = sum(mechanism == "full-disclosure" for mechanism, _ in played)
+    alone = []
+    for number, row in enumerate(result["settings"]):
+        played.clear()
+        certificate = certify.certify(f"{KNOWN_DELTA}:Shifted", row["params"], n=1000, budgets=[1], scorer="zero-one",
+                                      attacks=options["attacks"], default_battery=False, replications=30, epsilon=1.0,
+                                      seed=3, run_dir=tmp_path / f"alone-{number}")
+        assert _without_run(certificate) == _without_run(row["certificate"])
+        alone.append(sum(mechanism == "full-disclosure" for mechanism, _ in played))
+    assert len(alone) == 3 and min(alone) > 0 and shared == max(alone) < sum(alone)
+    assert result["recommended"] == 1  # the table and the figure are read from these certificates alone

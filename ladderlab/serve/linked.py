@@ -19,6 +19,7 @@ release, score, decision and link against the log, bit for bit.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -83,30 +84,53 @@ class LinkedStates:
         return self.linker.spent[keeper] >= self.cap, today >= self.per_day
 
     def submit(self, team: str, P: np.ndarray, day: date) -> list[Outcome]:
-        """Link, charge and answer validated predictions ``P`` of ``team`` made on UTC ``day``, row
-        by row (a row may link, and so change the state that answers the next)."""
-        account = self.index[team]
-        outcomes = []
-        for row in P:
-            made = len(self.linker.links)
-            keeper = self.linker.observe(account, row[self.public_columns], day.toordinal())
-            links = tuple((self.teams[link.other], link.differing) for link in self.linker.links[made:])
-            key = SHARED if self.shared else self.teams[keeper]
-            state = self._state(key)
-            if self.linker.charge(keeper, day.toordinal(), self.cap, self.per_day):
-                records, decisions = score(state, row[None])
-                self.last_release[key] = float(records["released"][0])
-                outcomes.append(Outcome(self.teams[keeper], links, float(records["released"][0]),
-                                        float(records["public"][0]), float(records["final"][0]), decisions[0]))
+        """Link, charge and answer validated predictions ``P`` of ``team`` made on UTC ``day``, in
+        order, as one row after another would be (a row may link, and so change the state that
+        answers the next). The rows that cannot link (:meth:`Linker.cannot_link`, one comparison
+        of them all) go through in runs: each run charged and scored as one batch."""
+        account, round_ = self.index[team], day.toordinal()
+        public = P[:, self.public_columns]
+        quiet = self.linker.cannot_link(account, public)
+        outcomes: list[Outcome] = []
+        start = 0
+        while start < P.shape[0]:
+            if quiet[start]:
+                stop = start + int(np.argmin(quiet[start:])) if not quiet[start:].all() else len(quiet)
+                keeper, links = self.linker.observe_unlinked(account, public[start:stop]), ()
             else:
-                public, final = state.leaderboard.exact_scores(row[None])
-                outcomes.append(Outcome(self.teams[keeper], links, self.last_release[key], float(public[0]),
-                                        float(final[0]), REFUSED))
+                stop = start + 1
+                made = len(self.linker.links)
+                keeper = self.linker.observe(account, public[start], round_)
+                links = tuple((self.teams[link.other], link.differing) for link in self.linker.links[made:])
+            outcomes += self._answer(keeper, links, P[start:stop], round_)
+            start = stop
+        return outcomes
+
+    def _answer(self, keeper: int, links: tuple[tuple[str, int], ...], P: np.ndarray, round_: int) -> list[Outcome]:
+        """Charge rows ``P`` to the group of ``keeper`` and answer them: the first ones the caps allow
+        by the mechanism, in one batch; the rest refused (scored exactly, released as before them)."""
+        key = SHARED if self.shared else self.teams[keeper]
+        state = self._state(key)
+        accepted = self.linker.charge(keeper, round_, self.cap, self.per_day, P.shape[0])
+        outcomes = []
+        if accepted:
+            records, decisions = score(state, P[:accepted])
+            self.last_release[key] = float(records["released"][-1])
+            outcomes += [Outcome(self.teams[keeper], links if row == 0 else (), released, public, final, decision)
+                         for row, (released, public, final, decision) in enumerate(zip(
+                             records["released"].tolist(), records["public"].tolist(), records["final"].tolist(),
+                             decisions))]
+        if accepted < P.shape[0]:
+            public_scores, final_scores = state.leaderboard.exact_scores(P[accepted:])
+            outcomes += [Outcome(self.teams[keeper], links if accepted == 0 and row == 0 else (),
+                                 self.last_release[key], public, final, REFUSED)
+                         for row, (public, final) in enumerate(zip(public_scores.tolist(), final_scores.tolist()))]
         return outcomes
 
     def apply(self, entries: list[Entry], storage: Storage, connection: object | None = None) -> None:
-        """Feed logged entries (with their links) through :meth:`submit`, in order, and check that
-        each gives back what the log says; :class:`StorageError` names the first that does not."""
+        """Feed logged entries (with their links) through :meth:`submit`, in order (each run of one
+        team's entries of one day as one upload), and check that each gives back what the log says;
+        :class:`StorageError` names the first that does not."""
         for start in range(0, len(entries), REPLAY_ROWS):
             chunk = entries[start : start + REPLAY_ROWS]
             stored = storage.load_predictions([entry.prediction_sha256 for entry in chunk], connection)
@@ -114,17 +138,19 @@ class LinkedStates:
                 if entry.prediction_sha256 not in stored or entry.team not in self.index:
                     raise StorageError(f"submission {entry.submission_id}: its prediction or its team "
                                        f"{entry.team!r} is missing")
-                P = self._state(SHARED if self.shared else entry.team).leaderboard.check(
-                    stored[entry.prediction_sha256][None])
-                outcome = self.submit(entry.team, P, date.fromisoformat(entry.utc_day))[0]
-                if (not same_bits((outcome.released, outcome.public, outcome.final),
-                                  (entry.released, entry.public_score, entry.private_score))
-                        or outcome.decision != entry.decision or outcome.links != entry.links):
-                    raise StorageError(
-                        f"submission {entry.submission_id} ({entry.team} #{entry.team_sequence}) does not replay: the "
-                        "log says otherwise than the mechanism and the link rule do now (changed labels, rules, "
-                        "mechanism code or secret?)")
-                self.last_id = entry.submission_id
+            for (team, day), run in itertools.groupby(chunk, key=lambda entry: (entry.team, entry.utc_day)):
+                run = list(run)
+                P = self._state(SHARED if self.shared else team).leaderboard.check(
+                    np.stack([stored[entry.prediction_sha256] for entry in run]))
+                for entry, outcome in zip(run, self.submit(team, P, date.fromisoformat(day))):
+                    if (not same_bits((outcome.released, outcome.public, outcome.final),
+                                      (entry.released, entry.public_score, entry.private_score))
+                            or outcome.decision != entry.decision or outcome.links != entry.links):
+                        raise StorageError(
+                            f"submission {entry.submission_id} ({entry.team} #{entry.team_sequence}) does not replay: "
+                            "the log says otherwise than the mechanism and the link rule do now (changed labels, "
+                            "rules, mechanism code or secret?)")
+                    self.last_id = entry.submission_id
 
     def _state(self, key: str | None) -> MechanismState:
         state = self.states.get(key)

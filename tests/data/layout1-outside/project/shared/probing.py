@@ -1,0 +1,6 @@
+
+from ladderlab.attacks.boosting import Boosting
+
+
+class Probing(Boosting):
+    id = "probing"
