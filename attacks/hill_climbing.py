@@ -102,11 +102,14 @@ class HillClimbing(Attack):
         block = min(self.block, board.holdout_size)
         self.accepted_steps_ = 0
         for _ in range(k // self.repeats - 1):
-            rows = rng.choice(board.holdout_size, block, replace=False)
+            rows = self._candidate_rows(board.holdout_size, block, rng)
+            if rows.size == 0:
+                break
             saved = current[rows].copy()
             current[rows] = self._perturbed(saved, kind, board.classes, rng)
             if self._improved(self._risk(board, current, scorer.sign)):
                 self.accepted_steps_ += 1
+                self._kept(rows)
             else:
                 current[rows] = saved
         return current
@@ -114,6 +117,13 @@ class HillClimbing(Attack):
     def _start_climb(self, risk: float) -> None:
         """Remember the starting point's released risk."""
         self.current_risk_ = risk
+
+    def _candidate_rows(self, rows: int, block: int, rng: np.random.Generator) -> np.ndarray:
+        """The holdout rows the next candidate perturbs (none: the climb ends)."""
+        return rng.choice(rows, block, replace=False)
+
+    def _kept(self, rows: np.ndarray) -> None:
+        """Called with the rows of a candidate that was kept."""
 
     def _improved(self, risk: float) -> bool:
         """Whether a candidate released at ``risk`` is kept (and becomes the current point)."""

@@ -24,7 +24,8 @@ from ladderlab.testing import (
 from tests.helpers import FAST_PARAMS
 
 FAST_ATTACK_PARAMS = {"boosting": {"k": 30}, "step-forward": {"iterations": 2}, "hill-climbing": {"k": 30},
-                      "multiclass-boosting": {"k": 30}, "staircase": {"k": 30}}
+                      "multiclass-boosting": {"k": 30}, "staircase": {"k": 30},
+                      "fresh-staircase": {"k": 30}}
 BUILTIN_MECHANISMS = [MECHANISMS.make(i, **FAST_PARAMS.get(i, {})) for i in MECHANISMS.ids()]
 BUILTIN_ATTACKS = [ATTACKS.make(i, **FAST_ATTACK_PARAMS.get(i, {})) for i in ATTACKS.ids()]
 
