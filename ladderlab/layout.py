@@ -2,15 +2,14 @@
 
 On this project's machines (AMD processors in a nested, para-virtualised guest) the work done
 between the messages of an isolated duel ran about twice as slowly as the same work in one
-process, and most of that came from the two processes having *different addresses* for the
-same code: the processor's branch predictors and micro-op cache are indexed by virtual
-address, so with address-space layout randomisation the organiser and its attack process
-each find the other's training after every switch. Two Python processes that map the
-interpreter and NumPy at the same addresses take turns at nearly the speed of forked twins
-(see docs/isolation.md, "One address layout").
+process. Most of that went away when the two processes mapped the same code at the same
+addresses: two Python processes that share their layout take turns at nearly the speed of
+forked twins (docs/isolation.md, "One address layout"). The likely cause is that the
+processor's branch predictors and micro-op cache are indexed by virtual address, so with
+address-space layout randomisation each process finds the other's training after a switch.
 
-So the command line, when it runs with ``--isolation process``, restarts itself once without
-layout randomisation (:func:`restart_with_fixed_layout`, Linux's ``ADDR_NO_RANDOMIZE``
+So the command line, when it runs with ``--isolation process`` as root, restarts itself once
+without layout randomisation (:func:`restart_with_fixed_layout`, Linux's ``ADDR_NO_RANDOMIZE``
 personality), importing NumPy first; and a sandbox server started by such an organiser starts
 each attack process as a new interpreter with the same personality and the same first import
 (:func:`attack_bootstrap`), so that libpython and NumPy's compiled code land at the
@@ -73,8 +72,10 @@ def restart_command(argv: Sequence[str], orig_argv: Sequence[str], executable: s
 
 def restart_with_fixed_layout() -> None:
     """Replace this process (a ``ladderlab`` command) by the same command without layout
-    randomisation, once; do nothing where it is off, already fixed or refused."""
-    if not enabled() or fixed() or not fix_for_new_programs():
+    randomisation, once; do nothing where it is off, already fixed or refused, and unless it
+    runs as root: only then do attack processes start anew in its layout (the separate-user
+    mode of :mod:`ladderlab.sandbox`)."""
+    if not enabled() or os.geteuid() != 0 or fixed() or not fix_for_new_programs():
         return
     for stream in (sys.stdout, sys.stderr):
         stream.flush()

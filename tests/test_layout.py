@@ -78,3 +78,17 @@ def test_a_process_started_without_randomisation_knows_it_and_one_started_normal
     normal = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert (fixed.stdout.strip(), normal.stdout.strip()) == ("True", "False" if not layout.fixed() else "True")
 
+
+
+@pytest.mark.parametrize(("euid", "switch", "already_fixed", "restarts"), [
+    (0, "1", False, True), (1000, "1", False, False), (0, "0", False, False), (0, "1", True, False)])
+def test_a_command_restarts_only_as_root_with_the_switch_on_and_a_randomised_layout(
+        monkeypatch, euid, switch, already_fixed, restarts):
+    commands = []
+    monkeypatch.setattr(layout.os, "execv", lambda executable, command: commands.append(command))
+    monkeypatch.setattr(layout.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(layout, "fixed", lambda: already_fixed)
+    monkeypatch.setattr(layout, "fix_for_new_programs", lambda: True)  # not this test process's own personality
+    monkeypatch.setenv(layout.SWITCH, switch)
+    layout.restart_with_fixed_layout()
+    assert len(commands) == restarts
