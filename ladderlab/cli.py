@@ -25,6 +25,7 @@ from ladderlab import __version__, arguments, demo, isolation_benchmark, rank_ce
 from ladderlab.arguments import ArgumentError
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.isolation import ISOLATION_MODES
+from ladderlab.layout import restart_with_fixed_layout
 from ladderlab.params import describe
 from ladderlab.progress import progress_bar
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
@@ -643,6 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
+        if argv is None and getattr(args, "isolation", "none") == "process":
+            restart_with_fixed_layout()  # once: attack processes then share its code addresses
         with sandboxed_if(getattr(args, "isolation", "none")):  # untrusted attacks: never imported here
             return args.handler(args)
     except ValueError as error:

@@ -1,9 +1,11 @@
 """What isolation costs: ``ladderlab bench-isolation`` times the same runs with and without it.
 
 Each workload is a whole ``ladderlab`` command, run in turn without isolation, with
-``--isolation process``, and with ``--isolation process`` but ``LADDERLAB_PIN=0`` (the
+``--isolation process``, with ``--isolation process`` but ``LADDERLAB_PIN=0`` (the
 organiser and its attack process not co-located on one CPU, :mod:`ladderlab.colocation`),
-A B C A B C …, so that all see the same load, timed by the operating system: the CPU
+and with ``--isolation process`` but ``LADDERLAB_SAME_LAYOUT=0`` (each process in its own
+randomised address layout, :mod:`ladderlab.layout`), A B C D A B C D …, so that all see the
+same load, timed by the operating system: the CPU
 seconds (user + system) of the command and of every process it waited for (workers, the
 sandbox and its attack processes) and the wall time. The runs of a round must give the same
 results, bit for bit, or the benchmark fails. The ratio of each isolated run is to the
@@ -27,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ladderlab.colocation import SWITCH
+from ladderlab import colocation, layout
 from ladderlab.rundir import write_atomically
 
 BEGIN, END = "<!-- isolation-benchmark -->", "<!-- /isolation-benchmark -->"
@@ -102,7 +104,8 @@ def _results(folder: Path) -> object:
 
 
 CONFIGURATIONS = {"none": ("none", {}), "process": ("process", {}),
-                  "not co-located": ("process", {SWITCH: "0"})}
+                  "not co-located": ("process", {colocation.SWITCH: "0"}),
+                  "own layouts": ("process", {layout.SWITCH: "0"})}
 """Each configuration's ``--isolation`` and environment."""
 
 
@@ -137,24 +140,25 @@ def table(measured: dict[str, dict[str, list[Timing]]], rounds: int, mode: str) 
         f"Measured by `ladderlab bench-isolation --rounds {rounds}` on {time.strftime('%Y-%m-%d')}: Linux "
         f"{platform.release()}, {os.cpu_count()} processors, load average {load:.1f} at the end, Python "
         f"{platform.python_version()}, sandbox mode `{mode}`, a machine shared with other work. Each row: "
-        f"{rounds} round{'s' if rounds != 1 else ''} of whole commands, unisolated, isolated, and isolated "
-        f"with `{SWITCH}=0` (not co-located), with the same results bit for bit; CPU is user + system seconds "
+        f"{rounds} round{'s' if rounds != 1 else ''} of whole commands, unisolated, isolated, isolated "
+        f"with `{colocation.SWITCH}=0` (not co-located) and isolated with `{layout.SWITCH}=0` (own "
+        "layouts), with the same results bit for bit; CPU is user + system seconds "
         "of the command and of every process it started; a ratio is the median over rounds of the isolated "
         "run's figure over the unisolated run's.",
         "",
-        "| workload | CPU s, none | CPU s, process | CPU ratio | CPU ratio, not co-located | wall s, none "
-        "| wall s, process | wall ratio | wall ratio, not co-located |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| workload | CPU s, none | CPU s, process | CPU ratio | CPU ratio, not co-located | CPU ratio, own layouts "
+        "| wall s, none | wall s, process | wall ratio | wall ratio, not co-located | wall ratio, own layouts |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for workload in WORKLOADS:
         if workload.name not in measured:
             continue
         timings = measured[workload.name]
-        none, process, apart = timings["none"], timings["process"], timings["not co-located"]
+        none, isolated = timings["none"], [timings[name] for name in CONFIGURATIONS if name != "none"]
         cells = [workload.what]
         for figure in ("cpu", "wall"):
-            cells += [f"{statistics.median(getattr(t, figure) for t in runs):.1f}" for runs in (none, process)]
-            cells += [f"{_median_ratio(none, runs, figure):.2f}" for runs in (process, apart)]
+            cells += [f"{statistics.median(getattr(t, figure) for t in runs):.1f}" for runs in (none, isolated[0])]
+            cells += [f"{_median_ratio(none, runs, figure):.2f}" for runs in isolated]
         lines.append(f"| {' | '.join(cells)} |")
     return "\n".join([*lines, END])
 

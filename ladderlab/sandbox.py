@@ -59,6 +59,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from ladderlab import layout
 from ladderlab.colocation import unpinned
 from ladderlab.determinism import single_threaded
 from ladderlab.sources import imported_names
@@ -218,9 +219,12 @@ def _parents(path: Path, made: set[Path]) -> list[str]:
     return options
 
 
-def sandbox_command(mode: SandboxMode, view: View, control_fd: int, file_fds: list[int]) -> list[str]:
+def sandbox_command(mode: SandboxMode, view: View, control_fd: int, file_fds: list[int],
+                    same_layout: bool = False) -> list[str]:
     """The ``bwrap`` command line of a sandbox server (``file_fds``: one open descriptor per
-    file of ``view``, in order). Nothing secret is on it: folders, the mode, a descriptor number."""
+    file of ``view``, in order; ``same_layout``: start attack processes in the organiser's
+    address layout, :mod:`ladderlab.layout`). Nothing secret is on it: folders, the mode, a
+    descriptor number."""
     options = [_bwrap(), *_namespace_options(mode), "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs",
                "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm", "--ro-bind", "/usr", "/usr"]
     made: set[Path] = set()
@@ -240,7 +244,8 @@ def sandbox_command(mode: SandboxMode, view: View, control_fd: int, file_fds: li
     for name, value in _ENVIRONMENT.items():
         options += ["--setenv", name, value]
     paths = [entry for entry in (os.path.abspath(entry) for entry in sys.path if entry) if os.path.isdir(entry)]
-    bootstrap = f"import sys; sys.path[:0] = {paths!r}; from ladderlab.sandbox import serve; serve({control_fd}, {mode!r})"
+    bootstrap = (f"import sys; sys.path[:0] = {paths!r}; from ladderlab.sandbox import serve; "
+                 f"serve({control_fd}, {mode!r}, {same_layout!r})")
     return [*options, sys.executable, "-I", "-B", "-c", bootstrap]
 
 
@@ -269,6 +274,8 @@ class Sandbox:
     def __init__(self, view: View):
         self.view = view
         self.mode = require()
+        self.same_layout = self.mode == "separate-user" and layout.enabled() and layout.fixed()
+        """Whether attack processes start anew in the organiser's address layout (see :func:`serve`)."""
         self._lock = threading.Lock()
         self._idle: list[Any] = []
         self.in_use = 0
@@ -277,7 +284,7 @@ class Sandbox:
         fds = [_snapshot_descriptor(source) for source in view.files]
         self._errors = tempfile.TemporaryFile()
         try:
-            command = sandbox_command(self.mode, view, server_end.fileno(), fds)
+            command = sandbox_command(self.mode, view, server_end.fileno(), fds, self.same_layout)
             with unpinned():  # the server outlives the duel that started it
                 self._process = subprocess.Popen(command, pass_fds=[server_end.fileno(), *fds],
                                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -409,8 +416,12 @@ def close_sandboxes() -> None:
 
 # --- the server, inside the sandbox -------------------------------------------------------
 
-def serve(control_fd: int, mode: SandboxMode) -> None:
-    """The sandbox server's main loop: fork an attack process per request, end it on request."""
+def serve(control_fd: int, mode: SandboxMode, same_layout: bool = False) -> None:
+    """The sandbox server's main loop: fork an attack process per request, end it on request.
+    With ``same_layout`` (only as root: each attack process has a user of its own, so no other
+    process can trace it while it starts) every attack process starts a new interpreter in the
+    organiser's address layout (:mod:`ladderlab.layout`) once it has dropped its privileges,
+    rather than playing in the server's forked image."""
     os.closerange(3, control_fd)
     os.closerange(control_fd + 1, 1 << 16)
     control = socket.socket(fileno=control_fd)
@@ -424,10 +435,10 @@ def serve(control_fd: int, mode: SandboxMode) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     control.send(READY)
     with single_threaded():  # for every attack process, as for every cell (ladderlab.determinism)
-        _serve_requests(control, mode)
+        _serve_requests(control, mode, same_layout)
 
 
-def _serve_requests(control: socket.socket, mode: SandboxMode) -> None:
+def _serve_requests(control: socket.socket, mode: SandboxMode, same_layout: bool) -> None:
     first = secrets.randbelow(SANDBOX_UIDS)  # servers rarely share a uid (they never share a PID namespace)
     users = ((first + k) % SANDBOX_UIDS for k in itertools.count())
     owners: dict[int, int] = {}
@@ -444,7 +455,7 @@ def _serve_requests(control: socket.socket, mode: SandboxMode) -> None:
             user = SANDBOX_UID_BASE + next(users) if mode == "separate-user" else None
             pid = os.fork()
             if pid == 0:
-                _become_attack_process(fds[0], control, user)
+                _become_attack_process(fds[0], control, user, same_layout)
             os.close(fds[0])
             owners[pid] = user if user is not None else pid
             control.send(str(pid).encode())
@@ -501,8 +512,9 @@ def _builtin_attack_modules() -> frozenset[str]:
     return frozenset(info.name for info in pkgutil.iter_modules(ladderlab.attacks.__path__))
 
 
-def _become_attack_process(fd: int, control: socket.socket, user: int | None) -> None:
-    """In the forked child: keep only the attack's socket, drop privileges, play the attack."""
+def _become_attack_process(fd: int, control: socket.socket, user: int | None, same_layout: bool) -> None:
+    """In the forked child: keep only the attack's socket, drop privileges, play the attack
+    (with ``same_layout``, in a new interpreter in the organiser's address layout)."""
     code = 1
     try:
         control.close()
@@ -518,12 +530,26 @@ def _become_attack_process(fd: int, control: socket.socket, user: int | None) ->
             os.setresgid(user, user, user)
             os.setresuid(user, user, user)
         make_non_dumpable()
+        if same_layout and layout.fix_for_new_programs():
+            os.set_inheritable(fd, True)
+            os.execv(sys.executable, [sys.executable, "-I", "-B", "-c", layout.attack_bootstrap(sys.path, fd)])
         from ladderlab.isolation import attack_process
 
         attack_process(socket.socket(fileno=fd))
         code = 0
     finally:
         os._exit(code)
+
+
+def restarted_attack_process(fd: int) -> None:
+    """The body of an attack process that started anew in the organiser's address layout
+    (:func:`serve` with ``same_layout``): non-dumpable first, then one BLAS thread and joblib's
+    sequential backend, as in the server's forked children, and the protocol on ``fd``."""
+    make_non_dumpable()
+    from ladderlab.isolation import attack_process
+
+    with single_threaded():
+        attack_process(socket.socket(fileno=fd))
 
 
 def _end(pid: int, owner: int, mode: SandboxMode, exited: dict[int, int]) -> int:

@@ -10,10 +10,11 @@ def test_the_ratio_is_the_median_of_the_pairs_ratios_not_the_ratio_of_medians():
     unisolated = [Timing(cpu=1.0, wall=1.0), Timing(cpu=4.0, wall=4.0), Timing(cpu=10.0, wall=10.0)]
     isolated = [Timing(cpu=3.0, wall=3.0), Timing(cpu=4.0, wall=4.0), Timing(cpu=30.0, wall=30.0)]
     apart = [Timing(cpu=2.0, wall=1.0), Timing(cpu=20.0, wall=8.0), Timing(cpu=50.0, wall=10.0)]
-    section = table({"batched": {"none": unisolated, "process": isolated, "not co-located": apart}}, rounds=3,
-                    mode="user-namespace")
+    own_layouts = [Timing(cpu=2.0, wall=3.0), Timing(cpu=8.0, wall=12.0), Timing(cpu=70.0, wall=10.0)]
+    section = table({"batched": {"none": unisolated, "process": isolated, "not co-located": apart,
+                                 "own layouts": own_layouts}}, rounds=3, mode="user-namespace")
     row = next(line for line in section.splitlines() if line.startswith("| 400 duels of boosting"))
-    assert row.split(" | ")[1:] == ["4.0", "4.0", "3.00", "5.00", "4.0", "4.0", "3.00", "1.00 |"]
+    assert row.split(" | ")[1:] == ["4.0", "4.0", "3.00", "5.00", "2.00", "4.0", "4.0", "3.00", "1.00", "3.00 |"]
     assert section.startswith(BEGIN) and section.endswith(END)
     assert "--rounds 3" in section and "certify" not in section
 

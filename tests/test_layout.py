@@ -1,0 +1,94 @@
+"""One address layout (ladderlab.layout): a ``ladderlab`` command with ``--isolation process``
+restarts itself without layout randomisation, and its attack processes map libpython and
+NumPy's code at the organiser's addresses; ``LADDERLAB_SAME_LAYOUT=0`` leaves every process
+its own randomised layout."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ladderlab import layout
+from ladderlab.runner import load_results
+
+DATA = Path(__file__).parent / "data"
+PROBE = f"{DATA / 'layout_probe.py'}:LayoutProbe"
+SCENARIO = f"""
+schema_version = 1
+name = "layout"
+replications = 1
+seed = 1
+
+[[matrix]]
+tasks = [{{ id = "random-labels", params = {{ n_public = 50, n_holdout = 150 }} }}]
+mechanisms = [{{ id = "kaggle" }}]
+attacks = [{{ id = "{PROBE}" }}]
+"""
+REFERENCE = f"""{layout.FIRST_IMPORT}; import json, sys; sys.path[:0] = [{str(DATA)!r}]
+from layout_probe import code_addresses; print(json.dumps(code_addresses()))"""
+"""A program that starts as a restarted organiser does and prints where its code lies."""
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="attack processes start anew only as root (separate-user mode)")
+
+
+def organisers_addresses() -> dict[str, list[int]]:
+    """Where an interpreter started without randomisation, NumPy first, maps its code: where
+    every restarted ``ladderlab`` command maps it."""
+    started = subprocess.run([sys.executable, "-c", REFERENCE], capture_output=True, text=True, check=True,
+                             preexec_fn=layout.fix_for_new_programs)
+    return json.loads(started.stdout)
+
+
+def probes_addresses(tmp_path: Path, environment: dict[str, str]) -> dict[str, list[int]]:
+    """Where the probe's attack process mapped its code in ``ladderlab run --isolation process``."""
+    scenario, out = tmp_path / "layout.toml", tmp_path / f"out-{len(environment)}"
+    scenario.write_text(SCENARIO)
+    subprocess.run([sys.executable, "-m", "ladderlab.cli", "--quiet", "run", str(scenario), "--out", str(out),
+                    "--isolation", "process"], check=True, capture_output=True, env={**os.environ, **environment})
+    return json.loads(load_results(out).marks[0])
+
+
+@needs_root
+def test_an_isolated_commands_attack_process_maps_its_code_where_the_organiser_does(tmp_path):
+    expected = organisers_addresses()
+    assert all(expected.values()), expected
+    assert probes_addresses(tmp_path, {}) == expected
+    assert probes_addresses(tmp_path, {layout.SWITCH: "0"}) != expected
+
+
+def test_the_restart_runs_the_same_command_with_the_same_interpreter_options():
+    module = layout.restart_command(["/x/ladderlab/cli.py", "run", "a b.toml"],
+                                    ["/venv/bin/python", "-X", "dev", "-m", "ladderlab.cli", "run", "a b.toml"],
+                                    "/venv/bin/python")
+    script = layout.restart_command(["/venv/bin/ladderlab", "run", "a b.toml"],
+                                    ["/venv/bin/python3", "/venv/bin/ladderlab", "run", "a b.toml"], "/venv/bin/python3")
+    assert module[:4] == ["/venv/bin/python", "-X", "dev", "-c"] and script[:2] == ["/venv/bin/python3", "-c"]
+    for command, argv0 in ((module, "/x/ladderlab/cli.py"), (script, "/venv/bin/ladderlab")):
+        assert command[-1].startswith(layout.FIRST_IMPORT + ";")
+        assert f"sys.argv = {[argv0, 'run', 'a b.toml']!r}" in command[-1]
+
+
+def test_a_process_started_without_randomisation_knows_it_and_one_started_normally_does_not():
+    program = "from ladderlab import layout; print(layout.fixed())"
+    fixed = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                           preexec_fn=layout.fix_for_new_programs)
+    normal = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert (fixed.stdout.strip(), normal.stdout.strip()) == ("True", "False" if not layout.fixed() else "True")
+
+
+
+@pytest.mark.parametrize(("euid", "switch", "already_fixed", "restarts"), [
+    (0, "1", False, True), (1000, "1", False, False), (0, "0", False, False), (0, "1", True, False)])
+def test_a_command_restarts_only_as_root_with_the_switch_on_and_a_randomised_layout(
+        monkeypatch, euid, switch, already_fixed, restarts):
+    commands = []
+    monkeypatch.setattr(layout.os, "execv", lambda executable, command: commands.append(command))
+    monkeypatch.setattr(layout.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(layout, "fixed", lambda: already_fixed)
+    monkeypatch.setattr(layout, "fix_for_new_programs", lambda: True)  # not this test process's own personality
+    monkeypatch.setenv(layout.SWITCH, switch)
+    layout.restart_with_fixed_layout()
+    assert len(commands) == restarts
