@@ -166,11 +166,7 @@ class Linker:
         """Compare ``account``'s new submission (its public columns) with the latest of every account
         outside its group, link where they differ on at most ``threshold`` rows, and return the keeper
         whose state answers the submission."""
-        if self.latest is None:
-            self.latest = np.zeros((self.accounts, *public_row.shape))
-            self.seen = np.zeros(self.accounts, dtype=bool)
-        assert self.seen is not None
-        if self.threshold >= 0 and self.seen.any():
+        if self.threshold >= 0 and self.seen is not None and self.seen.any():
             candidates = np.flatnonzero(self.seen)
             own = self.keeper(account)
             candidates = candidates[[self.keeper(int(other)) != own for other in candidates]]
@@ -181,12 +177,7 @@ class Linker:
                     if self.keeper(other) != self.keeper(account):
                         self.links.append(Link(account, other, self.made[account], round_, int(count)))
                         self._merge(account, other)
-        self.latest[account] = public_row
-        self.seen[account] = True
-        self.made[account] += 1
-        keeper = self.keeper(account)
-        self.answered[keeper] += 1
-        return keeper
+        return self.observe_unlinked(account, public_row[None])
 
     def cannot_link(self, account: int, public_rows: FloatArray) -> NDArray[np.bool_]:
         """For each of ``account``'s next submissions (rows of ``public_rows``, in order), whether
