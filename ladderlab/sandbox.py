@@ -315,7 +315,8 @@ class Sandbox:
     def start_attack_process(self, preload: str = "") -> tuple[socket.socket, int]:
         """A new attack process: the organiser's end of its socket, and its pid in the sandbox.
         ``preload``: a built-in attack module (``boosting``) that the server imports, with
-        every module it imports, before it forks (once; other names are ignored)."""
+        every module it imports, before it forks (once; other names are ignored; not when
+        attack processes start anew in the organiser's layout, which would import it again)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self._lock:
@@ -451,7 +452,8 @@ def _serve_requests(control: socket.socket, mode: SandboxMode, same_layout: bool
         if not message:
             break
         if message.startswith(b"fork") and fds:
-            _preload(message[5:].decode(errors="replace"))
+            if not same_layout:  # a new interpreter would not inherit the head start
+                _preload(message[5:].decode(errors="replace"))
             user = SANDBOX_UID_BASE + next(users) if mode == "separate-user" else None
             pid = os.fork()
             if pid == 0:
