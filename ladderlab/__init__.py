@@ -4,34 +4,41 @@ The papers are the specification: Blum & Hardt (2015), "The Ladder"; Chaibub Net
 et al. (2016), "Reducing overfitting in challenge-based competitions".
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
 from pathlib import Path
+from typing import Any
 
 from ladderlab import source_tree
 
 source_tree.install(Path(__file__).parent)
 
-from ladderlab.board import Board, BudgetExceeded, Leaderboard
-from ladderlab.mechanism import Mechanism
-from ladderlab.registry import MECHANISMS, make_mechanism
-from ladderlab.scoring import SCORERS, LossScorer, MetricScorer, Scorer, get_scorer
+_PUBLIC = {
+    "Board": "ladderlab.board", "BudgetExceeded": "ladderlab.board", "Leaderboard": "ladderlab.board",
+    "Mechanism": "ladderlab.mechanism", "MECHANISMS": "ladderlab.registry", "make_mechanism": "ladderlab.registry",
+    "SCORERS": "ladderlab.scoring", "LossScorer": "ladderlab.scoring", "MetricScorer": "ladderlab.scoring",
+    "Scorer": "ladderlab.scoring", "get_scorer": "ladderlab.scoring",
+}
+"""The public names and their modules, imported on first use (PEP 562), so that ``import
+ladderlab.layout`` stays cheap for the command's early restart (:mod:`ladderlab.entry`)."""
 
-try:
-    __version__ = version("ladderlab")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
+__all__ = sorted([*_PUBLIC, "__version__"])
 
-__all__ = [
-    "MECHANISMS",
-    "SCORERS",
-    "Board",
-    "BudgetExceeded",
-    "Leaderboard",
-    "LossScorer",
-    "Mechanism",
-    "MetricScorer",
-    "Scorer",
-    "__version__",
-    "get_scorer",
-    "make_mechanism",
-]
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("ladderlab")
+        except PackageNotFoundError:  # running from a source tree that is not installed
+            value = "0+unknown"
+    elif name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    else:
+        raise AttributeError(f"module 'ladderlab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

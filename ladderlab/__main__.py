@@ -2,6 +2,6 @@
 
 import sys
 
-from ladderlab.cli import main
+from ladderlab.entry import main
 
 sys.exit(main())

@@ -10,9 +10,10 @@ address-space layout randomisation each process finds the other's training after
 
 So the command line, when it runs with ``--isolation process`` as root, restarts itself once
 without layout randomisation (:func:`restart_with_fixed_layout`, Linux's ``ADDR_NO_RANDOMIZE``
-personality), importing NumPy first; and a sandbox server started by such an organiser starts
-each attack process as a new interpreter with the same personality and the same first import
-(:func:`attack_bootstrap`), so that libpython and NumPy's compiled code land at the
+personality; before its imports where it can, :mod:`ladderlab.entry`), importing NumPy first;
+and a sandbox server started by such an organiser starts each attack process as a new
+interpreter with the same personality and the same first import (:func:`attack_bootstrap`;
+the server then preloads nothing for it), so that libpython and NumPy's compiled code land at the
 organiser's addresses. ``LADDERLAB_SAME_LAYOUT=0`` in the environment turns this off.
 
 What it gives up: the organiser's own addresses are predictable (the same in every run), and
@@ -68,6 +69,12 @@ def restart_command(argv: Sequence[str], orig_argv: Sequence[str], executable: s
         options.pop()
     code = f"{FIRST_IMPORT}; import sys; sys.argv = {list(argv)!r}; from ladderlab.cli import main; sys.exit(main())"
     return [executable, *options, "-c", code]
+
+
+def isolating(arguments: Sequence[str]) -> bool:
+    """Whether command-line ``arguments`` say ``--isolation process`` (as two words or one)."""
+    return "--isolation=process" in arguments or any(
+        argument == "--isolation" and value == "process" for argument, value in zip(arguments, arguments[1:]))
 
 
 def restart_with_fixed_layout() -> None:

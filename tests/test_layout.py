@@ -92,3 +92,54 @@ def test_a_command_restarts_only_as_root_with_the_switch_on_and_a_randomised_lay
     monkeypatch.setenv(layout.SWITCH, switch)
     layout.restart_with_fixed_layout()
     assert len(commands) == restarts
+
+
+@pytest.mark.parametrize(("arguments", "isolating"), [
+    (["run", "a.toml", "--isolation", "process"], True), (["certify", "kaggle", "--isolation=process"], True),
+    (["run", "a.toml", "--isolation", "none"], False), (["run", "process", "--isolation"], False),
+    (["run", "a.toml"], False)])
+def test_the_entry_point_reads_isolation_from_the_raw_arguments(arguments, isolating):
+    assert layout.isolating(arguments) is isolating
+
+
+EARLY = """import sys
+from ladderlab import entry, layout
+def restart():
+    print("numpy" in sys.modules, "ladderlab.cli" in sys.modules)
+    raise SystemExit(0)
+layout.restart_with_fixed_layout = restart
+sys.argv = ["ladderlab", "run", "scenario.toml", "--isolation", "process"]
+entry.main()
+"""
+
+
+def test_the_command_restarts_before_it_imports_numpy_or_the_command_line():
+    """The restarted process imports them anyway: doing it first as well costs a third of a second."""
+    started = subprocess.run([sys.executable, "-c", EARLY], capture_output=True, text=True, check=True)
+    assert started.stdout.split() == ["False", "False"]
+
+
+SERVER_MAPS = """import pathlib
+from ladderlab.isolation import AttackRef
+from ladderlab.sandbox import sandbox_for
+sandbox = sandbox_for(AttackRef.from_spec("hill-climbing", {}).view())
+sandbox.start_attack_process("hill_climbing")
+def descendants(pid):
+    children = [int(c) for c in pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return children + [d for c in children for d in descendants(c)]
+maps = [pathlib.Path(f"/proc/{p}/maps").read_text() for p in descendants(sandbox._process.pid)]
+print(sandbox.same_layout, any("sklearn" in m for m in maps))
+"""
+"""Whether the sandbox's processes (server and a fresh hill-climbing attack process) map scikit-learn,
+which only the server's preloading of the attack module's imports brings in before a duel starts."""
+
+
+@needs_root
+def test_a_sandbox_whose_attack_processes_start_anew_preloads_nothing_for_them():
+    def preloaded(environment: dict[str, str]) -> list[str]:
+        started = subprocess.run([sys.executable, "-c", SERVER_MAPS], capture_output=True, text=True, check=True,
+                                 preexec_fn=layout.fix_for_new_programs, env={**os.environ, **environment})
+        return started.stdout.split()
+
+    assert preloaded({}) == ["True", "False"]
+    assert preloaded({layout.SWITCH: "0"}) == ["False", "True"]  # forked attack processes get the head start
