@@ -123,7 +123,7 @@ def measure(workload: Workload, rounds: int, folder: Path) -> dict[str, list[Tim
         for name, (isolation, environment) in CONFIGURATIONS.items():
             out = folder / f"{workload.name}-{name.replace(' ', '-')}-{round_}"
             where = ["--run-dir", str(out)] if workload.arguments[0] == "certify" else ["--out", str(out)]
-            command = [sys.executable, "-m", "ladderlab.cli", "--quiet", *arguments, *where, "--isolation", isolation]
+            command = [sys.executable, "-m", "ladderlab", "--quiet", *arguments, *where, "--isolation", isolation]
             timings[name].append(_timed(command, {**os.environ, **environment}))
             runs[name] = _results(out)
         for name, results in runs.items():
