@@ -315,8 +315,9 @@ def build(folder: Path = DEFAULT_FOLDER, names: list[str] | None = None, note: s
           readme: Path | None = None) -> list[str]:
     """Regenerate the pages named (all by default) whose run directory exists, then the index and
     the benchmark section of ``readme`` (default: the repository's, two folders above ``folder``)
-    where it has the markers; return the names of the pages built. ``note`` says under what conditions the runs were made (``"a shared 2-core machine,
-    other jobs running"``), which the machine's record cannot tell."""
+    where it has the markers; return the names of the pages built. ``note`` says under what
+    conditions the runs were made (``"a shared 2-core machine, other jobs running"``), which the
+    machine's record cannot tell."""
     pages = load_pages(folder)
     known = {page.name for page in pages}
     unknown = [name for name in names or [] if name not in known]
