@@ -175,12 +175,9 @@ def _mode() -> str:
 
 def write_section(page: Path, section: str) -> None:
     """Replace the benchmark section of ``page`` (between the markers) with ``section``."""
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"{page}: no section between {BEGIN} and {END} to replace")
-    before, rest = text.split(BEGIN, 1)
-    after = rest.split(END, 1)[1]
-    write_atomically(page, (before + section + after).encode())
+    from ladderlab.markdown import replace_marked_section
+
+    write_atomically(page, replace_marked_section(page.read_text(), BEGIN, END, section, str(page)).encode())
 
 
 def add_subcommand(commands: argparse._SubParsersAction, count: type) -> None:

@@ -1,4 +1,5 @@
-"""Markdown for the pages a report writes (``ladderlab report RUN --format markdown``)."""
+"""Markdown for the pages a report writes (``ladderlab report RUN --format markdown``), and the
+sections of hand-written pages that a command writes between two markers."""
 
 from __future__ import annotations
 
@@ -15,3 +16,20 @@ def table(frame: pd.DataFrame) -> str:
              "|" + "|".join(" ---: " if right else " --- " for right in numeric) + "|"]
     lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
+
+
+def marked_section(text: str, begin: str, end: str) -> str | None:
+    """The part of ``text`` from the ``begin`` marker to the ``end`` marker, both included (None:
+    the text lacks either)."""
+    start = text.find(begin)
+    stop = text.find(end, start + len(begin)) if start >= 0 else -1
+    return None if stop < 0 else text[start:stop + len(end)]
+
+
+def replace_marked_section(text: str, begin: str, end: str, section: str, where: str) -> str:
+    """``text`` with its part between the markers (both included) replaced by ``section``; a
+    ``ValueError`` naming ``where`` (the page) when the text lacks a marker."""
+    old = marked_section(text, begin, end)
+    if old is None:
+        raise ValueError(f"{where}: no section between {begin} and {end} to replace")
+    return text.replace(old, section, 1)

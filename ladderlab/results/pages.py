@@ -11,7 +11,9 @@ that makes it (``ladderlab run SCENARIO``, ``ladderlab certify … --run-dir DIR
 - ``NAME.md``: the page, rendered from the data file alone, with the commands, versions,
   dates of the run and machine on it, the papers' values beside ours where the scenario
   declares them, and a warning when the run was smaller than the scenario or unfinished;
-- ``index.md``: the list of pages.
+- ``index.md``: the list of pages;
+- the README's figures against a plain numpy loop, between ``<!-- bench-summary -->`` and
+  ``<!-- /bench-summary -->``, from the ``bench`` page's data.
 
 A page whose run has not been made yet says so and gives the commands. ``ladderlab results
 check`` renders every page again from its data file and names each page that differs:
@@ -21,6 +23,7 @@ numbers edited by hand on a page fail it (the test suite runs it).
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -31,6 +34,7 @@ from pydantic import Field, StrictStr, ValidationError
 
 from ladderlab import plots
 from ladderlab.competition import report as competition_report
+from ladderlab.markdown import marked_section, replace_marked_section, table
 from ladderlab.report import Run, load_run, status_lines
 from ladderlab.report_formats import certificate, provenance, sections, sections_markdown
 from ladderlab.report_tables import Section, finite_or_null, params_text
@@ -41,6 +45,8 @@ from ladderlab.schema import StrictModel
 DEFAULT_FOLDER = Path("docs/results")
 PAGES_FILE = "pages.toml"
 DATA_VERSION = 1
+README_BEGIN, README_END = "<!-- bench-summary -->", "<!-- /bench-summary -->"
+BENCH_PAGE = "bench"
 
 
 class PageSpec(StrictModel):
@@ -249,6 +255,42 @@ def render_index(pages: list[PageSpec], data: dict[str, dict[str, Any] | None]) 
     return "\n".join(lines) + "\n"
 
 
+def render_readme_bench(data: dict[str, Any] | None, page_link: str) -> str:
+    """The README's benchmark section, markers included: for every mechanism that has a plain
+    per-submission numpy loop, how many times the loop's rate its batched and its one-at-a-time
+    submissions reach at each n, from the ``bench`` page's data (None: not measured yet)."""
+    lines = [README_BEGIN, f"<!-- Written by `ladderlab results build {BENCH_PAGE}` from the data of "
+             f"{page_link}; do not edit: `ladderlab results check` compares them. -->", ""]
+    if data is None:
+        lines += [f"Not measured yet: `ladderlab bench --out runs/{BENCH_PAGE}.json`, then "
+                  f"`ladderlab results build {BENCH_PAGE}`.", README_END]
+        return "\n".join(lines)
+    throughput = pd.DataFrame(next(item["rows"] for item in data["sections"] if item["key"] == "throughput"))
+    looped = throughput.dropna(subset=["loop_per_second"])
+    ratios = looped.pivot(index="mechanism", columns="n", values=["batched_over_loop", "single_over_loop"]).round(1)
+    ratios.columns = [f"{'batched' if what == 'batched_over_loop' else 'one at a time'}, n = {n}"
+                      for what, n in ratios.columns]
+    info = data["run"]
+    conditions = f" ({data['note']})" if data.get("note") else ""
+    lines += [f"Submissions per second as a multiple of a plain per-submission numpy loop of the same algorithm: "
+              f"batched (`submit_many`) and one at a time (`submit`), on the boosting attack's workload, each "
+              f"timed in turn with the loop under the same load. Measured by `{data['command']}` on "
+              f"{_machine_text(info['machine'])}, {info['created']}{conditions}. Every mechanism and the "
+              f"absolute rates: [benchmark results]({page_link}).", "",
+              table(ratios.reset_index()), "", README_END]
+    return "\n".join(lines)
+
+
+def _readme(folder: Path, readme: Path | None) -> Path:
+    """The README given, or else the one of the repository whose ``docs/results`` is ``folder``."""
+    return folder.parent.parent / "README.md" if readme is None else readme
+
+
+def _readme_bench(folder: Path, readme: Path) -> str:
+    page_link = Path(os.path.relpath((folder / f"{BENCH_PAGE}.md").resolve(), readme.resolve().parent)).as_posix()
+    return render_readme_bench(_read_data(folder, BENCH_PAGE), page_link)
+
+
 # --- build and check ---------------------------------------------------------------------------
 
 
@@ -269,11 +311,13 @@ def _figures(spec: PageSpec, run: Run) -> list[plots.ReportFigure]:
     return [figure for figure in figures if figure.title.startswith(tuple(spec.figures))]
 
 
-def build(folder: Path = DEFAULT_FOLDER, names: list[str] | None = None, note: str = "", log: Any = print
-          ) -> list[str]:
-    """Regenerate the pages named (all by default) whose run directory exists, then the index;
-    return the names of the pages built. ``note`` says under what conditions the runs were made
-    (``"a shared 2-core machine, other jobs running"``), which the machine's record cannot tell."""
+def build(folder: Path = DEFAULT_FOLDER, names: list[str] | None = None, note: str = "", log: Any = print,
+          readme: Path | None = None) -> list[str]:
+    """Regenerate the pages named (all by default) whose run directory exists, then the index and
+    the benchmark section of ``readme`` (default: the repository's, two folders above ``folder``)
+    where it has the markers; return the names of the pages built. ``note`` says under what
+    conditions the runs were made (``"a shared 2-core machine, other jobs running"``), which the
+    machine's record cannot tell."""
     pages = load_pages(folder)
     known = {page.name for page in pages}
     unknown = [name for name in names or [] if name not in known]
@@ -306,13 +350,23 @@ def build(folder: Path = DEFAULT_FOLDER, names: list[str] | None = None, note: s
         if _read_data(folder, spec.name) is None:
             _write(folder / f"{spec.name}.md", render_page(spec, None))
     _write(folder / "index.md", render_index(pages, {spec.name: _read_data(folder, spec.name) for spec in pages}))
+    readme = _readme(folder, readme)
+    if BENCH_PAGE in {spec.name for spec in pages} and readme.is_file():
+        text = readme.read_text(encoding="utf-8")
+        if marked_section(text, README_BEGIN, README_END) is None:
+            log(f"{readme}: no {README_BEGIN} … {README_END} section; its benchmark figures left out")
+        else:
+            _write(readme, replace_marked_section(text, README_BEGIN, README_END, _readme_bench(folder, readme),
+                                                  str(readme)))
     return built
 
 
-def check(folder: Path = DEFAULT_FOLDER, nav: Path | None = Path("mkdocs.yml")) -> list[str]:
+def check(folder: Path = DEFAULT_FOLDER, nav: Path | None = Path("mkdocs.yml"), readme: Path | None = None
+          ) -> list[str]:
     """Every way the pages differ from what their data files give (empty: none): a page or
     the index edited by hand, a figure missing, a page missing from the nav of ``nav`` (the
-    documentation's ``mkdocs.yml``, whose ``docs`` folder holds ``folder``)."""
+    documentation's ``mkdocs.yml``, whose ``docs`` folder holds ``folder``), the benchmark
+    section of ``readme`` (default: the repository's, as for :func:`build`) edited by hand."""
     pages = load_pages(folder)
     problems = []
     data = {spec.name: _read_data(folder, spec.name) for spec in pages}
@@ -338,4 +392,10 @@ def check(folder: Path = DEFAULT_FOLDER, nav: Path | None = Path("mkdocs.yml")) 
         relative = folder.resolve().relative_to((nav.parent / "docs").resolve())
         problems += [f"{nav}: the nav does not list {relative / file}" for file in expected
                      if f"{relative / file}" not in text]
+    readme = _readme(folder, readme)
+    if BENCH_PAGE in data and readme.is_file():
+        section = marked_section(readme.read_text(encoding="utf-8"), README_BEGIN, README_END)
+        if section is not None and section != _readme_bench(folder, readme):
+            problems.append(f"{readme}: its benchmark figures differ from what data/{BENCH_PAGE}.json gives; "
+                            f"run 'ladderlab results build {BENCH_PAGE}', not an edit of the README")
     return problems
