@@ -2,10 +2,10 @@
 
 The rule and the guarantee are the simulation's (:mod:`ladderlab.linking`, as
 :func:`ladderlab.competition.play_competition` applies it with ``link=``): each submission's
-public-row predictions are compared, as one matrix, with the latest submission of every team
-outside its group (:meth:`Linker.observe`, O(A·m) for A teams and m public rows); teams are
-linked where they differ on at most the threshold's public rows, the threshold set by the rule
-with each pair compared at most ``pair_comparisons(per-team budget)`` times. A group is answered
+predictions on every holdout row are compared, as one matrix, with the latest submission of every
+team outside its group (:meth:`Linker.observe`, O(A·N) for A teams and N holdout rows); teams are
+linked where they differ on fewer than ⌈p₀N⌉ holdout rows, a decision that does not depend on
+which rows are public (docs/decisions.md#serve-link-probe). A group is answered
 by the mechanism state of its *keeper* (when two groups merge: the one that made the most
 submissions; on ties the team first in name order), and shares one total cap and one daily cap
 (:meth:`Linker.charge`, days are UTC days). A submission beyond the group's caps is *refused*: the
@@ -35,7 +35,7 @@ from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError
 @dataclass(frozen=True)
 class Outcome:
     """What one submission got: the team whose state answered it (its group's keeper), the links
-    it made (other team, differing public rows), its scores, release and decision."""
+    it made (other team, differing holdout rows), its scores, release and decision."""
 
     keeper: str
     links: tuple[tuple[str, int], ...]
@@ -66,12 +66,11 @@ class LinkedStates:
         self.index = {team: i for i, team in enumerate(self.teams)}
         rule = self.challenge.link_rule()
         assert rule is not None, "LinkedStates needs rules.link = true"
-        self.linker = Linker(rule, len(self.teams), self.challenge.link_threshold())
+        self.linker = Linker(rule, len(self.teams), int(self.challenge.split.y_holdout.size))
         self.shared = type(self.challenge.mechanism()).shared_state
         rules = self.challenge.spec.rules
         self.cap = INT64_LIMIT if rules.total is None else rules.total
         self.per_day = INT64_LIMIT if rules.per_day is None else rules.per_day
-        self.public_columns = self.challenge.split.public_rows
 
     def keeper(self, team: str) -> str:
         """The team whose mechanism state answers ``team``'s group."""
@@ -89,18 +88,17 @@ class LinkedStates:
         answers the next). The rows that cannot link (:meth:`Linker.cannot_link`, one comparison
         of them all) go through in runs: each run charged and scored as one batch."""
         account, round_ = self.index[team], day.toordinal()
-        public = P[:, self.public_columns]
-        quiet = self.linker.cannot_link(account, public)
+        quiet = self.linker.cannot_link(account, P)
         outcomes: list[Outcome] = []
         start = 0
         while start < P.shape[0]:
             if quiet[start]:
                 stop = start + int(np.argmin(quiet[start:])) if not quiet[start:].all() else len(quiet)
-                keeper, links = self.linker.observe_unlinked(account, public[start:stop]), ()
+                keeper, links = self.linker.observe_unlinked(account, P[start:stop]), ()
             else:
                 stop = start + 1
                 made = len(self.linker.links)
-                keeper = self.linker.observe(account, public[start], round_)
+                keeper = self.linker.observe(account, P[start], round_)
                 links = tuple((self.teams[link.other], link.differing) for link in self.linker.links[made:])
             outcomes += self._answer(keeper, links, P[start:stop], round_)
             start = stop

@@ -155,15 +155,20 @@ class Service:
 
     def _check_link_record(self) -> None:
         """Record the link rule and threshold the log is written under, or refuse a log written under
-        other ones (its links would not replay): ``rules.link`` and its parameters, the teams'
-        budget (the threshold's comparisons) and the holdout are fixed once a team has submitted."""
+        other ones (its links would not replay): ``rules.link``, its parameters and the holdout are
+        fixed once a team has submitted. A log of the old rule on public rows (its record has
+        ``alpha``) is refused with that reason: this version cannot replay its links."""
         recorded = self.storage.meta_value("link_rule") or _link_record(None)
         if recorded == self._link_record:
             return
         if self.storage.length():
-            raise StorageError(f"{self.challenge.path}: the log was written with the link rule {recorded}, the "
-                               f"challenge file now gives {self._link_record} (rules.link, its parameters, or the "
-                               "per-team budget that sets its threshold): put the rules back, or start a new log")
+            old = '"alpha"' in recorded
+            raise StorageError(f"{self.challenge.path}: the log was written with the link rule {recorded}"
+                               + (f", the old rule on differing public rows (its decision depended on the split); "
+                                  f"this version links on differing holdout rows ({self._link_record}): finish the "
+                                  "challenge with the ladderlab that began it, or start a new log" if old else
+                                  f", the challenge file now gives {self._link_record} (rules.link or its "
+                                  "parameters): put the rules back, or start a new log"))
         self.storage.set_meta("link_rule", self._link_record)
 
     def reissue(self, name: str) -> str:
@@ -586,5 +591,4 @@ def _link_record(challenge: Challenge | None) -> str:
     rule = None if challenge is None else challenge.link_rule()
     if challenge is None or rule is None:
         return "off"
-    return json.dumps({"alpha": rule.alpha, "min_disagreement": rule.min_disagreement, "tolerance": rule.tolerance,
-                       "threshold": challenge.link_threshold()}, sort_keys=True)
+    return json.dumps({**rule.record(), "threshold": challenge.link_threshold()}, sort_keys=True)
