@@ -81,7 +81,7 @@ def test_the_threshold_is_one_below_the_assumptions_least_disagreement():
 
 
 def test_honest_pairs_at_the_edge_of_the_assumption_are_never_linked():
-    """Zero links in 400 populations of 42 comparisons each: the rule's guarantee is exact. The rule
+    """Zero links in 400 populations of 21 submissions per account: the guarantee is exact. The rule
     on public rows linked such pairs at up to its α, and one that links at D ≤ ⌈p₀N⌉ links them all."""
     assert not any(pair_outcomes(seed, EDGE)[0] for seed in range(400))
 
