@@ -133,8 +133,9 @@ def test_rules_that_change_the_link_rule_of_a_written_log_are_refused(tmp_path):
         open_service(path, url, SECRET)
 
 
-def test_a_log_written_under_the_old_link_rule_on_public_rows_is_refused_with_the_reason(tmp_path):
-    """Its links were decided on public rows; this version cannot replay them, and says why."""
+def test_a_log_written_under_the_old_link_rule_on_public_rows_is_refused_with_the_reason(tmp_path, capsys):
+    """Its links were decided on public rows; this version cannot replay them, and says why, when it
+    serves and when ``serve verify`` replays the log."""
     path = write_challenge(tmp_path, rules=LINKED)
     url = sqlite_url(tmp_path / "log.sqlite")
     service, tokens = open_service(path, url, SECRET)
@@ -147,6 +148,13 @@ def test_a_log_written_under_the_old_link_rule_on_public_rows_is_refused_with_th
     message = str(refused.value)
     assert "\n" not in message and str(path) in message and '"alpha": 0.01' in message
     assert "the old rule on differing public rows (its decision depended on the split)" in message
+    from ladderlab.cli import main
+
+    (tmp_path / "secret").write_text(f"{SECRET}\n")
+    capsys.readouterr()
+    assert main(["serve", "verify", str(path), "--database", url, "--secret", str(tmp_path / "secret")]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and error.startswith("ladderlab: error: ") and message in error, error
 
 
 def test_a_restart_after_kill_9_keeps_the_groups(tmp_path):

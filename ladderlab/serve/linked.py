@@ -14,12 +14,14 @@ own caps and is its team's latest prediction for linking, as in the engine).
 
 Everything here is a function of the log in order: a restarted server, a second process and
 ``serve verify`` feed the logged entries through :meth:`LinkedStates.apply`, which checks every
-release, score, decision and link against the log, bit for bit.
+release, score, decision and link against the log, bit for bit, once :func:`check_link_record`
+has found the log written under the challenge's link rule.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -171,3 +173,32 @@ def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: 
     (``progress`` is taken for the same signature; the replay shows none)."""
     entries = storage.verify_chain(challenge.identity())
     return replayed(challenge, storage, secret_seed, entries).states, len(entries)
+
+
+def link_record(challenge: Challenge) -> str:
+    """The link rule and threshold a log is written under, as its metadata keeps them (``off``: none)."""
+    rule = challenge.link_rule()
+    if rule is None:
+        return "off"
+    return json.dumps({**rule.record(), "threshold": challenge.link_threshold()}, sort_keys=True)
+
+
+def check_link_record(challenge: Challenge, storage: Storage) -> bool:
+    """Whether the log records the challenge's link rule (no record counts as ``off``; False: it
+    records another and has no entry, so the caller may record the challenge's). A log with entries written under another rule is refused, one
+    line naming the challenge file and both rules, since its links would not replay; one of the old
+    rule on public rows (its record has ``alpha``) says so, since no rules can bring that back."""
+    expected = link_record(challenge)
+    recorded = storage.meta_value("link_rule")
+    if (recorded or "off") == expected:
+        return True
+    if not storage.length():
+        return False
+    if '"alpha"' in (recorded or ""):
+        raise StorageError(f"{challenge.path}: the log was written with the link rule {recorded}, the old rule on "
+                           f"differing public rows (its decision depended on the split); this version links on "
+                           f"differing holdout rows ({expected}): finish the challenge with the ladderlab that "
+                           "began it, or start a new log")
+    raise StorageError(f"{challenge.path}: the log was written with the link rule {recorded or 'off'}, the challenge "
+                       f"file now gives {expected} (rules.link or its parameters): put the rules back, or start a "
+                       "new log")
