@@ -38,9 +38,8 @@ the old rule links where the new one does not only when d ≤ c and D ≥ ⌈p�
 own false-link event: for submissions made without knowing the split, d is hypergeometric
 (n draws from N rows of which D differ), its CDF at c falls as D grows, and the event has
 probability at most α/K per comparison, at most α over a pair's K comparisons (Bonferroni). A
-Sybil does not know the split, so a small d came from a small D, and every pair the old rule could
-have caught with D ≤ t (d ≤ D ≤ t) is now caught with certainty, including those it missed when d
-exceeded c.
+Sybil does not know the split, so a small d came from a small D; and every comparison with D ≤ t,
+which the old rule caught only when d ≤ c, now links with certainty.
 
 **What it does not catch.** A Sybil whose accounts submit unrelated predictions (boosting's random
 probes differ from each other on half the rows), or that keeps its accounts at least ⌈p₀N⌉ rows
@@ -197,7 +196,7 @@ class Linker:
         """Compare ``account``'s new submission (``row``) with the latest of every account
         outside its group, link where they differ on at most ``threshold`` rows, and return the keeper
         whose state answers the submission."""
-        if self.threshold >= 0 and self.seen is not None and self.seen.any():
+        if self.seen is not None and self.seen.any():
             candidates = np.flatnonzero(self.seen)
             own = self.keeper(account)
             candidates = candidates[[self.keeper(int(other)) != own for other in candidates]]
@@ -217,7 +216,7 @@ class Linker:
         submits in between, so one comparison of every row with every other account's latest,
         made now, holds for the whole sequence."""
         quiet = np.ones(rows.shape[0], dtype=bool)
-        if self.threshold < 0 or self.latest is None or self.seen is None or not self.seen.any():
+        if self.latest is None or self.seen is None or not self.seen.any():
             return quiet
         own = self.keeper(account)
         outside = np.flatnonzero(self.seen & (np.array(self.groups()) != own))

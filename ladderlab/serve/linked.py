@@ -185,9 +185,10 @@ def link_record(challenge: Challenge) -> str:
 
 def check_link_record(challenge: Challenge, storage: Storage) -> bool:
     """Whether the log records the challenge's link rule (no record counts as ``off``; False: it
-    records another and has no entry, so the caller may record the challenge's). A log with entries written under another rule is refused, one
-    line naming the challenge file and both rules, since its links would not replay; one of the old
-    rule on public rows (its record has ``alpha``) says so, since no rules can bring that back."""
+    records another and has no entry, so the caller may record the challenge's). A log with entries
+    written under another rule is refused, one line naming the challenge file and both rules, since
+    its links would not replay; one of the old rule on public rows (its record has ``alpha``) says
+    so, since no rules can bring that back."""
     expected = link_record(challenge)
     recorded = storage.meta_value("link_rule")
     if (recorded or "off") == expected:
