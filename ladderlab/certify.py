@@ -48,7 +48,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -760,7 +760,7 @@ def certify(
         "n": n,
         "budgets": budgets,
         "accounts": accounts,
-        **({"link": _link_text(), "link_rule": asdict(LinkRule())} if link else {}),
+        **({"link": _link_text(), "link_rule": LinkRule().record()} if link else {}),
         "replications": replications,
         "confidence": confidence,
         "seed": seed,
@@ -1089,6 +1089,6 @@ def _probability_text(probability: dict[str, float]) -> str:
 def _link_text() -> str:
     """What the certificate says of the linking wrapper (:mod:`ladderlab.linking`)."""
     rule = LinkRule()
-    return (f"accounts whose submissions differ on few enough public rows share one mechanism state and one budget from "
-            f"the submission that links them (honest accounts that differ on at least {rule.min_disagreement:g} of the "
-            f"holdout rows are linked with probability at most {rule.alpha:g} per pair)")
+    return (f"accounts whose submissions differ on fewer than {rule.min_disagreement:g} of the holdout rows share one "
+            f"mechanism state and one budget from the submission that links them; the decision never depends on which "
+            f"rows are public, and honest accounts whose submissions differ on at least that share are never linked")

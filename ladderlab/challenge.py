@@ -61,7 +61,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
-from ladderlab.linking import LinkRule, pair_comparisons
+from ladderlab.linking import LinkRule
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
 from ladderlab.params import INT64_LIMIT
@@ -76,8 +76,8 @@ from ladderlab.workload import challenge_work, file_reading_work, refuse_if_too_
 
 SCHEMA_VERSION = 1
 Number = FiniteFloat
-LINK_PARAMETERS = ("alpha", "min_disagreement", "tolerance")
-"""The :class:`~ladderlab.linking.LinkRule` parameters the rules (``link_alpha``, …) and a certificate give."""
+LINK_PARAMETERS = ("min_disagreement", "tolerance")
+"""The :class:`~ladderlab.linking.LinkRule` parameters the rules (``link_min_disagreement``, …) and a certificate give."""
 SPLIT_VALUES = ("public", "final")
 SELECTION_RULES = ("last", "best-public")
 RESERVED_TEAM_NAMES = ("organiser",)
@@ -137,8 +137,7 @@ class RulesTable(StrictModel):
                                 description="accounts (teams) the rules let one participant hold")
     link: StrictBool = Field(default=False, description="link accounts whose submissions are near-identical: one "
                                                         "mechanism state and one budget per group (docs/serve.md#linking)")
-    link_alpha: Number | None = Field(default=None, gt=0, lt=1, description="the link rule's alpha (default: the "
-                                                                           "certificate's)")
+    link_alpha: Any = Field(default=None, description="refused: the link rule has no alpha any more")
     link_min_disagreement: Number | None = Field(default=None, gt=0, lt=1, description="the link rule's "
                                                  "min_disagreement (default: the certificate's)")
     link_tolerance: Number | None = Field(default=None, ge=0, description="the link rule's tolerance (default: the "
@@ -182,6 +181,14 @@ class RulesTable(StrictModel):
                                            or not 1 <= value < INT64_LIMIT):
             raise ValueError(f"give 'last', 'best-public' or a whole number k ≥ 1 of team-selected submissions, "
                              f"got {value!r}")
+        return value
+
+    @field_validator("link_alpha")
+    @classmethod
+    def _no_link_alpha(cls, value: Any) -> Any:
+        """The old link rule's level: refused with the reason (:class:`~ladderlab.linking.LinkRule`)."""
+        if value is not None:
+            LinkRule(alpha=value)
         return value
 
     @model_validator(mode="after")
@@ -414,14 +421,11 @@ class Challenge:
         return LinkRule(**values)
 
     def link_threshold(self) -> int:
-        """The most differing public rows that link two submissions (:meth:`LinkRule.threshold`), each
-        pair of accounts compared at most ``pair_comparisons(per_team_budget)`` times."""
+        """The most differing holdout rows that link two submissions (:meth:`LinkRule.threshold`)."""
         rule = self.link_rule()
-        budget = self.per_team_budget()
-        if rule is None or budget is None:
-            raise ChallengeError(f"{self.path}: rules.link = true needs a bound on a team's submissions (rules.total, "
-                                 "or rules.per_day with start and end): the link rule's level is split over them")
-        return rule.threshold(int(self.split.y_holdout.size), int(self.split.public_rows.size), pair_comparisons(budget))
+        if rule is None:
+            raise ChallengeError(f"{self.path}: the rules link nothing (rules.link = false): no link threshold")
+        return rule.threshold(int(self.split.y_holdout.size))
 
     def max_upload_bytes(self) -> int:
         """The largest upload the server reads."""
@@ -737,9 +741,10 @@ def _certificate(challenge: Challenge) -> tuple[Path, dict[str, Any]]:
 
 
 def certified_link_rule(challenge: Challenge) -> LinkRule | None:
-    """The link rule of the challenge's certificate (``certify --accounts A --link``): its recorded
-    ``link_rule``, or the default rule for a certificate that records ``link`` only (made before
-    the rule's parameters were recorded, always with the default); None without one."""
+    """The link rule of the challenge's certificate (``certify --accounts A --link``, its recorded
+    ``link_rule``); None without one. A certificate of the old rule on public rows (its
+    ``link_rule`` has ``alpha``, or it records ``link`` only) is refused: it does not speak for
+    this rule (docs/decisions.md#serve-link-probe)."""
     if challenge.spec.mechanism.certificate is None:
         return None
     path, certificate = _certificate(challenge)
@@ -747,10 +752,10 @@ def certified_link_rule(challenge: Challenge) -> LinkRule | None:
         return None
     recorded = certificate.get("link_rule", {})
     try:
-        return LinkRule(**{name: recorded[name] for name in LINK_PARAMETERS if name in recorded})
+        return LinkRule.from_record(recorded)
     except (ValueError, TypeError) as error:
-        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: 'link_rule' = {recorded!r}: "
-                             f"{error}") from None
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: {error}: certify again with "
+                             f"--link") from None
 
 
 def _account_problems(challenge: Challenge, certificate: dict[str, Any], path: Path) -> list[str]:

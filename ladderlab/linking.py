@@ -4,42 +4,52 @@ A leaderboard's guarantee holds per mechanism state, so an attacker who register
 states. The organiser sees every account's submissions; the typical Sybil runs one model (or one
 hill climb) on many accounts, so its accounts submit the same or near-identical predictions. A
 :class:`LinkRule` links two accounts when one submission of one and the latest submission of the
-other differ on at most ``threshold`` public rows; linked accounts are answered by one mechanism
+other differ on fewer than ⌈p₀N⌉ of the N holdout rows; linked accounts are answered by one mechanism
 state and share one budget from that submission on (:func:`ladderlab.competition.play_competition`'s
 ``link``: a group's submissions beyond one account's cap, or beyond one account's daily quota in a
 round, are refused, answered with the state's last release; :meth:`Linker.charge`).
 
-**The statistic and its null.** For two submissions a and b (predictions on every holdout row), let
-D be the number of holdout rows, of N, where they differ (``|a − b| > tolerance`` in any column) and
-d the number of those among the n public rows. If the submissions were made without knowing which
-holdout rows are public, d is hypergeometric: n draws without replacement from N rows of which D
-differ. The assumption that defines an honest pair is that two different teams' predictions differ
-on at least a share ``min_disagreement`` = p₀ of the holdout rows (D ≥ ⌈p₀N⌉); the hypergeometric CDF
-at any c falls as D grows, so under it P(d ≤ c) ≤ H(c) = HypergeomCDF(c; N, ⌈p₀N⌉, n), exactly.
-The labels play no part: agreement in *errors* is not independent between honest teams (both find
-the hard rows hard), agreement in *predictions* beyond 1 − p₀ is what one model on two accounts gives.
+**The statistic.** For two submissions a and b (predictions on every holdout row), D is the number
+of holdout rows where they differ (``|a − b| > tolerance`` in any column); the rule links when
+D ≤ t = ⌈p₀N⌉ − 1, p₀ = ``min_disagreement`` (:meth:`LinkRule.threshold`). D is a function of the two
+prediction vectors, N, p₀ and the tolerance: neither the labels nor which rows are public enter it.
+Whatever a participant submits, the link decision is the same under every public/final split (under
+any permutation of which rows are public), so observing it teaches nothing about the split. The
+rule this replaces counted d, the differing *public* rows, and linked when d was at most a
+hypergeometric quantile: a probe that changed t known-public rows and one row r was linked exactly
+when r was final (docs/decisions.md#serve-link-probe).
 
-**The false-link rate.** An account's submission is compared with the latest submission of every
-account not already in its group, so a pair of accounts is compared at most ``comparisons`` times
-(each of their submissions once: 2 · (the rules' cap + 1) in a competition). The per-comparison
-threshold is the largest c with H(c) ≤ α / comparisons (Bonferroni), so an honest pair is ever
-linked with probability at most α (``alpha``, per pair of accounts), whatever the dependence
-between the comparisons. With fewer public rows than that level allows (H(0) > α / comparisons)
-the threshold is −1 and nothing is linked. The guarantee needs the assumption on p₀, a uniformly random public split (every
-task's, and the rules' ``public_fraction``; not a challenge's ``split.column``) and predictions that
-do not depend on which rows are public; adaptive honest teams (the natural analysts, who learn from
-released scores) are covered by the tests' measured rates (``tests/test_linking.py``), not by
-the theorem.
+**Honest pairs are never linked.** The assumption that defines an honest pair is that two different
+teams' submissions differ on at least a share p₀ of the holdout rows, D ≥ ⌈p₀N⌉ > t, for every pair
+of their submissions that the rule compares. Under it the rule links no honest pair, with certainty:
+for every split, every number of comparisons and adaptive teams too (the rule it replaces needed
+the predictions not to depend on the split, and split a level α over the comparisons). There is
+nothing left for a level to bound, so the rule has no ``alpha``: a rule, rules table or
+certificate that gives one is refused (:meth:`LinkRule.from_record`). Where the assumption fails,
+honest teams are linked: the tests measure how often for the independently trained ``improving``
+teams and for the natural analysts, whose models can coincide (``tests/test_linking.py``). The
+labels play no part: agreement in *errors* is not independent between honest teams (both find the
+hard rows hard); agreement in *predictions* beyond 1 − p₀ is what one model on two accounts gives.
+
+**Sybils are caught at least as often, up to the old rule's α.** Compare, for the same two
+submissions, the old decision (d ≤ c, c the largest count with HypergeomCDF(c; N, ⌈p₀N⌉, n) ≤ α/K,
+K comparisons per pair) and the new one (D ≤ t). When D ≤ t the new rule links whatever d is. So
+the old rule links where the new one does not only when d ≤ c and D ≥ ⌈p₀N⌉, which is the old rule's
+own false-link event: for submissions made without knowing the split, d is hypergeometric
+(n draws from N rows of which D differ), its CDF at c falls as D grows, and the event has
+probability at most α/K per comparison, at most α over a pair's K comparisons (Bonferroni). A
+Sybil does not know the split, so a small d came from a small D; and every comparison with D ≤ t,
+which the old rule caught only when d ≤ c, now links with certainty.
 
 **What it does not catch.** A Sybil whose accounts submit unrelated predictions (boosting's random
-probes differ from each other on half the rows) agrees with nothing beyond chance and is never
-linked: only a budget per person (identity checks) bounds it.
+probes differ from each other on half the rows), or that keeps its accounts at least ⌈p₀N⌉ rows
+apart, is never linked: only a budget per person (identity checks) bounds it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,57 +57,73 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 
 _COMPARISON_ELEMENTS = 1 << 22
-"""Elements of one block of :meth:`Linker.cannot_link`'s comparison (submissions × accounts × public rows)."""
+"""Elements of one block of :meth:`Linker.cannot_link`'s comparison (submissions × accounts × holdout rows)."""
+
+
+RULE_NAME = "differing-holdout-rows"
+"""What identifies the rule in a certificate's ``link_rule`` and a service log's record
+(:meth:`LinkRule.record`): records without it were written by the rule on public rows, whose
+decision depended on the split; they are refused, never read as this rule."""
 
 
 @dataclass(frozen=True)
 class LinkRule:
-    """When two accounts are linked (module docstring): ``alpha`` is the chance that an honest pair
-    of accounts (differing on at least ``min_disagreement`` of the holdout rows) is ever linked;
-    rows differ when their predictions differ by more than ``tolerance`` (0: exactly)."""
+    """When two accounts are linked (module docstring): when two submissions differ on fewer than
+    ``min_disagreement`` = p₀ of the holdout rows, rows differing when their predictions differ by
+    more than ``tolerance`` (0: exactly). An honest pair (every two of its submissions differ on at
+    least p₀ of the holdout rows) is never linked; ``alpha``, the old rule's level, is refused."""
 
-    alpha: float = 0.01
     min_disagreement: float = 0.05
     tolerance: float = 0.0
+    alpha: InitVar[object] = None
 
-    def __post_init__(self) -> None:
-        for name in ("alpha", "min_disagreement"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-                raise ValueError(f"link rule: {name} must lie in (0, 1), got {value!r}")
+    def __post_init__(self, alpha: object) -> None:
+        if alpha is not None:
+            raise ValueError(f"link rule: alpha = {alpha!r} is no longer a parameter: the rule counts the differing "
+                             "holdout rows, not the public ones, and links no pair that differs on at least "
+                             "min_disagreement of them, so there is no false-link rate to set "
+                             "(docs/decisions.md#serve-link-probe)")
+        value = self.min_disagreement
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise ValueError(f"link rule: min_disagreement must lie in (0, 1), got {value!r}")
         if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float)) or not self.tolerance >= 0:
             raise ValueError(f"link rule: tolerance must be a number ≥ 0, got {self.tolerance!r}")
 
-    def threshold(self, holdout: int, public: int, comparisons: int) -> int:
-        """The largest number of differing public rows that links, at ``comparisons`` comparisons per
-        pair of accounts, with ``public`` of ``holdout`` rows public (−1: nothing links)."""
-        from scipy.stats import hypergeom  # imported when a competition links: it is slow to import
+    def threshold(self, holdout: int) -> int:
+        """The most differing rows, of ``holdout`` holdout rows, that link: ⌈p₀N⌉ − 1."""
+        if holdout < 1:
+            raise ValueError(f"threshold: need holdout ≥ 1 rows, got {holdout}")
+        return math.ceil(self.min_disagreement * holdout) - 1
 
-        if not 1 <= public <= holdout or comparisons < 1:
-            raise ValueError(f"threshold: need 1 ≤ public ≤ holdout and comparisons ≥ 1, got {public}, {holdout}, "
-                             f"{comparisons}")
-        level = self.alpha / comparisons
-        differing = math.ceil(self.min_disagreement * holdout)
-        cdf = hypergeom.cdf(np.arange(public + 1), holdout, differing, public)
-        below = np.flatnonzero(cdf <= level)
-        return int(below[-1]) if below.size else -1
+    def record(self) -> dict[str, object]:
+        """The rule as certificates and service logs keep it (:data:`RULE_NAME` names it)."""
+        return {"rule": RULE_NAME, "min_disagreement": self.min_disagreement, "tolerance": self.tolerance}
 
-
-def pair_comparisons(cap: int) -> int:
-    """How many times two accounts of ``cap`` submissions each can be compared: once for each
-    submission of either, the final one (outside the caps) included."""
-    return 2 * (cap + 1)
+    @classmethod
+    def from_record(cls, record: object) -> LinkRule:
+        """The rule a :meth:`record` describes; ValueError, one line naming the difference, for a
+        record of another rule, such as the old one on public rows (with ``alpha``)."""
+        if not isinstance(record, dict):
+            raise ValueError(f"a link rule is a JSON object, got {record!r}")
+        if record.get("rule") != RULE_NAME:
+            old = {key: record[key] for key in ("alpha", "min_disagreement") if key in record}
+            raise ValueError(f"the link rule {old or record} is the old rule on differing public rows (its decision "
+                             f"depended on the split), not {RULE_NAME!r} (docs/decisions.md#serve-link-probe)")
+        unknown = sorted(set(record) - {"rule", "min_disagreement", "tolerance"})
+        if unknown:
+            raise ValueError(f"the link rule has no parameter {unknown[0]!r}")
+        return cls(**{key: value for key, value in record.items() if key != "rule"})
 
 
 def differing_rows(latest: FloatArray, row: FloatArray, tolerance: float) -> NDArray[np.int64]:
-    """For each row of ``latest`` (accounts × public rows [× classes]), the public rows where it
-    differs from ``row`` by more than ``tolerance`` (:func:`differing_counts` of one submission)."""
+    """For each row of ``latest`` (accounts × holdout rows [× classes]), the rows where it differs
+    from ``row`` by more than ``tolerance`` (:func:`differing_counts` of one submission)."""
     return differing_counts(latest, row[None], tolerance)[0]
 
 
 def differing_counts(latest: FloatArray, rows: FloatArray, tolerance: float) -> NDArray[np.int64]:
-    """For each submission of ``rows`` (submissions × public rows [× classes]) and each row of
-    ``latest`` (accounts × public rows [× classes]), the public rows where they differ by more than
+    """For each submission of ``rows`` (submissions × holdout rows [× classes]) and each row of
+    ``latest`` (accounts × holdout rows [× classes]), the rows where they differ by more than
     ``tolerance``: submissions × accounts. At tolerance 0 that is ``!=`` (for finite floats, a − b = 0
     only when a = b, subnormals included), without the difference's temporaries: a tenth of the time."""
     far = rows[:, None] != latest[None] if tolerance == 0 else np.abs(rows[:, None] - latest[None]) > tolerance
@@ -109,7 +135,7 @@ def differing_counts(latest: FloatArray, rows: FloatArray, tolerance: float) -> 
 @dataclass
 class Link:
     """A link made: ``account``'s submission number ``submission`` (its own count, from 0) differed
-    from ``other``'s latest on ``differing`` public rows, in ``round``."""
+    from ``other``'s latest on ``differing`` holdout rows, in ``round``."""
 
     account: int
     other: int
@@ -125,11 +151,14 @@ class Linker:
     A group is answered by the mechanism state of its *keeper*: when groups merge, the keeper of
     the group that has made the most submissions (``answered``; on ties, the lowest account), so a
     Sybil that probes on throwaway accounts and then submits on a fresh main one is answered by
-    the state its probes wore out, not by a fresh one."""
+    the state its probes wore out, not by a fresh one. Submissions are predictions on every one
+    of the ``holdout`` rows, in one order: which of them are public plays no part."""
 
     rule: LinkRule
     accounts: int
-    threshold: int
+    holdout: int
+    threshold: int = field(init=False)
+    """The most differing holdout rows that link (:meth:`LinkRule.threshold`)."""
     parent: list[int] = field(init=False)
     answered: list[int] = field(init=False)
     made: list[int] = field(init=False)
@@ -143,6 +172,7 @@ class Linker:
     seen: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
+        self.threshold = self.rule.threshold(self.holdout)
         self.parent = list(range(self.accounts))
         self.answered = [0] * self.accounts
         self.made = [0] * self.accounts
@@ -162,31 +192,31 @@ class Linker:
         """Every account's keeper."""
         return [self.keeper(account) for account in range(self.accounts)]
 
-    def observe(self, account: int, public_row: FloatArray, round_: int = 0) -> int:
-        """Compare ``account``'s new submission (its public columns) with the latest of every account
+    def observe(self, account: int, row: FloatArray, round_: int = 0) -> int:
+        """Compare ``account``'s new submission (``row``) with the latest of every account
         outside its group, link where they differ on at most ``threshold`` rows, and return the keeper
         whose state answers the submission."""
-        if self.threshold >= 0 and self.seen is not None and self.seen.any():
+        if self.seen is not None and self.seen.any():
             candidates = np.flatnonzero(self.seen)
             own = self.keeper(account)
             candidates = candidates[[self.keeper(int(other)) != own for other in candidates]]
             if candidates.size:  # every account's count at once: cheaper than gathering the candidates' rows
-                counts = differing_rows(self.latest, public_row, self.rule.tolerance)[candidates]
+                counts = differing_rows(self.latest, row, self.rule.tolerance)[candidates]
                 for other, count in zip(candidates[counts <= self.threshold].tolist(),
                                         counts[counts <= self.threshold].tolist()):
                     if self.keeper(other) != self.keeper(account):
                         self.links.append(Link(account, other, self.made[account], round_, int(count)))
                         self._merge(account, other)
-        return self.observe_unlinked(account, public_row[None])
+        return self.observe_unlinked(account, row[None])
 
-    def cannot_link(self, account: int, public_rows: FloatArray) -> NDArray[np.bool_]:
-        """For each of ``account``'s next submissions (rows of ``public_rows``, in order), whether
+    def cannot_link(self, account: int, rows: FloatArray) -> NDArray[np.bool_]:
+        """For each of ``account``'s next submissions (rows of ``rows``, in order), whether
         :meth:`observe` would link it to nothing: no account outside its group has a latest
         submission within the threshold of it. Links only grow the group, and no other account
         submits in between, so one comparison of every row with every other account's latest,
         made now, holds for the whole sequence."""
-        quiet = np.ones(public_rows.shape[0], dtype=bool)
-        if self.threshold < 0 or self.latest is None or self.seen is None or not self.seen.any():
+        quiet = np.ones(rows.shape[0], dtype=bool)
+        if self.latest is None or self.seen is None or not self.seen.any():
             return quiet
         own = self.keeper(account)
         outside = np.flatnonzero(self.seen & (np.array(self.groups()) != own))
@@ -194,23 +224,23 @@ class Linker:
             return quiet
         latest = self.latest[outside]
         step = max(1, _COMPARISON_ELEMENTS // latest.size)
-        for start in range(0, public_rows.shape[0], step):
-            counts = differing_counts(latest, public_rows[start : start + step], self.rule.tolerance)
+        for start in range(0, rows.shape[0], step):
+            counts = differing_counts(latest, rows[start : start + step], self.rule.tolerance)
             quiet[start : start + step] = (counts > self.threshold).all(axis=1)
         return quiet
 
-    def observe_unlinked(self, account: int, public_rows: FloatArray) -> int:
-        """:meth:`observe` for each row of ``public_rows`` in order, given that none links
+    def observe_unlinked(self, account: int, rows: FloatArray) -> int:
+        """:meth:`observe` for each row of ``rows`` in order, given that none links
         (:meth:`cannot_link`): the bookkeeping of them all at once; the keeper that answers them."""
         if self.latest is None:
-            self.latest = np.zeros((self.accounts, *public_rows.shape[1:]))
+            self.latest = np.zeros((self.accounts, *rows.shape[1:]))
             self.seen = np.zeros(self.accounts, dtype=bool)
         assert self.seen is not None
-        self.latest[account] = public_rows[-1]
+        self.latest[account] = rows[-1]
         self.seen[account] = True
-        self.made[account] += public_rows.shape[0]
+        self.made[account] += rows.shape[0]
         keeper = self.keeper(account)
-        self.answered[keeper] += public_rows.shape[0]
+        self.answered[keeper] += rows.shape[0]
         return keeper
 
     def charge(self, keeper: int, round_: int, cap: int, per_round: int, count: int = 1) -> int:

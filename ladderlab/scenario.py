@@ -58,6 +58,7 @@ from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, Valid
 
 from ladderlab.duel import incompatibility, spec
 from ladderlab.grid import expand, grid_values
+from ladderlab.linking import LinkRule
 from ladderlab.locations import anchored, location_free, plugin_reference
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.paper_values import PaperValue, locate
@@ -288,8 +289,8 @@ class Cell:
         parts: list[Any] = location_free([self.task, self.mechanism, self.attack, self.budget, self.oracle])
         if self.accounts != 1:
             parts.append({"accounts": self.accounts})
-        if self.link:
-            parts.append({"link": True})
+        if self.link:  # the rule's record: a result of another link rule (the old one on public rows) is another file
+            parts.append({"link": LinkRule().record()})
         text = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 

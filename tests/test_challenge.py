@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from ladderlab import challenge as challenges
+from ladderlab.linking import LinkRule
 from ladderlab.challenge import ChallengeError, certificate_problems
 from tests.serve_helpers import write_challenge
 
@@ -105,7 +106,8 @@ BAD = [
     (_replace('name = "beta"', 'name = "Alpha"'), "team 'Alpha' is listed twice"),
     (_replace('scorer = "zero-one"', 'scorer = "zero-one"\nprediction_range = [1.0, 0.0]'), "prediction_range must be"),
     (lambda path: path.write_text(path.read_text() + "\n[[["), "not valid TOML"),
-    (_replace("per_day = 1000", "per_day = 1000\nlink = true\nlink_alpha = 1.5"), "rules.link_alpha"),
+    (_replace("per_day = 1000", "per_day = 1000\nlink = true\nlink_alpha = 0.01"),
+     "test.toml: rules.link_alpha: link rule: alpha = 0.01 is no longer a parameter"),
     (_replace("per_day = 1000", "per_day = 1000\nlink_tolerance = 0.1"),
      "link_tolerance = 0.1 is a parameter of linking: set link = true"),
 ]
@@ -162,10 +164,10 @@ def test_a_certificate_covers_the_same_mechanism_on_a_holdout_as_large_at_a_budg
     ({"accounts": 3}, "total = 300\naccounts = 4", "hold 4 accounts (rules.accounts), more than the certificate's 3"),
     ({"accounts": 3, "link": "linked when …"}, "total = 300\naccounts = 2",
      "assumed a participant's accounts linked (certify --accounts 3 --link), the rules link none of the 2"),
-    ({"accounts": 3, "link": "linked when …", "link_rule": {"alpha": 0.01, "min_disagreement": 0.05, "tolerance": 0.0}},
-     "total = 300\naccounts = 2\nlink = true\nlink_alpha = 0.02",
-     "rules.link_alpha = 0.02 is not the certificate's link rule's 0.01"),
-    ({"accounts": 3, "link": "linked when …", "link_rule": {"alpha": 0.01, "min_disagreement": 0.1, "tolerance": 0.0}},
+    ({"accounts": 3, "link": "linked when …", "link_rule": LinkRule().record()},
+     "total = 300\naccounts = 2\nlink = true\nlink_tolerance = 0.1",
+     "rules.link_tolerance = 0.1 is not the certificate's link rule's 0.0"),
+    ({"accounts": 3, "link": "linked when …", "link_rule": LinkRule(min_disagreement=0.1).record()},
      "total = 300\naccounts = 2\nlink = true\nlink_min_disagreement = 0.05",
      "rules.link_min_disagreement = 0.05 is not the certificate's link rule's 0.1"),
 ])
@@ -217,27 +219,39 @@ def test_a_certificate_for_the_scorer_on_a_range_that_contains_the_challenges_co
     ({"accounts": 3}, "total = 300\naccounts = 3"),
     ({"accounts": 3}, "total = 300\naccounts = 2"),
     ({"accounts": 3, "link": "linked when …"}, "total = 300"),  # one account: nothing to link
-    ({"accounts": 3, "link": "linked when …"}, "total = 300\naccounts = 3\nlink = true"),
-    ({"accounts": 3, "link": "linked when …", "link_rule": {"alpha": 0.02, "min_disagreement": 0.1, "tolerance": 0.0}},
-     "total = 300\naccounts = 2\nlink = true\nlink_alpha = 0.02"),
+    ({"accounts": 3, "link": "linked when …", "link_rule": LinkRule().record()}, "total = 300\naccounts = 3\nlink = true"),
+    ({"accounts": 3, "link": "linked when …", "link_rule": LinkRule(min_disagreement=0.1).record()},
+     "total = 300\naccounts = 2\nlink = true\nlink_min_disagreement = 0.1"),
 ])
 def test_a_certificate_of_at_least_the_rules_accounts_covers_them(tmp_path, changes, rules):
     assert certificate_problems(_certified(tmp_path, rules=rules, **changes)) == []
 
 
 def test_the_service_links_with_the_certificates_rule_where_the_rules_give_none(tmp_path):
-    recorded = {"alpha": 0.02, "min_disagreement": 0.1, "tolerance": 0.5}
+    recorded = LinkRule(min_disagreement=0.1, tolerance=0.5).record()
     challenge = _certified(tmp_path, rules="total = 300\naccounts = 2\nlink = true\nlink_tolerance = 0.5",
                            accounts=2, link="linked when …", link_rule=recorded)
-    rule = challenge.link_rule()
-    assert (rule.alpha, rule.min_disagreement, rule.tolerance) == (0.02, 0.1, 0.5)
-    assert challenge.link_threshold() == rule.threshold(400, 200, 2 * (300 + 1))
+    assert challenge.link_rule() == LinkRule(min_disagreement=0.1, tolerance=0.5)
+    assert challenge.link_threshold() == 39  # ⌈0.1 · 400 holdout rows⌉ − 1, whatever the caps
 
 
-def test_linking_without_a_bound_on_a_teams_submissions_is_refused_by_name(tmp_path):
+def test_linking_needs_no_bound_on_a_teams_submissions(tmp_path):
     challenge = challenges.load(write_challenge(tmp_path, rules="per_day = 10\naccounts = 2\nlink = true"))
-    with pytest.raises(challenges.ChallengeError, match="rules.link = true needs a bound on a team's submissions"):
-        challenge.link_threshold()
+    assert challenge.link_threshold() == 19
+
+
+@pytest.mark.parametrize("recorded", [{"link_rule": {"alpha": 0.01, "min_disagreement": 0.05, "tolerance": 0.0}}, {}])
+def test_a_certificate_of_the_old_link_rule_on_public_rows_is_refused_by_name(tmp_path, recorded):
+    """Made before the rule counted holdout rows (its rule has alpha, or it records none): it speaks
+    for a rule whose decision depended on the split, not for this one."""
+    challenge = _certified(tmp_path, rules="total = 300\naccounts = 2\nlink = true", accounts=2,
+                           link="linked when …", **recorded)
+    for ask in (certificate_problems, challenges.Challenge.link_rule):
+        with pytest.raises(challenges.ChallengeError) as refused:
+            ask(challenge)
+        message = str(refused.value)
+        assert "\n" not in message and "ladder.json: the link rule" in message and "is the old rule on differing public rows" in message
+        assert "certify again with --link" in message
 
 
 def test_a_challenge_without_a_certificate_is_not_covered(tmp_path):

@@ -1,12 +1,14 @@
-"""Linking a Sybil's accounts (issue 28, item 6): the near-identity rule's false-link rate on honest
-pairs and its detection of a one-model Sybil, each with an exact Clopper–Pearson bound over fixed
-seeds (never the global RNG), and the competition engine's ``link`` option."""
+"""Linking a Sybil's accounts (issue 28, item 6): the rule on differing holdout rows never depends on
+the split, links no honest pair and catches every one-model Sybil the rule on public rows caught
+(up to that rule's α), each rate with an exact Clopper–Pearson bound over fixed seeds (never the
+global RNG); and the competition engine's ``link`` option."""
 
+import dataclasses
 from typing import ClassVar
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -14,7 +16,7 @@ from ladderlab.accounts import probe_budget
 from ladderlab.attack import Attack
 from ladderlab.competition import Rules, TeamSpec, compete, play_competition
 from ladderlab.duel import spec
-from ladderlab.linking import Linker, LinkRule, differing_rows, pair_comparisons
+from ladderlab.linking import Linker, LinkRule, differing_rows
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.seeding import stream
 from tests.helpers import clopper_pearson
@@ -33,68 +35,80 @@ def lower_bound(successes: int, trials: int) -> float:
 
 
 HOLDOUT, PUBLIC, SUBMISSIONS = 1000, 400, 20
-RULE = LinkRule(alpha=0.05, min_disagreement=0.05)
-COMPARISONS = 2 * (SUBMISSIONS + 1)
+RULE = LinkRule(min_disagreement=0.05)
+EDGE = 50
+"""⌈p₀N⌉: the fewest holdout rows on which two honest submissions differ, by the rule's assumption."""
+OLD_ALPHA, COMPARISONS = 0.05, 2 * (SUBMISSIONS + 1)
+"""The rule on public rows that this one replaced: its level per pair, over a pair's comparisons."""
 
 
-def pair_linked(seed: int, rule: LinkRule, comparisons: int, differing: int) -> bool:
+def old_threshold() -> int:
+    """The replaced rule's threshold on differing *public* rows: the largest c with
+    HypergeomCDF(c; N, ⌈p₀N⌉, n) ≤ α / comparisons (−1: none)."""
+    cdf = stats.hypergeom.cdf(np.arange(PUBLIC + 1), HOLDOUT, EDGE, PUBLIC)
+    below = np.flatnonzero(cdf <= OLD_ALPHA / COMPARISONS)
+    return int(below[-1]) if below.size else -1
+
+
+def pair_outcomes(seed: int, differing: int) -> tuple[bool, bool]:
     """Two accounts on one population (a random public subset of the holdout) take turns: the first
     submits a random label vector, the second that vector with ``differing`` random holdout rows
-    changed. ``differing`` = ⌈p₀N⌉ is an honest pair at the edge of the rule's assumption, every one
-    of its comparisons as likely to link as the assumption allows; a small one is a one-model Sybil."""
+    changed. Whether the rule linked them, and whether the replaced rule on public rows would have
+    at some comparison (its differing public rows at most :func:`old_threshold`). ``differing`` =
+    ⌈p₀N⌉ is an honest pair at the edge of the assumption; a smaller one is a one-model Sybil."""
     rng = stream(seed, "test-linking", HOLDOUT, PUBLIC, differing)
     public = np.sort(rng.permutation(HOLDOUT)[:PUBLIC])
-    linker = Linker(rule, 2, rule.threshold(HOLDOUT, PUBLIC, comparisons))
+    linker, old, old_linked = Linker(RULE, 2, HOLDOUT), old_threshold(), False
     for _ in range(SUBMISSIONS + 1):
         first = rng.integers(0, 2, HOLDOUT).astype(float)
-        linker.observe(0, first[public])
+        linker.observe(0, first)
         second = first.copy()
         rows = rng.choice(HOLDOUT, differing, replace=False)
         second[rows] = 1 - second[rows]
-        linker.observe(1, second[public])
-    return linker.keeper(0) == linker.keeper(1)
+        old_linked |= int(np.count_nonzero(first[public] != second[public])) <= old
+        linker.observe(1, second)
+    return linker.keeper(0) == linker.keeper(1), old_linked
 
 
-def false_link_rate_holds(rule: LinkRule, comparisons: int, populations: int = 400) -> bool:
-    """True when the Clopper–Pearson upper bound of the rate at which honest pairs at the edge of the
-    assumption are linked is at most the rule's α."""
-    edge = int(np.ceil(rule.min_disagreement * HOLDOUT))
-    links = sum(pair_linked(seed, rule, comparisons, edge) for seed in range(populations))
-    return upper_bound(links, populations) <= rule.alpha
+def test_the_threshold_is_one_below_the_assumptions_least_disagreement():
+    assert RULE.threshold(HOLDOUT) == EDGE - 1
+    assert LinkRule(min_disagreement=0.001).threshold(100) == 0  # only identical submissions link
+    linker = Linker(RULE, 3, HOLDOUT)
+    linker.observe(0, np.zeros(HOLDOUT))
+    linker.observe(1, np.r_[np.ones(EDGE), np.zeros(HOLDOUT - EDGE)])
+    linker.observe(2, np.r_[np.zeros(EDGE), np.ones(EDGE - 1), np.zeros(HOLDOUT - 2 * EDGE + 1)])
+    assert linker.groups() == [0, 1, 0] and [(link.other, link.differing) for link in linker.links] == [(0, EDGE - 1)]
 
 
-def test_the_threshold_is_the_exact_hypergeometric_quantile_at_the_bonferroni_level():
-    c = RULE.threshold(HOLDOUT, PUBLIC, COMPARISONS)
-    cdf = stats.hypergeom.cdf([c, c + 1], HOLDOUT, 50, PUBLIC)
-    assert cdf[0] <= RULE.alpha / COMPARISONS < cdf[1]
-    assert LinkRule().threshold(100, 30, 20) == -1  # too few public rows to link anyone at that level
+def test_honest_pairs_at_the_edge_of_the_assumption_are_never_linked():
+    """Zero links in 400 populations of 21 submissions per account: the guarantee is exact. The rule
+    on public rows linked such pairs at up to its α, and one that links at D ≤ ⌈p₀N⌉ links them all."""
+    assert not any(pair_outcomes(seed, EDGE)[0] for seed in range(400))
 
 
-def test_honest_pairs_are_linked_at_most_at_the_stated_rate():
-    assert false_link_rate_holds(RULE, COMPARISONS)
+@pytest.mark.parametrize("differing", [0, 10, 25, EDGE - 1])
+def test_a_one_model_sybil_is_linked_whenever_the_rule_on_public_rows_could_link_it(differing):
+    """Accounts whose submissions differ on fewer than ⌈p₀N⌉ holdout rows are linked in every
+    population; the replaced rule on public rows caught them only while few enough differing rows
+    fell among the public ones (40 and 49 differing rows: in 57 and 5 of these 200 populations)."""
+    outcomes = [pair_outcomes(seed, differing) for seed in range(200)]
+    assert all(new for new, _ in outcomes)
+    assert lower_bound(sum(new for new, _ in outcomes), len(outcomes)) >= 0.97
 
 
-def test_a_rule_without_the_bonferroni_correction_fails_the_false_link_test():
-    """The same test rejects a wrong rule: α per comparison instead of per pair links most honest pairs."""
-    assert not false_link_rate_holds(RULE, 1, populations=100)
-
-
-def test_a_rule_that_links_everything_fails_the_false_link_test():
-    loose = LinkRule(alpha=0.05, min_disagreement=0.5)  # assumes honest teams differ on half the rows
-    assert not false_link_rate_holds(loose, COMPARISONS, populations=100)
-
-
-@pytest.mark.parametrize("differing", [0, 10])
-def test_a_one_model_sybil_is_linked_with_high_probability(differing):
-    """Accounts whose submissions are the same, or differ on 1 % of the holdout rows, are linked in
-    at least 95 % of populations (exact lower bound)."""
-    populations = 200
-    linked = sum(pair_linked(seed, RULE, COMPARISONS, differing) for seed in range(populations))
-    assert lower_bound(linked, populations) >= 0.95
+def test_the_old_rule_links_where_this_one_does_not_at_most_at_its_alpha():
+    """The docstring's coupling: on split-oblivious pairs whose differing rows straddle the edge
+    (uniform in 0 … 2⌈p₀N⌉), the old rule links a pair this one leaves alone at a rate whose exact
+    upper bound is below the old rule's α."""
+    outcomes = [pair_outcomes(seed, differing) for seed, differing in
+                enumerate(stream(7, "test-linking-straddle").integers(0, 2 * EDGE + 1, 300))]
+    missed = sum(old and not new for new, old in outcomes)
+    assert upper_bound(missed, len(outcomes)) <= OLD_ALPHA
+    assert sum(new for new, _ in outcomes) >= sum(old for _, old in outcomes)
 
 
 def test_the_keeper_is_the_group_that_made_the_most_submissions():
-    linker = Linker(RULE, 3, 5)
+    linker = Linker(RULE, 3, 10)  # threshold 0: identical submissions link
     row = np.zeros(10)
     for _ in range(3):
         assert linker.observe(1, row + np.arange(10)) == 1
@@ -104,10 +118,10 @@ def test_the_keeper_is_the_group_that_made_the_most_submissions():
 
 
 def test_continuous_predictions_differ_beyond_the_tolerance_only():
-    linker = Linker(LinkRule(tolerance=0.01), 2, 0)
+    linker = Linker(LinkRule(tolerance=0.01), 2, 3)  # threshold 0: only submissions within the tolerance link
     linker.observe(0, np.array([0.5, 0.25, 0.75]))
     assert linker.observe(1, np.array([0.505, 0.25, 0.75])) == 0
-    linker = Linker(LinkRule(), 2, 0)
+    linker = Linker(LinkRule(), 2, 3)
     linker.observe(0, np.array([0.5, 0.25, 0.75]))
     assert linker.observe(1, np.array([0.505, 0.25, 0.75])) == 1
 
@@ -125,9 +139,17 @@ def test_the_differing_rows_are_those_further_apart_than_the_tolerance(seed, tol
 
 
 def test_the_rule_is_checked():
-    for bad in ({"alpha": 0}, {"alpha": 1.5}, {"min_disagreement": True}, {"tolerance": -1}):
+    for bad in ({"min_disagreement": 0}, {"min_disagreement": 1.5}, {"min_disagreement": True}, {"tolerance": -1}):
         with pytest.raises(ValueError, match="link rule"):
             LinkRule(**bad)
+    with pytest.raises(ValueError, match="alpha = 0.01 is no longer a parameter: the rule counts the differing holdout"):
+        LinkRule(alpha=0.01)
+    assert LinkRule.from_record(LinkRule(0.1, 0.5).record()) == LinkRule(0.1, 0.5)
+    for old in ({"alpha": 0.01, "min_disagreement": 0.05, "tolerance": 0.0}, {}):
+        with pytest.raises(ValueError, match="is the old rule on differing public rows"):
+            LinkRule.from_record(old)
+    with pytest.raises(ValueError, match="no parameter 'alpha'"):
+        LinkRule.from_record({**LinkRule().record(), "alpha": 0.01})
     with pytest.raises(ValueError, match="LinkRule"):
         compete(task(), MECHANISMS.make("ladder"), [TeamSpec("boosting", {"k": 5})], Rules(rounds=1), link=0.05)
 
@@ -172,8 +194,9 @@ def sybil(seed, link, budget=10, accounts=3, policy=None, n=N, batched=True):
 
 
 def test_without_a_rule_nothing_changes():
-    plain, unlinked = sybil(3, None), sybil(3, LinkRule(alpha=1e-12, min_disagreement=0.01))
-    assert plain.links is None and unlinked.links == [] and unlinked.link_threshold == -1
+    boosting = TeamSpec("boosting", {"k": probe_budget(10, 3)}).attack()  # random probes: none identical
+    plain, unlinked = sybil(3, None, policy=boosting), sybil(3, LinkRule(min_disagreement=1e-9), policy=boosting)
+    assert plain.links is None and unlinked.links == [] and unlinked.link_threshold == 0
     np.testing.assert_array_equal(plain.released_final, unlinked.released_final)
     np.testing.assert_array_equal(plain.private, unlinked.private)
 
@@ -231,9 +254,45 @@ def test_a_hill_climbing_sybil_is_linked_whole_in_the_engine():
     assert lower_bound(whole, len(seeds)) >= 0.85
 
 
-def test_the_comparisons_count_every_submission_of_a_pair():
-    assert pair_comparisons(Rules(rounds=3, per_round=5).cap) == 32
-    assert sybil(0, RULE).link_threshold == RULE.threshold(3 * N, N, pair_comparisons(10))
+def test_the_engine_links_on_every_holdout_row():
+    assert sybil(0, RULE).link_threshold == RULE.threshold(3 * N) == 29
+
+
+class Straddler(Attack):
+    """One base vector, each submission it with a random number of rows changed, from none to
+    three times the rule's edge: some submissions link, some do not, whatever the releases say."""
+
+    id = "straddler"
+    reference = "test"
+
+    def __init__(self, rows: int = 30):
+        self.rows = rows
+
+    def run(self, board, data, rng):
+        base = rng.integers(0, 2, board.holdout_size).astype(float)
+        edge = RULE.threshold(board.holdout_size) + 1
+        for _ in range(self.rows):
+            row = base.copy()
+            changed = rng.choice(board.holdout_size, int(rng.integers(0, 3 * edge)), replace=False)
+            row[changed] = 1 - row[changed]
+            board.submit(row)
+        return base
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_the_links_do_not_depend_on_which_rows_are_public(seed):
+    """The same submissions under two public/final splits of one holdout (a permutation of which rows
+    are public, drawn from the seed) make the same links, submission by submission."""
+    split = task().split(stream(seed, "task", spec(task()), 0))
+    order = np.random.default_rng(seed).permutation(split.y_holdout.size)
+    moved = dataclasses.replace(split, public_rows=np.sort(order[:N]), final_rows=np.sort(order[N:]))
+    team = TeamSpec(Straddler(rows=probe_budget(10, 3)), accounts=3, label="sybil")
+    links = [[dataclasses.astuple(link) for link in
+              play_competition(population, MECHANISMS.make("ladder", eta=0.01), [team],
+                               Rules(rounds=1, per_round=10, selection="last"), seed, 0, spec(task()), link=RULE).links]
+             for population in (split, moved)]
+    assert links[0] == links[1]
 
 
 def test_a_certificate_against_a_linked_sybil(tmp_path):
@@ -277,16 +336,15 @@ def honest_populations_linked(rule: LinkRule, populations: int) -> int:
 
 
 def test_independently_trained_honest_teams_are_not_linked():
-    """The chance that some pair of a population is linked bounds each pair's: its exact upper bound
-    over 100 populations is below α = 0.05."""
-    rule = LinkRule(alpha=0.05)
-    assert upper_bound(honest_populations_linked(rule, 100), 100) <= rule.alpha
+    """Adaptive honest teams are outside the theorem's reach only where two of their submissions
+    come within ⌈p₀N⌉ rows; these never do: no population of 100 has a link, an exact upper bound
+    of 4.5 % on each pair's chance."""
+    assert upper_bound(honest_populations_linked(LinkRule(), 100), 100) <= 0.05
 
 
 @pytest.mark.slow
-def test_independently_trained_honest_teams_are_not_linked_at_the_default_rate():
-    rule = LinkRule()
-    assert upper_bound(honest_populations_linked(rule, 500), 500) <= rule.alpha
+def test_independently_trained_honest_teams_are_not_linked_at_the_paper_scale():
+    assert upper_bound(honest_populations_linked(LinkRule(), 500), 500) <= 0.01
 
 
 def test_the_accounts_table_gains_the_wrapper_column():

@@ -293,28 +293,35 @@ def test_serve_refuses_a_tampered_log_in_one_line_without_a_traceback(tmp_path, 
     service.storage.close()
 
 
-def test_a_sybil_learns_through_the_link_rule_whether_a_row_is_public(tmp_path):
-    """A known limit, not fixed (docs/serve.md#hostile): a probe that differs from another account's
-    latest submission on t public rows and one row r (t the rule's threshold) is linked exactly when
-    r is final, and the participant sees the link (past the group's caps: ``linked-cap``). A
-    public row costs one submission, a final one the account."""
-    path = write_challenge(tmp_path, rules="per_day = 1000\ntotal = 20\naccounts = 3\nlink = true")
-    service, tokens = open_service(path, f"sqlite:///{tmp_path / 'log.sqlite'}")
+def test_the_link_rules_probe_learns_nothing_about_the_split(tmp_path, database):
+    """The probe of docs/decisions.md#serve-link-probe, over HTTP: against another account's latest
+    submission, change t known-public rows (t the rule's threshold) and one more row r. The rule on
+    public rows linked exactly when r was final; now, for every r, no probe links (t + 1 holdout
+    rows differ), and with t − 1 known-public rows and r every probe links, r public or final."""
+    path = write_challenge(tmp_path, rules="per_day = 1000\ntotal = 1000\naccounts = 4\nlink = true",
+                           limits="max_upload_bytes = 4000000")
+    service, tokens = open_service(path, database)
     split, n = service.challenge.split, service.challenge.ids.size
     threshold = service.challenge.link_threshold()
-    known_public, public_row, final_row = split.public_rows[:threshold], split.public_rows[-1], split.final_rows[0]
+    known_public = split.public_rows[:threshold]
+    others = np.setdiff1d(np.arange(n), known_public)
 
-    def probe(row: int) -> np.ndarray:
+    def probe(known: np.ndarray, row: int) -> np.ndarray:
         changed = np.zeros(n)
-        changed[[*known_public, row]] = 1.0
-        return changed[None]
+        changed[[*known, row]] = 1.0
+        return changed
 
     with ThreadServer(service) as server:
-        assert upload(server.url, tokens["alpha"], np.zeros((20, n)))[0] == 201  # alpha's budget spent
-        status, answer = upload(server.url, tokens["beta"], probe(public_row))
-        assert status == 201, ("t + 1 public rows differ: no link", answer)
-        status, answer = upload(server.url, tokens["gamma"], probe(final_row))
-        assert (status, answer["reason"]) == (429, "linked-cap"), "t public rows differ: linked to alpha"
+        assert upload(server.url, tokens["alpha"], np.zeros((1, n)))[0] == 201
+        every_row = upload(server.url, tokens["beta"], np.stack([probe(known_public, row) for row in others]))
+        public_r = upload(server.url, tokens["gamma"], probe(known_public[:-1], split.public_rows[-1])[None])
+        final_r = upload(server.url, tokens["delta"], probe(known_public[:-1], split.final_rows[0])[None])
+    assert every_row[0] == public_r[0] == final_r[0] == 201, (every_row, public_r, final_r)
+    with service.storage.reading() as connection:
+        entries = service.storage.entries_after(connection, 0, with_links=True)
+    links = {team: [entry.links for entry in entries if entry.team == team] for team in ("beta", "gamma", "delta")}
+    assert len(links["beta"]) == others.size and not any(links["beta"]), "t + 1 rows differ: no r links"
+    assert links["gamma"][0][0] == links["delta"][0][0] == ("alpha", threshold), "t rows differ: every r links"
     service.storage.close()
 
 

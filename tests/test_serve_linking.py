@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ladderlab import challenge as challenges
-from ladderlab.linking import Linker, pair_comparisons
+from ladderlab.linking import Linker
 
 from ladderlab.serve import replay
 from ladderlab.serve.launch import ServerProcess
@@ -127,9 +127,34 @@ def test_rules_that_change_the_link_rule_of_a_written_log_are_refused(tmp_path):
     service, tokens = open_service(path, url, SECRET)
     with ThreadServer(service) as server:
         assert upload(server.url, tokens["alpha"], np.zeros((1, 400)))[0] == 201
-    path.write_text(path.read_text().replace("link = true", "link = true\nlink_alpha = 0.05"))
-    with pytest.raises(StorageError, match=r"the log was written with the link rule \{\"alpha\": 0.01"):
+    path.write_text(path.read_text().replace("link = true", "link = true\nlink_min_disagreement = 0.1"))
+    with pytest.raises(StorageError, match=r"the log was written with the link rule \{\"min_disagreement\": 0.05, "
+                                           r"\"rule\": \"differing-holdout-rows\", \"threshold\": 19"):
         open_service(path, url, SECRET)
+
+
+def test_a_log_written_under_the_old_link_rule_on_public_rows_is_refused_with_the_reason(tmp_path, capsys):
+    """Its links were decided on public rows; this version cannot replay them, and says why, when it
+    serves and when ``serve verify`` replays the log."""
+    path = write_challenge(tmp_path, rules=LINKED)
+    url = sqlite_url(tmp_path / "log.sqlite")
+    service, tokens = open_service(path, url, SECRET)
+    with ThreadServer(service) as server:
+        assert upload(server.url, tokens["alpha"], np.zeros((1, 400)))[0] == 201
+    service.storage.set_meta("link_rule", '{"alpha": 0.01, "min_disagreement": 0.05, "threshold": 2, "tolerance": 0.0}')
+    service.storage.close()
+    with pytest.raises(StorageError) as refused:
+        open_service(path, url, SECRET)
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message and '"alpha": 0.01' in message
+    assert "the old rule on differing public rows (its decision depended on the split)" in message
+    from ladderlab.cli import main
+
+    (tmp_path / "secret").write_text(f"{SECRET}\n")
+    capsys.readouterr()
+    assert main(["serve", "verify", str(path), "--database", url, "--secret", str(tmp_path / "secret")]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and error.startswith("ladderlab: error: ") and message in error, error
 
 
 def test_a_restart_after_kill_9_keeps_the_groups(tmp_path):
@@ -214,7 +239,7 @@ def _row_by_row(states: LinkedStates, team: str, P: np.ndarray, day: date) -> li
     account, outcomes = states.index[team], []
     for row in P:
         made = len(states.linker.links)
-        keeper = states.linker.observe(account, row[states.public_columns], day.toordinal())
+        keeper = states.linker.observe(account, row, day.toordinal())
         links = tuple((states.teams[link.other], link.differing) for link in states.linker.links[made:])
         key = SHARED if states.shared else states.teams[keeper]
         state = states._state(key)
@@ -302,13 +327,12 @@ def test_the_service_and_the_competition_engines_linker_form_the_same_groups(tmp
     with ThreadServer(service) as server:
         statuses = [upload(server.url, tokens[team], rows)[0] for team, rows, _ in plan]
     rule = challenge.link_rule()
-    engine = Linker(rule, len(teams), rule.threshold(challenge.split.y_holdout.size, challenge.split.public_rows.size,
-                                                     pair_comparisons(challenge.spec.rules.total)))
+    engine = Linker(rule, len(teams), challenge.split.y_holdout.size)
     expected = []
     for team, rows, _ in plan:
         for row in rows:
             made = len(engine.links)
-            keeper = engine.observe(teams.index(team), row[challenge.split.public_rows], 0)
+            keeper = engine.observe(teams.index(team), row, 0)
             refused = not engine.charge(keeper, 0, challenge.spec.rules.total, challenge.spec.rules.per_day)
             expected.append((team, tuple((teams[link.other], link.differing) for link in engine.links[made:]), refused))
     logged = _logged(service.storage)

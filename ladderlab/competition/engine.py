@@ -73,7 +73,7 @@ from ladderlab.competition.scoring import HoldoutScorer, Scores, population_scor
 from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
 from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
 from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
-from ladderlab.linking import Link, Linker, LinkRule, pair_comparisons
+from ladderlab.linking import Link, Linker, LinkRule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.competition.banks import LadderBank, Wave, make_bank
 from ladderlab.params import Constraint, Interval, Options, check_value
@@ -474,7 +474,7 @@ class CompetitionResult:
     """With ``link``: every link the rule made, in order (accounts by slot: a team's accounts are
     consecutive, in the result's team order of enrolment)."""
     link_threshold: int | None = None
-    """With ``link``: the most differing public rows that linked two submissions (−1: none could)."""
+    """With ``link``: the most differing holdout rows that linked two submissions."""
     account_groups: list[list[int]] | None = None
     """With ``link``: for each team, the keeper (the slot whose mechanism state answers it) of each of
     its accounts at the end, the main one first: a team whose accounts share one keeper was linked
@@ -659,8 +659,7 @@ class _Engine:
         self.bank = make_bank(self.mechanism, self._bind, len(self.slot_identities), vector=self.batched,
                               shared=self.shared)
         if self.link is not None:
-            threshold = self.link.threshold(self.holdout_size, int(self.split.public_rows.size), pair_comparisons(self.rules.cap))
-            self.linker = Linker(self.link, len(self.slot_identities), threshold)
+            self.linker = Linker(self.link, len(self.slot_identities), self.holdout_size)
         self.keep_losses = isinstance(self.bank, LadderBank) and self.bank.paired and self.holdout.keeps_loss_rows
 
     def _schedule(self, entry: TeamSpec, member: int) -> Schedule | None:
@@ -859,7 +858,7 @@ class _Wave:
         refused = np.zeros(total, dtype=bool)
         capped = self.round < engine.rules.rounds  # the final submissions are outside the caps
         for k, (start, stop, slot) in enumerate(segments):
-            block = public_columns(k)
+            block = self.parts[k][2]  # every holdout row: the link decision never depends on the split
             for i in range(stop - start):
                 state = states[start + i] = linker.observe(slot, block[i], self.round)
                 refused[start + i] = capped and not linker.charge(state, self.round, engine.rules.cap,

@@ -209,6 +209,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
                          f"{challenge.path}' starts one")
     try:
+        linked.check_link_record(challenge, storage)
         rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
         states, count = rebuild(challenge, storage, secret, progress=None)
         if args.anchor is not None:

@@ -2,10 +2,10 @@
 
 The rule and the guarantee are the simulation's (:mod:`ladderlab.linking`, as
 :func:`ladderlab.competition.play_competition` applies it with ``link=``): each submission's
-public-row predictions are compared, as one matrix, with the latest submission of every team
-outside its group (:meth:`Linker.observe`, O(A·m) for A teams and m public rows); teams are
-linked where they differ on at most the threshold's public rows, the threshold set by the rule
-with each pair compared at most ``pair_comparisons(per-team budget)`` times. A group is answered
+predictions on every holdout row are compared, as one matrix, with the latest submission of every
+team outside its group (:meth:`Linker.observe`, O(A·N) for A teams and N holdout rows); teams are
+linked where they differ on fewer than ⌈p₀N⌉ holdout rows, a decision that does not depend on
+which rows are public (docs/decisions.md#serve-link-probe). A group is answered
 by the mechanism state of its *keeper* (when two groups merge: the one that made the most
 submissions; on ties the team first in name order), and shares one total cap and one daily cap
 (:meth:`Linker.charge`, days are UTC days). A submission beyond the group's caps is *refused*: the
@@ -14,12 +14,14 @@ own caps and is its team's latest prediction for linking, as in the engine).
 
 Everything here is a function of the log in order: a restarted server, a second process and
 ``serve verify`` feed the logged entries through :meth:`LinkedStates.apply`, which checks every
-release, score, decision and link against the log, bit for bit.
+release, score, decision and link against the log, bit for bit, once :func:`check_link_record`
+has found the log written under the challenge's link rule.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -35,7 +37,7 @@ from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError
 @dataclass(frozen=True)
 class Outcome:
     """What one submission got: the team whose state answered it (its group's keeper), the links
-    it made (other team, differing public rows), its scores, release and decision."""
+    it made (other team, differing holdout rows), its scores, release and decision."""
 
     keeper: str
     links: tuple[tuple[str, int], ...]
@@ -66,12 +68,11 @@ class LinkedStates:
         self.index = {team: i for i, team in enumerate(self.teams)}
         rule = self.challenge.link_rule()
         assert rule is not None, "LinkedStates needs rules.link = true"
-        self.linker = Linker(rule, len(self.teams), self.challenge.link_threshold())
+        self.linker = Linker(rule, len(self.teams), int(self.challenge.split.y_holdout.size))
         self.shared = type(self.challenge.mechanism()).shared_state
         rules = self.challenge.spec.rules
         self.cap = INT64_LIMIT if rules.total is None else rules.total
         self.per_day = INT64_LIMIT if rules.per_day is None else rules.per_day
-        self.public_columns = self.challenge.split.public_rows
 
     def keeper(self, team: str) -> str:
         """The team whose mechanism state answers ``team``'s group."""
@@ -89,18 +90,17 @@ class LinkedStates:
         answers the next). The rows that cannot link (:meth:`Linker.cannot_link`, one comparison
         of them all) go through in runs: each run charged and scored as one batch."""
         account, round_ = self.index[team], day.toordinal()
-        public = P[:, self.public_columns]
-        quiet = self.linker.cannot_link(account, public)
+        quiet = self.linker.cannot_link(account, P)
         outcomes: list[Outcome] = []
         start = 0
         while start < P.shape[0]:
             if quiet[start]:
                 stop = start + int(np.argmin(quiet[start:])) if not quiet[start:].all() else len(quiet)
-                keeper, links = self.linker.observe_unlinked(account, public[start:stop]), ()
+                keeper, links = self.linker.observe_unlinked(account, P[start:stop]), ()
             else:
                 stop = start + 1
                 made = len(self.linker.links)
-                keeper = self.linker.observe(account, public[start], round_)
+                keeper = self.linker.observe(account, P[start], round_)
                 links = tuple((self.teams[link.other], link.differing) for link in self.linker.links[made:])
             outcomes += self._answer(keeper, links, P[start:stop], round_)
             start = stop
@@ -173,3 +173,33 @@ def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: 
     (``progress`` is taken for the same signature; the replay shows none)."""
     entries = storage.verify_chain(challenge.identity())
     return replayed(challenge, storage, secret_seed, entries).states, len(entries)
+
+
+def link_record(challenge: Challenge) -> str:
+    """The link rule and threshold a log is written under, as its metadata keeps them (``off``: none)."""
+    rule = challenge.link_rule()
+    if rule is None:
+        return "off"
+    return json.dumps({**rule.record(), "threshold": challenge.link_threshold()}, sort_keys=True)
+
+
+def check_link_record(challenge: Challenge, storage: Storage) -> bool:
+    """Whether the log records the challenge's link rule (no record counts as ``off``; False: it
+    records another and has no entry, so the caller may record the challenge's). A log with entries
+    written under another rule is refused, one line naming the challenge file and both rules, since
+    its links would not replay; one of the old rule on public rows (its record has ``alpha``) says
+    so, since no rules can bring that back."""
+    expected = link_record(challenge)
+    recorded = storage.meta_value("link_rule")
+    if (recorded or "off") == expected:
+        return True
+    if not storage.length():
+        return False
+    if '"alpha"' in (recorded or ""):
+        raise StorageError(f"{challenge.path}: the log was written with the link rule {recorded}, the old rule on "
+                           f"differing public rows (its decision depended on the split); this version links on "
+                           f"differing holdout rows ({expected}): finish the challenge with the ladderlab that "
+                           "began it, or start a new log")
+    raise StorageError(f"{challenge.path}: the log was written with the link rule {recorded or 'off'}, the challenge "
+                       f"file now gives {expected} (rules.link or its parameters): put the rules back, or start a "
+                       "new log")

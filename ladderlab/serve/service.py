@@ -20,7 +20,6 @@ only after the close.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import math
 import threading
@@ -39,7 +38,7 @@ from ladderlab.competition import leaderboard_values, selected_submissions
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
-from ladderlab.serve.linked import LinkedStates, Outcome, replayed
+from ladderlab.serve.linked import LinkedStates, Outcome, check_link_record, link_record, replayed
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError, encode_prediction, prediction_sha256
@@ -116,7 +115,6 @@ class Service:
         self._hashes_read = -math.inf
         self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
         self.linking = challenge.spec.rules.link
-        self._link_record = _link_record(challenge)
         self._linked: LinkedStates | None = None
 
     # --- starting ---------------------------------------------------------------------------
@@ -154,17 +152,9 @@ class Service:
         return issued
 
     def _check_link_record(self) -> None:
-        """Record the link rule and threshold the log is written under, or refuse a log written under
-        other ones (its links would not replay): ``rules.link`` and its parameters, the teams'
-        budget (the threshold's comparisons) and the holdout are fixed once a team has submitted."""
-        recorded = self.storage.meta_value("link_rule") or _link_record(None)
-        if recorded == self._link_record:
-            return
-        if self.storage.length():
-            raise StorageError(f"{self.challenge.path}: the log was written with the link rule {recorded}, the "
-                               f"challenge file now gives {self._link_record} (rules.link, its parameters, or the "
-                               "per-team budget that sets its threshold): put the rules back, or start a new log")
-        self.storage.set_meta("link_rule", self._link_record)
+        """Record the link rule the log is written under (:func:`ladderlab.serve.linked.check_link_record`)."""
+        if not check_link_record(self.challenge, self.storage):
+            self.storage.set_meta("link_rule", link_record(self.challenge))
 
     def reissue(self, name: str) -> str:
         """A new token for a team (or the organiser); the old one stops working."""
@@ -581,10 +571,3 @@ def _uploads(count: int) -> str:
     return "this submission" if count == 1 else f"these {count} submissions"
 
 
-def _link_record(challenge: Challenge | None) -> str:
-    """The link rule and threshold a log is written under, as the log's metadata keeps it."""
-    rule = None if challenge is None else challenge.link_rule()
-    if challenge is None or rule is None:
-        return "off"
-    return json.dumps({"alpha": rule.alpha, "min_disagreement": rule.min_disagreement, "tolerance": rule.tolerance,
-                       "threshold": challenge.link_threshold()}, sort_keys=True)

@@ -11,7 +11,7 @@ SQLAlchemy Core, one schema for both databases:
   the released value, the mechanism's decision, the idempotency key, and the hashes that
   chain every entry to the one before it (the first to the challenge's identity);
 - ``links``: with ``[rules] link``, the links each submission made (the other team and the
-  public rows where they differed, :mod:`ladderlab.serve.linked`); an entry's hash covers them;
+  holdout rows where they differed, :mod:`ladderlab.serve.linked`); an entry's hash covers them;
 - ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
 - ``selections``: the submissions a team selected for the final ranking (rule k);
 - ``rate_buckets``: each team's upload rate-limit bucket (level, last update), so that
@@ -175,7 +175,7 @@ class Entry:
     previous_hash: str
     entry_hash: str
     links: tuple[tuple[str, int], ...] = ()
-    """The links this submission made: (other team, differing public rows), in order."""
+    """The links this submission made: (other team, differing holdout rows), in order."""
 
     def expected_hash(self) -> str:
         """The hash this entry must carry: SHA-256 of its fields (floats as exact hex), its links
