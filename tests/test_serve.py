@@ -326,6 +326,29 @@ def test_after_the_close_the_organiser_gets_the_final_ranking_and_the_log_as_par
     assert final["shake_up"]["winner_delta"] == pytest.approx(gamma["public"] - gamma["private"])
 
 
+def test_the_exported_log_gives_replay_the_holdout_sizes_so_it_needs_no_size_options(tmp_path, capsys):
+    from ladderlab.cli import main
+    from ladderlab.serve.storage import sqlite_url
+    from ladderlab.submission_log import read_log
+
+    path = write_challenge(tmp_path, n=300, rules="selection = 1")
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
+    labels = service.challenge.split.y_holdout
+    with ThreadServer(service) as server:
+        for index, team in enumerate(TEAMS):
+            rows = np.where(np.random.default_rng(index).random((2, labels.size)) < 0.2 * (index + 1), labels, 1 - labels)
+            upload(server.url, tokens[team], rows)
+        assert request(server.url, tokens["organiser"], "POST", "/api/organiser/close")[0] == 200
+        _, _, exported = request(server.url, tokens["organiser"], "GET", "/api/organiser/export")
+    (tmp_path / "export.parquet").write_bytes(exported)
+    log = read_log(tmp_path / "export.parquet")
+    assert (log.public_size, log.private_size) == (150, 150)
+    assert main(["replay", str(tmp_path / "export.parquet"), "--format", "json",
+                 "--mechanism", "noisy"]) == 0, "the noise scale is derived from the public size"
+    report = json.loads(capsys.readouterr().out)
+    assert report["unavailable"] == [] and report["state_of_the_art"]
+
+
 def _named_classes(path, names: dict[float, str]) -> None:
     labels = pd.read_csv(path.parent / "labels.csv", dtype={"id": str})
     labels["label"] = labels.label.map(names)

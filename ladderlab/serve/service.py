@@ -535,7 +535,8 @@ class Service:
     def export(self) -> bytes:
         """The log as Parquet: the columns ``ladderlab replay`` and ``rank-certificate`` read
         (team, submission_id, team_sequence, submitted_at, public_score, private_score,
-        released, selected), then the log's own (decision, prediction_sha256, hashes)."""
+        released, selected), then the log's own (decision, prediction_sha256, hashes); its metadata
+        states the scorer, the mechanism and the public and private holdout sizes."""
         self._require_closed()
         entries, _, counted = self._counted()
         columns = {
@@ -558,6 +559,8 @@ class Service:
             "ladderlab.greater_is_better": "true" if self.scorer.greater_is_better else "false",
             "ladderlab.challenge": self.challenge.name,
             "ladderlab.mechanism": self.challenge.spec.mechanism.id,
+            "ladderlab.public_size": str(self.challenge.split.public_rows.size),
+            "ladderlab.private_size": str(self.challenge.split.final_rows.size),
         })
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
