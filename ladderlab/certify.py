@@ -971,10 +971,13 @@ def markdown(certificate: dict[str, Any]) -> str:
         "| --- | ---: | --- | --- | ---: | --- | ---: | --- | --- | ---: | --- | ---: | --- |",
     ]
     not_played = []
+    played_somewhere = {row["attack_label"] for row in c["battery"] if row["verdict"] != DID_NOT_PLAY}
     for row in c["battery"]:
         played = row["verdict"] != DID_NOT_PLAY
         if not played:
             not_played.append(f"- {row['did_not_play']}")
+            if row["attack_label"] not in played_somewhere:
+                continue
             lines.append(f"| {row['attack_label']} | {row['budget']} | did not play | – | {row['replications']} "
                          "| – | – | – | – | – | – | – | – |")
             continue
@@ -992,7 +995,8 @@ def markdown(certificate: dict[str, Any]) -> str:
             f"{bound_text} |")
     if not_played:
         lines += ["", "## Did not play", "", "An attack that did not play is no evidence of safety; "
-                  "it is left out of the verdict at that budget.", "", *dict.fromkeys(not_played)]
+                  "it is left out of the verdict at that budget, and out of the table above where it played at "
+                  "no budget.", "", *dict.fromkeys(not_played)]
     inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
     if inconclusive or stopped:
