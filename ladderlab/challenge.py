@@ -472,6 +472,12 @@ def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
         raise ChallengeError(f"{path}: classes: a regression challenge has no label set (scorer {spec.scorer!r})")
     else:
         labels = _numbers(raw_labels, ids, labels_where)
+    if scorer.binary_labels and not np.isin(labels, (0.0, 1.0)).all():
+        found = np.unique(raw_labels.astype(str))
+        shown = ", ".join(found[:10]) + (", …" if found.size > 10 else "")
+        raise ChallengeError(f"{path}: scorer: {spec.scorer!r} scores binary labels 0 and 1, but {labels_where} holds "
+                             f"{found.size} distinct labels ({shown}); for several classes 'multiclass-log-loss' scores "
+                             "class probabilities, 'zero-one' and 'accuracy' class labels")
     if spec.split.column is not None:
         public_rows, final_rows = _column_split(table[spec.split.column].to_numpy()[order], ids,
                                                 f"{labels_path}: column {spec.split.column!r}")

@@ -128,6 +128,24 @@ def test_a_mechanism_that_cannot_use_the_scorer_is_refused_before_anything_runs(
         challenges.load(path)
 
 
+@pytest.mark.parametrize("scorer, extra", [("log-loss", "prediction_range = [0.01, 0.99]"), ("roc-auc", "")])
+def test_a_binary_scorer_on_labels_of_more_than_two_classes_is_refused_naming_the_column_and_the_scorers_to_use(
+        tmp_path, scorer, extra):
+    path = write_challenge(tmp_path, n=30, scorer=scorer, extra=extra)
+    labels = pd.read_csv(tmp_path / "labels.csv")
+    labels["label"] = np.arange(30) % 3
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    with pytest.raises(ChallengeError) as refused:
+        challenges.load(path)
+    assert str(refused.value) == (
+        f"{path}: scorer: '{scorer}' scores binary labels 0 and 1, but {tmp_path / 'labels.csv'}: column 'label' holds "
+        "3 distinct labels (0, 1, 2); for several classes 'multiclass-log-loss' scores class probabilities, 'zero-one' "
+        "and 'accuracy' class labels")
+    labels["label"] = np.arange(30) % 2
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    assert challenges.load(path).split.y_holdout.max() == 1.0
+
+
 def _certificate(folder: Path, **changes) -> Path:
     certificate = {"mechanism": "ladder", "params": {"eta": 0.01}, "n": 200, "safe_budget": 300,
                    "budgets": [100, 300, 1000], **changes}
