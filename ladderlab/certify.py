@@ -950,6 +950,14 @@ def markdown(certificate: dict[str, Any]) -> str:
         + "; ".join(f"{name}: {_family_text(family, c.get('challenge'))}" for name, family in c["families"].items()
                     if name != "honest") + ".",
     ]
+    attacks = list(dict.fromkeys(row["attack_label"] for row in c["battery"]))
+    played_somewhere = {row["attack_label"] for row in c["battery"] if row["verdict"] != DID_NOT_PLAY}
+    if len(played_somewhere) < len(attacks):
+        played = [attack for attack in attacks if attack in played_somewhere]
+        lines += ["", f"**{len(played)} of the battery's {len(attacks)} attacks played** "
+                  f"({', '.join(played) or 'none'}); the others cannot play {'this task' if c.get('challenge') else 'any family'} "
+                  "(see *Did not play*). A safe budget says that the attacks that played did not overfit the leaderboard, "
+                  "nothing about the others."]
     if c.get("accounts", 1) > 1:
         lines += ["", f"Every attacker holds {c['accounts']} accounts, each with the budget and its own mechanism state: "
                   f"it probes on {c['accounts'] - 1} of them and submits its final prediction on a fresh one, whose "
@@ -971,7 +979,6 @@ def markdown(certificate: dict[str, Any]) -> str:
         "| --- | ---: | --- | --- | ---: | --- | ---: | --- | --- | ---: | --- | ---: | --- |",
     ]
     not_played = []
-    played_somewhere = {row["attack_label"] for row in c["battery"] if row["verdict"] != DID_NOT_PLAY}
     for row in c["battery"]:
         played = row["verdict"] != DID_NOT_PLAY
         if not played:

@@ -90,6 +90,17 @@ def test_an_attack_that_plays_no_family_is_listed_once_under_did_not_play(kaggle
     assert len(reasons) == len(set(reasons))
 
 
+def test_the_certificate_says_how_many_attacks_of_the_battery_played_and_names_them():
+    certificate = certify.certify("kaggle", n=100, budgets=[20], attacks=["hill-climbing(block=2)"],
+                                  default_battery=False, replications=8, seed=1)
+    only = {**certificate, "battery": certificate["battery"] + [
+        {**certificate["battery"][0], "attack": "freedman", "attack_label": "freedman", "verdict": "did not play",
+         "did_not_play": "freedman cannot play any family of the battery"}]}
+    assert "**1 of the battery's 2 attacks played** (hill-climbing(block=2)); the others cannot play any family" in \
+        certify.markdown(only)
+    assert "attacks played**" not in certify.markdown(certificate)
+
+
 def test_the_table_has_a_row_per_budget_of_every_attack_that_played_and_none_of_those_that_never_did(kaggle_certificate):
     table = certify.markdown(kaggle_certificate).split("## Did not play")[0]
     rows = [line.split(" | ")[:2] for line in table.splitlines() if line.startswith("| ") and " | --- " not in line][1:]
