@@ -215,7 +215,9 @@ def _write_tokens(path: Path, issued: dict[str, str]) -> None:
               "hashes are stored):", file=sys.stderr)
         print(text, end="")
         return
-    print(f"tokens of {len(issued)} team(s) written to {path} (shown nowhere else; only their hashes are stored)")
+    teams = len(issued) - ("organiser" in issued)
+    whose = " and ".join((["the organiser"] if "organiser" in issued else []) + ([f"{teams} team(s)"] if teams else []))
+    print(f"tokens of {whose} written to {path} (shown nowhere else; only their hashes are stored)")
 
 
 def _check_reissue(challenge: Any, name: str) -> None:
