@@ -800,9 +800,13 @@ def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path
         return [f"the certificate was made for the scorer {recorded.get('scorer')!r}, this challenge is scored by "
                 f"{scorer!r} ({path})"]
     if recorded["task_identity"] != challenge.task_identity():
+        renamed = ""
+        if recorded.get("name") != challenge.name and challenge.spec.split.public_fraction is not None:
+            renamed = (f" (the split is drawn from split.seed and the challenge's name, so renaming "
+                       f"{recorded.get('name')!r} to {challenge.name!r} drew another one)")
         return [f"the certificate was made for other data (challenge {recorded.get('name')!r}, data hash "
                 f"{recorded['task_identity'][:16]}…, this challenge's {challenge.task_identity()[:16]}…): its labels, "
-                f"split, public data or prediction range differ; certify again with --challenge ({path})"]
+                f"split, public data or prediction range differ{renamed}; certify again with --challenge ({path})"]
     return []
 
 

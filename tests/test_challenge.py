@@ -146,6 +146,19 @@ def test_a_binary_scorer_on_labels_of_more_than_two_classes_is_refused_naming_th
     assert challenges.load(path).split.y_holdout.max() == 1.0
 
 
+def test_renaming_a_challenge_whose_split_is_drawn_says_that_the_name_drew_another_split(tmp_path):
+    path = write_challenge(tmp_path, n=400, rules="per_day = 10\ntotal = 300")
+    path.write_text(path.read_text().replace('column = "split"', "public_fraction = 0.5\nseed = 3"))
+    original = challenges.load(path)
+    _certificate(tmp_path, challenge={"name": "test", "scorer": "zero-one", "task_identity": original.task_identity()})
+    path.write_text(path.read_text().replace("params = { eta = 0.01 }", 'params = { eta = 0.01 }\ncertificate = "ladder.json"'))
+    assert certificate_problems(challenges.load(path)) == []
+    path.write_text(path.read_text().replace('name = "test"', 'name = "test-final"'))
+    [problem] = certificate_problems(challenges.load(path))
+    assert "differ (the split is drawn from split.seed and the challenge's name, so renaming 'test' to 'test-final' " \
+           "drew another one)" in problem
+
+
 def _certificate(folder: Path, **changes) -> Path:
     certificate = {"mechanism": "ladder", "params": {"eta": 0.01}, "n": 200, "safe_budget": 300,
                    "budgets": [100, 300, 1000], **changes}
