@@ -328,8 +328,13 @@ def _certify(args: argparse.Namespace) -> int:
     if args.challenge:
         from ladderlab import challenge_certify
 
-        result = challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options)
-        return 0 if result is None else _write_certificate(result, out, certify.markdown)
+        if args.tune:
+            from ladderlab import tune
+
+            challenge_certify.refuse_decided_options(args)
+            return tune.run_command(args, attacks, out)
+        return _write_certificate(challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options),
+                                  out, certify.markdown)
     args.n, args.budgets = args.n or 200, args.budgets or [100, 300, 1000, 2000]
     args.prediction_range = args.prediction_range or [TRAINING_RANGE]
     if args.tune:
