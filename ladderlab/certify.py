@@ -950,6 +950,14 @@ def markdown(certificate: dict[str, Any]) -> str:
         + "; ".join(f"{name}: {_family_text(family, c.get('challenge'))}" for name, family in c["families"].items()
                     if name != "honest") + ".",
     ]
+    attacks = list(dict.fromkeys(row["attack_label"] for row in c["battery"]))
+    played_somewhere = {row["attack_label"] for row in c["battery"] if row["verdict"] != DID_NOT_PLAY}
+    if len(played_somewhere) < len(attacks):
+        played = [attack for attack in attacks if attack in played_somewhere]
+        lines += ["", f"**{len(played)} of the battery's {len(attacks)} attacks played** "
+                  f"({', '.join(played) or 'none'}); the others cannot play {'this task' if c.get('challenge') else 'any family'} "
+                  "(see *Did not play*). A safe budget says that the attacks that played did not overfit the leaderboard, "
+                  "nothing about the others."]
     if c.get("accounts", 1) > 1:
         lines += ["", f"Every attacker holds {c['accounts']} accounts, each with the budget and its own mechanism state: "
                   f"it probes on {c['accounts'] - 1} of them and submits its final prediction on a fresh one, whose "
@@ -975,6 +983,8 @@ def markdown(certificate: dict[str, Any]) -> str:
         played = row["verdict"] != DID_NOT_PLAY
         if not played:
             not_played.append(f"- {row['did_not_play']}")
+            if row["attack_label"] not in played_somewhere:
+                continue
             lines.append(f"| {row['attack_label']} | {row['budget']} | did not play | – | {row['replications']} "
                          "| – | – | – | – | – | – | – | – |")
             continue
@@ -992,7 +1002,8 @@ def markdown(certificate: dict[str, Any]) -> str:
             f"{bound_text} |")
     if not_played:
         lines += ["", "## Did not play", "", "An attack that did not play is no evidence of safety; "
-                  "it is left out of the verdict at that budget.", "", *dict.fromkeys(not_played)]
+                  "it is left out of the verdict at that budget, and out of the table above where it played at "
+                  "no budget.", "", *dict.fromkeys(not_played)]
     inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
     if inconclusive or stopped:

@@ -476,6 +476,12 @@ def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
         raise ChallengeError(f"{path}: classes: a regression challenge has no label set (scorer {spec.scorer!r})")
     else:
         labels = _numbers(raw_labels, ids, labels_where)
+    if scorer.binary_labels and not np.isin(labels, (0.0, 1.0)).all():
+        found = np.unique(raw_labels.astype(str))
+        shown = ", ".join(found[:10]) + (", …" if found.size > 10 else "")
+        raise ChallengeError(f"{path}: scorer: {spec.scorer!r} scores binary labels 0 and 1, but {labels_where} holds "
+                             f"{found.size} distinct labels ({shown}); for several classes 'multiclass-log-loss' scores "
+                             "class probabilities, 'zero-one' and 'accuracy' class labels")
     if spec.split.column is not None:
         public_rows, final_rows = _column_split(table[spec.split.column].to_numpy()[order], ids,
                                                 f"{labels_path}: column {spec.split.column!r}")
@@ -799,9 +805,13 @@ def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path
         return [f"the certificate was made for the scorer {recorded.get('scorer')!r}, this challenge is scored by "
                 f"{scorer!r} ({path})"]
     if recorded["task_identity"] != challenge.task_identity():
+        renamed = ""
+        if recorded.get("name") != challenge.name and challenge.spec.split.public_fraction is not None:
+            renamed = (f" (the split is drawn from split.seed and the challenge's name, so renaming "
+                       f"{recorded.get('name')!r} to {challenge.name!r} drew another one)")
         return [f"the certificate was made for other data (challenge {recorded.get('name')!r}, data hash "
                 f"{recorded['task_identity'][:16]}…, this challenge's {challenge.task_identity()[:16]}…): its labels, "
-                f"split, public data or prediction range differ; certify again with --challenge ({path})"]
+                f"split, public data or prediction range differ{renamed}; certify again with --challenge ({path})"]
     return []
 
 

@@ -115,17 +115,22 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
                            task_families=families, amend=name_the_challenge, **options)
 
 
-def run_command(args: argparse.Namespace, attacks: list[certify.AttackSpec], out: Path | None,
-                params: dict[str, Any], **options: Any) -> dict[str, Any]:
-    """``ladderlab certify MECHANISM --challenge FILE``: refuse the options the challenge decides,
-    say when the mechanism is not the challenge's, and certify."""
+def refuse_decided_options(args: argparse.Namespace) -> None:
+    """Refuse the options of ``ladderlab certify --challenge FILE`` that the challenge decides
+    (n, scorer, prediction range) or that do not combine with it (``--competition``)."""
     for option, value in (("n", args.n), ("scorer", args.scorer), ("prediction-range", args.prediction_range)):
         if value is not None:
             shown = " ".join(value) if isinstance(value, list) else value
             raise ValueError(f"--{option} {shown}: with --challenge the challenge decides it; leave it out")
-    for option in ("tune", "competition"):
-        if getattr(args, option):
-            raise ValueError(f"--{option} does not combine with --challenge yet; certify the challenge without it")
+    if args.competition:
+        raise ValueError("--competition does not combine with --challenge yet; certify the challenge without it")
+
+
+def run_command(args: argparse.Namespace, attacks: list[certify.AttackSpec], out: Path | None,
+                params: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """``ladderlab certify MECHANISM --challenge FILE``: refuse the options the challenge decides,
+    say when the mechanism is not the challenge's, and certify."""
+    refuse_decided_options(args)
     challenge = load_challenge(args.challenge)[0]
     own = challenge.spec.mechanism
     if args.mechanism == own.id and not params:

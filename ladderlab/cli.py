@@ -322,9 +322,17 @@ def _certify(args: argparse.Namespace) -> int:
                    accounts=args.accounts, **({"link": True} if args.link else {}))
     if args.link and args.accounts < 2:
         raise ValueError("--link links an attacker's accounts: give --accounts A with A ≥ 2")
+    if args.tune and args.accounts > 1:
+        raise ValueError("--tune certifies every setting against one account; certify the setting it recommends "
+                         f"with --accounts {args.accounts}")
     if args.challenge:
         from ladderlab import challenge_certify
 
+        if args.tune:
+            from ladderlab import tune
+
+            challenge_certify.refuse_decided_options(args)
+            return tune.run_command(args, attacks, out)
         return _write_certificate(challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options),
                                   out, certify.markdown)
     args.n, args.budgets = args.n or 200, args.budgets or [100, 300, 1000, 2000]
@@ -335,9 +343,6 @@ def _certify(args: argparse.Namespace) -> int:
         if args.competition:
             raise ValueError("--tune certifies every setting of the search; add --competition to the certificate of "
                              "the setting it recommends")
-        if args.accounts > 1:
-            raise ValueError("--tune certifies every setting against one account; certify the setting it recommends "
-                             f"with --accounts {args.accounts}")
         return tune.run_command(args, attacks, out)
     if args.competition:
         from ladderlab.competition import certificate as competition_certificate

@@ -31,8 +31,10 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                              "(default 2, as Kaggle selects)")
     parser.add_argument("--mechanism", action="append", default=[], metavar="SPEC",
                         help="replay a mechanism that needs only scores, e.g. 'ladder(eta=0.01)' (repeatable)")
-    parser.add_argument("--public-size", type=count(1), help="public holdout size (needed by mechanisms that depend on it)")
-    parser.add_argument("--private-size", type=count(1), help="private holdout size (for the state of the art)")
+    parser.add_argument("--public-size", type=count(1), help="public holdout size (needed by mechanisms that depend on it; "
+                                                                   "default: the log's metadata, which serve's export has)")
+    parser.add_argument("--private-size", type=count(1), help="private holdout size (for the state of the art; default: the "
+                                                                    "log's metadata)")
     parser.add_argument("--seed", type=count(0), default=0, help="root seed of mechanism noise and simulations (default 0)")
     parser.add_argument("--top", type=count(1), default=10, help="teams listed per leaderboard (default 10)")
     parser.add_argument("--samples", help="per-sample private data of the log's teams (see 'ladderlab rank-certificate'): "
@@ -83,8 +85,10 @@ def _handle(args: argparse.Namespace) -> int:
             unknown = sorted(set(samples.teams) - set(log.submissions.team))
             if unknown:
                 raise ValueError(f"--samples {args.samples}: team {unknown[0]!r} is not in the log {path}")
-        replays = [prepare_replay(text, log, args.public_size) for text in args.mechanism]
-        report = log_report(log, selection, replays, args.seed, args.private_size, args.top, progress=None)
+        public_size = log.public_size if args.public_size is None else args.public_size
+        private_size = log.private_size if args.private_size is None else args.private_size
+        replays = [prepare_replay(text, log, public_size) for text in args.mechanism]
+        report = log_report(log, selection, replays, args.seed, private_size, args.top, progress=None)
     if samples is not None:
         report["rank_certificate"] = certificate_records(
             certify_ranking(samples, stream(args.seed, "rank-certificate", samples.teams, samples.size), progress=None))

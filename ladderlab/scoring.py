@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Self
+from typing import ClassVar, Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -119,6 +119,8 @@ class Scorer(ABC):
     greater_is_better: bool
     prediction_kind: PredictionKind
     prediction_range: ValueRange | None = None
+    binary_labels: ClassVar[bool] = False
+    """True for a scorer defined on labels 0 and 1 only (binary log loss, ROC AUC)."""
 
     def within(self, prediction_range: ValueRange | None) -> Self:
         """This scorer with predictions clipped into ``prediction_range`` = (low, high), or
@@ -375,6 +377,7 @@ class LogLoss(LossScorer):
     name: str = "log-loss"
     prediction_kind: PredictionKind = PredictionKind.PROBABILITY
     eps: float = 1e-15
+    binary_labels: ClassVar[bool] = True
 
     def _limits(self) -> ValueRange:
         low, high = self.prediction_range or (0.0, 1.0)
@@ -640,6 +643,7 @@ class RocAuc(MetricScorer):
     name: str = "roc-auc"
     greater_is_better: bool = True
     prediction_kind: PredictionKind = PredictionKind.REAL
+    binary_labels: ClassVar[bool] = True
 
     def value_range(self, n_classes: int | None = None) -> ValueRange:
         return 0.0, 1.0

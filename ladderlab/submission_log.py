@@ -9,8 +9,9 @@ and ``selected`` (counts under the final-selection rule). Three formats are read
 - ``ladderlab``: that schema itself, CSV or Parquet, which ``ladderlab serve`` exports; the
   Parquet key-value metadata ``ladderlab.scorer`` and ``ladderlab.greater_is_better``
   ("true"/"false") give the scores' orientation, and ``ladderlab.mechanism`` (a mechanism id)
-  the mechanism whose releases the ``released`` column holds. A log whose ``private_score`` is
-  empty in every row holds public scores only;
+  the mechanism whose releases the ``released`` column holds, ``ladderlab.public_size`` and
+  ``ladderlab.private_size`` (whole numbers) the holdout's public and private rows. A log whose
+  ``private_score`` is empty in every row holds public scores only;
 - ``meta-kaggle``: Meta Kaggle's ``Submissions.csv`` filtered to one competition (Id,
   SubmittedUserId, TeamId, SourceKernelVersionId, SubmissionDate, ScoreDate, IsAfterDeadline,
   PublicScoreLeaderboardDisplay, PublicScoreFullPrecision, PrivateScoreLeaderboardDisplay,
@@ -49,6 +50,7 @@ META_KAGGLE = ("Id", "SubmittedUserId", "TeamId", "SourceKernelVersionId", "Subm
 KAGGLE_LEADERBOARD = ("TeamId", "TeamName", "SubmissionDate", "Score")
 FORMATS = ("auto", "ladderlab", "meta-kaggle", "kaggle-leaderboard")
 SCORER_KEY, ORIENTATION_KEY, MECHANISM_KEY = b"ladderlab.scorer", b"ladderlab.greater_is_better", b"ladderlab.mechanism"
+PUBLIC_SIZE_KEY, PRIVATE_SIZE_KEY = b"ladderlab.public_size", b"ladderlab.private_size"
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
@@ -67,6 +69,10 @@ class SubmissionLog:
     """Rows of the file left out, by reason (Meta Kaggle: after the deadline, without scores)."""
     mechanism: str | None = None
     """The id of the mechanism whose releases the ``released`` column holds, where the log says."""
+    public_size: int | None = None
+    """The public holdout's rows, where the log says (``ladderlab serve``'s export does)."""
+    private_size: int | None = None
+    """The private holdout's rows, where the log says."""
 
     @property
     def sign(self) -> float:
@@ -187,7 +193,18 @@ def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | N
         return log
     mechanism = metadata[MECHANISM_KEY].decode() if MECHANISM_KEY in metadata else None
     return _validated(SubmissionLog(_from_ladderlab(table), orientation, str(path), detected, scorer,
-                                    mechanism=mechanism), table)
+                                    mechanism=mechanism, public_size=_size(path, metadata, PUBLIC_SIZE_KEY),
+                                    private_size=_size(path, metadata, PRIVATE_SIZE_KEY)), table)
+
+
+def _size(path: Path, metadata: dict[bytes, bytes], key: bytes) -> int | None:
+    """A holdout size the file's metadata states, a whole number ≥ 1."""
+    if key not in metadata:
+        return None
+    text = metadata[key].decode(errors="replace").strip()
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{path}: metadata {key.decode()} must be a whole number ≥ 1, got {text!r}")
+    return int(text)
 
 
 def _detect(path: Path, columns: pd.Index) -> str:

@@ -15,6 +15,7 @@ trade-off is written beside the result as a table and a plot.
 from __future__ import annotations
 
 import itertools
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -31,9 +32,11 @@ PREDICTION_RANGES: list[str | tuple[float, float]] = [TRAINING_RANGE, (-2.0, 2.0
 labels' range, and two narrower ones (a smaller B, a coarser clip of honest predictions)."""
 
 
-def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[dict[str, Any], Any]]:
+def settings(mechanism: str, params: dict[str, Any], scorer: str, search_ranges: bool = True
+             ) -> list[tuple[dict[str, Any], Any]]:
     """Every (parameters, prediction range) of the search, in order; ``ValueError`` for a mechanism
-    that declares no search space."""
+    that declares no search space. ``search_ranges=False`` (a challenge, whose file declares its
+    range): the range is None, not searched."""
     cls = MECHANISMS.get(mechanism)
     space = cls._search_space
     names = sorted(space)
@@ -43,7 +46,7 @@ def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[
                              f"{', '.join(map(str, space[name]))}); leave it out, or certify one setting without --tune")
     grid = [{**params, **dict(zip(names, values))} for values in itertools.product(*(space[name] for name in names))]
     real = get_scorer(scorer).prediction_kind is PredictionKind.REAL
-    ranges = PREDICTION_RANGES if real else [TRAINING_RANGE]
+    ranges = (PREDICTION_RANGES if real else [TRAINING_RANGE]) if search_ranges else [None]
     if len(grid) * len(ranges) < 2:
         raise ValueError(f"mechanism {mechanism!r} declares no parameter to tune (_search_space is empty) and "
                          f"{scorer!r} has no prediction range to choose: there is nothing to search")
@@ -52,19 +55,34 @@ def settings(mechanism: str, params: dict[str, Any], scorer: str) -> list[tuple[
     return [(point, prediction_range) for point in grid for prediction_range in ranges]
 
 
-def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, budget: int = 1000,
-         scorer: str = "zero-one", announce: Callable[[str], None] | None = None, **options: Any) -> dict[str, Any]:
+def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, budget: int | None = 1000,
+         scorer: str = "zero-one", announce: Callable[[str], None] | None = None, challenge: str | Path | None = None,
+         **options: Any) -> dict[str, Any]:
     """Certify every setting of the search at (n, budget, scorer); the table and the recommendation.
     ``options`` go to :func:`ladderlab.certify.certify` (seed, replications, confidence, jobs …).
     Full disclosure's replications, the same for every setting, are played once and shared
-    (``reference_store``, a temporary directory for this search)."""
+    (``reference_store``, a temporary directory for this search). With ``challenge`` (a challenge
+    file) every setting is certified on the challenge (:func:`ladderlab.challenge_certify.certify_challenge`):
+    its n, scorer and prediction range, and its per-team budget unless ``budget`` is given."""
     say = announce or (lambda line: None)
-    candidates = settings(mechanism, params or {}, scorer)
+    if challenge is not None:
+        from ladderlab.challenge_certify import certify_challenge, challenge_budgets
+        from ladderlab.challenge_task import load_challenge
+
+        loaded = load_challenge(challenge)[0]
+        n, scorer = int(loaded.split.public_rows.size), loaded.split.public.scorer
+        budget = max(challenge_budgets(loaded, None if budget is None else [budget]))
+    assert budget is not None, "a budget, or a challenge whose rules bound a team's submissions"
+    candidates = settings(mechanism, params or {}, scorer, search_ranges=challenge is None)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ladderlab-tune-") as full_disclosure:  # what no setting changes
         certificates = []
         for index, (point, prediction_range) in enumerate(candidates, 1):
             say(f"setting {index} of {len(candidates)}: {_setting_label(mechanism, point, prediction_range, scorer)}")
+            if challenge is not None:
+                certificates.append(certify_challenge(challenge, mechanism, point, [budget], announce=announce,
+                                                      reference_store=full_disclosure, **options))
+                continue
             certificates.append(certification.certify(mechanism, point, n=n, budgets=[budget], scorer=scorer,
                                                        prediction_range=prediction_range, announce=announce,
                                                        reference_store=full_disclosure, **options))
@@ -83,13 +101,14 @@ def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, bud
     certified = [row for row in rows if row["certified"]]
     best = max(certified, key=lambda row: row["utility"]["median"] if row["utility"]["median"] is not None else -2.0,
                default=None)
-    return {"mechanism": mechanism, "n": n, "budget": budget, "scorer": scorer, "settings": rows,
+    return {"mechanism": mechanism, "n": n, "budget": budget, "scorer": scorer,
+            "challenge": None if challenge is None else str(challenge), "settings": rows,
             "recommended": None if best is None else rows.index(best)}
 
 
 def _setting_label(mechanism: str, point: dict[str, Any], prediction_range: Any, scorer: str) -> str:
     label = plugin_label(mechanism, {key: value for key, value in point.items() if value is not None})
-    if get_scorer(scorer).prediction_kind is not PredictionKind.REAL:
+    if prediction_range is None or get_scorer(scorer).prediction_kind is not PredictionKind.REAL:
         return label
     where = "training range" if prediction_range == TRAINING_RANGE else f"[{prediction_range[0]:g}, {prediction_range[1]:g}]"
     return f"{label}, {where}"
@@ -98,7 +117,7 @@ def _setting_label(mechanism: str, point: dict[str, Any], prediction_range: Any,
 def _short_label(point: dict[str, Any], space: dict[str, list[Any]], prediction_range: Any, scorer: str) -> str:
     """The searched values only, for the plot's axis."""
     parts = [f"{name}={point[name]:g}" if isinstance(point[name], float) else f"{name}={point[name]}" for name in sorted(space)]
-    if get_scorer(scorer).prediction_kind is PredictionKind.REAL:
+    if prediction_range is not None and get_scorer(scorer).prediction_kind is PredictionKind.REAL:
         parts.append("training" if prediction_range == TRAINING_RANGE else f"[{prediction_range[0]:g}, {prediction_range[1]:g}]")
     return ", ".join(parts)
 
@@ -110,7 +129,8 @@ def _jsonable(value: Any) -> Any:
 def markdown(result: dict[str, Any]) -> str:
     """The trade-off table and the recommendation, for people."""
     confidence = result["settings"][0]["certificate"]["confidence"]
-    lines = [f"# What to deploy: {result['mechanism']} for n = {result['n']}, a budget of {result['budget']}, "
+    on = f" on the challenge {result['challenge']}" if result.get("challenge") else ""
+    lines = [f"# What to deploy: {result['mechanism']}{on} for n = {result['n']}, a budget of {result['budget']}, "
              f"scored by {result['scorer']}", ""]
     recommended = result["recommended"]
     if recommended is None:
@@ -173,14 +193,24 @@ def plot(result: dict[str, Any], path: str | Path) -> Path:
 
 def write(result: dict[str, Any], out: str | Path) -> list[Path]:
     """The result as JSON at ``out``, the table and the recommended certificate as Markdown and the
-    plot as PNG beside it."""
+    plot as PNG beside it; on a challenge, the recommended certificate also as a certificate file of
+    its own (``<out>-recommended.json``), which ``ladderlab serve`` reads."""
     out = Path(out)
     recommended = result["recommended"]
     text = markdown(result)
     if recommended is not None:
         text += "\n" + certification.markdown(result["settings"][recommended]["certificate"])
     written = certification.write_certificate(result, out, text)
+    if recommended is not None and result.get("challenge"):
+        certificate = result["settings"][recommended]["certificate"]
+        written += certification.write_certificate(certificate, recommended_path(out), certification.markdown(certificate))
     return [*written, plot(result, out.with_suffix(".png"))]
+
+
+def recommended_path(out: str | Path) -> Path:
+    """Where :func:`write` puts the recommended certificate of a challenge's search written to ``out``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}-recommended.json")
 
 
 def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
@@ -191,7 +221,9 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
     from ladderlab.seeding import read_secret_seed
 
     announce = None if args.progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
-    result = tune(args.mechanism, parse_params(args.param), n=args.n, budget=max(args.budgets),
+    challenge = getattr(args, "challenge", None)
+    budget = max(args.budgets) if args.budgets else None
+    result = tune(args.mechanism, parse_params(args.param), n=args.n, budget=budget, challenge=challenge,
                   scorer=args.scorer or "zero-one", announce=announce, attacks=attacks, replications=args.replications,
                   seed=args.seed, tau=args.tau, epsilon=args.epsilon, confidence=args.confidence, jobs=args.jobs,
                   default_battery=not args.only, isolation=args.isolation, complete=args.complete,
@@ -201,5 +233,17 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
     if out:
         written = write(result, out)
         print(f"tuning written to {', '.join(map(str, written))}", file=sys.stderr)
+        if challenge and result["recommended"] is not None:
+            params = result["settings"][result["recommended"]]["params"]
+            certificate = os.path.relpath(recommended_path(out).resolve(), Path(challenge).resolve().parent)
+            print(f"to serve the recommendation, set in {challenge}: [mechanism] id = \"{args.mechanism}\", "
+                  f"params = {_toml_table(params)}, certificate = \"{Path(certificate).as_posix()}\"", file=sys.stderr)
     return 0
+
+
+def _toml_table(params: dict[str, Any]) -> str:
+    """``params`` as a TOML inline table (a None parameter is left out: TOML has no null)."""
+    import json
+
+    return "{ " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in params.items() if value is not None) + " }"
 

@@ -90,6 +90,26 @@ def test_an_attack_that_plays_no_family_is_listed_once_under_did_not_play(kaggle
     assert len(reasons) == len(set(reasons))
 
 
+def test_the_certificate_says_how_many_attacks_of_the_battery_played_and_names_them():
+    certificate = certify.certify("kaggle", n=100, budgets=[20], attacks=["hill-climbing(block=2)"],
+                                  default_battery=False, replications=8, seed=1)
+    only = {**certificate, "battery": certificate["battery"] + [
+        {**certificate["battery"][0], "attack": "freedman", "attack_label": "freedman", "verdict": "did not play",
+         "did_not_play": "freedman cannot play any family of the battery"}]}
+    assert "**1 of the battery's 2 attacks played** (hill-climbing(block=2)); the others cannot play any family" in \
+        certify.markdown(only)
+    assert "attacks played**" not in certify.markdown(certificate)
+
+
+def test_the_table_has_a_row_per_budget_of_every_attack_that_played_and_none_of_those_that_never_did(kaggle_certificate):
+    table = certify.markdown(kaggle_certificate).split("## Did not play")[0]
+    rows = [line.split(" | ")[:2] for line in table.splitlines() if line.startswith("| ") and " | --- " not in line][1:]
+    played = {row["attack_label"] for row in kaggle_certificate["battery"] if row["verdict"] != "did not play"}
+    assert "feature-selection" not in played and "boosting" in played
+    assert sorted((label.removeprefix("| "), int(budget)) for label, budget in rows) == sorted(
+        (row["attack_label"], row["budget"]) for row in kaggle_certificate["battery"] if row["attack_label"] in played)
+
+
 def test_points_are_stopped_undecided_only_at_or_above_a_budget_where_one_already_fails(kaggle_certificate):
     """Once a point fails at a budget, the safe budget lies below it: undecided points there and above stop
     at the end of a round (8, 16, … replications), and nowhere else."""

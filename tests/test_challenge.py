@@ -130,6 +130,37 @@ def test_a_mechanism_that_cannot_use_the_scorer_is_refused_before_anything_runs(
         challenges.load(path)
 
 
+@pytest.mark.parametrize("scorer, extra", [("log-loss", "prediction_range = [0.01, 0.99]"), ("roc-auc", "")])
+def test_a_binary_scorer_on_labels_of_more_than_two_classes_is_refused_naming_the_column_and_the_scorers_to_use(
+        tmp_path, scorer, extra):
+    path = write_challenge(tmp_path, n=30, scorer=scorer, extra=extra)
+    labels = pd.read_csv(tmp_path / "labels.csv")
+    labels["label"] = np.arange(30) % 3
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    with pytest.raises(ChallengeError) as refused:
+        challenges.load(path)
+    assert str(refused.value) == (
+        f"{path}: scorer: '{scorer}' scores binary labels 0 and 1, but {tmp_path / 'labels.csv'}: column 'label' holds "
+        "3 distinct labels (0, 1, 2); for several classes 'multiclass-log-loss' scores class probabilities, 'zero-one' "
+        "and 'accuracy' class labels")
+    labels["label"] = np.arange(30) % 2
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    assert challenges.load(path).split.y_holdout.max() == 1.0
+
+
+def test_renaming_a_challenge_whose_split_is_drawn_says_that_the_name_drew_another_split(tmp_path):
+    path = write_challenge(tmp_path, n=400, rules="per_day = 10\ntotal = 300")
+    path.write_text(path.read_text().replace('column = "split"', "public_fraction = 0.5\nseed = 3"))
+    original = challenges.load(path)
+    _certificate(tmp_path, challenge={"name": "test", "scorer": "zero-one", "task_identity": original.task_identity()})
+    path.write_text(path.read_text().replace("params = { eta = 0.01 }", 'params = { eta = 0.01 }\ncertificate = "ladder.json"'))
+    assert certificate_problems(challenges.load(path)) == []
+    path.write_text(path.read_text().replace('name = "test"', 'name = "test-final"'))
+    [problem] = certificate_problems(challenges.load(path))
+    assert "differ (the split is drawn from split.seed and the challenge's name, so renaming 'test' to 'test-final' " \
+           "drew another one)" in problem
+
+
 def _certificate(folder: Path, **changes) -> Path:
     certificate = {"mechanism": "ladder", "params": {"eta": 0.01}, "n": 200, "safe_budget": 300,
                    "budgets": [100, 300, 1000], **changes}

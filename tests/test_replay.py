@@ -169,6 +169,20 @@ def test_the_orientation_must_be_stated_once_or_consistently(tmp_path):
         read_log(tmp_path / "log.parquet", greater_is_better=True)
 
 
+@pytest.mark.parametrize("value", ["-3", "many", "0"])
+def test_a_holdout_size_in_the_metadata_is_a_whole_number_or_the_log_is_refused(tmp_path, value):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    write_log(ladderlab_log(FOUR_TEAMS), tmp_path / "log.parquet", greater_is_better=False)
+    table = pq.read_table(tmp_path / "log.parquet")
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"ladderlab.private_size": value.encode()}),
+                   tmp_path / "log.parquet")
+    with pytest.raises(ValueError, match=f"log.parquet: metadata ladderlab.private_size must be a whole number ≥ 1, "
+                                         f"got '{value}'"):
+        read_log(tmp_path / "log.parquet")
+
+
 def test_full_disclosure_replays_the_logged_board_and_kaggle_rounds_it(tmp_path):
     log = read_log(write_csv(tmp_path, ladderlab_log(FOUR_TEAMS)), greater_is_better=False)
     report = log_report(log, 2, [prepare_replay("full-disclosure", log, None), prepare_replay("kaggle(alpha=0.1)", log, None)])

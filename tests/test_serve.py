@@ -326,6 +326,70 @@ def test_after_the_close_the_organiser_gets_the_final_ranking_and_the_log_as_par
     assert final["shake_up"]["winner_delta"] == pytest.approx(gamma["public"] - gamma["private"])
 
 
+def test_the_exported_log_gives_replay_the_holdout_sizes_so_it_needs_no_size_options(tmp_path, capsys):
+    from ladderlab.cli import main
+    from ladderlab.serve.storage import sqlite_url
+    from ladderlab.submission_log import read_log
+
+    path = write_challenge(tmp_path, n=300, rules="selection = 1")
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
+    labels = service.challenge.split.y_holdout
+    with ThreadServer(service) as server:
+        for index, team in enumerate(TEAMS):
+            rows = np.where(np.random.default_rng(index).random((2, labels.size)) < 0.2 * (index + 1), labels, 1 - labels)
+            upload(server.url, tokens[team], rows)
+        assert request(server.url, tokens["organiser"], "POST", "/api/organiser/close")[0] == 200
+        _, _, exported = request(server.url, tokens["organiser"], "GET", "/api/organiser/export")
+    (tmp_path / "export.parquet").write_bytes(exported)
+    log = read_log(tmp_path / "export.parquet")
+    assert (log.public_size, log.private_size) == (150, 150)
+    assert main(["replay", str(tmp_path / "export.parquet"), "--format", "json",
+                 "--mechanism", "noisy"]) == 0, "the noise scale is derived from the public size"
+    report = json.loads(capsys.readouterr().out)
+    assert report["unavailable"] == [] and report["state_of_the_art"]
+
+
+@pytest.mark.parametrize("scorer, extra", [("zero-one", ""), ("log-loss", "prediction_range = [0.05, 0.95]")])
+def test_the_private_losses_of_each_counted_submission_average_to_its_private_score_and_certify_the_ranking(
+        tmp_path, database, capsys, scorer, extra):
+    from ladderlab.cli import main
+    from ladderlab.private_samples import read_samples
+
+    path = write_challenge(tmp_path, n=200, scorer=scorer, extra=extra, rules="selection = 2")
+    service, tokens = open_service(path, database)
+    labels = service.challenge.split.y_holdout
+    with ThreadServer(service) as server:
+        for index, team in enumerate(TEAMS):
+            rng = np.random.default_rng(index)
+            rows = np.where(rng.random((3, labels.size)) < 0.2 * (index + 1), labels, 1 - labels)
+            upload(server.url, tokens[team], rows if scorer == "zero-one" else rows * rng.random(rows.shape))
+        status, _, answer = request(server.url, tokens["organiser"], "GET", "/api/organiser/private-losses")
+        assert status == 409 and answer["reason"] == "open"
+        assert request(server.url, tokens["organiser"], "POST", "/api/organiser/close")[0] == 200
+        assert request(server.url, tokens["alpha"], "GET", "/api/organiser/private-losses")[0] == 401
+        _, _, final = request(server.url, tokens["organiser"], "GET", "/api/organiser/final")
+        _, _, exported = request(server.url, tokens["organiser"], "GET", "/api/organiser/private-losses")
+    (tmp_path / "losses.parquet").write_bytes(exported)
+    samples = read_samples(tmp_path / "losses.parquet")
+    private = {row["team"]: row["private"] for row in final["teams"]}
+    assert samples.teams == list(private) and samples.size == service.challenge.split.final_rows.size
+    assert samples.losses.mean(axis=1) == pytest.approx([private[team] for team in samples.teams], abs=1e-12)
+    assert main(["rank-certificate", str(tmp_path / "losses.parquet"), "--format", "json", "--replicates", "50"]) == 0
+    assert json.loads(capsys.readouterr().out)["winner"] == final["teams"][0]["team"]
+
+
+def test_a_scorer_that_does_not_split_into_samples_has_no_private_losses(tmp_path):
+    from ladderlab.serve.storage import sqlite_url
+
+    path = write_challenge(tmp_path, n=100, scorer="roc-auc")
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
+    with ThreadServer(service) as server:
+        upload(server.url, tokens["alpha"], np.random.default_rng(0).random((1, 100)))
+        assert request(server.url, tokens["organiser"], "POST", "/api/organiser/close")[0] == 200
+        status, _, answer = request(server.url, tokens["organiser"], "GET", "/api/organiser/private-losses")
+    assert status == 409 and answer["reason"] == "not-per-sample" and "'roc-auc'" in answer["error"]
+
+
 def _named_classes(path, names: dict[float, str]) -> None:
     labels = pd.read_csv(path.parent / "labels.csv", dtype={"id": str})
     labels["label"] = labels.label.map(names)

@@ -81,3 +81,27 @@ def test_full_disclosure_plays_once_for_the_whole_search_with_the_same_results(t
         alone.append(sum(mechanism == "full-disclosure" for mechanism, _ in played))
     assert len(alone) == 3 and min(alone) > 0 and shared == max(alone) < sum(alone)
     assert result["recommended"] == 1  # the table and the figure are read from these certificates alone
+
+
+def test_tune_on_a_challenge_certifies_each_setting_on_its_data_and_serve_accepts_the_recommended_certificate(
+        tmp_path, capsys):
+    from ladderlab import challenge as challenges
+    from tests.serve_helpers import write_challenge
+
+    path = write_challenge(tmp_path, n=400, rules="total = 20")
+    out = tmp_path / "certs" / "tuned.json"
+    assert main(["--quiet", "certify", "ladder", "--challenge", str(path), "--tune", "--only", "--attack",
+                 "boosting(k=20)", "--replications", "8", "--tau", "1", "--epsilon", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert (result["challenge"], result["n"], result["budget"]) == (str(path), 200, 20)
+    searched = MECHANISMS.get("ladder")._search_space["eta"]
+    assert [row["params"]["eta"] for row in result["settings"]] == searched
+    identities = {row["certificate"]["challenge"]["task_identity"] for row in result["settings"]}
+    assert len(identities) == 1 and all(row["certified"] for row in result["settings"])
+    recommended = result["settings"][result["recommended"]]["params"]
+    advice = capsys.readouterr().err.splitlines()[-1]
+    assert advice.endswith(f'params = {{ eta = {recommended["eta"]} }}, certificate = "certs/tuned-recommended.json"')
+    text = path.read_text().replace("eta = 0.01", f"eta = {recommended['eta']}").replace(
+        'id = "ladder"', 'id = "ladder"\ncertificate = "certs/tuned-recommended.json"')
+    path.write_text(text)
+    assert challenges.certificate_problems(challenges.load(path)) == []

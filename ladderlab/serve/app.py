@@ -188,6 +188,13 @@ def create_app(service: Service) -> FastAPI:
         return Response(service.export(), media_type="application/vnd.apache.parquet",
                         headers={"Content-Disposition": f'attachment; filename="{challenge.name}-log.parquet"'})
 
+    @app.get("/api/organiser/private-losses",
+             summary="Per-sample private losses of each team's counted submission, as Parquet (after the close)")
+    def private_losses(request: Request) -> Response:
+        service.check_organiser(bearer(request))
+        return Response(service.private_losses(), media_type="application/vnd.apache.parquet",
+                        headers={"Content-Disposition": f'attachment; filename="{challenge.name}-private-losses.parquet"'})
+
     value_columns = ", ".join(reader.class_columns) if reader.kind is PredictionKind.PROBABILITIES else "prediction"
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)

@@ -65,6 +65,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
                             "holdout size or per-team budget (each is named)")
     serve.add_argument("--reissue", metavar="TEAM", help="print a new token for TEAM (or 'organiser') and exit; "
                                                          "the old token stops working")
+    serve.add_argument("--tokens", metavar="FILE",
+                       help="write the tokens this start issues to FILE (CSV team,token, readable by you alone) "
+                            "instead of printing them; refused if FILE exists, which may hold tokens shown once")
     serve.add_argument("--quiet-access", action="store_true", help="no access log lines")
     serve.add_argument("--full-sync", action="store_true",
                        help="flush the SQLite log to disk at every commit, so that a submission survives a crash of the "
@@ -142,6 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
         path = write_demo(Path(args.state))
     else:
         path = Path(args.target)
+    _check_tokens_file(args.tokens)
     challenge = challenges.load(path, args.force)
     if args.reissue is not None:
         _check_reissue(challenge, args.reissue)
@@ -174,7 +178,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     sock = listen(args.host, args.port)
     address = f"http://{args.host}:{sock.getsockname()[1]}/"
-    if issued:
+    if args.tokens and not issued:
+        print(f"no token issued at this start (every team has one; --reissue TEAM prints a new one): "
+              f"--tokens {args.tokens} not written")
+    elif args.tokens:
+        _write_tokens(Path(args.tokens), issued)
+    elif issued:
         print("tokens (shown once; only their hashes are stored):")
         for name, token in issued.items():
             print(f"  {name}: {token}")
@@ -183,6 +192,32 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"serving {challenge.name} at {address} (log: {service.storage.display_url()})", flush=True)
     run(service, sock, access_log=not args.quiet_access)
     return 0
+
+
+def _check_tokens_file(value: str | None) -> None:
+    """``--tokens FILE`` can be written and holds no earlier tokens: checked before any token is issued."""
+    from ladderlab.arguments import ArgumentError, output_file
+
+    output_file("--tokens", value)
+    if value is not None and Path(value).exists():
+        raise ArgumentError(f"--tokens {value}: the file exists and may hold tokens that were shown once; "
+                            "move it away or name another file")
+
+
+def _write_tokens(path: Path, issued: dict[str, str]) -> None:
+    """The issued tokens as CSV (team,token), readable and writable by the owner alone; printed
+    instead if the file cannot be written after all, since they are never shown again."""
+    text = "team,token\n" + "".join(f"{name},{token}\n" for name, token in issued.items())
+    try:
+        write_atomically(path, text, mode=0o600)
+    except OSError as error:
+        print(f"ladderlab: warning: --tokens {path}: {error.strerror or error}; the tokens (shown once; only their "
+              "hashes are stored):", file=sys.stderr)
+        print(text, end="")
+        return
+    teams = len(issued) - ("organiser" in issued)
+    whose = " and ".join((["the organiser"] if "organiser" in issued else []) + ([f"{teams} team(s)"] if teams else []))
+    print(f"tokens of {whose} written to {path} (shown nowhere else; only their hashes are stored)")
 
 
 def _check_reissue(challenge: Any, name: str) -> None:

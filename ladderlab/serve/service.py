@@ -522,10 +522,41 @@ class Service:
                 "shake_up": {name: None if value is None or not np.isfinite(value) else float(value)
                              for name, value in shake_up.items()}}
 
+    def private_losses(self) -> bytes:
+        """Per-sample data for ``ladderlab rank-certificate``, as Parquet in long form: ``team``,
+        ``sample`` (the holdout id) and ``loss``, the per-sample loss of each team's counted
+        submission (the one :meth:`final` ranks it by) on every final-set row, in the published
+        order; the mean of a team's losses is its private score. Only for a mean of per-sample
+        losses: other scores (AUC, correlations) do not split into samples."""
+        from ladderlab.scoring import LossScorer
+
+        scorer = self.scorer.within(self.challenge.split.public.prediction_range)
+        if not isinstance(scorer, LossScorer):
+            raise ServiceError(409, "not-per-sample", f"the scorer {scorer.name!r} is not a mean of per-sample losses, "
+                                                      "so the private score does not split into samples")
+        rows = self.final()["teams"]
+        by_id = {entry.submission_id: entry for entry in self.storage.entries()}
+        digests = [by_id[row["counted_submission"]].prediction_sha256 for row in rows]
+        stored = self.storage.load_predictions(digests)
+        final_rows = self.challenge.split.final_rows
+        y_final = self.challenge.split.y_holdout[final_rows]
+        losses = (scorer.loss(y_final, np.stack([stored[digest][final_rows] for digest in digests])) if rows
+                  else np.empty((0, final_rows.size)))
+        samples = [str(sample) for sample in self.challenge.ids[final_rows]]
+        table = pa.table({
+            "team": pa.array([row["team"] for row in rows for _ in samples], pa.string()),
+            "sample": pa.array(samples * len(rows), pa.string()),
+            "loss": pa.array(losses.reshape(-1), pa.float64()),
+        }).replace_schema_metadata({"ladderlab.scorer": scorer.name})
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        return buffer.getvalue()
+
     def export(self) -> bytes:
         """The log as Parquet: the columns ``ladderlab replay`` and ``rank-certificate`` read
         (team, submission_id, team_sequence, submitted_at, public_score, private_score,
-        released, selected), then the log's own (decision, prediction_sha256, hashes)."""
+        released, selected), then the log's own (decision, prediction_sha256, hashes); its metadata
+        states the scorer, the mechanism and the public and private holdout sizes."""
         self._require_closed()
         entries, _, counted = self._counted()
         columns = {
@@ -548,6 +579,8 @@ class Service:
             "ladderlab.greater_is_better": "true" if self.scorer.greater_is_better else "false",
             "ladderlab.challenge": self.challenge.name,
             "ladderlab.mechanism": self.challenge.spec.mechanism.id,
+            "ladderlab.public_size": str(self.challenge.split.public_rows.size),
+            "ladderlab.private_size": str(self.challenge.split.final_rows.size),
         })
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
