@@ -13,8 +13,8 @@ every other (the chain's head row is locked for the whole submission, as for a m
 shared state), because any submission may link its team with any other.
 
 What is served before the close holds released values only. The exact public and
-final scores leave the service only through :meth:`final` and :meth:`export`, and
-only after the close.
+final scores leave the service only through :meth:`final`, :meth:`export` and
+:meth:`private_losses`, and only after the close.
 """
 
 from __future__ import annotations
@@ -553,8 +553,7 @@ class Service:
         return buffer.getvalue()
 
     def export(self) -> bytes:
-        """The log as Parquet: the columns ``ladderlab replay`` and ``rank-certificate`` read
-        (team, submission_id, team_sequence, submitted_at, public_score, private_score,
+        """The log as Parquet: the columns ``ladderlab replay`` reads (team, submission_id, team_sequence, submitted_at, public_score, private_score,
         released, selected), then the log's own (decision, prediction_sha256, hashes); its metadata
         states the scorer, the mechanism and the public and private holdout sizes."""
         self._require_closed()
