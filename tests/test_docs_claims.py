@@ -93,6 +93,34 @@ def test_sizes_page_shows_the_estimate_run_prints() -> None:
     assert shown[1] == str(scenario_work(load("quickstart"), jobs=2))
 
 
+@pytest.mark.parametrize(("scenario", "quoted"), [("kaggle-scale", r"`kaggle-scale` is estimated at ([\d.]+ GiB)"),
+                                                ("kaggle-realistic", r"`kaggle-realistic`\s+is estimated at ([\d.]+ M) submissions")])
+def test_sizes_page_quotes_the_estimate_of_a_competition_scenario(scenario: str, quoted: str) -> None:
+    from ladderlab.workload import scenario_work
+
+    page = (ROOT / "docs" / "sizes.md").read_text()
+    assert re.search(quoted, page)[1] in str(scenario_work(load(scenario), jobs=1))
+
+
+def test_performance_page_quotes_the_poissonized_sampler_at_n_1200_b_100() -> None:
+    import numpy as np
+    from scipy import stats
+
+    from ladderlab import poissonized
+
+    page = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    quoted = re.search(r"c = ([\d.]+) at n = 1,200, b = 100: (\d+)% of attempts redrawn, ~(\d+) completion indices", page)
+    n, b = 1200, 100
+    total = b * n
+    c = poissonized.completion_margin(n, b)
+    attempt = stats.poisson(total - c * np.sqrt(total))
+    missing = np.arange(total + 1)
+    completion = np.sum((total - missing) * attempt.pmf(missing)) / attempt.cdf(total)
+    assert quoted.groups() == (f"{c:g}", f"{100 * attempt.sf(total):.0f}", f"{round(completion, -1):.0f}")
+    guide_share = re.search(r"NaN in the ~([\d.]+)% of\s+cells", page)[1]
+    assert guide_share == f"{100 * np.isnan(poissonized.poisson_words(n, b).guide).mean():.2f}"
+
+
 def test_code_map_names_every_core_module() -> None:
     page = (ROOT / "docs" / "concepts.md").read_text()
     code_map = page.split("## Where the code lives", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]

@@ -25,6 +25,8 @@ TIMING = re.compile(
 
 WRITTEN_BY_A_COMMAND = {  # whole pages; the test below checks that each says which command wrote it
     "competition-speed.md": "ladderlab bench-competitions",
+    "kaggle-realistic.md": "ladderlab realism shakeup",
+    "roelofs-2019.md": "ladderlab realism roelofs",
 }
 
 SECTIONS_OWNED_ELSEWHERE = {  # (page, heading): why this test leaves the section alone
