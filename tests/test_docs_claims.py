@@ -67,6 +67,20 @@ def test_extrapolation_page_quotes_the_spread_extrapolate_prints(workdir: Path) 
     assert (f"{float(printed['cons']):.2f}", f"{float(printed['exp']):.2f}") == quoted.groups()
 
 
+def _predictions(command: str, folder: Path) -> dict[str, str]:
+    """Each method's prediction at K as ``extrapolate`` prints it (the table's rows)."""
+    return dict(line.split()[:2] for line in output(command, folder).splitlines()[3:8])
+
+
+def test_extrapolation_page_quotes_cons_and_mple_and_the_authors_convention(workdir: Path) -> None:
+    page = " ".join((ROOT / "docs" / "extrapolation.md").read_text().split())
+    quoted = re.search(r"yet predict (\S+) and (\S+)\. .*? \(`--convention authors`, point masses on a 51-point grid\) "
+                       r"moves it to about (\S+)\.", page)
+    command = "ladderlab extrapolate examples/extrapolation/ranks.txt --from 20 --to 200"
+    ours, authors = _predictions(command, workdir), _predictions(command + " --convention authors", workdir)
+    assert quoted.groups() == (f"{float(ours['cons']):.2f}", f"{float(ours['mple']):.2f}", f"{float(authors['cons']):.2f}")
+
+
 def _commands_with_option(option: str) -> set[str]:
     """Every (sub)command of the real parser that has ``option``: ``{"run", "serve verify", …}``."""
     found = set()

@@ -104,3 +104,15 @@ def test_extrapolation_page_gives_the_synopsis_of_the_parser() -> None:
     assert _options(synopsis) == real
     positionals = [action.dest.upper() for action in parser._actions if not action.option_strings]
     assert synopsis.split()[2:2 + len(positionals)] == positionals
+
+
+def test_run_directories_page_shows_the_error_a_second_run_into_a_locked_directory_gets(workdir: Path) -> None:  # noqa: F811
+    from ladderlab.rundir import RunLock
+
+    shown = console_block("run-directories.md", "ladderlab: error: runs/quickstart is in use")
+    holder = re.compile(r"pid \d+ on host \S+, started \S+Z")
+    with RunLock(workdir / "runs" / "quickstart"):
+        completed = subprocess.run([sys.executable, "-m", "ladderlab", "run", "quickstart"], cwd=workdir,
+                                   env=environment(), capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 2
+    assert holder.sub("HOLDER", completed.stderr.splitlines()[-1]) == holder.sub("HOLDER", shown[0])
