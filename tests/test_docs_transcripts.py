@@ -116,3 +116,44 @@ def test_run_directories_page_shows_the_error_a_second_run_into_a_locked_directo
                                    env=environment(), capture_output=True, text=True, timeout=600)
     assert completed.returncode == 2
     assert holder.sub("HOLDER", completed.stderr.splitlines()[-1]) == holder.sub("HOLDER", shown[0])
+
+
+def _study(folder: Path, task: str, mechanism: str, attacks: str) -> list[str]:
+    """Write ``study.toml`` (one matrix row, two replications) and return the command that runs it
+    into ``runs/study``."""
+    (folder / "study.toml").write_text(f'schema_version = 1\nname = "study"\nreplications = 2\nseed = 0\n\n[[matrix]]\n'
+                                       f"tasks = [{task}]\nmechanisms = [{mechanism}]\nattacks = [{attacks}]\n")
+    return [sys.executable, "-m", "ladderlab", "run", "study.toml", "--out", "runs/study"]
+
+
+def _stderr(command: list[str], folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
+
+
+def test_run_directories_page_shows_the_warning_a_damaged_cell_file_gets(workdir: Path) -> None:  # noqa: F811
+    shown = console_block("run-directories.md", "ladderlab: cell diabetes × kaggle × honest")
+    command = _study(workdir, '{ id = "diabetes" }', '{ id = "kaggle" }', '{ id = "honest" }')
+    assert _stderr(command, workdir).returncode == 0
+    (cell,) = (workdir / "runs" / "study" / "cells").glob("*.parquet")
+    cell.write_bytes(cell.read_bytes()[: cell.stat().st_size // 2])
+    warned = [line for line in _stderr(command, workdir).stderr.splitlines() if "is damaged" in line]
+
+    def varying(line: str) -> str:  # the cell's key, the quarantine's time and the file's size
+        line = re.sub(r"\b([0-9a-f]{4})(?:[0-9a-f]{16}|…)", "KEY", line)
+        return re.sub(r"\d+ bytes, the manifest recorded \d+", "SIZES", re.sub(r"\d{8}T\d{6}Z", "TIME", line))
+
+    assert [varying(line) for line in warned] == [varying(line) for line in shown]
+
+
+def test_run_directories_page_shows_the_error_finished_cells_of_a_changed_plugin_get(workdir: Path) -> None:  # noqa: F811
+    shown = console_block("run-directories.md", "ladderlab: error: runs/study: 2 finished cells")
+    plugin = workdir / "my_mech.py"
+    plugin.write_text('from ladderlab.registry import MECHANISMS\n\n\nclass Shifted(MECHANISMS.get("kaggle")):\n'
+                      '    """Kaggle\'s rounding under another name."""\n')
+    command = _study(workdir, '{ id = "random-labels", params = { n_public = 200, n_holdout = 600 } }',
+                     '{ id = "my_mech.py:Shifted" }', '{ id = "boosting", params = { k = 50 } }, { id = "honest" }')
+    assert _stderr(command, workdir).returncode == 0
+    plugin.write_text(plugin.read_text() + "# edited\n")
+    refused = _stderr(command, workdir)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[-len(shown):] == shown
