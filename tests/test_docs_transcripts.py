@@ -77,13 +77,32 @@ def test_serve_page_shows_what_the_demo_and_an_attack_on_it_print(tmp_path: Path
     assert printed.stdout.splitlines() == attack_shown[1:]
 
 
-def test_own_challenge_page_shows_what_serve_prints_for_the_example(tmp_path: Path) -> None:
+def _commands_and_output(block: list[str]) -> tuple[str, list[str]]:
+    """A console block's commands (``$`` lines and their continuations) as one script, and what they printed."""
+    commands, printed, continued = [], [], False
+    for line in block:
+        if line.startswith("$ ") or continued:
+            commands.append(line.removeprefix("$ "))
+            continued = line.endswith("\\")
+        else:
+            printed.append(line)
+    return "\n".join(commands), printed
+
+
+def test_the_served_example_prints_and_answers_an_upload_as_the_pages_show(tmp_path: Path) -> None:
     from ladderlab.serve.launch import ServerProcess
 
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed (.ci/run installs it)")
     shown = console_block("own-challenge.md", "$ ladderlab serve examples/breast-cancer/challenge.toml")
+    script, answer = _commands_and_output(console_block("serve.md", "$ curl -s http://127.0.0.1:8000/sample_submission.csv"))
     example = shutil.copytree(ROOT / "examples" / "breast-cancer", tmp_path / "breast-cancer")
     with ServerProcess(example / "challenge.toml") as server:
         assert _server_lines(_started(server.output)) == _server_lines(shown[1:])
+        uploaded = subprocess.run(["bash", "-c", script.replace("http://127.0.0.1:8000/", server.url)], cwd=tmp_path,
+                                  env={**environment(), "TOKEN": server.tokens["team-a"]},
+                                  capture_output=True, text=True, timeout=600)
+    assert uploaded.stdout.splitlines() == answer
 
 
 def _options(text: str) -> dict[str, list[str]]:
