@@ -81,6 +81,19 @@ def test_extrapolation_page_quotes_cons_and_mple_and_the_authors_convention(work
     assert quoted.groups() == (f"{float(ours['cons']):.2f}", f"{float(ours['mple']):.2f}", f"{float(authors['cons']):.2f}")
 
 
+def test_extrapolation_page_quotes_the_truth_the_example_script_prints_and_ships_its_files(tmp_path: Path) -> None:
+    import shutil
+
+    script = shutil.copy(ROOT / "examples" / "extrapolation" / "make_examples.py", tmp_path)
+    printed = output(f"python {script}", tmp_path)
+    truth = re.search(r"accuracy on all 200 classes: (\S+)", printed)[1]
+    page = " ".join((ROOT / "docs" / "extrapolation.md").read_text().split())
+    shown = re.findall(r"reaches (\d\.\d+) on all 200 classes|where the truth is (\d\.\d+)", page)
+    assert [f"{float(truth):.3f}"] * 2 == ["".join(pair) for pair in shown]
+    for name in ("ranks.txt", "scores.csv"):
+        assert (tmp_path / name).read_text() == (ROOT / "examples" / "extrapolation" / name).read_text(), name
+
+
 def _commands_with_option(option: str) -> set[str]:
     """Every (sub)command of the real parser that has ``option``: ``{"run", "serve verify", …}``."""
     found = set()
