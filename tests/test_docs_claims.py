@@ -67,6 +67,33 @@ def test_extrapolation_page_quotes_the_spread_extrapolate_prints(workdir: Path) 
     assert (f"{float(printed['cons']):.2f}", f"{float(printed['exp']):.2f}") == quoted.groups()
 
 
+def _predictions(command: str, folder: Path) -> dict[str, str]:
+    """Each method's prediction at K as ``extrapolate`` prints it (the table's rows)."""
+    return dict(line.split()[:2] for line in output(command, folder).splitlines()[3:8])
+
+
+def test_extrapolation_page_quotes_cons_and_mple_and_the_authors_convention(workdir: Path) -> None:
+    page = " ".join((ROOT / "docs" / "extrapolation.md").read_text().split())
+    quoted = re.search(r"yet predict (\S+) and (\S+)\. .*? \(`--convention authors`, point masses on a 51-point grid\) "
+                       r"moves it to about (\S+)\.", page)
+    command = "ladderlab extrapolate examples/extrapolation/ranks.txt --from 20 --to 200"
+    ours, authors = _predictions(command, workdir), _predictions(command + " --convention authors", workdir)
+    assert quoted.groups() == (f"{float(ours['cons']):.2f}", f"{float(ours['mple']):.2f}", f"{float(authors['cons']):.2f}")
+
+
+def test_extrapolation_page_quotes_the_truth_the_example_script_prints_and_ships_its_files(tmp_path: Path) -> None:
+    import shutil
+
+    script = shutil.copy(ROOT / "examples" / "extrapolation" / "make_examples.py", tmp_path)
+    printed = output(f"python {script}", tmp_path)
+    truth = re.search(r"accuracy on all 200 classes: (\S+)", printed)[1]
+    page = " ".join((ROOT / "docs" / "extrapolation.md").read_text().split())
+    shown = re.findall(r"reaches (\d\.\d+) on all 200 classes|where the truth is (\d\.\d+)", page)
+    assert [f"{float(truth):.3f}"] * 2 == ["".join(pair) for pair in shown]
+    for name in ("ranks.txt", "scores.csv"):
+        assert (tmp_path / name).read_text() == (ROOT / "examples" / "extrapolation" / name).read_text(), name
+
+
 def _commands_with_option(option: str) -> set[str]:
     """Every (sub)command of the real parser that has ``option``: ``{"run", "serve verify", …}``."""
     found = set()
@@ -91,6 +118,34 @@ def test_sizes_page_shows_the_estimate_run_prints() -> None:
     page = (ROOT / "docs" / "sizes.md").read_text()
     shown = re.search(r"`ladderlab run quickstart --jobs 2` prints:\n\n```text\nladderlab: estimated (.*)\n```", page)
     assert shown[1] == str(scenario_work(load("quickstart"), jobs=2))
+
+
+@pytest.mark.parametrize(("scenario", "quoted"), [("kaggle-scale", r"`kaggle-scale` is estimated at ([\d.]+ GiB)"),
+                                                ("kaggle-realistic", r"`kaggle-realistic`\s+is estimated at ([\d.]+ M) submissions")])
+def test_sizes_page_quotes_the_estimate_of_a_competition_scenario(scenario: str, quoted: str) -> None:
+    from ladderlab.workload import scenario_work
+
+    page = (ROOT / "docs" / "sizes.md").read_text()
+    assert re.search(quoted, page)[1] in str(scenario_work(load(scenario), jobs=1))
+
+
+def test_performance_page_quotes_the_poissonized_sampler_at_n_1200_b_100() -> None:
+    import numpy as np
+    from scipy import stats
+
+    from ladderlab import poissonized
+
+    page = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    quoted = re.search(r"c = ([\d.]+) at n = 1,200, b = 100: (\d+)% of attempts redrawn, ~(\d+) completion indices", page)
+    n, b = 1200, 100
+    total = b * n
+    c = poissonized.completion_margin(n, b)
+    attempt = stats.poisson(total - c * np.sqrt(total))
+    missing = np.arange(total + 1)
+    completion = np.sum((total - missing) * attempt.pmf(missing)) / attempt.cdf(total)
+    assert quoted.groups() == (f"{c:g}", f"{100 * attempt.sf(total):.0f}", f"{round(completion, -1):.0f}")
+    guide_share = re.search(r"NaN in the ~([\d.]+)% of\s+cells", page)[1]
+    assert guide_share == f"{100 * np.isnan(poissonized.poisson_words(n, b).guide).mean():.2f}"
 
 
 def test_code_map_names_every_core_module() -> None:
