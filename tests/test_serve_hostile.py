@@ -330,7 +330,8 @@ def test_the_answers_anyone_may_ask_for_without_a_token_are_built_once(tmp_path)
     in Python): at 50,000 ids a request without a token cost the server 20–40 ms of CPU, so that
     anyone could keep it busy. Now they cost what sending bytes costs (CPU time of this process,
     which is the server's and the client's: the machine may be shared; without the collector,
-    whose full pass over a long test session's objects took 0.35 s once in the middle of them)."""
+    whose full pass over a long test session's objects can cost tenths of a second, the likely
+    cause of one failure at 0.37 s in a loaded suite)."""
     import gc
     import time
     import urllib.request
