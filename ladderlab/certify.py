@@ -463,8 +463,7 @@ def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criter
         loss_bound=_interval(np.array([rows[i].get("loss_bound") or 1.0 for i in finished]), criterion.confidence)["median"],
     )
     if verdict == INCONCLUSIVE:
-        outlook = replications_to_decide(beyond_tau, beyond_epsilon, criterion.confidence)
-        measures["outlook"] = {"verdict": outlook.verdict, "replications": outlook.replications}
+        measures["outlook"] = _outlook(measures, criterion.confidence)
     severity = max(-float(np.median(delta)) / criterion.tau, float(np.median(error)) / criterion.epsilon)
     return _Point(cell, family, verdict, len(rows), None, severity, measures, stopped and verdict == INCONCLUSIVE)
 
@@ -1014,7 +1013,7 @@ def markdown(certificate: dict[str, Any]) -> str:
                   f"replications: their median sits too close to a threshold to tell at {confidence} confidence. "
                   "Inconclusive is not a pass; more replications (--replications) may decide them. If the rates "
                   "observed so far held (an estimate: the rates' own intervals are in the table):", "",
-                  *(_outlook_text(row, c["tau"], c["epsilon"]) for row in inconclusive)]
+                  *(_outlook_text(row, c["tau"], c["epsilon"], c["confidence"]) for row in inconclusive)]
     if stopped:
         lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
                   "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
@@ -1057,12 +1056,20 @@ def markdown(certificate: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _outlook_text(row: dict[str, Any], tau: float, epsilon: float) -> str:
-    """An inconclusive row's rates and how many replications would likely decide it (:func:`replications_to_decide`)."""
+def _outlook(measures: dict[str, Any], confidence: float) -> dict[str, Any]:
+    """An inconclusive point's outlook (:func:`replications_to_decide`) from its measures: the shares
+    of its ``n_ok`` finished replications beyond τ and ε."""
+    outlook = replications_to_decide(measures["p_delta"]["estimate"], measures["p_lberr"]["estimate"],
+                                     measures["n_ok"], confidence)
+    return {"verdict": outlook.verdict, "replications": outlook.replications}
+
+
+def _outlook_text(row: dict[str, Any], tau: float, epsilon: float, confidence: float) -> str:
+    """An inconclusive row's rates and how many replications would likely decide it (:func:`_outlook`)."""
     rates = (f"P(Δ/B < −{tau:g}) {_probability_text(row['p_delta'])}, "
              f"P(lb error/B > {epsilon:g}) {_probability_text(row['p_lberr'])} after {row['replications']}")
-    outlook = row.get("outlook") or {}
-    if outlook.get("verdict") is None:
+    outlook = _outlook(row, confidence)
+    if outlook["verdict"] is None:
         return (f"- {row['attack_label']} at {row['budget']} ({rates}): a rate at ½, so no number of replications "
                 "would likely decide it; its median lies on the threshold")
     would = {PASSES: "pass", FAILS: "fail"}[outlook["verdict"]]

@@ -150,17 +150,17 @@ class Outlook:
     replications: int | None
 
 
-def replications_to_decide(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, confidence: float) -> Outlook:
-    """The plug-in outlook of an undecided point: with each probability held at its observed rate
-    r (S_t = r·t), the first t at which its sequence excludes ½. It fails at the first t at which a
-    rate above ½ is excluded from below, passes at the first t at which both rates, below ½, are; a
-    rate of exactly ½ (or an estimate beyond ``MOST_REPLICATIONS_ESTIMATED``) decides never. The
-    count is at least one more than the replications observed. An estimate, not a bound: the rates
-    themselves are uncertain (their intervals say how much)."""
+def replications_to_decide(rate_tau: float, rate_epsilon: float, observed: int, confidence: float) -> Outlook:
+    """The plug-in outlook of a point undecided after ``observed`` replications, with shares
+    ``rate_tau`` of Δ < −τ and ``rate_epsilon`` of error > ε: with each share held (S_t = rate·t),
+    the first t at which its sequence excludes ½. It fails at the first t at which a share above ½
+    is excluded from below, passes at the first t at which both shares, below ½, are; a share of
+    exactly ½ (or an estimate beyond ``MOST_REPLICATIONS_ESTIMATED``) decides never. The count is at
+    least ``observed`` + 1. An estimate, not a bound: the shares themselves are uncertain (their
+    confidence sequences say how much)."""
     delta = (1.0 - confidence) / 2.0
-    observed = [np.asarray(indicators, dtype=bool) for indicators in (beyond_tau, beyond_epsilon)]
-    rates = [float(indicators.mean()) for indicators in observed]
-    times = [_first_exclusion(rate, delta, observed[0].size + 1) for rate in rates]
+    rates = (rate_tau, rate_epsilon)
+    times = [_first_exclusion(rate, delta, observed + 1) for rate in rates]
     failing = [t for rate, t in zip(rates, times) if rate > 0.5 and t is not None]
     if failing:
         return Outlook(FAILS, min(failing))

@@ -67,14 +67,14 @@ def test_the_outlook_of_an_undecided_point_is_where_its_observed_rate_decides(pa
     (failing), within one period of the count the outlook gives; the outlook at δ = α rather than α/2
     would be about 35 replications early."""
     held = np.array(pattern * 400, dtype=bool)
-    outlook = replications_to_decide(held[:20], np.zeros(20, dtype=bool), CONFIDENCE)
+    outlook = replications_to_decide(float(held[:20].mean()), 0.0, 20, CONFIDENCE)
     decided = stopping_verdict(held, np.zeros(held.size, dtype=bool), CONFIDENCE)
     assert outlook.verdict == decided.verdict == expected
     assert abs(outlook.replications - decided.replications) <= len(pattern)
 
 
 def test_an_undecided_point_whose_rate_sits_at_one_half_has_no_outlook():
-    outlook = replications_to_decide([1, 0] * 30, [0] * 60, CONFIDENCE)
+    outlook = replications_to_decide(0.5, 0.0, 60, CONFIDENCE)
     assert outlook.verdict is None and outlook.replications is None
 
 
@@ -85,10 +85,12 @@ def test_an_inconclusive_certificate_row_says_how_many_replications_would_decide
     rows = [{"status": "ok", "submissions": 1, "delta": -1.0 if i % 4 == 0 else 0.0, "leaderboard_error": 0.0,
              "loss_bound": 1.0} for i in range(12)]
     point = certify.judge(CELL, "classification", rows, criterion)
-    outlook = replications_to_decide([i % 4 == 0 for i in range(12)], [False] * 12, CONFIDENCE)
+    outlook = replications_to_decide(0.25, 0.0, 12, CONFIDENCE)
     assert point.verdict == INCONCLUSIVE and outlook.verdict == PASSES and outlook.replications > 12
+    assert point.measures["outlook"] == {"verdict": PASSES, "replications": outlook.replications}
     row = {"attack_label": "guess", "budget": 1, "replications": 12, **point.measures}
-    assert f"would pass after about {outlook.replications} replications" in certify._outlook_text(row, TAU, 1.0)
+    text = certify._outlook_text(row, TAU, 1.0, CONFIDENCE)
+    assert f"would pass after about {outlook.replications} replications" in text
 
 
 def test_the_first_look_stops_clear_points_after_eight_replications():
