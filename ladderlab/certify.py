@@ -73,6 +73,7 @@ from ladderlab.seeding import sealed_stream, secret_fingerprint
 from ladderlab.sequential import (
     FAILS,
     INCONCLUSIVE,
+    MOST_REPLICATIONS_ESTIMATED,
     PASSES,
     Verdict,
     first_decision,
@@ -1070,8 +1071,8 @@ def _outlook_text(row: dict[str, Any], tau: float, epsilon: float, confidence: f
              f"P(lb error/B > {epsilon:g}) {_probability_text(row['p_lberr'])} after {row['replications']}")
     outlook = _outlook(row, confidence)
     if outlook["verdict"] is None:
-        return (f"- {row['attack_label']} at {row['budget']} ({rates}): a rate at ½, so no number of replications "
-                "would likely decide it; its median lies on the threshold")
+        return (f"- {row['attack_label']} at {row['budget']} ({rates}): at these rates no number of replications "
+                f"up to {MOST_REPLICATIONS_ESTIMATED:,} would decide it; its median lies on the threshold")
     would = {PASSES: "pass", FAILS: "fail"}[outlook["verdict"]]
     return (f"- {row['attack_label']} at {row['budget']} ({rates}): would {would} after about "
             f"{outlook['replications']} replications (--replications {outlook['replications']})")

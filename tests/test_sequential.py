@@ -76,6 +76,9 @@ def test_the_outlook_of_an_undecided_point_is_where_its_observed_rate_decides(pa
 def test_an_undecided_point_whose_rate_sits_at_one_half_has_no_outlook():
     outlook = replications_to_decide(0.5, 0.0, 60, CONFIDENCE)
     assert outlook.verdict is None and outlook.replications is None
+    row = {"attack_label": "guess", "budget": 1, "replications": 60, "n_ok": 60,
+           "p_delta": {"estimate": 0.5, "lo": 0.3, "hi": 0.7}, "p_lberr": {"estimate": 0.0, "lo": 0.0, "hi": 0.1}}
+    assert "no number of replications up to 1,000,000 would decide it" in certify._outlook_text(row, TAU, 1.0, CONFIDENCE)
 
 
 def test_an_inconclusive_certificate_row_says_how_many_replications_would_decide_it():
