@@ -25,7 +25,7 @@ def test_a_timed_certificate_says_where_its_time_went_and_lands_between_the_mark
     page.write_text(f"before\n{certify_speed.BEGIN}\nold\n{certify_speed.END}\nafter\n")
     certify_speed.write_section(page, certify_speed.table(timings, 1, 0))
     text = page.read_text()
-    assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
+    assert text.startswith("before\n") and text.endswith("after\n") and "\nold\n" not in text
     assert "| kaggle | `--n 20 --budgets 5` | 1 |" in text
 
 
