@@ -17,6 +17,7 @@ import numpy as np
 from ladderlab.bootstrap import improvements_needed, improves_sequentially
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Vector
+from ladderlab.scoring import LossScorer, PredictionKind, Scorer
 from ladderlab.validation import check_prediction_matrix
 
 
@@ -35,13 +36,20 @@ class BayesBootLadderBase(Mechanism):
         "po_threshold": [Interval(float, 0, None, closed="neither"), None],
         "initial_prediction": [Vector(), None],
     }
-    version = "3"
+    version = "4"
     """Version 2: the sequential test draws fewer replicates, so the random stream changed.
     Version 3: it stops within a chunk of the replicate that settles the decision, and
-    BayesBootLadderBoot draws its resamples' indices as 16-bit integers: other streams again."""
+    BayesBootLadderBoot draws its resamples' indices as 16-bit integers: other streams again.
+    Version 4: for a per-sample loss the test draws only what the decision depends on
+    (:class:`ladderlab.bootstrap.PairedImprovement`): one binomial draw for a 0/1 loss, the
+    group sums where d takes few values, no weight of a sample with d = 0."""
 
-    def resampled_values(self, n_public: int) -> int:
-        """The sequential test weighs up to B Bayesian-bootstrap replicates of the n public losses."""
+    def resampled_values(self, n_public: int, scorer: Scorer | None = None) -> int:
+        """The sequential test weighs up to B Bayesian-bootstrap replicates of the n public losses;
+        none for a loss of labels, whose differences take a few values
+        (:class:`ladderlab.bootstrap.PairedImprovement`: one draw, or one per value)."""
+        if isinstance(scorer, LossScorer) and scorer.prediction_kind == PredictionKind.LABEL:
+            return 0
         return self.B * n_public
 
     def _check_params(self) -> None:

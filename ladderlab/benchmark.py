@@ -283,6 +283,8 @@ class CertifyTiming:
     """User and system CPU of this process and of its workers."""
     replications: int
     safe_budget: int
+    duel_seconds: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    """Seconds inside the duels the certificate used, by attack and then mechanism (where the time goes)."""
 
 
 def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
@@ -291,6 +293,7 @@ def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
     from joblib.externals.loky import get_reusable_executor
 
     from ladderlab.certify import certify
+    from ladderlab.report import load_run
 
     get_reusable_executor().shutdown(wait=True)
     before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
@@ -299,9 +302,13 @@ def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
         certificate = certify(**{**README_CERTIFICATE, **overrides}, jobs=jobs, run_dir=directory)
         wall = time.perf_counter() - start
         get_reusable_executor().shutdown(wait=True)
-    after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        seconds = load_run(directory).results.groupby(["attack", "mechanism"]).wall_time.sum()
     cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
-    return CertifyTiming(jobs, wall, cpu, certificate["replications_used"], certificate["safe_budget"])
+    by_attack: dict[str, dict[str, float]] = {}
+    for (attack, mechanism), value in seconds.items():
+        by_attack.setdefault(attack, {})[mechanism] = float(value)
+    return CertifyTiming(jobs, wall, cpu, certificate["replications_used"], certificate["safe_budget"], by_attack)
 
 
 def document(throughputs: list[Throughput], duels: list[DuelTiming], command: str) -> dict[str, object]:

@@ -70,7 +70,17 @@ from ladderlab.report_tables import finite_or_null
 from ladderlab.scenario import CHALLENGE_TASK, Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import sealed_stream, secret_fingerprint
-from ladderlab.sequential import FAILS, INCONCLUSIVE, PASSES, Verdict, first_decision, median_interval, stopping_verdict
+from ladderlab.sequential import (
+    FAILS,
+    INCONCLUSIVE,
+    MOST_REPLICATIONS_ESTIMATED,
+    PASSES,
+    Verdict,
+    first_decision,
+    median_interval,
+    replications_to_decide,
+    stopping_verdict,
+)
 from ladderlab.tasks import TRAINING_RANGE, PublicData
 from ladderlab.untrusted import sandboxed_when_isolated
 
@@ -453,6 +463,8 @@ def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criter
         p_lberr=dict(zip(("estimate", "lo", "hi"), (float(beyond_epsilon.mean()), *decided.p_error))),
         loss_bound=_interval(np.array([rows[i].get("loss_bound") or 1.0 for i in finished]), criterion.confidence)["median"],
     )
+    if verdict == INCONCLUSIVE:
+        measures["outlook"] = _outlook(measures, criterion.confidence)
     severity = max(-float(np.median(delta)) / criterion.tau, float(np.median(error)) / criterion.epsilon)
     return _Point(cell, family, verdict, len(rows), None, severity, measures, stopped and verdict == INCONCLUSIVE)
 
@@ -1011,7 +1023,9 @@ def markdown(certificate: dict[str, Any]) -> str:
     if inconclusive:
         lines += [f"{len(inconclusive)} attack × budget rows were not decided within {c['replications']} "
                   f"replications: their median sits too close to a threshold to tell at {confidence} confidence. "
-                  "Inconclusive is not a pass; more replications (--replications) may decide them."]
+                  "Inconclusive is not a pass; more replications (--replications) may decide them. If the rates "
+                  "observed so far held (an estimate: the rates' own intervals are in the table):", "",
+                  *(_outlook_text(row, c["tau"], c["epsilon"], c["confidence"]) for row in inconclusive)]
     if stopped:
         lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
                   "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
@@ -1052,6 +1066,27 @@ def markdown(certificate: dict[str, Any]) -> str:
               f"- wall time {c['wall_time_seconds']:.0f} s, CPU time of this process {c['cpu_time_seconds']:.0f} s; "
               f"versions: {json.dumps(c['versions'])}"]
     return "\n".join(lines) + "\n"
+
+
+def _outlook(measures: dict[str, Any], confidence: float) -> dict[str, Any]:
+    """An inconclusive point's outlook (:func:`replications_to_decide`) from its measures: the shares
+    of its ``n_ok`` finished replications beyond τ and ε."""
+    outlook = replications_to_decide(measures["p_delta"]["estimate"], measures["p_lberr"]["estimate"],
+                                     measures["n_ok"], confidence)
+    return {"verdict": outlook.verdict, "replications": outlook.replications}
+
+
+def _outlook_text(row: dict[str, Any], tau: float, epsilon: float, confidence: float) -> str:
+    """An inconclusive row's rates and how many replications would likely decide it (:func:`_outlook`)."""
+    rates = (f"P(Δ/B < −{tau:g}) {_probability_text(row['p_delta'])}, "
+             f"P(lb error/B > {epsilon:g}) {_probability_text(row['p_lberr'])} after {row['replications']}")
+    outlook = _outlook(row, confidence)
+    if outlook["verdict"] is None:
+        return (f"- {row['attack_label']} at {row['budget']} ({rates}): at these rates no number of replications "
+                f"up to {MOST_REPLICATIONS_ESTIMATED:,} would decide it; its median lies on the threshold")
+    would = {PASSES: "pass", FAILS: "fail"}[outlook["verdict"]]
+    return (f"- {row['attack_label']} at {row['budget']} ({rates}): would {would} after about "
+            f"{outlook['replications']} replications (--replications {outlook['replications']})")
 
 
 def _challenge_text(challenge: dict[str, Any]) -> str:

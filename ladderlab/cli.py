@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, arguments, demo, isolation_benchmark, rank_certificate, replay, results
+from ladderlab import __version__, arguments, certify_speed, demo, isolation_benchmark, rank_certificate, replay, results
 from ladderlab.arguments import ArgumentError
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.isolation import ISOLATION_MODES
@@ -599,6 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_force(bench)
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
+    certify_speed.add_subcommand(commands)
 
     from ladderlab.competition import benchmark as competition_benchmark
     from ladderlab.competition import realism

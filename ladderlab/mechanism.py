@@ -61,11 +61,11 @@ class Mechanism(Plugin):
     replay keeps one Ladder per team and Sage's bootLadderBoot one lead per submitter
     (:mod:`ladderlab.competition`). Duels have one participant and ignore it."""
 
-    def resampled_values(self, n_public: int) -> int:
+    def resampled_values(self, n_public: int, scorer: Scorer | None = None) -> int:
         """How many loss values the bootstrap resamples of one submission weigh, at most (B · n
         for B replicates of ``n_public`` rows; 0 for a mechanism that does not resample, or whose
-        resampling does not grow with the rows): the term of the work estimate
-        (:mod:`ladderlab.workload`) beyond scoring."""
+        resampling does not grow with the rows), under ``scorer`` where it is known: the term of
+        the work estimate (:mod:`ladderlab.workload`) beyond scoring."""
         return 0
 
     def bind(

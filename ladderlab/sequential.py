@@ -135,3 +135,52 @@ def median_interval(values: ArrayLike, confidence: float) -> tuple[float, float,
     low = x[lower_rank] if lower_rank >= 0 else -math.inf
     high = x[t - 1 - lower_rank] if lower_rank >= 0 else math.inf
     return float(np.median(x)), float(low), float(high)
+
+
+MOST_REPLICATIONS_ESTIMATED = 1_000_000
+"""Beyond this many replications, :func:`replications_to_decide` says none would decide."""
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What more replications would likely do to an undecided point: the verdict they would reach and
+    after how many replications in all, if the rates observed so far held (None: none would decide)."""
+
+    verdict: str | None
+    replications: int | None
+
+
+def replications_to_decide(rate_tau: float, rate_epsilon: float, observed: int, confidence: float) -> Outlook:
+    """The plug-in outlook of a point undecided after ``observed`` replications, with shares
+    ``rate_tau`` of Δ < −τ and ``rate_epsilon`` of error > ε: with each share held (S_t = rate·t),
+    the first t at which its sequence excludes ½. It fails at the first t at which a share above ½
+    is excluded from below, passes at the first t at which both shares, below ½, are; a share of
+    exactly ½ (or an estimate beyond ``MOST_REPLICATIONS_ESTIMATED``) decides never. The count is at
+    least ``observed`` + 1. An estimate, not a bound: the shares themselves are uncertain (their
+    confidence sequences say how much)."""
+    delta = (1.0 - confidence) / 2.0
+    rates = (rate_tau, rate_epsilon)
+    times = [_first_exclusion(rate, delta, observed + 1) for rate in rates]
+    failing = [t for rate, t in zip(rates, times) if rate > 0.5 and t is not None]
+    if failing:
+        return Outlook(FAILS, min(failing))
+    if all(rate < 0.5 for rate in rates) and None not in times:
+        return Outlook(PASSES, max(t for t in times if t is not None))
+    return Outlook(None, None)
+
+
+def _first_exclusion(rate: float, delta: float, start: int = 1) -> int | None:
+    """The first t ≥ ``start`` at which S_t = rate·t puts ½ outside the sequence (None: none up to the most
+    estimated)."""
+    if rate == 0.5:
+        return None
+    while start <= MOST_REPLICATIONS_ESTIMATED:
+        t = np.arange(start, min(4 * start, MOST_REPLICATIONS_ESTIMATED + 1))
+        successes = rate * t
+        log_m = (special.betaln(PRIOR[0] + successes, PRIOR[1] + t - successes) - special.betaln(*PRIOR)
+                 + t * math.log(2.0))
+        excluded = np.flatnonzero(log_m >= -math.log(delta))
+        if excluded.size:
+            return int(t[excluded[0]])
+        start = 4 * start
+    return None

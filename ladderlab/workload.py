@@ -26,7 +26,7 @@ Times are typical, within a few times either way: submissions × a per-submissio
 calibrated on the built-in scenarios (:func:`seconds_per_submission`), plus the values a
 mechanism's bootstrap resamples weigh per submission
 (:meth:`~ladderlab.mechanism.Mechanism.resampled_values`: B · n for the Bayesian-bootstrap
-Ladders); an attack that fits many models costs more. Memory is
+Ladders, none for their test on a loss of labels); an attack that fits many models costs more. Memory is
 that of the parallel jobs together, compared with ``MemAvailable`` (Linux) or the
 physical memory.
 """
@@ -254,6 +254,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     from ladderlab.extrapolation_scenario import ExtrapolationCell
     from ladderlab.registry import ATTACKS, MECHANISMS
     from ladderlab.scenario import cells, transcript_groups
+    from ladderlab.scoring import get_scorer
 
     parts = []
     for group in transcript_groups(cells(scenario)):
@@ -282,7 +283,7 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
         budget = None if cell.budget is None else cell.budget * max(1, cell.accounts - 1)  # a Sybil probes on A − 1 accounts
         submissions = planned if budget is None else min(budget, budget if planned is None else planned)
         estimate = duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group),
-                              mechanism.resampled_values(int(split.public_rows.size)))
+                              mechanism.resampled_values(int(split.public_rows.size), get_scorer(split.public.scorer)))
         if cell.accounts > 1:  # a Sybil duel plays as a one-team competition: a mechanism state per account
             states = cell.accounts * (BYTES_PER_ACCOUNT_ROW * int(split.public_rows.size) + BYTES_PER_ACCOUNT)
             estimate = dataclasses.replace(estimate, peak_bytes=estimate.peak_bytes + states)

@@ -7,6 +7,7 @@ import numpy as np
 from ladderlab.bootstrap import bootstrap_counts
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Options
+from ladderlab.scoring import Scorer
 
 RESAMPLE_CHUNK_ELEMENTS = 1 << 15
 """Resampled counts scored at once: the rank and moment temporaries of a chunk stay in cache
@@ -105,7 +106,7 @@ class SageBootLadderBoot(Mechanism):
         if self.report_n > self.bootstrap_n:
             raise ValueError(f"{self.id}: report_n ({self.report_n}) must not exceed bootstrap_n ({self.bootstrap_n})")
 
-    def resampled_values(self, n_public: int) -> int:
+    def resampled_values(self, n_public: int, scorer: Scorer | None = None) -> int:
         """``bootstrap_n`` paired resamples of the n public rows, each scoring two predictions."""
         return 2 * self.bootstrap_n * n_public
 

@@ -12,7 +12,7 @@ from scipy import stats
 from ladderlab import certify
 from ladderlab.scenario import Cell
 from ladderlab.sequential import (FAILS, INCONCLUSIVE, PASSES, confidence_sequence, first_decision,
-                                  log_mixture_martingale, median_interval)
+                                  log_mixture_martingale, median_interval, replications_to_decide, stopping_verdict)
 
 DELTA = 1e-6
 CONFIDENCE = 0.95
@@ -59,6 +59,41 @@ def test_a_point_whose_median_is_below_minus_tau_fails_and_wrongly_passes_at_mos
 def test_a_point_whose_median_sits_at_minus_tau_is_inconclusive_but_for_at_most_alpha_of_the_time():
     counts = verdicts(-TAU)
     assert consistent_with_at_most(counts[PASSES] + counts[FAILS], 1 - CONFIDENCE)
+
+
+@pytest.mark.parametrize("pattern, expected", [([1, 0, 1, 0, 0], PASSES), ([0, 1, 0, 1, 1], FAILS)])
+def test_the_outlook_of_an_undecided_point_is_where_its_observed_rate_decides(pattern, expected):
+    """Indicators that keep the rate 2/5 (3/5) of their first 20 replications are decided, passing
+    (failing), within one period of the count the outlook gives; the outlook at δ = α rather than α/2
+    would be about 35 replications early."""
+    held = np.array(pattern * 400, dtype=bool)
+    outlook = replications_to_decide(float(held[:20].mean()), 0.0, 20, CONFIDENCE)
+    decided = stopping_verdict(held, np.zeros(held.size, dtype=bool), CONFIDENCE)
+    assert outlook.verdict == decided.verdict == expected
+    assert abs(outlook.replications - decided.replications) <= len(pattern)
+
+
+def test_an_undecided_point_whose_rate_sits_at_one_half_has_no_outlook():
+    outlook = replications_to_decide(0.5, 0.0, 60, CONFIDENCE)
+    assert outlook.verdict is None and outlook.replications is None
+    row = {"attack_label": "guess", "budget": 1, "replications": 60, "n_ok": 60,
+           "p_delta": {"estimate": 0.5, "lo": 0.3, "hi": 0.7}, "p_lberr": {"estimate": 0.0, "lo": 0.0, "hi": 0.1}}
+    assert "no number of replications up to 1,000,000 would decide it" in certify._outlook_text(row, TAU, 1.0, CONFIDENCE)
+
+
+def test_an_inconclusive_certificate_row_says_how_many_replications_would_decide_it():
+    """A point stopped at 12 replications with Δ/B rates of ¼ below −τ: the certificate's text names
+    the replications the outlook gives."""
+    criterion = certify.Criterion(TAU, 1.0, CONFIDENCE, 12)
+    rows = [{"status": "ok", "submissions": 1, "delta": -1.0 if i % 4 == 0 else 0.0, "leaderboard_error": 0.0,
+             "loss_bound": 1.0} for i in range(12)]
+    point = certify.judge(CELL, "classification", rows, criterion)
+    outlook = replications_to_decide(0.25, 0.0, 12, CONFIDENCE)
+    assert point.verdict == INCONCLUSIVE and outlook.verdict == PASSES and outlook.replications > 12
+    assert point.measures["outlook"] == {"verdict": PASSES, "replications": outlook.replications}
+    row = {"attack_label": "guess", "budget": 1, "replications": 12, **point.measures}
+    text = certify._outlook_text(row, TAU, 1.0, CONFIDENCE)
+    assert f"would pass after about {outlook.replications} replications" in text
 
 
 def test_the_first_look_stops_clear_points_after_eight_replications():
