@@ -72,7 +72,8 @@ def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, bud
         loaded = load_challenge(challenge)[0]
         n, scorer = int(loaded.split.public_rows.size), loaded.split.public.scorer
         budget = max(challenge_budgets(loaded, None if budget is None else [budget]))
-    assert budget is not None, "a budget, or a challenge whose rules bound a team's submissions"
+    if budget is None:
+        raise ValueError("tune: give a budget, or a challenge whose rules bound a team's submissions")
     candidates = settings(mechanism, params or {}, scorer, search_ranges=challenge is None)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ladderlab-tune-") as full_disclosure:  # what no setting changes
