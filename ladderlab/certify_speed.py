@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from ladderlab import arguments
 from ladderlab.registry import MECHANISMS
-from ladderlab.rundir import write_atomically
 
 FAMILIES = ("kaggle", "ladder", "ladder-free", "ladder-t", "ladder-boot", "bayesboot-ladder", "bayesboot-ladderboot",
             "sage-bootladderboot", "sparse-vector-ladder", "thresholdout", "noisy")
@@ -102,11 +101,9 @@ def _where(duel_seconds: dict[str, dict[str, float]], mechanism: str, shown: int
 
 def write_section(page: Path, section: str) -> None:
     """Replace the section of ``page`` between the markers with ``section``."""
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"--write {page}: no section between {BEGIN} and {END} to replace")
-    before, rest = text.split(BEGIN, 1)
-    write_atomically(page, (before + section + rest.split(END, 1)[1]).encode())
+    from ladderlab.markdown import write_marked_section
+
+    write_marked_section(page, BEGIN, END, section)
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ladderlab import colocation, layout
-from ladderlab.rundir import write_atomically
 
 BEGIN, END = "<!-- isolation-benchmark -->", "<!-- /isolation-benchmark -->"
 
@@ -175,9 +174,9 @@ def _mode() -> str:
 
 def write_section(page: Path, section: str) -> None:
     """Replace the benchmark section of ``page`` (between the markers) with ``section``."""
-    from ladderlab.markdown import replace_marked_section
+    from ladderlab.markdown import write_marked_section
 
-    write_atomically(page, replace_marked_section(page.read_text(), BEGIN, END, section, str(page)).encode())
+    write_marked_section(page, BEGIN, END, section)
 
 
 def add_subcommand(commands: argparse._SubParsersAction, count: type) -> None:

@@ -3,6 +3,8 @@ sections of hand-written pages that a command writes between two markers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 
@@ -33,3 +35,11 @@ def replace_marked_section(text: str, begin: str, end: str, section: str, where:
     if old is None:
         raise ValueError(f"{where}: no section between {begin} and {end} to replace")
     return text.replace(old, section, 1)
+
+
+def write_marked_section(page: Path, begin: str, end: str, section: str) -> None:
+    """Replace the part of ``page`` between the markers (both included) with ``section``, atomically
+    (:func:`replace_marked_section`); how the commands' ``--write PAGE`` keep their figures in a page."""
+    from ladderlab.atomic import write_atomically
+
+    write_atomically(page, replace_marked_section(page.read_text(), begin, end, section, str(page)).encode())
