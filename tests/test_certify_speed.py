@@ -32,3 +32,10 @@ def test_a_timed_certificate_says_where_its_time_went_and_lands_between_the_mark
 def test_an_unknown_setting_is_refused(capsys):
     assert main(["bench-certify", "--setting", "huge"]) == 2
     assert "--setting: invalid choice: 'huge'" in capsys.readouterr().err
+
+
+def test_the_families_are_every_built_in_mechanism_but_the_reference():
+    from ladderlab.certify import REFERENCE
+    from ladderlab.registry import MECHANISMS
+
+    assert sorted(certify_speed.FAMILIES) == sorted(set(MECHANISMS.builtins()) - {REFERENCE})
