@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -43,8 +44,9 @@ PRIOR = (0.5, 0.5)
 PASSES, FAILS, UNDECIDED, INCONCLUSIVE = "passes", "fails", "undecided", "inconclusive"
 
 
-def log_mixture_martingale(successes: int, trials: int, p: float, prior: tuple[float, float] = PRIOR) -> float:
-    """log M_t(p) for S_t = ``successes`` of t = ``trials`` (module docstring)."""
+def log_mixture_martingale(successes: ArrayLike, trials: ArrayLike, p: float,
+                           prior: tuple[float, float] = PRIOR) -> Any:
+    """log M_t(p) for S_t = ``successes`` of t = ``trials`` (module docstring; elementwise for arrays)."""
     a, b = prior
     log_mixture = special.betaln(a + successes, b + trials - successes) - special.betaln(a, b)
     return log_mixture - special.xlogy(successes, p) - special.xlog1py(trials - successes, -p)
@@ -176,10 +178,7 @@ def _first_exclusion(rate: float, delta: float, start: int = 1) -> int | None:
         return None
     while start <= MOST_REPLICATIONS_ESTIMATED:
         t = np.arange(start, min(4 * start, MOST_REPLICATIONS_ESTIMATED + 1))
-        successes = rate * t
-        log_m = (special.betaln(PRIOR[0] + successes, PRIOR[1] + t - successes) - special.betaln(*PRIOR)
-                 + t * math.log(2.0))
-        excluded = np.flatnonzero(log_m >= -math.log(delta))
+        excluded = np.flatnonzero(log_mixture_martingale(rate * t, t, 0.5) >= -math.log(delta))
         if excluded.size:
             return int(t[excluded[0]])
         start = 4 * start
