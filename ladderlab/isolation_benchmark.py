@@ -51,6 +51,10 @@ attacks = [{{ id = "{attack}", params = {{ k = {k} }} }}]
 
 
 SEQUENTIAL = _scenario("sequential", 40, 1000, ["kaggle"], "hill-climbing", 1500)
+SEQUENTIAL_SHORT = _scenario("sequential-short", 40, 1000, ["kaggle"], "hill-climbing", 300)
+PER_SUBMISSION = ("sequential", "sequential-short", 40 * (1500 - 300))
+"""The longer and the shorter hill-climbing workload, and the submissions by which they differ:
+the difference of their times is what those one-row submissions cost, without start-up."""
 BATCHED = _scenario("batched", 200, 1000, ["kaggle", "ladder"], "boosting", 500)
 STARTUP = _scenario("startup", 1, 200, ["kaggle"], "boosting", 10)
 
@@ -71,6 +75,8 @@ WORKLOADS = (
              "n = 1000", ("run",), BATCHED),
     Workload("sequential", "40 duels of hill-climbing (k = 1500 submissions, one at a time) at n = 1000",
              ("run",), SEQUENTIAL),
+    Workload("sequential-short", "40 duels of hill-climbing (k = 300 submissions, one at a time) at n = 1000",
+             ("run",), SEQUENTIAL_SHORT),
     Workload("startup", "1 duel of boosting (k = 10) at n = 200: starting the run's worker (and the sandbox)",
              ("run",), STARTUP),
 )
@@ -159,7 +165,24 @@ def table(measured: dict[str, dict[str, list[Timing]]], rounds: int, mode: str) 
             cells += [f"{statistics.median(getattr(t, figure) for t in runs):.1f}" for runs in (none, isolated[0])]
             cells += [f"{_median_ratio(none, runs, figure):.2f}" for runs in isolated]
         lines.append(f"| {' | '.join(cells)} |")
+    longer, shorter, submissions = PER_SUBMISSION
+    if longer in measured and shorter in measured:
+        lines.append(_per_submission_row(measured[longer], measured[shorter], submissions))
     return "\n".join([*lines, END])
+
+
+def _per_submission_row(longer: dict[str, list[Timing]], shorter: dict[str, list[Timing]], submissions: int) -> str:
+    """The row of one one-row submission: the two hill-climbing workloads' difference, round by
+    round, over the submissions by which they differ (µs), and the median ratios of those differences."""
+    extra = {name: [Timing(1e6 * (a.cpu - b.cpu) / submissions, 1e6 * (a.wall - b.wall) / submissions)
+                    for a, b in zip(longer[name], shorter[name])] for name in CONFIGURATIONS}
+    none, isolated = extra["none"], [extra[name] for name in CONFIGURATIONS if name != "none"]
+    cells = [f"one submission of one row, without start-up: the difference of the two hill-climbing rows over the "
+             f"{submissions:,} submissions by which they differ (µs, not s)"]
+    for figure in ("cpu", "wall"):
+        cells += [f"{statistics.median(getattr(t, figure) for t in runs):.0f}" for runs in (none, isolated[0])]
+        cells += [f"{_median_ratio(none, runs, figure):.2f}" for runs in isolated]
+    return f"| {' | '.join(cells)} |"
 
 
 def _median_ratio(baseline: list[Timing], timings: list[Timing], figure: str) -> float:
