@@ -442,7 +442,8 @@ def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
     command = [sys.executable, "-m", "ladderlab.cli", "--quiet", "certify", "kaggle", "--n", "100", "--budgets", "20",
                "60", "--replications", "16", "--jobs", "2", "--scorer", "zero-one", "--complete", "--only",
                "--attack", "hill-climbing", "--attack", "boosting"]
-    interrupted = subprocess.Popen([*command, "--out", str(tmp_path / "first.json")], env=env,
+    # niced, it and its workers yield to this test's polling, however loaded the machine is
+    interrupted = subprocess.Popen(["nice", "-n", "19", *command, "--out", str(tmp_path / "first.json")], env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     cache = tmp_path / "cache" / "ladderlab" / "certify"
     deadline = time.monotonic() + 300
