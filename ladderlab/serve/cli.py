@@ -9,13 +9,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ladderlab.atomic import write_atomically
 
-SUBCOMMANDS = ("verify", "bench")
+SUBCOMMANDS = ("verify", "links", "bench")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -80,12 +81,20 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
                         help="an entry's id and hash as an earlier verify printed them: refuse a log whose entry ID "
                              "is gone or has another hash (entries cut from its end, or the log rewritten since)")
     verify.set_defaults(handler=_verify)
+    links = type(serve)(prog="ladderlab serve links",
+                        description="The linked groups of a log (accounts, first link, the submission pairs and the "
+                                    "differing holdout rows against the threshold), after verifying it as verify does.")
+    links.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
+    _add_state_options(links, creates_secret=False)
+    links.add_argument("--out", metavar="FILE", help="also write them to FILE: JSON, or Parquet if it ends in .parquet")
+    links.set_defaults(handler=_links, anchor=None)
     from ladderlab.serve.bench import add_arguments
 
     bench = type(serve)(prog="ladderlab serve bench",
                         description="Submissions per second and latency of the server over loopback.")
     add_arguments(bench)
-    serve.set_defaults(handler=_dispatch, serve_parser=serve, subcommands={"verify": verify, "bench": bench})
+    serve.set_defaults(handler=_dispatch, serve_parser=serve,
+                       subcommands={"verify": verify, "links": links, "bench": bench})
 
     attack = commands.add_parser("attack", help="play an attack plugin against a running 'ladderlab serve'",
                                  description="Red-team a live leaderboard: the attack holds a RemoteBoard and the "
@@ -229,13 +238,54 @@ def _check_reissue(challenge: Any, name: str) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    checked = _checked_log(args)
+    if checked is None:
+        return 1
+    display, count, states, head, report = checked
+    anchor_text = (f"; its head is {head[0]}:{head[1]} (keep it elsewhere: a later 'verify --anchor' with it "
+                   "finds the log cut back or rewritten)") if head[0] else ""
+    print(f"{display}: {count} submissions of {states} mechanism state(s): the chain is intact and every release, "
+          f"public and final score{', and every link,' if report['rule'] else ''} replays bit for bit{anchor_text}")
+    if report["rule"]:
+        print(_groups_text(report))
+    return 0
+
+
+def _links(args: argparse.Namespace) -> int:
+    checked = _checked_log(args)
+    if checked is None:
+        return 1
+    report = checked[4]
+    if args.out:
+        from ladderlab.serve.organiser_links import link_table
+
+        data = link_table(report) if args.out.endswith(".parquet") else json.dumps(report, indent=2) + "\n"
+        write_atomically(args.out, data)
+    print(_groups_text(report))
+    for group in report["groups"]:
+        print(f"group {group['group']}: {' + '.join(group['teams'])}")
+        for link in group["links"]:
+            print(f"  {link['submitted_at']}: {_link_text(link, report['holdout_size'])}")
+    return 0
+
+
+def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any]] | None:
+    """Verify the log of ``args.challenge_file`` (the chain, every release and score, every link:
+    a log whose recorded links differ from the ones the rule makes on replay is refused) and return
+    its URL as shown, its length, its mechanism states, its head and its links
+    (:func:`~ladderlab.serve.organiser_links.link_report`); None, said on stderr, if it does not verify."""
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
     from ladderlab import challenge as challenges
     from ladderlab.serve import linked, replay
+    from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage, StorageError
 
+    if getattr(args, "out", None):
+        from ladderlab.arguments import output_file
+
+        output_file("--out", args.out)
     challenge = challenges.load(args.challenge_file, args.force)
     _, url, secret = _state(args, challenge, create=False)
     storage = Storage(url)
@@ -250,17 +300,32 @@ def _verify(args: argparse.Namespace) -> int:
         if args.anchor is not None:
             storage.check_anchor(*args.anchor)
         with storage.reading() as connection:
-            head_id, head_hash = storage.head(connection)
+            head = storage.head(connection)
+        report = Service(challenge, storage, secret).links()
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
-        return 1
+        return None
     finally:
         storage.close()
-    anchor_text = (f"; its head is {head_id}:{head_hash} (keep it elsewhere: a later 'verify --anchor' with it "
-                   "finds the log cut back or rewritten)") if head_id else ""
-    print(f"{storage.display_url()}: {count} submissions of {len(states)} mechanism state(s): the chain is intact and "
-          f"every release, public and final score replays bit for bit{anchor_text}")
-    return 0
+    return storage.display_url(), count, len(states), head, report
+
+
+def _groups_text(report: dict[str, Any]) -> str:
+    """One line per linked group: its accounts, when it first linked and the link that did."""
+    groups = report["groups"]
+    if not groups:
+        return f"no linked accounts (the rule links at most {report['threshold']} differing holdout rows)"
+    lines = [f"{len(groups)} linked group{'' if len(groups) == 1 else 's'}:"]
+    for group in groups:
+        lines.append(f"  {' + '.join(group['teams'])} (first linked at {group['first_linked_at']}: "
+                     f"{_link_text(group['links'][0], report['holdout_size'])})")
+    return "\n".join(lines) if len(groups) > 1 else lines[0] + lines[1][1:]
+
+
+def _link_text(link: dict[str, Any], holdout: int) -> str:
+    return (f"{link['team']}'s submission {link['submission_id']} differed from {link['other']}'s submission "
+            f"{link['other_submission_id']} on {link['differing']} of {holdout} holdout rows, at most "
+            f"{link['threshold']} link")
 
 
 def anchor(text: str) -> tuple[int, str]:
