@@ -70,6 +70,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
                        help="write the tokens this start issues to FILE (CSV team,token, readable by you alone) "
                             "instead of printing them; refused if FILE exists, which may hold tokens shown once")
     serve.add_argument("--quiet-access", action="store_true", help="no access log lines")
+    from ladderlab.serve.limits import add_arguments as add_limit_arguments
+
+    add_limit_arguments(serve)
     serve.add_argument("--full-sync", action="store_true",
                        help="flush the SQLite log to disk at every commit, so that a submission survives a crash of the "
                             "machine, not only of the server (costs a disk flush per submission)")
@@ -162,6 +165,9 @@ def _serve(args: argparse.Namespace) -> int:
     if problems and not (args.uncertified or args.demo):
         raise ArgumentError(f"{path}: the certificate does not cover this challenge: {'; '.join(problems)} "
                             "(--uncertified serves it anyway)")
+    from ladderlab.serve.limits import from_arguments
+
+    limits = from_arguments(args, len(challenge.spec.teams), challenge.max_upload_bytes())
     _, url, secret = _state(args, challenge)
     for problem in problems:
         print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
@@ -185,7 +191,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
     from ladderlab.serve.server import listen, run
 
-    sock = listen(args.host, args.port)
+    sock = listen(args.host, args.port, limits.backlog)
     address = f"http://{args.host}:{sock.getsockname()[1]}/"
     if args.tokens and not issued:
         print(f"no token issued at this start (every team has one; --reissue TEAM prints a new one): "
@@ -199,7 +205,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.demo:
         print(f"demo challenge in {path.parent}; a file to upload: {path.parent / 'sample_submission.csv'}")
     print(f"serving {challenge.name} at {address} (log: {service.storage.display_url()})", flush=True)
-    run(service, sock, access_log=not args.quiet_access)
+    run(service, sock, limits, access_log=not args.quiet_access)
     return 0
 
 
