@@ -76,7 +76,8 @@ from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
 from ladderlab.linking import Link, Linker, LinkRule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.competition.banks import LadderBank, Wave, make_bank
-from ladderlab.params import Constraint, Interval, Options, check_value
+from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, LINKED_POLICIES
+from ladderlab.params import Boolean, Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import secret_identity, stream
@@ -95,6 +96,8 @@ RULES_CONSTRAINTS: dict[str, list[Constraint | None]] = {
     "public_fraction": [Interval(float, 0, 1, closed="neither"), None],
     "precision": [Interval(float, 0, 1, closed="right"), None],
     "selection": [Options(set(SELECTIONS)), Interval(int, 1, None)],
+    "link": [Boolean()],
+    "linked": [Options(set(LINKED_POLICIES))],
 }
 """What each rule admits (:mod:`ladderlab.params`). A precision is at most 1: a coarser one
 would round every score of a bounded scorer (0/1 loss, accuracy, AUC, a correlation) to
@@ -117,6 +120,12 @@ class Rules:
     precision: float | None = None
     """Released scores are rounded to a multiple of this (None: as the mechanism releases)."""
     selection: str | int = "best-public"
+    link: bool = False
+    """Link near-identical accounts with the default :class:`~ladderlab.linking.LinkRule` (as a
+    challenge's ``[rules] link``): :func:`play_competition`'s ``link``."""
+    linked: str = DEFAULT_LINKED_POLICY
+    """What the final ranking does with teams linked to each other: flag, merge or disqualify them
+    (:func:`ladderlab.competition.published.published_ranking`)."""
 
     def __post_init__(self) -> None:
         for name, constraints in RULES_CONSTRAINTS.items():
@@ -527,7 +536,8 @@ def play_competition(
     (:mod:`ladderlab.linking`): from the submission that links them on, one mechanism state
     answers them all and they share one account's cap (beyond it a submission is refused: answered
     with the state's last release); what was released before stays released. None (the default):
-    no linking.
+    the rules' (``rules.link``: the default rule, else no linking). Teams linked to each other are
+    then ranked as ``rules.linked`` says (:func:`~ladderlab.competition.published.published_ranking`).
 
     ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
@@ -568,6 +578,8 @@ def play_competition(
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
     if link is not None and not isinstance(link, LinkRule):
         raise ValueError(f"link must be a ladderlab.linking.LinkRule or None, got {link!r}")
+    if link is None and rules.link:
+        link = LinkRule()
     engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared, link)
     try:
         engine.enrol(teams, prototypes)
@@ -767,9 +779,13 @@ class _Engine:
                          (self.holdout.public_noise_sd, self.holdout.private_noise_sd), self.scorer.bound(self.classes.size))
         if self.linker is None:
             return result
+        from ladderlab.competition.published import published_ranking
+
         keepers = self.linker.groups()
-        return replace(result, links=list(self.linker.links), link_threshold=self.linker.threshold,
-                       account_groups=[[keepers[account.slot] for account in team.accounts] for team in self.teams])
+        return published_ranking(replace(
+            result, links=list(self.linker.links), link_threshold=self.linker.threshold,
+            account_groups=[[keepers[account.slot] for account in team.accounts] for team in self.teams]),
+            self.rules.linked)
 
 
 class _Wave:
