@@ -80,6 +80,12 @@ def test_the_engine_publishes_the_merged_ranking_of_the_same_competition():
     assert merged.labels == expected.labels == ["honest", "improving"]
     np.testing.assert_array_equal(merged.private, expected.private)
     np.testing.assert_array_equal(merged.submissions, flagged.submissions[[0, 2]] + [flagged.submissions[1], 0])
+    captured = compete(task, MECHANISMS.make("ladder"), teams, Rules(rounds=2, per_round=2, link=True, linked="merge"),
+                       seed=3, capture=merged.flagged.counted)  # as a ranking certificate replays a run
+    assert captured.counted_private_predictions.shape[0] == 2
+    best_honest = int(np.argmin(flagged.sign * flagged.private[:2]))
+    np.testing.assert_array_equal(captured.counted_private_predictions,
+                                  captured.flagged.counted_private_predictions[[best_honest, 2]])
 
 
 def test_the_link_rules_keep_the_cells_of_scenarios_written_before_them():

@@ -488,6 +488,9 @@ class CompetitionResult:
     """With ``link``: for each team, the keeper (the slot whose mechanism state answers it) of each of
     its accounts at the end, the main one first: a team whose accounts share one keeper was linked
     whole; a keeper shared with another team's account is a link between teams."""
+    flagged: CompetitionResult | None = None
+    """Where ``rules.linked`` merged or disqualified linked teams: the result before, every enrolled
+    team ranked alone (:func:`ladderlab.competition.published.published_ranking`)."""
 
 
 def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -539,7 +542,8 @@ def play_competition(
     the rules' (``rules.link``: the default rule, else no linking). Teams linked to each other are
     then ranked as ``rules.linked`` says (:func:`~ladderlab.competition.published.published_ranking`).
 
-    ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
+    ``capture`` (one index per enrolled team, in the order of ``flagged`` where the ranking merged or
+    disqualified teams, else of the result) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
     ``counted``, the same seed gives the same competition and each team's counted prediction,
     on the private rows, with the private labels (the per-sample data of a ranking certificate).
@@ -593,15 +597,17 @@ def play_competition(
         engine.final_round()
     finally:
         engine.abort()
+    from ladderlab.competition.published import published_ranking
+
     result = engine.result()
     if capture is None:
-        return result
+        return published_ranking(result, rules.linked)
     kept = [team.accounts[0].captured for team in engine.teams]
     if any(prediction is None for prediction in kept):
         missing = next(i for i, prediction in enumerate(kept) if prediction is None)
         raise ValueError(f"capture: team {missing} made no submission {int(capture[missing])} on its main account")
-    return replace(result, counted_private_predictions=columns(np.stack(kept), split.final_rows),
-                   private_labels=split.y_final.copy())
+    return published_ranking(replace(result, counted_private_predictions=columns(np.stack(kept), split.final_rows),
+                                     private_labels=split.y_final.copy()), rules.linked)
 
 
 def public_rows(rules: Rules, size: int) -> int:
@@ -779,13 +785,9 @@ class _Engine:
                          (self.holdout.public_noise_sd, self.holdout.private_noise_sd), self.scorer.bound(self.classes.size))
         if self.linker is None:
             return result
-        from ladderlab.competition.published import published_ranking
-
         keepers = self.linker.groups()
-        return published_ranking(replace(
-            result, links=list(self.linker.links), link_threshold=self.linker.threshold,
-            account_groups=[[keepers[account.slot] for account in team.accounts] for team in self.teams]),
-            self.rules.linked)
+        return replace(result, links=list(self.linker.links), link_threshold=self.linker.threshold,
+                       account_groups=[[keepers[account.slot] for account in team.accounts] for team in self.teams])
 
 
 class _Wave:

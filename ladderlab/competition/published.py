@@ -40,7 +40,8 @@ def published_ranking(result: CompetitionResult, policy: str) -> CompetitionResu
     """``result`` with its teams ranked under ``policy``: ``flag`` changes nothing (the result's
     teams are each ranked alone); ``merge`` keeps of each group of linked teams the one with the
     best private score, its public value the group's best, its submissions and accounts the
-    group's sums; ``disqualify`` drops every linked team. ValueError if no team is left."""
+    group's sums; ``disqualify`` drops every linked team. The result before is kept as ``flagged``.
+    ValueError if no team is left."""
     check_linked_policy(policy, "rules.linked")
     groups = linked_teams(result)
     if policy == "flag" or not groups:
@@ -64,4 +65,4 @@ def published_ranking(result: CompetitionResult, policy: str) -> CompetitionResu
     changes["submissions"] = np.array([row["submissions"] for row in ranked], dtype=result.submissions.dtype)
     changes["accounts"] = np.array([sum(int(result.accounts[int(team)]) for team in members[kept_team])
                                     for kept_team in kept], dtype=result.accounts.dtype)
-    return replace(result, **changes)
+    return replace(result, **changes, flagged=result)
