@@ -135,3 +135,48 @@ def test_the_ranking_merges_exactly_the_groups_the_mechanism_answered_as_one(tmp
             frozenset(group) for group in groups.values() if len(group) > 1}
 
     check()
+
+
+def _rewrite_links(storage, changed: dict[int, tuple[tuple[str, int], ...]]) -> None:
+    """Give the entries ``changed`` names other links and rewrite the chain from them on, as someone
+    with the database could: the chain is consistent again, so only the replay can tell."""
+    import sqlalchemy as sa
+
+    from ladderlab.serve.storage import chain, entry_hash, links, submissions
+
+    entries = storage.verify_chain(storage.meta_value("challenge_identity") or "")
+    with storage.transaction() as connection:
+        previous = entries[0].previous_hash
+        for entry in entries:
+            made = changed.get(entry.submission_id, entry.links)
+            digest = entry_hash(entry.submission_id, entry.team, entry.team_sequence, entry.submitted_at_us,
+                                entry.prediction_sha256, entry.public_score, entry.private_score, entry.released,
+                                entry.decision, entry.idempotency_key, previous, made)
+            connection.execute(sa.update(submissions).where(submissions.c.submission_id == entry.submission_id)
+                               .values(previous_hash=previous, entry_hash=digest))
+            if entry.submission_id in changed:
+                connection.execute(sa.delete(links).where(links.c.submission_id == entry.submission_id))
+                for position, (other, differing) in enumerate(made):
+                    connection.execute(links.insert().values(submission_id=entry.submission_id, position=position,
+                                                             other=other, differing=differing))
+            previous = digest
+        connection.execute(sa.update(chain).values(last_hash=previous))
+
+
+@pytest.mark.parametrize("changed", [{3: ()}, {4: (("alpha", 3),)}], ids=["link-removed", "link-added"])
+def test_verify_refuses_a_log_whose_links_differ_from_the_ones_the_rule_makes(tmp_path, capsys, changed):
+    path = write_challenge(tmp_path, rules=LINKED)
+    url = sqlite_url(tmp_path / "log.sqlite")
+    service, tokens = open_service(path, url, SECRET)
+    (tmp_path / "secret").write_text(f"{SECRET}\n")
+    rows = np.random.default_rng(0).integers(0, 2, (4, 400)).astype(float)
+    with ThreadServer(service) as server:
+        _copying_session(server.url, tokens, rows)
+    _rewrite_links(service.storage, changed)
+    assert len(service.storage.verify_chain(service.challenge.identity())) == 5, "the rewritten chain is consistent"
+    service.storage.close()
+    capsys.readouterr()
+    assert main(["serve", "verify", str(path), "--database", url, "--secret", str(tmp_path / "secret")]) == 1
+    [number] = changed
+    error = capsys.readouterr().err
+    assert f"submission {number} (" in error and "does not replay" in error, error
