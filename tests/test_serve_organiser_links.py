@@ -20,7 +20,6 @@ from ladderlab.serve.organiser_links import read_link_table
 from ladderlab.serve.storage import sqlite_url
 from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
 
-request_ = request
 _databases = itertools.count()
 
 SECRET = 1234
@@ -102,11 +101,18 @@ def test_a_links_file_of_another_schema_is_refused_naming_the_column(tmp_path):
         read_link_table(tmp_path / "bad.parquet")
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_the_ranking_merges_exactly_the_groups_the_mechanism_answered_as_one(tmp_path_factory, request, backend):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_log(request):
+    """A function of a folder giving the URL of a new, empty log: SQLite there, or PostgreSQL."""
+    if request.param == "sqlite":
+        return lambda folder: sqlite_url(folder / "log.sqlite")
+    cluster = request.getfixturevalue("postgres_cluster")
+    return lambda folder: cluster.database(f"merge_{os.getpid()}_{next(_databases)}")
+
+
+def test_the_ranking_merges_exactly_the_groups_the_mechanism_answered_as_one(tmp_path_factory, new_log):
     """Whatever the teams copy from each other, ``final?linked=merge`` has one entry per group of the
     linker that answered them, and ``/links`` lists those groups."""
-    cluster = request.getfixturevalue("postgres_cluster") if backend == "postgresql" else None
     teams = ["alpha", "beta", "gamma", "delta"]
 
     @settings(max_examples=4, deadline=None)
@@ -114,16 +120,15 @@ def test_the_ranking_merges_exactly_the_groups_the_mechanism_answered_as_one(tmp
     def check(seed: int) -> None:
         folder = tmp_path_factory.mktemp("merge")
         path = write_challenge(folder, rules=LINKED)
-        url = cluster.database(f"merge_{os.getpid()}_{next(_databases)}") if cluster else sqlite_url(folder / "log.sqlite")
-        service, tokens = open_service(path, url, SECRET)
+        service, tokens = open_service(path, new_log(folder), SECRET)
         rng = np.random.default_rng(seed)
         rows = rng.integers(0, 2, (4, 400)).astype(float)
         with ThreadServer(service) as server:
             for team, index in zip(rng.choice(teams, 8), rng.integers(0, 4, 8)):
                 assert upload(server.url, tokens[team], rows[index][None])[0] in (201, 429)
-            links = request_(server.url, tokens["organiser"], "GET", "/api/organiser/links")[2]
-            request_(server.url, tokens["organiser"], "POST", "/api/organiser/close")
-            merged = request_(server.url, tokens["organiser"], "GET", "/api/organiser/final?linked=merge")[2]
+            links = request(server.url, tokens["organiser"], "GET", "/api/organiser/links")[2]
+            request(server.url, tokens["organiser"], "POST", "/api/organiser/close")
+            merged = request(server.url, tokens["organiser"], "GET", "/api/organiser/final?linked=merge")[2]
         groups: dict[str, set[str]] = {}
         for team in teams:
             groups.setdefault(service._linked.keeper(team), set()).add(team)

@@ -1,7 +1,8 @@
 """The ``ladderlab serve`` and ``ladderlab attack`` commands.
 
 ``ladderlab serve CHALLENGE.toml`` (or ``--demo``) starts the server;
-``ladderlab serve verify CHALLENGE.toml`` checks the log's chain and replays it;
+``ladderlab serve verify CHALLENGE.toml`` checks the log's chain and replays it, links included;
+``ladderlab serve links CHALLENGE.toml`` lists the linked groups of a verified log;
 ``ladderlab serve bench`` measures the server; ``ladderlab attack URL --token T
 --attack SPEC`` plays an attack plugin against a running server.
 """
@@ -20,7 +21,7 @@ SUBCOMMANDS = ("verify", "links", "bench")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """``serve verify …`` and ``serve bench …`` go to their own parsers; any other first word is
+    """``serve verify …``, ``serve links …`` and ``serve bench …`` go to their own parsers; any other first word is
     the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
     if args.target in SUBCOMMANDS:
         sub_args = args.subcommands[args.target].parse_args(args.rest)
@@ -52,8 +53,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser(
         "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
         description="Start the leaderboard server of CHALLENGE (a challenge TOML file), or of the demo challenge "
-                    "(--demo). 'ladderlab serve verify CHALLENGE' checks the log; 'ladderlab serve bench' measures.")
-    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | bench",
+                    "(--demo). 'ladderlab serve verify CHALLENGE' checks the log; 'ladderlab serve links CHALLENGE' "
+                    "lists its linked accounts; 'ladderlab serve bench' measures.")
+    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | links | bench",
                        help="the challenge file, or a subcommand (see 'ladderlab serve verify --help')")
     serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     serve.add_argument("--demo", action="store_true", help="serve a demo challenge on built-in data (written to --state, "

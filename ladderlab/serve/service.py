@@ -546,7 +546,7 @@ class Service:
     def private_losses(self, linked: str = DEFAULT_LINKED_POLICY) -> bytes:
         """Per-sample data for ``ladderlab rank-certificate``, as Parquet in long form: ``team``,
         ``sample`` (the holdout id) and ``loss``, the per-sample loss of each entry's counted
-        submission (the one :meth:`` final(linked)`` ranks it by, so that the certificate is of the
+        submission (the one ``final(linked)`` ranks it by, so that the certificate is of the
         ranking published) on every final-set row, in the published order; the mean of an entry's
         losses is its private score. Only for a mean of per-sample losses: other scores (AUC,
         correlations) do not split into samples."""
