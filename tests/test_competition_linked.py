@@ -1,5 +1,5 @@
 """A simulated competition's final ranking acts on teams linked to each other as the organiser's
-choice says (``rules.linked``, :mod:`ladderlab.competition.published`), as ``ladderlab serve`` does."""
+choice says (``rules.linked``, :func:`ladderlab.competition.engine.published_ranking`), as ``ladderlab serve`` does."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.competition.engine import CompetitionResult, Rules, TeamSpec, compete
-from ladderlab.competition.published import PER_TEAM, linked_teams, published_ranking
+from ladderlab.competition.engine import (PER_TEAM, CompetitionResult, Rules, TeamSpec, compete, linked_teams,
+                                          published_ranking)
 from ladderlab.competition.scenario import competition_cells
 from ladderlab.registry import MECHANISMS, TASKS
 

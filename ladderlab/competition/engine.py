@@ -76,7 +76,8 @@ from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
 from ladderlab.linking import Link, Linker, LinkRule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.competition.banks import LadderBank, Wave, make_bank
-from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, LINKED_POLICIES
+from ladderlab.linked_ranking import (DEFAULT_LINKED_POLICY, LINKED_POLICIES, MEMBER_SEPARATOR, apply_linked_policy,
+                                      check_linked_policy, linked_groups)
 from ladderlab.params import Boolean, Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
@@ -125,7 +126,7 @@ class Rules:
     challenge's ``[rules] link``): :func:`play_competition`'s ``link``."""
     linked: str = DEFAULT_LINKED_POLICY
     """What the final ranking does with teams linked to each other: flag, merge or disqualify them
-    (:func:`ladderlab.competition.published.published_ranking`)."""
+    (:func:`published_ranking`)."""
 
     def __post_init__(self) -> None:
         for name, constraints in RULES_CONSTRAINTS.items():
@@ -490,7 +491,7 @@ class CompetitionResult:
     whole; a keeper shared with another team's account is a link between teams."""
     flagged: CompetitionResult | None = None
     """Where ``rules.linked`` merged or disqualified linked teams: the result before, every enrolled
-    team ranked alone (:func:`ladderlab.competition.published.published_ranking`)."""
+    team ranked alone (:func:`published_ranking`)."""
 
 
 def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -540,7 +541,7 @@ def play_competition(
     answers them all and they share one account's cap (beyond it a submission is refused: answered
     with the state's last release); what was released before stays released. None (the default):
     the rules' (``rules.link``: the default rule, else no linking). Teams linked to each other are
-    then ranked as ``rules.linked`` says (:func:`~ladderlab.competition.published.published_ranking`).
+    then ranked as ``rules.linked`` says (:func:`published_ranking`).
 
     ``capture`` (one index per enrolled team, in the order of ``flagged`` where the ranking merged or
     disqualified teams, else of the result) keeps the prediction of each team's
@@ -597,8 +598,6 @@ def play_competition(
         engine.final_round()
     finally:
         engine.abort()
-    from ladderlab.competition.published import published_ranking
-
     result = engine.result()
     if capture is None:
         return published_ranking(result, rules.linked)
@@ -1025,3 +1024,66 @@ def compete(
     split = with_secret_data_seed(task, secret).split(stream(seed, "task", task_spec, replication, *secret))
     return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched,
                             isolation, secret, link=link)
+
+
+# --- the final ranking as the organiser publishes it --------------------------------------------
+# Teams linked to each other flagged, merged or disqualified, as ``ladderlab serve``'s
+# ``/api/organiser/final?linked=`` does (:mod:`ladderlab.linked_ranking`). Two teams are linked when
+# an account of one shares its mechanism state's keeper with an account of the other at the end
+# (``account_groups``): the linker's groups are the connected components of its links, so the
+# teams' groups are too. A team's own accounts linked to each other are one entry already.
+
+PER_TEAM = ("labels", "honest", "accounts", "public", "private", "population", "released_final", "submissions",
+            "public_by_round", "leaderboard_errors", "last_round", "first_round", "improvements", "public_exact",
+            "population_public", "counted", "counted_private_predictions", "account_groups")
+"""The fields of :class:`CompetitionResult` that hold one value per team, in team order."""
+
+
+def linked_teams(result: CompetitionResult) -> list[tuple[str, ...]]:
+    """The groups of teams (by index, as strings) linked to each other: teams whose accounts share a keeper."""
+    names = [str(team) for team in range(len(result.labels))]
+    first_team: dict[int, int] = {}
+    pairs = []
+    for team, keepers in enumerate(result.account_groups or []):
+        for keeper in keepers:
+            other = first_team.setdefault(keeper, team)
+            if other != team:
+                pairs.append((str(other), str(team)))
+    return linked_groups(names, pairs)
+
+
+def published_ranking(result: CompetitionResult, policy: str) -> CompetitionResult:
+    """``result`` with its teams ranked under ``policy``: ``flag`` changes nothing (the result's
+    teams are each ranked alone); ``merge`` keeps of each group of linked teams the one with the
+    best private score, its public value the group's best, its submissions and accounts the
+    group's sums; ``disqualify`` drops every linked team. The result before is kept as ``flagged``.
+    ValueError if no team is left."""
+    check_linked_policy(policy, "rules.linked")
+    groups = linked_teams(result)
+    if policy == "flag" or not groups:
+        return result
+    rows = [{"team": str(team), "public": float(result.public[team]), "private": float(result.private[team]),
+             "submissions": int(result.submissions[team]), "accounts": int(result.accounts[team])}
+            for team in range(len(result.labels))]
+    ranked, _ = apply_linked_policy(rows, groups, policy, result.sign)
+    if not ranked:
+        raise ValueError(f"rules.linked = {policy!r}: every team was linked to another and disqualified: "
+                         "no final ranking is left")
+    ranked.sort(key=_source_team)  # back in enrolment order
+    kept = [_source_team(row) for row in ranked]
+    members = {kept_team: row["team"].split(MEMBER_SEPARATOR) for kept_team, row in zip(kept, ranked)}
+    changes = {}
+    for name in PER_TEAM:
+        value = getattr(result, name)
+        if value is not None:
+            changes[name] = [value[team] for team in kept] if isinstance(value, list) else value[kept]
+    changes["public"] = np.array([row["public"] for row in ranked])
+    changes["submissions"] = np.array([row["submissions"] for row in ranked], dtype=result.submissions.dtype)
+    changes["accounts"] = np.array([sum(int(result.accounts[int(team)]) for team in members[kept_team])
+                                    for kept_team in kept], dtype=result.accounts.dtype)
+    return replace(result, **changes, flagged=result)
+
+
+def _source_team(row: dict[str, Any]) -> int:
+    """The team whose values a ranked row holds: the member counted for a merged group."""
+    return int(row.get("counted_team", row["team"]))
