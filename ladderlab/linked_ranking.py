@@ -76,8 +76,8 @@ def apply_linked_policy(rows: Sequence[dict[str, Any]], groups: Sequence[tuple[s
     check_linked_policy(policy)
     group_of = {team: group for group in groups for team in group}
     present = {row["team"] for row in rows}
-    linked_with = {row["team"]: [team for team in group_of.get(row["team"], ()) if team != row["team"] and team in present]
-                   for row in rows}
+    linked_with = {row["team"]: [other for other in group_of.get(row["team"], ())
+                                 if other != row["team"] and other in present] for row in rows}
     members: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in rows:
         if linked_with[row["team"]]:

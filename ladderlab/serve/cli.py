@@ -21,8 +21,8 @@ SUBCOMMANDS = ("verify", "links", "bench")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """``serve verify …``, ``serve links …`` and ``serve bench …`` go to their own parsers; any other first word is
-    the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
+    """``serve verify …``, ``serve links …`` and ``serve bench …`` go to their own parsers; any
+    other first word is the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
     if args.target in SUBCOMMANDS:
         sub_args = args.subcommands[args.target].parse_args(args.rest)
         return sub_args.handler(sub_args)

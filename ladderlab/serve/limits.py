@@ -79,7 +79,8 @@ class ConnectionLimits:
         at least 8, at most what :data:`UPLOAD_MEMORY` holds, never above the connections."""
         if descriptors is None:
             descriptors = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-            descriptors = MAX_CONNECTIONS + RESERVED_DESCRIPTORS if descriptors == resource.RLIM_INFINITY else descriptors
+            if descriptors == resource.RLIM_INFINITY:
+                descriptors = MAX_CONNECTIONS + RESERVED_DESCRIPTORS
         room = descriptors - RESERVED_DESCRIPTORS
         if room < 2:
             raise ValueError(f"the process may open {descriptors} file descriptors: too few to serve "
@@ -106,7 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests in progress at once; one more is answered 503 (default: two per team, "
                              "at least 8, as many uploads as fit 1 GiB)")
     parser.add_argument("--header-timeout", type=positive, metavar="SECONDS",
-                        help=f"close a connection that has not sent a request's headers in time (default {HEADER_SECONDS:g})")
+                        help="close a connection that has not sent a request's headers in time "
+                             f"(default {HEADER_SECONDS:g})")
     parser.add_argument("--keep-alive", type=positive, metavar="SECONDS",
                         help=f"close a connection idle this long between requests (default {KEEP_ALIVE_SECONDS:g})")
 
