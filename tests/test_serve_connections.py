@@ -110,3 +110,13 @@ def test_the_defaults_follow_the_challenge_and_the_descriptor_limit():
     assert large.connections == 1024 - 64 and large.requests == 20
     with pytest.raises(ValueError, match="requests \\(5\\) cannot exceed connections \\(4\\)"):
         ConnectionLimits(connections=4, requests=5, backlog=4)
+
+
+def test_the_pages_give_the_default_timeouts():
+    from ladderlab.serve.limits import HEADER_SECONDS, KEEP_ALIVE_SECONDS
+    from tests.docs_helpers import ROOT
+
+    serve = (ROOT / "docs" / "serve.md").read_text().split("## Connections", 1)[1].split("\n## ", 1)[0]
+    decisions = (ROOT / "docs" / "decisions.md").read_text().split("### Bounded connections", 1)[1].split("\n### ", 1)[0]
+    for page in (serve, decisions):
+        assert f"{HEADER_SECONDS:g} s" in page and f"{KEEP_ALIVE_SECONDS:g} s" in page
