@@ -197,7 +197,8 @@ def from_competition_run(row: Any) -> PrivateSamples:
                                  "scores than the run recorded: the run was made by other code or plugin versions")
         return result
 
-    counted = play(capture=play().counted)
+    first = play()
+    counted = play(capture=(first.flagged or first).counted)  # one index per enrolled team
     return PrivateSamples(from_competition_row(row).teams, list(range(counted.private_labels.size)),
                           predictions=counted.counted_private_predictions, labels=counted.private_labels,
                           scorer=get_scorer(counted.scorer), source=f"cell {row.cell[:10]}, replication {row.replication}")

@@ -56,6 +56,10 @@ ALLOWED = {  # (page, the exact words): why they stay
     ("serve.md", "5 ms"): "a goal the service is measured against, not a measurement",
     ("serve.md", "50 s"): "how long the client retries (ladderlab.serve.client's RETRIES and RETRY_PAUSE), "
                           "compared with them by test_serve_page_gives_how_long_the_client_retries",
+    **{(page, words): "a default timeout of ladderlab.serve.limits (HEADER_SECONDS, KEEP_ALIVE_SECONDS), compared "
+       "with them by tests/test_serve_connections.py::test_the_pages_give_the_default_timeouts"
+       for page in ("serve.md", "decisions.md") for words in ("10 s", "5 s")},
+    ("decisions.md", "30 s"): "the keep-alive timeout the server had before the connection bounds (a decision record)",
 }
 
 

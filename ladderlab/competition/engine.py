@@ -76,7 +76,9 @@ from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
 from ladderlab.linking import Link, Linker, LinkRule
 from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.competition.banks import LadderBank, Wave, make_bank
-from ladderlab.params import Constraint, Interval, Options, check_value
+from ladderlab.linked_ranking import (DEFAULT_LINKED_POLICY, LINKED_POLICIES, MEMBER_SEPARATOR, apply_linked_policy,
+                                      check_linked_policy, linked_groups)
+from ladderlab.params import Boolean, Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import secret_identity, stream
@@ -95,6 +97,8 @@ RULES_CONSTRAINTS: dict[str, list[Constraint | None]] = {
     "public_fraction": [Interval(float, 0, 1, closed="neither"), None],
     "precision": [Interval(float, 0, 1, closed="right"), None],
     "selection": [Options(set(SELECTIONS)), Interval(int, 1, None)],
+    "link": [Boolean()],
+    "linked": [Options(set(LINKED_POLICIES))],
 }
 """What each rule admits (:mod:`ladderlab.params`). A precision is at most 1: a coarser one
 would round every score of a bounded scorer (0/1 loss, accuracy, AUC, a correlation) to
@@ -117,6 +121,12 @@ class Rules:
     precision: float | None = None
     """Released scores are rounded to a multiple of this (None: as the mechanism releases)."""
     selection: str | int = "best-public"
+    link: bool = False
+    """Link near-identical accounts with the default :class:`~ladderlab.linking.LinkRule` (as a
+    challenge's ``[rules] link``): :func:`play_competition`'s ``link``."""
+    linked: str = DEFAULT_LINKED_POLICY
+    """What the final ranking does with teams linked to each other: flag, merge or disqualify them
+    (:func:`published_ranking`)."""
 
     def __post_init__(self) -> None:
         for name, constraints in RULES_CONSTRAINTS.items():
@@ -479,6 +489,9 @@ class CompetitionResult:
     """With ``link``: for each team, the keeper (the slot whose mechanism state answers it) of each of
     its accounts at the end, the main one first: a team whose accounts share one keeper was linked
     whole; a keeper shared with another team's account is a link between teams."""
+    flagged: CompetitionResult | None = None
+    """Where ``rules.linked`` merged or disqualified linked teams: the result before, every enrolled
+    team ranked alone (:func:`published_ranking`)."""
 
 
 def leaderboard_values(released: FloatArray, sign: float, releases_best: bool) -> FloatArray:
@@ -527,9 +540,11 @@ def play_competition(
     (:mod:`ladderlab.linking`): from the submission that links them on, one mechanism state
     answers them all and they share one account's cap (beyond it a submission is refused: answered
     with the state's last release); what was released before stays released. None (the default):
-    no linking.
+    the rules' (``rules.link``: the default rule, else no linking). Teams linked to each other are
+    then ranked as ``rules.linked`` says (:func:`published_ranking`).
 
-    ``capture`` (one index per team, in the result's order) keeps the prediction of each team's
+    ``capture`` (one index per enrolled team, in the order of ``flagged`` where the ranking merged or
+    disqualified teams, else of the result) keeps the prediction of each team's
     submission of that index on its main account: run again with an earlier result's
     ``counted``, the same seed gives the same competition and each team's counted prediction,
     on the private rows, with the private labels (the per-sample data of a ranking certificate).
@@ -568,6 +583,8 @@ def play_competition(
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
     if link is not None and not isinstance(link, LinkRule):
         raise ValueError(f"link must be a ladderlab.linking.LinkRule or None, got {link!r}")
+    if link is None and rules.link:
+        link = LinkRule()
     engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared, link)
     try:
         engine.enrol(teams, prototypes)
@@ -583,13 +600,13 @@ def play_competition(
         engine.abort()
     result = engine.result()
     if capture is None:
-        return result
+        return published_ranking(result, rules.linked)
     kept = [team.accounts[0].captured for team in engine.teams]
     if any(prediction is None for prediction in kept):
         missing = next(i for i, prediction in enumerate(kept) if prediction is None)
         raise ValueError(f"capture: team {missing} made no submission {int(capture[missing])} on its main account")
-    return replace(result, counted_private_predictions=columns(np.stack(kept), split.final_rows),
-                   private_labels=split.y_final.copy())
+    return published_ranking(replace(result, counted_private_predictions=columns(np.stack(kept), split.final_rows),
+                                     private_labels=split.y_final.copy()), rules.linked)
 
 
 def public_rows(rules: Rules, size: int) -> int:
@@ -1007,3 +1024,66 @@ def compete(
     split = with_secret_data_seed(task, secret).split(stream(seed, "task", task_spec, replication, *secret))
     return play_competition(split, mechanism, teams, rules or Rules(), seed, replication, task_spec, capture, batched,
                             isolation, secret, link=link)
+
+
+# --- the final ranking as the organiser publishes it --------------------------------------------
+# Teams linked to each other flagged, merged or disqualified, as ``ladderlab serve``'s
+# ``/api/organiser/final?linked=`` does (:mod:`ladderlab.linked_ranking`). Two teams are linked when
+# an account of one shares its mechanism state's keeper with an account of the other at the end
+# (``account_groups``): the linker's groups are the connected components of its links, so the
+# teams' groups are too. A team's own accounts linked to each other are one entry already.
+
+PER_TEAM = ("labels", "honest", "accounts", "public", "private", "population", "released_final", "submissions",
+            "public_by_round", "leaderboard_errors", "last_round", "first_round", "improvements", "public_exact",
+            "population_public", "counted", "counted_private_predictions", "account_groups")
+"""The fields of :class:`CompetitionResult` that hold one value per team, in team order."""
+
+
+def linked_teams(result: CompetitionResult) -> list[tuple[str, ...]]:
+    """The groups of teams (by index, as strings) linked to each other: teams whose accounts share a keeper."""
+    names = [str(team) for team in range(len(result.labels))]
+    first_team: dict[int, int] = {}
+    pairs = []
+    for team, keepers in enumerate(result.account_groups or []):
+        for keeper in keepers:
+            other = first_team.setdefault(keeper, team)
+            if other != team:
+                pairs.append((str(other), str(team)))
+    return linked_groups(names, pairs)
+
+
+def published_ranking(result: CompetitionResult, policy: str) -> CompetitionResult:
+    """``result`` with its teams ranked under ``policy``: ``flag`` changes nothing (the result's
+    teams are each ranked alone); ``merge`` keeps of each group of linked teams the one with the
+    best private score, its public value the group's best, its submissions and accounts the
+    group's sums; ``disqualify`` drops every linked team. The result before is kept as ``flagged``.
+    ValueError if no team is left."""
+    check_linked_policy(policy, "rules.linked")
+    groups = linked_teams(result)
+    if policy == "flag" or not groups:
+        return result
+    rows = [{"team": str(team), "public": float(result.public[team]), "private": float(result.private[team]),
+             "submissions": int(result.submissions[team]), "accounts": int(result.accounts[team])}
+            for team in range(len(result.labels))]
+    ranked, _ = apply_linked_policy(rows, groups, policy, result.sign)
+    if not ranked:
+        raise ValueError(f"rules.linked = {policy!r}: every team was linked to another and disqualified: "
+                         "no final ranking is left")
+    ranked.sort(key=_source_team)  # back in enrolment order
+    kept = [_source_team(row) for row in ranked]
+    members = {kept_team: row["team"].split(MEMBER_SEPARATOR) for kept_team, row in zip(kept, ranked)}
+    changes = {}
+    for name in PER_TEAM:
+        value = getattr(result, name)
+        if value is not None:
+            changes[name] = [value[team] for team in kept] if isinstance(value, list) else value[kept]
+    changes["public"] = np.array([row["public"] for row in ranked])
+    changes["submissions"] = np.array([row["submissions"] for row in ranked], dtype=result.submissions.dtype)
+    changes["accounts"] = np.array([sum(int(result.accounts[int(team)]) for team in members[kept_team])
+                                    for kept_team in kept], dtype=result.accounts.dtype)
+    return replace(result, **changes, flagged=result)
+
+
+def _source_team(row: dict[str, Any]) -> int:
+    """The team whose values a ranked row holds: the member counted for a merged group."""
+    return int(row.get("counted_team", row["team"]))

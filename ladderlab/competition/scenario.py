@@ -35,6 +35,7 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model
 from ladderlab.competition.engine import RULES_CONSTRAINTS, TeamSpec
 from ladderlab.duel import spec
 from ladderlab.naming import plugin_label
+from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY
 from ladderlab.params import INT64_LIMIT, ParameterError, check_value
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.grid import expand
@@ -83,6 +84,15 @@ class RulesEntry(StrictModel):
     precision: Number | None | list[Number] = Field(default=None, description="released scores rounded to a multiple of it (None: as released)")
     selection: StrictStr | StrictInt | list[StrictStr | StrictInt] = Field(
         default="best-public", description="`last`, `best-public`, or k: the best private of the final and k − 1 best released others")
+    link: StrictBool | list[StrictBool] = Field(default=False, description="link near-identical accounts (the default link rule)")
+    linked: StrictStr | list[StrictStr] = Field(
+        default=DEFAULT_LINKED_POLICY, description="what the final ranking does with teams linked to each other: "
+                                                   "`flag`, `merge` or `disqualify`")
+
+
+LINK_RULES = {"link", "linked"}
+"""Rules a cell holds only where they differ from their defaults, so that the cells of a scenario
+written before them keep their keys (and their result files)."""
 
 
 class CompetitionMatrix(StrictModel):
@@ -178,7 +188,8 @@ def competition_cells(matrices: list[CompetitionMatrix]) -> list[CompetitionCell
                 for mechanism in matrix.mechanisms:
                     for mechanism_params in expand(mechanism.params, MECHANISMS.get(mechanism.id)):
                         for rules_entry in matrix.rules:
-                            for rules in expand(rules_entry.model_dump()):
+                            for rules in expand(rules_entry.model_dump(exclude=LINK_RULES)
+                                                | rules_entry.model_dump(exclude_defaults=True, include=LINK_RULES)):
                                 for name, teams in mixes:
                                     cell = CompetitionCell((task.id, task_params), (mechanism.id, mechanism_params), rules, name, teams)
                                     if cell.key in found:

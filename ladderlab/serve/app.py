@@ -12,8 +12,10 @@ Everyone: ``GET /api/challenge`` (ids in the published order, scorer, rules, mec
 ``GET /api/public-data`` (training data and holdout inputs, ``.npz``),
 ``GET /api/leaderboard``, the page ``/`` with its forms, ``/sample_submission.csv``.
 
-The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, and after the
-close ``GET /api/organiser/final`` and ``GET /api/organiser/export`` (Parquet).
+The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, ``GET
+/api/organiser/links`` (JSON; ``links.parquet``: Parquet) at any time, and after the close ``GET
+/api/organiser/final?linked=flag|merge|disqualify``, ``GET /api/organiser/export`` (Parquet) and
+``GET /api/organiser/private-losses?linked=…``.
 
 Every refusal is a 4xx JSON ``{"error": …, "reason": …}`` that names the problem and
 changes nothing; ``Retry-After`` says when a cap or the rate limit allows again.
@@ -32,8 +34,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Message
 
+from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
+from ladderlab.serve.organiser_links import link_table
 from ladderlab.serve.service import Accepted, Service, ServiceError, check_idempotency_key
 from ladderlab.serve.storage import REFUSED
 from ladderlab.serve.uploads import UploadError, UploadReader
@@ -177,10 +181,27 @@ def create_app(service: Service) -> FastAPI:
         service.check_organiser(bearer(request))
         return {"closed_at": service.close().isoformat()}
 
-    @app.get("/api/organiser/final", summary="The final leaderboard under the selection rule (after the close)")
-    def final(request: Request) -> dict[str, Any]:
+    def linked_policy(value: str) -> str:
+        try:
+            return check_linked_policy(value, "the query parameter linked")
+        except ValueError as error:
+            raise ServiceError(400, "invalid", str(error)) from None
+
+    @app.get("/api/organiser/links", summary="The linked groups: accounts, first link, the submission pairs and D")
+    def organiser_links(request: Request) -> dict[str, Any]:
         service.check_organiser(bearer(request))
-        return service.final()
+        return service.links()
+
+    @app.get("/api/organiser/links.parquet", summary="The links as Parquet (one row per link)")
+    def organiser_links_parquet(request: Request) -> Response:
+        service.check_organiser(bearer(request))
+        return Response(link_table(service.links()), media_type="application/vnd.apache.parquet",
+                        headers={"Content-Disposition": f'attachment; filename="{challenge.name}-links.parquet"'})
+
+    @app.get("/api/organiser/final", summary="The final leaderboard under the selection rule (after the close)")
+    def final(request: Request, linked: str = DEFAULT_LINKED_POLICY) -> dict[str, Any]:
+        service.check_organiser(bearer(request))
+        return service.final(linked_policy(linked))
 
     @app.get("/api/organiser/export", summary="The submissions log as Parquet (after the close)")
     def export(request: Request) -> Response:
@@ -190,9 +211,9 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/api/organiser/private-losses",
              summary="Per-sample private losses of each team's counted submission, as Parquet (after the close)")
-    def private_losses(request: Request) -> Response:
+    def private_losses(request: Request, linked: str = DEFAULT_LINKED_POLICY) -> Response:
         service.check_organiser(bearer(request))
-        return Response(service.private_losses(), media_type="application/vnd.apache.parquet",
+        return Response(service.private_losses(linked_policy(linked)), media_type="application/vnd.apache.parquet",
                         headers={"Content-Disposition": f'attachment; filename="{challenge.name}-private-losses.parquet"'})
 
     value_columns = ", ".join(reader.class_columns) if reader.kind is PredictionKind.PROBABILITIES else "prediction"

@@ -1,7 +1,8 @@
 """The ``ladderlab serve`` and ``ladderlab attack`` commands.
 
 ``ladderlab serve CHALLENGE.toml`` (or ``--demo``) starts the server;
-``ladderlab serve verify CHALLENGE.toml`` checks the log's chain and replays it;
+``ladderlab serve verify CHALLENGE.toml`` checks the log's chain and replays it, links included;
+``ladderlab serve links CHALLENGE.toml`` lists the linked groups of a verified log;
 ``ladderlab serve bench`` measures the server; ``ladderlab attack URL --token T
 --attack SPEC`` plays an attack plugin against a running server.
 """
@@ -9,18 +10,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ladderlab.atomic import write_atomically
 
-SUBCOMMANDS = ("verify", "bench")
+SUBCOMMANDS = ("verify", "links", "bench")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """``serve verify …`` and ``serve bench …`` go to their own parsers; any other first word is
-    the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
+    """``serve verify …``, ``serve links …`` and ``serve bench …`` go to their own parsers; any
+    other first word is the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
     if args.target in SUBCOMMANDS:
         sub_args = args.subcommands[args.target].parse_args(args.rest)
         return sub_args.handler(sub_args)
@@ -51,8 +53,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser(
         "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
         description="Start the leaderboard server of CHALLENGE (a challenge TOML file), or of the demo challenge "
-                    "(--demo). 'ladderlab serve verify CHALLENGE' checks the log; 'ladderlab serve bench' measures.")
-    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | bench",
+                    "(--demo). 'ladderlab serve verify CHALLENGE' checks the log; 'ladderlab serve links CHALLENGE' "
+                    "lists its linked accounts; 'ladderlab serve bench' measures.")
+    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | links | bench",
                        help="the challenge file, or a subcommand (see 'ladderlab serve verify --help')")
     serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     serve.add_argument("--demo", action="store_true", help="serve a demo challenge on built-in data (written to --state, "
@@ -69,6 +72,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
                        help="write the tokens this start issues to FILE (CSV team,token, readable by you alone) "
                             "instead of printing them; refused if FILE exists, which may hold tokens shown once")
     serve.add_argument("--quiet-access", action="store_true", help="no access log lines")
+    from ladderlab.serve.limits import add_arguments as add_limit_arguments
+
+    add_limit_arguments(serve)
     serve.add_argument("--full-sync", action="store_true",
                        help="flush the SQLite log to disk at every commit, so that a submission survives a crash of the "
                             "machine, not only of the server (costs a disk flush per submission)")
@@ -80,12 +86,20 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
                         help="an entry's id and hash as an earlier verify printed them: refuse a log whose entry ID "
                              "is gone or has another hash (entries cut from its end, or the log rewritten since)")
     verify.set_defaults(handler=_verify)
+    links = type(serve)(prog="ladderlab serve links",
+                        description="The linked groups of a log (accounts, first link, the submission pairs and the "
+                                    "differing holdout rows against the threshold), after verifying it as verify does.")
+    links.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
+    _add_state_options(links, creates_secret=False)
+    links.add_argument("--out", metavar="FILE", help="also write them to FILE: JSON, or Parquet if it ends in .parquet")
+    links.set_defaults(handler=_links, anchor=None)
     from ladderlab.serve.bench import add_arguments
 
     bench = type(serve)(prog="ladderlab serve bench",
                         description="Submissions per second and latency of the server over loopback.")
     add_arguments(bench)
-    serve.set_defaults(handler=_dispatch, serve_parser=serve, subcommands={"verify": verify, "bench": bench})
+    serve.set_defaults(handler=_dispatch, serve_parser=serve,
+                       subcommands={"verify": verify, "links": links, "bench": bench})
 
     attack = commands.add_parser("attack", help="play an attack plugin against a running 'ladderlab serve'",
                                  description="Red-team a live leaderboard: the attack holds a RemoteBoard and the "
@@ -153,6 +167,9 @@ def _serve(args: argparse.Namespace) -> int:
     if problems and not (args.uncertified or args.demo):
         raise ArgumentError(f"{path}: the certificate does not cover this challenge: {'; '.join(problems)} "
                             "(--uncertified serves it anyway)")
+    from ladderlab.serve.limits import from_arguments
+
+    limits = from_arguments(args, len(challenge.spec.teams), challenge.max_upload_bytes())
     _, url, secret = _state(args, challenge)
     for problem in problems:
         print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
@@ -176,7 +193,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
     from ladderlab.serve.server import listen, run
 
-    sock = listen(args.host, args.port)
+    sock = listen(args.host, args.port, limits.backlog)
     address = f"http://{args.host}:{sock.getsockname()[1]}/"
     if args.tokens and not issued:
         print(f"no token issued at this start (every team has one; --reissue TEAM prints a new one): "
@@ -190,7 +207,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.demo:
         print(f"demo challenge in {path.parent}; a file to upload: {path.parent / 'sample_submission.csv'}")
     print(f"serving {challenge.name} at {address} (log: {service.storage.display_url()})", flush=True)
-    run(service, sock, access_log=not args.quiet_access)
+    run(service, sock, limits, access_log=not args.quiet_access)
     return 0
 
 
@@ -229,13 +246,54 @@ def _check_reissue(challenge: Any, name: str) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    checked = _checked_log(args)
+    if checked is None:
+        return 1
+    display, count, states, head, report = checked
+    anchor_text = (f"; its head is {head[0]}:{head[1]} (keep it elsewhere: a later 'verify --anchor' with it "
+                   "finds the log cut back or rewritten)") if head[0] else ""
+    print(f"{display}: {count} submissions of {states} mechanism state(s): the chain is intact and every release, "
+          f"public and final score{', and every link,' if report['rule'] else ''} replays bit for bit{anchor_text}")
+    if report["rule"]:
+        print(_groups_text(report))
+    return 0
+
+
+def _links(args: argparse.Namespace) -> int:
+    checked = _checked_log(args)
+    if checked is None:
+        return 1
+    report = checked[4]
+    if args.out:
+        from ladderlab.serve.organiser_links import link_table
+
+        data = link_table(report) if args.out.endswith(".parquet") else json.dumps(report, indent=2) + "\n"
+        write_atomically(args.out, data)
+    print(_groups_text(report))
+    for group in report["groups"]:
+        print(f"group {group['group']}: {' + '.join(group['teams'])}")
+        for link in group["links"]:
+            print(f"  {link['submitted_at']}: {_link_text(link, report['holdout_size'])}")
+    return 0
+
+
+def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any]] | None:
+    """Verify the log of ``args.challenge_file`` (the chain, every release and score, every link:
+    a log whose recorded links differ from the ones the rule makes on replay is refused) and return
+    its URL as shown, its length, its mechanism states, its head and its links
+    (:func:`~ladderlab.serve.organiser_links.link_report`); None, said on stderr, if it does not verify."""
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
     from ladderlab import challenge as challenges
     from ladderlab.serve import linked, replay
+    from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage, StorageError
 
+    if getattr(args, "out", None):
+        from ladderlab.arguments import output_file
+
+        output_file("--out", args.out)
     challenge = challenges.load(args.challenge_file, args.force)
     _, url, secret = _state(args, challenge, create=False)
     storage = Storage(url)
@@ -250,17 +308,32 @@ def _verify(args: argparse.Namespace) -> int:
         if args.anchor is not None:
             storage.check_anchor(*args.anchor)
         with storage.reading() as connection:
-            head_id, head_hash = storage.head(connection)
+            head = storage.head(connection)
+        report = Service(challenge, storage, secret).links()
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
-        return 1
+        return None
     finally:
         storage.close()
-    anchor_text = (f"; its head is {head_id}:{head_hash} (keep it elsewhere: a later 'verify --anchor' with it "
-                   "finds the log cut back or rewritten)") if head_id else ""
-    print(f"{storage.display_url()}: {count} submissions of {len(states)} mechanism state(s): the chain is intact and "
-          f"every release, public and final score replays bit for bit{anchor_text}")
-    return 0
+    return storage.display_url(), count, len(states), head, report
+
+
+def _groups_text(report: dict[str, Any]) -> str:
+    """One line per linked group: its accounts, when it first linked and the link that did."""
+    groups = report["groups"]
+    if not groups:
+        return f"no linked accounts (the rule links at most {report['threshold']} differing holdout rows)"
+    lines = [f"{len(groups)} linked group{'' if len(groups) == 1 else 's'}:"]
+    for group in groups:
+        lines.append(f"  {' + '.join(group['teams'])} (first linked at {group['first_linked_at']}: "
+                     f"{_link_text(group['links'][0], report['holdout_size'])})")
+    return "\n".join(lines) if len(groups) > 1 else lines[0] + lines[1][1:]
+
+
+def _link_text(link: dict[str, Any], holdout: int) -> str:
+    return (f"{link['team']}'s submission {link['submission_id']} differed from {link['other']}'s submission "
+            f"{link['other_submission_id']} on {link['differing']} of {holdout} holdout rows, at most "
+            f"{link['threshold']} link")
 
 
 def anchor(text: str) -> tuple[int, str]:

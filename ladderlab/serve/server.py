@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import socket
 
+from ladderlab.serve.limits import ConnectionLimits, RequestLimit
 from ladderlab.serve.service import Service
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (port 0: a free one)."""
+def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (port 0: a free one), with ``backlog``
+    connections the kernel queues before the server accepts them."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -18,20 +20,21 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as error:
         sock.close()
         raise ValueError(f"--host {host} --port {port}: cannot listen there: {error.strerror or error}") from None
-    sock.listen(1024)
+    sock.listen(backlog)
     return sock
 
 
-def run(service: Service, sock: socket.socket, access_log: bool = True) -> None:
-    """Serve until interrupted (Ctrl-C or SIGTERM end it cleanly; the log needs no shutdown)."""
+def run(service: Service, sock: socket.socket, limits: ConnectionLimits, access_log: bool = True) -> None:
+    """Serve until interrupted (Ctrl-C or SIGTERM end it cleanly; the log needs no shutdown), within
+    ``limits`` (:mod:`ladderlab.serve.limits`)."""
     import gc
 
     import uvicorn
 
     from ladderlab.serve.app import create_app
 
-    config = uvicorn.Config(create_app(service), access_log=access_log, log_level="info", timeout_keep_alive=30,
-                            server_header=False)
+    config = uvicorn.Config(RequestLimit(create_app(service), limits.requests), access_log=access_log,
+                            log_level="info", server_header=False, **limits.uvicorn_options())
     gc.collect()
     gc.freeze()  # what the imports and the replay left is never garbage: full collections need not walk it
     try:

@@ -20,6 +20,7 @@ final scores leave the service only through :meth:`final`, :meth:`export` and
 from __future__ import annotations
 
 import io
+import json
 import logging
 import math
 import threading
@@ -35,10 +36,12 @@ import pyarrow.parquet as pq
 
 from ladderlab.challenge import Challenge
 from ladderlab.competition import leaderboard_values, selected_submissions
+from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, apply_linked_policy, check_linked_policy
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
 from ladderlab.serve.linked import LinkedStates, Outcome, check_link_record, link_record, replayed
+from ladderlab.serve.organiser_links import link_events, link_report
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError, encode_prediction, prediction_sha256
@@ -492,10 +495,24 @@ class Service:
             counted |= {team_entries[int(i)].submission_id for i in picked}
         return entries, by_team, counted
 
-    def final(self) -> dict[str, Any]:
-        """The final leaderboard under the selection rule, and how much it shook up the public one."""
+    def links(self) -> dict[str, Any]:
+        """The linked groups and the links that made them (:func:`~ladderlab.serve.organiser_links.link_report`;
+        none when the rules link nothing)."""
+        holdout = int(self.challenge.split.y_holdout.size)
+        if not self.linking:
+            return {"rule": None, "threshold": None, "holdout_size": holdout, "groups": []}
+        with self.storage.reading() as connection:
+            entries = self.storage.entries_after(connection, 0, with_links=True)
+        rule = json.loads(link_record(self.challenge))
+        teams = sorted(team.name for team in self.challenge.spec.teams)
+        return link_report(teams, link_events(entries, rule["threshold"]), rule, holdout)
+
+    def final(self, linked: str = DEFAULT_LINKED_POLICY) -> dict[str, Any]:
+        """The final leaderboard under the selection rule, with linked accounts flagged, merged or
+        disqualified (``linked``, :mod:`ladderlab.linked_ranking`), and how much it shook up the public one."""
         from ladderlab.competition.measures import rank_correlations, ranks, top_overlap
 
+        check_linked_policy(linked)
         self._require_closed()
         _, by_team, counted = self._counted()
         sign = self.scorer.sign
@@ -508,6 +525,9 @@ class Service:
             rows.append({"team": team, "public": public_value, "private": best.private_score,
                          "counted_submission": best.submission_id, "submissions": len(team_entries)})
         rows.sort(key=lambda row: sign * row["private"])
+        report = self.links()
+        groups = [tuple(group["teams"]) for group in report["groups"]]
+        rows, disqualified = apply_linked_policy(rows, groups, linked, sign, _link_reasons(report))
         public = np.array([sign * row["public"] for row in rows])
         private = np.array([sign * row["private"] for row in rows])
         for row, public_rank, private_rank in zip(rows, ranks(public), ranks(private)):
@@ -518,23 +538,25 @@ class Service:
                     "winner_delta": rows[0]["public"] - rows[0]["private"] if rows else None}
         return {"challenge": self.challenge.name, "scorer": self.scorer.name,
                 "greater_is_better": self.scorer.greater_is_better,
-                "selection": self.challenge.spec.rules.selection, "teams": rows,
+                "selection": self.challenge.spec.rules.selection, "linked": linked, "teams": rows,
+                "linked_groups": [list(group) for group in groups], "disqualified": disqualified,
                 "shake_up": {name: None if value is None or not np.isfinite(value) else float(value)
                              for name, value in shake_up.items()}}
 
-    def private_losses(self) -> bytes:
+    def private_losses(self, linked: str = DEFAULT_LINKED_POLICY) -> bytes:
         """Per-sample data for ``ladderlab rank-certificate``, as Parquet in long form: ``team``,
-        ``sample`` (the holdout id) and ``loss``, the per-sample loss of each team's counted
-        submission (the one :meth:`final` ranks it by) on every final-set row, in the published
-        order; the mean of a team's losses is its private score. Only for a mean of per-sample
-        losses: other scores (AUC, correlations) do not split into samples."""
+        ``sample`` (the holdout id) and ``loss``, the per-sample loss of each entry's counted
+        submission (the one ``final(linked)`` ranks it by, so that the certificate is of the
+        ranking published) on every final-set row, in the published order; the mean of an entry's
+        losses is its private score. Only for a mean of per-sample losses: other scores (AUC,
+        correlations) do not split into samples."""
         from ladderlab.scoring import LossScorer
 
         scorer = self.scorer.within(self.challenge.split.public.prediction_range)
         if not isinstance(scorer, LossScorer):
             raise ServiceError(409, "not-per-sample", f"the scorer {scorer.name!r} is not a mean of per-sample losses, "
                                                       "so the private score does not split into samples")
-        rows = self.final()["teams"]
+        rows = self.final(linked)["teams"]
         by_id = {entry.submission_id: entry for entry in self.storage.entries()}
         digests = [by_id[row["counted_submission"]].prediction_sha256 for row in rows]
         stored = self.storage.load_predictions(digests)
@@ -592,6 +614,19 @@ class _NoLock:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _link_reasons(report: dict[str, Any]) -> dict[str, str]:
+    """Why each linked team is disqualified: its group's first link, the pair and D against t."""
+    reasons = {}
+    for group in report["groups"]:
+        first = group["links"][0]
+        evidence = (f"since {first['submitted_at']}: {first['team']}'s submission {first['submission_id']} differed "
+                    f"from {first['other']}'s submission {first['other_submission_id']} on {first['differing']} of "
+                    f"{report['holdout_size']} holdout rows (at most {first['threshold']} link)")
+        for team in group["teams"]:
+            reasons[team] = f"linked with {', '.join(other for other in group['teams'] if other != team)} {evidence}"
+    return reasons
 
 
 def _text(value: datetime) -> str:

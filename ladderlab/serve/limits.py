@@ -1,0 +1,208 @@
+"""How many connections and requests ``ladderlab serve`` holds at once, and how long it waits for them
+(docs/serve.md#connections).
+
+Without bounds a hostile participant can open connections until the process runs out of file
+descriptors, or start uploads until it runs out of memory, and no honest team gets through. The
+server bounds:
+
+- **open connections** (:attr:`ConnectionLimits.connections`): a connection beyond it is answered
+  at once with ``503`` (``Retry-After``, the reason, ``Connection: close``) and closed, so the file
+  descriptors held stay bounded (:func:`bounded_protocol`). uvicorn's own ``limit_concurrency`` is
+  set one above it, a backstop: uvicorn counts connections and requests together and its refusal
+  says neither why nor when to come back;
+- **requests in progress** (:attr:`ConnectionLimits.requests`): each may hold an upload of up to
+  the challenge's ``max_upload_bytes`` in memory; one beyond it gets ``503`` with ``Retry-After``
+  and ``"reason": "busy"`` (:class:`RequestLimit`);
+- **the time to send a request's headers** (:attr:`ConnectionLimits.header_timeout`), from the
+  connection or the request's first byte: a connection that sends nothing, or trickles its headers
+  (slowloris), is closed instead of holding a place; uvicorn has no such timeout;
+- **idle keep-alive** (uvicorn's ``timeout_keep_alive``) and the kernel's **backlog** of connections
+  not yet accepted.
+
+:meth:`ConnectionLimits.for_challenge` sizes them from the challenge: a few connections per team
+(a browser opens six), within the process's file-descriptor limit; requests so that the uploads
+in progress fit :data:`UPLOAD_MEMORY`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import resource
+from dataclasses import dataclass
+from typing import Any
+
+UPLOAD_MEMORY = 1 << 30
+"""Bytes that uploads in progress may hold at once (each up to the challenge's ``max_upload_bytes``)."""
+CONNECTIONS_PER_TEAM = 8
+"""Connections a team (or the organiser) may hold at once: a browser opens six to one host."""
+MIN_CONNECTIONS, MAX_CONNECTIONS = 64, 4096
+RESERVED_DESCRIPTORS = 64
+"""File descriptors kept for the log, its database connections and the files the server reads."""
+KEEP_ALIVE_SECONDS = 5.0
+HEADER_SECONDS = 10.0
+RETRY_AFTER_SECONDS = 1
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """The server's bounds (module docstring): open ``connections``, ``requests`` in progress, the
+    kernel's ``backlog``, ``keep_alive`` and ``header_timeout`` seconds."""
+
+    connections: int
+    requests: int
+    backlog: int
+    keep_alive: float = KEEP_ALIVE_SECONDS
+    header_timeout: float = HEADER_SECONDS
+
+    def __post_init__(self) -> None:
+        for name in ("connections", "requests", "backlog"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"connection limits: {name} must be a whole number ≥ 1, got {value!r}")
+        for name in ("keep_alive", "header_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"connection limits: {name} must be a number of seconds > 0, got {value!r}")
+        if self.requests > self.connections:
+            raise ValueError(f"connection limits: requests ({self.requests}) cannot exceed connections "
+                             f"({self.connections}): each request holds a connection")
+
+    @classmethod
+    def for_challenge(cls, teams: int, max_upload_bytes: int, descriptors: int | None = None) -> ConnectionLimits:
+        """The defaults for a challenge of ``teams`` teams whose uploads are at most ``max_upload_bytes``:
+        :data:`CONNECTIONS_PER_TEAM` per team and the organiser, at least :data:`MIN_CONNECTIONS`, at most
+        :data:`MAX_CONNECTIONS` and the file descriptors the process may open (``descriptors``, default
+        its soft ``RLIMIT_NOFILE``) but :data:`RESERVED_DESCRIPTORS`; requests in progress: two per team,
+        at least 8, at most what :data:`UPLOAD_MEMORY` holds, never above the connections."""
+        if descriptors is None:
+            descriptors = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            if descriptors == resource.RLIM_INFINITY:
+                descriptors = MAX_CONNECTIONS + RESERVED_DESCRIPTORS
+        room = descriptors - RESERVED_DESCRIPTORS
+        if room < 2:
+            raise ValueError(f"the process may open {descriptors} file descriptors: too few to serve "
+                             f"(raise 'ulimit -n')")
+        connections = min(max(CONNECTIONS_PER_TEAM * (teams + 1), MIN_CONNECTIONS), MAX_CONNECTIONS, room)
+        requests = min(max(2 * (teams + 1), 8), max(1, UPLOAD_MEMORY // max(1, max_upload_bytes)), connections)
+        return cls(connections=connections, requests=requests, backlog=connections)
+
+    def uvicorn_options(self) -> dict[str, Any]:
+        """The limits uvicorn offers, for ``uvicorn.Config``."""
+        return {"limit_concurrency": self.connections + 1, "backlog": self.backlog,
+                "timeout_keep_alive": self.keep_alive, "http": bounded_protocol(self)}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-connections``, ``--max-requests``, ``--header-timeout``, ``--keep-alive`` of ``ladderlab serve``."""
+    from ladderlab.arguments import count, positive
+
+    parser.add_argument("--max-connections", type=count(1), metavar="N",
+                        help="open connections at once; one more is answered 503 and closed (default: "
+                             f"{CONNECTIONS_PER_TEAM} per team and the organiser, {MIN_CONNECTIONS} to {MAX_CONNECTIONS}, "
+                             "within the file-descriptor limit)")
+    parser.add_argument("--max-requests", type=count(1), metavar="N",
+                        help="requests in progress at once; one more is answered 503 (default: two per team, "
+                             "at least 8, as many uploads as fit 1 GiB)")
+    parser.add_argument("--header-timeout", type=positive, metavar="SECONDS",
+                        help="close a connection that has not sent a request's headers in time "
+                             f"(default {HEADER_SECONDS:g})")
+    parser.add_argument("--keep-alive", type=positive, metavar="SECONDS",
+                        help=f"close a connection idle this long between requests (default {KEEP_ALIVE_SECONDS:g})")
+
+
+def from_arguments(args: argparse.Namespace, teams: int, max_upload_bytes: int) -> ConnectionLimits:
+    """The limits ``args`` give, the challenge's defaults for the others; ValueError naming the option."""
+    default = ConnectionLimits.for_challenge(teams, max_upload_bytes)
+    connections = args.max_connections or default.connections
+    requests = args.max_requests or min(default.requests, connections)
+    if requests > connections:
+        raise ValueError(f"--max-requests {requests}: more than the {connections} connections allowed "
+                         "(--max-connections): each request holds a connection")
+    return ConnectionLimits(connections=connections, requests=requests, backlog=connections,
+                            keep_alive=args.keep_alive or default.keep_alive,
+                            header_timeout=args.header_timeout or default.header_timeout)
+
+
+def refusal(reason: str, message: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and JSON body of a 503 that says why and when to retry, and closes the connection."""
+    body = json.dumps({"error": message, "reason": reason, "retry_after": RETRY_AFTER_SECONDS}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               (b"retry-after", str(RETRY_AFTER_SECONDS).encode()), (b"connection", b"close")]
+    return headers, body
+
+
+class RequestLimit:
+    """ASGI middleware: at most ``limit`` requests of ``app`` in progress; one more gets 503 ``busy``."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app = app
+        self.limit = limit
+        self.active = 0
+        self.headers, self.body = refusal("busy", f"the server is handling {limit} requests, its most at once: "
+                                                  f"retry in {RETRY_AFTER_SECONDS} s")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.active >= self.limit:
+            await send({"type": "http.response.start", "status": 503, "headers": self.headers})
+            await send({"type": "http.response.body", "body": self.body})
+            return
+        self.active += 1  # one event loop: no lock needed
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
+
+
+def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with the connection bound and the header timeout of ``limits``."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    headers, body = refusal("connections", f"the server holds {limits.connections} connections, its most at once: "
+                                           f"retry in {RETRY_AFTER_SECONDS} s")
+    too_many = b"HTTP/1.1 503 Service Unavailable\r\n" + b"".join(name + b": " + value + b"\r\n"
+                                                                   for name, value in headers) + b"\r\n" + body
+
+    class BoundedHttpToolsProtocol(HttpToolsProtocol):
+        header_deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > limits.connections:
+                transport.write(too_many)
+                transport.close()
+                return
+            self._arm()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if self.header_deadline is None:
+                self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self.header_deadline = self.loop.call_later(limits.header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self.header_deadline is not None:
+                self.header_deadline.cancel()
+                self.header_deadline = None
+
+        def _too_slow(self) -> None:
+            self.header_deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return BoundedHttpToolsProtocol
