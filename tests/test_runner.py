@@ -175,3 +175,12 @@ def test_a_group_that_would_keep_one_worker_busy_alone_is_split_into_replication
     assert [group for group, _, _ in jobs].count(1) == 1
     costs = [[10.0, 1.0, 1.0, 0.0][group] * (stop - first) for group, first, stop in jobs]
     assert costs == sorted(costs, reverse=True)
+
+
+def test_the_refusal_of_a_changed_scenario_names_what_changed(tmp_path):
+    runner.run(scenario_file(tmp_path), tmp_path / "run")
+    with pytest.raises(runner.RunDirectoryError, match=r"different scenario \(hash \w+, this one \w+; "
+                                                       r"replications: 3 there, 5 here\): choose another --out"):
+        runner.run(scenario_file(tmp_path), tmp_path / "run", replications=5)
+    with pytest.raises(runner.RunDirectoryError, match=r'matrix\[0\]\.mechanisms: 2 entries there, 1 here'):
+        runner.run(scenario_file(tmp_path, '{ id = "kaggle" }'), tmp_path / "run")
