@@ -337,7 +337,18 @@ def compact_text(run: Run) -> str:
     if extrapolation_report.expected_cells(run.manifest):
         parts += ["", extrapolation_report.text(run.extrapolations)] if parts else \
             [extrapolation_report.text(run.extrapolations)]
+    compared = _paper_values(run, summary(run.results), competition_results.summary(run.competitions))
+    if not compared.empty and parts:
+        parts += ["", "against the papers:", _compact_paper_values(compared),
+                  *_wrapped(["paper: the value the scenario declares ([[paper_values]]); ours: our median [2.5%, "
+                             "97.5%] over replications; difference: ours − paper. Their notes: --format text."])]
     return "\n".join(parts) + "\n" if parts else "no finished replications yet\n"
+
+
+def _compact_paper_values(compared: pd.DataFrame) -> str:
+    """The papers' values beside ours, under a line per source, without the notes."""
+    section = Section("compact", "", "", compared.drop(columns=["source", "note"]))
+    return fixed_width(people_columns(section, interval_titles=False), _headed(compared.source.tolist()), indent=" ")
 
 
 def write(run: Run, form: str | None, out: str | Path | None = None, figures: Sequence[tuple[str, str]] = ()) -> str:

@@ -205,6 +205,17 @@ def test_paper_values_do_not_change_the_scenario_identity_and_reach_an_existing_
     assert len(paper_rows(report.load_run(run_dir))) == 2
 
 
+def test_the_compact_report_sets_the_papers_values_beside_ours(mixed_run):
+    """What ``ladderlab run`` prints for a paper's scenario shows the comparison, not only --format text."""
+    compact = report_formats.compact_text(mixed_run)
+    rows = paper_rows(mixed_run)
+    assert "against the papers:" in compact
+    for source, paper, ours in zip(rows.source, rows.paper, rows.ours_median):
+        block = compact.split(source, 1)[1].splitlines()[1]
+        assert f"{paper:.4f}" in block and f"{ours:.4f}" in block
+    assert max(len(line) for line in compact.split("against the papers:")[1].splitlines()) <= 120
+
+
 # --- the competition report --------------------------------------------------------------------
 
 
