@@ -131,6 +131,8 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
         manifest = rundir.read_manifest(out)
         if manifest.get("layout", 1) < LAYOUT and manifest.get("scenario_hash") != scenario.identity():
             manifest = migrate(scenario, out, manifest)
+        if manifest.get("scenario_hash") != scenario.identity() and grows(manifest, scenario, secret):
+            manifest = _grow(scenario, out, manifest)
         if manifest.get("scenario_hash") != scenario.identity():
             former = local_names(manifest.get("scenario")) if manifest.get("layout", 1) < LAYOUT else []
             hint = (f"; if it is this scenario's, written by an older ladderlab that named local files by absolute "
@@ -171,6 +173,32 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
     if secret:
         manifest["secret_seed_sha256"] = secret
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
+
+
+def grows(manifest: dict[str, Any], scenario: Scenario, secret: str | None) -> bool:
+    """Whether ``scenario`` keeps every cell of the run directory's (``manifest``) with the same seed,
+    replications and secret, and only adds cells: a cell's results depend on its own plugins, the
+    seed and the replication alone (every stream is derived from their identity, :mod:`ladderlab.seeding`),
+    so its finished cells are this scenario's too."""
+    recorded = manifest.get("scenario") or {}
+    keys = {cell.key for cell in cells(scenario)}
+    return (manifest.get("layout", 1) == LAYOUT and recorded.get("seed") == scenario.seed
+            and recorded.get("replications") == scenario.replications
+            and manifest.get("secret_seed_sha256") == secret
+            and {record["key"] for record in manifest.get("cells", [])} <= keys)
+
+
+def _grow(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of ``out`` rewritten for ``scenario``, which :func:`grows` it; its finished cells kept."""
+    before = len(manifest.get("cells", []))
+    manifest.update(scenario=location_free(scenario.model_dump(mode="json")), scenario_hash=scenario.identity(),
+                    cells=cell_records(scenario), versions={**_versions(scenario), **manifest.get("versions", {})},
+                    plugins={**_plugin_fingerprints(scenario), **manifest.get("plugins", {})})
+    _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+    log.warning("ladderlab: %s: the scenario has changed but keeps its %d cells, seed and replications, and adds %d: "
+                "its %d finished cells are kept", out, before, len(manifest["cells"]) - before,
+                len(manifest.get("completed", {})))
+    return manifest
 
 
 def scenario_differences(recorded: Any, current: Any, where: str = "", limit: int = 3) -> list[str]:
