@@ -243,7 +243,7 @@ def test_the_compact_report_sets_the_papers_values_beside_ours(mixed_run):
     for source, paper, ours in zip(rows.source, rows.paper, rows.ours_median):
         block = compact.split(source, 1)[1].splitlines()[1]
         assert f"{paper:.4f}" in block and f"{ours:.4f}" in block
-    assert max(len(line) for line in compact.split("against the papers:")[1].splitlines()) <= 120
+    assert max(len(line) for line in compact.splitlines()) <= 120  # a competition's long heading wrapped too
 
 
 # --- the competition report --------------------------------------------------------------------
