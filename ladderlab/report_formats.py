@@ -290,8 +290,9 @@ def _wrapped(paragraphs: list[str]) -> list[str]:
 
 
 def _headed(labels: list[str]) -> dict[int, str]:
-    """A heading line above each row whose group label differs from the previous row's."""
-    return {row: label for row, label in enumerate(labels) if row == 0 or labels[row - 1] != label}
+    """A heading above each row whose group label differs from the previous row's, wrapped to the compact width."""
+    return {row: "\n".join(textwrap.wrap(label, COMPACT_WIDTH, subsequent_indent="    "))
+            for row, label in enumerate(labels) if row == 0 or labels[row - 1] != label}
 
 
 def _counts(table: pd.DataFrame) -> Column:
