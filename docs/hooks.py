@@ -26,7 +26,7 @@ def _default(value: Any) -> str:
     """A default as a reader would write it: a table of defaults as ``RulesEntry()``."""
     if isinstance(value, list):
         return "[" + ", ".join(_default(item) for item in value) + "]"
-    return f"{type(value).__name__}()" if hasattr(value, "model_fields") else repr(value)
+    return f"{type(value).__name__}()" if hasattr(type(value), "model_fields") else repr(value)
 
 
 def schema_tables() -> str:

@@ -42,9 +42,10 @@ DESCRIPTION = (
 )
 
 
-def _describe(registry: Registry) -> str:
+def _describe(registry: Registry, plugin_ids: list[str] | None = None) -> str:
+    """The registry's plugins (or those named) with their parameters, declarations and references."""
     lines = []
-    for plugin_id in registry.ids():
+    for plugin_id in registry.ids() if plugin_ids is None else plugin_ids:
         cls = registry.get(plugin_id)
         defaults = cls.parameter_defaults()
         params = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "no parameters"
@@ -56,6 +57,21 @@ def _describe(registry: Registry) -> str:
             lines.append(f"  {'':<22}   {name}: {constraint}")
         lines.append(f"  {'':<22} reference: {cls.reference}")
     return "\n".join(lines)
+
+
+def _describe_plugin(name: str) -> str:
+    """A plugin named by path or module (``file.py:Class``), described as its family lists it."""
+    reasons = []
+    for registry in (MECHANISMS, ATTACKS, TASKS):
+        try:
+            registry.get(name)
+        except ValueError as error:
+            reasons.append(str(error))
+            continue
+        return f"{registry.kind}:\n{_describe(registry, [name])}"
+    if all(reason.startswith(f"{name!r} is not a") for reason in reasons):
+        raise ArgumentError(f"{name}: not a mechanism, an attack or a task")
+    raise ArgumentError(reasons[0])
 
 
 def _figure_file(option: str, value: str | None) -> None:
@@ -101,13 +117,18 @@ LIST_FAMILIES = ("mechanisms", "attacks", "tasks", "scenarios")
 
 def _list(args: argparse.Namespace) -> int:
     families = {"mechanisms": MECHANISMS, "attacks": ATTACKS, "tasks": TASKS, "scenarios": None}
-    plurals = [name if name in LIST_FAMILIES else f"{name}s" for name in args.what]
-    for name, plural in zip(args.what, plurals):
+    plugins = [name for name in args.what if ":" in name]
+    plurals = [name if name in LIST_FAMILIES else f"{name}s" for name in args.what if ":" not in name]
+    for name, plural in zip([name for name in args.what if ":" not in name], plurals):
         if plural not in LIST_FAMILIES:
-            raise ArgumentError(f"argument FAMILY: cannot list {name!r}; choose from {', '.join(LIST_FAMILIES)}")
-    for name in plurals or LIST_FAMILIES:
+            raise ArgumentError(f"argument FAMILY: cannot list {name!r}; choose from {', '.join(LIST_FAMILIES)}, "
+                                "or name a plugin as file.py:Class")
+    described = [_describe_plugin(name) for name in plugins]
+    for name in plurals or ([] if plugins else LIST_FAMILIES):
         print(f"{name}:")
         print(_describe_scenarios() if name == "scenarios" else _describe(families[name]))
+    for text in described:
+        print(text)
     return 0
 
 
@@ -485,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     list_parser = commands.add_parser("list", help="list registered plugins with parameters and references")
     list_parser.add_argument("what", nargs="*", metavar="FAMILY",
-                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (or singular; default: all)")
+                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (or singular; default: all), "
+                                  "or a plugin of your own as file.py:Class")
     list_parser.set_defaults(handler=_list)
 
     run = commands.add_parser("run", help="run (or resume) a scenario: a file or a built-in name")

@@ -187,6 +187,9 @@ class PairedTTestLadder(Ladder):
 
     Accept when R(ŷ_t) < reference − c·sd(l_t − l_best)/√n, with l_best = 0 before
     the first acceptance (docs/decisions.md#ladder-start). Releases are rounded to 1/n (docs/decisions.md#rounding).
+    c is :meth:`_critical_value`, from the parameters ``alpha`` and ``critical_value`` (a subclass
+    may declare either alone; the other counts as None); it is computed again after every
+    acceptance, so that a subclass may let it depend on the state (``len(self.acceptances_)``).
     """
 
     requires_loss = True
@@ -198,8 +201,14 @@ class PairedTTestLadder(Ladder):
     accepted; for the same reason a given c must be ≥ 0."""
 
     def _check_params(self) -> None:
-        if self.alpha is None and self.critical_value is None:
+        if self._level() is None and self._given_critical_value() is None:
             raise ValueError(f"{self.id}: give alpha or critical_value (both are None)")
+
+    def _level(self) -> float | None:
+        return getattr(self, "alpha", None)
+
+    def _given_critical_value(self) -> float | None:
+        return getattr(self, "critical_value", None)
 
     def _start(self) -> None:
         super()._start()
@@ -209,6 +218,7 @@ class PairedTTestLadder(Ladder):
     def _accept(self, position: int, loss_row: FloatArray | None, risk: float) -> float:
         release = super()._accept(position, loss_row, risk)
         self.paired_sd_ = self.holdout_.paired_with(self.best_loss_row_)
+        self.critical_value_ = self._critical_value()
         return release
 
     def _hits(self, loss_rows: FloatArray | None, risks: FloatArray) -> NDArray[np.intp]:
@@ -227,7 +237,7 @@ class PairedTTestLadder(Ladder):
 
     def _critical_value(self) -> float:
         """c from the ``alpha`` and ``critical_value`` parameters."""
-        return t_critical_value(self.alpha, self.critical_value, self.n_)
+        return t_critical_value(self._level(), self._given_critical_value(), self.n_)
 
     def _margins(self, loss_rows: FloatArray | None, rows: int) -> FloatArray:
         assert loss_rows is not None

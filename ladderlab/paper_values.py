@@ -15,8 +15,9 @@ writes it (``task.NAME``, ``mechanism.NAME``, ``attack.NAME``, a competition's
 ``rules.NAME``). ``measure`` is a column of that cell's summary: for a duel
 ``delta``, ``lberr``, ``final_released``, ``final_public`` (the exact public score) or ``final_final``, for a competition one of
 :data:`ladderlab.replications.COMPETITION_MEASURES`, each followed by ``_median``,
-``_lo`` or ``_hi``. Reports put our value beside the paper's (and our 95% interval
-beside a median). Paper values do not change what a scenario computes, so they are not
+``_lo`` or ``_hi``; or such a measure followed by ``_mean``, for a paper that averages its
+runs (Blum & Hardt's Fig. 3 averages 5). Reports put our value beside the paper's (our 95%
+interval beside a median, and a Student-t 95% interval beside a mean). Paper values do not change what a scenario computes, so they are not
 part of its identity: adding one keeps the run directories of the scenario.
 """
 
@@ -27,6 +28,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, model_validator
 
 from ladderlab.replications import COMPETITION_MEASURES, DUEL_MEASURES, summary_columns
@@ -35,9 +37,28 @@ from ladderlab.schema import StrictModel
 Scalar = StrictStr | StrictInt | StrictFloat | bool
 KINDS = {"duel": ("task", "mechanism", "attack", "budget"), "competition": ("task", "mechanism", "mix", "rules")}
 """The keys of ``where`` for a cell of each kind (``rules`` only as ``rules.NAME``)."""
-MEASURES = {"duel": summary_columns(DUEL_MEASURES), "competition": summary_columns(COMPETITION_MEASURES)}
+REPLICATION_COLUMNS = {"duel": DUEL_MEASURES, "competition": {measure: measure for measure in COMPETITION_MEASURES}}
+"""Per kind of cell, each measure's column in the replications' table (a ``_mean`` is computed from it)."""
+MEASURES = {kind: summary_columns(columns) + [f"{measure}_mean" for measure in columns]
+            for kind, columns in REPLICATION_COLUMNS.items()}
 NOTE = ("The papers' values the scenario declares ([[paper_values]]), beside ours: for a median, ours is the "
-        "median [2.5%, 97.5%] over replications.")
+        "median [2.5%, 97.5%] over replications; for a mean, the mean over replications with its Student-t 95% "
+        "interval.")
+
+
+def mean_interval(values: Iterable[float]) -> tuple[float, float, float]:
+    """The mean of the finite ``values`` and its Student-t 95% confidence interval (NaN bounds
+    with fewer than two values; all NaN with none)."""
+    from scipy import stats  # imported here: scipy.stats is slow to import, and scenarios load this module
+
+    finite = np.asarray([value for value in values if math.isfinite(value)], dtype=float)
+    if finite.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(finite.mean())
+    if finite.size < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf(0.975, finite.size - 1) * finite.std(ddof=1) / math.sqrt(finite.size))
+    return mean, mean - half, mean + half
 
 
 class PaperValue(StrictModel):

@@ -4,9 +4,9 @@
   released public and final scores, and of Δ, against the attack parameter that
   the scenario sweeps, one panel per mechanism (Chaibub Neto et al. 2016, Figs. 2,
   4, 6); without a sweep, one panel with a box per mechanism (Fig. 6).
-- :func:`submissions_figure`: the released score of the attack's final submission
-  against the number of submissions, with its final-set score as the independent
-  reference (Blum & Hardt 2015, Fig. 3).
+- :func:`submissions_figure`: the released and the exact public score of the attack's
+  final submission against the number of submissions, with its final-set score as the
+  independent reference (Blum & Hardt 2015, Fig. 3, which plots the exact public score).
 - :func:`zoo_figure`: a heat map of the worst median Δ of every mechanism × attack,
   with the attack parameters that attained it (the ``zoo`` scenario).
 - :func:`trace_figure`: the released-score trace of one replication, with the
@@ -184,9 +184,16 @@ def delta_figure(sweep: Sweep) -> ReportFigure:
                         "Chaibub Neto et al. 2016, Figs. 4 and 6 style.", figure)
 
 
+SUBMISSION_CURVES = (("final_released", "-", "released", True), ("final_public", ":", "exact public", False),
+                     ("final_final", "--", "final set", True))
+"""The curves of :func:`submissions_figure`: column, line style, legend text, whether a 95% band is drawn.
+Blum & Hardt's Fig. 3 plots the exact public score (docs/decisions.md#fig3), which a mechanism that
+rounds or holds its release does not show."""
+
+
 def submissions_figure(sweep: Sweep) -> ReportFigure:
-    """Median released (solid) and final (dashed) score of the final submission against the
-    median number of submissions of each cell, with 95% bands (Blum & Hardt Fig. 3)."""
+    """Median released (solid), exact public (dotted) and final (dashed) score of the final submission
+    against the median number of submissions of each cell, with 95% bands (Blum & Hardt Fig. 3)."""
     figure, (ax,) = _grid(1, width=6.0, height=4.0)
     colors = [f"C{i % 10}" for i in range(len(sweep.mechanisms))]
     for color, mechanism in zip(colors, sweep.mechanisms):
@@ -194,17 +201,20 @@ def submissions_figure(sweep: Sweep) -> ReportFigure:
         count = by_cell.submissions.median()
         order = np.argsort(count.to_numpy())
         x = count.to_numpy()[order]
-        for column, style, what in (("final_released", "-", "released"), ("final_final", "--", "final set")):
+        for column, style, what, band in SUBMISSION_CURVES:
             q = by_cell[column].quantile([0.025, 0.5, 0.975]).unstack().loc[count.index].to_numpy()[order]
             ax.plot(x, q[:, 1], style, color=color, marker="o", markersize=3, label=f"{plugin_label(*mechanism)}: {what}")
-            ax.fill_between(x, q[:, 0], q[:, 2], color=color, alpha=0.12)
+            if band:
+                ax.fill_between(x, q[:, 0], q[:, 2], color=color, alpha=0.12)
     ax.set_xlabel("number of submissions")
     ax.set_ylabel("score of the attack's final submission")
     ax.set_title(f"Attack score against submissions: {sweep.title}", fontsize=10)
     ax.legend(fontsize=7)
-    return ReportFigure(f"submissions: {sweep.title}", "Median over replications (band: 95% interval) of the "
-                        "score the leaderboard released for the attack's final submission (solid) and of its score on "
-                        "the final set, the independent reference (dashed). Blum & Hardt 2015, Fig. 3 style.", figure)
+    return ReportFigure(f"submissions: {sweep.title}", "Median over replications of the score the leaderboard "
+                        "released for the attack's final submission (solid; band: 95% interval), of its exact score "
+                        "on the public rows (dotted), and of its score on the final set, the independent reference "
+                        "(dashed; band: 95% interval). Blum & Hardt 2015, Fig. 3 style: their figure plots the exact "
+                        "public score.", figure)
 
 
 def trace_figure(sweep: Sweep) -> ReportFigure:

@@ -26,6 +26,7 @@ task, with long labels cut to the parameters that vary between rows.
 from __future__ import annotations
 
 import json
+import math
 import re
 import textwrap
 from collections.abc import Sequence
@@ -153,23 +154,35 @@ def _paper_values(run: Run, duels: pd.DataFrame, competitions: pd.DataFrame) -> 
     if not declared:
         return pd.DataFrame()
     tables = {"duel": duels.set_index("cell"), "competition": competitions.set_index("cell")}
+    replications = {"duel": run.results, "competition": run.competitions}
     rows = []
     for raw in declared:
         value = paper_values.PaperValue.model_validate(raw)
         cell = paper_values.locate(value, run.expected_cells + run.expected_competitions)
-        table = tables[paper_values.kind(cell)]
-        found = table.loc[cell["key"]] if cell["key"] in table.index else None
-        stem = value.measure.removesuffix("_median")
-        interval = stem != value.measure
-        ours = float("nan") if found is None else float(found[value.measure])
+        if value.measure.endswith("_mean"):
+            ours, lo, hi = _mean_of(replications[paper_values.kind(cell)], cell["key"],
+                                    paper_values.REPLICATION_COLUMNS[paper_values.kind(cell)][value.measure[:-5]])
+        else:
+            table = tables[paper_values.kind(cell)]
+            found = table.loc[cell["key"]] if cell["key"] in table.index else None
+            stem = value.measure.removesuffix("_median")
+            interval = stem != value.measure and found is not None
+            ours = float("nan") if found is None else float(found[value.measure])
+            lo, hi = (float(found[f"{stem}_lo"]), float(found[f"{stem}_hi"])) if interval else (math.nan, math.nan)
         rows.append({
             "source": value.source, "where": json.dumps(value.where), "measure": value.measure, "paper": value.value,
-            "ours_median": ours,
-            "ours_lo": float(found[f"{stem}_lo"]) if interval and found is not None else float("nan"),
-            "ours_hi": float(found[f"{stem}_hi"]) if interval and found is not None else float("nan"),
+            "ours_median": ours, "ours_lo": lo, "ours_hi": hi,
             "difference": ours - value.value, "note": value.note, "cell": cell["key"],
         })
     return pd.DataFrame(rows)
+
+
+def _mean_of(replications: pd.DataFrame, cell: str, column: str) -> tuple[float, float, float]:
+    """The mean of ``column`` over the cell's finished replications, with its t interval (NaN while none finished)."""
+    if replications.empty:
+        return math.nan, math.nan, math.nan
+    finished = replications[(replications.cell == cell) & (replications.status == "ok")]
+    return paper_values.mean_interval(finished[column].astype(float))
 
 
 def provenance(run: Run) -> dict[str, Any]:
@@ -277,8 +290,9 @@ def _wrapped(paragraphs: list[str]) -> list[str]:
 
 
 def _headed(labels: list[str]) -> dict[int, str]:
-    """A heading line above each row whose group label differs from the previous row's."""
-    return {row: label for row, label in enumerate(labels) if row == 0 or labels[row - 1] != label}
+    """A heading above each row whose group label differs from the previous row's, wrapped to the compact width."""
+    return {row: "\n".join(textwrap.wrap(label, COMPACT_WIDTH, subsequent_indent="    "))
+            for row, label in enumerate(labels) if row == 0 or labels[row - 1] != label}
 
 
 def _counts(table: pd.DataFrame) -> Column:
@@ -337,7 +351,19 @@ def compact_text(run: Run) -> str:
     if extrapolation_report.expected_cells(run.manifest):
         parts += ["", extrapolation_report.text(run.extrapolations)] if parts else \
             [extrapolation_report.text(run.extrapolations)]
+    compared = _paper_values(run, summary(run.results), competition_results.summary(run.competitions))
+    if not compared.empty and parts:
+        parts += ["", "against the papers:", _compact_paper_values(compared),
+                  *_wrapped(["paper: the value the scenario declares ([[paper_values]]); ours: our median [2.5%, "
+                             "97.5%] over replications, or for a mean our mean [95% t-interval]; difference: ours − "
+                             "paper. Their notes: --format text."])]
     return "\n".join(parts) + "\n" if parts else "no finished replications yet\n"
+
+
+def _compact_paper_values(compared: pd.DataFrame) -> str:
+    """The papers' values beside ours, under a line per source, without the notes."""
+    section = Section("compact", "", "", compared.drop(columns=["source", "note"]))
+    return fixed_width(people_columns(section, interval_titles=False), _headed(compared.source.tolist()), indent=" ")
 
 
 def write(run: Run, form: str | None, out: str | Path | None = None, figures: Sequence[tuple[str, str]] = ()) -> str:

@@ -32,6 +32,9 @@ ROLES = ("task", "mechanism", "attack")
 """Plugin columns: ``role`` holds the id and ``role_params`` its parameters as JSON text."""
 JSON_COLUMNS = ("rules", "teams", "groups", "where")
 """Further columns of JSON text (besides ``*_params``)."""
+INTERVAL_TITLES = {"paper_values": "[95%]"}
+"""How an interval column's title says what it holds, where not ``median [95%]``: the papers' values
+set our median or our mean beside the paper's, as the section's note says."""
 HIDDEN = ("cell", "seed", "groups", "sign")
 """Columns people do not read: file keys, the root seed (in the provenance), a replication's
 group measures (the team groups' table summarises them), a score's orientation."""
@@ -217,7 +220,8 @@ def people_columns(section: Section, interval_titles: bool = True) -> list[Colum
             consumed.update(stem + s for s in INTERVAL)
             lo, hi = frame[stem + "_lo"].tolist(), frame[stem + "_hi"].tolist()
             texts = [interval_text(m, a, b, section.decimals) for m, a, b in zip(values, lo, hi)]
-            title = f"{title_of(stem)} median [95%]" if interval_titles else title_of(stem)
+            title = f"{title_of(stem)} {INTERVAL_TITLES.get(section.key, 'median [95%]')}" if interval_titles \
+                else title_of(stem)
             columns.append(Column(title, texts, [_sort_key(v) for v in values], True))
         elif any(isinstance(v, dict) or _is_json(name, v) for v in values):
             texts = [params_text(v) for v in values]

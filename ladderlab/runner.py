@@ -131,14 +131,18 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
         manifest = rundir.read_manifest(out)
         if manifest.get("layout", 1) < LAYOUT and manifest.get("scenario_hash") != scenario.identity():
             manifest = migrate(scenario, out, manifest)
+        if manifest.get("scenario_hash") != scenario.identity() and grows(manifest, scenario, secret):
+            manifest = _grow(scenario, out, manifest)
         if manifest.get("scenario_hash") != scenario.identity():
             former = local_names(manifest.get("scenario")) if manifest.get("layout", 1) < LAYOUT else []
             hint = (f"; if it is this scenario's, written by an older ladderlab that named local files by absolute "
                     f"path ({former[0]}), put them where the scenario names them relative to its folder as they "
                     "were then, or run it once in the folder it was written in, to migrate it") if former else ""
+            changed = scenario_differences(manifest.get("scenario") or {}, location_free(scenario.model_dump(mode="json")))
             raise RunDirectoryError(
                 f"{out} holds results of a different scenario (hash {manifest.get('scenario_hash')}, "
-                f"this one {scenario.identity()}): choose another --out, or delete the directory{hint}"
+                f"this one {scenario.identity()}{'; ' + '; '.join(changed) if changed else ''}): "
+                f"choose another --out, or delete the directory{hint}"
             )
         recorded = manifest.get("secret_seed_sha256")
         if recorded != secret:
@@ -169,6 +173,67 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
     if secret:
         manifest["secret_seed_sha256"] = secret
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
+
+
+def grows(manifest: dict[str, Any], scenario: Scenario, secret: str | None) -> bool:
+    """Whether ``scenario`` keeps every cell of the run directory's (``manifest``) with the same seed,
+    replications and secret, and only adds cells: a cell's results depend on its own plugins, the
+    seed and the replication alone (every stream is derived from their identity, :mod:`ladderlab.seeding`),
+    so its finished cells are this scenario's too."""
+    recorded = manifest.get("scenario") or {}
+    keys = {cell.key for cell in cells(scenario)}
+    return (manifest.get("layout", 1) == LAYOUT and recorded.get("seed") == scenario.seed
+            and recorded.get("replications") == scenario.replications
+            and manifest.get("secret_seed_sha256") == secret
+            and {record["key"] for record in manifest.get("cells", [])} <= keys)
+
+
+def _grow(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of ``out`` rewritten for ``scenario``, which :func:`grows` it; its finished cells kept."""
+    before = len(manifest.get("cells", []))
+    manifest.update(scenario=location_free(scenario.model_dump(mode="json")), scenario_hash=scenario.identity(),
+                    cells=cell_records(scenario), versions={**_versions(scenario), **manifest.get("versions", {})},
+                    plugins={**_plugin_fingerprints(scenario), **manifest.get("plugins", {})})
+    _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+    log.warning("ladderlab: %s: the scenario has changed but keeps its %d cells, seed and replications, and adds %d: "
+                "its %d finished cells are kept", out, before, len(manifest["cells"]) - before,
+                len(manifest.get("completed", {})))
+    return manifest
+
+
+def scenario_differences(recorded: Any, current: Any, where: str = "", limit: int = 3) -> list[str]:
+    """Where a run directory's scenario and this one differ, as ``replications: 20 there, 25 here``
+    (at most ``limit`` places; the papers' values, which do not change results, left out)."""
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        found: list[str] = []
+        for key in sorted(recorded.keys() | current.keys()):
+            if key == "paper_values" and not where:
+                continue
+            path = f"{where}.{key}" if where else key
+            if key not in recorded or key not in current:
+                found.append(f"{path}: {'absent' if key not in recorded else 'present'} there, "
+                             f"{'absent' if key not in current else 'present'} here")
+            else:
+                found += scenario_differences(recorded[key], current[key], path, limit - len(found))
+            if len(found) >= limit:
+                break
+        return found[:limit]
+    if isinstance(recorded, list) and isinstance(current, list) and len(recorded) == len(current):
+        found = []
+        for index, (old, new) in enumerate(zip(recorded, current)):
+            found += scenario_differences(old, new, f"{where}[{index}]", limit - len(found))
+            if len(found) >= limit:
+                break
+        return found[:limit]
+    if recorded == current:
+        return []
+    if isinstance(recorded, list) and isinstance(current, list):
+        return [f"{where}: {len(recorded)} entries there, {len(current)} here"]
+    return [f"{where}: {_shortened(json.dumps(recorded))} there, {_shortened(json.dumps(current))} here"]
+
+
+def _shortened(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 LAYOUT = 2

@@ -94,10 +94,13 @@ def test_scenario_example_loads(text: str, workdir: Path) -> None:
 
 
 def test_documentation_site_builds_strictly(tmp_path: Path) -> None:
-    completed = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+    """Deprecations shown (the ``mkdocs`` script shows them; ``python -m`` hides them by default)."""
+    completed = subprocess.run([sys.executable, "-W", "default::DeprecationWarning", "-m", "mkdocs", "build", "--strict",
+                                "--site-dir", str(tmp_path / "site")],
                                cwd=ROOT,
                                env=environment(), capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-5000:]
+    assert "Deprecat" not in completed.stderr, f"the site build printed a deprecation:\n{completed.stderr[-3000:]}"
 
 
 def _anchors(page: Path) -> set[str]:
@@ -114,3 +117,13 @@ def test_readme_links_resolve() -> None:
     for target, anchor in re.findall(r"\]\((?!https?:)([^)#\s]+)(?:#([^)\s]+))?\)", (ROOT / "README.md").read_text()):
         assert (ROOT / target).exists(), target
         assert not anchor or anchor in _anchors(ROOT / target), f"{target}#{anchor}"
+
+
+def test_the_scenarios_page_names_every_built_in_scenario_that_declares_the_papers_values() -> None:
+    from ladderlab.scenarios import builtin_scenarios
+
+    builtin = builtin_scenarios()
+    declaring = {name for name in builtin if load(name).paper_values}
+    paragraph = (ROOT / "docs" / "scenarios.md").read_text().split("Only numbers a source states", 1)[1].split("\n\n")[0]
+    named = {name for name in re.findall(r"`([a-z0-9-]+)`", paragraph) if name in builtin}
+    assert declaring and named == declaring

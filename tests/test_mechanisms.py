@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ladderlab.ladder import PairedTTestLadder, t_critical_value
+from ladderlab.params import Interval
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import get_scorer
 from tests.helpers import bound, improving_stream
@@ -93,6 +95,47 @@ def test_t_ladder_with_critical_value_one_decides_as_the_parameter_free_ladder(s
     free = bound("ladder-free", labels, seed).submit_many(P)
     t_one = bound("ladder-t", labels, seed, critical_value=1.0).submit_many(P)
     np.testing.assert_array_equal(free, t_one)
+
+
+class LevelOnlyLadder(PairedTTestLadder):
+    """A t-test Ladder variant that declares only ``alpha``, as a researcher's plugin would."""
+
+    id = "level-only"
+    _parameter_constraints = {"alpha": [Interval(float, 0, 0.5, closed="right")]}
+
+    def __init__(self, alpha: float = 0.15):
+        self.alpha = alpha
+
+
+class AlphaSpendingLadder(LevelOnlyLadder):
+    """The j-th acceptance (from 0) is tested at level α/((j+1)(j+2)): a critical value that grows with the state."""
+
+    id = "alpha-spending"
+
+    def _critical_value(self) -> float:
+        accepted = len(self.acceptances_)
+        return t_critical_value(self.alpha / ((accepted + 1) * (accepted + 2)), None, self.n_)
+
+
+@given(seed=seeds)
+def test_a_t_ladder_variant_may_declare_alpha_alone(seed):
+    labels, P = setup(seed)
+    variant = LevelOnlyLadder(alpha=0.3).bind(labels, "zero-one", np.random.default_rng(seed))
+    np.testing.assert_array_equal(variant.submit_many(P), bound("ladder-t", labels, seed, alpha=0.3).submit_many(P))
+
+
+@given(seed=seeds)
+def test_a_t_ladder_critical_value_that_depends_on_the_state_is_computed_again_after_each_acceptance(seed):
+    labels, P = setup(seed, n=200, m=120)
+    rng = np.random.default_rng(seed)
+    steps = [np.where(rng.uniform(size=200) < share, labels, 1 - labels) for share in (0.25, 0.5, 0.75, 1.0)]
+    P = np.vstack([steps, P])  # four clear improvements first: several acceptances, so c changes
+    variant = AlphaSpendingLadder(alpha=0.5).bind(labels, "zero-one", np.random.default_rng(seed))
+    loop = AlphaSpendingLadder(alpha=0.5).bind(labels, "zero-one", np.random.default_rng(seed))
+    np.testing.assert_array_equal(variant.submit_many(P), [loop.submit(row) for row in P])
+    accepted = len(variant.acceptances_)
+    assert accepted >= 2
+    assert variant.critical_value_ == t_critical_value(0.5 / ((accepted + 1) * (accepted + 2)), None, 200)
 
 
 def test_t_ladder_critical_value_is_the_upper_t_quantile():

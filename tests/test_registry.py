@@ -105,6 +105,21 @@ def test_cli_lists_a_family_named_in_the_singular_as_in_the_plural(capsys):
     assert capsys.readouterr().out == plural
 
 
+def test_cli_lists_a_plugin_of_ones_own_by_its_path_with_its_family_and_parameters(capsys, monkeypatch):
+    """A researcher checks what a plugin file declares before putting it in a scenario."""
+    from tests.docs_helpers import ROOT
+
+    monkeypatch.chdir(ROOT)
+    assert main(["list", "examples/resubmission_average.py:ResubmissionAverage", "examples/best_rounded.py:BestRounded"]) == 0
+    out = capsys.readouterr().out
+    attack, mechanism = out.split("mechanism:\n")
+    assert attack.startswith("attack:\n  examples/resubmission_average.py:ResubmissionAverage")
+    assert "parameters: repeats=10" in attack and "repeats: a whole number in [1, inf]" in attack
+    assert "parameters: alpha=0.001" in mechanism and "reference: documentation example" in mechanism
+    assert main(["list", "examples/best_rounded.py:Best"]) == 2
+    assert "unknown class in 'examples/best_rounded.py' 'Best'; did you mean 'BestRounded'?" in capsys.readouterr().err
+
+
 def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_import_their_siblings(tmp_path, monkeypatch):
     from ladderlab.locations import location_free
     from ladderlab.scenario import cells, load

@@ -168,3 +168,17 @@ def test_mechanism_panels_share_one_y_scale():
     axes[0].plot([0, 1], [0.0, 0.02])
     axes[2].plot([0, 1], [-0.2, 0.0])
     assert axes[0].get_ylim() == axes[1].get_ylim() == axes[2].get_ylim()
+
+
+def test_the_fig3_style_plot_shows_the_exact_public_score_blum_and_hardt_plot(finished_run):
+    """Blum & Hardt's Fig. 3 plots the boosted vector's exact public loss, not its release: the curve
+    of each mechanism is the median of ``final_public`` per cell, in order of submissions."""
+    results = runner.load_results(finished_run, submissions=True)
+    (figure,) = [f for f in plots.report_figures(results) if f.title.startswith("submissions")]
+    lines = {line.get_label(): line for line in figure.figure.axes[0].get_lines()}
+    for mechanism, rows in results.groupby("mechanism"):
+        label = next(label for label in lines if label.startswith(mechanism) and label.endswith(": exact public"))
+        by_cell = rows.groupby("cell")
+        expected = by_cell.final_public.median()[by_cell.submissions.median().sort_values(kind="stable").index]
+        np.testing.assert_array_equal(lines[label].get_ydata(), expected.to_numpy())
+    assert "exact score on the public rows (dotted)" in figure.caption

@@ -205,6 +205,47 @@ def test_paper_values_do_not_change_the_scenario_identity_and_reach_an_existing_
     assert len(paper_rows(report.load_run(run_dir))) == 2
 
 
+def test_a_papers_mean_is_set_beside_our_mean_with_its_t_interval(mixed_run, tmp_path):
+    """A paper that averages its runs (Blum & Hardt's Fig. 3: 5) is compared with our mean, not our median."""
+    from scipy import stats
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(mixed_run.directory, run_dir)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["scenario"]["paper_values"] = [{"source": "P", "where": {"mechanism": "kaggle", "attack": "boosting"},
+                                             "measure": "final_public_mean", "value": 0.45, "note": ""}]
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    run = report.load_run(run_dir)
+    (row,) = paper_rows(run).itertuples()
+    values = run.results[(run.results.cell == row.cell) & (run.results.status == "ok")].final_public.to_numpy()
+    assert len(values) == 2 and values[0] != values[1]
+    assert row.ours_median == pytest.approx(values.mean(), abs=1e-15)
+    expected = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+    assert (row.ours_lo, row.ours_hi) == pytest.approx(expected, rel=1e-12)
+    assert row.difference == pytest.approx(values.mean() - 0.45, abs=1e-15)
+
+
+def test_a_mean_is_a_measure_a_paper_value_may_name_and_an_average_is_not(tmp_path):
+    head = MIXED.split("[[paper_values]]")[0]
+    entry = 'source = "P"\nvalue = 0.5\nwhere = { mechanism = "kaggle", attack = "boosting" }\n'
+    (tmp_path / "mean.toml").write_text(f'{head}[[paper_values]]\n{entry}measure = "final_public_mean"\n')
+    assert load(tmp_path / "mean.toml").paper_values[0].measure == "final_public_mean"
+    (tmp_path / "average.toml").write_text(f'{head}[[paper_values]]\n{entry}measure = "final_public_average"\n')
+    with pytest.raises(ScenarioError, match=r"measure 'final_public_average' is not a column .*final_public_mean"):
+        load(tmp_path / "average.toml")
+
+
+def test_the_compact_report_sets_the_papers_values_beside_ours(mixed_run):
+    """What ``ladderlab run`` prints for a paper's scenario shows the comparison, not only --format text."""
+    compact = report_formats.compact_text(mixed_run)
+    rows = paper_rows(mixed_run)
+    assert "against the papers:" in compact
+    for source, paper, ours in zip(rows.source, rows.paper, rows.ours_median):
+        block = compact.split(source, 1)[1].splitlines()[1]
+        assert f"{paper:.4f}" in block and f"{ours:.4f}" in block
+    assert max(len(line) for line in compact.splitlines()) <= 120  # a competition's long heading wrapped too
+
+
 # --- the competition report --------------------------------------------------------------------
 
 

@@ -175,3 +175,47 @@ def test_a_group_that_would_keep_one_worker_busy_alone_is_split_into_replication
     assert [group for group, _, _ in jobs].count(1) == 1
     costs = [[10.0, 1.0, 1.0, 0.0][group] * (stop - first) for group, first, stop in jobs]
     assert costs == sorted(costs, reverse=True)
+
+
+def test_the_refusal_of_a_changed_scenario_names_what_changed(tmp_path):
+    runner.run(scenario_file(tmp_path), tmp_path / "run")
+    with pytest.raises(runner.RunDirectoryError, match=r"different scenario \(hash \w+, this one \w+; "
+                                                       r"replications: 3 there, 5 here\): choose another --out"):
+        runner.run(scenario_file(tmp_path), tmp_path / "run", replications=5)
+    with pytest.raises(runner.RunDirectoryError, match=r'matrix\[0\]\.mechanisms: 2 entries there, 1 here'):
+        runner.run(scenario_file(tmp_path, '{ id = "kaggle" }'), tmp_path / "run")
+
+
+def _finished_at(run_dir) -> dict[str, str]:
+    import json
+
+    return {key: record["finished"] for key, record in json.loads((run_dir / "manifest.json").read_text())["completed"].items()}
+
+
+def test_a_scenario_that_only_adds_cells_keeps_the_finished_ones_and_equals_a_fresh_run(tmp_path, caplog):
+    """A researcher adds a mechanism to a matrix that ran: only its cells are computed, and the
+    directory holds what a fresh run of the grown scenario gives, bit for bit."""
+    runner.run(scenario_file(tmp_path), tmp_path / "run")
+    before = _finished_at(tmp_path / "run")
+    grown_file = scenario_file(tmp_path, '{ id = "kaggle" }, { id = "ladder-boot", params = { b = 5 } }, { id = "ladder-free" }',
+                               name="grown.toml")
+    grown = runner.run(grown_file, tmp_path / "run")
+    assert "keeps its 4 cells, seed and replications, and adds 2: its 4 finished cells are kept" in caplog.text
+    after = _finished_at(tmp_path / "run")
+    assert {key: after[key] for key in before} == before and len(after) == 6
+    fresh = runner.run(grown_file, tmp_path / "fresh")
+    comparable = lambda frame: frame.drop(columns=["wall_time"]).sort_values(["cell", "replication"], ignore_index=True)  # noqa: E731
+    pd.testing.assert_frame_equal(comparable(grown), comparable(fresh))
+    assert len(report.load_run(tmp_path / "run").results) == len(grown) == 6 * 3
+
+
+@pytest.mark.parametrize("change, named", [("seed = 7", "seed: 7 there, 8 here"),
+                                           ("replications = 3", "replications: 3 there, 4 here")])
+def test_a_grown_scenario_with_another_seed_or_replications_is_refused(tmp_path, change, named):
+    runner.run(scenario_file(tmp_path), tmp_path / "run")
+    grown = scenario_file(tmp_path, '{ id = "kaggle" }, { id = "ladder-boot", params = { b = 5 } }, { id = "ladder-free" }',
+                          name="grown.toml")
+    value = int(change.split(" = ")[1]) + 1
+    grown.write_text(grown.read_text().replace(change, f"{change.split(' = ')[0]} = {value}"))
+    with pytest.raises(runner.RunDirectoryError, match=named):
+        runner.run(grown, tmp_path / "run")
