@@ -37,9 +37,14 @@ class LogLossOracle(Attack):
     multiclass rows are a reconstruction of the same code in base c, not Whitehill's
     own construction.
 
-    The batch size is the largest m for which no probability hits the scorer's clip
-    (m ≤ 1 + log_c(ln(1/ε_clip) / ((c − 1)·Δ))) and the c^m candidate scores, computed
-    with the scorer itself, are pairwise more than ``resolution`` apart: every
+    ``resolution`` is in units of the loss bound B when the task declares a prediction
+    range (as the mechanisms' α and η are: Kaggle releases multiples of α·B), absolute
+    otherwise. The rows are built within the probabilities the scorer leaves
+    unclipped, [ε, 1 − ε] or the declared range [p₀, p₁]: a clipped and renormalised
+    row would change the code. The batch size is the largest m for which no
+    probability leaves that interval (m ≤ 1 + log_c(ln(1/p₀) / ((c − 1)·Δ)), lowered
+    until the largest probability stays below p₁) and the c^m candidate scores, computed
+    with the scorer itself, are pairwise more than the resolution apart: every
     labelling of a batch gives a distinct released value (``batch`` fixes m and is
     refused if it does not). Decoding enumerates the c^m labellings and keeps those
     whose score rounds to the released value; exactly one may match. Two matches
@@ -85,18 +90,29 @@ class LogLossOracle(Attack):
             return f"log-loss-oracle needs a log-loss leaderboard, not {data.scorer!r}"
         if data.public_rows is None:
             return "log-loss-oracle needs to know which holdout rows the leaderboard scores (a two-stage competition)"
+        if data.classes is None:
+            return "log-loss-oracle needs the task's label set"
+        try:
+            self._code(data)
+        except ValueError as error:
+            return str(error)
         return super().incompatibility(data)
+
+    def _code(self, data: PublicData) -> PositionalCode:
+        """The positional code for the public rows at ``resolution`` (in units of B under a declared range)."""
+        scorer = get_scorer(data.scorer).within(data.prediction_range)
+        assert isinstance(scorer, (LogLoss, MulticlassLogLoss)) and data.public_rows is not None and data.classes is not None
+        c = data.classes.size
+        return PositionalCode(scorer, c, data.public_rows.size, self.resolution * (scorer.bound(c) or 1.0), self.margin,
+                              self.batch)
 
     def max_submissions(self, data: PublicData) -> int | None:
         """At most one submission per public row (a batch decodes at least one label)."""
         return None if data.public_rows is None else int(data.public_rows.size)
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        scorer = get_scorer(data.scorer)
-        assert isinstance(scorer, (LogLoss, MulticlassLogLoss)) and data.public_rows is not None
-        c = board.classes.size
-        n = data.public_rows.size
-        code = PositionalCode(scorer, c, n, self.resolution, self.margin, self.batch)
+        code = self._code(data)
+        scorer, c, n = code.scorer, code.c, code.n
         self.batch_size_ = code.size
         rows = rng.permutation(data.public_rows) if self.shuffle else np.asarray(data.public_rows)
         uniform = np.full((board.holdout_size, c), 1.0 / c)
@@ -133,7 +149,7 @@ class PositionalCode:
     labels of the first ``size`` positions whose candidate score matches ``released``.
     """
 
-    def __init__(self, scorer: LossScorer, n_classes: int, n: int, resolution: float, margin: float,
+    def __init__(self, scorer: LogLoss | MulticlassLogLoss, n_classes: int, n: int, resolution: float, margin: float,
                  size: int | None = None):
         self.scorer, self.c, self.n, self.resolution = scorer, n_classes, n, resolution
         self.step = margin * n * resolution
@@ -151,7 +167,7 @@ class PositionalCode:
 
     def _largest_size(self) -> int:
         """The no-clip bound, lowered until the candidates are distinct; at most n and the enumeration limit."""
-        clip_room = math.log(1.0 / getattr(self.scorer, "eps"))
+        clip_room = math.log(1.0 / self.scorer.probability_limits()[0])
         bound = 1 + math.log(clip_room / ((self.c - 1) * self.step)) / math.log(self.c) if clip_room > (self.c - 1) * self.step else 1
         size = max(1, min(int(bound), self.n, int(math.log(MAX_CANDIDATES) / math.log(self.c))))
         while size > 1 and not self._distinct(size):
@@ -181,7 +197,9 @@ class PositionalCode:
     def _distinct(self, size: int) -> bool:
         if size > self.n or self.c**size > MAX_CANDIDATES:
             return False
-        if np.any(self._rows(size) < getattr(self.scorer, "eps")):
+        low, high = self.scorer.probability_limits()
+        rows = self._rows(size)
+        if np.any(rows < low) or np.any(rows > high):
             return False
         gaps = np.diff(np.sort(self._scores(size)))
         return bool(gaps.min(initial=np.inf) > self.resolution * (1 + 2 * TOLERANCE))

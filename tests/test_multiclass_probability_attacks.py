@@ -1,0 +1,51 @@
+"""The battery's attacks on a 4-class log-loss challenge: label recovery, boosting, and who cannot play it."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ladderlab.duel import duel
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.scoring import get_scorer
+
+CLIPPED = [0.01, 0.99]
+"""The declared prediction range of the certificate's probability family."""
+
+
+def four_classes(n_public: int, prediction_range: list[float] | None = CLIPPED, disclose: bool = True):
+    return TASKS.make("random-labels-log-loss", preset=None, n_public=n_public, n_holdout=3 * n_public, n_classes=4,
+                      disclose_public_rows=disclose, prediction_range=prediction_range)
+
+
+def one_hot_losses(n_classes: int, prediction_range: list[float]) -> tuple[float, float]:
+    """The clipped multiclass log loss of a one-hot row when its class is right, and when it is wrong."""
+    scorer = get_scorer("multiclass-log-loss").within(tuple(prediction_range))
+    row = np.eye(n_classes)[:1][None]
+    hit, miss = scorer.loss(np.array([0.0, 1.0]), np.repeat(row, 2, axis=1))[0]
+    return float(hit), float(miss)
+
+
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=3, deadline=None)
+def test_the_log_loss_oracle_reads_every_public_label_of_a_clipped_four_class_leaderboard(seed):
+    """Kaggle rounds to α·B (B: the clipped loss's width): the code is built within the declared
+    range and at that resolution, so every public label is decoded; the final rows keep the
+    uniform prediction, whose loss is log 4 whatever the labels. A code that ignores the range
+    (the scorer's ε only) decodes wrong labels and its public loss is far from the one-hot hit."""
+    hit, _ = one_hot_losses(4, CLIPPED)
+    attack = ATTACKS.make("log-loss-oracle")
+    result = duel(four_classes(200), MECHANISMS.make("kaggle"), attack, seed=seed)
+    assert attack.batch_size_ == 4 and attack.recovered_ == 200 and attack.undecoded_batches_ == 0
+    assert result.submissions == 50
+    assert result.final_public == pytest.approx(hit, abs=1e-12)
+    assert result.final_final == pytest.approx(math.log(4), abs=1e-12)
+
+
+def test_a_resolution_that_cannot_separate_one_label_is_a_reason_not_to_play():
+    """Rounded to B/n, one row's loss moves the score by less than a step: no code exists."""
+    public = four_classes(200).split(np.random.default_rng(0)).public
+    why = ATTACKS.make("log-loss-oracle", resolution=1 / 200).incompatibility(public)
+    assert why is not None and "cannot be decoded uniquely" in why
