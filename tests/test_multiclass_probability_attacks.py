@@ -49,3 +49,51 @@ def test_a_resolution_that_cannot_separate_one_label_is_a_reason_not_to_play():
     public = four_classes(200).split(np.random.default_rng(0)).public
     why = ATTACKS.make("log-loss-oracle", resolution=1 / 200).incompatibility(public)
     assert why is not None and "cannot be decoded uniquely" in why
+
+
+DELTA = 1e-9
+
+
+def hoeffding(n: int, two_sided: bool = True) -> float:
+    """Deviation of a mean of n independent [0, 1] variables exceeded with probability at most DELTA."""
+    return math.sqrt(math.log((2 if two_sided else 1) / DELTA) / (2 * n))
+
+
+def zero_one(loss: float, n_classes: int) -> float:
+    """The 0/1 loss of one-hot rows from their clipped log loss (every row loses the hit or the miss)."""
+    hit, miss = one_hot_losses(n_classes, CLIPPED)
+    return (loss - hit) / (miss - hit)
+
+
+BOOSTED = [("multiclass-boosting", 4), ("multiclass-boosting", 2), ("boosting", 2)]
+
+
+@pytest.mark.parametrize("mechanism", ["full-disclosure", "kaggle"])
+@pytest.mark.parametrize(("attack", "n_classes"), BOOSTED)
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=2, deadline=None)
+def test_boosting_one_hot_rows_overfits_a_log_loss_leaderboard_while_the_final_rows_stay_at_chance(
+        attack, n_classes, mechanism, seed):
+    """k = 500 random labellings on n = 1000 public rows, read back through the clipped log loss:
+    the vote's public 0/1 loss lies below chance by more than any fixed prediction's could
+    (Hoeffding, one-sided, 1e-9) while its loss on the 3000 final rows, whose labels it never
+    touched, stays at chance (two-sided, 1e-9). Reading the released loss as if it were the
+    0/1 loss keeps the wrong labellings and fails the first bound."""
+    task = TASKS.make("random-labels-log-loss", preset=None, n_public=1000, n_holdout=4000, n_classes=n_classes,
+                      disclose_public_rows=False, prediction_range=CLIPPED)
+    result = duel(task, MECHANISMS.make(mechanism), ATTACKS.make(attack, k=500), seed=seed)
+    chance = 1 - 1 / n_classes
+    assert result.submissions == 500
+    assert zero_one(result.final_public, n_classes) < chance - hoeffding(1000, two_sided=False)
+    assert abs(zero_one(result.final_final, n_classes) - chance) <= hoeffding(3000)
+
+
+@pytest.mark.parametrize(("attack", "params"), [("log-loss-oracle", {}), ("multiclass-boosting", {"k": 60}),
+                                                ("hill-climbing", {"k": 60, "block": 4})])
+def test_the_same_seed_plays_the_same_four_class_transcript(attack, params):
+    task = four_classes(100)
+    first, again, other = (duel(task, MECHANISMS.make("kaggle"), ATTACKS.make(attack, **params), seed=seed)
+                           for seed in (3, 3, 4))
+    np.testing.assert_array_equal(first.released, again.released)
+    assert first.final_public == again.final_public and first.final_final == again.final_final
+    assert not np.array_equal(first.released, other.released)
