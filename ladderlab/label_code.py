@@ -37,29 +37,33 @@ class LabelCode:
     miss: float
     """The per-row loss of a wrong label (1 on a label scorer)."""
 
-    @staticmethod
-    def incompatibility(data: PublicData) -> str | None:
+    @classmethod
+    def incompatibility(cls, data: PublicData) -> str | None:
         """Why label vectors cannot be played on ``data`` (None: they can)."""
-        scorer = get_scorer(data.scorer)
-        if scorer.name not in ("zero-one", "accuracy") and not isinstance(scorer, (LogLoss, MulticlassLogLoss)):
-            return f"it submits label vectors, read through the 0/1 loss, accuracy or a log loss, not {data.scorer!r}"
-        if data.classes is None or data.classes.size < 2:
-            return "it needs the task's label set"
+        try:
+            cls.of(data)
+        except ValueError as error:
+            return str(error)
         return None
 
     @classmethod
     def of(cls, data: PublicData) -> LabelCode:
-        """The code for ``data``'s scorer under its declared prediction range (see :meth:`incompatibility`)."""
-        why = cls.incompatibility(data)
-        if why is not None:
-            raise ValueError(why)
-        assert data.classes is not None
+        """The code for ``data``'s scorer under its declared prediction range; ``ValueError`` saying
+        why when label vectors cannot be played on it."""
         scorer = get_scorer(data.scorer).within(data.prediction_range)
+        if scorer.name not in ("zero-one", "accuracy") and not isinstance(scorer, (LogLoss, MulticlassLogLoss)):
+            raise ValueError(f"it submits label vectors, read through the 0/1 loss, accuracy or a log loss, "
+                             f"not {data.scorer!r}")
+        if data.classes is None or data.classes.size < 2:
+            raise ValueError("it needs the task's label set")
         if scorer.prediction_kind is PredictionKind.LABEL:
             return cls(scorer, data.classes, 0.0, 1.0)
         assert isinstance(scorer, (LogLoss, MulticlassLogLoss))
         class_zero = cls(scorer, data.classes, 0.0, 0.0).submissions(np.zeros((1, 2), dtype=np.int64))
         hit, miss = scorer.loss(np.array([0.0, 1.0]), class_zero)[0]
+        if not miss > hit:
+            raise ValueError(f"the prediction range {data.prediction_range} leaves a one-hot row no surer of its "
+                             "class than of the others")
         return cls(scorer, data.classes, float(hit), float(miss))
 
     @property
@@ -74,10 +78,23 @@ class LabelCode:
             return self.classes[U]
         if kind is PredictionKind.PROBABILITIES:
             return np.eye(self.classes.size)[U]
+        return np.where(U == 1, self._sure(), 1.0 - self._sure())
+
+    def labels(self, submissions: FloatArray) -> NDArray[np.int64]:
+        """The class indices of label vectors given as :meth:`submissions` made them."""
+        kind = self.scorer.prediction_kind
+        if kind is PredictionKind.LABEL:
+            return np.searchsorted(self.classes, submissions)
+        if kind is PredictionKind.PROBABILITIES:
+            return np.argmax(submissions, axis=-1)
+        return (submissions == self._sure()).astype(np.int64)
+
+    def _sure(self) -> float:
+        """The binary log loss's probability of a labelled class: as sure as the clip allows, the
+        same for both classes."""
         assert isinstance(self.scorer, LogLoss)
         low, high = self.scorer.probability_limits()
-        sure = min(high, 1.0 - low)
-        return np.where(U == 1, sure, 1.0 - sure)
+        return min(high, 1.0 - low)
 
     def zero_one_loss(self, released: FloatArray) -> FloatArray:
         """The public 0/1 loss of the submitted label vectors, from their released scores."""

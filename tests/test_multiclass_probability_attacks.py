@@ -1,13 +1,15 @@
 """The battery's attacks on a 4-class log-loss challenge: label recovery, boosting, and who cannot play it."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.duel import duel
+from ladderlab.duel import duel, play
+from ladderlab.label_code import LabelCode
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
 
@@ -97,3 +99,27 @@ def test_the_same_seed_plays_the_same_four_class_transcript(attack, params):
     np.testing.assert_array_equal(first.released, again.released)
     assert first.final_public == again.final_public and first.final_final == again.final_final
     assert not np.array_equal(first.released, other.released)
+
+
+LABEL_ATTACKS = [("boosting", {"k": 300}, 2), ("boosting", {"k": 300, "variant": "ladder"}, 2),
+                 ("multiclass-boosting", {"k": 300}, 4), ("threshold-evasion", {"k": 300}, 2),
+                 ("staircase", {"k": 300, "block": 64}, 4), ("fresh-staircase", {"k": 300, "block": 64}, 4)]
+
+
+@pytest.mark.parametrize(("attack", "params", "n_classes"), LABEL_ATTACKS)
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=2, deadline=None)
+def test_a_label_attack_plays_the_clipped_log_loss_exactly_as_the_zero_one_loss(attack, params, n_classes, seed):
+    """The same labels, the same streams, full disclosure: every release of the log-loss game, read back
+    through the one-hot code, is the 0/1 game's release, so every decision and the final labels agree.
+    A code that takes the one-hot row's loss before the scorer's clip (hit 0, miss log(1/ε)) does not."""
+    log_loss = four_classes(500).split(np.random.default_rng(seed)) if n_classes == 4 else TASKS.make(
+        "random-labels-log-loss", preset=None, n_public=500, n_holdout=1500, n_classes=2,
+        disclose_public_rows=False, prediction_range=CLIPPED).split(np.random.default_rng(seed))
+    zero_one_split = replace(log_loss, public=replace(log_loss.public, scorer="zero-one", prediction_range=None))
+    results = [play(split, MECHANISMS.make("full-disclosure"), ATTACKS.make(attack, **params),
+                    np.random.default_rng(seed), np.random.default_rng(seed + 1))
+               for split in (log_loss, zero_one_split)]
+    code = LabelCode.of(log_loss.public)
+    np.testing.assert_allclose(code.zero_one_loss(results[0].released), results[1].released, rtol=0, atol=1e-12)
+    assert code.zero_one_loss(results[0].final_final) == pytest.approx(results[1].final_final, abs=1e-12)
