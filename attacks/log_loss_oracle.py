@@ -62,6 +62,7 @@ class LogLossOracle(Attack):
     """
 
     id = "log-loss-oracle"
+    version = "2"  # 2: the code is built within a declared prediction range, its resolution in units of B
     reference = "Whitehill 2017, arXiv:1707.01825; Trott's Data Science Bowl 2017 script"
     task_types = frozenset({"classification"})
     _parameter_constraints = {

@@ -4,14 +4,18 @@ import math
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ladderlab.certify import markdown
+from ladderlab.challenge_certify import certify_challenge
 from ladderlab.duel import duel, play
 from ladderlab.label_code import LabelCode
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
+from tests.serve_helpers import write_challenge
 
 CLIPPED = [0.01, 0.99]
 """The declared prediction range of the certificate's probability family."""
@@ -123,3 +127,27 @@ def test_a_label_attack_plays_the_clipped_log_loss_exactly_as_the_zero_one_loss(
     code = LabelCode.of(log_loss.public)
     np.testing.assert_allclose(code.zero_one_loss(results[0].released), results[1].released, rtol=0, atol=1e-12)
     assert code.zero_one_loss(results[0].final_final) == pytest.approx(results[1].final_final, abs=1e-12)
+
+
+PLAYS_FOUR_CLASSES = {"hill-climbing", "multiclass-boosting", "staircase", "fresh-staircase"}
+WHY_NOT = {"boosting": "binary labels", "threshold-evasion": "binary labels", "log-loss-oracle": "which holdout rows",
+           "scale-probe": "multiclass-log-loss", "feature-selection": "multiclass-log-loss",
+           "freedman": "regression", "step-forward": "regression", "resubmission-probe": "features"}
+
+
+def test_certify_plays_the_label_attacks_on_a_four_class_log_loss_challenge_and_names_why_the_others_cannot(tmp_path):
+    """The default battery on a 4-class challenge scored by the clipped multiclass log loss (100 public
+    rows, budget 40, Kaggle's rounding): the label attacks play it through the one-hot code and
+    multiclass boosting breaks Kaggle; every attack that does not play says why."""
+    path = write_challenge(tmp_path / "data", n=200, scorer="multiclass-log-loss", mechanism="kaggle", params="",
+                           rules="total = 40", extra="prediction_range = [0.01, 0.99]")
+    labels = pd.read_csv(tmp_path / "data" / "labels.csv")
+    labels["label"] = np.random.default_rng(1).integers(0, 4, labels.shape[0])
+    labels.to_csv(tmp_path / "data" / "labels.csv", index=False)
+    certificate = certify_challenge(path, replications=8, honest_replications=1, run_dir=tmp_path / "battery")
+    verdicts = {row["attack_label"]: row["verdict"] for row in certificate["battery"]}
+    assert {attack for attack, verdict in verdicts.items() if verdict != "did not play"} == PLAYS_FOUR_CLASSES
+    assert verdicts["multiclass-boosting"] == "fails" and certificate["safe_budget"] == 0
+    did_not_play = markdown(certificate).split("## Did not play")[1].split("\n## ")[0]
+    for attack, reason in WHY_NOT.items():
+        assert any(line.startswith(f"- {attack} ") and reason in line for line in did_not_play.splitlines()), attack
