@@ -12,6 +12,7 @@ a log-loss leaderboard to a 0/1 one is ladderlab's ([R]), not the papers'.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,10 +92,14 @@ class LabelCode:
 
     def _sure(self) -> float:
         """The binary log loss's probability of a labelled class: as sure as the clip allows, the
-        same for both classes."""
+        same for both classes. Its complement q is a multiple of 2⁻⁵³, so that 1 − q is exact and
+        a right or wrong label of either class loses the same, to the last bits."""
         assert isinstance(self.scorer, LogLoss)
         low, high = self.scorer.probability_limits()
-        return min(high, 1.0 - low)
+        unsure = math.ceil(max(low, 1.0 - high) * 2**53) / 2**53
+        while 1.0 - unsure > high:
+            unsure += 2**-53
+        return 1.0 - unsure
 
     def zero_one_loss(self, released: FloatArray) -> FloatArray:
         """The public 0/1 loss of the submitted label vectors, from their released scores."""

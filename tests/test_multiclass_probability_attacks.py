@@ -50,6 +50,24 @@ def test_the_log_loss_oracle_reads_every_public_label_of_a_clipped_four_class_le
     assert result.final_final == pytest.approx(math.log(4), abs=1e-12)
 
 
+@pytest.mark.parametrize("mechanism", ["full-disclosure", "kaggle"])
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=2, deadline=None)
+def test_the_log_loss_oracle_learns_which_rows_are_public_and_reads_their_labels(mechanism, seed):
+    """The public rows are not disclosed: eight one-hot probes give their number (100 of 300), and
+    the code with a "not scored" state reads every holdout row's membership and every public
+    label, Kaggle's rounding included. The final rows stay uniform (log 4 exactly). A count
+    finder that ignores the rounding finds no count against Kaggle; a code without the "not
+    scored" state decodes no batch that mixes public and final rows."""
+    hit, _ = one_hot_losses(4, CLIPPED)
+    attack = ATTACKS.make("log-loss-oracle")
+    result = duel(four_classes(100, disclose=False), MECHANISMS.make(mechanism), attack, seed=seed)
+    assert attack.scored_rows_ == 100 and attack.recovered_ == 100 and attack.undecoded_batches_ == 0
+    assert result.submissions == 8 + math.ceil(300 / attack.batch_size_)
+    assert result.final_public == pytest.approx(hit, abs=1e-12)
+    assert result.final_final == pytest.approx(math.log(4), abs=1e-12)
+
+
 def test_a_resolution_that_cannot_separate_one_label_is_a_reason_not_to_play():
     """Rounded to B/n, one row's loss moves the score by less than a step: no code exists."""
     public = four_classes(200).split(np.random.default_rng(0)).public
@@ -129,16 +147,17 @@ def test_a_label_attack_plays_the_clipped_log_loss_exactly_as_the_zero_one_loss(
     assert code.zero_one_loss(results[0].final_final) == pytest.approx(results[1].final_final, abs=1e-12)
 
 
-PLAYS_FOUR_CLASSES = {"hill-climbing", "multiclass-boosting", "staircase", "fresh-staircase"}
-WHY_NOT = {"boosting": "binary labels", "threshold-evasion": "binary labels", "log-loss-oracle": "which holdout rows",
+PLAYS_FOUR_CLASSES = {"hill-climbing", "multiclass-boosting", "staircase", "fresh-staircase", "log-loss-oracle"}
+WHY_NOT = {"boosting": "binary labels", "threshold-evasion": "binary labels",
            "scale-probe": "multiclass-log-loss", "feature-selection": "multiclass-log-loss",
            "freedman": "regression", "step-forward": "regression", "resubmission-probe": "features"}
 
 
 def test_certify_plays_the_label_attacks_on_a_four_class_log_loss_challenge_and_names_why_the_others_cannot(tmp_path):
     """The default battery on a 4-class challenge scored by the clipped multiclass log loss (100 public
-    rows, budget 40, Kaggle's rounding): the label attacks play it through the one-hot code and
-    multiclass boosting breaks Kaggle; every attack that does not play says why."""
+    rows, budget 40, Kaggle's rounding): the label attacks play it through the one-hot code, the
+    log-loss oracle learns which rows are public, both break Kaggle, and every attack that does not
+    play says why."""
     path = write_challenge(tmp_path / "data", n=200, scorer="multiclass-log-loss", mechanism="kaggle", params="",
                            rules="total = 40", extra="prediction_range = [0.01, 0.99]")
     labels = pd.read_csv(tmp_path / "data" / "labels.csv")
@@ -147,7 +166,7 @@ def test_certify_plays_the_label_attacks_on_a_four_class_log_loss_challenge_and_
     certificate = certify_challenge(path, replications=8, honest_replications=1, run_dir=tmp_path / "battery")
     verdicts = {row["attack_label"]: row["verdict"] for row in certificate["battery"]}
     assert {attack for attack, verdict in verdicts.items() if verdict != "did not play"} == PLAYS_FOUR_CLASSES
-    assert verdicts["multiclass-boosting"] == "fails" and certificate["safe_budget"] == 0
+    assert verdicts["multiclass-boosting"] == verdicts["log-loss-oracle"] == "fails" and certificate["safe_budget"] == 0
     did_not_play = markdown(certificate).split("## Did not play")[1].split("\n## ")[0]
     for attack, reason in WHY_NOT.items():
         assert any(line.startswith(f"- {attack} ") and reason in line for line in did_not_play.splitlines()), attack
