@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -296,10 +297,9 @@ class SubsetCode(PositionalCode):
         return MAX_POSITIONS
 
     def _rows(self, size: int) -> FloatArray:
-        if not hasattr(self, "_all_rows"):
-            self._all_rows = self._mixed_radix_rows()
-        return self._all_rows[:size]
+        return self._mixed_radix_rows[:size]
 
+    @cached_property
     def _mixed_radix_rows(self) -> FloatArray:
         """Rows for as many positions as fit inside the clip, each at its smallest sufficient scale."""
         low, high = self.scorer.probability_limits()
