@@ -18,10 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ladderlab.scoring import LogLoss, MulticlassLogLoss, PredictionKind, Scorer, get_scorer
+from ladderlab.scoring import FloatArray, LogLoss, MulticlassLogLoss, PredictionKind, Scorer, get_scorer
 from ladderlab.tasks import PublicData
 
-FloatArray = NDArray[np.float64]
 READ_BACK_DECIMALS = 12
 """The read-back 0/1 loss is rounded to this many decimals: far below any 1/n, far above the
 float error of a mean of losses, so a release exactly at ½ reads as ½."""

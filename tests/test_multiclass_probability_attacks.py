@@ -34,6 +34,29 @@ def one_hot_losses(n_classes: int, prediction_range: list[float]) -> tuple[float
     return float(hit), float(miss)
 
 
+@given(seed=st.integers(0, 2**32 - 1), n_classes=st.integers(2, 6),
+       prediction_range=st.one_of(st.none(), st.tuples(st.floats(0.0, 0.2), st.floats(0.8, 1.0))))
+@settings(max_examples=30, deadline=None)
+def test_a_one_hot_row_loses_the_same_for_every_class_so_the_release_gives_the_zero_one_loss(
+        seed, n_classes, prediction_range):
+    """The code's premise: whatever the class and the clip (ε alone, or a declared range), a right
+    label loses ``hit`` and a wrong one ``miss``, to the last bits, so a batch's released losses
+    read back as their 0/1 losses. Without a range the binary code's surest probability 1 − ε is
+    not exact in floating point, and a sure 0 and a sure 1 would lose 34.5388 and 34.5395."""
+    rng = np.random.default_rng(seed)
+    task = TASKS.make("random-labels-log-loss", preset=None, n_public=50, n_holdout=150, n_classes=n_classes,
+                      prediction_range=None if prediction_range is None else list(prediction_range))
+    split = task.split(rng)
+    code = LabelCode.of(split.public)
+    U = rng.integers(0, n_classes, (5, 150))
+    losses = code.scorer.loss(split.y_holdout, code.submissions(U))
+    np.testing.assert_allclose(losses, np.where(U == split.y_holdout, code.hit, code.miss), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(code.labels(code.submissions(U)), U)
+    errors = (U[:, split.public_rows] != split.y_public).mean(axis=1)
+    np.testing.assert_allclose(code.zero_one_loss(code.scorer.score_many(split.y_public, code.submissions(U)[:, split.public_rows])),
+                               errors, rtol=0, atol=1e-12)
+
+
 @given(seed=st.integers(0, 2**32 - 1))
 @settings(max_examples=3, deadline=None)
 def test_the_log_loss_oracle_reads_every_public_label_of_a_clipped_four_class_leaderboard(seed):
