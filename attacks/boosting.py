@@ -6,15 +6,17 @@ import numpy as np
 
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
+from ladderlab.label_code import LabelCode
 from ladderlab.params import Interval, Options
-from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
 
 class Boosting(Attack):
     """The boosting attack: submit k random label vectors, output the coordinate-wise majority of the useful ones.
 
-    Blum & Hardt 2015, §5 (Theorem 5.1, Fig. 3) and docs/decisions.md#boosting. ``variant="kaggle"``
+    Blum & Hardt 2015, §5 (Theorem 5.1, Fig. 3) and docs/decisions.md#boosting. On a log-loss
+    leaderboard the vectors go in as one-hot probabilities and their 0/1 loss is read back
+    from the released loss (:mod:`ladderlab.label_code`, [R]). ``variant="kaggle"``
     keeps the vectors with released 0/1 loss ≤ 1/2; ``variant="ladder"`` keeps those
     that lowered the best released loss so far, the variant the paper uses against
     the Ladder. A tied vote gives 1 (as in Ladder.jl). Vectors are drawn and
@@ -57,8 +59,8 @@ class Boosting(Attack):
         return [{**cls.budget_params(budget), "variant": variant} for variant in ("kaggle", "ladder")]
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if get_scorer(data.scorer).name not in ("zero-one", "accuracy"):
-            return f"boosting needs the 0/1 loss or accuracy, not {data.scorer!r}"
+        if (why := LabelCode.incompatibility(data)) is not None:
+            return f"boosting: {why}"
         if not data.binary_labels:
             return "boosting needs binary labels {0, 1}"
         return super().incompatibility(data)
@@ -67,15 +69,14 @@ class Boosting(Attack):
         return self.k
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        sign = get_scorer(data.scorer).sign
+        code = LabelCode.of(data)
         k = self.k if board.remaining is None else min(self.k, board.remaining)
         votes = np.zeros(board.holdout_size)
         kept, best = 0, np.inf
-        batch = max(1, min(self.batch, SUBMISSION_CHUNK_ELEMENTS // board.holdout_size))
+        batch = max(1, min(self.batch, SUBMISSION_CHUNK_ELEMENTS // (board.holdout_size * code.values_per_row)))
         for start in range(0, k, batch):
             U = rng.integers(0, 2, (min(batch, k - start), board.holdout_size))
-            released = board.submit_many(U)
-            loss = released if sign > 0 else 1.0 - released  # accuracy → 0/1 loss
+            loss = code.zero_one_loss(board.submit_many(code.submissions(U)))
             if self.variant == "kaggle":
                 keep = loss <= 0.5
             else:
@@ -86,4 +87,4 @@ class Boosting(Attack):
                 best = min(best, loss.min())
             votes += U[keep].sum(axis=0)
             kept += int(keep.sum())
-        return (2 * votes >= kept).astype(float)
+        return code.submissions((2 * votes >= kept).astype(np.int64))

@@ -4,10 +4,10 @@ from typing import Any
 
 import numpy as np
 
-from ladderlab.attack import Attack, FloatArray
+from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
+from ladderlab.label_code import LabelCode
 from ladderlab.params import Interval, Options
-from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 from ladderlab.voting import PluralityVote
 
@@ -32,7 +32,10 @@ class MulticlassBoosting(Attack):
     released accuracy, and the vote is taken among C_i, ties to the model's higher
     ranked label (so an uninformative vote falls back to its top label): on points
     whose label is in C_i the problem is an r-class one. Labellings are drawn
-    and submitted in batches of ``batch``; never more than the budget.
+    and submitted in batches of ``batch`` (fewer where ``SUBMISSION_CHUNK_ELEMENTS``
+    demands; the transcript is the same); never more than the budget. On a log-loss
+    leaderboard they go in as one-hot probability rows and their accuracy is read back
+    from the released loss (:mod:`ladderlab.label_code`, [R]).
     """
 
     id = "multiclass-boosting"
@@ -66,10 +69,8 @@ class MulticlassBoosting(Attack):
                 *({**cls.budget_params(budget), "guide": "model", "r": r} for r in GUIDED_R)]
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if data.scorer not in ("zero-one", "error", "accuracy"):
-            return f"multiclass-boosting needs the 0/1 loss or accuracy, not {data.scorer!r}"
-        if data.classes is None or data.classes.size < 2:
-            return "multiclass-boosting needs the task's label set"
+        if (why := LabelCode.incompatibility(data)) is not None:
+            return f"multiclass-boosting: {why}"
         if self.guide == "model":
             if data.X_train.shape[0] < 2 or data.X_train.shape[1] == 0:
                 return "multiclass-boosting with guide='model' needs training data with features"
@@ -81,23 +82,23 @@ class MulticlassBoosting(Attack):
         return self.k
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        sign = get_scorer(data.scorer).sign
+        code = LabelCode.of(data)
         classes = board.classes
         m, n = classes.size, board.holdout_size
         candidates = self._candidates(data, classes)
         k = self.k if board.remaining is None else min(self.k, board.remaining)
+        batch = max(1, min(self.batch, SUBMISSION_CHUNK_ELEMENTS // (n * code.values_per_row)))
         labellings, accuracies = [], []
-        for start in range(0, k, self.batch):
-            size = min(self.batch, k - start)
+        for start in range(0, k, batch):
+            size = min(batch, k - start)
             if candidates is None:
                 U = rng.integers(0, m, (size, n), dtype=np.int32)
             else:
                 U = candidates[np.arange(n), rng.integers(0, self.r, (size, n))]
-            released = board.submit_many(classes[U])
             labellings.append(U)
-            accuracies.append(1.0 - released if sign > 0 else released)
+            accuracies.append(code.accuracy(board.submit_many(code.submissions(U))))
         if not labellings:
-            return classes[candidates[:, 0]] if candidates is not None else classes[rng.integers(0, m, n)]
+            return code.submissions(candidates[:, 0] if candidates is not None else rng.integers(0, m, n))
         accuracy = np.concatenate(accuracies)
         baseline = 1.0 / m if candidates is None else float(accuracy.mean())
         weights = accuracy - baseline if self.weighting == "excess" else (accuracy > baseline).astype(float)
@@ -105,9 +106,9 @@ class MulticlassBoosting(Attack):
         for U, w in zip(labellings, np.split(weights, np.cumsum([len(U) for U in labellings])[:-1])):
             vote.add(U, w)
         if candidates is None:
-            return classes[vote.winner()]
+            return code.submissions(vote.winner())
         among_candidates = np.take_along_axis(vote.tally, candidates, axis=1)
-        return classes[candidates[np.arange(n), np.argmax(among_candidates, axis=1)]]
+        return code.submissions(candidates[np.arange(n), np.argmax(among_candidates, axis=1)])
 
     def _candidates(self, data: PublicData, classes: FloatArray) -> np.ndarray | None:
         """The side model's top-``r`` class indices per holdout point, best first (None: unguided)."""

@@ -3,8 +3,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from ladderlab.attack import FloatArray
+from ladderlab.board import Board
+from ladderlab.label_code import LabelCode
 from ladderlab.params import Interval
-from ladderlab.scoring import PredictionKind, get_scorer
+from ladderlab.scoring import PredictionKind
 from ladderlab.tasks import PublicData
 
 from .hill_climbing import HillClimbing
@@ -32,6 +37,11 @@ class Staircase(HillClimbing):
     of the current point (its acceptance and every rejection since), the deviation pooled
     over the run; a deterministic Ladder repeats its release exactly, the deviation is 0,
     and the climb is hill climbing's (with its strict rule), candidate for candidate.
+
+    On a log-loss leaderboard the labels go in as one-hot probability rows and a flip
+    moves a row's one-hot to another class (:mod:`ladderlab.label_code`, [R]): the
+    released loss is then an increasing affine function of the public 0/1 loss, and
+    every decision the one the 0/1 climb would make.
     """
 
     id = "staircase"
@@ -82,6 +92,19 @@ class Staircase(HillClimbing):
         return [{**cls.budget_params(budget), "block": 2**i} for i in range(smallest, largest + 1)]
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if get_scorer(data.scorer).prediction_kind is not PredictionKind.LABEL:
-            return f"staircase flips labels: it needs a label scorer, not {data.scorer!r}"
+        if (why := LabelCode.incompatibility(data)) is not None:
+            return f"staircase flips labels: {why}"
         return super().incompatibility(data)
+
+    def _start(self, data: PublicData, kind: PredictionKind, board: Board, rng: np.random.Generator) -> FloatArray:
+        """Hill climbing's start as labels, in the scorer's code."""
+        self.label_code_ = LabelCode.of(data)
+        labels = super()._start(data, PredictionKind.LABEL, board, rng)
+        return self.label_code_.submissions(np.searchsorted(board.classes, labels))
+
+    def _perturbed(self, values: FloatArray, kind: PredictionKind, classes: FloatArray,
+                   rng: np.random.Generator) -> FloatArray:
+        """Hill climbing's label flips, in the scorer's code."""
+        code = self.label_code_
+        flipped = super()._perturbed(classes[code.labels(values)], PredictionKind.LABEL, classes, rng)
+        return code.submissions(np.searchsorted(classes, flipped))

@@ -7,8 +7,8 @@ import numpy as np
 
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
+from ladderlab.label_code import LabelCode
 from ladderlab.params import Interval
-from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
 EXACT_TOLERANCE = 1e-9
@@ -34,7 +34,9 @@ class ThresholdEvasion(Attack):
     release was exact: an overfitted vector just below the threshold. Against a
     mechanism without a threshold it is boosting with a final check. After ``run``:
     ``denominator_`` (N, or None) and ``kept_release_``, the exact release of the vector
-    it kept (NaN if none).
+    it kept, as a 0/1 loss (NaN if none). On a log-loss leaderboard the vectors go in as
+    one-hot probabilities and every release is read back as their 0/1 loss
+    (:mod:`ladderlab.label_code`, [R]), whose exact values are the multiples of 1/N.
     """
 
     id = "threshold-evasion"
@@ -52,29 +54,31 @@ class ThresholdEvasion(Attack):
         return {"k": max(2, budget)}
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if get_scorer(data.scorer).name != "zero-one":
-            return f"threshold-evasion needs the 0/1 loss, not {data.scorer!r}"
+        if (why := LabelCode.incompatibility(data)) is not None:
+            return f"threshold-evasion: {why}"
         if not data.binary_labels:
             return "threshold-evasion needs binary labels {0, 1}"
         return super().incompatibility(data)
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
+        code = LabelCode.of(data)
         k = self.k if board.remaining is None else min(self.k, board.remaining)
         checks = min(k - 1, 2 * math.ceil(math.log2(max(k, 2))) + 2)
-        vectors, released = self._random_vectors(board, k - checks, rng)
+        vectors, released = self._random_vectors(board, code, k - checks, rng)
         denominator = self.denominator_ = _denominator(released)
         kept = vectors[_exact(released, denominator) & (released <= 0.5)]
         self.kept_release_ = math.nan
         if kept.shape[0] == 0 or checks == 0:
-            return vectors[0].astype(float)
+            return code.submissions(vectors[0])
+
         def boosted(t: int) -> FloatArray:
             """The majority of the first ``t`` kept vectors (a few dozen are asked for: summed on demand)."""
-            return (2 * kept[:t].sum(axis=0, dtype=np.int32) >= t).astype(float)
+            return code.submissions((2 * kept[:t].sum(axis=0, dtype=np.int32) >= t).astype(np.int64))
 
         releases: dict[int, float] = {}
 
         def below_threshold(t: int) -> bool:
-            releases[t] = board.submit(boosted(t))
+            releases[t] = float(code.zero_one_loss(board.submit(boosted(t))))
             return bool(_exact(np.array([releases[t]]), denominator)[0])
 
         best, t = 0, 1
@@ -92,18 +96,20 @@ class ThresholdEvasion(Attack):
             else:
                 high = middle
         if not best:
-            return vectors[0].astype(float)
+            return code.submissions(vectors[0])
         self.kept_release_ = releases[best]
         return boosted(best)
 
-    def _random_vectors(self, board: Board, count: int, rng: np.random.Generator) -> tuple[np.ndarray, FloatArray]:
-        batch = max(1, min(self.batch, SUBMISSION_CHUNK_ELEMENTS // board.holdout_size))
+    def _random_vectors(self, board: Board, code: LabelCode, count: int,
+                        rng: np.random.Generator) -> tuple[np.ndarray, FloatArray]:
+        """``count`` random label vectors and their released 0/1 losses."""
+        batch = max(1, min(self.batch, SUBMISSION_CHUNK_ELEMENTS // (board.holdout_size * code.values_per_row)))
         vectors = np.empty((count, board.holdout_size), dtype=np.int8)
         released = np.empty(count)
         for start in range(0, count, batch):
             stop = min(count, start + batch)
             vectors[start:stop] = rng.integers(0, 2, (stop - start, board.holdout_size))
-            released[start:stop] = board.submit_many(vectors[start:stop])
+            released[start:stop] = code.zero_one_loss(board.submit_many(code.submissions(vectors[start:stop])))
         return vectors, released
 
 

@@ -379,18 +379,19 @@ class LogLoss(LossScorer):
     eps: float = 1e-15
     binary_labels: ClassVar[bool] = True
 
-    def _limits(self) -> ValueRange:
+    def probability_limits(self) -> ValueRange:
+        """The interval probabilities are clipped into: [ε, 1 − ε] within the declared range."""
         low, high = self.prediction_range or (0.0, 1.0)
         return max(low, self.eps), min(high, 1.0 - self.eps)
 
     def value_range(self, n_classes: int | None = None) -> ValueRange | None:
         if self.prediction_range is None:
             return None
-        low, high = self._limits()
+        low, high = self.probability_limits()
         return -math.log(max(high, 1.0 - low)), -math.log(min(low, 1.0 - high))
 
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        p = np.clip(P, *self._limits())
+        p = np.clip(P, *self.probability_limits())
         return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
 
 
@@ -405,19 +406,20 @@ class MulticlassLogLoss(LossScorer):
     prediction_kind: PredictionKind = PredictionKind.PROBABILITIES
     eps: float = 1e-15
 
-    def _limits(self) -> ValueRange:
+    def probability_limits(self) -> ValueRange:
+        """The interval probabilities are clipped into: [ε, 1 − ε] within the declared range."""
         low, high = self.prediction_range or (0.0, 1.0)
         return max(low, self.eps), min(high, 1.0 - self.eps)
 
     def value_range(self, n_classes: int | None = None) -> ValueRange | None:
         if self.prediction_range is None or n_classes is None:
             return None
-        low, high = self._limits()
+        low, high = self.probability_limits()
         others = n_classes - 1
         return math.log(high + others * low) - math.log(high), math.log(low + others * high) - math.log(low)
 
     def loss(self, y: FloatArray, P: FloatArray) -> FloatArray:
-        p = np.clip(P, *self._limits())
+        p = np.clip(P, *self.probability_limits())
         picked = np.take_along_axis(p, y.astype(np.int64)[None, :, None], axis=2)[:, :, 0]
         return np.log(p.sum(axis=2)) - np.log(picked)
 

@@ -235,8 +235,8 @@ def test_released_precision_rounds_on_top_of_the_mechanism():
 def test_an_incompatible_team_skips_the_competition():
     from ladderlab.duel import Incompatible
 
-    with pytest.raises(Incompatible, match="binary labels|0/1 loss"):
-        compete(small_task(scorer="log-loss"), MECHANISMS.make("kaggle"), [TeamSpec("boosting")], Rules(rounds=2))
+    with pytest.raises(Incompatible, match="plays regression tasks"):
+        compete(small_task(), MECHANISMS.make("kaggle"), [TeamSpec("freedman")], Rules(rounds=2))
 
 
 def test_population_scores_are_expected_losses_under_the_known_label_noise():
@@ -429,10 +429,10 @@ def test_a_competition_split_discloses_its_own_public_rows_where_the_task_disclo
 def test_preflight_skips_a_competition_whose_team_cannot_play_and_names_bad_parameters():
     from ladderlab.scenario import ScenarioError, cells, preflight
 
-    scenario = load_text(SCENARIO.replace("n_features = 6 }", 'n_features = 6, scorer = "log-loss" }'))
+    scenario = load_text(SCENARIO.replace('policy = "boosting"', 'policy = "freedman"'))
     skipped = preflight(scenario)
     assert set(skipped) == {cell.key for cell in cells(scenario)}
-    assert all("0/1 loss" in reason or "binary" in reason for reason in skipped.values())
+    assert all("regression" in reason for reason in skipped.values())
     with pytest.raises(ScenarioError, match=r"competition\[0\]\.mixes\[0\]\.teams\[0\]\.params\.lam: .*1\.5"):
         load_text(SCENARIO.replace("lam = [0.5, 0.9]", "lam = [0.5, 1.5]"))
     with pytest.raises(ScenarioError, match=r"competition\[0\]\.mechanisms\[1\]\.params\.eta"):

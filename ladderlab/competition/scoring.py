@@ -137,7 +137,7 @@ class HoldoutScorer:
         """Log loss from its two terms, −log p̂ and −log(1 − p̂), each computed once per value: the
         observed loss picks one (the bits of ``LogLoss.loss``, whose other term is 0) and the
         population score weighs both."""
-        clipped = np.clip(block, *self.scorer._limits())  # ε and the declared prediction range, as LogLoss.loss
+        clipped = np.clip(block, *self.scorer.probability_limits())  # ε and the declared prediction range, as LogLoss.loss
         if_one, if_zero = -np.log(clipped), -np.log1p(-clipped)
         losses = np.where(self.y_holdout == 1.0, if_one, if_zero)
         scores = self._loss_scores(block, losses, keep_losses, population=False)
