@@ -34,6 +34,9 @@ selection = "best-public"          # "last", "best-public", or k (a team selects
 accounts = 1                       # accounts (teams) one participant may hold
 # link = true                      # link near-identical accounts (docs/serve.md#linking)
 
+[certify]                          # optional: what `ladderlab certify --challenge` measures
+honest = ["improving(days=56)"]    # honest participants (default: improving, a submission a day)
+
 [[teams]]
 name = "team-a"
 ```
@@ -63,9 +66,9 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, f
 
 from ladderlab.linking import LinkRule
 from ladderlab.mechanism import Mechanism
-from ladderlab.naming import unknown_name_error
+from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.params import INT64_LIMIT
-from ladderlab.registry import MECHANISMS
+from ladderlab.registry import ATTACKS, MECHANISMS, parse_honest
 from ladderlab.scenario import PluginEntry, _check_entry, expand
 from ladderlab.schema import FiniteFloat, StrictModel, problem_lines
 from ladderlab.tables import refuse_repeated_columns
@@ -213,6 +216,26 @@ class DataTable(StrictModel):
     holdout: StrictStr | None = Field(default=None, description="holdout inputs: the id column and feature columns")
 
 
+class CertifyTable(StrictModel):
+    honest: list[StrictStr] | None = Field(
+        default=None, min_length=1,
+        description="the honest participants whose cost `ladderlab certify --challenge` measures, e.g. "
+                    "'improving(days=60)' (default: improving, one submission a day over the challenge's days, "
+                    "at most a team's budget)")
+
+    @field_validator("honest")
+    @classmethod
+    def _honest_participants(cls, value: list[str] | None) -> list[str] | None:
+        seen: list[tuple[str, str]] = []
+        for text in value or []:
+            attack_id, pinned = parse_honest(text)
+            key = (attack_id, json.dumps(pinned, sort_keys=True))
+            if key in seen:
+                raise ValueError(f"{text!r} is listed twice")
+            seen.append(key)
+        return value
+
+
 class TeamTable(StrictModel):
     name: StrictStr = Field(pattern=TEAM_NAME_PATTERN, description="the team's name on the leaderboard")
 
@@ -242,6 +265,7 @@ class ChallengeFile(StrictModel):
     rules: RulesTable = Field(default_factory=RulesTable)
     limits: LimitsTable = Field(default_factory=LimitsTable)
     data: DataTable = Field(default_factory=DataTable)
+    certify: CertifyTable = Field(default_factory=CertifyTable)
     teams: list[TeamTable] = Field(min_length=1, description="[[teams]] tables")
 
     @field_validator("scorer")
@@ -340,7 +364,7 @@ def data_files(table: dict[str, Any]) -> dict[str, str]:
 
 
 _KEYS = {name for model in (ChallengeFile, LabelsTable, SplitTable, MechanismTable, RulesTable, LimitsTable,
-                            DataTable, TeamTable) for name in model.model_fields}
+                            DataTable, CertifyTable, TeamTable) for name in model.model_fields}
 
 
 @dataclass(frozen=True, eq=False)
@@ -395,17 +419,32 @@ class Challenge:
         digest.update(json.dumps(described).encode())
         return digest.hexdigest()
 
+    def days(self) -> int | None:
+        """The UTC days a team can submit on, from start to end (None without both)."""
+        rules = self.spec.rules
+        if rules.start is None or rules.end is None:
+            return None
+        first = rules.start.astimezone(timezone.utc).date()
+        last = (rules.end - timedelta(microseconds=1)).astimezone(timezone.utc).date()
+        return (last - first).days + 1
+
     def per_team_budget(self) -> int | None:
         """The most submissions a team can make over the challenge: the total cap, or the daily
         cap times the UTC days between start and end; None when nothing bounds it."""
-        rules = self.spec.rules
-        by_days = None
-        if rules.per_day is not None and rules.start is not None and rules.end is not None:
-            first = rules.start.astimezone(timezone.utc).date()
-            last = (rules.end - timedelta(microseconds=1)).astimezone(timezone.utc).date()
-            by_days = rules.per_day * ((last - first).days + 1)
+        rules, days = self.spec.rules, self.days()
+        by_days = None if rules.per_day is None or days is None else rules.per_day * days
         bounds = [bound for bound in (rules.total, by_days) if bound is not None]
         return min(bounds) if bounds else None
+
+    def honest_participants(self, budget: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """The honest participants whose cost a certificate for the challenge measures, each its id and
+        pinned parameters: ``[certify] honest``, else ``improving`` with one submission a day over the
+        challenge's days, at most a team's budget (``budget`` where the rules bound none; no participant
+        when nothing gives a number of days)."""
+        if self.spec.certify.honest:
+            return [(attack_id, pinned or {}) for attack_id, pinned in map(parse_honest, self.spec.certify.honest)]
+        days = [bound for bound in (self.days(), self.per_team_budget() or budget) if bound is not None]
+        return [("improving", {"days": min(days)})] if days else []
 
     def link_rule(self) -> LinkRule | None:
         """The rule that links a participant's accounts under ``[rules] link = true`` (None: the
@@ -729,7 +768,7 @@ def certificate_problems(challenge: Challenge) -> list[str]:
         problems.append(f"a team may make {budget} submissions, more than the certificate's safe budget of {safe} ({path})")
     problems += _account_problems(challenge, certificate, path)
     if certificate.get("challenge") is not None:
-        return problems
+        return problems + _honest_problems(challenge, certificate, path)
     return problems + _scorer_problems(challenge, certificate, path)
 
 
@@ -790,6 +829,42 @@ def _account_problems(challenge: Challenge, certificate: dict[str, Any], path: P
             f"{getattr(certified_rule, name)!r} ({path})"
             for name in LINK_PARAMETERS
             if getattr(rules, f"link_{name}") is not None and getattr(rules, f"link_{name}") != getattr(certified_rule, name)]
+
+
+def _honest_problems(challenge: Challenge, certificate: dict[str, Any], path: Path) -> list[str]:
+    """Whether a certificate made for the challenge measured the cost to its honest participants
+    (:meth:`Challenge.honest_participants`): the same ids with the same parameters, defaults
+    included. A version-1 certificate (no ``certificate_version``) records its one participant as
+    ``honest.participant``, which is read as ``--honest`` reads it."""
+    honest = certificate.get("honest")
+    try:
+        entries = [honest] if isinstance(honest, dict) else list(honest)
+        recorded = sorted(_participant_key(*_recorded_participant(entry)) for entry in entries)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: its 'honest' record does not name its "
+                             f"honest participants ({type(error).__name__}: {error}); certify again with "
+                             "'ladderlab certify --challenge'") from None
+    wanted = challenge.honest_participants(max(certificate["challenge"].get("budgets") or [0]) or None)
+    if not wanted or recorded == sorted(_participant_key(*participant) for participant in wanted):
+        return []
+    shown = ", ".join(f"{entry.get('participant')}" for entry in entries)
+    declared = "[certify] honest" if challenge.spec.certify.honest else "the default for its schedule"
+    return [f"the certificate measured the cost to honest participants with {shown}; this challenge's are "
+            f"{', '.join(plugin_label(*participant) for participant in wanted)} ({declared}): certify again with "
+            f"--challenge ({path})"]
+
+
+def _participant_key(attack_id: str, params: dict[str, Any]) -> str:
+    """An honest participant with all its parameters, defaults included, as comparable text."""
+    return json.dumps([attack_id, ATTACKS.make(attack_id, **params).get_params()], sort_keys=True, default=repr)
+
+
+def _recorded_participant(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A certificate's honest participant: its ``id`` and ``params``, or (version 1) its label parsed."""
+    if "id" in entry:
+        return entry["id"], dict(entry["params"])
+    attack_id, pinned = ATTACKS.parse(entry["participant"])
+    return attack_id, pinned or {}
 
 
 def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path) -> list[str]:

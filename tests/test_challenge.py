@@ -152,7 +152,8 @@ def test_renaming_a_challenge_whose_split_is_drawn_says_that_the_name_drew_anoth
     path = write_challenge(tmp_path, n=400, rules="per_day = 10\ntotal = 300")
     path.write_text(path.read_text().replace('column = "split"', "public_fraction = 0.5\nseed = 3"))
     original = challenges.load(path)
-    _certificate(tmp_path, challenge={"name": "test", "scorer": "zero-one", "task_identity": original.task_identity()})
+    _certificate(tmp_path, challenge={"name": "test", "scorer": "zero-one", "task_identity": original.task_identity()},
+                 honest={"participant": "improving(days=300)"})
     path.write_text(path.read_text().replace("params = { eta = 0.01 }", 'params = { eta = 0.01 }\ncertificate = "ladder.json"'))
     assert certificate_problems(challenges.load(path)) == []
     path.write_text(path.read_text().replace('name = "test"', 'name = "test-final"'))
@@ -334,3 +335,64 @@ def test_a_training_label_outside_the_class_names_is_refused_naming_its_row(tmp_
     with pytest.raises(ChallengeError, match=r"train.csv: column 'label': row 5 has label 'cow', not one of classes "
                                              r"\['cat', 'dog'\]"):
         challenges.load(path)
+
+
+@pytest.mark.parametrize("rules, days", [
+    ("per_day = 5\nstart = 2026-01-01T00:00:00Z\nend = 2026-03-02T00:00:00Z", 60),  # 60 days, 300 submissions
+    ("per_day = 5\ntotal = 30\nstart = 2026-01-01T00:00:00Z\nend = 2026-03-02T00:00:00Z", 30),  # the total binds
+    ('per_day = "unlimited"\ntotal = 40', 40),  # no dates: a submission a day for the team's budget
+])
+def test_the_default_honest_participant_follows_the_challenges_schedule(tmp_path, rules, days):
+    challenge = challenges.load(write_challenge(tmp_path, rules=rules))
+    assert challenge.honest_participants() == [("improving", {"days": days})]
+
+
+def test_a_challenge_declares_its_honest_participants_with_the_spec_parser(tmp_path):
+    extra = '[certify]\nhonest = ["improving(days=12, alpha=2.0)", "conservative-analyst"]\n'
+    challenge = challenges.load(write_challenge(tmp_path, extra=extra))
+    assert challenge.honest_participants() == [("improving", {"days": 12, "alpha": 2.0}), ("conservative-analyst", {})]
+
+
+@pytest.mark.parametrize("honest, named", [
+    ('["improvng(days=60)"]', "did you mean 'improving'"),
+    ('["boosting"]', "'boosting' is an attack, not an honest participant; the honest participants are"),
+    ('["improving(dayz=60)"]', "did you mean 'days'"),
+    ('["improving(days=60)", "improving(days = 60)"]', "is listed twice"),
+    ("[]", "certify.honest"),
+])
+def test_a_bad_honest_participant_in_a_challenge_file_is_refused_by_key(tmp_path, honest, named):
+    with pytest.raises(ChallengeError) as refused:
+        challenges.load(write_challenge(tmp_path, extra=f"[certify]\nhonest = {honest}\n"))
+    assert "certify.honest" in str(refused.value) and named in str(refused.value)
+
+
+def _for_the_challenge(tmp_path: Path, honest, rules: str = "per_day = 10\ntotal = 300", extra: str = ""):
+    """A certificate made for the challenge (its data hash recorded) with ``honest`` as its record."""
+    path = write_challenge(tmp_path, n=400, rules=rules, extra=extra)
+    record = {"name": "test", "scorer": "zero-one", "task_identity": challenges.load(path).task_identity(),
+              "budgets": [300]}
+    return _certified(tmp_path, rules=rules, extra=extra, challenge=record, honest=honest)
+
+
+@pytest.mark.parametrize("honest", [
+    {"participant": "improving(days=300)"},  # version 1: one entry, its label
+    [{"participant": "improving(days=300)", "id": "improving", "params": {"days": 300, "alpha": 1.0, "view": None}}],
+])
+def test_a_certificate_of_the_challenges_honest_participants_covers_it_in_either_version(tmp_path, honest):
+    assert certificate_problems(_for_the_challenge(tmp_path, honest)) == []
+
+
+def test_a_certificate_of_other_honest_participants_is_stale(tmp_path):
+    [problem] = certificate_problems(_for_the_challenge(tmp_path, {"participant": "improving(days=30)"}))
+    assert ("measured the cost to honest participants with improving(days=30); this challenge's are "
+            "improving(days=300) (the default for its schedule): certify again with --challenge") in problem
+    extra = '[certify]\nhonest = ["improving(days=300)", "progressive-analyst(lam=0.5)"]\n'
+    [problem] = certificate_problems(_for_the_challenge(tmp_path / "declared", {"participant": "improving(days=300)"},
+                                                        extra=extra))
+    assert "this challenge's are improving(days=300), progressive-analyst(lam=0.5) ([certify] honest)" in problem
+
+
+def test_a_certificate_whose_honest_record_names_no_participant_is_refused_in_one_line(tmp_path):
+    with pytest.raises(ChallengeError) as refused:
+        certificate_problems(_for_the_challenge(tmp_path, {"rank_correlation": 0.5}))
+    assert "\n" not in str(refused.value) and "its 'honest' record does not name its honest participants" in str(refused.value)
