@@ -357,7 +357,8 @@ def _certify(args: argparse.Namespace) -> int:
             raise ValueError(f"--competition: {error}") from None
     result = certify.certify(
         args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
-        honest=[certify.parse_honest(text) for text in args.honest], scorer=args.scorer, prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
+        honest=[certify.parse_honest(text) for text in args.honest], scorer=args.scorer,
+        prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(
