@@ -39,6 +39,10 @@ honest = ["improving(days=56)"]    # honest participants (default: improving, a 
 
 [[teams]]
 name = "team-a"
+
+[[teams]]                          # one entry for many teams: crowd-001 … crowd-300
+name = "crowd"
+count = 300
 ```
 
 :func:`load` returns a :class:`Challenge`: the validated file and ladderlab's own
@@ -88,6 +92,10 @@ RESERVED_TEAM_NAMES = ("organiser",)
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 TEAM_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?$"
 """A letter or digit first, no space last, at most 64 characters: what the log's team column holds."""
+MAX_TEAM_NAME = 64
+MAX_TEAMS = 100_000
+"""The most teams a challenge file may name (its ``[[teams]]`` entries, each ``count`` included),
+checked before the names are made; the memory of serving them is estimated as the file loads."""
 DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE = 64
 """Default upload limit per prediction value (a CSV line of an id and a value fits easily)."""
 
@@ -238,6 +246,9 @@ class CertifyTable(StrictModel):
 
 class TeamTable(StrictModel):
     name: StrictStr = Field(pattern=TEAM_NAME_PATTERN, description="the team's name on the leaderboard")
+    count: StrictInt | None = Field(default=None, ge=1, le=MAX_TEAMS,
+                                    description="stand for this many teams, named NAME-001, NAME-002, … (numbers "
+                                                "padded to three digits, never renumbered when the count grows)")
 
     @field_validator("name")
     @classmethod
@@ -245,6 +256,26 @@ class TeamTable(StrictModel):
         if value.casefold() in RESERVED_TEAM_NAMES:
             raise ValueError(f"{value!r} is the organiser's name (its token is issued under it); choose another")
         return value
+
+    @model_validator(mode="after")
+    def _numbered_names_fit(self) -> TeamTable:
+        if self.count is not None and len(numbered_team(self.name, self.count)) > MAX_TEAM_NAME:
+            raise ValueError(f"name {self.name!r} with count = {self.count} makes names such as "
+                             f"{numbered_team(self.name, self.count)!r}, longer than {MAX_TEAM_NAME} characters")
+        return self
+
+    def names(self) -> list[str]:
+        """The teams this entry stands for: its name, or with ``count`` its numbered names."""
+        if self.count is None:
+            return [self.name]
+        return [numbered_team(self.name, number) for number in range(1, self.count + 1)]
+
+
+def numbered_team(name: str, number: int) -> str:
+    """The name of team ``number`` (from 1) of a ``[[teams]]`` entry with a count: ``crowd-007``.
+    The padding is fixed (three digits, more only from 1000 on), so raising the count adds names
+    and renames none: each team keeps its name, and with it its random stream and its token."""
+    return f"{name}-{number:03d}"
 
 
 class ChallengeFile(StrictModel):
@@ -310,12 +341,18 @@ class ChallengeFile(StrictModel):
     @field_validator("teams")
     @classmethod
     def _unique_teams(cls, teams: list[TeamTable]) -> list[TeamTable]:
+        """One entry per team, each ``count`` made into its numbered teams, every name once."""
+        total = sum(team.count or 1 for team in teams)
+        if total > MAX_TEAMS:
+            raise ValueError(f"{total:,} teams (counts included); a challenge has at most {MAX_TEAMS:,}")
         seen: set[str] = set()
         for team in teams:
-            if team.name.casefold() in seen:
-                raise ValueError(f"team {team.name!r} is listed twice (names are compared ignoring case)")
-            seen.add(team.name.casefold())
-        return teams
+            for name in team.names():
+                if name.casefold() in seen:
+                    made = "" if team.count is None else f" (made by name = {team.name!r} with count = {team.count})"
+                    raise ValueError(f"team {name!r} is listed twice{made} (names are compared ignoring case)")
+                seen.add(name.casefold())
+        return [TeamTable(name=name) for team in teams for name in team.names()]
 
     @model_validator(mode="after")
     def _distinct_columns(self) -> ChallengeFile:

@@ -396,3 +396,65 @@ def test_a_certificate_whose_honest_record_names_no_participant_is_refused_in_on
     with pytest.raises(ChallengeError) as refused:
         certificate_problems(_for_the_challenge(tmp_path, {"rank_correlation": 0.5}))
     assert "\n" not in str(refused.value) and "its 'honest' record does not name its honest participants" in str(refused.value)
+
+
+def _crowd(tmp_path: Path, entries: str, **options) -> challenges.Challenge:
+    """A challenge whose teams are the ``[[teams]]`` tables ``entries`` (TOML)."""
+    path = write_challenge(tmp_path, teams=(), **options)
+    path.write_text(path.read_text() + entries)
+    return challenges.load(path)
+
+
+def test_one_teams_entry_with_a_count_stands_for_that_many_numbered_teams(tmp_path):
+    challenge = _crowd(tmp_path, '[[teams]]\nname = "crowd"\ncount = 300\n\n[[teams]]\nname = "baseline"\n')
+    names = [team.name for team in challenge.spec.teams]
+    assert names[:2] == ["crowd-001", "crowd-002"] and names[-2:] == ["crowd-300", "baseline"] and len(set(names)) == 301
+    assert [team.name for team in _crowd(tmp_path / "big", '[[teams]]\nname = "t"\ncount = 1000\n').spec.teams][-2:] == [
+        "t-999", "t-1000"]  # three digits until 999: the count's own digits never rename the teams before it
+
+
+@pytest.mark.parametrize("entries, named", [
+    ('[[teams]]\nname = "crowd"\ncount = 3\n\n[[teams]]\nname = "CROWD-002"\n', "team 'CROWD-002' is listed twice"),
+    ('[[teams]]\nname = "crowd-002"\n\n[[teams]]\nname = "crowd"\ncount = 3\n',
+     "team 'crowd-002' is listed twice (made by name = 'crowd' with count = 3)"),
+    ('[[teams]]\nname = "crowd"\ncount = 0\n', "teams[0].count: Input should be greater than or equal to 1, got 0"),
+    ('[[teams]]\nname = "crowd"\ncount = 1000000000000\n', "less than or equal to 100000"),
+    ('[[teams]]\nname = "a"\ncount = 60000\n\n[[teams]]\nname = "b"\ncount = 60000\n',
+     "120,000 teams (counts included); a challenge has at most 100,000"),
+    (f'[[teams]]\nname = "{"x" * 61}"\ncount = 5\n', "longer than 64 characters"),
+    ('[[teams]]\nname = "organiser"\ncount = 5\n', "is the organiser's name"),
+])
+def test_a_bad_team_count_is_refused_by_key_before_any_name_is_made(tmp_path, entries, named):
+    with pytest.raises(ChallengeError) as refused:
+        _crowd(tmp_path, entries)
+    assert "teams" in str(refused.value) and named in str(refused.value)
+
+
+def test_a_million_teams_are_refused_without_making_their_names(tmp_path, monkeypatch):
+    monkeypatch.setattr(challenges.TeamTable, "names", lambda self: pytest.fail("names made before the bound"))
+    with pytest.raises(ChallengeError, match="1,000,000 teams"):
+        _crowd(tmp_path, "".join(f'[[teams]]\nname = "g{i}"\ncount = 100000\n\n' for i in range(10)))
+
+
+def test_raising_a_count_changes_no_other_teams_transcript(tmp_path):
+    """Each team's mechanism draws from a stream of its own name (serve), and a count adds names
+    without renaming any: crowd-042's releases under noise are the same, bit for bit, in a challenge
+    of 99 crowd teams and in one of 100 and another team, over HTTP to the running service."""
+    from ladderlab.serve.storage import sqlite_url
+    from tests.serve_helpers import ThreadServer, open_service, upload
+
+    rows = np.random.default_rng(7).integers(0, 2, (6, 400)).astype(float)
+    released = []
+    for folder, entries in (("small", '[[teams]]\nname = "crowd"\ncount = 99\n'),
+                            ("large", '[[teams]]\nname = "crowd"\ncount = 100\n\n[[teams]]\nname = "late"\n')):
+        path = write_challenge(tmp_path / folder, teams=(), mechanism="noisy", params='noise = "gaussian", scale = 0.05')
+        path.write_text(path.read_text() + entries)
+        service, tokens = open_service(path, sqlite_url(tmp_path / folder / "log.sqlite"))
+        with ThreadServer(service) as server:
+            answers = [upload(server.url, tokens["crowd-042"], row[None]) for row in rows]
+            other = upload(server.url, tokens["crowd-041"], rows[:1])[1]["submissions"][0]["released"]
+        service.storage.close()
+        assert all(status == 201 for status, _ in answers)
+        released.append([answer["submissions"][0]["released"] for _, answer in answers])
+    assert released[0] == released[1] and len(set(released[0])) == len(rows)
+    assert other != released[1][0]  # another team's stream: the same row is released otherwise
