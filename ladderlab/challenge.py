@@ -68,6 +68,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
+from ladderlab.display import release_step
 from ladderlab.linking import LinkRule
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label, unknown_name_error
@@ -482,6 +483,12 @@ class Challenge:
             return [(attack_id, pinned or {}) for attack_id, pinned in map(parse_honest, self.spec.certify.honest)]
         days = [bound for bound in (self.days(), self.per_team_budget() or budget) if bound is not None]
         return [("improving", {"days": min(days)})] if days else []
+
+    def release_step(self) -> float | None:
+        """The grid the challenge's mechanism releases on (:func:`ladderlab.display.release_step`)."""
+        public = self.split.public
+        return release_step(self.mechanism(), public.scorer, public.prediction_range,
+                            None if public.classes is None else int(public.classes.size))
 
     def link_rule(self) -> LinkRule | None:
         """The rule that links a participant's accounts under ``[rules] link = true`` (None: the
