@@ -14,9 +14,10 @@ The battery (docs/certification.md):
   [0.01, 0.99] (B ≈ 4.6). Each family has n public points. A loss that is unbounded
   without a declared range is refused, with how to declare one: every number of a
   certificate is in units of the loss bound B, the unit of Blum & Hardt's theorems;
-- an honest participant (``improving``: a model fitted on more training data every day,
-  never looking at the leaderboard) on a Gaussian regression with real signal, for the
-  cost to honest participants: how well the released scores track its real progress;
+- the honest participants (``--honest``; by default ``improving``: a model fitted on more
+  training data every day, never looking at the leaderboard) on a Gaussian regression with
+  real signal, for the cost to honest participants: how well the released scores track each
+  one's real progress;
 - full disclosure, the reference, at each attack's worst point.
 
 Measures (:mod:`ladderlab.duel`): Δ = R_k − the final-set score of the submission the
@@ -325,7 +326,7 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
         matrix.extend({"tasks": [entry], "mechanisms": mechanisms, "attacks": entries, "playable_only": True}
                       for family, entry in task_families.items()
                       if family != "honest" and _task_type(entry, force) in task_types)
-    honest = honest or [{"id": "improving", "params": {"days": HONEST_DAYS}, "budget": HONEST_DAYS}]
+    honest = honest or honest_plays([default_honest()], task_families["honest"], force=force)
     matrix.append({"tasks": [task_families["honest"]], "mechanisms": mechanisms, "attacks": honest})
     return _scenario(f"certify-{mechanism.replace(':', '-').replace('/', '-')}",
                      f"Certification battery for {plugin_label(mechanism, params)} at n = {n}", matrix, replications, seed)
