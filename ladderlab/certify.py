@@ -1141,8 +1141,8 @@ def _honest_text(honest: dict[str, Any], task: str, confidence: str) -> str:
     described = f" ({summary[:1].lower()}{summary[1:]})" if summary else ""
     measured = ("measured once (every replication plays the same: see below)" if honest.get("deterministic")
                 else f"median over {honest['replications']} replications [{confidence} CI]")
-    text = (f"Honest participant **{participant}**{described}, on {task}. Spearman correlation between the released and the final-set "
-            f"scores of its submissions, {measured}: "
+    text = (f"Honest participant **{participant}**{described}, on {task}. Spearman correlation between the released "
+            f"and the final-set scores of its submissions, {measured}: "
             f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
             f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
             f"{_interval_text(honest['cost'])}); its leaderboard error/B {_interval_text(honest['lberr'])} "
