@@ -1,7 +1,7 @@
 """How a released or final score is shown to people: short, and never more precise than the release.
 
-A mechanism that releases on a grid (the fixed Ladder's multiples of η·B, Kaggle's of α·B,
-noisy releases rounded to a multiple of ``rounding``·B) says so with
+A mechanism that releases on a grid (the fixed Ladder's multiples of η·B, noisy releases
+rounded to a multiple of ``rounding``·B) says so with
 :meth:`ladderlab.mechanism.Mechanism.release_step`; its releases are shown with the fewest
 decimals that keep two multiples of the step apart. Any other score (a log loss under full
 disclosure, a final-set score) is shown to :data:`SIGNIFICANT_DIGITS` significant digits. Only

@@ -55,7 +55,6 @@ def test_the_grid_is_the_mechanisms_parameter_in_units_of_the_loss_bound():
     ladder = MECHANISMS.make("ladder", eta=0.01)
     assert release_step(ladder, "log-loss", (0.01, 0.99), 2) == pytest.approx(0.01 * bound)
     assert release_step(ladder, "zero-one", None, 2) == 0.01
-    assert release_step(MECHANISMS.make("kaggle", alpha=0.001), "squared", (0.0, 2.0)) == pytest.approx(0.004)
     assert release_step(MECHANISMS.make("noisy"), "zero-one") is None
     assert release_step(MECHANISMS.make("noisy", rounding=0.02), "zero-one") == 0.02
     assert release_step(MECHANISMS.make("full-disclosure"), "log-loss", (0.01, 0.99), 2) is None
