@@ -14,9 +14,10 @@ The battery (docs/certification.md):
   [0.01, 0.99] (B ≈ 4.6). Each family has n public points. A loss that is unbounded
   without a declared range is refused, with how to declare one: every number of a
   certificate is in units of the loss bound B, the unit of Blum & Hardt's theorems;
-- an honest participant (``improving``: a model fitted on more training data every day,
-  never looking at the leaderboard) on a Gaussian regression with real signal, for the
-  cost to honest participants: how well the released scores track its real progress;
+- the honest participants (``--honest``; by default ``improving``: a model fitted on more
+  training data every day, never looking at the leaderboard) on a Gaussian regression with
+  real signal, for the cost to honest participants: how well the released scores track each
+  one's real progress;
 - full disclosure, the reference, at each attack's worst point.
 
 Measures (:mod:`ladderlab.duel`): Δ = R_k − the final-set score of the submission the
@@ -65,7 +66,7 @@ from ladderlab.isolation import check_isolation
 from ladderlab.linking import LinkRule
 from ladderlab.locations import location_free
 from ladderlab.naming import plugin_label
-from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, parse_honest as parse_honest_participant
 from ladderlab.report_tables import finite_or_null
 from ladderlab.scenario import CHALLENGE_TASK, Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
@@ -96,7 +97,12 @@ DID_NOT_PLAY_AFTER = 8
 HONEST_REPLICATIONS = 20
 HONEST_MEASURES = ("rank_correlation", "rank_correlation_full_disclosure", "cost", "lberr", "lberr_full_disclosure")
 HONEST_DAYS = 30
-"""The honest participant's submissions: one a day, on a growing share of the training data."""
+"""The default honest participant's days on the synthetic families (``improving``: one submission
+a day, on a growing share of the training data); a challenge's default follows its schedule
+(:func:`ladderlab.challenge_certify.default_honest`)."""
+CERTIFICATE_VERSION = 2
+"""2: ``honest`` is a list, one entry per honest participant (``--honest``); 1 (no
+``certificate_version``): one honest participant, ``honest`` its entry (:func:`honest_entries`)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,60 @@ def parse_attack(text: str, option: str = "--attack") -> AttackSpec:
     except ValueError as error:
         raise ValueError(f"{option} {text}: {error}") from None
     return AttackSpec(attack_id, pinned)
+
+
+def parse_honest(text: str, option: str = "--honest") -> AttackSpec:
+    """An honest participant as :func:`parse_attack` reads it (``improving(days=60)``); an attack
+    that is not an honest participant (``Attack.honest``) is refused, naming the honest ones."""
+    try:
+        return AttackSpec(*parse_honest_participant(text))
+    except ValueError as error:
+        raise ValueError(f"{option} {text}: {error}") from None
+
+
+def default_honest(days: int = HONEST_DAYS) -> AttackSpec:
+    """The honest participant of a certificate that names none: ``improving`` for ``days`` days."""
+    return AttackSpec("improving", {"days": days})
+
+
+def honest_plays(specs: list[AttackSpec], family: dict[str, Any], most: int | None = None,
+                 force: bool = False) -> list[dict[str, Any]]:
+    """The honest participants' scenario entries on their task ``family``, each with the budget of
+    the submissions it makes there (``most`` where it does not say how many), refused before any
+    work when one is given twice, cannot play the task, or makes more submissions than ``most``."""
+    if len(_unique(specs)) < len(specs):
+        twice = next(spec for number, spec in enumerate(specs) if spec in specs[:number])
+        raise ValueError(f"--honest {twice.label}: given twice; give each honest participant once")
+    public = workload.task_data(family["id"], family["params"], force)[1].public
+    plays = []
+    for spec in specs:
+        participant = ATTACKS.checked(spec.id, spec.pinned or {}, f"--honest {spec.label}")
+        reason = participant.incompatibility(public)
+        if reason:
+            raise ValueError(f"--honest {spec.label}: cannot play the honest participants' task ({family['id']}): {reason}")
+        submissions = participant.max_submissions(public)
+        if submissions is not None and most is not None and submissions > most:
+            raise ValueError(f"--honest {spec.label}: makes {submissions} submissions, more than a team's "
+                             f"budget of {most}")
+        budget = submissions if submissions is not None else most
+        if budget is None:
+            raise ValueError(f"--honest {spec.label}: says not how many submissions it makes; give it a budget "
+                             "with --budgets")
+        plays.append({"id": spec.id, **({"params": _as_scenario_params(spec.pinned)} if spec.pinned else {}),
+                      "budget": budget})
+    return plays
+
+
+def honest_entries(certificate: dict[str, Any]) -> list[dict[str, Any]]:
+    """A certificate's honest participants' entries, of any :data:`CERTIFICATE_VERSION` (a version-1
+    certificate's one ``honest`` entry as a list of one)."""
+    honest = certificate.get("honest")
+    if isinstance(honest, dict):
+        return [honest]
+    if isinstance(honest, list) and all(isinstance(entry, dict) for entry in honest):
+        return honest
+    raise ValueError(f"the certificate's 'honest' is {type(honest).__name__}, not a list of honest participants' "
+                     "entries: it was not written by 'ladderlab certify'")
 
 
 FAMILY_SCORERS = {"classification": "zero-one", "regression": "squared", "probability": "log-loss"}
@@ -234,14 +294,15 @@ def _scenario(name: str, description: str, matrix: list[dict[str, Any]], replica
 def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
                      attacks: list[str | AttackSpec], replications: int, seed: int,
                      task_families: dict[str, dict[str, Any]] | None = None, force: bool = False,
-                     accounts: int = 1, link: bool = False) -> Scenario:
+                     accounts: int = 1, link: bool = False, honest: list[dict[str, Any]] | None = None) -> Scenario:
     """The battery as a scenario: every attack at every point of its strength grid (or at its pinned
     parameters) at every budget, on each family it can play, against the mechanism and full
     disclosure; honest participants against both. ``replications`` is the maximum. A family
     whose data cannot fit in memory at this n is refused first (:class:`ladderlab.workload.TooLarge`,
     unless ``force``). With ``accounts`` = A ≥ 2 every attack holds A accounts of each budget
     (:mod:`ladderlab.accounts`) and its strength grid is that of the (A − 1) · budget it probes with;
-    ``link``: its accounts play under the linking wrapper (:mod:`ladderlab.linking`)."""
+    ``link``: its accounts play under the linking wrapper (:mod:`ladderlab.linking`). ``honest``: the
+    honest participants' entries (:func:`honest_plays`; default ``improving`` for :data:`HONEST_DAYS`)."""
     if link and accounts < 2:
         raise ValueError("link needs accounts ≥ 2: one account has nothing to link")
     if n < 10:
@@ -265,8 +326,8 @@ def battery_scenario(mechanism: str, params: dict[str, Any], n: int, budgets: li
         matrix.extend({"tasks": [entry], "mechanisms": mechanisms, "attacks": entries, "playable_only": True}
                       for family, entry in task_families.items()
                       if family != "honest" and _task_type(entry, force) in task_types)
-    matrix.append({"tasks": [task_families["honest"]], "mechanisms": mechanisms,
-                   "attacks": [{"id": "improving", "params": {"days": HONEST_DAYS}, "budget": HONEST_DAYS}]})
+    honest = honest or honest_plays([default_honest()], task_families["honest"], force=force)
+    matrix.append({"tasks": [task_families["honest"]], "mechanisms": mechanisms, "attacks": honest})
     return _scenario(f"certify-{mechanism.replace(':', '-').replace('/', '-')}",
                      f"Certification battery for {plugin_label(mechanism, params)} at n = {n}", matrix, replications, seed)
 
@@ -535,9 +596,10 @@ def _broken_by(rows: list[dict[str, Any]], safe: int, budgets: list[int]) -> lis
     return sorted(unsafe, key=lambda row: (-VERDICT_ORDER[row["verdict"]], -row["severity"]))
 
 
-def _honest(rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str, confidence: float,
-            fixed: bool = False) -> dict[str, Any]:
-    """How well the released scores of the honest participant's submissions rank their final-set
+def _honest(participant: tuple[str, dict[str, Any]], rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str,
+            confidence: float, fixed: bool = False) -> dict[str, Any]:
+    """How well the released scores of an honest participant's submissions (``participant``: its id and
+    parameters as the scenario gives them) rank their final-set
     scores (Spearman's ρ per replication; 0 where the releases do not vary: a frozen leaderboard
     tells an honest team nothing) under the mechanism and under full disclosure, the paired cost
     (full disclosure's ρ minus the mechanism's), and its leaderboard error in units of B.
@@ -554,8 +616,11 @@ def _honest(rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str, 
     mine, reference = correlation.get(mechanism, []), correlation.get(REFERENCE, [])
     errors = {name: _in_units(rows, [i for i, row in enumerate(rows) if row["status"] == "ok"])[1]
               for name, rows in rows_by_mechanism.items()}
+    attack_id, params = participant
     return {
-        "participant": plugin_label("improving", {"days": HONEST_DAYS}),
+        "participant": plugin_label(attack_id, params),
+        "id": attack_id,
+        "params": ATTACKS.make(attack_id, **params).get_params(),
         "replications": max((len(rows) for rows in rows_by_mechanism.values()), default=0),
         "deterministic": fixed,
         "rank_correlation": summary(mine),
@@ -666,6 +731,7 @@ def certify(
     link: bool = False,
     amend: Callable[[dict[str, Any]], None] | None = None,
     reference_store: str | Path | None = None,
+    honest: list[str | AttackSpec] | None = None,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
@@ -690,7 +756,9 @@ def certify(
     the linking wrapper (:mod:`ladderlab.linking`, its default rule). ``reference_store``: a directory
     that keeps full disclosure's replications (the reference and its honest participant), which
     depend on nothing of the certified mechanism, for the certificates of other settings at the same
-    seed to read instead of playing them again (:mod:`ladderlab.tune`).
+    seed to read instead of playing them again (:mod:`ladderlab.tune`). ``honest``: the honest
+    participants whose cost the certificate measures (:func:`parse_honest`; default
+    :func:`default_honest`), each on the ``honest`` family, with the budget of its own submissions.
     """
     params = params or {}
     budgets = list(budgets or [100, 300, 1000, 2000])
@@ -710,8 +778,9 @@ def certify(
     specs = _unique(_battery_specs(attacks or [], default_battery))
     task_families = task_families or families(n, scorer, prediction_range)
     scored = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
+    honest_specs = [spec if isinstance(spec, AttackSpec) else parse_honest(spec) for spec in honest or [default_honest()]]
     scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force, accounts,
-                                link)
+                                link, honest_plays(honest_specs, task_families["honest"], force=force))
     runner.check_accounts(scenario, check_isolation(isolation), secret_seed)
     workload.refuse_if_too_large(workload.scenario_work(scenario, jobs, force), force,
                                  hint="certify fewer budgets, a smaller n or fewer --replications")
@@ -721,8 +790,10 @@ def certify(
         raise ValueError(f"--run-dir {directory} exists and is not a directory")
     say = announce or (lambda line: None)
     layout = _sorted_battery(scenario, mechanism, specs, budgets, n, task_families, accounts)
-    honest_fixed = not any(map(_draws_random, layout.honest))
-    honest_count = 1 if honest_fixed else min(replications, honest_replications)
+    participants = _participants(layout.honest)
+    honest_fixed = {participant: not any(map(_draws_random, group)) for participant, group in participants.items()}
+    honest_counts = {participant: 1 if fixed else min(replications, honest_replications)
+                     for participant, fixed in honest_fixed.items()}
     criterion = Criterion(tau, epsilon, confidence, replications)
     start, cpu_start = time.perf_counter(), time.process_time()
     with rundir.RunLock(directory, command="ladderlab certify"):
@@ -750,7 +821,8 @@ def certify(
                         if any(s == spec for s, _, _ in layout.points.values())
                         else _unplayable_row(spec, budget, task_families)
                         for (spec, budget, points), worst in zip(grids, worsts)]
-        second = _second_phase(layout, worsts, honest_count)
+        second = _second_phase(layout, worsts, {cell.key: honest_counts[participant]
+                                                for participant, group in participants.items() for cell in group})
         shared = [reference_store is not None and all(cell.mechanism[0] == REFERENCE for cell in group.cells)
                   for group in second]
         rows.update(battery.replicate([group for group, kept in zip(second, shared) if not kept], seed, replications,
@@ -764,9 +836,11 @@ def certify(
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
-    honest = _honest({cell.mechanism[0]: rows[cell.key][:honest_count] for cell in layout.honest}, mechanism, confidence,
-                     honest_fixed)
+    honest = [_honest(json.loads(participant), {cell.mechanism[0]: rows[cell.key][:honest_counts[participant]]
+                                                for cell in group}, mechanism, confidence, honest_fixed[participant])
+              for participant, group in participants.items()]
     issued = {
+        "certificate_version": CERTIFICATE_VERSION,
         "mechanism": mechanism,
         "params": certified.get_params(),
         "n": n,
@@ -830,9 +904,18 @@ def _unique(specs: list[AttackSpec]) -> list[AttackSpec]:
     return unique
 
 
-def _second_phase(layout: _Battery, worsts: list[_Point | None], honest_replications: int) -> list[battery.Group]:
-    """Full disclosure at each row's worst point, with as many replications, and the honest participants."""
-    counts: dict[str, int] = {}
+def _participants(honest_cells: list[Cell]) -> dict[str, list[Cell]]:
+    """The honest cells by participant (its id and parameters as JSON), in the battery's order."""
+    participants: dict[str, list[Cell]] = {}
+    for cell in honest_cells:
+        participants.setdefault(json.dumps(list(cell.attack), sort_keys=True), []).append(cell)
+    return participants
+
+
+def _second_phase(layout: _Battery, worsts: list[_Point | None], honest_replications: dict[str, int]) -> list[battery.Group]:
+    """Full disclosure at each row's worst point, with as many replications, and the honest participants
+    (``honest_replications``: by cell key)."""
+    counts: dict[str, int] = dict(honest_replications)
     for worst in worsts:
         if worst is not None:
             cell = layout.reference[_duel_key(worst.cell)]
@@ -840,7 +923,7 @@ def _second_phase(layout: _Battery, worsts: list[_Point | None], honest_replicat
     reference_cells = [cell for cell in layout.reference.values() if cell.key in counts]
 
     def fixed(group: list[Cell]) -> battery.Group:
-        needed = max(counts.get(cell.key, honest_replications) for cell in group)
+        needed = max(counts[cell.key] for cell in group)
         return battery.Group(group, lambda rows: needed, at_most=needed)
 
     return [fixed(group) for group in runner.transcript_groups(reference_cells + layout.honest)]
@@ -1030,29 +1113,10 @@ def markdown(certificate: dict[str, Any]) -> str:
         lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
                   "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
                   "lies below it whatever they show. --complete decides them too."]
-    honest = c["honest"]
-    measured = ("measured once (every replication plays the same: see below)" if honest.get("deterministic")
-                else f"median over {honest['replications']} replications [{confidence} CI]")
-    lines += [
-        "",
-        "## Cost to honest participants",
-        "",
-        (f"An honest participant ({honest['participant']}: a better model every day, never fitted to the "
-         f"leaderboard) on {c['families']['honest']['task']}. Spearman correlation between the released and the final-set "
-         f"scores of its submissions, {measured}: "
-         f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
-         f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
-         f"{_interval_text(honest['cost'])}); its leaderboard error/B {_interval_text(honest['lberr'])} "
-         f"(full disclosure {_interval_text(honest['lberr_full_disclosure'])})."),
-    ]
-    if honest.get("deterministic"):
-        lines[-1] += (" Nothing in this play is random (the task's data are fixed, as a challenge's are, and neither the "
-                      "participant nor the mechanisms drew from their streams), so every replication gives these values: "
-                      "they were measured once.")
-    elif honest["replications"] > 1 and all(honest[key]["lo"] == honest[key]["hi"] for key in HONEST_MEASURES):
-        lines[-1] += (f" All {honest['replications']} replications gave the same values: nothing in this play is "
-                      "random (the task's data are fixed, as a challenge's are), so these are one measurement, "
-                      "not intervals over replications.")
+    lines += ["", "## Cost to honest participants", ""]
+    for honest in honest_entries(c):
+        lines += [_honest_text(honest, c["families"]["honest"]["task"], confidence), ""]
+    lines.pop()
     bounds = {row["theoretical_bound"]["reference"]: row["theoretical_bound"] for row in c["battery"] if row["theoretical_bound"]}
     if bounds:
         lines += ["", "## Theory", ""]
@@ -1066,6 +1130,32 @@ def markdown(certificate: dict[str, Any]) -> str:
               f"- wall time {c['wall_time_seconds']:.0f} s, CPU time of this process {c['cpu_time_seconds']:.0f} s; "
               f"versions: {json.dumps(c['versions'])}"]
     return "\n".join(lines) + "\n"
+
+
+def _honest_text(honest: dict[str, Any], task: str, confidence: str) -> str:
+    """One honest participant's cost (an entry of :func:`honest_entries`): how well the released scores
+    rank its submissions' final-set scores under the mechanism and under full disclosure."""
+    participant = honest["participant"]
+    attack_id = honest.get("id") or participant.partition("(")[0]
+    summary = ATTACKS.get(attack_id).summary().rstrip(".") if attack_id in ATTACKS.ids() else ""
+    described = f" ({summary[:1].lower()}{summary[1:]})" if summary else ""
+    measured = ("measured once (every replication plays the same: see below)" if honest.get("deterministic")
+                else f"median over {honest['replications']} replications [{confidence} CI]")
+    text = (f"Honest participant **{participant}**{described}, on {task}. Spearman correlation between the released "
+            f"and the final-set scores of its submissions, {measured}: "
+            f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
+            f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
+            f"{_interval_text(honest['cost'])}); its leaderboard error/B {_interval_text(honest['lberr'])} "
+            f"(full disclosure {_interval_text(honest['lberr_full_disclosure'])}).")
+    if honest.get("deterministic"):
+        text += (" Nothing in this play is random (the task's data are fixed, as a challenge's are, and neither the "
+                 "participant nor the mechanisms drew from their streams), so every replication gives these values: "
+                 "they were measured once.")
+    elif honest["replications"] > 1 and all(honest[key]["lo"] == honest[key]["hi"] for key in HONEST_MEASURES):
+        text += (f" All {honest['replications']} replications gave the same values: nothing in this play is "
+                 "random (the task's data are fixed, as a challenge's are), so these are one measurement, "
+                 "not intervals over replications.")
+    return text
 
 
 def _outlook(measures: dict[str, Any], confidence: float) -> dict[str, Any]:

@@ -34,8 +34,15 @@ selection = "best-public"          # "last", "best-public", or k (a team selects
 accounts = 1                       # accounts (teams) one participant may hold
 # link = true                      # link near-identical accounts (docs/serve.md#linking)
 
+[certify]                          # optional: what `ladderlab certify --challenge` measures
+honest = ["improving(days=56)"]    # honest participants (default: improving, a submission a day)
+
 [[teams]]
 name = "team-a"
+
+[[teams]]                          # one entry for many teams: crowd-001 … crowd-300
+name = "crowd"
+count = 300
 ```
 
 :func:`load` returns a :class:`Challenge`: the validated file and ladderlab's own
@@ -61,11 +68,12 @@ import pandas as pd
 from numpy.typing import NDArray
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
+from ladderlab.display import release_step
 from ladderlab.linking import LinkRule
 from ladderlab.mechanism import Mechanism
-from ladderlab.naming import unknown_name_error
+from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.params import INT64_LIMIT
-from ladderlab.registry import MECHANISMS
+from ladderlab.registry import ATTACKS, MECHANISMS, parse_honest
 from ladderlab.scenario import PluginEntry, _check_entry, expand
 from ladderlab.schema import FiniteFloat, StrictModel, problem_lines
 from ladderlab.tables import refuse_repeated_columns
@@ -85,6 +93,10 @@ RESERVED_TEAM_NAMES = ("organiser",)
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 TEAM_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?$"
 """A letter or digit first, no space last, at most 64 characters: what the log's team column holds."""
+MAX_TEAM_NAME = 64
+MAX_TEAMS = 100_000
+"""The most teams a challenge file may name (its ``[[teams]]`` entries, each ``count`` included),
+checked before the names are made; the memory of serving them is estimated as the file loads."""
 DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE = 64
 """Default upload limit per prediction value (a CSV line of an id and a value fits easily)."""
 
@@ -213,8 +225,31 @@ class DataTable(StrictModel):
     holdout: StrictStr | None = Field(default=None, description="holdout inputs: the id column and feature columns")
 
 
+class CertifyTable(StrictModel):
+    honest: list[StrictStr] | None = Field(
+        default=None, min_length=1,
+        description="the honest participants whose cost `ladderlab certify --challenge` measures, e.g. "
+                    "'improving(days=60)' (default: improving, one submission a day over the challenge's days, "
+                    "at most a team's budget)")
+
+    @field_validator("honest")
+    @classmethod
+    def _honest_participants(cls, value: list[str] | None) -> list[str] | None:
+        seen: list[tuple[str, str]] = []
+        for text in value or []:
+            attack_id, pinned = parse_honest(text)
+            key = (attack_id, json.dumps(pinned, sort_keys=True))
+            if key in seen:
+                raise ValueError(f"{text!r} is listed twice")
+            seen.append(key)
+        return value
+
+
 class TeamTable(StrictModel):
     name: StrictStr = Field(pattern=TEAM_NAME_PATTERN, description="the team's name on the leaderboard")
+    count: StrictInt | None = Field(default=None, ge=1, le=MAX_TEAMS,
+                                    description="stand for this many teams, named NAME-001, NAME-002, … (numbers "
+                                                "padded to three digits, never renumbered when the count grows)")
 
     @field_validator("name")
     @classmethod
@@ -222,6 +257,26 @@ class TeamTable(StrictModel):
         if value.casefold() in RESERVED_TEAM_NAMES:
             raise ValueError(f"{value!r} is the organiser's name (its token is issued under it); choose another")
         return value
+
+    @model_validator(mode="after")
+    def _numbered_names_fit(self) -> TeamTable:
+        if self.count is not None and len(numbered_team(self.name, self.count)) > MAX_TEAM_NAME:
+            raise ValueError(f"name {self.name!r} with count = {self.count} makes names such as "
+                             f"{numbered_team(self.name, self.count)!r}, longer than {MAX_TEAM_NAME} characters")
+        return self
+
+    def names(self) -> list[str]:
+        """The teams this entry stands for: its name, or with ``count`` its numbered names."""
+        if self.count is None:
+            return [self.name]
+        return [numbered_team(self.name, number) for number in range(1, self.count + 1)]
+
+
+def numbered_team(name: str, number: int) -> str:
+    """The name of team ``number`` (from 1) of a ``[[teams]]`` entry with a count: ``crowd-007``.
+    The padding is fixed (three digits, more only from 1000 on), so raising the count adds names
+    and renames none: each team keeps its name, and with it its random stream and its token."""
+    return f"{name}-{number:03d}"
 
 
 class ChallengeFile(StrictModel):
@@ -242,6 +297,7 @@ class ChallengeFile(StrictModel):
     rules: RulesTable = Field(default_factory=RulesTable)
     limits: LimitsTable = Field(default_factory=LimitsTable)
     data: DataTable = Field(default_factory=DataTable)
+    certify: CertifyTable = Field(default_factory=CertifyTable)
     teams: list[TeamTable] = Field(min_length=1, description="[[teams]] tables")
 
     @field_validator("scorer")
@@ -286,12 +342,18 @@ class ChallengeFile(StrictModel):
     @field_validator("teams")
     @classmethod
     def _unique_teams(cls, teams: list[TeamTable]) -> list[TeamTable]:
+        """One entry per team, each ``count`` made into its numbered teams, every name once."""
+        total = sum(team.count or 1 for team in teams)
+        if total > MAX_TEAMS:
+            raise ValueError(f"{total:,} teams (counts included); a challenge has at most {MAX_TEAMS:,}")
         seen: set[str] = set()
         for team in teams:
-            if team.name.casefold() in seen:
-                raise ValueError(f"team {team.name!r} is listed twice (names are compared ignoring case)")
-            seen.add(team.name.casefold())
-        return teams
+            for name in team.names():
+                if name.casefold() in seen:
+                    made = "" if team.count is None else f" (made by name = {team.name!r} with count = {team.count})"
+                    raise ValueError(f"team {name!r} is listed twice{made} (names are compared ignoring case)")
+                seen.add(name.casefold())
+        return [TeamTable(name=name) for team in teams for name in team.names()]
 
     @model_validator(mode="after")
     def _distinct_columns(self) -> ChallengeFile:
@@ -340,7 +402,7 @@ def data_files(table: dict[str, Any]) -> dict[str, str]:
 
 
 _KEYS = {name for model in (ChallengeFile, LabelsTable, SplitTable, MechanismTable, RulesTable, LimitsTable,
-                            DataTable, TeamTable) for name in model.model_fields}
+                            DataTable, CertifyTable, TeamTable) for name in model.model_fields}
 
 
 @dataclass(frozen=True, eq=False)
@@ -395,17 +457,38 @@ class Challenge:
         digest.update(json.dumps(described).encode())
         return digest.hexdigest()
 
+    def days(self) -> int | None:
+        """The UTC days a team can submit on, from start to end (None without both)."""
+        rules = self.spec.rules
+        if rules.start is None or rules.end is None:
+            return None
+        first = rules.start.astimezone(timezone.utc).date()
+        last = (rules.end - timedelta(microseconds=1)).astimezone(timezone.utc).date()
+        return (last - first).days + 1
+
     def per_team_budget(self) -> int | None:
         """The most submissions a team can make over the challenge: the total cap, or the daily
         cap times the UTC days between start and end; None when nothing bounds it."""
-        rules = self.spec.rules
-        by_days = None
-        if rules.per_day is not None and rules.start is not None and rules.end is not None:
-            first = rules.start.astimezone(timezone.utc).date()
-            last = (rules.end - timedelta(microseconds=1)).astimezone(timezone.utc).date()
-            by_days = rules.per_day * ((last - first).days + 1)
+        rules, days = self.spec.rules, self.days()
+        by_days = None if rules.per_day is None or days is None else rules.per_day * days
         bounds = [bound for bound in (rules.total, by_days) if bound is not None]
         return min(bounds) if bounds else None
+
+    def honest_participants(self, budget: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """The honest participants whose cost a certificate for the challenge measures, each its id and
+        pinned parameters: ``[certify] honest``, else ``improving`` with one submission a day over the
+        challenge's days, at most a team's budget (``budget`` where the rules bound none; no participant
+        when nothing gives a number of days)."""
+        if self.spec.certify.honest:
+            return [(attack_id, pinned or {}) for attack_id, pinned in map(parse_honest, self.spec.certify.honest)]
+        days = [bound for bound in (self.days(), self.per_team_budget() or budget) if bound is not None]
+        return [("improving", {"days": min(days)})] if days else []
+
+    def release_step(self) -> float | None:
+        """The grid the challenge's mechanism releases on (:func:`ladderlab.display.release_step`)."""
+        public = self.split.public
+        return release_step(self.mechanism(), public.scorer, public.prediction_range,
+                            None if public.classes is None else int(public.classes.size))
 
     def link_rule(self) -> LinkRule | None:
         """The rule that links a participant's accounts under ``[rules] link = true`` (None: the
@@ -729,7 +812,7 @@ def certificate_problems(challenge: Challenge) -> list[str]:
         problems.append(f"a team may make {budget} submissions, more than the certificate's safe budget of {safe} ({path})")
     problems += _account_problems(challenge, certificate, path)
     if certificate.get("challenge") is not None:
-        return problems
+        return problems + _honest_problems(challenge, certificate, path)
     return problems + _scorer_problems(challenge, certificate, path)
 
 
@@ -790,6 +873,42 @@ def _account_problems(challenge: Challenge, certificate: dict[str, Any], path: P
             f"{getattr(certified_rule, name)!r} ({path})"
             for name in LINK_PARAMETERS
             if getattr(rules, f"link_{name}") is not None and getattr(rules, f"link_{name}") != getattr(certified_rule, name)]
+
+
+def _honest_problems(challenge: Challenge, certificate: dict[str, Any], path: Path) -> list[str]:
+    """Whether a certificate made for the challenge measured the cost to its honest participants
+    (:meth:`Challenge.honest_participants`): the same ids with the same parameters, defaults
+    included. A version-1 certificate (no ``certificate_version``) records its one participant as
+    ``honest.participant``, which is read as ``--honest`` reads it."""
+    honest = certificate.get("honest")
+    try:
+        entries = [honest] if isinstance(honest, dict) else list(honest)
+        recorded = sorted(_participant_key(*_recorded_participant(entry)) for entry in entries)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ChallengeError(f"{challenge.path}: mechanism.certificate: {path}: its 'honest' record does not name its "
+                             f"honest participants ({type(error).__name__}: {error}); certify again with "
+                             "'ladderlab certify --challenge'") from None
+    wanted = challenge.honest_participants(max(certificate["challenge"].get("budgets") or [0]) or None)
+    if not wanted or recorded == sorted(_participant_key(*participant) for participant in wanted):
+        return []
+    shown = ", ".join(f"{entry.get('participant')}" for entry in entries)
+    declared = "[certify] honest" if challenge.spec.certify.honest else "the default for its schedule"
+    return [f"the certificate measured the cost to honest participants with {shown}; this challenge's are "
+            f"{', '.join(plugin_label(*participant) for participant in wanted)} ({declared}): certify again with "
+            f"--challenge ({path})"]
+
+
+def _participant_key(attack_id: str, params: dict[str, Any]) -> str:
+    """An honest participant with all its parameters, defaults included, as comparable text."""
+    return json.dumps([attack_id, ATTACKS.make(attack_id, **params).get_params()], sort_keys=True, default=repr)
+
+
+def _recorded_participant(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A certificate's honest participant: its ``id`` and ``params``, or (version 1) its label parsed."""
+    if "id" in entry:
+        return entry["id"], dict(entry["params"])
+    attack_id, pinned = ATTACKS.parse(entry["participant"])
+    return attack_id, pinned or {}
 
 
 def _recorded_challenge_problems(challenge: Challenge, recorded: Any, path: Path) -> list[str]:

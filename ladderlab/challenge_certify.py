@@ -5,9 +5,11 @@ The battery (:mod:`ladderlab.certify`) plays on one task family, the challenge i
 challenge's n (its public holdout size), its per-team budget (its rules' ``total``, or
 ``per_day`` times the days from ``start`` to ``end``; ``--budgets`` overrides), its scorer
 and its prediction range, with every attack that can play it (the others are listed as not
-playing, with their reason). The honest participant plays the challenge too when the
-challenge publishes training data with features, else certify's synthetic honest task for
-the challenge's scorer.
+playing, with their reason). The honest participants (``--honest``, else the challenge's
+``[certify] honest``, else ``improving`` with one submission a day over the challenge's days, at
+most a team's budget) play the challenge too when every one of them can (it publishes training
+data with features), else certify's synthetic honest task for the challenge's scorer; one that
+would make more submissions than a team's budget is refused before the battery.
 
 The certificate records the challenge (``challenge``: name, data hash, scorer, prediction
 range, task type, label set and class names, n, budget), and :func:`ladderlab.challenge.certificate_problems` accepts a
@@ -27,18 +29,30 @@ from ladderlab.challenge import Challenge
 from ladderlab.challenge_task import ChallengeTask, load_challenge
 from ladderlab.duel import incompatibility
 from ladderlab.locations import anchored
+from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS
 
 FAMILY = "challenge"
 
 
-def task_families(challenge: Challenge, identity: str, path: str | Path) -> dict[str, dict[str, Any]]:
+def honest_participants(challenge: Challenge, given: list[certify.AttackSpec], budgets: list[int]) -> list[certify.AttackSpec]:
+    """The honest participants to measure: ``given`` (``--honest``), else the challenge's
+    (:meth:`ladderlab.challenge.Challenge.honest_participants`: its ``[certify] honest``, else
+    ``improving`` a day at a time over its schedule, the largest of ``budgets`` standing in for a
+    budget the rules do not set)."""
+    if given:
+        return given
+    return [certify.AttackSpec(attack_id, params) for attack_id, params in challenge.honest_participants(max(budgets))]
+
+
+def task_families(challenge: Challenge, identity: str, path: str | Path,
+                  honest: list[certify.AttackSpec]) -> dict[str, dict[str, Any]]:
     """The battery's task families: the challenge (at ``path`` as the organiser named it, anchored at
-    the working directory: :mod:`ladderlab.locations`), and the honest participant's task (the
-    challenge if the honest participant can play it, else certify's for the challenge's scorer)."""
+    the working directory: :mod:`ladderlab.locations`), and the honest participants' task (the
+    challenge if every one of ``honest`` can play it, else certify's for the challenge's scorer)."""
     entry = {"id": ChallengeTask.id, "params": {"path": anchored(Path.cwd(), str(path)), "sha256": identity}}
-    honest = ATTACKS.make("improving", days=certify.HONEST_DAYS)
-    if honest.incompatibility(challenge.split.public) is None:
+    if all(ATTACKS.make(spec.id, **(spec.pinned or {})).incompatibility(challenge.split.public) is None
+           for spec in honest):
         return {FAMILY: entry, "honest": entry}
     n = int(challenge.split.public_rows.size)
     try:
@@ -91,10 +105,13 @@ def record(challenge: Challenge, identity: str, budgets: list[int], path: str | 
 
 
 def certify_challenge(path: str | Path, mechanism: str | None = None, params: dict[str, Any] | None = None,
-                      budgets: list[int] | None = None, **options: Any) -> dict[str, Any]:
+                      budgets: list[int] | None = None, honest: list[str | certify.AttackSpec] | None = None,
+                      **options: Any) -> dict[str, Any]:
     """The certificate of ``mechanism`` (default: the challenge's own, with its parameters) on the
-    challenge at ``path``; ``options`` as :func:`ladderlab.certify.certify` takes them (not ``n``,
-    ``scorer`` or ``prediction_range``, which are the challenge's)."""
+    challenge at ``path``, measuring the cost to ``honest`` (default: the challenge's honest
+    participants, :func:`honest_participants`), each held to a team's budget; ``options`` as
+    :func:`ladderlab.certify.certify` takes them (not ``n``, ``scorer`` or ``prediction_range``,
+    which are the challenge's)."""
     if mechanism is not None:
         MECHANISMS.checked(mechanism, params or {})
     challenge, identity = load_challenge(path)
@@ -103,7 +120,10 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
     params = params or {}
     budgets = challenge_budgets(challenge, budgets)
     check_certifiable(challenge, mechanism, params)
-    families = task_families(challenge, identity, path)
+    specs = honest_participants(challenge, [spec if isinstance(spec, certify.AttackSpec) else certify.parse_honest(spec)
+                                            for spec in honest or []], budgets)
+    families = task_families(challenge, identity, path, specs)
+    certify.honest_plays(specs, families["honest"], challenge.per_team_budget())
 
     def name_the_challenge(certificate: dict[str, Any]) -> None:
         certificate["challenge"] = record(challenge, identity, budgets, path)
@@ -112,7 +132,7 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
                 family["params"]["path"] = str(path)
 
     return certify.certify(mechanism, params, n=int(challenge.split.public_rows.size), budgets=budgets,
-                           task_families=families, amend=name_the_challenge, **options)
+                           task_families=families, amend=name_the_challenge, honest=specs, **options)
 
 
 def refuse_decided_options(args: argparse.Namespace) -> None:
@@ -139,4 +159,11 @@ def run_command(args: argparse.Namespace, attacks: list[certify.AttackSpec], out
         print(f"ladderlab: note: {args.challenge} runs {own.id} with {own.params}; 'ladderlab serve' accepts this "
               f"certificate of {args.mechanism} with {params} only once the challenge's [mechanism] is the same",
               file=sys.stderr)
-    return certify_challenge(args.challenge, args.mechanism, params, args.budgets, attacks=attacks, **options)
+    honest = [certify.parse_honest(text) for text in args.honest]
+    own_honest = challenge.honest_participants(max(challenge_budgets(challenge, args.budgets)))
+    if honest and [(spec.id, spec.pinned or {}) for spec in honest] != own_honest:
+        print(f"ladderlab: note: {args.challenge} measures the cost to honest participants with "
+              f"{', '.join(plugin_label(*participant) for participant in own_honest)}; 'ladderlab serve' accepts this "
+              f"certificate of {', '.join(spec.label for spec in honest)} only once its [certify] honest is the same",
+              file=sys.stderr)
+    return certify_challenge(args.challenge, args.mechanism, params, args.budgets, honest, attacks=attacks, **options)

@@ -343,6 +343,9 @@ def _certify(args: argparse.Namespace) -> int:
                    accounts=args.accounts, **({"link": True} if args.link else {}))
     if args.link and args.accounts < 2:
         raise ValueError("--link links an attacker's accounts: give --accounts A with A ≥ 2")
+    if args.tune and args.honest:
+        raise ValueError(f"--honest {args.honest[0]}: --tune ranks its settings by the default honest participant; "
+                         "certify the setting it recommends with --honest")
     if args.tune and args.accounts > 1:
         raise ValueError("--tune certifies every setting against one account; certify the setting it recommends "
                          f"with --accounts {args.accounts}")
@@ -375,7 +378,8 @@ def _certify(args: argparse.Namespace) -> int:
             raise ValueError(f"--competition: {error}") from None
     result = certify.certify(
         args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
-        scorer=args.scorer, prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
+        honest=[certify.parse_honest(text) for text in args.honest], scorer=args.scorer,
+        prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(
@@ -571,6 +575,10 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--attack", action="append", default=[],
                       help="an extra attack (repeatable): an id or file.py:Class, optionally with parameters run "
                            "exactly as given, e.g. 'hill-climbing(block=10, repeats=1)' (values are TOML literals)")
+    cert.add_argument("--honest", action="append", default=[],
+                      help="an honest participant whose cost the certificate measures (repeatable), e.g. "
+                           "'improving(days=60)' (default: improving for 30 days; with --challenge its [certify] "
+                           "honest, else a submission a day over its schedule)")
     cert.add_argument("--only", action="store_true",
                       help="run only the attacks given with --attack, not the default battery of every attack")
     cert.add_argument("--replications", type=arguments.count(1), default=100,

@@ -26,19 +26,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from numpy.typing import NDArray
 from scipy import special
-from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.neural_network import MLPClassifier
 
 from ladderlab.seeding import stream
 from ladderlab.stats.extrapolation import accuracy_at, outscored_counts
+
+if TYPE_CHECKING:  # scikit-learn and matplotlib are imported where they are used: a scenario file loads without them
+    from matplotlib.figure import Figure
+    from sklearn.neural_network import MLPClassifier
 
 FloatArray = NDArray[np.float64]
 ESTIMATORS = ("exp", "cons", "hd")
@@ -102,22 +102,39 @@ def _network_scores(model: MLPClassifier, points: FloatArray) -> FloatArray:
     return hidden @ model.coefs_[1] + model.intercepts_[1]
 
 
-Classifier = Callable[[int], tuple[object, Callable[[object, FloatArray], FloatArray]]]
-CLASSIFIERS: dict[str, Classifier] = {
-    "qda": lambda seed: (QuadraticDiscriminantAnalysis(reg_param=0.0), lambda m, x: m.decision_function(x)),
-    "logistic": lambda seed: (LogisticRegression(C=100.0, max_iter=1000), lambda m, x: m.decision_function(x)),
-    "network": lambda seed: (
-        MLPClassifier(hidden_layer_sizes=(10,), activation="logistic", solver="lbfgs", alpha=0.0, max_iter=100,
-                      random_state=seed),
-        _network_scores,
-    ),
-}
+def _decision_scores(model: Any, points: FloatArray) -> FloatArray:
+    return model.decision_function(points)
+
+
+def _qda(seed: int) -> tuple[object, Callable[[Any, FloatArray], FloatArray]]:
+    from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
+
+    return QuadraticDiscriminantAnalysis(reg_param=0.0), _decision_scores
+
+
+def _logistic(seed: int) -> tuple[object, Callable[[Any, FloatArray], FloatArray]]:
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=100.0, max_iter=1000), _decision_scores
+
+
+def _network(seed: int) -> tuple[object, Callable[[Any, FloatArray], FloatArray]]:
+    from sklearn.neural_network import MLPClassifier
+
+    return (MLPClassifier(hidden_layer_sizes=(10,), activation="logistic", solver="lbfgs", alpha=0.0, max_iter=100,
+                          random_state=seed), _network_scores)
+
+
+Classifier = Callable[[int], tuple[object, Callable[[Any, FloatArray], FloatArray]]]
+CLASSIFIERS: dict[str, Classifier] = {"qda": _qda, "logistic": _logistic, "network": _network}
 """Each maps a seed to an unfitted classifier and how to get its class scores (larger = more likely)."""
 CLASSIFIER_LABELS = {"qda": "QDA", "logistic": "Logistic", "network": "Neural net (10 logistic units)"}
 
 
 def _fit_and_score(name: str, seed: int, data: tuple[FloatArray, ...]) -> NDArray[np.int64]:
     train_points, train_labels, test_points, test_labels = data
+    from sklearn.exceptions import ConvergenceWarning
+
     model, scores = CLASSIFIERS[name](seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -246,6 +263,8 @@ def statements(summary: pd.DataFrame) -> list[Statement]:
 def figure(results: pd.DataFrame) -> Figure:
     """Figure 3: predicted acc⁽ᴷ⁾ against k, one panel per classifier (a row per convention),
     the truth as a dashed line; later replications are drawn lighter."""
+    from matplotlib.figure import Figure
+
     classifiers = list(dict.fromkeys(results["classifier"]))
     conventions = list(dict.fromkeys(results["convention"]))
     fig = Figure(figsize=(4.2 * len(classifiers), 3.4 * len(conventions)))

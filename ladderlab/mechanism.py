@@ -200,6 +200,12 @@ class Mechanism(Plugin):
             blocks.append(block)
         return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
 
+    def release_step(self, unit: float) -> float | None:
+        """The grid this mechanism's releases lie on (every release a multiple of it) when it binds
+        with loss bound ``unit`` (``unit_``), in the scorer's units; None when they lie on none. Shown
+        to people at this precision (:mod:`ladderlab.display`)."""
+        return None
+
     def release_scores(self, scores: ArrayLike) -> FloatArray:
         """The releases of submissions known only by their exact scores on the bound holdout, in
         order: what ``submit_many`` releases for predictions with these scores, random streams

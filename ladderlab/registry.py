@@ -297,3 +297,15 @@ TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tas
 def make_mechanism(spec: str, **params: Any) -> Mechanism:
     """``make`` for mechanisms: ``make_mechanism("ladder-t", alpha=0.01)``."""
     return MECHANISMS.make(spec, **params)
+
+
+def parse_honest(text: str) -> tuple[str, dict[str, Any] | None]:
+    """An honest participant's id and pinned parameters, read as :meth:`Registry.parse` reads
+    ``improving(days=60)``; ``ValueError`` for an attack that is not an honest participant
+    (``Attack.honest``), naming the ones that are."""
+    attack_id, pinned = ATTACKS.parse(text)
+    if not ATTACKS.get(attack_id).honest:
+        honest = [known for known in ATTACKS.ids() if ATTACKS.get(known).honest]
+        raise ValueError(f"{attack_id!r} is an attack, not an honest participant; the honest participants are "
+                         f"{', '.join(honest)}")
+    return attack_id, pinned

@@ -95,8 +95,8 @@ def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, bud
             "certified": certificate["safe_budget"] >= budget,
             "verdicts": {verdict: sum(row["verdict"] == verdict for row in certificate["battery"])
                          for verdict in ("passes", "fails", "inconclusive", certification.DID_NOT_PLAY)},
-            "utility": certificate["honest"]["rank_correlation"],
-            "utility_full_disclosure": certificate["honest"]["rank_correlation_full_disclosure"],
+            "utility": certificate["honest"][0]["rank_correlation"],
+            "utility_full_disclosure": certificate["honest"][0]["rank_correlation_full_disclosure"],
             "certificate": certificate,
         })
     certified = [row for row in rows if row["certified"]]

@@ -32,5 +32,8 @@ class FixedLadder(Ladder):
     def _margins(self, loss_rows: FloatArray | None, rows: int) -> float:
         return self.eta * self.unit_
 
+    def release_step(self, unit: float) -> float:
+        return self.eta * unit
+
     def _accepted_release(self, risk: float) -> float:
-        return float(round_to_multiple(risk, self.eta * self.unit_))
+        return float(round_to_multiple(risk, self.release_step(self.unit_)))

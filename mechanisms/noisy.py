@@ -39,7 +39,11 @@ class Noisy(Mechanism):
     def _start(self) -> None:
         self.scale_ = self.unit_ * (1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale))
 
+    def release_step(self, unit: float) -> float | None:
+        return None if self.rounding is None else self.rounding * unit
+
     def _release(self, P: FloatArray) -> FloatArray:
         scores = self._scores(P)
         released = scores + draw_noise(self.rng_, self.noise, self.scale_, scores.size)
-        return released if self.rounding is None else round_to_multiple(released, self.rounding * self.unit_)
+        step = self.release_step(self.unit_)
+        return released if step is None else round_to_multiple(released, step)

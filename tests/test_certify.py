@@ -144,8 +144,8 @@ def test_honest_measures_identical_in_every_replication_are_called_one_measureme
     assert "replications gave the same values" not in certify.markdown(kaggle_certificate)
     frozen = copy.deepcopy(kaggle_certificate)
     for key in certify.HONEST_MEASURES:
-        frozen["honest"][key] = {"median": 0.7, "lo": 0.7, "hi": 0.7}
-    assert f"All {frozen['honest']['replications']} replications gave the same values" in certify.markdown(frozen)
+        frozen["honest"][0][key] = {"median": 0.7, "lo": 0.7, "hi": 0.7}
+    assert f"All {frozen['honest'][0]['replications']} replications gave the same values" in certify.markdown(frozen)
 
 
 @pytest.mark.parametrize("use", [lambda rng: rng.random(), lambda rng: rng.spawn(1), lambda rng: substream(rng, "x")])
@@ -161,7 +161,7 @@ def test_a_sealed_stream_shows_every_way_of_drawing_from_it(use):
 
 def test_a_random_honest_play_keeps_its_replications(kaggle_certificate):
     """The synthetic honest task draws new data in each replication: nothing is measured once."""
-    honest = kaggle_certificate["honest"]
+    [honest] = kaggle_certificate["honest"]
     assert honest["deterministic"] is False and honest["replications"] == 12
     assert "measured once" not in certify.markdown(kaggle_certificate)
 
@@ -178,7 +178,7 @@ def test_an_upper_bound_above_one_b_is_called_vacuous_and_only_then(kaggle_certi
 def test_kaggle_rounding_costs_honest_participants_nothing(kaggle_certificate):
     """Rounding the MSE to 1e-5·B almost never reorders an honest participant's submissions: the
     same rank correlation as full disclosure, replication by replication."""
-    honest = kaggle_certificate["honest"]
+    [honest] = kaggle_certificate["honest"]
     assert -1 <= honest["rank_correlation"]["median"] <= 1
     assert abs(honest["cost"]["median"]) < 0.05
 
@@ -468,3 +468,63 @@ def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
         return {key: value for key, value in content.items() if key not in ("wall_time_seconds", "cpu_time_seconds", "run_dir")}
 
     assert certificate("resumed.json") == certificate("fresh.json")
+
+
+@pytest.fixture(scope="module")
+def two_honest_participants():
+    return certify.certify("kaggle", n=100, budgets=[20], attacks=["boosting(k=10)"], default_battery=False,
+                           replications=4, honest_replications=4, seed=1,
+                           honest=["improving(days=2)", certify.parse_honest("improving(days=30)")])
+
+
+def test_the_cost_figures_are_each_honest_participants_own(two_honest_participants):
+    """Two submissions give no ranking (ρ = 0 by definition, under both mechanisms, so no cost), thirty
+    days of growing training data a clear one: each figure follows its participant."""
+    few, many = two_honest_participants["honest"]
+    assert (few["participant"], many["participant"]) == ("improving(days=2)", "improving(days=30)")
+    assert few["params"] == {"days": 2, "alpha": 1.0, "view": None}
+    for measure in ("rank_correlation", "rank_correlation_full_disclosure", "cost"):
+        assert few[measure]["median"] == 0.0
+    assert many["rank_correlation_full_disclosure"]["median"] > 0.5 and many["replications"] == 4
+    text = certify.markdown(two_honest_participants)
+    assert "Honest participant **improving(days=2)**" in text and "Honest participant **improving(days=30)**" in text
+    assert two_honest_participants["certificate_version"] == certify.CERTIFICATE_VERSION == 2
+
+
+def test_the_honest_participants_are_part_of_the_batterys_identity():
+    families = certify.families(100)
+    keys = {certify.battery_key(certify.battery_scenario("kaggle", {}, 100, [20], ["boosting(k=10)"], 2, 0, families,
+                                                         honest=certify.honest_plays([spec], families["honest"])), None)
+            for spec in (certify.default_honest(), certify.default_honest(60), certify.parse_honest("honest"))}
+    assert len(keys) == 3
+    default = certify.battery_scenario("kaggle", {}, 100, [20], ["boosting(k=10)"], 2, 0, families)
+    assert certify.battery_key(default, None) in keys  # the default participant's battery is the one it always was
+
+
+def test_a_version_1_certificate_with_one_honest_entry_still_renders():
+    shipped = json.loads((Path(__file__).resolve().parent.parent / "examples" / "breast-cancer" / "ladder.json").read_text())
+    assert "certificate_version" not in shipped and isinstance(shipped["honest"], dict)
+    assert "Honest participant **improving(days=30)**" in certify.markdown(shipped)
+
+
+@pytest.mark.parametrize("text, named", [
+    ("improvng", "--honest improvng: unknown attack 'improvng'; did you mean 'improving'"),
+    ("boosting(k=10)", "--honest boosting(k=10): 'boosting' is an attack, not an honest participant"),
+    ("improving(days=0)", "--honest improving(days=0)"),
+])
+def test_a_bad_honest_participant_is_refused_before_any_work(tmp_path, capsys, text, named):
+    assert main(["certify", "kaggle", "--n", "60", "--budgets", "10", "--honest", text,
+                 "--run-dir", str(tmp_path / "b")]) != 0
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and named in error and not (tmp_path / "b").exists()
+
+
+def test_an_honest_participant_given_twice_or_unable_to_play_is_refused():
+    families = certify.families(100, "zero-one")  # a classification task: the natural analysts play it
+    with pytest.raises(ValueError, match="given twice"):
+        certify.honest_plays([certify.default_honest(), certify.parse_honest("improving(days = 30)")], families["honest"])
+    regression = certify.families(100, "squared")["honest"]
+    with pytest.raises(ValueError, match="conservative-analyst: cannot play the honest participants' task"):
+        certify.honest_plays([certify.parse_honest("conservative-analyst")], regression)
+    assert certify.honest_plays([certify.parse_honest("conservative-analyst(submissions=50)")], families["honest"]) == [
+        {"id": "conservative-analyst", "params": {"submissions": 50}, "budget": 50}]

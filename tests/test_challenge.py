@@ -152,7 +152,8 @@ def test_renaming_a_challenge_whose_split_is_drawn_says_that_the_name_drew_anoth
     path = write_challenge(tmp_path, n=400, rules="per_day = 10\ntotal = 300")
     path.write_text(path.read_text().replace('column = "split"', "public_fraction = 0.5\nseed = 3"))
     original = challenges.load(path)
-    _certificate(tmp_path, challenge={"name": "test", "scorer": "zero-one", "task_identity": original.task_identity()})
+    _certificate(tmp_path, challenge={"name": "test", "scorer": "zero-one", "task_identity": original.task_identity()},
+                 honest={"participant": "improving(days=300)"})
     path.write_text(path.read_text().replace("params = { eta = 0.01 }", 'params = { eta = 0.01 }\ncertificate = "ladder.json"'))
     assert certificate_problems(challenges.load(path)) == []
     path.write_text(path.read_text().replace('name = "test"', 'name = "test-final"'))
@@ -334,3 +335,126 @@ def test_a_training_label_outside_the_class_names_is_refused_naming_its_row(tmp_
     with pytest.raises(ChallengeError, match=r"train.csv: column 'label': row 5 has label 'cow', not one of classes "
                                              r"\['cat', 'dog'\]"):
         challenges.load(path)
+
+
+@pytest.mark.parametrize("rules, days", [
+    ("per_day = 5\nstart = 2026-01-01T00:00:00Z\nend = 2026-03-02T00:00:00Z", 60),  # 60 days, 300 submissions
+    ("per_day = 5\ntotal = 30\nstart = 2026-01-01T00:00:00Z\nend = 2026-03-02T00:00:00Z", 30),  # the total binds
+    ('per_day = "unlimited"\ntotal = 40', 40),  # no dates: a submission a day for the team's budget
+])
+def test_the_default_honest_participant_follows_the_challenges_schedule(tmp_path, rules, days):
+    challenge = challenges.load(write_challenge(tmp_path, rules=rules))
+    assert challenge.honest_participants() == [("improving", {"days": days})]
+
+
+def test_a_challenge_declares_its_honest_participants_with_the_spec_parser(tmp_path):
+    extra = '[certify]\nhonest = ["improving(days=12, alpha=2.0)", "conservative-analyst"]\n'
+    challenge = challenges.load(write_challenge(tmp_path, extra=extra))
+    assert challenge.honest_participants() == [("improving", {"days": 12, "alpha": 2.0}), ("conservative-analyst", {})]
+
+
+@pytest.mark.parametrize("honest, named", [
+    ('["improvng(days=60)"]', "did you mean 'improving'"),
+    ('["boosting"]', "'boosting' is an attack, not an honest participant; the honest participants are"),
+    ('["improving(dayz=60)"]', "did you mean 'days'"),
+    ('["improving(days=60)", "improving(days = 60)"]', "is listed twice"),
+    ("[]", "certify.honest"),
+])
+def test_a_bad_honest_participant_in_a_challenge_file_is_refused_by_key(tmp_path, honest, named):
+    with pytest.raises(ChallengeError) as refused:
+        challenges.load(write_challenge(tmp_path, extra=f"[certify]\nhonest = {honest}\n"))
+    assert "certify.honest" in str(refused.value) and named in str(refused.value)
+
+
+def _for_the_challenge(tmp_path: Path, honest, rules: str = "per_day = 10\ntotal = 300", extra: str = ""):
+    """A certificate made for the challenge (its data hash recorded) with ``honest`` as its record."""
+    path = write_challenge(tmp_path, n=400, rules=rules, extra=extra)
+    record = {"name": "test", "scorer": "zero-one", "task_identity": challenges.load(path).task_identity(),
+              "budgets": [300]}
+    return _certified(tmp_path, rules=rules, extra=extra, challenge=record, honest=honest)
+
+
+@pytest.mark.parametrize("honest", [
+    {"participant": "improving(days=300)"},  # version 1: one entry, its label
+    [{"participant": "improving(days=300)", "id": "improving", "params": {"days": 300, "alpha": 1.0, "view": None}}],
+])
+def test_a_certificate_of_the_challenges_honest_participants_covers_it_in_either_version(tmp_path, honest):
+    assert certificate_problems(_for_the_challenge(tmp_path, honest)) == []
+
+
+def test_a_certificate_of_other_honest_participants_is_stale(tmp_path):
+    [problem] = certificate_problems(_for_the_challenge(tmp_path, {"participant": "improving(days=30)"}))
+    assert ("measured the cost to honest participants with improving(days=30); this challenge's are "
+            "improving(days=300) (the default for its schedule): certify again with --challenge") in problem
+    extra = '[certify]\nhonest = ["improving(days=300)", "progressive-analyst(lam=0.5)"]\n'
+    [problem] = certificate_problems(_for_the_challenge(tmp_path / "declared", {"participant": "improving(days=300)"},
+                                                        extra=extra))
+    assert "this challenge's are improving(days=300), progressive-analyst(lam=0.5) ([certify] honest)" in problem
+
+
+def test_a_certificate_whose_honest_record_names_no_participant_is_refused_in_one_line(tmp_path):
+    with pytest.raises(ChallengeError) as refused:
+        certificate_problems(_for_the_challenge(tmp_path, {"rank_correlation": 0.5}))
+    assert "\n" not in str(refused.value) and "its 'honest' record does not name its honest participants" in str(refused.value)
+
+
+def _crowd(tmp_path: Path, entries: str, **options) -> challenges.Challenge:
+    """A challenge whose teams are the ``[[teams]]`` tables ``entries`` (TOML)."""
+    path = write_challenge(tmp_path, teams=(), **options)
+    path.write_text(path.read_text() + entries)
+    return challenges.load(path)
+
+
+def test_one_teams_entry_with_a_count_stands_for_that_many_numbered_teams(tmp_path):
+    challenge = _crowd(tmp_path, '[[teams]]\nname = "crowd"\ncount = 300\n\n[[teams]]\nname = "baseline"\n')
+    names = [team.name for team in challenge.spec.teams]
+    assert names[:2] == ["crowd-001", "crowd-002"] and names[-2:] == ["crowd-300", "baseline"] and len(set(names)) == 301
+    assert [team.name for team in _crowd(tmp_path / "big", '[[teams]]\nname = "t"\ncount = 1000\n').spec.teams][-2:] == [
+        "t-999", "t-1000"]  # three digits until 999: the count's own digits never rename the teams before it
+
+
+@pytest.mark.parametrize("entries, named", [
+    ('[[teams]]\nname = "crowd"\ncount = 3\n\n[[teams]]\nname = "CROWD-002"\n', "team 'CROWD-002' is listed twice"),
+    ('[[teams]]\nname = "crowd-002"\n\n[[teams]]\nname = "crowd"\ncount = 3\n',
+     "team 'crowd-002' is listed twice (made by name = 'crowd' with count = 3)"),
+    ('[[teams]]\nname = "crowd"\ncount = 0\n', "teams[0].count: Input should be greater than or equal to 1, got 0"),
+    ('[[teams]]\nname = "crowd"\ncount = 1000000000000\n', "less than or equal to 100000"),
+    ('[[teams]]\nname = "a"\ncount = 60000\n\n[[teams]]\nname = "b"\ncount = 60000\n',
+     "120,000 teams (counts included); a challenge has at most 100,000"),
+    (f'[[teams]]\nname = "{"x" * 61}"\ncount = 5\n', "longer than 64 characters"),
+    ('[[teams]]\nname = "organiser"\ncount = 5\n', "is the organiser's name"),
+])
+def test_a_bad_team_count_is_refused_by_key_before_any_name_is_made(tmp_path, entries, named):
+    with pytest.raises(ChallengeError) as refused:
+        _crowd(tmp_path, entries)
+    assert "teams" in str(refused.value) and named in str(refused.value)
+
+
+def test_a_million_teams_are_refused_without_making_their_names(tmp_path, monkeypatch):
+    monkeypatch.setattr(challenges.TeamTable, "names", lambda self: pytest.fail("names made before the bound"))
+    with pytest.raises(ChallengeError, match="1,000,000 teams"):
+        _crowd(tmp_path, "".join(f'[[teams]]\nname = "g{i}"\ncount = 100000\n\n' for i in range(10)))
+
+
+def test_raising_a_count_changes_no_other_teams_transcript(tmp_path):
+    """Each team's mechanism draws from a stream of its own name (serve), and a count adds names
+    without renaming any: crowd-042's releases under noise are the same, bit for bit, in a challenge
+    of 99 crowd teams and in one of 100 and another team, over HTTP to the running service."""
+    from ladderlab.serve.storage import sqlite_url
+    from tests.serve_helpers import ThreadServer, open_service, upload
+
+    rows = np.random.default_rng(7).integers(0, 2, (6, 400)).astype(float)
+    released = []
+    for folder, entries in (("small", '[[teams]]\nname = "crowd"\ncount = 99\n'),
+                            ("large", '[[teams]]\nname = "crowd"\ncount = 100\n\n[[teams]]\nname = "late"\n')):
+        path = write_challenge(tmp_path / folder, teams=(), mechanism="noisy", params='noise = "gaussian", scale = 0.05')
+        path.write_text(path.read_text() + entries)
+        service, tokens = open_service(path, sqlite_url(tmp_path / folder / "log.sqlite"))
+        with ThreadServer(service) as server:
+            answers = [upload(server.url, tokens["crowd-042"], row[None]) for row in rows]
+            other = upload(server.url, tokens["crowd-041"], rows[:1])[1]["submissions"][0]["released"]
+        service.storage.close()
+        assert all(status == 201 for status, _ in answers)
+        released.append([answer["submissions"][0]["released"] for _, answer in answers])
+    assert released[0] == released[1] and len(set(released[0])) == len(rows)
+    assert other != released[1][0]  # another team's stream: the same row is released otherwise

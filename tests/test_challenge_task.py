@@ -252,8 +252,9 @@ def test_the_deterministic_honest_play_of_a_challenge_is_measured_once_with_the_
     gives the same numbers, bit for bit, and the certificate says it measured them once."""
     certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
                                     run_dir=tmp_path)
-    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]
-    honest = certificate["honest"]
+    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]  # a version-1 certificate's one entry
+    [honest] = certificate["honest"]
+    assert honest["participant"] == shipped["participant"] == "improving(days=30)"
     assert (honest["replications"], honest["deterministic"], shipped["replications"]) == (1, True, 20)
     assert {key: honest[key] for key in certify.HONEST_MEASURES} == {key: shipped[key] for key in certify.HONEST_MEASURES}
     assert "measured once" in certify.markdown(certificate)
@@ -264,7 +265,7 @@ def test_the_honest_play_counts_as_random_when_the_mechanism_draws(mechanism, dr
     """Noise (a draw) and LadderBoot's bootstrap (a derived stream) make the honest play random on
     fixed data too; full disclosure beside them draws nothing."""
     challenge, identity = load_challenge(EXAMPLE)
-    families = challenge_families(challenge, identity, EXAMPLE)
+    families = challenge_families(challenge, identity, EXAMPLE, [certify.default_honest()])
     specs = [certify.parse_attack("boosting(k=30)")]
     battery = certify.battery_scenario(mechanism, {}, 200, [30], specs, 2, 0, families)
     honest = certify._sorted_battery(battery, mechanism, specs, [30], 200, families).honest
@@ -329,3 +330,31 @@ def test_certify_and_serve_read_class_names_alike_and_a_renaming_voids_the_certi
     assert challenges.certificate_problems(challenges.load(path)) == []
     labels.assign(label=labels.label.map({0.0: "cat", 1.0: "dog"})).to_csv(tmp_path / "labels.csv", index=False)
     assert ["other data" in problem for problem in challenges.certificate_problems(challenges.load(path))] == [True]
+
+
+def test_an_honest_participant_beyond_a_teams_budget_is_refused_before_the_battery(tmp_path):
+    with pytest.raises(ValueError, match=r"--honest improving\(days=31\): makes 31 submissions, more than a team's "
+                                         "budget of 30"):
+        certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, honest=["improving(days=31)"],
+                          run_dir=tmp_path / "battery")
+    assert not (tmp_path / "battery").exists()
+
+
+def test_a_certificate_of_another_honest_participant_does_not_cover_the_challenge(tmp_path):
+    """Certified with --honest improving(days=10): the example's own (its schedule's 30 days) is not
+    what the certificate measured, so serve's check names it; the certificate records its participant."""
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
+                                    honest=["improving(days=10)"], run_dir=tmp_path / "battery")
+    [honest] = certificate["honest"]
+    assert (honest["participant"], honest["params"]["days"], certificate["honest"][0]["deterministic"]) == (
+        "improving(days=10)", 10, True)
+    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]
+    assert honest["rank_correlation"] != shipped["rank_correlation"]  # ten days rank otherwise than thirty
+    certify.write_certificate(certificate, tmp_path / "ladder.json")
+    challenge_file = tmp_path / "challenge.toml"
+    challenge_file.write_text(EXAMPLE.read_text().replace('file = "labels.csv"', f'file = "{EXAMPLE.parent}/labels.csv"')
+                              .replace('"train.csv"', f'"{EXAMPLE.parent}/train.csv"')
+                              .replace('"holdout.csv"', f'"{EXAMPLE.parent}/holdout.csv"'))
+    problems = challenges.certificate_problems(challenges.load(challenge_file))
+    assert ["with improving(days=10); this challenge's are improving(days=30) (the default for its schedule)" in problem
+            for problem in problems].count(True) == 1

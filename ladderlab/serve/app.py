@@ -256,7 +256,7 @@ def create_app(service: Service) -> FastAPI:
             return HTMLResponse(pages.result(service, str(error), False, known), status_code=status)
         entry = accepted.entries[-1]
         message = (f"Submission {entry.team_sequence} of {team} (id {entry.submission_id}): released "
-                   f"{service.scorer.name} {pages.released_text(entry.released)}")
+                   f"{service.scorer.name} {pages.released_text(entry.released, service.challenge.release_step())}")
         return HTMLResponse(pages.result(service, message, True, team), status_code=201)
 
     @app.post("/mine", response_class=HTMLResponse, include_in_schema=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ladderlab.atomic import write_atomically
+from ladderlab.display import described_release_step, score_text
 
 SUBCOMMANDS = ("verify", "links", "bench")
 
@@ -360,9 +361,9 @@ def _attack(args: argparse.Namespace) -> int:
     spec = parse_attack(args.attack)
     attack = ATTACKS.make(spec.id, **(spec.pinned or {}))
     board, final = play_remote(args.url, args.token, attack, args.budget, args.seed)
-    transcript = board.transcript
-    print(f"{attack.id}: {_submissions(board.submissions)}; released: first {_value(transcript, 0)}, "
-          f"last {_value(transcript, -1)}, best {_best(transcript, board.challenge['greater_is_better'])}")
+    transcript, step = board.transcript, described_release_step(board.challenge)
+    print(f"{attack.id}: {_submissions(board.submissions)}; released: first {_value(transcript, 0, step)}, "
+          f"last {_value(transcript, -1, step)}, best {_best(transcript, board.challenge['greater_is_better'], step)}")
     if board.submissions == 0 and board.remaining == 0:
         print("ladderlab: warning: no submission made: the server's caps leave this team none (today or in total; "
               "GET /api/me says which)", file=sys.stderr)
@@ -379,16 +380,16 @@ def _attack(args: argparse.Namespace) -> int:
         from ladderlab.serve.client import RemoteBoard
 
         final_board = RemoteBoard(args.url, args.token)
-        print(f"final prediction submitted: released {final_board.submit(final)!r}")
+        print(f"final prediction submitted: released {score_text(final_board.submit(final), step)}")
         final_board.close()
     return 0
 
 
-def _value(transcript: Any, index: int) -> str:
-    return repr(float(transcript[index])) if len(transcript) else "-"
+def _value(transcript: Any, index: int, step: float | None) -> str:
+    return score_text(float(transcript[index]), step) if len(transcript) else "-"
 
 
-def _best(transcript: Any, greater_is_better: bool) -> str:
+def _best(transcript: Any, greater_is_better: bool, step: float | None) -> str:
     if not len(transcript):
         return "-"
-    return repr(float(max(transcript) if greater_is_better else min(transcript)))
+    return score_text(float(max(transcript) if greater_is_better else min(transcript)), step)

@@ -10,16 +10,18 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ladderlab.display import score_text
 from ladderlab.naming import plugin_label
 from ladderlab.serve.service import Service
 
 environment = Environment(loader=PackageLoader("ladderlab.serve", "templates"), autoescape=select_autoescape())
 
 
-def released_text(value: float | None) -> str:
-    """A released value as shown on the page: the shortest text that reads back as the same float
-    (None: a submission refused by a linked group's caps)."""
-    return "refused (linked)" if value is None else repr(float(value))
+def released_text(value: float | None, step: float | None) -> str:
+    """A released value as shown on the page, at the precision of the mechanism's release grid
+    ``step`` or to a few significant digits (:func:`ladderlab.display.score_text`; the API gives
+    every bit); None: a submission refused by a linked group's caps."""
+    return "refused (linked)" if value is None else score_text(float(value), step)
 
 
 def _common(service: Service) -> dict[str, Any]:
@@ -37,7 +39,8 @@ def index(service: Service, value_columns: str) -> str:
     rules = spec.rules
     caps = [f"{rules.per_day} per UTC day" if rules.per_day else "", f"{rules.total} in total" if rules.total else ""]
     caps_text = " and ".join(cap for cap in caps if cap)
-    rows = [dict(row, released_text=released_text(row["released"])) for row in service.leaderboard()]
+    step = service.challenge.release_step()
+    rows = [dict(row, released_text=released_text(row["released"], step)) for row in service.leaderboard()]
     closed = service.closed_at()
     return environment.get_template("index.html").render(
         **_common(service), rows=rows, closed=None if closed is None else closed.isoformat(),
@@ -47,7 +50,8 @@ def index(service: Service, value_columns: str) -> str:
 
 
 def result(service: Service, message: str | None, ok: bool, team: str | None) -> str:
-    submissions = [] if team is None else [dict(row, released_text=released_text(row["released"]))
+    step = service.challenge.release_step()
+    submissions = [] if team is None else [dict(row, released_text=released_text(row["released"], step))
                                            for row in service.own_submissions(team)]
     return environment.get_template("result.html").render(
         **_common(service), message=message, ok=ok, team=team, submissions=submissions,
