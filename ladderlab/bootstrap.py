@@ -61,10 +61,7 @@ class BootstrapMeanSampler:
         self.pvals = counts / loss.size
         self.loss = loss
         self.by_index = self.total <= INDEX_DRAW_FACTOR * self.values.size
-        if self.by_index and loss.size**2 <= PAIR_TABLE_ENTRIES:
-            self.pair_sums: FloatArray | None = (loss[:, None] + loss[None, :]).ravel()
-        else:
-            self.pair_sums = None
+        self.pair_sums = pair_table(loss) if self.by_index else None
         self.poissonized: PoissonizedBootstrapMeans | None = None
         if self.values.size > 2 and not self.by_index and MULTINOMIAL_COST * self.values.size > expected_cost(loss.size, b):
             self.poissonized = PoissonizedBootstrapMeans(loss, b)
@@ -93,20 +90,32 @@ class BootstrapMeanSampler:
 
     def _draw_by_index(self, rng: np.random.Generator, out: FloatArray) -> FloatArray:
         """``out`` filled with releases from b·n drawn indices (in pairs where the table exists)."""
-        n = self.loss.size
         per_release = self.total if self.pair_sums is None else (self.total + 1) // 2
         rows_per_chunk = max(1, CHUNK_ELEMENTS // per_release)
         for start in range(0, out.size, rows_per_chunk):
             rows = min(rows_per_chunk, out.size - start)
-            if self.pair_sums is None:
-                sums = np.take(self.loss, rng.integers(0, n, size=(rows, per_release)))
-            else:
-                pairs = rng.integers(0, n * n, size=(rows, per_release))
-                sums = np.take(self.pair_sums, pairs)
-                if self.total % 2:
-                    sums[:, -1] = np.take(self.loss, pairs[:, -1] // n)
-            out[start : start + rows] = sums.sum(axis=1) / self.total
+            out[start : start + rows] = index_sums(rng, self.loss, self.pair_sums, self.total, rows) / self.total
         return out
+
+
+def pair_table(values: FloatArray) -> FloatArray | None:
+    """v_i + v_j over the n² ordered pairs (row-major), or None where n² exceeds ``PAIR_TABLE_ENTRIES``."""
+    return (values[:, None] + values[None, :]).ravel() if values.size**2 <= PAIR_TABLE_ENTRIES else None
+
+
+def index_sums(rng: np.random.Generator, values: FloatArray, pair_sums: FloatArray | None, draws: int,
+               rows: int) -> FloatArray:
+    """Per row, the sum of ``draws`` values drawn uniformly with replacement from ``values``: two at a
+    time where ``pair_sums`` (:func:`pair_table`) is given, one index uniform on the n² pairs (an odd
+    count takes the first value of one more pair)."""
+    n = values.size
+    if pair_sums is None:
+        return np.take(values, rng.integers(0, n, size=(rows, draws))).sum(axis=1)
+    pairs = rng.integers(0, n * n, size=(rows, (draws + 1) // 2))
+    sums = np.take(pair_sums, pairs)
+    if draws % 2:
+        sums[:, -1] = np.take(values, pairs[:, -1] // n)
+    return sums.sum(axis=1)
 
 
 def bootstrap_mean_losses(
@@ -186,7 +195,8 @@ class ResampleSums:
     of Multinomial(n, (m_1/n, …, m_K/n, 1 − s/n)) and the sum is Σ_k v_k·N_k (K binomials per
     resample: a 0/1 loss difference has K ≤ 2); *by support*, L ~ Binomial(n, s/n) of the n draws
     land on the s samples, uniformly among them, and their values are summed (one binomial, none
-    when s = n, and L indices). A resample's sum is added up from the drawn values, so it is exact
+    when s = n, and L indices; where s = n and n² is small, n/2 indices of pairs, as
+    :class:`BootstrapMeanSampler` draws them). A resample's sum is added up from the drawn values, so it is exact
     where v takes integer values (a 0/1 loss difference): its sign and the sign of a total of sums
     are then never decided by rounding. The path depends on v alone.
     """
@@ -198,13 +208,17 @@ class ResampleSums:
         self.pvals = np.append(counts, self.n - self.support.size) / self.n
         by_support = (BINOMIAL_COST if self.support.size < self.n else 0.0) + self.support.size
         self.grouped = BINOMIAL_COST * self.values.size < by_support
+        self.pair_sums = pair_table(v) if self.support.size == self.n and not self.grouped else None
 
     def draw(self, rng: np.random.Generator, resamples: int) -> FloatArray:
         """The sums of ``resamples`` independent resamples."""
         out = np.zeros(resamples)
         if self.support.size == 0:
             return out
-        width = self.values.size + 1 if self.grouped else self.support.size
+        if self.grouped:
+            width = self.values.size + 1
+        else:
+            width = self.support.size if self.pair_sums is None else (self.n + 1) // 2
         rows_per_chunk = max(1, CACHED_CHUNK_ELEMENTS // width)
         for start in range(0, resamples, rows_per_chunk):
             rows = min(rows_per_chunk, resamples - start)
@@ -217,6 +231,8 @@ class ResampleSums:
 
     def _by_support(self, rng: np.random.Generator, rows: int) -> FloatArray:
         s = self.support.size
+        if self.pair_sums is not None:
+            return index_sums(rng, self.support, self.pair_sums, s, rows)
         if s == self.n:
             return np.take(self.support, uniform_indices(rng, s, (rows, s))).sum(axis=1)
         landed = rng.binomial(self.n, s / self.n, size=rows)
