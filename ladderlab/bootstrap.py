@@ -196,9 +196,9 @@ class ResampleSums:
     resample: a 0/1 loss difference has K ≤ 2); *by support*, L ~ Binomial(n, s/n) of the n draws
     land on the s samples, uniformly among them, and their values are summed (one binomial, none
     when s = n, and L indices; where s = n and n² is small, n/2 indices of pairs, as
-    :class:`BootstrapMeanSampler` draws them). A resample's sum is added up from the drawn values, so it is exact
-    where v takes integer values (a 0/1 loss difference): its sign and the sign of a total of sums
-    are then never decided by rounding. The path depends on v alone.
+    :class:`BootstrapMeanSampler` draws them). A resample's sum is added up from the drawn values,
+    so it is exact where v takes integer values (a 0/1 loss difference): its sign and the sign of a
+    total of sums are then never decided by rounding. The path depends on v alone.
     """
 
     def __init__(self, v: FloatArray):
