@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -66,27 +67,61 @@ def measure(mechanisms: list[str], settings: list[Setting], jobs: list[int], rep
     return timings
 
 
-def table(timings: list[tuple[str, Setting, CertifyTiming]], replications: int, seed: int) -> str:
-    """The measurements as a Markdown section between the page's markers."""
+def table(timings: list[tuple[str, Setting, CertifyTiming]], replications: int, seed: int,
+          kept: dict[tuple[str, str, str], str] | None = None) -> str:
+    """The measurements as a Markdown section between the page's markers, merged with ``kept`` rows
+    (:func:`kept_rows` of the page) that this run did not measure again; rows in family, setting and
+    jobs order, each dated."""
     load = os.getloadavg()[0]
+    rows = dict(kept or {})
+    for mechanism, setting, timing in timings:
+        cells = [mechanism, f"`{setting.flags()}`", str(timing.jobs), f"{timing.cpu_seconds:.1f}",
+                 f"{timing.wall_seconds:.1f}", str(timing.replications), str(timing.safe_budget),
+                 _where(timing.duel_seconds, mechanism), f"{time.strftime('%Y-%m-%d')}, load {load:.1f}"]
+        rows[tuple(cells[:3])] = "| " + " | ".join(cells) + " |"
     lines = [
         BEGIN,
-        f"Measured by `ladderlab bench-certify --replications {replications} --seed {seed}` on "
-        f"{time.strftime('%Y-%m-%d')}: Linux {platform.release()}, {os.cpu_count()} processors, load average "
-        f"{load:.1f} at the end, Python {platform.python_version()}, on a machine shared with other work (the wall "
-        "times are inflated by its load; CPU is user + system seconds of the command and its workers). Every "
-        f"certificate: `ladderlab certify MECHANISM` at its default parameters, `--replications {replications} "
-        f"--seed {seed}`, from an empty battery directory.",
+        f"Measured by `ladderlab bench-certify --replications {replications} --seed {seed}`, each row on the "
+        f"day and at the load average it gives (rows of several runs, merged by `--write`; the last on "
+        f"{time.strftime('%Y-%m-%d')}: Linux {platform.release()}, {os.cpu_count()} processors, Python "
+        f"{platform.python_version()}), on a machine shared with other work (the wall times are inflated by its "
+        "load; CPU is user + system seconds of the command and its workers). Every certificate: `ladderlab "
+        f"certify MECHANISM` at its default parameters, `--replications {replications} --seed {seed}`, from an "
+        "empty battery directory.",
         "",
         "| mechanism | setting | jobs | CPU s | wall s | replications used | safe budget | where the time goes "
-        "(seconds in duels: attack against the mechanism / against full disclosure) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "(seconds in duels: attack against the mechanism / against full disclosure) | measured |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    for mechanism, setting, timing in timings:
-        lines.append(f"| {mechanism} | `{setting.flags()}` | {timing.jobs} | {timing.cpu_seconds:.1f} | "
-                     f"{timing.wall_seconds:.1f} | {timing.replications} | {timing.safe_budget} | "
-                     f"{_where(timing.duel_seconds, mechanism)} |")
-    return "\n".join([*lines, END])
+    return "\n".join([*lines, *(rows[key] for key in sorted(rows, key=_row_order)), END])
+
+
+def kept_rows(section: str) -> dict[tuple[str, str, str], str]:
+    """The rows of a table :func:`table` wrote, by (mechanism, setting, jobs); a row of a table from
+    before rows were dated gets the date and load its header gave."""
+    dated = re.search(r"on (\d{4}-\d{2}-\d{2}):.*?load average ([\d.]+) at the end", section)
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or len(cells) < 8 or cells[0] in ("mechanism", "---"):
+            continue
+        if len(cells) == 8 and dated:
+            line = f"{line.rstrip()} {dated[1]}, load {dated[2]} |"
+        rows[tuple(cells[:3])] = line
+    return rows
+
+
+def measured_with(section: str) -> tuple[int, int] | None:
+    """The ``--replications`` and ``--seed`` of the table in ``section`` (None: it names none)."""
+    match = re.search(r"`ladderlab bench-certify --replications (\d+) --seed (\d+)`", section)
+    return None if match is None else (int(match[1]), int(match[2]))
+
+
+def _row_order(key: tuple[str, str, str]) -> tuple[int, int, int]:
+    mechanism, flags, jobs = key
+    settings = [f"`{setting.flags()}`" for setting in SETTINGS.values()]
+    return (FAMILIES.index(mechanism) if mechanism in FAMILIES else len(FAMILIES),
+            settings.index(flags) if flags in settings else len(settings), int(jobs) if jobs.isdigit() else 0)
 
 
 def _where(duel_seconds: dict[str, dict[str, float]], mechanism: str, shown: int = 4) -> str:
@@ -119,19 +154,31 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                         help="the most replications of a grid point (default 100, certify's)")
     parser.add_argument("--seed", type=arguments.count(0), default=0, help="root seed of every battery (default 0)")
     parser.add_argument("--write", metavar="PAGE", help="put the table into PAGE between the certify-speed markers "
-                        "(docs/certify-speed.md), again after each certificate")
+                        "(docs/certify-speed.md), again after each certificate: the rows measured replace those "
+                        "of the same mechanism, setting and jobs, the page's other rows stay")
     parser.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
+    from ladderlab.markdown import marked_section
+
     page = Path(args.write) if args.write else None
-    if page is not None and (not page.is_file() or BEGIN not in page.read_text()):
-        raise ValueError(f"--write {page}: the page does not exist or has no {BEGIN} marker")
+    kept: dict[tuple[str, str, str], str] = {}
+    if page is not None:
+        section = marked_section(page.read_text(), BEGIN, END) if page.is_file() else None
+        if section is None:
+            raise ValueError(f"--write {page}: the page does not exist or has no {BEGIN} marker")
+        earlier = measured_with(section)
+        if earlier is not None and earlier != (args.replications, args.seed):
+            raise ValueError(f"--write {page}: its table was measured with --replications {earlier[0]} --seed "
+                             f"{earlier[1]}, not --replications {args.replications} --seed {args.seed}; "
+                             "rows of both would not compare (give the same or write another page)")
+        kept = kept_rows(section)
     mechanisms = args.mechanism or list(FAMILIES)
 
     def written(timings: list[tuple[str, Setting, CertifyTiming]]) -> None:
         if page is not None:
-            write_section(page, table(timings, args.replications, args.seed))
+            write_section(page, table(timings, args.replications, args.seed, kept))
 
     timings = measure(mechanisms, [SETTINGS[name] for name in args.setting or SETTINGS], args.jobs or [1, 2],
                       args.replications, args.seed, say=lambda line: print(line, file=sys.stderr), measured=written)

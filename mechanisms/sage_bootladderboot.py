@@ -4,10 +4,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ladderlab.bootstrap import bootstrap_counts
+from ladderlab.bootstrap import BINOMIAL_COST, ResampleSums, bootstrap_counts
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Options
-from ladderlab.scoring import Scorer
+from ladderlab.scoring import LossScorer, PredictionKind, Scorer
 
 RESAMPLE_CHUNK_ELEMENTS = 1 << 15
 """Resampled counts scored at once: the rank and moment temporaries of a chunk stay in cache
@@ -38,28 +38,38 @@ def bootladderboot_decision(
 ) -> BootLadderBootDecision:
     """Sage Bionetworks' ``computeBayesFactor`` and release on paired bootstrap scores.
 
-    With d_b = new_b − lead_b over the resamples, a = #{d_b ≥ 0}, b = #{d_b < 0}:
-    K_raw = a/b (``"2019"``, as deployed) or max(a/b, b/a) (``"head"``, the package
-    since July 2020); K = 1/K_raw when mean(new) ≤ mean(lead), whatever the
-    orientation, with x/0 = ∞ and 1/∞ = 0. The new submission meets the cutoff when
-    K > ``bayes_threshold`` and its mean is better in the metric's orientation. The
-    release is the mean of the first ``report_n`` resampled scores of the new
-    submission if it met the cutoff, else of the lead. Under ``"head"`` a
-    smaller-is-better metric can never meet the cutoff: a better mean inverts K to
-    1/max(a/b, b/a) ≤ 1.
+    With d_b = new_b − lead_b over the resamples, a = #{d_b ≥ 0}, b = #{d_b < 0}
+    (:func:`bayes_factor`). The release is the mean of the first ``report_n`` resampled
+    scores of the new submission if it met the cutoff, else of the lead.
     """
     d = new_scores - lead_scores
-    a, b = int(np.count_nonzero(d >= 0)), int(np.count_nonzero(d < 0))
+    at_least = int(np.count_nonzero(d >= 0))
+    mean_difference = float(np.mean(new_scores)) - float(np.mean(lead_scores))
+    bayes, met = bayes_factor(at_least, d.size - at_least, mean_difference, greater_is_better, variant, bayes_threshold)
+    score = float(np.mean((new_scores if met else lead_scores)[:report_n]))
+    return BootLadderBootDecision(bayes, met, score)
+
+
+def bayes_factor(at_least: int, below: int, mean_difference: float, greater_is_better: bool,
+                 variant: str = "2019", bayes_threshold: float = 3.0) -> tuple[float, bool]:
+    """Sage Bionetworks' ``computeBayesFactor``: the Bayes factor K and whether it meets the cutoff.
+
+    From a = ``at_least`` = #{d_b ≥ 0} and b = ``below`` = #{d_b < 0} of the paired differences
+    and the sign of ``mean_difference`` = mean(new) − mean(lead): K_raw = a/b (``"2019"``, as
+    deployed) or max(a/b, b/a) (``"head"``, the package since July 2020); K = 1/K_raw when
+    mean(new) ≤ mean(lead), whatever the orientation, with x/0 = ∞ and 1/∞ = 0. The new
+    submission meets the cutoff when K > ``bayes_threshold`` and its mean is better in the
+    metric's orientation. Under ``"head"`` a smaller-is-better metric can never meet the
+    cutoff: a better mean inverts K to 1/max(a/b, b/a) ≤ 1.
+    """
+    a, b = at_least, below
     k_raw = _divide(a, b) if (variant == "2019" or a > b) else _divide(b, a)
-    mean_new, mean_lead = float(np.mean(new_scores)), float(np.mean(lead_scores))
-    if mean_new <= mean_lead:
+    if mean_difference <= 0:
         k = 0.0 if np.isinf(k_raw) else _divide(1.0, k_raw)
     else:
         k = k_raw
-    better = mean_new > mean_lead if greater_is_better else mean_new < mean_lead
-    met = bool(k > bayes_threshold and better)
-    score = float(np.mean((new_scores if met else lead_scores)[:report_n]))
-    return BootLadderBootDecision(float(k), met, score)
+    better = mean_difference > 0 if greater_is_better else mean_difference < 0
+    return float(k), bool(k > bayes_threshold and better)
 
 
 class SageBootLadderBoot(Mechanism):
@@ -81,13 +91,18 @@ class SageBootLadderBoot(Mechanism):
     Version 2 draws each resample's counts from n uniform indices (``bootstrap_counts``)
     in cache-sized chunks instead of a multinomial: the same distribution, another random
     stream, about 3 times faster per submission. Version 3 draws those indices as 16-bit
-    integers: the same distribution again, another stream.
+    integers: the same distribution again, another stream. Version 4, for a per-sample loss,
+    draws only what the decision depends on (docs/decisions.md#sage-sufficient-draws): the
+    first ``report_n`` resamples in full (they are released), the others as the sums c_b·d of
+    the loss difference d = l_new − l_lead (:class:`ladderlab.bootstrap.ResampleSums`), since
+    new_b − lead_b = c_b·d / n and mean(new) − mean(lead) = Σ_b c_b·d / (B·n): the same
+    distribution of the decision and the release, another stream.
     """
 
     id = "sage-bootladderboot"
     reference = "Sage Bionetworks challengescoring::bootLadderBoot (IDG-DREAM round 1b, 2019)"
     releases_best = True
-    version = "3"
+    version = "4"
     _parameter_constraints = {
         "variant": [Options({"2019", "head"})],
         "bootstrap_n": [Interval(int, 1, None)],
@@ -107,8 +122,14 @@ class SageBootLadderBoot(Mechanism):
             raise ValueError(f"{self.id}: report_n ({self.report_n}) must not exceed bootstrap_n ({self.bootstrap_n})")
 
     def resampled_values(self, n_public: int, scorer: Scorer | None = None) -> int:
-        """``bootstrap_n`` paired resamples of the n public rows, each scoring two predictions."""
-        return 2 * self.bootstrap_n * n_public
+        """``bootstrap_n`` paired resamples of the n public rows, each scoring two predictions; for
+        a per-sample loss, ``report_n`` of them in full and the others' sums over the samples whose
+        loss changed (at most n indices each; for a loss of labels, whose difference takes the
+        values ±1, two binomials, each worth ``BINOMIAL_COST`` indices)."""
+        if not isinstance(scorer, LossScorer):
+            return 2 * self.bootstrap_n * n_public
+        others = 2 * BINOMIAL_COST if scorer.prediction_kind == PredictionKind.LABEL else n_public
+        return int(2 * self.report_n * n_public + (self.bootstrap_n - self.report_n) * others)
 
     def _start(self) -> None:
         self.lead_: FloatArray | None = None
@@ -123,11 +144,7 @@ class SageBootLadderBoot(Mechanism):
                 self.bayes_factors_.append(np.nan)
                 met = True
             else:
-                scores = self._resampled_scores(np.stack([prediction, self.lead_]), self.bootstrap_n)
-                decision = bootladderboot_decision(
-                    scores[:, 0], scores[:, 1], self.scorer_.greater_is_better,
-                    self.variant, self.bayes_threshold, self.report_n,
-                )
+                decision = self._decide(prediction)
                 released[row] = decision.score
                 self.bayes_factors_.append(decision.bayes)
                 met = decision.met
@@ -135,6 +152,24 @@ class SageBootLadderBoot(Mechanism):
                 self.lead_ = prediction.copy()
                 self.acceptances_.append(len(self.released_) + row)
         return released
+
+    def _decide(self, prediction: FloatArray) -> BootLadderBootDecision:
+        """:func:`bootladderboot_decision` of ``prediction`` against the lead on fresh resamples."""
+        pair = np.stack([prediction, self.lead_])
+        if not isinstance(self.scorer_, LossScorer):
+            scores = self._resampled_scores(pair, self.bootstrap_n)
+            return bootladderboot_decision(scores[:, 0], scores[:, 1], self.scorer_.greater_is_better,
+                                           self.variant, self.bayes_threshold, self.report_n)
+        losses = self.scorer_.loss(self.labels_, pair)
+        difference = losses[0] - losses[1]
+        counts = self._counts(self.report_n)
+        released = self.scorer_.on_resamples(self.labels_, pair, counts)
+        sums = np.concatenate([counts @ difference,
+                               ResampleSums(difference).draw(self.rng_, self.bootstrap_n - self.report_n)])
+        at_least = int(np.count_nonzero(sums >= 0))
+        bayes, met = bayes_factor(at_least, sums.size - at_least, float(np.sum(sums)),
+                                  self.scorer_.greater_is_better, self.variant, self.bayes_threshold)
+        return BootLadderBootDecision(bayes, met, float(np.mean(released[:, 0 if met else 1])))
 
     def _resampled_scores(self, predictions: FloatArray, resamples: int) -> FloatArray:
         """resamples × m scores of ``predictions`` on fresh paired ordinary-bootstrap resamples."""
@@ -144,3 +179,7 @@ class SageBootLadderBoot(Mechanism):
             out[start : start + counts.shape[0]] = self.scorer_.on_resamples(self.labels_, predictions, counts)
             start += counts.shape[0]
         return out
+
+    def _counts(self, resamples: int) -> FloatArray:
+        """resamples × n counts of fresh ordinary-bootstrap resamples."""
+        return np.concatenate(list(bootstrap_counts(self.rng_, resamples, self.n_, RESAMPLE_CHUNK_ELEMENTS)))
