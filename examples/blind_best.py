@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack
+from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, random_predictions
 from ladderlab.board import Board
 from ladderlab.params import Interval
 from ladderlab.scoring import PredictionKind, get_scorer
@@ -28,8 +28,8 @@ class BlindBest(Attack):
     """Submit ``k`` independent random predictions, every one drawn before the first release.
 
     Labels are uniform over the task's classes, probabilities uniform on [0, 1], class
-    probabilities flat-Dirichlet rows, real values standard normal (the draws of
-    ``hill-climbing``'s random start). Submitted in batches; nothing released is read. The
+    probabilities flat-Dirichlet rows, real values standard normal
+    (``ladderlab.attack.random_predictions``, the draws of ``hill-climbing``'s random start). Submitted in batches; nothing released is read. The
     final prediction is the first one: the certificate's Δ is that of the submission the
     leaderboard reports, whatever the final prediction is.
     """
@@ -58,21 +58,11 @@ class BlindBest(Attack):
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> np.ndarray:
         kind = get_scorer(data.scorer).prediction_kind
         k = self.k if board.remaining is None else min(self.k, board.remaining)
-        first = _random_predictions(kind, board.classes, 1, board.holdout_size, rng)
+        first = random_predictions(kind, board.classes, (1, board.holdout_size), rng)
         rows = max(1, SUBMISSION_CHUNK_ELEMENTS // first[0].size)
         if k:
             board.submit_many(first)
         for start in range(1, k, rows):
-            board.submit_many(_random_predictions(kind, board.classes, min(rows, k - start), board.holdout_size, rng))
+            board.submit_many(random_predictions(kind, board.classes, (min(rows, k - start), board.holdout_size), rng))
         return first[0]
 
-
-def _random_predictions(kind: PredictionKind, classes: np.ndarray, k: int, n: int,
-                        rng: np.random.Generator) -> np.ndarray:
-    if kind is PredictionKind.LABEL:
-        return classes[rng.integers(0, classes.size, (k, n))]
-    if kind is PredictionKind.PROBABILITY:
-        return rng.uniform(0.0, 1.0, (k, n))
-    if kind is PredictionKind.PROBABILITIES:
-        return rng.dirichlet(np.ones(classes.size), (k, n))
-    return rng.standard_normal((k, n))
