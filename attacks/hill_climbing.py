@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ladderlab.attack import Attack, FloatArray
+from ladderlab.attack import Attack, FloatArray, random_predictions
 from ladderlab.board import Board
 from ladderlab.params import Interval, Options
 from ladderlab.scoring import PredictionKind, get_scorer
@@ -150,13 +150,7 @@ class HillClimbing(Attack):
                 return model.predict(data.X_holdout).astype(float)
             probabilities = model.predict_proba(data.X_holdout)
             return probabilities if kind is PredictionKind.PROBABILITIES else probabilities[:, -1].copy()
-        if kind is PredictionKind.LABEL:
-            return classes[rng.integers(0, classes.size, n)]
-        if kind is PredictionKind.PROBABILITY:
-            return rng.uniform(0.0, 1.0, n)
-        if kind is PredictionKind.PROBABILITIES:
-            return rng.dirichlet(np.ones(classes.size), n)
-        return rng.standard_normal(n)
+        return random_predictions(kind, classes, n, rng)
 
     def _perturbed(self, values: FloatArray, kind: PredictionKind, classes: FloatArray, rng: np.random.Generator) -> FloatArray:
         if kind is PredictionKind.LABEL:

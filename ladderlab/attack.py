@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from ladderlab.board import Board
 from ladderlab.plugin import Plugin
+from ladderlab.scoring import PredictionKind
 from ladderlab.tasks import PublicData, TaskType
 
 if TYPE_CHECKING:
@@ -26,6 +27,20 @@ float64): a batch stays below the size at which freed memory goes back to the sy
 (:mod:`ladderlab.memory`), and a board's result does not depend on how it is batched."""
 
 FloatArray = NDArray[np.float64]
+
+
+def random_predictions(kind: PredictionKind, classes: FloatArray, shape: int | tuple[int, ...],
+                       rng: np.random.Generator) -> FloatArray:
+    """Predictions drawn without reading anything: labels uniform over ``classes``, probabilities
+    uniform on [0, 1], class-probability rows flat-Dirichlet, real values standard normal. ``shape``
+    is the holdout size for one prediction vector, or (k, holdout size) for k of them."""
+    if kind is PredictionKind.LABEL:
+        return classes[rng.integers(0, classes.size, shape)]
+    if kind is PredictionKind.PROBABILITY:
+        return rng.uniform(0.0, 1.0, shape)
+    if kind is PredictionKind.PROBABILITIES:
+        return rng.dirichlet(np.ones(classes.size), shape)
+    return rng.standard_normal(shape)
 
 
 class Attack(Plugin):
