@@ -158,13 +158,7 @@ def table(measured: dict[str, dict[str, list[Timing]]], rounds: int, mode: str) 
     for workload in WORKLOADS:
         if workload.name not in measured:
             continue
-        timings = measured[workload.name]
-        none, isolated = timings["none"], [timings[name] for name in CONFIGURATIONS if name != "none"]
-        cells = [workload.what]
-        for figure in ("cpu", "wall"):
-            cells += [f"{statistics.median(getattr(t, figure) for t in runs):.1f}" for runs in (none, isolated[0])]
-            cells += [f"{_median_ratio(none, runs, figure):.2f}" for runs in isolated]
-        lines.append(f"| {' | '.join(cells)} |")
+        lines.append(_row(workload.what, measured[workload.name], ".1f"))
     longer, shorter, submissions = PER_SUBMISSION
     if longer in measured and shorter in measured:
         lines.append(_per_submission_row(measured[longer], measured[shorter], submissions))
@@ -176,11 +170,17 @@ def _per_submission_row(longer: dict[str, list[Timing]], shorter: dict[str, list
     round, over the submissions by which they differ (µs), and the median ratios of those differences."""
     extra = {name: [Timing(1e6 * (a.cpu - b.cpu) / submissions, 1e6 * (a.wall - b.wall) / submissions)
                     for a, b in zip(longer[name], shorter[name])] for name in CONFIGURATIONS}
-    none, isolated = extra["none"], [extra[name] for name in CONFIGURATIONS if name != "none"]
-    cells = [f"one submission of one row, without start-up: the difference of the two hill-climbing rows over the "
-             f"{submissions:,} submissions by which they differ (µs, not s)"]
+    return _row(f"one submission of one row, without start-up: the difference of the two hill-climbing rows over "
+                f"the {submissions:,} submissions by which they differ (µs, not s)", extra, ".0f")
+
+
+def _row(what: str, timings: dict[str, list[Timing]], figure_format: str) -> str:
+    """A table row: the medians of the unisolated and isolated runs' figures (in ``figure_format``)
+    and each isolated configuration's median ratio, for CPU and then wall time."""
+    none, isolated = timings["none"], [timings[name] for name in CONFIGURATIONS if name != "none"]
+    cells = [what]
     for figure in ("cpu", "wall"):
-        cells += [f"{statistics.median(getattr(t, figure) for t in runs):.0f}" for runs in (none, isolated[0])]
+        cells += [f"{statistics.median(getattr(t, figure) for t in runs):{figure_format}}" for runs in (none, isolated[0])]
         cells += [f"{_median_ratio(none, runs, figure):.2f}" for runs in isolated]
     return f"| {' | '.join(cells)} |"
 

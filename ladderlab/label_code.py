@@ -78,7 +78,8 @@ class LabelCode:
             return self.classes[U]
         if kind is PredictionKind.PROBABILITIES:
             return np.eye(self.classes.size)[U]
-        return np.where(U == 1, self._sure(), 1.0 - self._sure())
+        sure = self._sure()
+        return np.where(U == 1, sure, 1.0 - sure)
 
     def labels(self, submissions: FloatArray) -> NDArray[np.int64]:
         """The class indices of label vectors given as :meth:`submissions` made them."""
