@@ -36,24 +36,27 @@ import os
 import socket
 import struct
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ladderlab import multiplexing
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.colocation import adopt, colocated
 from ladderlab.mechanism import check_repeats
+from ladderlab.multiplexing import attack_side, joined, unpack
 from ladderlab.params import ParameterError
 from ladderlab.sandbox import Sandbox, SourceFile, View, require, sandbox_for
 from ladderlab.sharing import attack_identity
 from ladderlab.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 from ladderlab.tasks import PublicData
 
+T = TypeVar("T")
 Isolation = Literal["none", "process"]
 ISOLATION_MODES: tuple[str, ...] = ("none", "process")
 
@@ -175,14 +178,25 @@ _LEAN = struct.Struct("<4sB3xqqqqq")
 """The rest of a fixed-header message after its prefix: the array's dtype and number of
 dimensions, its shape (three sizes, unused ones 0) and two integers (a submission's repeats;
 a release's submissions made and left, -1 for no limit)."""
-SUBMIT_TAG, RELEASED_TAG = 0xFFFF_FFFF, 0xFFFF_FFFE
-"""Prefix values (beyond :data:`HEADER_LIMIT`) of the two fixed-header messages: a batch of
-predictions (``submit_many``) and the released scores that answer it (``released``)."""
+_HEAD = struct.Struct(_PREFIX.format + _LEAN.format[1:])
+"""A whole fixed header: prefix, then the rest."""
+_PART = struct.Struct("<I" + _HEAD.format[1:])
+"""A part of a message of several duels' parts: the duel's slot, then a fixed header."""
+_COUNT = struct.Struct("<I")
+"""The number of parts, first in a message of parts."""
+SUBMIT_TAG, RELEASED_TAG, PARTS_TAG = 0xFFFF_FFFF, 0xFFFF_FFFE, 0xFFFF_FFFD
+"""Prefix values (beyond :data:`HEADER_LIMIT`) of the fixed-header messages: a batch of
+predictions (``submit_many``), the released scores that answer it (``released``), and
+several duels' submissions or releases in one message (:mod:`ladderlab.multiplexing`)."""
 _LEAN_CODES = {np.dtype(code): np.dtype(code).str.encode().ljust(4, b"\0")
                for code in ("?", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8", "c8", "c16")}
 """The dtypes a fixed-header message may name (native numbers), and how; others take the JSON header."""
 _LEAN_DTYPES = {code: dtype for dtype, code in _LEAN_CODES.items()}
 _FLOAT64 = _LEAN_CODES[np.dtype(np.float64)]
+
+Part = tuple[dict[str, Any], dict[str, np.ndarray]]
+Fields = tuple[Any, ...]
+"""A fixed header's fields after the prefix's tag: bytes, dtype code, dimensions, three sizes, two integers."""
 
 
 class Channel:
@@ -191,7 +205,8 @@ class Channel:
     write when small; large arrays are sent and received without copies). The two messages
     of every submission, a batch of predictions and its released scores, have a fixed binary
     header instead (:meth:`send_submission`, :meth:`send_released`), read without building
-    or parsing text. Arrays are rebuilt from numeric dtypes only: nothing that crosses is
+    or parsing text, and so do several duels' submissions or releases sent as one message
+    (:meth:`send_parts`). Arrays are rebuilt from numeric dtypes only: nothing that crosses is
     ever unpickled or evaluated."""
 
     __slots__ = ("_buffer", "_end", "_socket", "_start")
@@ -211,21 +226,39 @@ class Channel:
 
     def send_submission(self, predictions: np.ndarray, repeats: int) -> None:
         """The message ``{"kind": "submit_many", "repeats": repeats}`` with the array ``predictions``."""
-        array = np.ascontiguousarray(predictions)
-        code = _LEAN_CODES.get(array.dtype)
-        if code is None or not 1 <= array.ndim <= 3 or not 0 < repeats < 1 << 63:
-            self.send({"kind": "submit_many", "repeats": repeats}, {"predictions": array})
-            return
-        shape = (*array.shape, 0, 0)[:3]
-        head = _PREFIX.pack(SUBMIT_TAG, array.nbytes) + _LEAN.pack(code, array.ndim, *shape, repeats, 0)
-        self._send_parts([head, array], len(head) + array.nbytes)
+        self._send_lean({"kind": "submit_many", "repeats": repeats}, {"predictions": predictions})
 
     def send_released(self, released: np.ndarray, submissions: int, remaining: int | None) -> None:
         """The message ``{"kind": "released", "submissions": …, "remaining": …}`` with the array ``released``."""
-        scores = np.ascontiguousarray(released, dtype=np.float64).reshape(-1)
-        head = _PREFIX.pack(RELEASED_TAG, scores.nbytes) + _LEAN.pack(
-            _FLOAT64, 1, scores.size, 0, 0, submissions, -1 if remaining is None else remaining)
-        self._send_parts([head, scores], len(head) + scores.nbytes)
+        self._send_lean({"kind": "released", "submissions": submissions, "remaining": remaining},
+                        {"released": released})
+
+    def _send_lean(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        lean = _lean(header, arrays)
+        if lean is None:
+            self.send(header, arrays)
+        else:
+            fields, array = lean
+            head = _HEAD.pack(*fields)
+            self._send_parts([head, array], len(head) + array.nbytes)
+
+    def send_parts(self, parts: Sequence[tuple[int, dict[str, Any], dict[str, np.ndarray]]]) -> None:
+        """The parts of several duels, ``(slot, header, arrays)``, as one message: when every
+        part is a submission or a release, the number of parts, then each part's slot and
+        fixed header and its array; else the JSON message of :func:`ladderlab.multiplexing.pack`.
+        :meth:`receive_parts` reads either."""
+        pieces: list[Any] = [b""]
+        size = _COUNT.size
+        for slot, header, arrays in parts:
+            lean = _lean(header, arrays)
+            if lean is None:
+                self.send(*multiplexing.pack("parts", parts))
+                return
+            fields, array = lean
+            pieces += [_PART.pack(slot, *fields), array]
+            size += _PART.size + array.nbytes
+        pieces[0] = _PREFIX.pack(PARTS_TAG, size) + _COUNT.pack(len(parts))
+        self._send_parts(pieces, _PREFIX.size + size)
 
     def _send_parts(self, parts: list[Any], size: int) -> None:
         """Write ``parts`` (``size`` bytes in all; bytes and C-contiguous arrays) in order, in
@@ -234,44 +267,50 @@ class Channel:
         if sent < size:
             self._socket.sendall(memoryview(b"".join(parts))[sent:])
 
-    def receive(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def receive(self) -> Part:
         """One message; :class:`AttackProcessError` if it is not one, ``EOFError`` if the other end closed."""
         head_size, body_size = _PREFIX.unpack(self._read(_PREFIX.size))
         try:
             if head_size in (SUBMIT_TAG, RELEASED_TAG):
-                return self._receive_lean(head_size, body_size)
-            if head_size > HEADER_LIMIT:
-                raise ValueError(f"a header of {head_size} bytes (at most {HEADER_LIMIT})")
-            header = json.loads(self._read(head_size))
-            if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
-                raise ValueError("a message must be a JSON object with a 'kind'")
-            layout = [_array_layout(entry) for entry in header.pop("arrays", [])]
-            if sum(nbytes for *_, nbytes in layout) != body_size:
-                raise ValueError("the arrays do not fill the message")
-            body, offset, arrays = self._read(body_size), 0, {}
+                fields = (head_size, body_size, *_LEAN.unpack(self._read(_LEAN.size)))
+                layout = _lean_layout(fields)
+                return _built(fields, layout, self._read(body_size), 0)
+            return self._receive_json(head_size, body_size)
         except (ValueError, TypeError, EOFError, MemoryError, OverflowError) as error:
-            raise AttackProcessError(f"the attack process broke the protocol: {error or type(error).__name__}") from None
+            raise _broken(error) from None
+
+    def receive_parts(self) -> list[tuple[int, Part]]:
+        """The parts of a message that :meth:`send_parts` sent, by slot: :class:`AttackProcessError`
+        if it is not one or names a slot twice, ``EOFError`` if the other end closed."""
+        head_size, body_size = _PREFIX.unpack(self._read(_PREFIX.size))
+        try:
+            if head_size == PARTS_TAG:
+                parts = _parts(self._read(body_size), body_size)
+            else:
+                parts = multiplexing.unpack(*self._receive_json(head_size, body_size))
+            if not parts:
+                raise ValueError("a message of no parts")
+            if len({slot for slot, _ in parts}) != len(parts):
+                raise ValueError("a message with two parts for one duel")
+            return parts
+        except (ValueError, TypeError, EOFError, MemoryError, OverflowError, struct.error) as error:
+            raise _broken(error) from None
+
+    def _receive_json(self, head_size: int, body_size: int) -> Part:
+        """A message with a JSON header (after its prefix)."""
+        if head_size > HEADER_LIMIT:
+            raise ValueError(f"a header of {head_size} bytes (at most {HEADER_LIMIT})")
+        header = json.loads(self._read(head_size))
+        if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
+            raise ValueError("a message must be a JSON object with a 'kind'")
+        layout = [_array_layout(entry) for entry in header.pop("arrays", [])]
+        if sum(nbytes for *_, nbytes in layout) != body_size:
+            raise ValueError("the arrays do not fill the message")
+        body, offset, arrays = self._read(body_size), 0, {}
         for name, dtype, shape, nbytes in layout:
             arrays[name] = np.frombuffer(body, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
             offset += nbytes
         return header, arrays
-
-    def _receive_lean(self, tag: int, body_size: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """A fixed-header message (after its prefix), its array read straight into a new array."""
-        code, ndim, size_0, size_1, size_2, first, second = _LEAN.unpack(self._read(_LEAN.size))
-        dtype, sizes = _LEAN_DTYPES.get(code), (size_0, size_1, size_2)
-        if dtype is None or not 1 <= ndim <= 3 or min(sizes) < 0 or any(sizes[ndim:]):
-            raise ValueError(f"a fixed header with dtype {code!r}, {ndim} dimensions and sizes {sizes}")
-        shape = sizes[:ndim]
-        if math.prod(shape) * dtype.itemsize != body_size:
-            raise ValueError("the array does not fill the message")
-        if tag == RELEASED_TAG and (code != _FLOAT64 or ndim != 1 or first < 0 or second < -1):
-            raise ValueError("a release must be a vector of float64 scores and two counts")
-        array = np.frombuffer(self._read(body_size), dtype).reshape(shape)  # a new, writable array
-        if tag == SUBMIT_TAG:
-            return {"kind": "submit_many", "repeats": first}, {"predictions": array}
-        remaining = None if second == -1 else second
-        return {"kind": "released", "submissions": first, "remaining": remaining}, {"released": array}
 
     def _read(self, size: int) -> bytearray:
         """``size`` bytes: small reads through the read-ahead buffer (a whole small message is
@@ -315,6 +354,74 @@ class Channel:
 
     def close(self) -> None:
         self._socket.close()
+
+
+def _broken(error: BaseException) -> AttackProcessError:
+    return AttackProcessError(f"the attack process broke the protocol: {error or type(error).__name__}")
+
+
+def _lean(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[Fields, np.ndarray] | None:
+    """A submission's or a release's fixed header (its fields, for :data:`_HEAD`) and its
+    array, or None if the message is not one or cannot have one."""
+    kind = header["kind"]
+    if kind == "submit_many":
+        array, repeats = np.ascontiguousarray(arrays["predictions"]), header["repeats"]
+        code = _LEAN_CODES.get(array.dtype)
+        if code is None or not 1 <= array.ndim <= 3 or type(repeats) is not int or not 0 < repeats < 1 << 63:
+            return None
+        return (SUBMIT_TAG, array.nbytes, code, array.ndim, *(*array.shape, 0, 0)[:3], repeats, 0), array
+    if kind == "released":
+        scores, remaining = np.ascontiguousarray(arrays["released"], dtype=np.float64).reshape(-1), header["remaining"]
+        return (RELEASED_TAG, scores.nbytes, _FLOAT64, 1, scores.size, 0, 0, header["submissions"],
+                -1 if remaining is None else remaining), scores
+    return None
+
+
+def _lean_layout(fields: Fields) -> tuple[np.dtype, tuple[int, ...]]:
+    """The dtype and shape of the array of a fixed header's ``fields``; ``ValueError`` unless
+    the header is one that :func:`_lean` makes."""
+    tag, nbytes, code, ndim, size_0, size_1, size_2, first, second = fields
+    dtype, sizes = _LEAN_DTYPES.get(code), (size_0, size_1, size_2)
+    if dtype is None or not 1 <= ndim <= 3 or min(sizes) < 0 or any(sizes[ndim:]):
+        raise ValueError(f"a fixed header with dtype {code!r}, {ndim} dimensions and sizes {sizes}")
+    shape = sizes[:ndim]
+    if math.prod(shape) * dtype.itemsize != nbytes:
+        raise ValueError("the array does not fill the message")
+    if tag == RELEASED_TAG and (code != _FLOAT64 or ndim != 1 or first < 0 or second < -1):
+        raise ValueError("a release must be a vector of float64 scores and two counts")
+    return dtype, shape
+
+
+def _built(fields: Fields, layout: tuple[np.dtype, tuple[int, ...]], buffer: bytearray, offset: int) -> Part:
+    """The message of a fixed header's ``fields`` (of ``layout``) whose array lies in ``buffer``
+    at ``offset``; the array shares the buffer, which must be the message's own."""
+    tag, nbytes, *_, first, second = fields
+    dtype, shape = layout
+    array = np.frombuffer(buffer, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
+    if tag == SUBMIT_TAG:
+        return {"kind": "submit_many", "repeats": first}, {"predictions": array}
+    return {"kind": "released", "submissions": first, "remaining": None if second == -1 else second}, {"released": array}
+
+
+def _parts(body: bytearray, body_size: int) -> list[tuple[int, Part]]:
+    """The parts of a fixed-header message of parts (its body after the prefix)."""
+    if body_size < _COUNT.size:
+        raise ValueError(f"a message of parts of {body_size} bytes")
+    (count,) = _COUNT.unpack_from(body, 0)
+    parts, offset = [], _COUNT.size
+    for index in range(count):
+        if offset + _PART.size > body_size:
+            raise ValueError(f"{count} parts do not fit in a message of {body_size} bytes")
+        record = _PART.unpack_from(body, offset)
+        slot, fields = record[0], record[1:]
+        offset += _PART.size
+        if fields[0] not in (SUBMIT_TAG, RELEASED_TAG) or offset + fields[1] > body_size:
+            raise ValueError(f"part {index} is not a submission or a release within the message")
+        parts.append((slot, _built(fields, _lean_layout(fields), body, offset)))
+        offset += fields[1]
+    if offset != body_size:
+        raise ValueError("the parts do not fill the message")
+    return parts
 
 
 def _array_layout(entry: Any) -> tuple[str, np.dtype, tuple[int, ...], int]:
@@ -449,6 +556,8 @@ def attack_process(connection: socket.socket) -> None:
                 adopt(request["cpus"])
             elif request["kind"] == "start":
                 _play(channel, request, arrays)
+            elif request["kind"] == "start_many":
+                attack_side(channel, [part for _, part in unpack(request, arrays)], _play, _ended_silently)
             else:
                 _answer(channel, request, arrays)
     finally:
@@ -476,6 +585,10 @@ def _play(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarra
                      {"prediction": prediction})
     except BaseException as error:  # everything goes back to the organiser, who ends this process
         channel.send({**_error_message(error), "traceback": traceback.format_exc()})
+
+
+def _ended_silently() -> dict[str, Any]:
+    return {"kind": "error", "type": "RuntimeError", "message": "the attack's duel ended without an answer"}
 
 
 def _answer(channel: Channel, request: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -549,9 +662,19 @@ def run_attack(ref: AttackRef, board: Board, data: PublicData, rng: np.random.Ge
         "remaining": board.remaining, "oracle": board._oracle, "prediction_ndim": board.prediction_ndim,
     }
     preload = module.removeprefix("ladderlab.attacks.") if module.startswith("ladderlab.attacks.") else ""
+    arrays = {**data_arrays, "board.classes": np.asarray(board.classes)}
+    shared = joined((sandbox, preload), request, arrays)
+    if shared is not None:
+        return _serve(shared, board, view)
     with lent_attack_process(sandbox, preload) as channel:
-        channel.send(request, {**data_arrays, "board.classes": np.asarray(board.classes)})
+        channel.send(request, arrays)
         return _serve(channel, board, view)
+
+
+def play_together(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """The results of ``calls`` (duels), in order: those that play an isolated attack of the
+    same code share an attack process and its round trips (:mod:`ladderlab.multiplexing`)."""
+    return multiplexing.play_together(calls, lambda process: lent_attack_process(*process), AttackProcessError)
 
 
 @contextlib.contextmanager

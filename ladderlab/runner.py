@@ -34,6 +34,7 @@ replication depends only on (cell, seed, replication).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -63,7 +64,8 @@ from ladderlab.locations import anchored_at, former_folders, local_names, locati
 from ladderlab.attack import Attack
 from ladderlab.determinism import single_threaded
 from ladderlab.duel import Incompatible, duel
-from ladderlab.isolation import AttackRef, Isolation, check_isolation
+from ladderlab.isolation import AttackRef, Isolation, check_isolation, play_together
+from ladderlab.multiplexing import WINDOW
 from ladderlab.memory import retain_freed_memory
 from ladderlab.naming import plugin_label
 from ladderlab.progress import progress_bar
@@ -454,22 +456,40 @@ def play_replications(
     progress: bool | None = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows of ``replications`` of every cell of a transcript group (or of one competition
-    cell), by cell key, single-threaded (``progress``: a bar over the replications, below the run's)."""
+    cell), by cell key, single-threaded (``progress``: a bar over the replications, below the run's).
+
+    Isolated duels are played a window at a time (:func:`ladderlab.isolation.play_together`),
+    with the same results; the duels of a window share its wall time evenly."""
     identities = identities or {}
+    first_rows = first_rows or {}
     rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
-    with cell_worker():
-        for replication in progress_bar(replications, progress=progress, desc=group[0].label, unit="replication",
-                                        position=1, leave=False):
-            for cell in group:
-                if replication == 0 and first_rows and cell.key in first_rows:
-                    rows[cell.key].append(first_rows[cell.key])
-                elif isinstance(cell, CompetitionCell):
-                    teams = identities[cell.key].teams if cell.key in identities else None
-                    rows[cell.key].append(play_competition_replication(cell, seed, replication, isolation, secret_seed,
-                                                                       teams))
-                else:
-                    rows[cell.key].append(run_replication(cell, seed, replication, isolation, secret_seed,
-                                                          identities.get(cell.key)))
+
+    def play(cell: Cell, replication: int) -> dict[str, Any]:
+        if isinstance(cell, CompetitionCell):
+            teams = identities[cell.key].teams if cell.key in identities else None
+            return play_competition_replication(cell, seed, replication, isolation, secret_seed, teams)
+        return run_replication(cell, seed, replication, isolation, secret_seed, identities.get(cell.key))
+
+    together = isolation == "process" and not isinstance(group[0], CompetitionCell)
+    size = max(1, WINDOW // len(group)) if together else 1
+    with cell_worker(), progress_bar(total=len(replications), progress=progress, desc=group[0].label,
+                                     unit="replication", position=1, leave=False) as bar:
+        for start in range(0, len(replications), size):
+            plays = [(cell, replication) for replication in replications[start:start + size] for cell in group
+                     if not (replication == 0 and cell.key in first_rows)]
+            if together:
+                began = time.perf_counter()
+                played = play_together([functools.partial(play, *pair) for pair in plays])
+                share = (time.perf_counter() - began) / max(len(played), 1)
+                for row in played:
+                    row["wall_time"] = share
+            else:
+                played = [play(*pair) for pair in plays]
+            found = dict(zip(((cell.key, replication) for cell, replication in plays), played))
+            for replication in replications[start:start + size]:
+                for cell in group:
+                    rows[cell.key].append(found.get((cell.key, replication)) or first_rows[cell.key])
+            bar.update(len(replications[start:start + size]))
     return rows
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ladderlab.attack import Attack
 from ladderlab.attacks.boosting import Boosting
+from ladderlab.attacks.hill_climbing import HillClimbing
 from ladderlab.params import InstanceOf
 
 
@@ -61,3 +62,25 @@ class Lingerer(Attack):
             os.setsid()
             os.execvp("sleep", ["sleep", "601"])
         return np.zeros(board.holdout_size)
+
+
+class Unlucky(HillClimbing):
+    """Hill climbing that, on half of its random streams, raises after one submission."""
+
+    id = "unlucky"
+
+    def run(self, board, data, rng):
+        if rng.random() < 0.5:
+            board.submit(np.zeros(board.holdout_size))
+            raise ValueError("an unlucky stream")
+        return super().run(board, data, rng)
+
+
+class DoubleSpeaker(HillClimbing):
+    """Sends a question and a submission without waiting for the first answer."""
+
+    id = "double-speaker"
+
+    def run(self, board, data, rng):
+        board._channel.send({"kind": "oracle_jumps", "since": 0})
+        return super().run(board, data, rng)
