@@ -456,13 +456,13 @@ def play_replications(
     progress: bool | None = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows of ``replications`` of every cell of a transcript group (or of one competition
-    cell), by cell key, single-threaded (``progress``: a bar over the replications, below the run's).
+    cell), by cell key, single-threaded (``progress``: a bar over the cells' replications, below the run's).
 
-    Isolated duels are played a window at a time (:func:`ladderlab.isolation.play_together`),
-    with the same results; the duels of a window share its wall time evenly."""
+    Isolated duels of the same attack are played a window at a time
+    (:func:`ladderlab.isolation.play_together`), with the same results; the duels of a window
+    share its wall time evenly."""
     identities = identities or {}
     first_rows = first_rows or {}
-    rows: dict[str, list[dict[str, Any]]] = {cell.key: [] for cell in group}
 
     def play(cell: Cell, replication: int) -> dict[str, Any]:
         if isinstance(cell, CompetitionCell):
@@ -470,27 +470,26 @@ def play_replications(
             return play_competition_replication(cell, seed, replication, isolation, secret_seed, teams)
         return run_replication(cell, seed, replication, isolation, secret_seed, identities.get(cell.key))
 
+    plays = [(cell, replication) for replication in replications for cell in group
+             if not (replication == 0 and cell.key in first_rows)]
     together = isolation == "process" and not isinstance(group[0], CompetitionCell)
-    size = max(1, WINDOW // len(group)) if together else 1
-    with cell_worker(), progress_bar(total=len(replications), progress=progress, desc=group[0].label,
-                                     unit="replication", position=1, leave=False) as bar:
-        for start in range(0, len(replications), size):
-            plays = [(cell, replication) for replication in replications[start:start + size] for cell in group
-                     if not (replication == 0 and cell.key in first_rows)]
+    if together:  # a window plays one attack's code
+        plays.sort(key=lambda pair: str(pair[0].attack[0]))
+    windows = [plays[start:start + WINDOW] for start in range(0, len(plays), WINDOW)] if together else [[pair] for pair in plays]
+    found: dict[tuple[str, int], dict[str, Any]] = {}
+    with cell_worker(), progress_bar(total=len(plays), progress=progress, desc=group[0].label, unit="replication",
+                                     position=1, leave=False) as bar:
+        for window in windows:
+            began = time.perf_counter()
+            played = play_together([functools.partial(play, *pair) for pair in window]) if together else [play(*window[0])]
             if together:
-                began = time.perf_counter()
-                played = play_together([functools.partial(play, *pair) for pair in plays])
-                share = (time.perf_counter() - began) / max(len(played), 1)
+                share = (time.perf_counter() - began) / len(played)
                 for row in played:
                     row["wall_time"] = share
-            else:
-                played = [play(*pair) for pair in plays]
-            found = dict(zip(((cell.key, replication) for cell, replication in plays), played))
-            for replication in replications[start:start + size]:
-                for cell in group:
-                    rows[cell.key].append(found.get((cell.key, replication)) or first_rows[cell.key])
-            bar.update(len(replications[start:start + size]))
-    return rows
+            found.update(zip(((cell.key, replication) for cell, replication in window), played))
+            bar.update(len(window))
+    return {cell.key: [found.get((cell.key, replication)) or first_rows[cell.key] for replication in replications]
+            for cell in group}
 
 
 def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any]]], out: str,
