@@ -27,5 +27,8 @@ class Kaggle(Mechanism):
         """Theorem 5.1's Ω(√(k/n)) against boosting, which needs α ≤ 1/√n."""
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
+    def release_step(self, unit: float) -> float:
+        return self.alpha * unit
+
     def _release(self, P: FloatArray) -> FloatArray:
-        return round_to_multiple(self._scores(P), self.alpha * self.unit_)
+        return round_to_multiple(self._scores(P), self.release_step(self.unit_))

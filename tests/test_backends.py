@@ -1,6 +1,8 @@
 """Bit-identical results on every backend: serial, loky and a Dask cluster of processes with
 several threads each (where a random forest used to average its trees in thread order)."""
 
+import threading
+
 import pandas as pd
 import pytest
 
@@ -44,6 +46,31 @@ def test_serial_loky_and_dask_agree_value_for_value(tmp_path):
         pd.testing.assert_frame_equal(everything_but_time(serial),
                                       everything_but_time(runner.load_results(tmp_path / other, submissions=True)),
                                       check_exact=True)
+
+
+def test_a_process_runs_one_cell_at_a_time_whatever_its_threads():
+    """A Dask worker's threads ran cells at once, and their lazy imports of scikit-learn raced
+    (a partially initialised ``sklearn.base``: replications failed on Dask only). A cell entered
+    in a second thread waits until the first leaves."""
+    first_inside, second_inside = threading.Event(), threading.Event()
+    overlapped = []
+
+    def first() -> None:
+        with runner.cell_worker():
+            first_inside.set()
+            overlapped.append(second_inside.wait(timeout=1.0))
+
+    def second() -> None:
+        first_inside.wait()
+        with runner.cell_worker():
+            second_inside.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlapped == [False] and second_inside.is_set()
 
 
 COMPETITION = """

@@ -58,6 +58,9 @@ def test_the_grid_is_the_mechanisms_parameter_in_units_of_the_loss_bound():
     assert release_step(MECHANISMS.make("noisy"), "zero-one") is None
     assert release_step(MECHANISMS.make("noisy", rounding=0.02), "zero-one") == 0.02
     assert release_step(MECHANISMS.make("full-disclosure"), "log-loss", (0.01, 0.99), 2) is None
+    kaggle = release_step(MECHANISMS.make("kaggle"), "zero-one")
+    assert kaggle == 1e-5 and score_text(0.12345, kaggle) == "0.12345"  # five decimals, as Kaggle shows
+    assert release_step(MECHANISMS.make("kaggle", alpha=0.01), "log-loss", (0.01, 0.99), 2) == pytest.approx(0.01 * bound)
     described = {"mechanism": {"id": "no-such-mechanism", "params": {}}, "scorer": "zero-one"}
     assert described_release_step(described) is None
 
@@ -65,6 +68,7 @@ def test_the_grid_is_the_mechanisms_parameter_in_units_of_the_loss_bound():
 @pytest.mark.parametrize("mechanism, params, shown", [
     ("full-disclosure", "", "0.6931"),  # no grid: four significant digits of log 2
     ("ladder", "eta = 0.01", "0.69"),  # multiples of 0.01·log(99) ≈ 0.046: two decimals tell them apart
+    ("kaggle", "", "0.69313"),  # multiples of 10⁻⁵·log(99) ≈ 4.6·10⁻⁵: five decimals
 ])
 def test_the_page_shows_a_log_loss_release_short_and_the_api_every_bit(tmp_path, mechanism, params, shown):
     path = write_challenge(tmp_path, scorer="log-loss", mechanism=mechanism, params=params,

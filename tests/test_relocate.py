@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from ladderlab import rundir, runner
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.challenge_certify import certify_challenge
 from ladderlab.rundir import RunDirectoryError
 from tests.serve_helpers import write_challenge
@@ -143,10 +144,34 @@ def test_a_changed_challenge_label_makes_exactly_its_cells_stale_after_a_move(tm
 
 LAYOUT_1 = Path(__file__).parent / "data" / "layout1" / "project"
 """A finished run directory written by ladderlab before names were location-free (see its README)."""
+LAYOUT_1_WRITTEN_IN = "/tmp/relocate-layout1/project"
+
+
+def copy_layout_1(fixture: Path, written_in: str, destination: Path) -> None:
+    """Copy a layout-1 fixture to ``destination`` with the plugin fingerprints its manifest recorded
+    brought up to the code as it is now. They are hashes of the plugins' source files, built-in
+    ones (kaggle.py, tasks.py) among them, so any later edit of those would make every cell stale;
+    these tests are about reading the layout, and staleness is tested on fresh run directories.
+    Each recorded token becomes the token the same plugin has now (local files loaded from the copy)."""
+    shutil.copytree(fixture, destination)
+    manifest_path = next(destination.rglob("manifest.json"))
+    manifest = json.loads(manifest_path.read_text())
+    current: dict[str, str] = {}
+    for name, recorded in manifest["plugins"].items():
+        kind, _, plugin_id = name.partition(":")
+        registry = {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}[kind]
+        now = rundir.fingerprint(registry.get(plugin_id.replace(written_in, str(destination))))
+        current[rundir.fingerprint_token(recorded)] = rundir.fingerprint_token(now)
+        recorded["source_sha256"] = now["source_sha256"]
+    for record in manifest["completed"].values():
+        for role, token in record["plugins"].items():
+            code, data_mark, data = token.partition(":data ")  # a task's token ends with its data's hash
+            record["plugins"][role] = current[code] + data_mark + data
+    manifest_path.write_text(json.dumps(manifest, indent=2))
 
 
 def test_a_layout_1_run_directory_is_migrated_where_it_lies_now_and_keeps_every_finished_cell(tmp_path, caplog):
-    shutil.copytree(LAYOUT_1, tmp_path / "project")
+    copy_layout_1(LAYOUT_1, LAYOUT_1_WRITTEN_IN, tmp_path / "project")
     written_then = completed(tmp_path / "project" / "run")
     migrated = runner.run(tmp_path / "project" / "scenario.toml", tmp_path / "project" / "run")
     assert "migrated from layout 1" in caplog.text and "4 finished cells kept" in caplog.text
@@ -161,7 +186,7 @@ def test_a_layout_1_run_directory_is_migrated_where_it_lies_now_and_keeps_every_
 
 
 def test_a_layout_1_run_directory_of_another_scenario_is_still_refused(tmp_path):
-    shutil.copytree(LAYOUT_1, tmp_path / "project")
+    copy_layout_1(LAYOUT_1, LAYOUT_1_WRITTEN_IN, tmp_path / "project")
     scenario = tmp_path / "project" / "scenario.toml"
     scenario.write_text(scenario.read_text().replace("seed = 11", "seed = 12"))
     with pytest.raises(RunDirectoryError, match="holds results of a different scenario"):
@@ -171,10 +196,11 @@ def test_a_layout_1_run_directory_of_another_scenario_is_still_refused(tmp_path)
 
 LAYOUT_1_OUTSIDE = Path(__file__).parent / "data" / "layout1-outside" / "project"
 """A layout-1 run directory whose only local file lies outside the scenario's folder (see its README)."""
+LAYOUT_1_OUTSIDE_WRITTEN_IN = "/tmp/relocate-layout1-outside/project"
 
 
 def test_a_layout_1_run_directory_whose_local_file_lies_outside_the_scenario_folder_is_migrated(tmp_path, caplog):
-    shutil.copytree(LAYOUT_1_OUTSIDE, tmp_path / "project")
+    copy_layout_1(LAYOUT_1_OUTSIDE, LAYOUT_1_OUTSIDE_WRITTEN_IN, tmp_path / "project")
     written_then = completed(tmp_path / "project" / "study" / "run")
     runner.run(tmp_path / "project" / "study" / "scenario.toml", tmp_path / "project" / "study" / "run")
     assert "migrated from layout 1" in caplog.text and "1 finished cells kept" in caplog.text
@@ -187,7 +213,7 @@ def test_a_layout_1_run_directory_whose_local_file_lies_outside_the_scenario_fol
 def test_a_layout_1_run_directory_whose_local_file_is_not_where_it_was_is_refused_naming_it_and_what_to_do(tmp_path):
     """The shared folder renamed (and the scenario changed to name it): the file no longer lies,
     relative to the scenario, where it did, so no former folder gives the recorded hash."""
-    shutil.copytree(LAYOUT_1_OUTSIDE, tmp_path / "project")
+    copy_layout_1(LAYOUT_1_OUTSIDE, LAYOUT_1_OUTSIDE_WRITTEN_IN, tmp_path / "project")
     (tmp_path / "project" / "shared").rename(tmp_path / "project" / "lib")
     scenario = tmp_path / "project" / "study" / "scenario.toml"
     scenario.write_text(scenario.read_text().replace("../shared/", "../lib/"))

@@ -36,6 +36,13 @@ def test_the_fixtures_use_the_authors_grid():
     np.testing.assert_allclose(FIXTURES["grid"], authors.POINTS, rtol=0, atol=1e-15)
 
 
+def test_the_hd_quadrature_is_the_normal_quantile_function_bit_for_bit():
+    """Computed without scipy.stats, which the module no longer imports at load time."""
+    from scipy import stats
+
+    assert np.array_equal(authors.QUANTILES, stats.norm.ppf((np.arange(1, 10_001) - 0.5) / 10_000))
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_exp_and_hd_equal_the_authors_code(case):
     """Same grids, same fit, same quadrature: equal to the last bits of a double."""

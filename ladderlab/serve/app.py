@@ -32,6 +32,7 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.types import Message
 
 from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy
@@ -68,6 +69,11 @@ def create_app(service: Service) -> FastAPI:
             content["retry_after"] = error.retry_after
             headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
         return JSONResponse(content, status_code=error.status, headers=headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def gone(_request: Request, _error: ClientDisconnect) -> Response:
+        """The client left, or its body was too slow (408 sent, :mod:`ladderlab.serve.limits`): no one reads this."""
+        return Response(status_code=408)
 
     @app.exception_handler(UploadError)
     async def unreadable(_request: Request, error: UploadError) -> JSONResponse:

@@ -16,12 +16,17 @@ server bounds:
 - **the time to send a request's headers** (:attr:`ConnectionLimits.header_timeout`), from the
   connection or the request's first byte: a connection that sends nothing, or trickles its headers
   (slowloris), is closed instead of holding a place; uvicorn has no such timeout;
+- **the time to send a request's body** (:attr:`ConnectionLimits.body_timeout`), from the end of its
+  headers: a body that trickles in (slow POST) is answered ``408`` (``"reason": "body-timeout"``) and
+  its connection closed, so it holds neither a request's place nor its connection for longer; its
+  size is bounded by the challenge's ``max_upload_bytes`` (``413``, :mod:`ladderlab.serve.app`);
 - **idle keep-alive** (uvicorn's ``timeout_keep_alive``) and the kernel's **backlog** of connections
   not yet accepted.
 
 :meth:`ConnectionLimits.for_challenge` sizes them from the challenge: a few connections per team
 (a browser opens six), within the process's file-descriptor limit; requests so that the uploads
-in progress fit :data:`UPLOAD_MEMORY`.
+in progress fit :data:`UPLOAD_MEMORY`; the body time so that the largest upload arrives at
+:data:`SLOWEST_UPLOAD_BYTES_PER_SECOND`.
 """
 
 from __future__ import annotations
@@ -43,26 +48,31 @@ RESERVED_DESCRIPTORS = 64
 """File descriptors kept for the log, its database connections and the files the server reads."""
 KEEP_ALIVE_SECONDS = 5.0
 HEADER_SECONDS = 10.0
+BODY_SECONDS = 30.0
+SLOWEST_UPLOAD_BYTES_PER_SECOND = 128 << 10
+"""The slowest honest upload the default body time waits for (a 1 Mbit/s link): a challenge whose largest
+upload needs longer than :data:`BODY_SECONDS` at this rate gets that longer time."""
 RETRY_AFTER_SECONDS = 1
 
 
 @dataclass(frozen=True)
 class ConnectionLimits:
     """The server's bounds (module docstring): open ``connections``, ``requests`` in progress, the
-    kernel's ``backlog``, ``keep_alive`` and ``header_timeout`` seconds."""
+    kernel's ``backlog``, ``keep_alive``, ``header_timeout`` and ``body_timeout`` seconds."""
 
     connections: int
     requests: int
     backlog: int
     keep_alive: float = KEEP_ALIVE_SECONDS
     header_timeout: float = HEADER_SECONDS
+    body_timeout: float = BODY_SECONDS
 
     def __post_init__(self) -> None:
         for name in ("connections", "requests", "backlog"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"connection limits: {name} must be a whole number ≥ 1, got {value!r}")
-        for name in ("keep_alive", "header_timeout"):
+        for name in ("keep_alive", "header_timeout", "body_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise ValueError(f"connection limits: {name} must be a number of seconds > 0, got {value!r}")
@@ -76,7 +86,8 @@ class ConnectionLimits:
         :data:`CONNECTIONS_PER_TEAM` per team and the organiser, at least :data:`MIN_CONNECTIONS`, at most
         :data:`MAX_CONNECTIONS` and the file descriptors the process may open (``descriptors``, default
         its soft ``RLIMIT_NOFILE``) but :data:`RESERVED_DESCRIPTORS`; requests in progress: two per team,
-        at least 8, at most what :data:`UPLOAD_MEMORY` holds, never above the connections."""
+        at least 8, at most what :data:`UPLOAD_MEMORY` holds, never above the connections; the body time
+        :data:`BODY_SECONDS`, or what ``max_upload_bytes`` needs at :data:`SLOWEST_UPLOAD_BYTES_PER_SECOND`."""
         if descriptors is None:
             descriptors = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
             if descriptors == resource.RLIM_INFINITY:
@@ -87,7 +98,8 @@ class ConnectionLimits:
                              f"(raise 'ulimit -n')")
         connections = min(max(CONNECTIONS_PER_TEAM * (teams + 1), MIN_CONNECTIONS), MAX_CONNECTIONS, room)
         requests = min(max(2 * (teams + 1), 8), max(1, UPLOAD_MEMORY // max(1, max_upload_bytes)), connections)
-        return cls(connections=connections, requests=requests, backlog=connections)
+        body_timeout = max(BODY_SECONDS, max_upload_bytes / SLOWEST_UPLOAD_BYTES_PER_SECOND)
+        return cls(connections=connections, requests=requests, backlog=connections, body_timeout=body_timeout)
 
     def uvicorn_options(self) -> dict[str, Any]:
         """The limits uvicorn offers, for ``uvicorn.Config``."""
@@ -96,7 +108,8 @@ class ConnectionLimits:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--max-connections``, ``--max-requests``, ``--header-timeout``, ``--keep-alive`` of ``ladderlab serve``."""
+    """``--max-connections``, ``--max-requests``, ``--header-timeout``, ``--body-timeout``, ``--keep-alive``
+    of ``ladderlab serve``."""
     from ladderlab.arguments import count, positive
 
     parser.add_argument("--max-connections", type=count(1), metavar="N",
@@ -109,6 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--header-timeout", type=positive, metavar="SECONDS",
                         help="close a connection that has not sent a request's headers in time "
                              f"(default {HEADER_SECONDS:g})")
+    parser.add_argument("--body-timeout", type=positive, metavar="SECONDS",
+                        help="answer 408 and close a connection that has not sent a request's body this long after "
+                             f"its headers (default {BODY_SECONDS:g}, or what the largest upload needs at "
+                             f"{SLOWEST_UPLOAD_BYTES_PER_SECOND >> 10} KiB/s)")
     parser.add_argument("--keep-alive", type=positive, metavar="SECONDS",
                         help=f"close a connection idle this long between requests (default {KEEP_ALIVE_SECONDS:g})")
 
@@ -123,7 +140,8 @@ def from_arguments(args: argparse.Namespace, teams: int, max_upload_bytes: int) 
                          "(--max-connections): each request holds a connection")
     return ConnectionLimits(connections=connections, requests=requests, backlog=connections,
                             keep_alive=args.keep_alive or default.keep_alive,
-                            header_timeout=args.header_timeout or default.header_timeout)
+                            header_timeout=args.header_timeout or default.header_timeout,
+                            body_timeout=args.body_timeout or default.body_timeout)
 
 
 def refusal(reason: str, message: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
@@ -132,6 +150,21 @@ def refusal(reason: str, message: str) -> tuple[list[tuple[bytes, bytes]], bytes
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                (b"retry-after", str(RETRY_AFTER_SECONDS).encode()), (b"connection", b"close")]
     return headers, body
+
+
+def raw_response(status: str, headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """An HTTP/1.1 response as the bytes the protocol writes itself, outside the application."""
+    return (f"HTTP/1.1 {status}\r\n".encode() + b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+            + b"\r\n" + body)
+
+
+def body_timeout_answer(seconds: float) -> bytes:
+    """The ``408`` a request whose body did not arrive within ``seconds`` of its headers gets."""
+    body = json.dumps({"error": f"the request's body did not arrive within {seconds:g} s of its headers",
+                       "reason": "body-timeout"}).encode()
+    return raw_response("408 Request Timeout", [(b"content-type", b"application/json"),
+                                                (b"content-length", str(len(body)).encode()),
+                                                (b"connection", b"close")], body)
 
 
 class RequestLimit:
@@ -160,16 +193,17 @@ class RequestLimit:
 
 
 def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
-    """uvicorn's httptools protocol with the connection bound and the header timeout of ``limits``."""
+    """uvicorn's httptools protocol with the connection bound and the header and body timeouts of ``limits``."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    headers, body = refusal("connections", f"the server holds {limits.connections} connections, its most at once: "
-                                           f"retry in {RETRY_AFTER_SECONDS} s")
-    too_many = b"HTTP/1.1 503 Service Unavailable\r\n" + b"".join(name + b": " + value + b"\r\n"
-                                                                   for name, value in headers) + b"\r\n" + body
+    too_many = raw_response("503 Service Unavailable", *refusal(
+        "connections", f"the server holds {limits.connections} connections, its most at once: "
+                       f"retry in {RETRY_AFTER_SECONDS} s"))
+    too_slow_body = body_timeout_answer(limits.body_timeout)
 
     class BoundedHttpToolsProtocol(HttpToolsProtocol):
         header_deadline: asyncio.TimerHandle | None = None
+        body_deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -187,9 +221,15 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         def on_headers_complete(self) -> None:
             self._disarm()
             super().on_headers_complete()
+            self.body_deadline = self.loop.call_later(limits.body_timeout, self._body_too_slow)
+
+        def on_message_complete(self) -> None:
+            self._disarm_body()
+            super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            self._disarm_body()
             super().connection_lost(exc)
 
         def _arm(self) -> None:
@@ -204,5 +244,22 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             self.header_deadline = None
             if not self.transport.is_closing():
                 self.transport.close()
+
+        def _disarm_body(self) -> None:
+            if self.body_deadline is not None:
+                self.body_deadline.cancel()
+                self.body_deadline = None
+
+        def _body_too_slow(self) -> None:
+            """408 if the application has not answered yet (it then sees a disconnect, and its answer,
+            if any, is dropped), and the connection closed either way."""
+            self.body_deadline = None
+            if self.transport.is_closing():
+                return
+            if self.cycle is not None and not self.cycle.response_started:
+                self.cycle.disconnected = True
+                self.cycle.message_event.set()
+                self.transport.write(too_slow_body)
+            self.transport.close()
 
     return BoundedHttpToolsProtocol

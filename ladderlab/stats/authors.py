@@ -29,7 +29,7 @@ from functools import cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from ladderlab.stats.pseudolikelihood import import_cvxpy, solve
 
@@ -41,8 +41,9 @@ POINTS = np.arange(51) * 0.02
 """The pseudolikelihood's support: their ``us = seq(0, 1, 0.02)``."""
 SIGNALS = np.linspace(0.0, 20.0, 1001)
 """HD's grid of signal strengths: their ``seq(0, upper = 20, length.out = res + 1)``."""
-QUANTILES = stats.norm.ppf((np.arange(1, 10_001) - 0.5) / 10_000)
-"""HD's quadrature: their ``qnorm(((1:mc.reps) - 0.5)/mc.reps)``."""
+QUANTILES = special.ndtri((np.arange(1, 10_001) - 0.5) / 10_000)
+"""HD's quadrature: their ``qnorm(((1:mc.reps) - 0.5)/mc.reps)`` (the normal quantile function,
+which ``scipy.stats.norm.ppf`` computes with ``ndtri`` too, without importing scipy.stats)."""
 DROPPED_WEIGHT = 1e-10
 
 
@@ -57,6 +58,8 @@ def exponential_curve(unbiased: ArrayLike, K: int) -> FloatArray:
 
 def point_likelihood(k: int) -> FloatArray:
     """P(V = v) under Binomial(k, u) for v = 0…k − 1 (rows) at each support point u (columns)."""
+    from scipy import stats  # imported here: scipy.stats is slow to import, and scenarios load this module
+
     return stats.binom.pmf(np.arange(k)[:, None], k, POINTS[None, :])
 
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from ladderlab.progress import progress_bar
 
@@ -135,6 +135,8 @@ def best_of_m(thetas: ArrayLike, n: int, m: int | None = None) -> BestOfM:
     computed once; a classifier whose chance of as few errors as the window's largest is
     below 1e-15/m changes no probability by more than 1e-15 and is left out.
     """
+    from scipy import stats  # imported here: scipy.stats is slow to import, and challenges load this module
+
     n = _check_count("n", n)
     values = _check_accuracies(thetas)
     if m is None:
@@ -252,6 +254,8 @@ def _contenders(thetas: FloatArray, n: int) -> NDArray[np.bool_]:
     classifier's 1e-6 lower accuracy quantile is above 1e-9/m. Leaving the others out
     changes the distribution of the maximum by at most about 2e-6 in total variation,
     far below the simulation's own error."""
+    from scipy import stats  # imported here: scipy.stats is slow to import
+
     floor = stats.binom.ppf(1e-6, n, thetas.max())
     return stats.binom.logsf(floor - 1, n, thetas) > np.log(1e-9 / thetas.size)
 
