@@ -241,8 +241,8 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
             rules = (f", and [rules] total = {result['budget']} (the budget certified; the file allows {allowed})"
                      if allowed is None or allowed > result["budget"] else "")
             print(f"to serve the recommendation, set in {challenge}: [mechanism] id = \"{args.mechanism}\", "
-                  f"params = {_toml_table(recommended['params'])}, certificate = \"{Path(certificate).as_posix()}\"{rules}",
-                  file=sys.stderr)
+                  f"params = {_toml_table(recommended['params'])}, "
+                  f"certificate = \"{Path(certificate).as_posix()}\"{rules}", file=sys.stderr)
     return 0
 
 

@@ -15,7 +15,8 @@ from scipy import stats
 from ladderlab.cli import main
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.private_samples import PrivateSamples, read_samples
-from ladderlab.ranking_certificate import bootstrap_scores, certificate_records, certify_ranking, fewest_removals, text_certificate
+from ladderlab.ranking_certificate import (bootstrap_scores, certificate_records, certify_ranking, fewest_removals,
+                                          text_certificate)
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
 

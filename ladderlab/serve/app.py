@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError
+from starlette.concurrency import run_in_threadpool
 from starlette.types import Message
 
 from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy

@@ -129,7 +129,8 @@ class TemporaryPostgres:
     def stop(self) -> None:
         try:
             if self.postmaster_pid is not None:  # not paused
-                self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop")
+                self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w",
+                          "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
             if self._hold is not None:  # after the stop: the reaper finds the cluster gone and ends
