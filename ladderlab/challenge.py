@@ -477,11 +477,12 @@ class Challenge:
     def honest_participants(self, budget: int | None = None) -> list[tuple[str, dict[str, Any]]]:
         """The honest participants whose cost a certificate for the challenge measures, each its id and
         pinned parameters: ``[certify] honest``, else ``improving`` with one submission a day over the
-        challenge's days, at most a team's budget (``budget`` where the rules bound none; no participant
-        when nothing gives a number of days)."""
+        challenge's days, at most a team's budget and at most ``budget`` (the largest budget certified: an
+        honest participant never submits more than the certificate allows; no participant when nothing
+        gives a number of days)."""
         if self.spec.certify.honest:
             return [(attack_id, pinned or {}) for attack_id, pinned in map(parse_honest, self.spec.certify.honest)]
-        days = [bound for bound in (self.days(), self.per_team_budget() or budget) if bound is not None]
+        days = [bound for bound in (self.days(), self.per_team_budget(), budget) if bound is not None]
         return [("improving", {"days": min(days)})] if days else []
 
     def release_step(self) -> float | None:

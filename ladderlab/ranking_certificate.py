@@ -292,7 +292,9 @@ def text_certificate(records: dict[str, Any], top: int | None = None, width: int
                           f"{records['replicates']} bootstrap resamples, {percent} percentile intervals")
     if records["undefined_replicates"]:
         lines.append(f"left out: {records['undefined_replicates']} resamples in which a score is undefined")
-    lines += wrap(f"winner: {records['winner']} ({records['winner_score']:.6g}); probability that it is "
+    tied = [row["team"] for row in records["ranking"] if row["rank"] == 1 and row["team"] != records["winner"]]
+    tie = f", tied with {', '.join(tied)} (the first of them in the input's order)" if tied else ""
+    lines += wrap(f"winner: {records['winner']} ({records['winner_score']:.6g}){tie}; probability that it is "
                            f"best: {records['p_winner_best']:.3f}")
     if removal["count"] is None:
         found = f"fewest private samples whose removal changes the winner: none found ({removal['method']})"

@@ -235,10 +235,14 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
         written = write(result, out)
         print(f"tuning written to {', '.join(map(str, written))}", file=sys.stderr)
         if challenge and result["recommended"] is not None:
-            params = result["settings"][result["recommended"]]["params"]
+            recommended = result["settings"][result["recommended"]]
             certificate = os.path.relpath(recommended_path(out).resolve(), Path(challenge).resolve().parent)
+            allowed = recommended["certificate"]["challenge"]["per_team_budget"]
+            rules = (f", and [rules] total = {result['budget']} (the budget certified; the file allows {allowed})"
+                     if allowed is None or allowed > result["budget"] else "")
             print(f"to serve the recommendation, set in {challenge}: [mechanism] id = \"{args.mechanism}\", "
-                  f"params = {_toml_table(params)}, certificate = \"{Path(certificate).as_posix()}\"", file=sys.stderr)
+                  f"params = {_toml_table(recommended['params'])}, "
+                  f"certificate = \"{Path(certificate).as_posix()}\"{rules}", file=sys.stderr)
     return 0
 
 

@@ -347,6 +347,15 @@ def test_the_default_honest_participant_follows_the_challenges_schedule(tmp_path
     assert challenge.honest_participants() == [("improving", {"days": days})]
 
 
+def test_the_default_honest_participant_submits_no_more_than_the_budget_certified(tmp_path):
+    # certify --budgets 20 on a file of total = 50, then the file's total lowered to the safe 20: one certificate
+    rules = "per_day = 5\ntotal = 50\nstart = 2026-01-01T00:00:00Z\nend = 2026-02-19T00:00:00Z"  # 49 days
+    certified = challenges.load(write_challenge(tmp_path / "certified", rules=rules))
+    served = challenges.load(write_challenge(tmp_path / "served", rules=rules.replace("total = 50", "total = 20")))
+    assert certified.honest_participants(20) == served.honest_participants(20) == [("improving", {"days": 20})]
+    assert certified.honest_participants() == [("improving", {"days": 49})]
+
+
 def test_a_challenge_declares_its_honest_participants_with_the_spec_parser(tmp_path):
     extra = '[certify]\nhonest = ["improving(days=12, alpha=2.0)", "conservative-analyst"]\n'
     challenge = challenges.load(write_challenge(tmp_path, extra=extra))

@@ -7,6 +7,7 @@ output with the page's block, line for line, so a page fails as soon as the tool
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -176,3 +177,39 @@ def test_run_directories_page_shows_the_error_finished_cells_of_a_changed_plugin
     refused = _stderr(command, workdir)
     assert refused.returncode == 2
     assert refused.stderr.splitlines()[-len(shown):] == shown
+
+
+def _sh_block(page: str, first_line: str) -> list[str]:
+    """The commands of the page's ``sh`` block that starts with ``first_line``, one a line."""
+    for block in re.findall(r"^ *```sh\n(.*?)\n *```", (DOCS / page).read_text(), re.S | re.M):
+        if block.lstrip().startswith(first_line):
+            return [line.strip() for line in block.splitlines() if line.strip()]
+    raise AssertionError(f"{page} has no sh block starting with {first_line!r}")
+
+
+def test_the_deploying_pages_backup_and_close_commands_run_against_a_served_challenge(tmp_path: Path) -> None:
+    from ladderlab.serve.launch import ServerProcess
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed (.ci/run installs it)")
+    backup = _sh_block("deploying.md", "python -c \"import sqlite3")
+    after = _sh_block("deploying.md", "curl -s -X POST $URL/api/organiser/close")
+    example = shutil.copytree(ROOT / "examples" / "breast-cancer", tmp_path / "breast-cancer")
+    with ServerProcess(example / "challenge.toml") as server:
+        env = {**environment(), "URL": server.url.rstrip("/"), "ORGANISER": server.tokens["organiser"]}
+        for team in ("team-a", "team-b"):
+            sample = output(f"curl -s {server.url}sample_submission.csv", example)
+            uploaded = subprocess.run(["curl", "-s", "-X", "POST", f"{server.url}api/submissions", "-H",
+                                       f"Authorization: Bearer {server.tokens[team]}", "-H", "Content-Type: text/csv",
+                                       "--data-binary", sample], capture_output=True, text=True, timeout=600)
+            assert '"submission_id"' in uploaded.stdout, uploaded.stdout
+        printed = {}
+        for command in backup + after:
+            completed = subprocess.run(["bash", "-c", command], cwd=example, env=env, capture_output=True, text=True,
+                                       timeout=600)
+            assert completed.returncode == 0, f"{command}\n{completed.stderr[-2000:]}"
+            printed[command] = completed.stdout
+    verified = [text for command, text in printed.items() if command.startswith("ladderlab serve verify")]
+    assert all("2 submissions" in text and "the chain is intact" in text for text in verified) and len(verified) == 2
+    assert [row["team"] for row in json.loads((example / "final.json").read_text())["teams"]] != []
+    assert "winner:" in printed["ladderlab rank-certificate losses.parquet --top 10"]

@@ -15,7 +15,8 @@ from scipy import stats
 from ladderlab.cli import main
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.private_samples import PrivateSamples, read_samples
-from ladderlab.ranking_certificate import bootstrap_scores, certify_ranking, fewest_removals
+from ladderlab.ranking_certificate import (bootstrap_scores, certificate_records, certify_ranking, fewest_removals,
+                                          text_certificate)
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
 
@@ -80,6 +81,15 @@ def test_identical_teams_tie_everywhere(seed):
     assert certificate.score_low.tolist() == [certificate.score_low[0]] * 3
     assert certificate.winner == 0
     assert certificate.removal.count is None and certificate.removal.exact
+
+
+def test_the_winner_line_names_the_teams_tied_with_the_winner():
+    samples = zero_one_losses(40, {"first": [1, 5], "second": [2, 6], "third": [1, 2, 3]})
+    text = text_certificate(certificate_records(certify_ranking(samples, np.random.default_rng(0), 100)))
+    assert "winner: first (0.05), tied with second (the first of them in the input's order); probability" in text
+    alone = zero_one_losses(40, {"first": [1], "second": [2, 6]})
+    assert "winner: first (0.025); probability" in text_certificate(certificate_records(
+        certify_ranking(alone, np.random.default_rng(0), 100)))
 
 
 @settings(max_examples=5, deadline=None)

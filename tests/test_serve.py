@@ -79,6 +79,9 @@ def _bad_uploads(n: int, ids: np.ndarray) -> list[tuple[str, bytes, str, int, st
         ("not CSV", b"\x00\x01\x02", "text/csv", 422, "the upload has no 'id' column (columns: '\\x00"),
         ("not Parquet", b"PAR1 no", "application/vnd.apache.parquet", 422, "cannot read the upload as PARQUET"),
         ("unknown type", b"x", "image/png", 415, "cannot read an upload of type 'image/png'"),
+        ("a form (curl -F)", b"--b--", "multipart/form-data; boundary=b", 415, "post the file itself as the body with its "
+         "type, not a form, e.g. curl --data-binary @submission.csv -H 'Content-Type: text/csv'"),
+        ("curl's default type", csv(good), "application/x-www-form-urlencoded", 415, "post the file itself as the body"),
         ("empty", b"", "text/csv", 422, "the upload is empty"),
         ("too large", b"0" * 200_000, "text/csv", 413, "more than the limit of"),
     ]

@@ -1,5 +1,6 @@
 """The tests' throwaway PostgreSQL cluster ends with the process that holds it, even one killed
-with SIGKILL (:mod:`ladderlab.serve.reaper`)."""
+with SIGKILL (:mod:`ladderlab.serve.reaper`); a server whose database goes down says so and
+carries on when it is back."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
+from ladderlab.serve.client import RemoteBoard
 from ladderlab.serve.postgres import TemporaryPostgres, unavailable
+from tests.serve_helpers import ThreadServer, open_service, upload, write_challenge
 
 HOLDER = """
 import sys, time
@@ -53,3 +57,24 @@ def test_a_reaped_cluster_stops_within_seconds_of_its_holder_being_killed_with_s
             holder.wait()
         if cluster.postmaster_pid is not None:
             cluster.stop()
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+def test_a_database_down_is_a_503_to_retry_and_the_server_carries_on_when_it_is_back(tmp_path):
+    rng = np.random.default_rng(5)
+    with TemporaryPostgres(durable=False) as cluster:
+        service, tokens = open_service(write_challenge(tmp_path, rules="per_day = 10\ntotal = 10"), cluster.database("log"))
+        n = service.challenge.split.y_holdout.size
+        with ThreadServer(service) as server:
+            assert upload(server.url, tokens["alpha"], rng.integers(0, 2, n))[0] == 201
+            cluster.pause()
+            status, answer = upload(server.url, tokens["alpha"], rng.integers(0, 2, n), key="down")
+            assert (status, answer["reason"], answer["retry_after"]) == (503, "database", 5)
+            assert "connection" not in answer["error"] and "psycopg" not in answer["error"]  # not the driver's words
+            cluster.resume()
+            board = RemoteBoard(server.url, tokens["alpha"], budget=3)
+            board.submit(rng.integers(0, 2, n))
+            assert upload(server.url, tokens["alpha"], rng.integers(0, 2, n), key="down")[0] == 201
+        submissions = [entry.team_sequence for entry in service.storage.entries()]
+        service.storage.close()
+    assert submissions == [1, 2, 3], "the refused upload logged nothing; the two after the restart were logged once"

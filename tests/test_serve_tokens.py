@@ -44,3 +44,20 @@ def test_an_existing_tokens_file_is_refused_before_any_token_is_issued(tmp_path)
         f"ladderlab: error: --tokens {tokens_file}: the file exists and may hold tokens that were shown once; "
         "move it away or name another file"]
     assert tokens_file.read_text() == "team,token\nalpha,ll_earlier\n" and not (tmp_path / "state").exists()
+
+
+def test_a_start_that_forgets_the_database_it_was_served_from_is_refused_instead_of_issuing_new_tokens(tmp_path):
+    path = write_challenge(tmp_path, n=100)
+    state, log = tmp_path / "state", tmp_path / "elsewhere.sqlite"
+    with ServerProcess(path, "--uncertified", "--state", str(state), "--database", f"sqlite:///{log}"):
+        pass
+    forgot = subprocess.run([sys.executable, "-m", "ladderlab", "serve", str(path), "--port", "0", "--uncertified",
+                             "--state", str(state)], capture_output=True, text=True, timeout=120)
+    assert forgot.returncode == 2 and forgot.stderr.strip().splitlines() == [
+        f"ladderlab: error: --database: the log of test is in sqlite:///{log} (recorded in {state / 'database'} when it "
+        f"was served there); give --database with that URL, or remove {state / 'database'} to begin a new SQLite log "
+        "with new tokens"]
+    assert sorted(child.name for child in state.iterdir()) == ["database", "secret"]  # no second log was begun
+    with ServerProcess(path, "--uncertified", "--state", str(state), "--database", f"sqlite:///{log}") as server:
+        pass
+    assert "tokens (shown once" not in "".join(server.output)  # given its database, it serves the log it had

@@ -105,3 +105,20 @@ def test_tune_on_a_challenge_certifies_each_setting_on_its_data_and_serve_accept
         'id = "ladder"', 'id = "ladder"\ncertificate = "certs/tuned-recommended.json"')
     path.write_text(text)
     assert challenges.certificate_problems(challenges.load(path)) == []
+
+
+def test_tune_at_a_budget_below_the_files_says_to_lower_the_total_and_serve_then_accepts_its_certificate(tmp_path, capsys):
+    from ladderlab import challenge as challenges
+    from tests.serve_helpers import write_challenge
+
+    path = write_challenge(tmp_path, n=400, rules="total = 50")
+    out = tmp_path / "certs" / "tuned.json"
+    assert main(["--quiet", "certify", "ladder", "--challenge", str(path), "--tune", "--budgets", "20", "--only",
+                 "--attack", "boosting(k=20)", "--replications", "8", "--tau", "1", "--epsilon", "1", "--out", str(out)]) == 0
+    recommended = json.loads(out.read_text())["settings"][json.loads(out.read_text())["recommended"]]["params"]
+    advice = capsys.readouterr().err.splitlines()[-1]
+    assert advice.endswith('certificate = "certs/tuned-recommended.json", and [rules] total = 20 (the budget certified; '
+                           'the file allows 50)')
+    path.write_text(path.read_text().replace("eta = 0.01", f"eta = {recommended['eta']}").replace(
+        'id = "ladder"', 'id = "ladder"\ncertificate = "certs/tuned-recommended.json"').replace("total = 50", "total = 20"))
+    assert challenges.certificate_problems(challenges.load(path)) == []  # the honest participant played at most 20 too

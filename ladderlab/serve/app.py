@@ -18,7 +18,8 @@ The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, ``GET
 ``GET /api/organiser/private-losses?linked=…``.
 
 Every refusal is a 4xx JSON ``{"error": …, "reason": …}`` that names the problem and
-changes nothing; ``Retry-After`` says when a cap or the rate limit allows again.
+changes nothing; ``Retry-After`` says when a cap or the rate limit allows again. A database that
+does not answer (restarting, down, its disk full) is a 503 ``database`` with ``Retry-After``, not a 500.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Message
@@ -39,7 +41,7 @@ from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
 from ladderlab.serve.organiser_links import link_table
-from ladderlab.serve.service import Accepted, Service, ServiceError, check_idempotency_key
+from ladderlab.serve.service import Accepted, Service, ServiceError, check_idempotency_key, log
 from ladderlab.serve.storage import REFUSED
 from ladderlab.serve.uploads import UploadError, UploadReader
 from ladderlab.validation import PredictionError
@@ -48,6 +50,8 @@ MULTIPART_OVERHEAD = 64 << 10
 """Room for a form's token field and part headers beside the file."""
 TOKEN_FORM_BYTES = 8192
 """The most a form of a token alone (the page's "my submissions") may send."""
+DATABASE_RETRY_SECONDS = 5
+"""``Retry-After`` of a 503 ``database``: the log's database did not answer (restarting, down, disk full)."""
 
 
 def create_app(service: Service) -> FastAPI:
@@ -74,6 +78,14 @@ def create_app(service: Service) -> FastAPI:
     async def gone(_request: Request, _error: ClientDisconnect) -> Response:
         """The client left, or its body was too slow (408 sent, :mod:`ladderlab.serve.limits`): no one reads this."""
         return Response(status_code=408)
+    @app.exception_handler(OperationalError)
+    async def database_unavailable(_request: Request, error: OperationalError) -> JSONResponse:
+        # The server's log gets the database's own words; the participant, who cannot act on them, does not.
+        log.error("the log's database failed: %s", str(error.orig).splitlines()[0] if error.orig else error)
+        return JSONResponse({"error": "the leaderboard's database is unavailable; nothing was logged by this request "
+                             "unless its Idempotency-Key finds it when you send it again in a few seconds",
+                             "reason": "database", "retry_after": DATABASE_RETRY_SECONDS},
+                            status_code=503, headers={"Retry-After": str(DATABASE_RETRY_SECONDS)})
 
     @app.exception_handler(UploadError)
     async def unreadable(_request: Request, error: UploadError) -> JSONResponse:

@@ -19,6 +19,8 @@ from ladderlab.atomic import write_atomically
 from ladderlab.display import described_release_step, score_text
 
 SUBCOMMANDS = ("verify", "links", "bench")
+DATABASE_RECORD = "database"
+"""The file of the state folder naming the log's database, when a start gave ``--database``."""
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -126,6 +128,11 @@ def _state(args: argparse.Namespace, challenge: Any, create: bool = True) -> tup
     state = Path(args.state) if args.state else challenge.path.parent / f"{challenge.name}-state"
     if state.exists() and not state.is_dir():
         raise ValueError(f"--state {state}: is a file, not a folder")
+    record = state / DATABASE_RECORD
+    if not args.database and record.is_file():
+        raise ValueError(f"--database: the log of {challenge.name} is in {record.read_text().strip()} (recorded in "
+                         f"{record} when it was served there); give --database with that URL, or remove {record} "
+                         "to begin a new SQLite log with new tokens")
     url = args.database or sqlite_url(state / "log.sqlite")
     database = (checked_url(url) if args.database else make_url(url)).database
     secret_path = Path(args.secret) if args.secret else state / "secret"
@@ -171,7 +178,7 @@ def _serve(args: argparse.Namespace) -> int:
     from ladderlab.serve.limits import from_arguments
 
     limits = from_arguments(args, len(challenge.spec.teams), challenge.max_upload_bytes())
-    _, url, secret = _state(args, challenge)
+    state, url, secret = _state(args, challenge)
     for problem in problems:
         print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
     from ladderlab.serve.service import Service
@@ -185,6 +192,8 @@ def _serve(args: argparse.Namespace) -> int:
         storage.close()
         print(f"ladderlab: error: {storage.display_url()}: {error}; nothing was served", file=sys.stderr)
         return 1
+    if args.database:  # a later start that forgets --database is refused, not served from a new SQLite log
+        write_atomically(state / DATABASE_RECORD, storage.display_url() + "\n")
     closed = service.closed_at()
     if closed is not None:
         print(f"ladderlab: warning: the challenge closed at {closed.isoformat()}: every upload is refused "

@@ -78,11 +78,7 @@ class TemporaryPostgres:
             os.chown(self.folder, _uid("postgres"), -1)
         data = self.folder / "data"
         self._run(str(self.binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
-        options = f"-k {self.folder} -c listen_addresses='' -c max_connections=200"
-        if not self.durable:
-            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(str(self.binaries / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-o", options,
-                  "-w", "start")
+        self.resume()
         if reaped:
             reaper = subprocess.Popen([sys.executable, "-m", "ladderlab.serve.reaper", str(self.folder)],
                                       stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -95,6 +91,18 @@ class TemporaryPostgres:
                 raise RuntimeError(f"the reaper of the PostgreSQL cluster in {self.folder} did not start")
             self.hold()  # from the start: a reaper that no holder ever reached would wait for ever
         return self
+
+    def pause(self) -> None:
+        """Stop the database server, keeping its data (a database restart, or one that is down)."""
+        self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the database server on the cluster's data (after :meth:`pause`)."""
+        options = f"-k {self.folder} -c listen_addresses='' -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-l", str(self.folder / "server.log"),
+                  "-o", options, "-w", "start")
 
     def hold(self) -> None:
         """Keep the cluster running while this process lives (a reaped cluster: :meth:`start`)."""
@@ -120,7 +128,9 @@ class TemporaryPostgres:
 
     def stop(self) -> None:
         try:
-            self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop")
+            if self.postmaster_pid is not None:  # not paused
+                self._run(str(self.binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w",
+                          "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
             if self._hold is not None:  # after the stop: the reaper finds the cluster gone and ends

@@ -35,6 +35,8 @@ NPY = "application/x-npy"
 FORMATS = {"text/csv": "csv", "application/csv": "csv", "application/vnd.apache.parquet": "parquet",
            "application/x-parquet": "parquet", "application/json": "json", NPY: "npy"}
 SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".npy": "npy"}
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+"""What a form sends, or curl with a body and no Content-Type: not an upload the API reads."""
 SHOWN_IDS = 3
 SHOWN_COLUMNS = 10
 EXTRA_COLUMNS = 64
@@ -75,9 +77,12 @@ class UploadReader:
         media = (content_type or "").split(";")[0].strip().lower()
         if media in FORMATS:
             return FORMATS[media]
+        form = media in FORM_TYPES  # curl -F, or curl --data-binary without a Content-Type
         raise UploadError(f"cannot read an upload of type {media or 'unknown'!r}"
                           f"{f' named {filename!r}' if filename else ''}: send CSV, Parquet, JSON or .npy "
-                          f"({', '.join(sorted(FORMATS))})", status=415)
+                          f"({', '.join(sorted(FORMATS))})"
+                          + (": post the file itself as the body with its type, not a form, e.g. curl --data-binary "
+                             "@submission.csv -H 'Content-Type: text/csv'" if form else ""), status=415)
 
     def read(self, data: bytes, fmt: str) -> NDArray[np.float64]:
         """The predictions of an upload as rows (a batch for ``.npy``, else one row)."""
