@@ -78,6 +78,7 @@ def create_app(service: Service) -> FastAPI:
     async def gone(_request: Request, _error: ClientDisconnect) -> Response:
         """The client left, or its body was too slow (408 sent, :mod:`ladderlab.serve.limits`): no one reads this."""
         return Response(status_code=408)
+
     @app.exception_handler(OperationalError)
     async def database_unavailable(_request: Request, error: OperationalError) -> JSONResponse:
         # The server's log gets the database's own words; the participant, who cannot act on them, does not.
