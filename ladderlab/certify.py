@@ -57,7 +57,7 @@ import numpy as np
 from scipy import stats
 
 import ladderlab
-from ladderlab import battery, rundir, runner, workload
+from ladderlab import battery, cpu_time, rundir, runner, workload
 from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
 from ladderlab.determinism import single_threaded
@@ -103,6 +103,9 @@ a day, on a growing share of the training data); a challenge's default follows i
 CERTIFICATE_VERSION = 2
 """2: ``honest`` is a list, one entry per honest participant (``--honest``); 1 (no
 ``certificate_version``): one honest participant, ``honest`` its entry (:func:`honest_entries`)."""
+CPU_TIME_COUNTS = "of this process and of those it started (workers, sandboxed attack processes)"
+"""What ``cpu_time_seconds`` counts (:func:`ladderlab.cpu_time.tree_seconds`); a certificate
+without it counted this process alone."""
 
 
 @dataclass(frozen=True)
@@ -795,7 +798,7 @@ def certify(
     honest_counts = {participant: 1 if fixed else min(replications, honest_replications)
                      for participant, fixed in honest_fixed.items()}
     criterion = Criterion(tau, epsilon, confidence, replications)
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start, cpu_start = time.perf_counter(), cpu_time.tree_seconds()
     with rundir.RunLock(directory, command="ladderlab certify"):
         store = battery.Store(directory, seed)
         say(f"battery kept in {directory} (interrupt and run the same command again to resume)")
@@ -868,7 +871,8 @@ def certify(
         "run_dir": str(directory),
         "versions": rundir.read_manifest(directory)["versions"],
         "wall_time_seconds": time.perf_counter() - start,
-        "cpu_time_seconds": time.process_time() - cpu_start,
+        "cpu_time_seconds": cpu_time.tree_seconds() - cpu_start,
+        "cpu_time_counts": CPU_TIME_COUNTS,
     }
     if amend is not None:
         amend(issued)
@@ -1127,7 +1131,8 @@ def markdown(certificate: dict[str, Any]) -> str:
     lines += ["", "## Run", "",
               f"- {c['replications_used']} replications of the grid points (each at most {c['replications']}); "
               f"battery kept in {c['run_dir']}",
-              f"- wall time {c['wall_time_seconds']:.0f} s, CPU time of this process {c['cpu_time_seconds']:.0f} s; "
+              f"- wall time {c['wall_time_seconds']:.0f} s, CPU time {c.get('cpu_time_counts', 'of this process')} "
+              f"{c['cpu_time_seconds']:.0f} s; "
               f"versions: {json.dumps(c['versions'])}"]
     return "\n".join(lines) + "\n"
 
