@@ -157,27 +157,28 @@ def default_honest(days: int = HONEST_DAYS) -> AttackSpec:
 
 
 def honest_plays(specs: list[AttackSpec], family: dict[str, Any], most: int | None = None,
-                 force: bool = False) -> list[dict[str, Any]]:
+                 force: bool = False, source: str = "--honest") -> list[dict[str, Any]]:
     """The honest participants' scenario entries on their task ``family``, each with the budget of
     the submissions it makes there (``most`` where it does not say how many), refused before any
-    work when one is given twice, cannot play the task, or makes more submissions than ``most``."""
+    work when one is given twice, cannot play the task, or makes more submissions than ``most``,
+    naming the ``source`` that gave it (an option, or a file and its key)."""
     if len(_unique(specs)) < len(specs):
         twice = next(spec for number, spec in enumerate(specs) if spec in specs[:number])
-        raise ValueError(f"--honest {twice.label}: given twice; give each honest participant once")
+        raise ValueError(f"{source} {twice.label}: given twice; give each honest participant once")
     public = workload.task_data(family["id"], family["params"], force)[1].public
     plays = []
     for spec in specs:
-        participant = ATTACKS.checked(spec.id, spec.pinned or {}, f"--honest {spec.label}")
+        participant = ATTACKS.checked(spec.id, spec.pinned or {}, f"{source} {spec.label}")
         reason = participant.incompatibility(public)
         if reason:
-            raise ValueError(f"--honest {spec.label}: cannot play the honest participants' task ({family['id']}): {reason}")
+            raise ValueError(f"{source} {spec.label}: cannot play the honest participants' task ({family['id']}): {reason}")
         submissions = participant.max_submissions(public)
         if submissions is not None and most is not None and submissions > most:
-            raise ValueError(f"--honest {spec.label}: makes {submissions} submissions, more than a team's "
+            raise ValueError(f"{source} {spec.label}: makes {submissions} submissions, more than a team's "
                              f"budget of {most}")
         budget = submissions if submissions is not None else most
         if budget is None:
-            raise ValueError(f"--honest {spec.label}: says not how many submissions it makes; give it a budget "
+            raise ValueError(f"{source} {spec.label}: says not how many submissions it makes; give it a budget "
                              "with --budgets")
         plays.append({"id": spec.id, **({"params": _as_scenario_params(spec.pinned)} if spec.pinned else {}),
                       "budget": budget})

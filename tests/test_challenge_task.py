@@ -351,6 +351,14 @@ def test_an_honest_participant_beyond_a_teams_budget_is_refused_before_the_batte
     assert not (tmp_path / "battery").exists()
 
 
+def test_an_honest_participant_of_the_challenge_file_beyond_a_teams_budget_is_refused_naming_the_file(tmp_path, capsys):
+    path = _example_with_total(tmp_path, 10)
+    path.write_text(path.read_text() + '\n[certify]\nhonest = ["improving(days=11)"]\n')
+    assert_one_line_error(capsys, main(["certify", "ladder", "--challenge", str(path), "--run-dir", str(tmp_path / "b")]),
+                          [f"{path}: certify.honest improving(days=11): makes 11 submissions", "budget of 10"])
+    assert not (tmp_path / "b").exists()
+
+
 def test_a_certificate_of_another_honest_participant_does_not_cover_the_challenge(tmp_path):
     """Certified with --honest improving(days=5): the example's own (a submission a day up to its
     budget of 10) is not what the certificate measured, so serve's check names it; the certificate

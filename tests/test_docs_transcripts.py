@@ -176,3 +176,20 @@ def test_run_directories_page_shows_the_error_finished_cells_of_a_changed_plugin
     refused = _stderr(command, workdir)
     assert refused.returncode == 2
     assert refused.stderr.splitlines()[-len(shown):] == shown
+
+
+def test_the_honest_participants_own_challenge_shows_fit_the_examples_budget(tmp_path: Path) -> None:
+    """An organiser who pastes the page's ``[certify]`` table into the example gets participants
+    that certify accepts (each within a team's budget), not a refusal."""
+    from ladderlab import certify
+    from ladderlab.challenge_certify import honest_participants, task_families
+    from ladderlab.challenge_task import load_challenge
+
+    table = "\n".join(console_block("own-challenge.md", "[certify]"))
+    example = shutil.copytree(ROOT / "examples" / "breast-cancer", tmp_path / "breast-cancer") / "challenge.toml"
+    example.write_text(example.read_text() + "\n" + table + "\n")
+    challenge, identity = load_challenge(example)
+    specs = honest_participants(challenge, [], [challenge.per_team_budget()])
+    plays = certify.honest_plays(specs, task_families(challenge, identity, example, specs)["honest"],
+                                 challenge.per_team_budget())
+    assert len(plays) == 2 and all(play["budget"] <= challenge.per_team_budget() for play in plays)
