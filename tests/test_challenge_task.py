@@ -248,6 +248,18 @@ def test_the_shipped_certificate_covers_the_shipped_example():
     assert challenges.certificate_problems(load_challenge(EXAMPLE)[0]) == []
 
 
+def test_what_an_organiser_copies_from_the_example_allows_what_its_certificate_found_safe():
+    """The example's rules, its default honest participant, its README and own-challenge.md all
+    say the safe budget of the shipped certificate (re-certify, and they must follow)."""
+    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())
+    safe, page = shipped["safe_budget"], (EXAMPLE.parents[2] / "docs" / "own-challenge.md").read_text()
+    loaded, _ = load_challenge(EXAMPLE)
+    assert loaded.spec.rules.total == loaded.per_team_budget() == safe == shipped["challenge"]["per_team_budget"]
+    assert [entry["participant"] for entry in shipped["honest"]] == [f"improving(days={safe})"]
+    assert f"finds {safe} submissions a team safe" in (EXAMPLE.parent / "README.md").read_text()
+    assert page.count(f"`total = {safe}`") == 2 and f"`improving(days={safe})` here" in page
+
+
 def test_certify_on_the_shipped_example_uses_its_n_budget_and_scorer(tmp_path):
     certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
                                     honest_replications=1, run_dir=tmp_path)
