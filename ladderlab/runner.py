@@ -573,8 +573,7 @@ def estimate(scenario: Scenario, out: Path, jobs: int = 1, force: bool = False) 
     """The work left of ``scenario`` run into ``out`` (:func:`ladderlab.workload.scenario_work`):
     the cells ``out`` holds already are not estimated again, and the estimate says how many they are."""
     pending = {cell.key for cell in pending_cells(scenario, out)}
-    return workload.scenario_work(scenario, jobs, force, finished=[cell.key for cell in cells(scenario)
-                                                                   if cell.key not in pending])
+    return workload.scenario_work(scenario, jobs, force, finished={cell.key for cell in cells(scenario)} - pending)
 
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]:
