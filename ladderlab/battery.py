@@ -83,6 +83,12 @@ class _State:
     rows: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
     used: int | None = None
     seconds: list[float] = field(default_factory=list)
+    stored: frozenset[int] = frozenset()
+    """The replications the store held when the battery started (a resumed battery's)."""
+
+    def left_below(self, target: int) -> int:
+        """How many of the replications 0 … ``target`` − 1 the store did not hold."""
+        return target - sum(1 for r in self.stored if r < target)
 
     @property
     def prefix(self) -> int:
@@ -103,16 +109,19 @@ class _State:
 
 @dataclass(frozen=True)
 class Estimate:
-    """The battery's cost, estimated from one replication of every group."""
+    """The battery's cost, estimated from one replication of every group: of the replications
+    left, not of the ``stored`` ones a resumed battery reads back."""
 
     groups: int
     seconds_per_replication: float
     fewest_seconds: float
     most_seconds: float
     workers: int
+    stored: int = 0
 
     def text(self) -> str:
-        return (f"estimate: {_duration(self.fewest_seconds / self.workers)} on {self.workers} worker"
+        resumed = f" ({self.stored} replications were stored: this is what is left)" if self.stored else ""
+        return (f"estimate{resumed}: {_duration(self.fewest_seconds / self.workers)} on {self.workers} worker"
                 f"{'s' if self.workers > 1 else ''} if every point is decided at its first look, "
                 f"at most {_duration(self.most_seconds / self.workers)} if none is "
                 f"({_duration(self.seconds_per_replication)} of CPU per replication of all {self.groups} groups)")
@@ -205,16 +214,16 @@ def replicate(
     depends on the rows alone.
     Returns the rows of every cell (the complete prefix computed, stored replications
     included), by group key how many replications each group uses, and the pruned
-    groups. ``announce`` receives the estimate after the first round (not when every
-    group's first replication was stored already); ``first_look``, the fewest
-    replications a stop rule can stop at, is its lower figure.
+    groups. ``announce`` receives the estimate after the first round, of the replications
+    the store did not hold; ``first_look``, the fewest replications a stop rule can stop at,
+    is its lower figure.
     """
     states = [_State(group) for group in groups]
     for state in states:
         state.rows = store.load(state.group)
+        state.stored = frozenset(state.rows)
         state.seconds = [sum(row.get("wall_time") or 0.0 for row in cells.values()) for cells in state.rows.values()]
     workers = max(1, jobs if jobs > 0 else multiprocessing.cpu_count())
-    must_announce = announce is not None and not all(0 in state.rows for state in states)
     pruned: set[str] = set()
     bar = progress_bar(total=0, progress=progress, desc=desc, unit="rep")
     try:
@@ -234,7 +243,7 @@ def replicate(
                             state.used = done
                             pruned.add(state.group.key)
                     undecided = [state for state in undecided if state.used is None]
-                if done == 1 and must_announce:
+                if done == 1 and announce is not None:
                     announce(_estimate(states, maximum, workers, first_look))
                 if not undecided:
                     break
@@ -316,9 +325,10 @@ def _runs(replications: list[int]) -> Iterator[tuple[int, int]]:
 
 def _estimate(states: list[_State], maximum: int, workers: int, first_look: int) -> Estimate:
     costs = [state.cost if math.isfinite(state.cost) else 0.0 for state in states]
-    fewest = sum(cost * (state.used if state.used is not None else min(maximum, first_look))
+    fewest = sum(cost * state.left_below(state.used if state.used is not None else min(maximum, first_look))
                  for cost, state in zip(costs, states))
-    return Estimate(len(states), sum(costs), fewest, sum(costs) * maximum, workers)
+    most = sum(cost * state.left_below(maximum) for cost, state in zip(costs, states))
+    return Estimate(len(states), sum(costs), fewest, most, workers, sum(len(state.stored) for state in states))
 
 
 class _Inline(Executor):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import resource
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 import ladderlab
+from ladderlab import cpu_time
 from ladderlab.duel import duel
 from ladderlab.rundir import machine
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
@@ -289,22 +289,22 @@ class CertifyTiming:
 
 def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
     """Time the README's certificate (``overrides`` change its arguments) into a fresh temporary
-    directory; the CPU time counts the workers, which are shut down and reaped before it is read."""
+    directory; the CPU time counts the workers (:func:`ladderlab.cpu_time.tree_seconds`), started
+    afresh and shut down after it."""
     from joblib.externals.loky import get_reusable_executor
 
     from ladderlab.certify import certify
     from ladderlab.report import load_run
 
     get_reusable_executor().shutdown(wait=True)
-    before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    before = cpu_time.tree_seconds()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as directory:
         certificate = certify(**{**README_CERTIFICATE, **overrides}, jobs=jobs, run_dir=directory)
         wall = time.perf_counter() - start
         get_reusable_executor().shutdown(wait=True)
-        after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        cpu = cpu_time.tree_seconds() - before
         seconds = load_run(directory).results.groupby(["attack", "mechanism"]).wall_time.sum()
-    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
     by_attack: dict[str, dict[str, float]] = {}
     for (attack, mechanism), value in seconds.items():
         by_attack.setdefault(attack, {})[mechanism] = float(value)

@@ -57,7 +57,7 @@ import numpy as np
 from scipy import stats
 
 import ladderlab
-from ladderlab import battery, rundir, runner, workload
+from ladderlab import battery, cpu_time, rundir, runner, workload
 from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
 from ladderlab.determinism import single_threaded
@@ -103,6 +103,9 @@ a day, on a growing share of the training data); a challenge's default follows i
 CERTIFICATE_VERSION = 2
 """2: ``honest`` is a list, one entry per honest participant (``--honest``); 1 (no
 ``certificate_version``): one honest participant, ``honest`` its entry (:func:`honest_entries`)."""
+CPU_TIME_COUNTS = "of this process and of those it started (workers, sandboxed attack processes)"
+"""What ``cpu_time_seconds`` counts (:func:`ladderlab.cpu_time.tree_seconds`); a certificate
+without it counted this process alone."""
 
 
 @dataclass(frozen=True)
@@ -154,27 +157,28 @@ def default_honest(days: int = HONEST_DAYS) -> AttackSpec:
 
 
 def honest_plays(specs: list[AttackSpec], family: dict[str, Any], most: int | None = None,
-                 force: bool = False) -> list[dict[str, Any]]:
+                 force: bool = False, source: str = "--honest") -> list[dict[str, Any]]:
     """The honest participants' scenario entries on their task ``family``, each with the budget of
     the submissions it makes there (``most`` where it does not say how many), refused before any
-    work when one is given twice, cannot play the task, or makes more submissions than ``most``."""
+    work when one is given twice, cannot play the task, or makes more submissions than ``most``,
+    naming the ``source`` that gave it (an option, or a file and its key)."""
     if len(_unique(specs)) < len(specs):
         twice = next(spec for number, spec in enumerate(specs) if spec in specs[:number])
-        raise ValueError(f"--honest {twice.label}: given twice; give each honest participant once")
+        raise ValueError(f"{source} {twice.label}: given twice; give each honest participant once")
     public = workload.task_data(family["id"], family["params"], force)[1].public
     plays = []
     for spec in specs:
-        participant = ATTACKS.checked(spec.id, spec.pinned or {}, f"--honest {spec.label}")
+        participant = ATTACKS.checked(spec.id, spec.pinned or {}, f"{source} {spec.label}")
         reason = participant.incompatibility(public)
         if reason:
-            raise ValueError(f"--honest {spec.label}: cannot play the honest participants' task ({family['id']}): {reason}")
+            raise ValueError(f"{source} {spec.label}: cannot play the honest participants' task ({family['id']}): {reason}")
         submissions = participant.max_submissions(public)
         if submissions is not None and most is not None and submissions > most:
-            raise ValueError(f"--honest {spec.label}: makes {submissions} submissions, more than a team's "
+            raise ValueError(f"{source} {spec.label}: makes {submissions} submissions, more than a team's "
                              f"budget of {most}")
         budget = submissions if submissions is not None else most
         if budget is None:
-            raise ValueError(f"--honest {spec.label}: says not how many submissions it makes; give it a budget "
+            raise ValueError(f"{source} {spec.label}: says not how many submissions it makes; give it a budget "
                              "with --budgets")
         plays.append({"id": spec.id, **({"params": _as_scenario_params(spec.pinned)} if spec.pinned else {}),
                       "budget": budget})
@@ -795,7 +799,7 @@ def certify(
     honest_counts = {participant: 1 if fixed else min(replications, honest_replications)
                      for participant, fixed in honest_fixed.items()}
     criterion = Criterion(tau, epsilon, confidence, replications)
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start, cpu_start = time.perf_counter(), cpu_time.tree_seconds()
     with rundir.RunLock(directory, command="ladderlab certify"):
         store = battery.Store(directory, seed)
         say(f"battery kept in {directory} (interrupt and run the same command again to resume)")
@@ -868,7 +872,8 @@ def certify(
         "run_dir": str(directory),
         "versions": rundir.read_manifest(directory)["versions"],
         "wall_time_seconds": time.perf_counter() - start,
-        "cpu_time_seconds": time.process_time() - cpu_start,
+        "cpu_time_seconds": cpu_time.tree_seconds() - cpu_start,
+        "cpu_time_counts": CPU_TIME_COUNTS,
     }
     if amend is not None:
         amend(issued)
@@ -1127,7 +1132,8 @@ def markdown(certificate: dict[str, Any]) -> str:
     lines += ["", "## Run", "",
               f"- {c['replications_used']} replications of the grid points (each at most {c['replications']}); "
               f"battery kept in {c['run_dir']}",
-              f"- wall time {c['wall_time_seconds']:.0f} s, CPU time of this process {c['cpu_time_seconds']:.0f} s; "
+              f"- wall time {c['wall_time_seconds']:.0f} s, CPU time {c.get('cpu_time_counts', 'of this process')} "
+              f"{c['cpu_time_seconds']:.0f} s; "
               f"versions: {json.dumps(c['versions'])}"]
     return "\n".join(lines) + "\n"
 

@@ -123,7 +123,9 @@ def certify_challenge(path: str | Path, mechanism: str | None = None, params: di
     specs = honest_participants(challenge, [spec if isinstance(spec, certify.AttackSpec) else certify.parse_honest(spec)
                                             for spec in honest or []], budgets)
     families = task_families(challenge, identity, path, specs)
-    certify.honest_plays(specs, families["honest"], challenge.per_team_budget())
+    certify.honest_plays(specs, families["honest"], challenge.per_team_budget(),
+                         source=("--honest" if honest else f"{path}: certify.honest" if challenge.spec.certify.honest
+                                 else "the default honest participant"))
 
     def name_the_challenge(certificate: dict[str, Any]) -> None:
         certificate["challenge"] = record(challenge, identity, budgets, path)

@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
     except runner.BackendError as error:
         raise ArgumentError(f"--scheduler {args.scheduler}: {error}" if args.scheduler else str(error)) from None
     all_cells = scenario.cells(loaded)
-    workload.refuse_if_too_large(workload.scenario_work(loaded, args.jobs, args.force), args.force,
+    workload.refuse_if_too_large(runner.estimate(loaded, Path(out), args.jobs, args.force), args.force,
                                  hint=runner.SMALLER_SCENARIO)
     skipped = scenario.preflight(loaded)
     print(f"scenario {loaded.name}: {len(all_cells)} cells × {loaded.replications} replications → {out}", flush=True)

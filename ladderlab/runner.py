@@ -588,6 +588,13 @@ def replication_ranges(costs: Sequence[float], replications: int, workers: int) 
     return sorted(jobs, key=lambda job: -costs[job[0]] * (job[2] - job[1]))
 
 
+def estimate(scenario: Scenario, out: Path, jobs: int = 1, force: bool = False) -> workload.Estimate:
+    """The work left of ``scenario`` run into ``out`` (:func:`ladderlab.workload.scenario_work`):
+    the cells ``out`` holds already are not estimated again, and the estimate says how many they are."""
+    pending = {cell.key for cell in pending_cells(scenario, out)}
+    return workload.scenario_work(scenario, jobs, force, finished={cell.key for cell in cells(scenario)} - pending)
+
+
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]:
     """The scenario's cells that have no verified result file yet."""
     completed = rundir.completed_cells(out)
@@ -701,11 +708,11 @@ def run(
     check_isolation(isolation)
     check_backend(backend, scheduler, jobs)
     check_accounts(scenario, isolation, secret_seed)
-    work = workload.scenario_work(scenario, jobs, force)
+    out = Path(out) if out is not None else Path("runs") / scenario.name
+    work = estimate(scenario, out, jobs, force)
     workload.refuse_if_too_large(work, force, hint=SMALLER_SCENARIO)
     preflight(scenario)
     log.info("ladderlab: estimated %s", work)
-    out = Path(out) if out is not None else Path("runs") / scenario.name
     with rundir.RunLock(out):
         rundir.remove_temporary_files(out)
         prepare(scenario, out, secret_seed)

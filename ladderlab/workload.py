@@ -37,6 +37,7 @@ import dataclasses
 import os
 import resource
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,11 +245,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.2g} s" if seconds >= 0.01 else "under a second"
 
 
-def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate:
+def scenario_work(scenario: Any, jobs: int = 1, force: bool = False, finished: Collection[str] = ()) -> Estimate:
     """The work of every cell of ``scenario`` (:class:`ladderlab.scenario.Scenario`) run ``jobs``
-    at a time. A task whose declared data alone cannot fit is refused before it is drawn
-    (:class:`TooLarge`, unless ``force``); the others are drawn once, at a fixed seed, to
-    measure them and to ask each attack how many submissions it makes."""
+    at a time, but for the cells whose keys are ``finished`` (a resumed run directory's): the
+    estimate is of what is left, and says how much is done. A task whose declared data alone
+    cannot fit is refused before it is drawn (:class:`TooLarge`, unless ``force``); the others are
+    drawn once, at a fixed seed, to measure them and to ask each attack how many submissions it makes."""
     from ladderlab.competition import Rules, public_rows
     from ladderlab.competition.scenario import CompetitionCell
     from ladderlab.extrapolation_scenario import ExtrapolationCell
@@ -256,8 +258,10 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
     from ladderlab.scenario import cells, transcript_groups
     from ladderlab.scoring import get_scorer
 
+    every = cells(scenario)
+    left = [cell for cell in every if cell.key not in finished]
     parts = []
-    for group in transcript_groups(cells(scenario)):
+    for group in transcript_groups(left):
         cell = group[0]
         if isinstance(cell, ExtrapolationCell):
             parts.append(extrapolation_cell(cell, scenario.replications))
@@ -288,7 +292,8 @@ def scenario_work(scenario: Any, jobs: int = 1, force: bool = False) -> Estimate
             states = cell.accounts * (BYTES_PER_ACCOUNT_ROW * int(split.public_rows.size) + BYTES_PER_ACCOUNT)
             estimate = dataclasses.replace(estimate, peak_bytes=estimate.peak_bytes + states)
         parts.append(estimate)
-    return combined(f"scenario {scenario.name}", parts, jobs)
+    done = f" (resumed, {len(every) - len(left)} of {len(every)} cells done: what is left)" if len(left) < len(every) else ""
+    return combined(f"scenario {scenario.name}{done}", parts, jobs)
 
 
 def _account_submissions(team: dict[str, Any], rules: Any) -> float:

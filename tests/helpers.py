@@ -93,6 +93,11 @@ def failing_mechanism(tmp_path) -> str:
     return f'{{ id = "{path}:Failing" }}'
 
 
+VERSION_1_CERTIFICATE = Path(__file__).parent / "data" / "certificate_v1_breast_cancer.json"
+"""The format fixture of a version-1 certificate (one honest entry, no ``certificate_version``): the
+breast-cancer example's certificate as an older battery wrote it, safe budget 30, its honest
+participant improving(days=30) replayed 20 times. The example itself has been certified again since."""
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

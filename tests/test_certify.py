@@ -18,7 +18,7 @@ from ladderlab.cli import main
 from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.seeding import sealed_stream, substream
-from tests.helpers import clopper_pearson
+from tests.helpers import VERSION_1_CERTIFICATE, clopper_pearson
 
 DELTA = 1e-6
 
@@ -502,7 +502,7 @@ def test_the_honest_participants_are_part_of_the_batterys_identity():
 
 
 def test_a_version_1_certificate_with_one_honest_entry_still_renders():
-    shipped = json.loads((Path(__file__).resolve().parent.parent / "examples" / "breast-cancer" / "ladder.json").read_text())
+    shipped = json.loads(VERSION_1_CERTIFICATE.read_text())
     assert "certificate_version" not in shipped and isinstance(shipped["honest"], dict)
     assert "Honest participant **improving(days=30)**" in certify.markdown(shipped)
 

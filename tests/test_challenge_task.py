@@ -27,7 +27,7 @@ from ladderlab.registry import TASKS
 from ladderlab.testing import (ConformanceError, check_leaves_global_rng_alone, check_task,
                                check_task_public_data_hold_no_labels, check_task_same_seed_same_split,
                                check_task_split_is_consistent, parametrize_checks)
-from tests.helpers import assert_one_line_error
+from tests.helpers import VERSION_1_CERTIFICATE, assert_one_line_error
 from tests.serve_helpers import write_challenge
 
 SMALL = {"correlated-feature-selection": {"n": 100, "d": 50}}
@@ -50,6 +50,15 @@ tasks = [{{ id = "challenge", params = {{ path = "{challenge}" }} }}]
 mechanisms = [{{ id = "ladder" }}]
 attacks = [{{ id = "boosting", params = {{ k = 20 }}, budget = 20 }}]
 """)
+    return path
+
+
+def _example_with_total(folder: Path, total: int) -> Path:
+    """A copy of the shipped example whose teams may submit ``total`` times (its data unchanged)."""
+    copy = shutil.copytree(EXAMPLE.parent, folder / "breast-cancer")
+    path = copy / "challenge.toml"
+    path.write_text(path.read_text().replace("\ntotal = 10 ", f"\ntotal = {total} "))
+    assert load_challenge(path)[0].per_team_budget() == total
     return path
 
 
@@ -232,27 +241,41 @@ def test_the_shipped_example_is_a_public_data_set_with_its_sizes():
     public = loaded.split.public
     assert (loaded.split.public_rows.size, loaded.split.final_rows.size, public.X_train.shape, public.X_holdout.shape) == (
         200, 200, (169, 30), (400, 30))
-    assert loaded.per_team_budget() == 30 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
+    assert loaded.per_team_budget() == 10 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
 
 
 def test_the_shipped_certificate_covers_the_shipped_example():
     assert challenges.certificate_problems(load_challenge(EXAMPLE)[0]) == []
 
 
+def test_what_an_organiser_copies_from_the_example_allows_what_its_certificate_found_safe():
+    """The example's rules, its default honest participant, its README and own-challenge.md all
+    say the safe budget of the shipped certificate (re-certify, and they must follow)."""
+    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())
+    safe, page = shipped["safe_budget"], (EXAMPLE.parents[2] / "docs" / "own-challenge.md").read_text()
+    loaded, _ = load_challenge(EXAMPLE)
+    assert loaded.spec.rules.total == loaded.per_team_budget() == safe == shipped["challenge"]["per_team_budget"]
+    assert [entry["participant"] for entry in shipped["honest"]] == [f"improving(days={safe})"]
+    assert f"finds {safe} submissions a team safe" in (EXAMPLE.parent / "README.md").read_text()
+    assert page.count(f"`total = {safe}`") == 2 and f"`improving(days={safe})` here" in page
+
+
 def test_certify_on_the_shipped_example_uses_its_n_budget_and_scorer(tmp_path):
-    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
                                     honest_replications=1, run_dir=tmp_path)
-    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [30])
+    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [10])
     assert certificate["challenge"]["task_identity"] == load_challenge(EXAMPLE)[1]
     assert certificate["families"]["honest"]["task"] == "challenge"
 
 
 def test_the_deterministic_honest_play_of_a_challenge_is_measured_once_with_the_values_of_twenty(tmp_path):
-    """The shipped certificate replayed the honest participant 20 times on the fixed data; one play
-    gives the same numbers, bit for bit, and the certificate says it measured them once."""
-    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
-                                    run_dir=tmp_path)
-    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]  # a version-1 certificate's one entry
+    """The version-1 certificate of the example (then 30 submissions a team) replayed the honest
+    participant 20 times on the fixed data; one play gives the same numbers, bit for bit, and the
+    certificate says it measured them once."""
+    thirty = _example_with_total(tmp_path, 30)
+    certificate = certify_challenge(thirty, attacks=["boosting(k=30)"], default_battery=False, replications=8,
+                                    run_dir=tmp_path / "battery")
+    shipped = json.loads(VERSION_1_CERTIFICATE.read_text())["honest"]  # a version-1 certificate's one entry
     [honest] = certificate["honest"]
     assert honest["participant"] == shipped["participant"] == "improving(days=30)"
     assert (honest["replications"], honest["deterministic"], shipped["replications"]) == (1, True, 20)
@@ -309,7 +332,7 @@ def test_certify_plays_multiclass_and_regression_challenges(tmp_path, kind):
 def test_the_battery_directory_holds_the_certificate_about_the_challenge_and_its_report_renders(tmp_path):
     """The copy certify leaves beside its battery (which ``ladderlab report`` reads) is the whole
     certificate: the challenge it was made for, its scorer, the file as the organiser named it."""
-    returned = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
+    returned = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
                                  honest_replications=1, run_dir=tmp_path / "battery")
     stored = json.loads((tmp_path / "battery" / "certificate.json").read_text())
     assert stored["challenge"] == returned["challenge"] and stored["families"] == returned["families"]
@@ -333,28 +356,38 @@ def test_certify_and_serve_read_class_names_alike_and_a_renaming_voids_the_certi
 
 
 def test_an_honest_participant_beyond_a_teams_budget_is_refused_before_the_battery(tmp_path):
-    with pytest.raises(ValueError, match=r"--honest improving\(days=31\): makes 31 submissions, more than a team's "
-                                         "budget of 30"):
-        certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, honest=["improving(days=31)"],
+    with pytest.raises(ValueError, match=r"--honest improving\(days=11\): makes 11 submissions, more than a team's "
+                                         "budget of 10"):
+        certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, honest=["improving(days=11)"],
                           run_dir=tmp_path / "battery")
     assert not (tmp_path / "battery").exists()
 
 
+def test_an_honest_participant_of_the_challenge_file_beyond_a_teams_budget_is_refused_naming_the_file(tmp_path, capsys):
+    path = _example_with_total(tmp_path, 10)
+    path.write_text(path.read_text() + '\n[certify]\nhonest = ["improving(days=11)"]\n')
+    assert_one_line_error(capsys, main(["certify", "ladder", "--challenge", str(path), "--run-dir", str(tmp_path / "b")]),
+                          [f"{path}: certify.honest improving(days=11): makes 11 submissions", "budget of 10"])
+    assert not (tmp_path / "b").exists()
+
+
 def test_a_certificate_of_another_honest_participant_does_not_cover_the_challenge(tmp_path):
-    """Certified with --honest improving(days=10): the example's own (its schedule's 30 days) is not
-    what the certificate measured, so serve's check names it; the certificate records its participant."""
-    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
-                                    honest=["improving(days=10)"], run_dir=tmp_path / "battery")
+    """Certified with --honest improving(days=5): the example's own (a submission a day up to its
+    budget of 10) is not what the certificate measured, so serve's check names it; the certificate
+    records its participant."""
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
+                                    honest=["improving(days=5)"], run_dir=tmp_path / "battery")
     [honest] = certificate["honest"]
     assert (honest["participant"], honest["params"]["days"], certificate["honest"][0]["deterministic"]) == (
-        "improving(days=10)", 10, True)
-    shipped = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]
-    assert honest["rank_correlation"] != shipped["rank_correlation"]  # ten days rank otherwise than thirty
+        "improving(days=5)", 5, True)
+    [shipped] = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]
+    assert shipped["participant"] == "improving(days=10)"
+    assert honest["rank_correlation"] != shipped["rank_correlation"]  # five days rank otherwise than ten
     certify.write_certificate(certificate, tmp_path / "ladder.json")
     challenge_file = tmp_path / "challenge.toml"
     challenge_file.write_text(EXAMPLE.read_text().replace('file = "labels.csv"', f'file = "{EXAMPLE.parent}/labels.csv"')
                               .replace('"train.csv"', f'"{EXAMPLE.parent}/train.csv"')
                               .replace('"holdout.csv"', f'"{EXAMPLE.parent}/holdout.csv"'))
     problems = challenges.certificate_problems(challenges.load(challenge_file))
-    assert ["with improving(days=10); this challenge's are improving(days=30) (the default for its schedule)" in problem
+    assert ["with improving(days=5); this challenge's are improving(days=10) (the default for its schedule)" in problem
             for problem in problems].count(True) == 1

@@ -213,3 +213,20 @@ def test_the_deploying_pages_backup_and_close_commands_run_against_a_served_chal
     assert all("2 submissions" in text and "the chain is intact" in text for text in verified) and len(verified) == 2
     assert [row["team"] for row in json.loads((example / "final.json").read_text())["teams"]] != []
     assert "winner:" in printed["ladderlab rank-certificate losses.parquet --top 10"]
+
+
+def test_the_honest_participants_own_challenge_shows_fit_the_examples_budget(tmp_path: Path) -> None:
+    """An organiser who pastes the page's ``[certify]`` table into the example gets participants
+    that certify accepts (each within a team's budget), not a refusal."""
+    from ladderlab import certify
+    from ladderlab.challenge_certify import honest_participants, task_families
+    from ladderlab.challenge_task import load_challenge
+
+    table = "\n".join(console_block("own-challenge.md", "[certify]"))
+    example = shutil.copytree(ROOT / "examples" / "breast-cancer", tmp_path / "breast-cancer") / "challenge.toml"
+    example.write_text(example.read_text() + "\n" + table + "\n")
+    challenge, identity = load_challenge(example)
+    specs = honest_participants(challenge, [], [challenge.per_team_budget()])
+    plays = certify.honest_plays(specs, task_families(challenge, identity, example, specs)["honest"],
+                                 challenge.per_team_budget())
+    assert len(plays) == 2 and all(play["budget"] <= challenge.per_team_budget() for play in plays)

@@ -330,6 +330,24 @@ def test_an_isolated_certification_battery_equals_the_in_process_one(tmp_path):
     pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
 
 
+BURN_SECONDS = 0.3
+
+
+def test_an_isolated_certificate_counts_the_cpu_time_of_its_attack_processes(tmp_path):
+    """The attacks play in sandboxed processes of the workers (--jobs), which outlive their duels; the certificate's CPU time counts them: every duel of the stand-in
+    burns BURN_SECONDS there, more than the organiser's process spends on it."""
+    from ladderlab import certify
+
+    certificate = certify.certify("kaggle", n=100, budgets=[10], attacks=[f"{DATA / 'block_attack.py'}:Burner"
+                                                                          f"(seconds={BURN_SECONDS})"],
+                                  replications=2, default_battery=False, honest_replications=1, jobs=2,
+                                  run_dir=tmp_path / "battery", isolation="process")
+    duels = certificate["replications_used"]
+    assert duels >= 2 and certificate["cpu_time_seconds"] >= duels * BURN_SECONDS
+    assert "CPU time of this process and of those it started (workers, sandboxed attack processes)" in (
+        certify.markdown(certificate))
+
+
 def test_an_isolated_run_of_ladderlabs_own_attacks_plays_in_the_organisers_process(tmp_path):
     """No attack code but ladderlab's was loaded: one job needs no fresh worker (the run
     fails if it starts one), and the numbers are those of the unisolated run."""

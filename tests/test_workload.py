@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab import runner, workload
+from ladderlab import battery, runner, workload
 from ladderlab.cli import main
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.kaggle_calibration import kaggle_schedule, mean_submissions
@@ -170,3 +170,38 @@ def test_a_duels_estimate_counts_the_mechanisms_bootstrap_resamples_within_a_fac
     runner.run(path, tmp_path / "run", progress=False)
     measured = cpu_seconds() - start
     assert estimate / FACTOR <= measured <= estimate * FACTOR, (measured, estimate)
+
+
+def test_a_resumed_run_estimates_only_the_cells_left_and_says_how_many_are_done(tmp_path, capsys):
+    """The directory holds the Kaggle cells; the scenario that adds the Ladder's resumes it, and
+    its estimate is the Ladder's cells alone: half of a fresh run's submissions, less CPU."""
+    kaggle = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }', name="kaggle.toml")
+    both = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }, { id = "ladder" }', name="both.toml")
+    assert main(["run", str(kaggle), "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    loaded = scenario.load(both)
+    fresh, resumed = runner.estimate(loaded, tmp_path / "fresh"), runner.estimate(loaded, tmp_path / "run")
+    assert (fresh.submissions, resumed.submissions) == (900, 450) and resumed.cpu_seconds < fresh.cpu_seconds
+    assert main(["run", str(both), "--out", str(tmp_path / "run")]) == 0
+    assert "ladderlab: estimated scenario small (resumed, 2 of 4 cells done: what is left): 450 submissions" in (
+        capsys.readouterr().err)
+
+
+def test_a_resumed_battery_estimates_only_the_replications_left_and_says_how_many_were_stored(tmp_path):
+    """A battery interrupted after 8 of its 16 replications reads them back: its estimate counts
+    the other 8 (a fresh one all 16) and says that 8 were stored."""
+    cell = Cell(("random-labels", {"n_public": 20, "n_holdout": 60}), ("kaggle", {}), ("boosting", {"k": 5}), None, False)
+
+    def estimate_of(maximum: int, folder: Path) -> battery.Estimate:
+        announced = []
+        battery.replicate([battery.Group([cell], stop=lambda rows: None)], 0, maximum, battery.Store(folder, 0),
+                          announce=announced.append)
+        return announced[0]
+
+    interrupted = estimate_of(8, tmp_path / "battery")
+    resumed, fresh = estimate_of(16, tmp_path / "battery"), estimate_of(16, tmp_path / "fresh")
+    assert (interrupted.stored, resumed.stored, fresh.stored) == (0, 8, 0)
+    assert resumed.most_seconds == pytest.approx(8 * resumed.seconds_per_replication)
+    assert fresh.most_seconds == pytest.approx(16 * fresh.seconds_per_replication)
+    assert "estimate (8 replications were stored: this is what is left): " in resumed.text()
+    assert "stored" not in fresh.text()

@@ -6,6 +6,7 @@ vectors and keeps the coordinate-wise majority of those whose released 0/1 loss 
 most ½ (the boosting attack, which breaks Kaggle). Its default, block 1, is harmless.
 """
 
+import time
 from typing import Any
 
 import numpy as np
@@ -55,3 +56,23 @@ class Idle(Attack):
 
     def run(self, board, data, rng):
         return rng.integers(0, 2, board.holdout_size).astype(float)
+
+
+class Burner(Attack):
+    """Spends ``seconds`` of CPU time in its own process, then submits one random vector and keeps it."""
+
+    id = "burner"
+    reference = "test stand-in"
+    task_types = frozenset({"classification"})
+    _parameter_constraints = {"seconds": [Interval(float, 0, None)]}
+
+    def __init__(self, seconds: float = 0.1):
+        self.seconds = seconds
+
+    def run(self, board, data, rng):
+        until = time.process_time() + self.seconds
+        while time.process_time() < until:
+            pass
+        vector = rng.integers(0, 2, board.holdout_size).astype(float)
+        board.submit(vector)
+        return vector
