@@ -452,7 +452,7 @@ def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
         assert interrupted.poll() is None and time.monotonic() < deadline, interrupted.stderr.read() if interrupted.poll() else "too slow"
         time.sleep(0.1)
     interrupted.send_signal(signal.SIGINT)
-    assert interrupted.wait(timeout=60) == 130
+    assert interrupted.wait(timeout=300) == 130  # niced on a loaded machine, its workers take a while to stop
     assert "interrupted; run the same command again to resume" in interrupted.stderr.read()
     assert not (tmp_path / "first.json").exists()
     kept = {path: path.stat().st_mtime_ns for path in cache.glob("*/chunks/*/*.parquet")}
