@@ -239,3 +239,28 @@ def test_a_top_up_killed_on_the_way_resumes_to_a_fresh_runs_values(tmp_path):
     assert not report.cells_lacking_replications(report.load_run(out))
     runner.run(path, tmp_path / "fresh", replications=4)
     assert_same_values(out, tmp_path / "fresh")
+
+
+def test_certify_reuses_its_stored_pieces_for_more_replications_and_recomputes_a_damaged_one(tmp_path, caplog):
+    """``certify`` already grows: its battery's pieces are keyed by their cells, not by the maximum,
+    so a larger ``--replications`` keeps every stored piece; a piece that does not match its checksum
+    is set aside and its replications computed again, to the same certificate."""
+    from ladderlab import certify
+
+    options = dict(n=100, budgets=[20], attacks=["boosting(k=10)"], default_battery=False, honest_replications=1,
+                   seed=1)
+    certify.certify("kaggle", replications=8, run_dir=tmp_path / "battery", **options)
+    pieces = {path: path.stat().st_mtime_ns for path in (tmp_path / "battery" / "chunks").rglob("*.parquet")}
+    larger = certify.certify("kaggle", replications=24, run_dir=tmp_path / "battery", **options)
+    assert all(path.stat().st_mtime_ns == stamp for path, stamp in pieces.items())
+    fresh = certify.certify("kaggle", replications=24, run_dir=tmp_path / "fresh", **options)
+    assert larger["battery"] == fresh["battery"] and larger["replications_used"] == fresh["replications_used"]
+    assert max(point["replications"] for point in larger["battery"]) > 8
+    damaged = max((tmp_path / "battery" / "chunks").rglob("*.parquet"))
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 1
+    damaged.write_bytes(bytes(data))
+    again = certify.certify("kaggle", replications=24, run_dir=tmp_path / "battery", **options)
+    assert f"({damaged.relative_to(tmp_path / 'battery')}) is damaged: checksum" in caplog.text
+    assert again["battery"] == fresh["battery"]
+    assert list((tmp_path / "battery" / "quarantine").glob(f"chunks-{damaged.parent.name}-{damaged.stem}.*.parquet"))
