@@ -140,13 +140,13 @@ SCHEMA = pa.schema(
 )
 
 
-def cell_table(cell: ExtrapolationCell, seed: int, replications: int, start: int = 0) -> pa.Table:
-    """Replications ``start`` … ``replications`` − 1 of an extrapolation cell: one row per replication ×
+def cell_table(cell: ExtrapolationCell, seed: int, replications: int, first: int = 0) -> pa.Table:
+    """Replications ``first`` … ``replications`` − 1 of an extrapolation cell: one row per replication ×
     k × convention (one row with status ``failed`` and the error for a replication that raised)."""
     design = cell.design
     sizes = design.subset_sizes(cell.smallest, cell.step)
     frames = []
-    for replication in range(start, replications):
+    for replication in range(first, replications):
         start = time.process_time()
         try:
             frame = run_replication(design, cell.classifier, replication, seed, sizes, cell.conventions)

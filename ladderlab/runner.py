@@ -13,7 +13,9 @@ Layout of a run directory (asv-style results as files):
   cells in flight. The manifest's ``completed`` records each file's SHA-256 and the
   fingerprints (version, source hash) of the plugins that computed it; a re-run
   verifies every finished cell, quarantines a damaged one and computes it again, and
-  refuses cells whose plugin changed (see :mod:`ladderlab.rundir`).
+  refuses cells whose plugin changed (see :mod:`ladderlab.rundir`). Each record says how
+  many replications (0 on) its file holds: a run with more replications computes only the
+  ones a cell lacks and writes its file again, stored rows first (:func:`grows`); fewer are refused.
 - ``lock``: held by the run writing into the directory; a second run is refused.
 
 Each job is one cell, or the cells that share one transcript per replication (they

@@ -264,3 +264,32 @@ def test_certify_reuses_its_stored_pieces_for_more_replications_and_recomputes_a
     assert f"({damaged.relative_to(tmp_path / 'battery')}) is damaged: checksum" in caplog.text
     assert again["battery"] == fresh["battery"]
     assert list((tmp_path / "battery" / "quarantine").glob(f"chunks-{damaged.parent.name}-{damaged.stem}.*.parquet"))
+
+
+SHARED = """
+schema_version = 1
+name = "shared"
+replications = 2
+seed = 3
+
+[[matrix]]
+tasks = [{ id = "gaussian-regression", params = { n_samples = 120, n_features = 20 } }]
+mechanisms = [{ id = "ladder-t", params = { alpha = 0.15 } }]
+attacks = [{ id = "freedman", params = { k = KS } }]
+"""
+
+
+def test_cells_of_one_transcript_that_hold_different_counts_are_topped_up_each_from_its_own(tmp_path, monkeypatch):
+    """Freedman's k changes only the final regression, so its cells share one transcript per
+    replication. A k added while the replications rise holds none of them and computes all four;
+    the finished k computes the two it lacks; both equal a fresh run's."""
+    path = tmp_path / "shared.toml"
+    path.write_text(SHARED.replace("KS", "[2]"))
+    runner.run(path, tmp_path / "run")
+    path.write_text(SHARED.replace("KS", "[2, 5]"))
+    counts = computed_replications(monkeypatch)
+    runner.run(path, tmp_path / "run", replications=4)
+    (finished, added) = [cell.key for cell in cells(load(path))]
+    assert counts == Counter({finished: 2, added: 4})
+    runner.run(path, tmp_path / "fresh", replications=4)
+    assert_same_values(tmp_path / "run", tmp_path / "fresh")
