@@ -19,7 +19,9 @@ resumes. A group's identity is its cells' keys and its replications are function
 (cell, seed, replication) only, so pieces computed under one maximum or confidence serve
 another. The group's folder records the fingerprints of the plugins that computed its pieces
 (``plugins.json``, :mod:`ladderlab.rundir`): pieces of a plugin whose version, source or data
-changed since are moved into ``quarantine/`` and computed again, never reused.
+changed since are moved into ``quarantine/`` and computed again, never reused. Each piece's
+SHA-256 and size are recorded once it is written (``checksums.json``): a piece that does not
+match them, or cannot be read, is quarantined in the same way.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import pyarrow.parquet as pq
 
 from ladderlab.isolation import Isolation
 from ladderlab.progress import progress_bar
-from ladderlab.rundir import QUARANTINE, write_atomically
+from ladderlab.rundir import QUARANTINE, damage, quarantine, sha256_bytes, write_atomically
 from ladderlab.runner import (cell_table, isolated_cell, loaded_foreign_attack_code, play_replications, plugin_tokens,
                               write_table)
 from ladderlab.scenario import Cell
@@ -61,6 +63,8 @@ PIECE_SECONDS = 8.0
 CHUNK_FOLDER = "chunks"
 FINGERPRINTS = "plugins.json"
 """In a group's chunk folder: the fingerprints of the plugins that computed its pieces."""
+CHECKSUMS = "checksums.json"
+"""In a group's chunk folder: each piece's SHA-256 and size, recorded once it was written."""
 
 
 @dataclass
@@ -161,8 +165,23 @@ class Store:
                         self.directory, group.cells[0].label, target.relative_to(self.directory))
         rows: dict[int, dict[str, dict[str, Any]]] = {}
         keys = {cell.key for cell in group.cells}
+        checksums = _checksums(folder)
         for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
-            for row in pq.read_table(path).to_pylist():
+            table = None
+            try:
+                reason = damage(path, checksums.get(path.name), CHECKSUMS) if (folder / CHECKSUMS).is_file() else None
+                table = None if reason else pq.read_table(path)
+            except (OSError, pa.ArrowException) as error:
+                reason = f"unreadable: {error}"
+            if table is None or reason:
+                target = quarantine(self.directory, path, reason, f"{CHUNK_FOLDER}-{group.key}-{path.stem}")
+                log.warning("ladderlab: %s: a stored piece of %s (%s) is damaged: %s; moved to %s, its replications "
+                            "will be computed again", self.directory, group.cells[0].label,
+                            path.relative_to(self.directory), reason, target.relative_to(self.directory))
+                continue
+            if path.name not in checksums:  # kept before pieces had checksums: whole (written atomically), readable
+                self._record(folder, path.name, path.read_bytes())
+            for row in table.to_pylist():
                 if row["cell"] in keys:
                     rows.setdefault(row["replication"], {})[row["cell"]] = row
         return {r: cells for r, cells in rows.items() if set(cells) == keys}
@@ -173,7 +192,23 @@ class Store:
         if not (folder / FINGERPRINTS).is_file():
             write_atomically(folder / FINGERPRINTS, json.dumps(_fingerprints(group), sort_keys=True))
         table = pa.concat_tables([cell_table(cell, self.seed, rows[cell.key]) for cell in group.cells])
-        write_table(folder / f"{start:06d}-{stop:06d}.parquet", table)
+        name = f"{start:06d}-{stop:06d}.parquet"
+        self._record(folder, name, write_table(folder / name, table))
+
+    @staticmethod
+    def _record(folder: Path, name: str, data: bytes) -> None:
+        """Add the checksum of piece ``name`` (its bytes ``data``) to the folder's :data:`CHECKSUMS`."""
+        checksums = {**_checksums(folder), name: {"sha256": sha256_bytes(data), "bytes": len(data)}}
+        write_atomically(folder / CHECKSUMS, json.dumps(checksums, sort_keys=True, indent=1))
+
+
+def _checksums(folder: Path) -> dict[str, dict[str, Any]]:
+    """The recorded checksums of a group's pieces, by file name (none before the first is recorded)."""
+    path = folder / CHECKSUMS
+    try:
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError:
+        return {}
 
 
 def _fingerprints(group: Group) -> dict[str, dict[str, str | None]]:

@@ -140,13 +140,13 @@ SCHEMA = pa.schema(
 )
 
 
-def cell_table(cell: ExtrapolationCell, seed: int, replications: int) -> pa.Table:
-    """Every replication of an extrapolation cell: one row per replication × k × convention
-    (one row with status ``failed`` and the error for a replication that raised)."""
+def cell_table(cell: ExtrapolationCell, seed: int, replications: int, first: int = 0) -> pa.Table:
+    """Replications ``first`` … ``replications`` − 1 of an extrapolation cell: one row per replication ×
+    k × convention (one row with status ``failed`` and the error for a replication that raised)."""
     design = cell.design
     sizes = design.subset_sizes(cell.smallest, cell.step)
     frames = []
-    for replication in range(replications):
+    for replication in range(first, replications):
         start = time.process_time()
         try:
             frame = run_replication(design, cell.classifier, replication, seed, sizes, cell.conventions)

@@ -14,6 +14,7 @@ Def. 2.1) and of the final submission's released, exact public and final scores.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from ladderlab.naming import plugin_label
 from ladderlab.report_tables import missing
 from ladderlab.replications import DUEL_MEASURES, median_interval, status_counts, summary_columns
 from ladderlab.rundir import RunDirectoryError
-from ladderlab.runner import cell_records, read_cell_files, verified_cell_files
+from ladderlab.runner import cell_records, held_replications, read_cell_files, verified_cell_files
 from ladderlab.scenario import Scenario
 
 GROUP_KEYS = ["task", "task_params", "mechanism", "mechanism_params", "attack", "attack_params", "budget"]
@@ -192,4 +193,23 @@ def status_lines(run: Run) -> list[str]:
         lines += competition_status_lines(run.expected_competitions, run.competitions, damaged)
     if extrapolations:
         lines += extrapolation_report.status_lines(extrapolations, run.extrapolations, damaged)
-    return lines
+    return lines + topped_up_lines(run)
+
+
+def cells_lacking_replications(run: Run) -> dict[str, int]:
+    """The finished cells whose files hold fewer replications than the scenario asks for (its
+    replications were raised since they ran, :func:`ladderlab.runner.grows`), with how many they hold."""
+    wanted = run.manifest.get("scenario", {}).get("replications")
+    return {key: count for key, count in held_replications(run.manifest).items() if count < wanted}
+
+
+def topped_up_lines(run: Run) -> list[str]:
+    """The cells not yet topped up to the scenario's replications, in words (none when every cell is)."""
+    lacking = cells_lacking_replications(run)
+    if not lacking:
+        return []
+    counts = Counter(lacking.values())
+    held = "; ".join(f"{cells} cell{'s hold' if cells > 1 else ' holds'} {count}" for count, cells in sorted(counts.items()))
+    return [f"{len(lacking)} of {len(run.manifest.get('completed', {}))} finished cells hold fewer than the scenario's "
+            f"{run.manifest['scenario']['replications']} replications, and their numbers rest on those ({held}): "
+            "'ladderlab run' computes only the ones they lack"]

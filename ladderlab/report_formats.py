@@ -38,7 +38,7 @@ import pandas as pd
 from ladderlab import certify, extrapolation_report, paper_values, zoo
 from ladderlab.competition import results as competition_results
 from ladderlab.naming import plugin_label
-from ladderlab.report import Run, status_lines, summary
+from ladderlab.report import Run, cells_lacking_replications, status_lines, summary
 from ladderlab.rundir import write_atomically
 from ladderlab.report_tables import (
     Column, Section, compact_labels, csv_text, fixed_width, machine_records, markdown_table, number_text,
@@ -199,7 +199,8 @@ def provenance(run: Run) -> dict[str, Any]:
         "seed": scenario.get("seed"),
         "created": run.manifest.get("created"),
         "finished": max(finished) if finished else None,
-        "complete": run.status.complete and not competition_results.incomplete(run.expected_competitions, run.competitions),
+        "complete": (run.status.complete and not competition_results.incomplete(run.expected_competitions, run.competitions)
+                     and not cells_lacking_replications(run)),
         "replication_seconds": float(sum(frame.wall_time.sum() for frame in (run.results, run.competitions)
                                          if not frame.empty)),
         "versions": run.manifest.get("versions", {}),

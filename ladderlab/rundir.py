@@ -237,19 +237,20 @@ def cell_files(directory: Path, folder: str) -> list[Path]:
     return sorted((directory / folder).glob("*.parquet"))
 
 
-def damage(path: Path, record: dict[str, Any] | None) -> str | None:
-    """Why the cell file at ``path`` cannot be trusted, or None if it matches its checksum."""
+def damage(path: Path, record: dict[str, Any] | None, recorder: str = "the manifest") -> str | None:
+    """Why the cell file at ``path`` cannot be trusted, or None if it matches its checksum (``record``,
+    in ``recorder``)."""
     if record is None:
-        return "no checksum in the manifest (the run stopped before recording it)"
+        return f"no checksum in {recorder} (the run stopped before recording it)"
     try:
         size = path.stat().st_size
         actual = sha256_file(path)
     except OSError as error:
         return f"unreadable: {error.strerror or error}"
     if size != record.get("bytes"):
-        return f"{size} bytes, the manifest recorded {record.get('bytes')} (truncated or overwritten)"
+        return f"{size} bytes, {recorder} recorded {record.get('bytes')} (truncated or overwritten)"
     if actual != record.get("sha256"):
-        return f"checksum {actual[:12]}… does not match the manifest's {str(record.get('sha256'))[:12]}…"
+        return f"checksum {actual[:12]}… does not match {recorder}'s {str(record.get('sha256'))[:12]}…"
     return None
 
 
@@ -271,16 +272,18 @@ def verified_files(directory: Path, folder: str) -> tuple[list[Path], dict[Path,
     return [path for path in cell_files(directory, folder) if path not in damaged], damaged
 
 
-def quarantine(directory: Path, path: Path, reason: str) -> Path:
-    """Move the cell file at ``path`` aside into ``quarantine/`` (with a note of why); return its new path."""
+def quarantine(directory: Path, path: Path, reason: str, name: str | None = None) -> Path:
+    """Move the cell file at ``path`` aside into ``quarantine/`` (with a note of why), named after it
+    (or ``name``) and the time; return its new path."""
     folder = directory / QUARANTINE
     folder.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = folder / f"{path.stem}.{stamp}.parquet"
+    name = name or path.stem
+    target = folder / f"{name}.{stamp}.parquet"
     number = 1
     while target.exists():
         number += 1
-        target = folder / f"{path.stem}.{stamp}-{number}.parquet"
+        target = folder / f"{name}.{stamp}-{number}.parquet"
     os.replace(path, target)
     write_atomically(target.with_suffix(".reason.txt"), reason + "\n")
     return target

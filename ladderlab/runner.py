@@ -13,7 +13,9 @@ Layout of a run directory (asv-style results as files):
   cells in flight. The manifest's ``completed`` records each file's SHA-256 and the
   fingerprints (version, source hash) of the plugins that computed it; a re-run
   verifies every finished cell, quarantines a damaged one and computes it again, and
-  refuses cells whose plugin changed (see :mod:`ladderlab.rundir`).
+  refuses cells whose plugin changed (see :mod:`ladderlab.rundir`). Each record says how
+  many replications (0 on) its file holds: a run with more replications computes only the
+  ones a cell lacks and writes its file again, stored rows first (:func:`grows`); fewer are refused.
 - ``lock``: held by the run writing into the directory; a second run is refused.
 
 Each job is one cell, or the cells that share one transcript per replication (they
@@ -135,6 +137,12 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
             manifest = migrate(scenario, out, manifest)
         if manifest.get("scenario_hash") != scenario.identity() and grows(manifest, scenario, secret):
             manifest = _grow(scenario, out, manifest)
+        held = (manifest.get("scenario") or {}).get("replications")
+        if manifest.get("scenario_hash") != scenario.identity() and isinstance(held, int) and held > scenario.replications \
+                and grows(manifest, scenario.model_copy(update={"replications": held}), secret):
+            raise RunDirectoryError(
+                f"{out} holds {held} replications of every cell and this run asks for {scenario.replications}: a run "
+                f"directory's replications only grow; run it with {held} or more, or choose another --out")
         if manifest.get("scenario_hash") != scenario.identity():
             former = local_names(manifest.get("scenario")) if manifest.get("layout", 1) < LAYOUT else []
             hint = (f"; if it is this scenario's, written by an older ladderlab that named local files by absolute "
@@ -178,29 +186,45 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
 
 
 def grows(manifest: dict[str, Any], scenario: Scenario, secret: str | None) -> bool:
-    """Whether ``scenario`` keeps every cell of the run directory's (``manifest``) with the same seed,
-    replications and secret, and only adds cells: a cell's results depend on its own plugins, the
-    seed and the replication alone (every stream is derived from their identity, :mod:`ladderlab.seeding`),
-    so its finished cells are this scenario's too."""
+    """Whether ``scenario`` keeps every cell of the run directory's (``manifest``) with the same seed and
+    secret, and only adds cells or replications: a cell's replication depends on its own plugins, the
+    seed and its index alone (every stream is derived from their identity, :mod:`ladderlab.seeding`,
+    never from the count), so its finished cells and replications are this scenario's too."""
     recorded = manifest.get("scenario") or {}
     keys = {cell.key for cell in cells(scenario)}
     return (manifest.get("layout", 1) == LAYOUT and recorded.get("seed") == scenario.seed
-            and recorded.get("replications") == scenario.replications
+            and isinstance(recorded.get("replications"), int) and recorded["replications"] <= scenario.replications
             and manifest.get("secret_seed_sha256") == secret
             and {record["key"] for record in manifest.get("cells", [])} <= keys)
 
 
 def _grow(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest of ``out`` rewritten for ``scenario``, which :func:`grows` it; its finished cells kept."""
-    before = len(manifest.get("cells", []))
+    """The manifest of ``out`` rewritten for ``scenario``, which :func:`grows` it; its finished cells kept,
+    each recording the replications its file holds (the rest are computed by the run: :func:`pending_cells`)."""
+    before, held = len(manifest.get("cells", [])), manifest["scenario"]["replications"]
+    for record in manifest.get("completed", {}).values():
+        record.setdefault("replications", held)
     manifest.update(scenario=location_free(scenario.model_dump(mode="json")), scenario_hash=scenario.identity(),
                     cells=cell_records(scenario), versions={**_versions(scenario), **manifest.get("versions", {})},
                     plugins={**_plugin_fingerprints(scenario), **manifest.get("plugins", {})})
     _write_atomically(out / "manifest.json", json.dumps(manifest, indent=2).encode())
-    log.warning("ladderlab: %s: the scenario has changed but keeps its %d cells, seed and replications, and adds %d: "
-                "its %d finished cells are kept", out, before, len(manifest["cells"]) - before,
-                len(manifest.get("completed", {})))
+    finished = len(manifest.get("completed", {}))
+    if held == scenario.replications:
+        log.warning("ladderlab: %s: the scenario has changed but keeps its %d cells, seed and replications, and adds %d: "
+                    "its %d finished cells are kept", out, before, len(manifest["cells"]) - before, finished)
+    else:
+        added = len(manifest["cells"]) - before
+        log.warning("ladderlab: %s: replications raised from %d to %d%s: the %d finished cells keep their stored "
+                    "replications and compute only the ones they lack", out, held, scenario.replications,
+                    f", and {added} cells added" if added else "", finished)
     return manifest
+
+
+def held_replications(manifest: dict[str, Any]) -> dict[str, int]:
+    """Per finished cell: how many replications its file holds, from 0 on (a run directory written
+    before replications could grow records none: then its scenario's)."""
+    count = (manifest.get("scenario") or {}).get("replications")
+    return {key: record.get("replications", count) for key, record in manifest.get("completed", {}).items()}
 
 
 def scenario_differences(recorded: Any, current: Any, where: str = "", limit: int = 3) -> list[str]:
@@ -277,7 +301,7 @@ def migrate(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str
         rows = pq.read_table(source).to_pylist()
         table = (competition_table if isinstance(cell, CompetitionCell) else cell_table)(cell, rows[0]["seed"], rows)
         written = _write_cell(cell, table, str(out), {renamed(role, " "): token
-                                                      for role, token in record.get("plugins", {}).items()})
+                                                      for role, token in record.get("plugins", {}).items()}, len(rows))
         completed[cell.key] = {**record, **{name: written[name] for name in ("key", "file", "sha256", "bytes")}}
         replaced.append(source)
     manifest.update(layout=LAYOUT, scenario=location_free(dump), scenario_hash=scenario.identity(),
@@ -429,19 +453,26 @@ def run_cells(
     secret_seed: int | None = None,
     identities: dict[str, Any] | None = None,
     progress: bool | None = False,
+    start: int = 0,
 ) -> list[dict[str, Any]]:
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints). An extrapolation cell is alone in its group and written whole, a competition
+    fingerprints, replications). An extrapolation cell is alone in its group, a competition
     cell alone in its group; their files are under ``extrapolations/`` and ``competitions/``. ``identities`` holds
     :func:`isolated_cell` of each cell under isolation. ``progress`` shows a bar over the group's
-    replications (a run in this process: the run's own bar moves per group)."""
+    replications (a run in this process: the run's own bar moves per group). Replications
+    before ``start`` are those the cells' files hold already (a top-up): kept, not computed."""
     if isinstance(group[0], ExtrapolationCell):
         (cell,) = group
         with cell_worker():
-            return [_write_cell(cell, extrapolation_cell_table(cell, seed, replications), out, plugin_tokens(cell))]
-    rows = play_replications(group, seed, range(replications), isolation, secret_seed, identities, progress=progress)
+            table = extrapolation_cell_table(cell, seed, replications, start)
+        if start:
+            table = pa.concat_tables([pq.read_table(Path(out) / cell.directory / f"{cell.key}.parquet"), table])
+        return [_write_cell(cell, table, out, plugin_tokens(cell), replications)]
+    rows = play_replications(group, seed, range(start, replications), isolation, secret_seed, identities,
+                             progress=progress)
+    rows = {cell.key: stored_rows(cell, out, start) + rows[cell.key] for cell in group}
     return write_cells(group, seed, rows, out, isolation, identities)
 
 
@@ -471,7 +502,7 @@ def play_replications(
         return run_replication(cell, seed, replication, isolation, secret_seed, identities.get(cell.key))
 
     plays = [(cell, replication) for replication in replications for cell in group
-             if not (replication == 0 and cell.key in first_rows)]
+             if not (replication == replications.start and cell.key in first_rows)]
     together = isolation == "process" and not isinstance(group[0], CompetitionCell)
     if together:  # a window plays one attack's code
         plays.sort(key=lambda pair: str(pair[0].attack[0]))
@@ -500,9 +531,9 @@ def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any
         (cell,) = group
         resolved = (identities or {}).get(cell.key)
         tokens = resolved.tokens if resolved else plugin_tokens(cell)
-        return [_write_cell(cell, competition_table(cell, seed, rows[cell.key]), out, tokens)]
-    return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, plugin_tokens(cell, rows[cell.key], isolation))
-            for cell in group]
+        return [_write_cell(cell, competition_table(cell, seed, rows[cell.key]), out, tokens, len(rows[cell.key]))]
+    return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, plugin_tokens(cell, rows[cell.key], isolation),
+                        len(rows[cell.key])) for cell in group]
 
 
 @dataclasses.dataclass
@@ -549,41 +580,55 @@ def plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] =
     return tokens
 
 
-def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins: dict[str, str | None]) -> dict[str, Any]:
-    """Write a cell's table atomically; return its manifest record (file, SHA-256, size, plugin tokens)."""
+def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins: dict[str, str | None],
+                replications: int) -> dict[str, Any]:
+    """Write a cell's table atomically; return its manifest record (file, SHA-256, size, plugin tokens,
+    and how many replications, 0 on, the file holds)."""
     path = Path(out) / cell.directory / f"{cell.key}.parquet"
     data = write_table(path, table)
     return {"key": cell.key, "file": str(path.relative_to(out)), "sha256": rundir.sha256_bytes(data),
-            "bytes": len(data), "plugins": plugins, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "bytes": len(data), "plugins": plugins, "replications": replications,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def first_replication(group: list[Cell], seed: int, secret_seed: int | None) -> tuple[float, dict[str, dict[str, Any]]]:
-    """Replication 0 of every cell of a group, single-threaded: its CPU seconds, and the rows, by cell key."""
-    start = time.process_time()
-    rows = {key: replication[0] for key, replication in play_replications(group, seed, range(1), secret_seed=secret_seed).items()}
-    return time.process_time() - start, rows
+def first_replication(group: list[Cell], seed: int, secret_seed: int | None, start: int = 0,
+                      ) -> tuple[float, dict[str, dict[str, Any]]]:
+    """Replication ``start`` (the first the group lacks) of every cell of a group, single-threaded:
+    its CPU seconds, and the rows, by cell key."""
+    began = time.process_time()
+    rows = {key: replication[0] for key, replication
+            in play_replications(group, seed, range(start, start + 1), secret_seed=secret_seed).items()}
+    return time.process_time() - began, rows
 
 
 def longest_first(
-    groups: list[list[Cell]], seed: int, replications: int, jobs: int, secret_seed: int | None
+    groups: list[list[Cell]], seed: int, replications: int, jobs: int, secret_seed: int | None,
+    starts: Sequence[int] | None = None,
 ) -> tuple[list[tuple[int, int, int]], dict[str, dict[str, Any]]]:
-    """The jobs of :func:`replication_ranges`, from the CPU time of replication 0 of every
-    group, and the rows of replication 0 (played in parallel first, and kept)."""
-    pilots = joblib.Parallel(n_jobs=jobs)(joblib.delayed(first_replication)(group, seed, secret_seed) for group in groups)
+    """The jobs of :func:`replication_ranges`, from the CPU time of the first replication each
+    group lacks (``starts``, 0 by default), and that replication's rows (played in parallel first, and kept)."""
+    starts = list(starts) if starts is not None else [0] * len(groups)
+    pilots = joblib.Parallel(n_jobs=jobs)(joblib.delayed(first_replication)(group, seed, secret_seed, start)
+                                          for group, start in zip(groups, starts))
     first_rows = {key: row for _, rows in pilots for key, row in rows.items()}
     workers = jobs if jobs > 0 else joblib.cpu_count()
-    return replication_ranges([cost for cost, _ in pilots], replications, workers), first_rows
+    return replication_ranges([cost for cost, _ in pilots], replications, workers, starts), first_rows
 
 
-def replication_ranges(costs: Sequence[float], replications: int, workers: int) -> list[tuple[int, int, int]]:
+def replication_ranges(costs: Sequence[float], replications: int, workers: int,
+                       starts: Sequence[int] | None = None) -> list[tuple[int, int, int]]:
     """Jobs as (group index, first replication, last + 1), longest first by estimated cost
-    (a group's cost per replication × its replications). A group that costs more than a
-    quarter of an even share per worker is split into ranges of about that cost."""
-    target = sum(costs) / (4 * workers)
+    (a group's cost per replication × the replications it lacks, from ``starts`` on, 0 by default,
+    to ``replications``). A group that costs more than a quarter of an even share per worker is
+    split into ranges of about that cost."""
+    starts = list(starts) if starts is not None else [0] * len(costs)
+    totals = [cost * (replications - start) for cost, start in zip(costs, starts)]
+    target = sum(totals) / (4 * workers)
     jobs = []
-    for index, cost in enumerate(costs):
-        count = min(replications, max(1, math.ceil(cost / target))) if target > 0 else 1
-        bounds = [round(i * replications / count) for i in range(count + 1)]
+    for index, (total, start) in enumerate(zip(totals, starts)):
+        lacking = replications - start
+        count = min(lacking, max(1, math.ceil(total / target))) if target > 0 else 1
+        bounds = [start + round(i * lacking / count) for i in range(count + 1)]
         jobs += [(index, first, stop) for first, stop in zip(bounds[:-1], bounds[1:])]
     return sorted(jobs, key=lambda job: -costs[job[0]] * (job[2] - job[1]))
 
@@ -596,10 +641,22 @@ def estimate(scenario: Scenario, out: Path, jobs: int = 1, force: bool = False) 
 
 
 def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]:
-    """The scenario's cells that have no verified result file yet."""
-    completed = rundir.completed_cells(out)
+    """The scenario's cells that have no verified result file yet, or one with fewer replications
+    than the scenario's (a run whose replications were raised: :func:`grows`)."""
+    manifest = rundir.read_manifest(out) if (out / "manifest.json").exists() else {}
+    held = held_replications(manifest)
     return [cell for cell in cells(scenario)
-            if cell.key not in completed or not (out / cell.directory / f"{cell.key}.parquet").exists()]
+            if held.get(cell.key, 0) < scenario.replications or not (out / cell.directory / f"{cell.key}.parquet").exists()]
+
+
+def stored_rows(cell: Cell | CompetitionCell, out: str | Path, count: int) -> list[dict[str, Any]]:
+    """The rows of replications 0 … ``count`` − 1 that a finished cell's file holds (checked by :func:`verify`)."""
+    return pq.read_table(Path(out) / cell.directory / f"{cell.key}.parquet").to_pylist() if count else []
+
+
+def _stored_replications(path: Path) -> list[int]:
+    """The replications a cell file holds, in the order of their first row."""
+    return list(dict.fromkeys(pq.read_table(path, columns=["replication"]).column("replication").to_pylist()))
 
 
 def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str | None]]:
@@ -630,6 +687,15 @@ def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str
         log.warning("ladderlab: cell %s (%s): its file is missing; it will be computed again", labels.get(key, "?"), key)
         del completed[key]
         changed = True
+    for key, count in held_replications(manifest).items():
+        path = out / completed[key]["file"]
+        if count < scenario.replications and key in labels and _stored_replications(path) != list(range(count)):
+            reason = f"it does not hold replications 0 to {count - 1}, as the manifest records"
+            target = rundir.quarantine(out, path, reason)
+            log.warning("ladderlab: cell %s (%s): %s; moved to %s, it will be computed again",
+                        labels[key], key, reason, target.relative_to(out))
+            del completed[key]
+            changed = True
     current = _current_tokens(scenario)
     stale = {key: [role for role, token in record.get("plugins", {}).items() if token != current[key].get(role)]
              for key, record in completed.items() if key in current}
@@ -718,7 +784,10 @@ def run(
         prepare(scenario, out, secret_seed)
         manifest = verify(scenario, out, rerun_stale)
         todo = pending_cells(scenario, out)
-        groups = transcript_groups(todo)
+        held = held_replications(manifest)
+        groups = [[cell for cell in group if held.get(cell.key, 0) == count]
+                  for group in transcript_groups(todo) for count in sorted({held.get(cell.key, 0) for cell in group})]
+        starts = [held.get(group[0].key, 0) for group in groups]
         identities = {cell.key: isolated_cell(cell) for cell in todo
                       if not isinstance(cell, ExtrapolationCell)} if isolation == "process" else {}
         jobs_to_run: list[Any] = []
@@ -726,22 +795,25 @@ def run(
         split_groups = [group for group in groups if not isinstance(group[0], ExtrapolationCell)]
         fresh_workers = isolation == "process" and (jobs != 1 or loaded_foreign_attack_code())
         if backend == "loky" and isolation == "none" and jobs != 1 and split_groups:
-            pieces, first_rows = longest_first(split_groups, scenario.seed, scenario.replications, jobs, secret_seed)
+            starts_of_split = [start for group, start in zip(groups, starts) if not isinstance(group[0], ExtrapolationCell)]
+            pieces, first_rows = longest_first(split_groups, scenario.seed, scenario.replications, jobs, secret_seed,
+                                               starts_of_split)
             jobs_to_run = [joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation,
-                                                     secret_seed) for group in groups if isinstance(group[0], ExtrapolationCell)]
-            groups = split_groups
+                                                     secret_seed, start=start)
+                           for group, start in zip(groups, starts) if isinstance(group[0], ExtrapolationCell)]
+            groups, starts = split_groups, starts_of_split
             for index, start, stop in pieces:
                 pieces_of[index] = pieces_of.get(index, 0) + 1
                 group = groups[index]
-                rows = {cell.key: first_rows[cell.key] for cell in group} if start == 0 else None
+                rows = {cell.key: first_rows[cell.key] for cell in group} if start == starts[index] else None
                 jobs_to_run.append(joblib.delayed(run_piece)(index, group, scenario.seed, start, stop, secret_seed, rows))
         else:
             in_process = backend == "loky" and jobs == 1 and not fresh_workers
             jobs_to_run = [
                 joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation, secret_seed,
                                           {cell.key: identities[cell.key] for cell in group if cell.key in identities},
-                                          progress if in_process else False)
-                for group in groups
+                                          progress if in_process else False, start)
+                for group, start in zip(groups, starts)
             ]
         played: dict[int, list[Piece]] = {}
 
@@ -754,7 +826,8 @@ def run(
                 return []
             group = groups[result.group]
             ordered = sorted(played.pop(result.group), key=lambda piece: piece.start)
-            rows = {cell.key: [row for piece in ordered for row in piece.rows[cell.key]] for cell in group}
+            rows = {cell.key: stored_rows(cell, out, starts[result.group])
+                    + [row for piece in ordered for row in piece.rows[cell.key]] for cell in group}
             return write_cells(group, scenario.seed, rows, str(out))
 
         def record(results: Any) -> None:

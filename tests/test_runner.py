@@ -179,9 +179,11 @@ def test_a_group_that_would_keep_one_worker_busy_alone_is_split_into_replication
 
 def test_the_refusal_of_a_changed_scenario_names_what_changed(tmp_path):
     runner.run(scenario_file(tmp_path), tmp_path / "run")
+    reseeded = scenario_file(tmp_path, name="reseeded.toml")
+    reseeded.write_text(reseeded.read_text().replace("seed = 7", "seed = 8"))
     with pytest.raises(runner.RunDirectoryError, match=r"different scenario \(hash \w+, this one \w+; "
-                                                       r"replications: 3 there, 5 here\): choose another --out"):
-        runner.run(scenario_file(tmp_path), tmp_path / "run", replications=5)
+                                                       r"seed: 7 there, 8 here\): choose another --out"):
+        runner.run(reseeded, tmp_path / "run")
     with pytest.raises(runner.RunDirectoryError, match=r'matrix\[0\]\.mechanisms: 2 entries there, 1 here'):
         runner.run(scenario_file(tmp_path, '{ id = "kaggle" }'), tmp_path / "run")
 
@@ -209,13 +211,15 @@ def test_a_scenario_that_only_adds_cells_keeps_the_finished_ones_and_equals_a_fr
     assert len(report.load_run(tmp_path / "run").results) == len(grown) == 6 * 3
 
 
-@pytest.mark.parametrize("change, named", [("seed = 7", "seed: 7 there, 8 here"),
-                                           ("replications = 3", "replications: 3 there, 4 here")])
-def test_a_grown_scenario_with_another_seed_or_replications_is_refused(tmp_path, change, named):
+@pytest.mark.parametrize("change, step, named", [
+    ("seed = 7", 1, "seed: 7 there, 8 here"),
+    ("replications = 3", -1, "holds 3 replications of every cell and this run asks for 2: a run directory's "
+                             "replications only grow; run it with 3 or more, or choose another --out")])
+def test_a_grown_scenario_with_another_seed_or_fewer_replications_is_refused(tmp_path, change, step, named):
     runner.run(scenario_file(tmp_path), tmp_path / "run")
     grown = scenario_file(tmp_path, '{ id = "kaggle" }, { id = "ladder-boot", params = { b = 5 } }, { id = "ladder-free" }',
                           name="grown.toml")
-    value = int(change.split(" = ")[1]) + 1
+    value = int(change.split(" = ")[1]) + step
     grown.write_text(grown.read_text().replace(change, f"{change.split(' = ')[0]} = {value}"))
     with pytest.raises(runner.RunDirectoryError, match=named):
         runner.run(grown, tmp_path / "run")
