@@ -390,9 +390,9 @@ def _executor(workers: int, isolation: Isolation) -> Iterator[Executor]:
     if workers == 1:
         yield _Inline()
         return
-    from joblib.externals.loky import get_reusable_executor
+    from joblib.executor import get_memmapping_executor
 
-    pool = get_reusable_executor(max_workers=workers)
+    pool = get_memmapping_executor(workers)  # joblib's own: a later joblib.Parallel reuses the same pool
     try:
         yield pool
     except BaseException:

@@ -528,3 +528,16 @@ def test_an_honest_participant_given_twice_or_unable_to_play_is_refused():
         certify.honest_plays([certify.parse_honest("conservative-analyst")], regression)
     assert certify.honest_plays([certify.parse_honest("conservative-analyst(submissions=50)")], families["honest"]) == [
         {"id": "conservative-analyst", "params": {"submissions": 50}, "budget": 50}]
+
+
+def test_a_parallel_battery_leaves_its_workers_usable_by_a_parallel_run(tmp_path):
+    """The battery's workers are joblib's pool: a parallel run in the same process reuses them
+    (with loky's bare pool, joblib failed: '_ReusablePoolExecutor' has no '_temp_folder_manager')."""
+    from ladderlab import runner
+    from tests.helpers import SMALL
+
+    certify.certify("kaggle", n=100, budgets=[20], attacks=["boosting"], replications=2, run_dir=tmp_path / "battery",
+                    jobs=2)
+    scenario = tmp_path / "small.toml"
+    scenario.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }'))
+    assert (runner.run(scenario, tmp_path / "run", jobs=2).status == "ok").all()
