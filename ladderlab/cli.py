@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ladderlab import __version__, arguments, certify_speed, demo, isolation_benchmark, page_stamps, rank_certificate, replay, results
+from ladderlab import __version__, arguments, certify_speed, demo, isolation_benchmark, rank_certificate, replay, results
 from ladderlab.arguments import ArgumentError
 from ladderlab.atomic import save_figure, write_atomically
 from ladderlab.isolation import ISOLATION_MODES
@@ -632,6 +632,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
     certify_speed.add_subcommand(commands)
+    from ladderlab import page_stamps
+
     page_stamps.add_subcommand(commands)
 
     from ladderlab.competition import benchmark as competition_benchmark

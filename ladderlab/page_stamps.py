@@ -22,7 +22,7 @@ import importlib.util
 import json
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -249,26 +249,13 @@ def survey(root: Path = Path(".")) -> list[PageState]:
             elif name.endswith(".md"):
                 states += _markdown_page(root, name)
             else:
-                states.append(_sidecar_page(root, name))
+                states.append(_text_page(root, name))
     return states
 
 
-def _sidecar_page(root: Path, page: str) -> PageState:
-    """A text page (included in a code block, where a comment would show) keeps its stamp in
-    ``PAGE.stamp`` beside it."""
-    sidecar = root / f"{page}.stamp"
-    command = documented_command(root, page)
-    if not sidecar.is_file():
-        return PageState(page, None, command, "unrecorded")
-    record = stamps_in(sidecar.read_text(encoding="utf-8"))[0]
-    return check_code(page, record["command"], record["code"], record.get("part"))
-
-
-def write_sidecar(page: Path, command: str, code: Iterable[tuple[str, str]] | Mapping[str, str]) -> None:
-    """Record the stamp of a text page beside it (``PAGE.stamp``)."""
-    from ladderlab.rundir import write_atomically
-
-    write_atomically(Path(f"{page}.stamp"), (stamp(command, dict(code)) + "\n").encode())
+def _text_page(root: Path, page: str) -> PageState:
+    """A text page, included in a code block where a comment would show: no command stamps one yet."""
+    return PageState(page, None, documented_command(root, page), "unrecorded")
 
 
 # --- the command --------------------------------------------------------------------------------

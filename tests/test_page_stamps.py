@@ -60,7 +60,8 @@ def test_a_certificate_page_is_current_until_a_byte_of_its_mechanisms_source_cha
     plugin.write_text("from ladderlab.mechanisms.kaggle import Kaggle\n\n\nclass Mine(Kaggle):\n    version = 1\n")
     monkeypatch.chdir(tmp_path)
     command = ["certify", "my_mech.py:Mine", "--n", "20", "--budgets", "5", "--replications", "1", "--only",
-               "--attack", "boosting", "--scorer", "zero-one", "--run-dir", "battery", "--out", "docs/figures/mine.json"]
+               "--attack", "boosting", "--scorer", "zero-one", "--run-dir", "battery",
+               "--out", "docs/figures/mine.json"]
     assert main(command) == 0
     (record,) = page_stamps.stamps_in((tmp_path / "docs/figures/mine.md").read_text())
     assert record["command"] == "ladderlab " + " ".join(command)
@@ -139,4 +140,5 @@ def test_an_unstamped_page_is_checked_by_the_versions_it_records_and_its_documen
 
 def test_pages_outside_a_repository_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["pages", "--root", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.strip() == f"ladderlab: error: --root {tmp_path}: no docs/ folder there (give the repository's root)"
+    assert capsys.readouterr().err.strip() == (f"ladderlab: error: --root {tmp_path}: no docs/ folder there "
+                                               "(give the repository's root)")
