@@ -27,7 +27,6 @@ NOT_YET_STAMPED = {  # pages whose command does not stamp them yet, or that were
     "docs/figures/replay-champs.txt": "ladderlab replay writes no stamp yet",
     "docs/figures/replay-competition.txt": "ladderlab replay writes no stamp yet",
     "docs/figures/replay-synthetic.txt": "ladderlab replay writes no stamp yet",
-    "docs/figures/tune-ladder.md": "ladderlab certify --tune writes no stamp yet",
     "docs/certify-speed.md": "rows measured before bench-certify stamped its rows",
     "docs/results/dwork-science-published.md": "a page of published values, built without a run",
     "docs/results/thresholdout.md": "built from an experiment's output, which records no plugins",
