@@ -132,7 +132,7 @@ def test_an_unstamped_page_is_checked_by_the_versions_it_records_and_its_documen
         'Made with `ladderlab certify kaggle --n 30 --out docs/figures/older.json`.\n')
     states = {Path(state.page).name: state for state in page_stamps.survey(tmp_path)}
     assert (states["old.md"].state, states["old.md"].changed) == ("stale", ["attack:boosting (v0 → v1)"])
-    assert states["old.md"].command == "ladderlab certify kaggle --n 20"
+    assert states["old.md"].command == "ladderlab certify kaggle --n 20" and states["old.md"].documented
     assert (states["older.md"].state, states["older.md"].command) == (
         "unverified", "ladderlab certify kaggle --n 30 --out docs/figures/older.json")
 
