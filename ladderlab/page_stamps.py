@@ -284,7 +284,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     """``ladderlab pages``: parser and handler."""
     parser = commands.add_parser("pages", help="list every generated page under docs/ with the command that "
                                  "regenerates it and whether it is current (the code it records has not changed)")
-    parser.add_argument("--root", default=".", help="the repository's root (default: the working directory)")
+    parser.add_argument("--root", default=".", help="the repository's root (default: the working directory, where "
+                        "local plugin files named by a page are found)")
     parser.add_argument("--all", action="store_true", help="list current pages too (default: only those that "
                         "are not known to be current)")
     parser.set_defaults(handler=_handle)
