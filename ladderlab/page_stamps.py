@@ -264,8 +264,9 @@ def _text_page(root: Path, page: str) -> PageState:
 
 # --- the command --------------------------------------------------------------------------------
 
-def format_states(states: list[PageState]) -> str:
-    """One block per page or part: its state, what changed, and the command that regenerates it."""
+def format_states(states: list[PageState], counted: list[PageState] | None = None) -> str:
+    """One block per page or part: its state, what changed, and the command that regenerates it;
+    then how many of ``counted`` (default: ``states``) are in each state."""
     lines = []
     for state in states:
         where = state.page + (f" [{state.part}]" if state.part else "")
@@ -274,7 +275,7 @@ def format_states(states: list[PageState]) -> str:
             lines.append(f"             changed: {', '.join(state.changed)}")
         how = "as documented" if state.documented else "regenerate"
         lines.append(f"             {how}: {state.command or 'no command recorded or documented'}")
-    counts = {name: sum(state.state == name for state in states)
+    counts = {name: sum(state.state == name for state in (states if counted is None else counted))
               for name in ("current", "stale", "core changed", "unverified", "unrecorded", "missing")}
     lines.append(", ".join(f"{count} {name}" for name, count in counts.items()))
     return "\n".join(lines)
@@ -297,7 +298,7 @@ def _handle(args: argparse.Namespace) -> int:
         raise ValueError(f"--root {root}: no docs/ folder there (give the repository's root)")
     states = survey(root)
     shown = states if args.all else [state for state in states if state.state != "current"]
-    print(format_states(shown) if shown else "every generated page is current")
+    print(format_states(shown, states) if shown else "every generated page is current")
     if not args.all and shown:
         print(f"({sum(state.state == 'current' for state in states)} current pages not listed; --all lists them)",
               file=sys.stderr)
