@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -285,6 +286,10 @@ class CertifyTiming:
     safe_budget: int
     duel_seconds: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     """Seconds inside the duels the certificate used, by attack and then mechanism (where the time goes)."""
+    load: tuple[float, float] | None = None
+    """The machine's one-minute load average before and after (None: not recorded)."""
+    code: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The certificate's code record (:func:`ladderlab.page_stamps.code_record`)."""
 
 
 def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
@@ -297,6 +302,7 @@ def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
     from ladderlab.report import load_run
 
     get_reusable_executor().shutdown(wait=True)
+    load_before = os.getloadavg()[0]
     before = cpu_time.tree_seconds()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as directory:
@@ -308,7 +314,8 @@ def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
     by_attack: dict[str, dict[str, float]] = {}
     for (attack, mechanism), value in seconds.items():
         by_attack.setdefault(attack, {})[mechanism] = float(value)
-    return CertifyTiming(jobs, wall, cpu, certificate["replications_used"], certificate["safe_budget"], by_attack)
+    return CertifyTiming(jobs, wall, cpu, certificate["replications_used"], certificate["safe_budget"], by_attack,
+                         (load_before, os.getloadavg()[0]), certificate["code"])
 
 
 def document(throughputs: list[Throughput], duels: list[DuelTiming], command: str) -> dict[str, object]:

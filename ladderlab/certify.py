@@ -57,7 +57,7 @@ import numpy as np
 from scipy import stats
 
 import ladderlab
-from ladderlab import battery, cpu_time, rundir, runner, workload
+from ladderlab import battery, cpu_time, page_stamps, rundir, runner, workload
 from ladderlab.accounts import probe_budget
 from ladderlab.atomic import write_files_atomically
 from ladderlab.determinism import single_threaded
@@ -871,6 +871,7 @@ def certify(
         "replications_used": sum(point.replications for point in verdicts.values()),
         "run_dir": str(directory),
         "versions": rundir.read_manifest(directory)["versions"],
+        "code": page_stamps.code_record(rundir.read_manifest(directory)["plugins"], "certificate"),
         "wall_time_seconds": time.perf_counter() - start,
         "cpu_time_seconds": cpu_time.tree_seconds() - cpu_start,
         "cpu_time_counts": CPU_TIME_COUNTS,
@@ -1005,9 +1006,13 @@ def check_output(path: str | Path) -> Path:
     return out
 
 
-def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_people: str | None = None) -> list[Path]:
+def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_people: str | None = None,
+                      command: str | None = None) -> list[Path]:
     """Write the certificate as JSON to ``out`` and as Markdown beside it (``text_for_people``,
-    by default :func:`markdown` of the certificate); return the paths.
+    by default :func:`markdown` of the certificate); return the paths. Given the ``command`` that
+    made it, the Markdown ends with its stamp (:mod:`ladderlab.page_stamps`): that command and the
+    fingerprints of the code the certificate depends on, so ``ladderlab pages`` can tell when a
+    page that includes it is stale.
 
     The two files are written all or nothing (:mod:`ladderlab.atomic`): if writing fails
     (the disk filled up, the directory vanished), the previous certificate, if any, is left
@@ -1016,8 +1021,11 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     """
     out = Path(out)
     text = json.dumps(finite_or_null(certificate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    for_people = text_for_people or markdown(certificate)
+    if command is not None and "code" in certificate:
+        for_people = for_people.rstrip("\n") + "\n\n" + page_stamps.stamp(command, certificate["code"]) + "\n"
     try:
-        write_files_atomically({out: text, out.with_suffix(".md"): text_for_people or markdown(certificate)})
+        write_files_atomically({out: text, out.with_suffix(".md"): for_people})
     except OSError as error:
         try:
             handle, rescue = tempfile.mkstemp(prefix="ladderlab-certificate-", suffix=".json")

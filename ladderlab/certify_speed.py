@@ -68,32 +68,73 @@ def measure(mechanisms: list[str], settings: list[Setting], jobs: list[int], rep
 
 
 def table(timings: list[tuple[str, Setting, CertifyTiming]], replications: int, seed: int,
-          kept: dict[tuple[str, str, str], str] | None = None) -> str:
+          kept: dict[tuple[str, str, str], str] | None = None, kept_marks: dict[str, str] | None = None) -> str:
     """The measurements as a Markdown section between the page's markers, merged with ``kept`` rows
-    (:func:`kept_rows` of the page) that this run did not measure again; rows in family, setting and
-    jobs order, each dated."""
-    load = os.getloadavg()[0]
+    (:func:`kept_rows` of the page) and their stamps (:func:`kept_stamps`) that this run did not
+    measure again; rows in family, setting and jobs order, each dated with the load average before
+    and after it, each stamped with the command that measures it again and the code it timed
+    (:mod:`ladderlab.page_stamps`)."""
+    from ladderlab.page_stamps import stamp
+
     rows = dict(kept or {})
+    stamps = dict(kept_marks or {})
     for mechanism, setting, timing in timings:
+        load = "load not recorded" if timing.load is None else f"load {timing.load[0]:.1f} → {timing.load[1]:.1f}"
         cells = [mechanism, f"`{setting.flags()}`", str(timing.jobs), f"{timing.cpu_seconds:.1f}",
                  f"{timing.wall_seconds:.1f}", str(timing.replications), str(timing.safe_budget),
-                 _where(timing.duel_seconds, mechanism), f"{time.strftime('%Y-%m-%d')}, load {load:.1f}"]
-        rows[tuple(cells[:3])] = "| " + " | ".join(cells) + " |"
+                 _where(timing.duel_seconds, mechanism), f"{time.strftime('%Y-%m-%d')}, {load}"]
+        key = (cells[0], cells[1], cells[2])
+        rows[key] = "| " + " | ".join(cells) + " |"
+        if timing.code:
+            stamps[row_part(key)] = stamp(row_command(key, replications=replications, seed=seed), timing.code,
+                                          row_part(key))
     lines = [
         BEGIN,
         f"Measured by `ladderlab bench-certify --replications {replications} --seed {seed}`, each row on the "
-        f"day and at the load average it gives (rows of several runs, merged by `--write`; the last on "
-        f"{time.strftime('%Y-%m-%d')}: Linux {platform.release()}, {os.cpu_count()} processors, Python "
-        f"{platform.python_version()}), on a machine shared with other work (the wall times are inflated by its "
-        "load; CPU is user + system seconds of the command and its workers). Every certificate: `ladderlab "
-        f"certify MECHANISM` at its default parameters, `--replications {replications} --seed {seed}`, from an "
-        "empty battery directory.",
+        f"day and at the load average (one minute, before → after) it gives (rows of several runs, merged by "
+        f"`--write`; the last on {time.strftime('%Y-%m-%d')}: Linux {platform.release()}, {os.cpu_count()} "
+        f"processors, Python {platform.python_version()}), on a machine shared with other work (the wall times "
+        "are inflated by its load; CPU is user + system seconds of the command and its workers). Every "
+        f"certificate: `ladderlab certify MECHANISM` at its default parameters, `--replications {replications} "
+        f"--seed {seed}`, from an empty battery directory.",
         "",
         "| mechanism | setting | jobs | CPU s | wall s | replications used | safe budget | where the time goes "
         "(seconds in duels: attack against the mechanism / against full disclosure) | measured |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    return "\n".join([*lines, *(rows[key] for key in sorted(rows, key=_row_order)), END])
+    ordered = sorted(rows, key=_row_order)
+    marks = [stamps[row_part(key)] for key in ordered if row_part(key) in stamps]
+    return "\n".join([*lines, *(rows[key] for key in ordered), *([""] + marks if marks else []), END])
+
+
+def row_part(key: tuple[str, str, str]) -> str:
+    """How a row's stamp names it: ``ladder-boot --n 4000 --budgets 200 --jobs 1``."""
+    mechanism, flags, jobs = key
+    return f"{mechanism} {flags.strip('`')} --jobs {jobs}"
+
+
+def row_command(key: tuple[str, str, str], page: str = "docs/certify-speed.md", replications: int = 100,
+                seed: int = 0) -> str:
+    """The command that measures one row again and writes it into ``page``."""
+    mechanism, flags, jobs = key
+    setting = next((name for name, setting in SETTINGS.items() if f"`{setting.flags()}`" == flags), None)
+    chosen = f"--setting {setting}" if setting else f"(setting {flags.strip('`')})"
+    options = "" if (replications, seed) == (100, 0) else f" --replications {replications} --seed {seed}"
+    return f"ladderlab bench-certify --mechanism {mechanism} {chosen} --jobs {jobs}{options} --write {page}"
+
+
+def expected_rows(jobs: tuple[int, ...] = (1, 2)) -> list[tuple[str, str, str]]:
+    """Every row the page should have: each family, setting and number of workers."""
+    return [(mechanism, f"`{setting.flags()}`", str(workers))
+            for mechanism in FAMILIES for setting in SETTINGS.values() for workers in jobs]
+
+
+def kept_stamps(section: str) -> dict[str, str]:
+    """The rows' stamps of a table :func:`table` wrote, by the part they name."""
+    from ladderlab.page_stamps import STAMP, stamps_in
+
+    return {record["part"]: match[0] for match, record in zip(STAMP.finditer(section), stamps_in(section))
+            if "part" in record}
 
 
 def kept_rows(section: str) -> dict[tuple[str, str, str], str]:
@@ -164,6 +205,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     page = Path(args.write) if args.write else None
     kept: dict[tuple[str, str, str], str] = {}
+    stamps: dict[str, str] = {}
     if page is not None:
         section = marked_section(page.read_text(), BEGIN, END) if page.is_file() else None
         if section is None:
@@ -174,11 +216,12 @@ def _handle(args: argparse.Namespace) -> int:
                              f"{earlier[1]}, not --replications {args.replications} --seed {args.seed}; "
                              "rows of both would not compare (give the same or write another page)")
         kept = kept_rows(section)
+        stamps = kept_stamps(section)
     mechanisms = args.mechanism or list(FAMILIES)
 
     def written(timings: list[tuple[str, Setting, CertifyTiming]]) -> None:
         if page is not None:
-            write_section(page, table(timings, args.replications, args.seed, kept))
+            write_section(page, table(timings, args.replications, args.seed, kept, stamps))
 
     timings = measure(mechanisms, [SETTINGS[name] for name in args.setting or SETTINGS], args.jobs or [1, 2],
                       args.replications, args.seed, say=lambda line: print(line, file=sys.stderr), measured=written)

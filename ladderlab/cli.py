@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -358,7 +359,7 @@ def _certify(args: argparse.Namespace) -> int:
             challenge_certify.refuse_decided_options(args)
             return tune.run_command(args, attacks, out)
         return _write_certificate(challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options),
-                                  out, certify.markdown)
+                                  out, certify.markdown, args.command_line)
     args.n, args.budgets = args.n or 200, args.budgets or [100, 300, 1000, 2000]
     args.prediction_range = args.prediction_range or [TRAINING_RANGE]
     if args.tune:
@@ -386,18 +387,19 @@ def _certify(args: argparse.Namespace) -> int:
             args.mechanism, arguments.parse_params(args.param), args.competition, jobs=args.jobs, scenario=competitions,
             progress=args.progress, force=args.force)
         text += "\n" + competition_certificate.markdown(result["competition"])
-    return _write_certificate(result, out, lambda _: text)
+    return _write_certificate(result, out, lambda _: text, args.command_line)
 
 
-def _write_certificate(result: dict[str, object], out: Path | None, render: Callable[[dict], str]) -> int:
-    """Print the certificate, and write it to ``out`` (JSON, and Markdown beside it) if given."""
+def _write_certificate(result: dict[str, object], out: Path | None, render: Callable[[dict], str], command: str) -> int:
+    """Print the certificate, and write it to ``out`` (JSON, and Markdown beside it, stamped with
+    ``command``) if given."""
     from ladderlab import certify
 
     text = render(result)
     print(text)
     if out:
         try:
-            written = certify.write_certificate(result, out, text)
+            written = certify.write_certificate(result, out, text, command)
         except OSError as error:
             print(f"ladderlab: error: {error}", file=sys.stderr)
             return 1
@@ -630,6 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
     certify_speed.add_subcommand(commands)
+    from ladderlab import page_stamps
+
+    page_stamps.add_subcommand(commands)
 
     from ladderlab.competition import benchmark as competition_benchmark
     from ladderlab.competition import realism
@@ -680,6 +685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
+        args.command_line = shlex.join(["ladderlab", *(sys.argv[1:] if argv is None else argv)])
         if argv is None and getattr(args, "isolation", "none") == "process":
             restart_with_fixed_layout()  # once: attack processes then share its code addresses
         with sandboxed_if(getattr(args, "isolation", "none")):  # untrusted attacks: never imported here

@@ -192,16 +192,19 @@ def plot(result: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def write(result: dict[str, Any], out: str | Path) -> list[Path]:
+def write(result: dict[str, Any], out: str | Path, command: str | None = None) -> list[Path]:
     """The result as JSON at ``out``, the table and the recommended certificate as Markdown and the
     plot as PNG beside it; on a challenge, the recommended certificate also as a certificate file of
-    its own (``<out>-recommended.json``), which ``ladderlab serve`` reads."""
+    its own (``<out>-recommended.json``), which ``ladderlab serve`` reads. Given the ``command``
+    that made it, the Markdown ends with its stamp: the code of every setting's certificate
+    (:mod:`ladderlab.page_stamps`)."""
     out = Path(out)
     recommended = result["recommended"]
     text = markdown(result)
     if recommended is not None:
         text += "\n" + certification.markdown(result["settings"][recommended]["certificate"])
-    written = certification.write_certificate(result, out, text)
+    code = {key: token for setting in result["settings"] for key, token in setting["certificate"]["code"].items()}
+    written = certification.write_certificate({**result, "code": code}, out, text, command)
     if recommended is not None and result.get("challenge"):
         certificate = result["settings"][recommended]["certificate"]
         written += certification.write_certificate(certificate, recommended_path(out), certification.markdown(certificate))
@@ -232,7 +235,7 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
                   progress=args.progress, force=args.force)
     print(markdown(result))
     if out:
-        written = write(result, out)
+        written = write(result, out, args.command_line)
         print(f"tuning written to {', '.join(map(str, written))}", file=sys.stderr)
         if challenge and result["recommended"] is not None:
             recommended = result["settings"][result["recommended"]]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab import battery, certify, tune
+from ladderlab import battery, certify, page_stamps, tune
 from ladderlab.cli import main
 from ladderlab.registry import MECHANISMS
 from ladderlab.runner import play_replications
@@ -48,6 +48,9 @@ def test_tune_recommends_the_certified_setting_with_the_best_honest_utility(tmp_
     assert utilities[1] == utilities[2] and result["recommended"] == 1
     assert "Recommended:" in out.with_suffix(".md").read_text()
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (stamp,) = page_stamps.stamps_in(out.with_suffix(".md").read_text())
+    assert stamp["command"].startswith("ladderlab --quiet certify ") and stamp["command"].endswith(f"--out {out}")
+    assert {f"mechanism:{KNOWN_DELTA}:Shifted", f"attack:{KNOWN_DELTA}:Guess"} <= set(stamp["code"])
 
 
 def _without_run(certificate: dict) -> dict:

@@ -6,7 +6,8 @@ that makes it (``ladderlab run SCENARIO``, ``ladderlab certify … --run-dir DIR
 
 - ``data/NAME.json``: what the page shows, as data: every section of the report for
   people (:mod:`ladderlab.report_formats`), the certificate, the provenance (scenario,
-  versions, dates, machine) and the SHA-256 of every cell file of the run;
+  versions, dates, machine), the SHA-256 of every cell file of the run and the fingerprints
+  of the plugins that computed it (``code``, which ``ladderlab pages`` compares with the code);
 - ``img/NAME/*.png``: the report's figures;
 - ``NAME.md``: the page, rendered from the data file alone, with the commands, versions,
   dates of the run and machine on it, the papers' values beside ours where the scenario
@@ -35,6 +36,7 @@ from pydantic import Field, StrictStr, ValidationError
 from ladderlab import plots
 from ladderlab.competition import report as competition_report
 from ladderlab.markdown import marked_section, replace_marked_section, table
+from ladderlab.page_stamps import code_record
 from ladderlab.report import Run, load_run, status_lines
 from ladderlab.report_formats import certificate, provenance, sections, sections_markdown
 from ladderlab.report_tables import Section, finite_or_null, params_text
@@ -148,6 +150,7 @@ def page_data(spec: PageSpec, run: Run) -> dict[str, Any]:
                      for section in sections(run) if section.for_people],
         "certificate": certificate(run),
         "cells": {key: record["sha256"] for key, record in sorted(run.manifest.get("completed", {}).items())},
+        "code": code_record(run.manifest.get("plugins", {}), "run"),
         "figures": [],
     }
 
