@@ -105,7 +105,7 @@ class SybilStaircase(FreshStaircase):
         if account != self.account_:
             self.account_ = account
             if self.total_ - self.submitted_ >= 2:
-                self._start_account(self._disguised_risk(board, self.current_copy_, sign))
+                self._hold(self._disguised_risk(board, self.current_copy_, sign))
             else:
                 self.adopt_ = True
         self.candidate_ = prediction
@@ -118,16 +118,12 @@ class SybilStaircase(FreshStaircase):
         self.submitted_ += 1
         return super()._risk(board, disguised, sign)
 
-    def _start_account(self, risk: float) -> None:
-        """The climb goes on from a fresh state's first release (two states' releases do not compare)."""
-        self.held_count_, self.held_mean_, self.held_squares_ = 1, risk, 0.0
-
     def _improved(self, risk: float) -> bool:
         """Kept by the staircase's rule; a candidate that a fresh account had to take as its first
         submission (no budget for an anchor) is kept whatever its release."""
         if self.adopt_:
             self.adopt_ = False
-            self._start_account(risk)
+            self._hold(risk)
             kept = True
         else:
             kept = super()._improved(risk)
