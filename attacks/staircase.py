@@ -65,8 +65,12 @@ class Staircase(HillClimbing):
         self.noise_multiple = noise_multiple
 
     def _start_climb(self, risk: float) -> None:
-        self.held_count_, self.held_mean_, self.held_squares_ = 1, risk, 0.0
+        self._hold(risk)
         self.pooled_squares_, self.pooled_degrees_ = 0.0, 0
+
+    def _hold(self, risk: float) -> None:
+        """Make ``risk`` the first release of a new current point."""
+        self.held_count_, self.held_mean_, self.held_squares_ = 1, risk, 0.0
 
     def _improved(self, risk: float) -> bool:
         """Kept when released more than ``noise_multiple`` noise deviations below the mean release of
@@ -76,7 +80,7 @@ class Staircase(HillClimbing):
         if risk < self.held_mean_ - self.noise_multiple * noise:
             self.pooled_squares_ += self.held_squares_
             self.pooled_degrees_ += self.held_count_ - 1
-            self.held_count_, self.held_mean_, self.held_squares_ = 1, risk, 0.0
+            self._hold(risk)
             return True
         self.held_count_ += 1
         change = risk - self.held_mean_

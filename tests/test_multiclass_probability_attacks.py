@@ -170,7 +170,8 @@ def test_a_label_attack_plays_the_clipped_log_loss_exactly_as_the_zero_one_loss(
     assert code.zero_one_loss(results[0].final_final) == pytest.approx(results[1].final_final, abs=1e-12)
 
 
-PLAYS_FOUR_CLASSES = {"hill-climbing", "multiclass-boosting", "staircase", "fresh-staircase", "log-loss-oracle"}
+PLAYS_FOUR_CLASSES = {"hill-climbing", "multiclass-boosting", "staircase", "fresh-staircase", "sybil-staircase",
+                      "log-loss-oracle"}
 WHY_NOT = {"boosting": "binary labels", "threshold-evasion": "binary labels",
            "scale-probe": "multiclass-log-loss", "feature-selection": "multiclass-log-loss",
            "freedman": "regression", "step-forward": "regression", "resubmission-probe": "features"}
