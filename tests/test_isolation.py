@@ -539,6 +539,7 @@ def test_an_attack_reference_names_its_stream_like_the_instance():
 def test_a_sandbox_whose_attack_still_plays_is_never_closed_for_another(monkeypatch, tmp_path):
     """Competition teams play at once: a fifth view must not close the server of a team whose
     attack process is still out; the oldest server with none out is closed instead."""
+    sandbox.close_sandboxes()  # this worker's earlier tests may have left servers (a competition's still out)
     monkeypatch.setattr(sandbox, "MAX_SANDBOXES", 1)
     views = []
     for name in ("first", "second"):
