@@ -632,9 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
     certify_speed.add_subcommand(commands)
-    from ladderlab import page_stamps
+    from ladderlab import page_survey
 
-    page_stamps.add_subcommand(commands)
+    page_survey.add_subcommand(commands)
 
     from ladderlab.competition import benchmark as competition_benchmark
     from ladderlab.competition import realism

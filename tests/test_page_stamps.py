@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab import certify_speed, page_stamps
+from ladderlab import certify_speed, page_stamps, page_survey
 from ladderlab.benchmark import CertifyTiming
 from ladderlab.cli import main
 from tests.docs_helpers import ROOT, environment
@@ -35,13 +35,13 @@ NOT_YET_STAMPED = {  # pages whose command does not stamp them yet, or that were
 
 
 def test_every_generated_page_names_the_command_that_regenerates_it() -> None:
-    assert [(state.page, state.part) for state in page_stamps.survey(ROOT) if not state.command] == []
+    assert [(state.page, state.part) for state in page_survey.survey(ROOT) if not state.command] == []
 
 
 def test_every_generated_page_records_its_code_but_those_listed_as_not_yet_stamped() -> None:
     """A page that records nothing to check is listed above with the reason; a page in the list
     that has since been stamped leaves it (the list only shrinks)."""
-    unrecorded = {state.page for state in page_stamps.survey(ROOT) if state.state == "unrecorded"}
+    unrecorded = {state.page for state in page_survey.survey(ROOT) if state.state == "unrecorded"}
     assert unrecorded == set(NOT_YET_STAMPED)
 
 
@@ -101,7 +101,7 @@ def test_each_certify_speed_row_is_stamped_with_its_load_and_code_and_kept_when_
                                                           certify_speed.kept_stamps(section)))
     assert "load 0.4 → 1.6 |" in page.read_text() and "load 2.0 → 3.0 |" in page.read_text()
 
-    states = {state.part: state for state in page_stamps.survey(tmp_path) if state.page == "docs/certify-speed.md"}
+    states = {state.part: state for state in page_survey.survey(tmp_path) if state.page == "docs/certify-speed.md"}
     kaggle_row = states["kaggle --n 200 --budgets 100 300 1000 2000 --jobs 1"]
     ladder_row = states["ladder --n 200 --budgets 100 300 1000 2000 --jobs 2"]
     assert (kaggle_row.state, kaggle_row.changed) == ("current", [])
@@ -117,7 +117,7 @@ def test_a_change_of_a_core_module_alone_is_told_apart_from_a_plugins(tmp_path: 
     page = tmp_path / "docs" / "figures" / "x.md"
     page.parent.mkdir(parents=True)
     page.write_text("numbers\n" + page_stamps.stamp("ladderlab certify kaggle", code | {"core:ladderlab.duel": "0"}))
-    (state,) = page_stamps.survey(tmp_path)
+    (state,) = page_survey.survey(tmp_path)
     assert (state.state, state.changed, state.command) == ("core changed", ["core:ladderlab.duel"],
                                                            "ladderlab certify kaggle")
 
@@ -130,7 +130,7 @@ def test_an_unstamped_page_is_checked_by_the_versions_it_records_and_its_documen
     (tmp_path / "docs" / "page.md").write_text(
         '## Old\n\n`ladderlab certify kaggle --n 20`\n\n--8<-- "docs/figures/old.md"\n\n'
         'Made with `ladderlab certify kaggle --n 30 --out docs/figures/older.json`.\n')
-    states = {Path(state.page).name: state for state in page_stamps.survey(tmp_path)}
+    states = {Path(state.page).name: state for state in page_survey.survey(tmp_path)}
     assert (states["old.md"].state, states["old.md"].changed) == ("stale", ["attack:boosting (v0 → v1)"])
     assert states["old.md"].command == "ladderlab certify kaggle --n 20" and states["old.md"].documented
     assert (states["older.md"].state, states["older.md"].command) == (
