@@ -49,7 +49,7 @@ from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
 from ladderlab.colocation import adopt, colocated
 from ladderlab.mechanism import check_repeats
-from ladderlab.multiplexing import attack_side, joined, unpack
+from ladderlab.multiplexing import Part, Posted, attack_side, joined, unpack
 from ladderlab.params import ParameterError
 from ladderlab.sandbox import Sandbox, SourceFile, View, require, sandbox_for
 from ladderlab.sharing import attack_identity
@@ -194,7 +194,6 @@ _LEAN_CODES = {np.dtype(code): np.dtype(code).str.encode().ljust(4, b"\0")
 _LEAN_DTYPES = {code: dtype for dtype, code in _LEAN_CODES.items()}
 _FLOAT64 = _LEAN_CODES[np.dtype(np.float64)]
 
-Part = tuple[dict[str, Any], dict[str, np.ndarray]]
 Fields = tuple[Any, ...]
 """A fixed header's fields after the prefix's tag: bytes, dtype code, dimensions, three sizes, two integers."""
 
@@ -242,7 +241,7 @@ class Channel:
             head = _HEAD.pack(*fields)
             self._send_parts([head, array], len(head) + array.nbytes)
 
-    def send_parts(self, parts: Sequence[tuple[int, dict[str, Any], dict[str, np.ndarray]]]) -> None:
+    def send_parts(self, parts: Sequence[Posted]) -> None:
         """The parts of several duels, ``(slot, header, arrays)``, as one message: when every
         part is a submission or a release, the number of parts, then each part's slot and
         fixed header and its array; else the JSON message of :func:`ladderlab.multiplexing.pack`.

@@ -34,6 +34,8 @@ WINDOW = 16
 
 Part = tuple[dict[str, Any], dict[str, np.ndarray]]
 """One duel's share of a message: a header and its arrays."""
+Posted = tuple[int, dict[str, Any], dict[str, np.ndarray]]
+"""A part with the slot of the duel it is from or for."""
 
 
 class SlotChannel:
@@ -64,7 +66,7 @@ class _Hub:
 
     def __init__(self) -> None:
         self.greenlet = greenlet.getcurrent()
-        self.outgoing: list[tuple[int, dict[str, Any], dict[str, np.ndarray]]] = []
+        self.outgoing: list[Posted] = []
 
     def post(self, slot: int, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.outgoing.append((slot, header, arrays))
@@ -72,13 +74,13 @@ class _Hub:
     def wait(self) -> Part:
         return self.greenlet.switch()
 
-    def take(self) -> list[tuple[int, dict[str, Any], dict[str, np.ndarray]]]:
+    def take(self) -> list[Posted]:
         """The parts posted since the last call (slot, header, arrays), for one message."""
         parts, self.outgoing = self.outgoing, []
         return parts
 
 
-def pack(kind: str, parts: Sequence[tuple[int, dict[str, Any], dict[str, np.ndarray]]]) -> Part:
+def pack(kind: str, parts: Sequence[Posted]) -> Part:
     """One message of ``kind`` holding every part: their headers in order, their arrays named
     ``"<index>/<name>"`` by their place in the message."""
     arrays = {f"{index}/{name}": array for index, (_, _, named) in enumerate(parts) for name, array in named.items()}
@@ -146,7 +148,7 @@ class _Window:
         self.hub = _Hub()
         self.calls: set[greenlet.greenlet] = set()
         self.joined: dict[int, greenlet.greenlet] = {}
-        self.starts: list[tuple[int, dict[str, Any], dict[str, np.ndarray]]] = []
+        self.starts: list[Posted] = []
         self.process: Any = None
 
     def join(self, process: Any, request: dict[str, Any], arrays: dict[str, np.ndarray]) -> SlotChannel | None:
