@@ -261,10 +261,19 @@ class Channel:
 
     def _send_parts(self, parts: list[Any], size: int) -> None:
         """Write ``parts`` (``size`` bytes in all; bytes and C-contiguous arrays) in order, in
-        one gathering system call when the socket takes them all."""
+        one gathering system call when the socket takes them all, else in as few as it takes,
+        never copying them into one buffer."""
         sent = self._socket.sendmsg(parts)
-        if sent < size:
-            self._socket.sendall(memoryview(b"".join(parts))[sent:])
+        if sent == size:
+            return
+        views = [memoryview(part.reshape(-1).view(np.uint8)) if isinstance(part, np.ndarray) else memoryview(part)
+                 for part in parts]
+        while views:
+            while views and sent >= views[0].nbytes:
+                sent -= views.pop(0).nbytes
+            if views:
+                views[0] = views[0][sent:]
+                sent = self._socket.sendmsg(views)
 
     def receive(self) -> Part:
         """One message; :class:`AttackProcessError` if it is not one, ``EOFError`` if the other end closed."""
@@ -284,7 +293,7 @@ class Channel:
         head_size, body_size = _PREFIX.unpack(self._read(_PREFIX.size))
         try:
             if head_size == PARTS_TAG:
-                parts = _parts(self._read(body_size), body_size)
+                parts = _parts(self._part_reader(body_size), body_size)
             else:
                 parts = multiplexing.unpack(*self._receive_json(head_size, body_size))
             if not parts:
@@ -294,6 +303,21 @@ class Channel:
             return parts
         except (ValueError, TypeError, EOFError, MemoryError, OverflowError, struct.error) as error:
             raise _broken(error) from None
+
+    def _part_reader(self, body_size: int) -> Callable[[int], Any]:
+        """What reads a message of parts of ``body_size`` bytes, a piece at a time: a small one
+        is read whole and handed out in slices, a large one piece by piece (each large array into
+        a buffer of its own, as a single message's)."""
+        if body_size > _READ_AHEAD:
+            return self._read
+        body, taken = memoryview(self._read(body_size)), 0
+
+        def take(size: int) -> memoryview:
+            nonlocal taken
+            taken += size
+            return body[taken - size : taken]
+
+        return take
 
     def _receive_json(self, head_size: int, body_size: int) -> Part:
         """A message with a JSON header (after its prefix)."""
@@ -402,23 +426,25 @@ def _built(fields: Fields, layout: tuple[np.dtype, tuple[int, ...]], buffer: byt
     return {"kind": "released", "submissions": first, "remaining": None if second == -1 else second}, {"released": array}
 
 
-def _parts(body: bytearray, body_size: int) -> list[tuple[int, Part]]:
-    """The parts of a fixed-header message of parts (its body after the prefix)."""
+def _parts(take: Callable[[int], Any], body_size: int) -> list[tuple[int, Part]]:
+    """The parts of a fixed-header message of parts of ``body_size`` bytes (after its prefix),
+    each piece read with ``take(size)``, which is never asked past the message."""
     if body_size < _COUNT.size:
         raise ValueError(f"a message of parts of {body_size} bytes")
-    (count,) = _COUNT.unpack_from(body, 0)
-    parts, offset = [], _COUNT.size
+    (count,) = _COUNT.unpack(take(_COUNT.size))
+    parts, read = [], _COUNT.size
     for index in range(count):
-        if offset + _PART.size > body_size:
+        if read + _PART.size > body_size:
             raise ValueError(f"{count} parts do not fit in a message of {body_size} bytes")
-        record = _PART.unpack_from(body, offset)
+        record = _PART.unpack(take(_PART.size))
+        read += _PART.size
         slot, fields = record[0], record[1:]
-        offset += _PART.size
-        if fields[0] not in (SUBMIT_TAG, RELEASED_TAG) or offset + fields[1] > body_size:
+        if fields[0] not in (SUBMIT_TAG, RELEASED_TAG) or read + fields[1] > body_size:
             raise ValueError(f"part {index} is not a submission or a release within the message")
-        parts.append((slot, _built(fields, _lean_layout(fields), body, offset)))
-        offset += fields[1]
-    if offset != body_size:
+        layout = _lean_layout(fields)
+        parts.append((slot, _built(fields, layout, take(fields[1]), 0)))
+        read += fields[1]
+    if read != body_size:
         raise ValueError("the parts do not fill the message")
     return parts
 

@@ -5,6 +5,7 @@ is what it says or a protocol error."""
 
 import socket
 import struct
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,21 @@ def test_a_message_of_parts_is_what_it_says_or_a_protocol_error(body, count):
         assert "broke the protocol" in str(error)
     else:
         assert len(received) == count
+
+
+def test_large_parts_cross_as_themselves_read_piece_by_piece():
+    """Batches of several duels (megabytes, beyond the read-ahead buffer and the socket's): sent
+    without one joined copy and read a part at a time, each the batch that was sent."""
+    sender, receiver = channels()
+    rng = np.random.default_rng(3)
+    sent = [(slot, {"kind": "submit_many", "repeats": 1}, {"predictions": rng.random((50, 1000))}) for slot in (2, 0, 7)]
+    writer = threading.Thread(target=sender.send_parts, args=(sent,))
+    writer.start()
+    received = receiver.receive_parts()
+    writer.join()
+    assert [slot for slot, _ in received] == [2, 0, 7]
+    for (_, (_, arrays)), (_, _, sent_arrays) in zip(received, sent):
+        np.testing.assert_array_equal(arrays["predictions"], sent_arrays["predictions"])
 
 
 def test_two_parts_for_one_duel_are_a_protocol_error():
