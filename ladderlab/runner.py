@@ -511,9 +511,11 @@ def play_replications(
     with cell_worker(), progress_bar(total=len(plays), progress=progress, desc=group[0].label, unit="replication",
                                      position=1, leave=False) as bar:
         for window in windows:
-            began = time.perf_counter()
-            played = play_together([functools.partial(play, *pair) for pair in window]) if together else [play(*window[0])]
-            if together:
+            if len(window) == 1:  # a duel alone: nothing to share
+                played = [play(*window[0])]
+            else:
+                began = time.perf_counter()
+                played = play_together([functools.partial(play, *pair) for pair in window])
                 share = (time.perf_counter() - began) / len(played)
                 for row in played:
                     row["wall_time"] = share
