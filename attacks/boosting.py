@@ -6,7 +6,7 @@ import numpy as np
 
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.label_code import LabelCode
+from ladderlab.engines.label_code import LabelCode
 from ladderlab.params import Interval, Options
 from ladderlab.tasks import PublicData
 
@@ -16,7 +16,7 @@ class Boosting(Attack):
 
     Blum & Hardt 2015, §5 (Theorem 5.1, Fig. 3) and docs/decisions.md#boosting. On a log-loss
     leaderboard the vectors go in as one-hot probabilities and their 0/1 loss is read back
-    from the released loss (:mod:`ladderlab.label_code`, [R]). ``variant="kaggle"``
+    from the released loss (:mod:`ladderlab.engines.label_code`, [R]). ``variant="kaggle"``
     keeps the vectors with released 0/1 loss ≤ 1/2; ``variant="ladder"`` keeps those
     that lowered the best released loss so far, the variant the paper uses against
     the Ladder. A tied vote gives 1 (as in Ladder.jl). Vectors are drawn and

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from ladderlab.analysts import ConservativeAnalyst as _Conservative
-from ladderlab.analysts import NaturalAnalyst
+from ladderlab.engines.analysts import ConservativeAnalyst as _Conservative
+from ladderlab.engines.analysts import NaturalAnalyst
 from ladderlab.params import Interval
 
 
@@ -9,7 +9,7 @@ class ConservativeAnalyst(_Conservative):
     """An honest team anchored on early released scores: later ones move it by (t+1)^(−p).
 
     Zrnic & Hardt 2019's conservative analyst (anchoring bias p), as our reconstruction
-    of a participant (``ladderlab.analysts``): a logistic model on its own view of the
+    of a participant (``ladderlab.engines.analysts``): a logistic model on its own view of the
     features, grown from training data, tuned by SPSA probes on the released scores
     with step sizes decaying as (t+1)^(−p).
     """

@@ -23,7 +23,7 @@ class FeatureSelection(FinalChoiceAttack):
     Queries go in batches of ``batch``; with a budget, only the first features are
     queried (one submission is kept for the classifier). ``k`` only chooses the
     classifier, so the duels at every k of a replication share one transcript
-    (:mod:`ladderlab.sharing`; version 2: the random streams no longer depend on k).
+    (:mod:`ladderlab.runs.sharing`; version 2: the random streams no longer depend on k).
 
     ``units="correlation"`` submits 2x instead of x, whose release is 1/2 + c: a
     mechanism's threshold and noise then act on c itself, as the Science code's

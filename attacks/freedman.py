@@ -6,8 +6,8 @@ import numpy as np
 
 from ladderlab.attack import FinalChoiceAttack, FloatArray
 from ladderlab.board import Board
+from ladderlab.engines.regression import forward_step_predictions, ols_predictions
 from ladderlab.params import Interval
-from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
@@ -19,7 +19,7 @@ class Freedman(FinalChoiceAttack):
     (1983). Ties in the released scores go to the earliest feature, as in the paper
     (Fig. 1b). The p submissions are one batch; with a budget smaller than p, only
     the first features are submitted. ``k`` changes only the final regression, so the
-    duels at every k of a replication share one transcript (:mod:`ladderlab.sharing`;
+    duels at every k of a replication share one transcript (:mod:`ladderlab.runs.sharing`;
     version 2: the random streams no longer depend on k; version 3 computes the univariate
     submissions once for every k, with the same results; version 4 fits them by QR, which
     moves the submissions by an ulp or so).

@@ -21,7 +21,7 @@ class Improving(Attack):
     each class) and submits its prediction; it never looks at the
     released scores, so its final prediction, the last day's model, is not fitted to
     the holdout at all. With ``view`` set it uses that many features, drawn at random from
-    its own stream (as the natural analysts' views in :mod:`ladderlab.analysts`): teams of
+    its own stream (as the natural analysts' views in :mod:`ladderlab.engines.analysts`): teams of
     one entry then differ in skill, each with its own population score.
     """
 
@@ -68,7 +68,10 @@ class Improving(Attack):
         return self._predict(data, X_train, data.y_train, X_holdout) if prediction is None else prediction
 
     def _predict(self, data: PublicData, X: FloatArray, y: FloatArray, X_holdout: FloatArray) -> FloatArray:
-        from sklearn.linear_model import LogisticRegression, Ridge  # imported when played: slow to import
+        from sklearn.linear_model import (  # imported when played: slow to import
+            LogisticRegression,
+            Ridge,
+        )
 
         if data.task_type == "regression":
             return Ridge(alpha=self.alpha).fit(X, y).predict(X_holdout)

@@ -8,9 +8,15 @@ import numpy as np
 
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.label_code import LabelCode
+from ladderlab.engines.label_code import LabelCode
 from ladderlab.params import Boolean, Interval
-from ladderlab.scoring import LogLoss, LossScorer, MulticlassLogLoss, PredictionKind, get_scorer
+from ladderlab.scoring import (
+    LogLoss,
+    LossScorer,
+    MulticlassLogLoss,
+    PredictionKind,
+    get_scorer,
+)
 from ladderlab.tasks import PublicData
 
 MAX_CANDIDATES = 1 << 20
@@ -66,7 +72,7 @@ class LogLossOracle(Attack):
     Where the public rows are not disclosed (Whitehill's second attack, whose algorithm
     is not public: this variant is a reconstruction, **[R]**, after LITERATURE §2.5(a)),
     the attack first learns their number n: ``SIZE_PROBES`` random one-hot label
-    vectors release hit + (miss − hit)·j/n (:mod:`ladderlab.label_code`), and n is the
+    vectors release hit + (miss − hit)·j/n (:mod:`ladderlab.engines.label_code`), and n is the
     smallest count that makes every read-back 0/1 loss a multiple of 1/n within the
     rounding. Then every holdout row is coded with c + 1 states, its label or "not
     scored" (loss log c, as the uniform rows), in a mixed-radix code (:class:`SubsetCode`),

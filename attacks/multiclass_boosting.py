@@ -6,10 +6,10 @@ import numpy as np
 
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.label_code import LabelCode
+from ladderlab.engines.label_code import LabelCode
+from ladderlab.engines.voting import PluralityVote
 from ladderlab.params import Interval, Options
 from ladderlab.tasks import PublicData
-from ladderlab.voting import PluralityVote
 
 GUIDED_R = (2, 5)
 """Candidate-set sizes of the model-guided settings in ``strength_grid``."""
@@ -35,7 +35,7 @@ class MulticlassBoosting(Attack):
     and submitted in batches of ``batch`` (fewer where ``SUBMISSION_CHUNK_ELEMENTS``
     demands; the transcript is the same); never more than the budget. On a log-loss
     leaderboard they go in as one-hot probability rows and their accuracy is read back
-    from the released loss (:mod:`ladderlab.label_code`, [R]).
+    from the released loss (:mod:`ladderlab.engines.label_code`, [R]).
     """
 
     id = "multiclass-boosting"
@@ -114,7 +114,9 @@ class MulticlassBoosting(Attack):
         """The side model's top-``r`` class indices per holdout point, best first (None: unguided)."""
         if self.guide == "none":
             return None
-        from sklearn.linear_model import LogisticRegression  # imported when played: slow to import
+        from sklearn.linear_model import (
+            LogisticRegression,  # imported when played: slow to import
+        )
 
         model = LogisticRegression(max_iter=1000).fit(data.X_train, data.y_train)
         scores = np.full((data.X_holdout.shape[0], classes.size), -np.inf)

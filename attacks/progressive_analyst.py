@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from ladderlab.analysts import NaturalAnalyst, ProgressiveAnalyst as _Progressive
+from ladderlab.engines.analysts import NaturalAnalyst
+from ladderlab.engines.analysts import ProgressiveAnalyst as _Progressive
 from ladderlab.params import Interval
 
 
@@ -8,7 +9,7 @@ class ProgressiveAnalyst(_Progressive):
     """An honest team whose updates forget old released scores geometrically (recency λ).
 
     Zrnic & Hardt 2019's progressive analyst, as our reconstruction of a participant
-    (``ladderlab.analysts``): a logistic model on its own view of the features, grown
+    (``ladderlab.engines.analysts``): a logistic model on its own view of the features, grown
     from training data, tuned by SPSA probes on the released scores with a
     λ-contraction to its training fit. λ = 0 uses only the last batch; λ → 1 is
     fully adaptive hill climbing.

@@ -7,7 +7,7 @@ import numpy as np
 
 from ladderlab.attack import FloatArray
 from ladderlab.board import Board
-from ladderlab.label_code import LabelCode
+from ladderlab.engines.label_code import LabelCode
 from ladderlab.params import Interval
 from ladderlab.scoring import PredictionKind
 from ladderlab.tasks import PublicData
@@ -39,7 +39,7 @@ class Staircase(HillClimbing):
     and the climb is hill climbing's (with its strict rule), candidate for candidate.
 
     On a log-loss leaderboard the labels go in as one-hot probability rows and a flip
-    moves a row's one-hot to another class (:mod:`ladderlab.label_code`, [R]): the
+    moves a row's one-hot to another class (:mod:`ladderlab.engines.label_code`, [R]): the
     released loss is then an increasing affine function of the public 0/1 loss, and
     every decision the one the 0/1 climb would make.
     """

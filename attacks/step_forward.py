@@ -6,9 +6,9 @@ import numpy as np
 
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.changepoint import binary_segmentation
+from ladderlab.engines.changepoint import binary_segmentation
+from ladderlab.engines.regression import forward_step_predictions, ols_predictions
 from ladderlab.params import Interval, Options
-from ladderlab.regression import forward_step_predictions, ols_predictions
 from ladderlab.scoring import get_scorer
 from ladderlab.tasks import PublicData
 
@@ -61,7 +61,7 @@ class StepForward(Attack):
       score; for a deterministic Ladder, exactly its last change;
     - ``jump="binseg"``: the last changepoint of binary segmentation (``rules``
       "textbook", or "r" for R changepoint's BinSeg, see
-      :mod:`ladderlab.changepoint`), with ``changepoints`` an integer Q,
+      :mod:`ladderlab.engines.changepoint`), with ``changepoints`` an integer Q,
       ``"oracle"`` (the true number of visible jumps in the iteration, as in the
       paper's Fig. 5: new bests whose release differs from the release before,
       not counting the first model's, which no changepoint can show; needs an
@@ -82,7 +82,7 @@ class StepForward(Attack):
 
     id = "step-forward"
     version = "3"  # 2: oracle Q counts visible jumps; a constant trace has no penalty changepoint; R-exact BinSeg
-    # 3: candidate fits by QR (ladderlab.regression), submissions moved by an ulp or so
+    # 3: candidate fits by QR (ladderlab.engines.regression), submissions moved by an ulp or so
     reference = "Chaibub Neto et al. 2016, Alg. 7 and Discussion (repeated submissions)"
     task_types = frozenset({"regression"})
     _parameter_constraints = {

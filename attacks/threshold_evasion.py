@@ -7,7 +7,7 @@ import numpy as np
 
 from ladderlab.attack import SUBMISSION_CHUNK_ELEMENTS, Attack, FloatArray
 from ladderlab.board import Board
-from ladderlab.label_code import LabelCode
+from ladderlab.engines.label_code import LabelCode
 from ladderlab.params import Interval
 from ladderlab.tasks import PublicData
 
@@ -36,7 +36,7 @@ class ThresholdEvasion(Attack):
     ``denominator_`` (N, or None) and ``kept_release_``, the exact release of the vector
     it kept, as a 0/1 loss (NaN if none). On a log-loss leaderboard the vectors go in as
     one-hot probabilities and every release is read back as their 0/1 loss
-    (:mod:`ladderlab.label_code`, [R]), whose exact values are the multiples of 1/N.
+    (:mod:`ladderlab.engines.label_code`, [R]), whose exact values are the multiples of 1/N.
     """
 
     id = "threshold-evasion"

@@ -33,9 +33,10 @@ def schema_tables() -> str:
     """One Markdown table per model of the scenario schema: key, type, default, description."""
     from pydantic_core import PydanticUndefined
 
-    from ladderlab import extrapolation_scenario, scenario
     from ladderlab.competition import scenario as competition_scenario
-    from ladderlab.schema import StrictModel
+    from ladderlab.extrapolation import scenario as extrapolation_scenario
+    from ladderlab.runs import scenario
+    from ladderlab.runs.schema import StrictModel
 
     models = [model for module in (scenario, competition_scenario, extrapolation_scenario) for model in vars(module).values()
               if isinstance(model, type) and issubclass(model, StrictModel) and model.__module__ == module.__name__]

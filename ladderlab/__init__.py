@@ -8,9 +8,10 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from ladderlab import source_tree
+from ladderlab.utils import moved, source_tree
 
 source_tree.install(Path(__file__).parent)
+moved.install()
 
 _PUBLIC = {
     "Board": "ladderlab.board", "BudgetExceeded": "ladderlab.board", "Leaderboard": "ladderlab.board",
@@ -19,7 +20,7 @@ _PUBLIC = {
     "Scorer": "ladderlab.scoring", "get_scorer": "ladderlab.scoring",
 }
 """The public names and their modules, imported on first use (PEP 562), so that ``import
-ladderlab.layout`` stays cheap for the command's early restart (:mod:`ladderlab.entry`)."""
+ladderlab.isolation.layout`` stays cheap for the command's early restart (:mod:`ladderlab.cli.entry`)."""
 
 __all__ = sorted([*_PUBLIC, "__version__"])
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from ladderlab.entry import main
+from ladderlab.cli.entry import main
 
 sys.exit(main())

@@ -7,8 +7,8 @@ public leaderboard and on the final set. An attack never sees holdout labels.
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,13 +18,10 @@ from ladderlab.plugin import Plugin
 from ladderlab.scoring import PredictionKind
 from ladderlab.tasks import PublicData, TaskType
 
-if TYPE_CHECKING:
-    from ladderlab.competition.cohort import Cohort
-
 SUBMISSION_CHUNK_ELEMENTS = 1 << 22
 """The most prediction values an attack builds for one ``submit_many`` call (32 MiB of
 float64): a batch stays below the size at which freed memory goes back to the system
-(:mod:`ladderlab.memory`), and a board's result does not depend on how it is batched."""
+(:mod:`ladderlab.utils.memory`), and a board's result does not depend on how it is batched."""
 
 FloatArray = NDArray[np.float64]
 
@@ -43,6 +40,12 @@ def random_predictions(kind: PredictionKind, classes: FloatArray, shape: int | t
     return rng.standard_normal(shape)
 
 
+def shared_identity(attack_id: str, params: dict[str, Any], final_only: frozenset[str]) -> tuple[str, dict[str, Any]]:
+    """An attack's identity for its random streams and its transcript: its id and its parameters
+    without ``final_only`` ones, so duels that differ only in those share one transcript."""
+    return attack_id, {name: value for name, value in params.items() if name not in final_only}
+
+
 class Attack(Plugin):
     """An adaptive participant."""
 
@@ -53,7 +56,7 @@ class Attack(Plugin):
     final_only_params: ClassVar[frozenset[str]] = frozenset()
     """Parameters that change only the final prediction, never a submission (declared by a
     :class:`FinalChoiceAttack`): duels that differ only in them share one transcript
-    (:mod:`ladderlab.sharing`)."""
+    (:mod:`ladderlab.runs.sharing`)."""
     honest: ClassVar[bool] = False
     """True for an honest participant, not an attack (``honest``, the natural analysts):
     competitions count it in the honest utility, and ``ladderlab certify`` leaves it out
@@ -68,6 +71,11 @@ class Attack(Plugin):
             raise TypeError(f"{cls.__name__} declares final_only_params: derive it from FinalChoiceAttack "
                             "(play and final_prediction instead of run)")
 
+    def identity(self) -> tuple[str, dict[str, Any]]:
+        """What names the attack's random stream and its transcript: its id and parameters but its
+        ``final_only_params`` (the same whether the attack plays in this process or its own)."""
+        return shared_identity(self.id, self.get_params(), self.final_only_params)
+
     def incompatibility(self, data: PublicData) -> str | None:
         """Why the attack cannot play on ``data`` (None: it can). The runner records it as skipped."""
         if data.task_type not in self.task_types:
@@ -76,7 +84,7 @@ class Attack(Plugin):
 
     def max_submissions(self, data: PublicData) -> int | None:
         """At most how many submissions ``run`` makes on ``data`` when the budget allows any
-        number (None: it does not say). Sizes a run before it starts (:mod:`ladderlab.workload`);
+        number (None: it does not say). Sizes a run before it starts (:mod:`ladderlab.runs.workload`);
         a budget caps it further."""
         return None
 
@@ -96,7 +104,7 @@ class Attack(Plugin):
 
     def cohort(self, data: PublicData, rngs: list[np.random.Generator]) -> Cohort | None:
         """Many teams playing this attack (with these parameters) in lockstep, member i with the
-        stream ``rngs[i]`` (:mod:`ladderlab.competition.cohort`), for a competition to play them at once; None
+        stream ``rngs[i]`` (:class:`ladderlab.attack.Cohort`), for a competition to play them at once; None
         (the default): each team runs ``run`` on its own."""
         return None
 
@@ -115,7 +123,7 @@ class FinalChoiceAttack(Attack):
     submissions revealed (Freedman's k). Instead of ``run`` it implements ``play``, every
     submission, and ``final_prediction``; the duels that differ only in those parameters
     then play one transcript and compute only their own final prediction
-    (:mod:`ladderlab.sharing`). ``play`` must not read them."""
+    (:mod:`ladderlab.runs.sharing`). ``play`` must not read them."""
 
     @abstractmethod
     def play(self, board: Board, data: PublicData, rng: np.random.Generator) -> Any:
@@ -129,3 +137,53 @@ class FinalChoiceAttack(Attack):
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         return self.final_prediction(self.play(board, data, rng), data)
 
+
+IntArray = NDArray[np.intp]
+
+
+class Cohort(ABC):
+    """Many teams of one policy, played in lockstep: the competition's way to run a big honest
+    population.
+
+    A competition may field thousands of teams of the same policy (the natural analysts of
+    ``kaggle-like``). Run one by one, each team would pay Python's overhead for every batch and
+    hold its own copy of everything. A policy that can play many teams at once implements
+    :meth:`ladderlab.attack.Attack.cohort`, which returns a cohort: the members' states
+    as arrays, one random stream per member, and the engine asks for every member's next batch
+    and delivers its released scores (:mod:`ladderlab.competition`).
+
+    The contract that keeps results exact: a member's predictions depend only on its own
+    stream, its budget and its own released scores, never on which other members share a call,
+    so a cohort of one and a cohort of thousands make the same submissions, bit for bit. The
+    policy's ``run`` plays a cohort of one against a board (:func:`play_alone`), so a duel and a
+    competition run the same code.
+    """
+
+    @abstractmethod
+    def begin(self, member: int, budget: int | None) -> None:
+        """The member starts playing with ``budget`` submissions left (None: unlimited)."""
+
+    @abstractmethod
+    def next_batches(self, members: IntArray) -> IntArray:
+        """How many rows each of ``members`` submits next (0: it has finished); prepares them."""
+
+    @abstractmethod
+    def predictions(self, member: int) -> FloatArray:
+        """The member's prepared batch: rows × holdout predictions."""
+
+    @abstractmethod
+    def deliver(self, members: IntArray, released: list[FloatArray]) -> None:
+        """The released scores of the prepared batches of ``members``, in order."""
+
+    @abstractmethod
+    def final(self, member: int) -> FloatArray:
+        """The member's final whole-holdout prediction."""
+
+
+def play_alone(cohort: Cohort, board: Board) -> FloatArray:
+    """Member 0 of ``cohort`` plays against ``board`` until it finishes; its final prediction."""
+    member = np.zeros(1, dtype=np.intp)
+    cohort.begin(0, board.remaining)
+    while cohort.next_batches(member)[0]:
+        cohort.deliver(member, [board.submit_many(cohort.predictions(0))])
+    return cohort.final(0)

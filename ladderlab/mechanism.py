@@ -20,12 +20,23 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ladderlab.bounds import TheoreticalBound
 from ladderlab.holdout import holdout_scores
 from ladderlab.plugin import Plugin
-from ladderlab.scoring import LossScorer, Scorer, ValueRange, get_scorer, require_finite_scores, scores_by_block
+from ladderlab.scoring import (
+    LossScorer,
+    Scorer,
+    ValueRange,
+    get_scorer,
+    require_finite_scores,
+    scores_by_block,
+)
+from ladderlab.stats.bounds import TheoreticalBound
 from ladderlab.tasks import PublicData
-from ladderlab.validation import check_prediction_matrix, quick_row_check, rows_per_block
+from ladderlab.validation import (
+    check_prediction_matrix,
+    quick_row_check,
+    rows_per_block,
+)
 
 FloatArray = NDArray[np.float64]
 FLOAT64 = np.dtype(np.float64)
@@ -65,7 +76,7 @@ class Mechanism(Plugin):
         """How many loss values the bootstrap resamples of one submission weigh, at most (B · n
         for B replicates of ``n_public`` rows; 0 for a mechanism that does not resample, or whose
         resampling does not grow with the rows), under ``scorer`` where it is known: the term of
-        the work estimate (:mod:`ladderlab.workload`) beyond scoring."""
+        the work estimate (:mod:`ladderlab.runs.workload`) beyond scoring."""
         return 0
 
     def bind(
@@ -203,7 +214,7 @@ class Mechanism(Plugin):
     def release_step(self, unit: float) -> float | None:
         """The grid this mechanism's releases lie on (every release a multiple of it) when it binds
         with loss bound ``unit`` (``unit_``), in the scorer's units; None when they lie on none. Shown
-        to people at this precision (:mod:`ladderlab.display`)."""
+        to people at this precision (:mod:`ladderlab.runs.display`)."""
         return None
 
     def release_scores(self, scores: ArrayLike) -> FloatArray:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from pathlib import PurePath
 from collections.abc import Iterable
+from pathlib import PurePath
 from typing import Any
 
-from ladderlab.locations import location_free
+from ladderlab.utils.locations import location_free
 
 
 def unknown_name_error(kind: str, name: str, known: Iterable[str]) -> ValueError:
@@ -24,7 +24,7 @@ def plugin_label(plugin_id: str, params: str | dict[str, Any]) -> str:
     """``ladder-t(alpha=0.15)`` from a plugin id and its parameters (a dict or its JSON);
     floats to 4 significant digits. A local file plugin is named by its file name and
     class (``my_attack.py:MyAttack``), not by the file's whole path; a challenge file as the scenario
-    wrote it (:mod:`ladderlab.locations`)."""
+    wrote it (:mod:`ladderlab.utils.locations`)."""
     values = location_free(json.loads(params) if isinstance(params, str) else params)
     inside = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}" for name, value in values.items())
     location, colon, class_name = plugin_id.rpartition(":")

@@ -259,7 +259,7 @@ def describe(constraints: list[Constraint | None]) -> str:
 
 def list_valued(cls: type, name: str) -> bool:
     """True when ``cls`` declares parameter ``name`` as a list (a scenario grid must not expand it);
-    a class known only by description (:mod:`ladderlab.untrusted`) names them in ``list_valued_parameters``."""
+    a class known only by description (:mod:`ladderlab.isolation.untrusted`) names them in ``list_valued_parameters``."""
     described = getattr(cls, "list_valued_parameters", None)
     if described is not None:
         return name in described

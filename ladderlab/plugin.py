@@ -14,10 +14,14 @@ one place, :meth:`Plugin.validate_params`, when the plugin is put to work, never
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
+from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from ladderlab.params import Constraint, validate_params
+from ladderlab.utils.sources import module_source_files
 
 
 class Plugin:
@@ -120,3 +124,50 @@ def _init_defaults(init: Any) -> tuple[tuple[str, Any], ...]:
         for name, p in inspect.signature(init).parameters.items()
         if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     )
+
+
+# --- fingerprints: what code a plugin's results come from ---------------------------------
+
+def plugin_source_files(cls: type) -> list[Path]:
+    """The source files of ``cls`` and of its ancestors that are plugins of the same family
+    (not the family's base class, a direct subclass of :class:`Plugin`), each followed by the local modules it imports, in
+    method-resolution order, without repeats."""
+    files: list[Path] = []
+    for ancestor in cls.__mro__:
+        if not (isinstance(ancestor, type) and issubclass(ancestor, Plugin)) or ancestor is Plugin or Plugin in ancestor.__bases__:
+            continue
+        try:
+            source = inspect.getsourcefile(ancestor)
+        except TypeError:  # defined in C or interactively: no file to hash
+            source = None
+        if source:
+            files += [path for path in module_source_files(ancestor.__module__, Path(source)) if path not in files]
+    return files
+
+
+@cache
+def fingerprint(cls: type) -> dict[str, Any]:
+    """The plugin's ``version``, its source files, and one SHA-256 over their contents (the
+    file names are left out, so a copied run directory stays comparable on another machine).
+
+    Cached per class: a process fingerprints the code it loaded, read right after loading. A
+    stand-in for code that runs only in a sandbox (:mod:`ladderlab.isolation.untrusted`) carries the
+    fingerprint of the snapshot that the sandbox shows.
+    """
+    snapshot = getattr(cls, "sandbox_fingerprint", None)
+    if snapshot:
+        return dict(snapshot)
+    files = plugin_source_files(cls)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    return {
+        "version": str(getattr(cls, "version", "")),
+        "source_sha256": digest.hexdigest(),
+        "source_files": [str(path) for path in files],
+    }
+
+
+def fingerprint_token(print_: dict[str, Any]) -> str:
+    """What decides staleness: version and source hash."""
+    return f"v{print_['version']}:{print_['source_sha256'][:16]}"

@@ -35,8 +35,8 @@ from ladderlab.attack import Attack
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
 from ladderlab.plugin import Plugin
-from ladderlab.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 from ladderlab.tasks import Task
+from ladderlab.utils.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 
 P = TypeVar("P", bound=Plugin)
 
@@ -52,7 +52,7 @@ class Registry(Generic[P]):
         self.modules = modules
         """Further built-in modules, beside ``package`` (imported when the built-ins are first listed)."""
         self.stand_in: Callable[[str], type[P]] | None = None
-        """When set (:func:`ladderlab.untrusted.sandboxed_attacks`), ``get`` returns ``stand_in(spec)``
+        """When set (:func:`ladderlab.isolation.untrusted.sandboxed_attacks`), ``get`` returns ``stand_in(spec)``
         for every plugin that is not built in, and never loads its code."""
 
     @cache
@@ -291,7 +291,7 @@ MECHANISMS: Registry[Mechanism] = Registry(
 
 
 ATTACKS: Registry[Attack] = Registry("attack", Attack, "ladderlab.attacks", "ladderlab.attacks")
-TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks", modules=("ladderlab.challenge_task",))
+TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks", modules=("ladderlab.certification.challenge_task",))
 
 
 def make_mechanism(spec: str, **params: Any) -> Mechanism:

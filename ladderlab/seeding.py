@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-from ladderlab.atomic import create_exclusively
+from ladderlab.utils.atomic import create_exclusively
 
 
 def identity_key(*identity: Any) -> tuple[int, ...]:

@@ -124,14 +124,14 @@ class Task(Plugin):
 
     def data_fingerprint(self) -> str | None:
         """A hash of the data the task reads from outside its parameters (files), part of its
-        fingerprint: a finished cell whose data changed is stale (:mod:`ladderlab.rundir`).
+        fingerprint: a finished cell whose data changed is stale (:mod:`ladderlab.runs.rundir`).
         None: the parameters determine the data."""
         return None
 
     def data_shape(self) -> tuple[int, int] | None:
         """(rows, columns) of one replication's data, training and holdout rows, features and
         label, known from the parameters alone (None: not declared; the data are then
-        measured when first drawn). Sizes a run before it starts (:mod:`ladderlab.workload`)."""
+        measured when first drawn). Sizes a run before it starts (:mod:`ladderlab.runs.workload`)."""
         return None
 
 

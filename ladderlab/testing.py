@@ -40,11 +40,11 @@ from sklearn.base import clone
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded, Leaderboard
-from ladderlab.duel import play
 from ladderlab.mechanism import Mechanism
 from ladderlab.params import describe
 from ladderlab.plugin import Plugin
 from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.runs.duel import play
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.tasks import PublicData, Split, Task
 

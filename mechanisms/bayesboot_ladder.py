@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from numpy.typing import ArrayLike
 
-from ladderlab.bayesboot import BayesBootLadderBase
+from ladderlab.engines.bayesboot import BayesBootLadderBase
 from ladderlab.mechanism import round_to_multiple
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from numpy.typing import ArrayLike
 
-from ladderlab.bayesboot import BayesBootLadderBase
-from ladderlab.bootstrap import BootstrapScoreSampler
+from ladderlab.engines.bayesboot import BayesBootLadderBase
+from ladderlab.engines.bootstrap import BootstrapScoreSampler
 from ladderlab.params import Interval
 
 

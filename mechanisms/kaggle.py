@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import math
 
-from ladderlab.bounds import TheoreticalBound, kaggle_boosting_order
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
+from ladderlab.stats.bounds import TheoreticalBound, kaggle_boosting_order
 
 
 class Kaggle(Mechanism):

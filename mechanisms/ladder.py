@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from ladderlab.bounds import TheoreticalBound, ladder_error_bound
-from ladderlab.ladder import Ladder
+from ladderlab.engines.ladder import Ladder
 from ladderlab.mechanism import FloatArray, round_to_multiple
 from ladderlab.params import Interval
+from ladderlab.stats.bounds import TheoreticalBound, ladder_error_bound
 
 
 class FixedLadder(Ladder):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from ladderlab.bootstrap import BootstrapMeanSampler
-from ladderlab.ladder import PairedTTestLadder
+from ladderlab.engines.bootstrap import BootstrapMeanSampler
+from ladderlab.engines.ladder import PairedTTestLadder
 from ladderlab.mechanism import FloatArray
 from ladderlab.params import Interval
 from ladderlab.seeding import substream
@@ -19,7 +19,7 @@ class LadderBoot(PairedTTestLadder):
     The release is drawn exactly without resampling b·n indices: one binomial for a
     0/1 loss, a multinomial over the distinct loss values, or Poissonized counts of every
     sample completed from a second stream (``completion_rng_``) where many losses are
-    distinct (:class:`ladderlab.bootstrap.BootstrapMeanSampler`). Version 2: that sampler's
+    distinct (:class:`ladderlab.engines.bootstrap.BootstrapMeanSampler`). Version 2: that sampler's
     random stream. Version 3: its index draws pick pairs of samples where n is small.
     Version 4: Poissonized counts with completion where many losses are distinct.
     """

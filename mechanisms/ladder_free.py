@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ladderlab.ladder import PairedTTestLadder
+from ladderlab.engines.ladder import PairedTTestLadder
 
 
 class ParameterFreeLadder(PairedTTestLadder):

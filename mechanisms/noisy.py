@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import math
 
+from ladderlab.engines.noise import NOISE_KINDS, draw_noise
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
-from ladderlab.noise import NOISE_KINDS, draw_noise
 from ladderlab.params import Interval, Options
 
 

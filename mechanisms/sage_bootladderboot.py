@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ladderlab.bootstrap import BINOMIAL_COST, ResampleSums, bootstrap_counts
+from ladderlab.engines.bootstrap import BINOMIAL_COST, ResampleSums, bootstrap_counts
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Options
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer
@@ -94,7 +94,7 @@ class SageBootLadderBoot(Mechanism):
     integers: the same distribution again, another stream. Version 4, for a per-sample loss,
     draws only what the decision depends on (docs/decisions.md#sage-sufficient-draws): the
     first ``report_n`` resamples in full (they are released), the others as the sums c_b·d of
-    the loss difference d = l_new − l_lead (:class:`ladderlab.bootstrap.ResampleSums`), since
+    the loss difference d = l_new − l_lead (:class:`ladderlab.engines.bootstrap.ResampleSums`), since
     new_b − lead_b = c_b·d / n and mean(new) − mean(lead) = Σ_b c_b·d / (B·n): the same
     distribution of the decision and the release, another stream.
     """

@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 
-from ladderlab.bounds import TheoreticalBound, ladder_error_bound
-from ladderlab.ladder import Ladder
+from ladderlab.engines.ladder import Ladder
 from ladderlab.mechanism import FloatArray, round_to_multiple
 from ladderlab.params import Boolean, Interval
+from ladderlab.stats.bounds import TheoreticalBound, ladder_error_bound
 
 
 def sparse_vector_defaults(n: int, k: int, delta: float) -> tuple[float, float]:

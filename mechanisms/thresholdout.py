@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
+from ladderlab.engines.noise import NOISE_KINDS, draw_noise
 from ladderlab.mechanism import FloatArray, Mechanism
-from ladderlab.noise import NOISE_KINDS, draw_noise
 from ladderlab.params import Interval, Options
 
 NOISE_SCALES = {"nips": (2.0, 4.0, 1.0), "science": (0.0, 1.0, 1.0)}

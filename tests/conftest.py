@@ -63,7 +63,8 @@ def _private_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def quickstart_run(tmp_path_factory):
     """The built-in quickstart scenario, run once (about 4 s of CPU), read back as a report's Run."""
-    from ladderlab import report, runner
+    from ladderlab.reports import report
+    from ladderlab.runs import runner
 
     out = tmp_path_factory.mktemp("quickstart") / "run"
     runner.run("quickstart", out, progress=False)

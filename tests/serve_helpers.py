@@ -117,7 +117,7 @@ class ThreadServer:
 
 def open_service(challenge_path: Path, url: str, secret: int = 1234) -> tuple[Any, dict[str, str]]:
     """A service on the log at ``url``, opened; with the tokens it issued."""
-    from ladderlab import challenge as challenges
+    from ladderlab.certification import challenge as challenges
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage
 

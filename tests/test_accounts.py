@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab import certify as certification
-from ladderlab.accounts import duel_with_accounts, probe_budget
 from ladderlab.attack import Attack
 from ladderlab.board import BudgetExceeded
-from ladderlab.duel import spec
+from ladderlab.certification import certify as certification
+from ladderlab.competition.accounts import duel_with_accounts, probe_budget
 from ladderlab.registry import MECHANISMS, TASKS
-from ladderlab.runner import check_accounts
-from ladderlab.scenario import Cell, Scenario, cells
+from ladderlab.runs.duel import spec
+from ladderlab.runs.runner import check_accounts
+from ladderlab.runs.scenario import Cell, Scenario, cells
 from ladderlab.seeding import stream
 
 seeds = st.integers(0, 2**32 - 1)
@@ -154,7 +154,7 @@ def test_a_certificate_against_several_accounts(tmp_path):
 def test_the_accounts_table_shows_that_a_stateless_release_gains_nothing_from_linking():
     """Kaggle's release depends on the submission alone, so linking its accounts changes no
     release: the two columns agree exactly; the text names every setting."""
-    from ladderlab.accounts import accounts_table, table_text
+    from ladderlab.competition.accounts import accounts_table, table_text
 
     row, = accounts_table(n=N, budget=10, accounts=3, replications=3, mechanisms=["kaggle"])
     assert list(row.delta) == ["1 account", "3 accounts", "3 linked"]
@@ -164,7 +164,7 @@ def test_the_accounts_table_shows_that_a_stateless_release_gains_nothing_from_li
 
 
 def test_the_work_estimate_counts_every_probe_account():
-    from ladderlab.workload import scenario_work
+    from ladderlab.runs.workload import scenario_work
 
     def submissions(accounts):
         attack = {"id": "boosting", "params": {"k": 1000}, "budget": 10, "accounts": accounts}

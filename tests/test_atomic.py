@@ -1,4 +1,4 @@
-"""Every file ladderlab writes appears whole or not at all (ladderlab.atomic).
+"""Every file ladderlab writes appears whole or not at all (ladderlab.utils.atomic).
 
 A full disk is simulated with a file-size limit (RLIMIT_FSIZE) in a child process: a
 write past the limit fails with EFBIG, as a write to a full disk fails with ENOSPC.
@@ -13,9 +13,13 @@ import textwrap
 
 import pytest
 
-from ladderlab import certify
-from ladderlab.atomic import create_exclusively, write_atomically, write_files_atomically
-from ladderlab.cli import main
+from ladderlab.certification import certify
+from ladderlab.cli.commands import main
+from ladderlab.utils.atomic import (
+    create_exclusively,
+    write_atomically,
+    write_files_atomically,
+)
 from tests.helpers import scenario_file
 
 LIMIT = 4096
@@ -43,7 +47,7 @@ def test_a_certificate_written_over_an_old_one_on_a_full_disk_leaves_the_old_one
     certify.write_certificate(old, out, text_for_people="old\n")
     before = out.read_bytes(), out.with_suffix(".md").read_bytes()
     result = run_limited(f"""
-        from ladderlab import certify
+        from ladderlab.certification import certify
         certificate = {{"mechanism": "kaggle", "safe_budget": 100, "battery": ["x" * 100] * 100}}
         try:
             certify.write_certificate(certificate, {str(out)!r}, text_for_people="new\\n")
@@ -59,7 +63,7 @@ def test_a_pair_of_files_changes_together_or_not_at_all(tmp_path):
     small, large = tmp_path / "small.txt", tmp_path / "large.txt"
     write_files_atomically({small: "old small", large: "old large"})
     result = run_limited(f"""
-        from ladderlab.atomic import write_files_atomically
+        from ladderlab.utils.atomic import write_files_atomically
         try:
             write_files_atomically({{{str(small)!r}: "new small", {str(large)!r}: "x" * {2 * LIMIT}}})
         except OSError as error:
@@ -77,7 +81,7 @@ def test_a_report_written_over_an_old_one_on_a_full_disk_leaves_the_old_one(tmp_
     page.write_text("the previous report")
     result = run_limited(f"""
         import sys
-        from ladderlab.cli import main
+        from ladderlab.cli.commands import main
         sys.exit(main(["report", {str(tmp_path / 'run')!r}, "--html", {str(page)!r}]))
     """, tmp_path)
     assert result.returncode == 2, result
@@ -90,7 +94,7 @@ def test_a_report_written_over_an_old_one_on_a_full_disk_leaves_the_old_one(tmp_
 def test_a_secret_seed_file_is_created_whole_or_not_at_all(tmp_path):
     target = tmp_path / "secret"
     result = run_limited(f"""
-        from ladderlab.atomic import create_exclusively
+        from ladderlab.utils.atomic import create_exclusively
         try:
             create_exclusively({str(target)!r}, "1" * {2 * LIMIT}, 0o600)
         except OSError as error:

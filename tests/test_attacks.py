@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ladderlab.duel import duel, play
+from ladderlab.engines.regression import forward_step_predictions, ols_predictions
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.regression import forward_step_predictions, ols_predictions
+from ladderlab.runs.duel import duel, play
 from ladderlab.seeding import stream
 from ladderlab.testing import reachable_arrays
 

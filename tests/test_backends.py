@@ -6,7 +6,7 @@ import threading
 import pandas as pd
 import pytest
 
-from ladderlab import runner
+from ladderlab.runs import runner
 
 EVERY_FAMILY = """
 schema_version = 1
@@ -119,7 +119,7 @@ def test_a_competition_cell_is_split_into_ranges_of_replications(tmp_path):
     """As duel groups are: replication 0 is played first, and a cell that costs more than a quarter of
     a worker's even share is split into ranges of replications."""
     from ladderlab.competition.scenario import CompetitionCell
-    from ladderlab.scenario import cells, load
+    from ladderlab.runs.scenario import cells, load
 
     path = tmp_path / "competition-backends.toml"
     path.write_text(COMPETITION)

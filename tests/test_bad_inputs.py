@@ -15,11 +15,11 @@ import pytest
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, Leaderboard
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.measures import measures
 from ladderlab.registry import MECHANISMS, TASKS
-from ladderlab.scenario import ScenarioError, load, preflight
+from ladderlab.runs.scenario import ScenarioError, load, preflight
 from ladderlab.scoring import ScoreError
 from ladderlab.validation import rows_per_block
 from tests.helpers import FAST_PARAMS, assert_one_line_error, failing_mechanism
@@ -155,7 +155,7 @@ def test_bad_scenarios_on_the_command_line_are_one_line_errors(tmp_path, capsys,
 
 def test_a_list_valued_parameter_is_one_value_not_a_grid(tmp_path):
     path = _scenario(tmp_path, REGRESSION, STEP, '{ id = "honest", params = { models = ["ridge", "knn"] } }')
-    from ladderlab.scenario import cells
+    from ladderlab.runs.scenario import cells
 
     (cell,) = cells(load(path))
     assert cell.attack == ("honest", {"models": ["ridge", "knn"]})
@@ -378,7 +378,7 @@ def test_bad_parameters_and_bindings_are_refused(mechanism_id, params, bind_args
 
 def test_a_closed_pipe_ends_quietly():
     result = subprocess.run(
-        f"{sys.executable} -m ladderlab.cli list attacks | head -2", shell=True, capture_output=True, text=True,
+        f"{sys.executable} -m ladderlab.cli.commands list attacks | head -2", shell=True, capture_output=True, text=True,
         timeout=300,
     )
     assert len(result.stdout.splitlines()) == 2
@@ -389,7 +389,7 @@ def test_a_real_process_prints_one_line_and_exits_with_2(tmp_path):
     plugin = tmp_path / "syntax_error.py"
     plugin.write_text(SYNTAX_ERROR_PLUGIN)
     result = subprocess.run(
-        [sys.executable, "-m", "ladderlab.cli", "certify", f"{plugin}:Broken"], capture_output=True, text=True,
+        [sys.executable, "-m", "ladderlab.cli.commands", "certify", f"{plugin}:Broken"], capture_output=True, text=True,
         timeout=300,
     )
     assert result.returncode == 2
@@ -442,7 +442,7 @@ def test_a_competition_whose_team_scores_perfectly_on_a_small_final_set_is_measu
 
 @pytest.mark.parametrize(("argv", "resumable"), [(["run", "quickstart"], True), (["demo"], False)])
 def test_an_interrupt_says_whether_the_same_command_resumes(monkeypatch, capsys, argv, resumable):
-    from ladderlab import duel, runner
+    from ladderlab.runs import duel, runner
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

@@ -7,7 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ladderlab.bootstrap import bootstrap_counts, posterior_odds, posterior_probability_of_improvement
+from ladderlab.engines.bootstrap import (
+    bootstrap_counts,
+    posterior_odds,
+    posterior_probability_of_improvement,
+)
 from ladderlab.scoring import get_scorer
 from tests.helpers import bound
 

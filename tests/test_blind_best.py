@@ -5,8 +5,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel
 from ladderlab.testing import check_attack
 from tests.docs_helpers import ROOT
 from tests.helpers import clopper_pearson

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel
 from ladderlab.scoring import SCORERS, LossScorer, PredictionKind, get_scorer
 
 seeds = st.integers(0, 2**32 - 1)

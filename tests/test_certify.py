@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ladderlab import certify
-from ladderlab.bounds import ladder_error_bound, ladder_tail_probability
-from ladderlab.cli import main
-from ladderlab.duel import duel
+from ladderlab.certification import certify
+from ladderlab.cli.commands import main
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel
 from ladderlab.seeding import sealed_stream, substream
+from ladderlab.stats.bounds import ladder_error_bound, ladder_tail_probability
 from tests.helpers import VERSION_1_CERTIFICATE, clopper_pearson
 
 DELTA = 1e-6
@@ -440,7 +440,7 @@ def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
     import time
 
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "ladderlab.cli", "--quiet", "certify", "kaggle", "--n", "100", "--budgets", "20",
+    command = [sys.executable, "-m", "ladderlab.cli.commands", "--quiet", "certify", "kaggle", "--n", "100", "--budgets", "20",
                "60", "--replications", "16", "--jobs", "2", "--scorer", "zero-one", "--complete", "--only",
                "--attack", "hill-climbing", "--attack", "boosting"]
     # niced, it and its workers yield to this test's polling, however loaded the machine is
@@ -533,7 +533,7 @@ def test_an_honest_participant_given_twice_or_unable_to_play_is_refused():
 def test_a_parallel_battery_leaves_its_workers_usable_by_a_parallel_run(tmp_path):
     """The battery's workers are joblib's pool: a parallel run in the same process reuses them
     (with loky's bare pool, joblib failed: '_ReusablePoolExecutor' has no '_temp_folder_manager')."""
-    from ladderlab import runner
+    from ladderlab.runs import runner
     from tests.helpers import SMALL
 
     certify.certify("kaggle", n=100, budgets=[20], attacks=["boosting"], replications=2, run_dir=tmp_path / "battery",

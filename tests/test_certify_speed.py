@@ -1,7 +1,7 @@
 """``ladderlab bench-certify``: certificates timed from an empty battery, written between the page's markers."""
 
-from ladderlab import certify_speed
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
+from ladderlab.dev import certify_speed
 
 TINY = certify_speed.Setting("tiny", 20, (5,))
 
@@ -35,7 +35,7 @@ def test_an_unknown_setting_is_refused(capsys):
 
 
 def test_the_families_are_every_built_in_mechanism_but_the_reference():
-    from ladderlab.certify import REFERENCE
+    from ladderlab.certification.certify import REFERENCE
     from ladderlab.registry import MECHANISMS
 
     assert sorted(certify_speed.FAMILIES) == sorted(set(MECHANISMS.builtins()) - {REFERENCE})
@@ -52,7 +52,7 @@ Measured by `ladderlab bench-certify --replications 100 --seed 0` on 2026-11-20:
 
 
 def test_a_run_of_some_families_replaces_their_rows_and_keeps_the_others_dated(tmp_path):
-    from ladderlab.benchmark import CertifyTiming
+    from ladderlab.dev.benchmark import CertifyTiming
 
     page = tmp_path / "speed.md"
     page.write_text(f"before\n{OLD_SECTION}\nafter\n")

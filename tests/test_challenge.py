@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import challenge as challenges
-from ladderlab.linking import LinkRule
-from ladderlab.challenge import ChallengeError, certificate_problems
+from ladderlab.certification import challenge as challenges
+from ladderlab.certification.challenge import ChallengeError, certificate_problems
+from ladderlab.engines.linking import LinkRule
 from tests.serve_helpers import write_challenge
 
 

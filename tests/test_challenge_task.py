@@ -15,18 +15,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ladderlab import challenge as challenges
-from ladderlab import certify, runner, scenario
-from ladderlab.challenge_certify import certify_challenge
-from ladderlab.challenge_certify import task_families as challenge_families
-from ladderlab.challenge_task import ChallengeTask, load_challenge
-from ladderlab.cli import main
-from ladderlab.rundir import StaleCellsError
-from ladderlab.tasks import PublicData, Split
+from ladderlab.certification import certify
+from ladderlab.certification import challenge as challenges
+from ladderlab.certification.challenge_certify import certify_challenge
+from ladderlab.certification.challenge_certify import (
+    task_families as challenge_families,
+)
+from ladderlab.certification.challenge_task import ChallengeTask, load_challenge
+from ladderlab.cli.commands import main
 from ladderlab.registry import TASKS
-from ladderlab.testing import (ConformanceError, check_leaves_global_rng_alone, check_task,
-                               check_task_public_data_hold_no_labels, check_task_same_seed_same_split,
-                               check_task_split_is_consistent, parametrize_checks)
+from ladderlab.runs import runner, scenario
+from ladderlab.runs.rundir import StaleCellsError
+from ladderlab.tasks import PublicData, Split
+from ladderlab.testing import (
+    ConformanceError,
+    check_leaves_global_rng_alone,
+    check_task,
+    check_task_public_data_hold_no_labels,
+    check_task_same_seed_same_split,
+    check_task_split_is_consistent,
+    parametrize_checks,
+)
 from tests.helpers import VERSION_1_CERTIFICATE, assert_one_line_error
 from tests.serve_helpers import write_challenge
 

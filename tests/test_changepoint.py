@@ -10,7 +10,7 @@ import ruptures
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ladderlab.changepoint import binary_segmentation
+from ladderlab.engines.changepoint import binary_segmentation
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -126,7 +126,7 @@ def test_r_reports_changepoint_0_and_then_only_0s_when_no_split_gains():
 def test_r_prefix_sums_accumulate_in_long_double_like_rs_cumsum():
     """R's cumsum keeps its running sum in long double: 1e16 + 1 + 1 is 1e16 + 2, which a
     double running sum (1e16 + 1 rounds back to 1e16) never reaches."""
-    from ladderlab.changepoint import _r_prefix_sums
+    from ladderlab.engines.changepoint import _r_prefix_sums
 
     sums = _r_prefix_sums(np.array([1e16, 1.0, 1.0]))
     if np.finfo(np.longdouble).eps >= np.finfo(float).eps:

@@ -1,4 +1,4 @@
-"""Co-location (ladderlab.colocation): during an isolated duel or competition the organiser's
+"""Co-location (ladderlab.isolation.colocation): during an isolated duel or competition the organiser's
 thread and its attack process run on one CPU, the organiser's own allowed set comes back
 afterwards (also when the duel raises), and where the kernel refuses or there is one CPU
 nothing is pinned and the duel gives the same results."""
@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ladderlab import colocation, sandbox
 from ladderlab.board import Board
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.engine import CompetitionBoard
-from ladderlab.duel import duel
+from ladderlab.isolation import colocation, sandbox
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel
 from tests.test_isolation import mode  # noqa: F401  (each sandbox mode)
 
 DATA = Path(__file__).parent / "data"

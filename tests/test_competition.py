@@ -10,15 +10,15 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ladderlab.mechanisms.full_disclosure import FullDisclosure
 from scipy import stats
 
 from ladderlab.attack import Attack
 from ladderlab.board import BudgetExceeded
 from ladderlab.competition import CompetitionResult, Rules, TeamSpec, compete
 from ladderlab.competition.measures import measures, rank_correlations, top_overlap
-from ladderlab.duel import leaderboard_error
-from ladderlab.mechanisms.full_disclosure import FullDisclosure
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import leaderboard_error
 from tests.helpers import TINY_COMPETITION
 
 SMALL_TASK = {"n_train": 300, "n_public": 300, "n_holdout": 900, "n_features": 8}
@@ -233,7 +233,7 @@ def test_released_precision_rounds_on_top_of_the_mechanism():
 
 
 def test_an_incompatible_team_skips_the_competition():
-    from ladderlab.duel import Incompatible
+    from ladderlab.runs.duel import Incompatible
 
     with pytest.raises(Incompatible, match="plays regression tasks"):
         compete(small_task(), MECHANISMS.make("kaggle"), [TeamSpec("freedman")], Rules(rounds=2))
@@ -257,7 +257,7 @@ def test_population_scores_are_expected_losses_under_the_known_label_noise():
 def test_an_analyst_without_steps_ignores_the_released_scores_and_one_with_steps_does_not():
     """step = 0 leaves only the training-data path: the same final prediction whatever the
     mechanism releases; step > 0 adapts to the releases."""
-    from ladderlab.duel import duel
+    from ladderlab.runs.duel import duel
 
     task = small_task()
     finals = {}
@@ -289,8 +289,8 @@ replications = 2
 
 
 def run_tiny_scenario(tmp_path):
-    from ladderlab import runner
-    from ladderlab.scenario import load
+    from ladderlab.runs import runner
+    from ladderlab.runs.scenario import load
 
     path = tmp_path / "tiny.toml"
     path.write_text(SCENARIO)
@@ -301,9 +301,11 @@ def run_tiny_scenario(tmp_path):
 def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkeypatch):
     """The run, the resume and the report page's words; the figures are built but not drawn
     (drawing them costs seconds: the slow test below draws them)."""
-    from ladderlab import plots, report, report_html, runner
     from ladderlab.competition.results import load_competition_results
-    from ladderlab.scenario import cells, load
+    from ladderlab.reports import html as report_html
+    from ladderlab.reports import plots, report
+    from ladderlab.runs import runner
+    from ladderlab.runs.scenario import cells, load
 
     path = tmp_path / "tiny.toml"
     path.write_text(SCENARIO)
@@ -323,9 +325,10 @@ def test_competitions_run_from_scenario_files_resume_and_report(tmp_path, monkey
 
 
 def test_a_damaged_competition_file_is_left_out_by_the_report_and_computed_again_on_resume(tmp_path, caplog):
-    from ladderlab import report, rundir, runner
     from ladderlab.competition.results import load_competition_results
-    from ladderlab.scenario import load
+    from ladderlab.reports import report
+    from ladderlab.runs import rundir, runner
+    from ladderlab.runs.scenario import load
 
     out = run_tiny_scenario(tmp_path)
     manifest = rundir.read_manifest(out)
@@ -349,8 +352,9 @@ def test_a_damaged_competition_file_is_left_out_by_the_report_and_computed_again
 
 @pytest.mark.slow
 def test_the_competition_report_draws_its_figures(tmp_path):
-    from ladderlab import report, report_html
-    from ladderlab.competition import report as competition_report
+    from ladderlab.reports import competition as competition_report
+    from ladderlab.reports import html as report_html
+    from ladderlab.reports import report
 
     run = report.load_run(run_tiny_scenario(tmp_path))
     figures = competition_report.report_figures(run.competitions)
@@ -359,7 +363,7 @@ def test_the_competition_report_draws_its_figures(tmp_path):
 
 
 def test_a_competition_table_names_unknown_policies_and_rules():
-    from ladderlab.scenario import ScenarioError
+    from ladderlab.runs.scenario import ScenarioError
 
     with pytest.raises(ScenarioError, match="did you mean 'boosting'"):
         load_text(SCENARIO.replace('policy = "boosting"', 'policy = "bosting"'))
@@ -373,7 +377,7 @@ def load_text(text):
     import tempfile
     from pathlib import Path
 
-    from ladderlab.scenario import load
+    from ladderlab.runs.scenario import load
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "s.toml"
@@ -382,7 +386,7 @@ def load_text(text):
 
 
 def test_the_builtin_kaggle_like_scenario_expands_to_every_mechanism_and_both_losses():
-    from ladderlab.scenario import cells, load
+    from ladderlab.runs.scenario import cells, load
 
     found = cells(load("kaggle-like"))
     assert len(found) == 12
@@ -427,7 +431,7 @@ def test_a_competition_split_discloses_its_own_public_rows_where_the_task_disclo
 
 
 def test_preflight_skips_a_competition_whose_team_cannot_play_and_names_bad_parameters():
-    from ladderlab.scenario import ScenarioError, cells, preflight
+    from ladderlab.runs.scenario import ScenarioError, cells, preflight
 
     scenario = load_text(SCENARIO.replace('policy = "boosting"', 'policy = "freedman"'))
     skipped = preflight(scenario)
@@ -456,7 +460,7 @@ def test_the_builtin_competitions_can_play(name):
     """Every built-in competition cell passes the preflight (dsb-2017 once lost every cell to a
     log-loss oracle that did not know the public rows)."""
     from ladderlab.competition.scenario import CompetitionCell
-    from ladderlab.scenario import cells, load, preflight
+    from ladderlab.runs.scenario import cells, load, preflight
 
     scenario = load(name)
     competitions = [cell for cell in cells(scenario) if isinstance(cell, CompetitionCell)]
@@ -468,7 +472,7 @@ def test_the_builtin_competitions_can_play(name):
 
 
 def test_a_competition_listed_twice_is_an_error_naming_both_tables(tmp_path):
-    from ladderlab.scenario import load
+    from ladderlab.runs.scenario import load
 
     table = SCENARIO[SCENARIO.index("[[competition]]"):]
     path = tmp_path / "twice.toml"

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from ladderlab import cpu_time
+from ladderlab.utils import cpu_time
 
 BURN_SECONDS = 0.3
 BURNER = f"""import sys, time

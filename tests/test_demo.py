@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.cli import main
-from ladderlab.demo import LEVEL, optimism_probability
+from ladderlab.cli.commands import main
+from ladderlab.cli.demo import LEVEL, optimism_probability
 
 
 @settings(max_examples=30, deadline=None)

@@ -10,10 +10,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.display import SIGNIFICANT_DIGITS, described_release_step, grid_decimals, release_step, score_text
 from ladderlab.registry import MECHANISMS
+from ladderlab.runs.display import (
+    SIGNIFICANT_DIGITS,
+    described_release_step,
+    grid_decimals,
+    release_step,
+    score_text,
+)
 from ladderlab.serve.storage import sqlite_url
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
+from tests.serve_helpers import (
+    ThreadServer,
+    open_service,
+    request,
+    upload,
+    write_challenge,
+)
 
 LOG_2 = math.log(2)
 

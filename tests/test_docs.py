@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab.scenario import load
+from ladderlab.runs.scenario import load
 from tests.docs_helpers import ANY_FENCE, PAGES, ROOT, environment, workdir  # noqa: F401 (a fixture)
 
 FENCE = re.compile(r"(?P<marker><!-- example: slow -->\s*\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)\n```", re.S)

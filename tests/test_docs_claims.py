@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab.cli import build_parser
+from ladderlab.cli.commands import build_parser
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
-from ladderlab.scenario import load
+from ladderlab.runs.scenario import load
 from tests.docs_helpers import PAGES, ROOT, environment, output, subcommands, workdir  # noqa: F401 (a fixture)
 
 
@@ -38,8 +38,9 @@ def test_built_in_plugins_page_lists_the_registry(heading: str, registry: Regist
 
 
 def test_built_in_scenarios_table_gives_each_scenarios_cells_and_replications() -> None:
-    from ladderlab.scenario import cells
     from ladderlab.scenarios import builtin_scenarios
+
+    from ladderlab.runs.scenario import cells
 
     documented = {}
     for row in _table_rows("scenarios.md", "Built-in scenarios"):
@@ -113,7 +114,7 @@ def test_sizes_page_names_every_command_with_force() -> None:
 
 
 def test_sizes_page_shows_the_estimate_run_prints() -> None:
-    from ladderlab.workload import scenario_work
+    from ladderlab.runs.workload import scenario_work
 
     page = (ROOT / "docs" / "sizes.md").read_text()
     shown = re.search(r"`ladderlab run quickstart --jobs 2` prints:\n\n```text\nladderlab: estimated (.*)\n```", page)
@@ -123,7 +124,7 @@ def test_sizes_page_shows_the_estimate_run_prints() -> None:
 @pytest.mark.parametrize(("scenario", "quoted"), [("kaggle-scale", r"`kaggle-scale` is estimated at ([\d.]+ GiB)"),
                                                 ("kaggle-realistic", r"`kaggle-realistic`\s+is estimated at ([\d.]+ M) submissions")])
 def test_sizes_page_quotes_the_estimate_of_a_competition_scenario(scenario: str, quoted: str) -> None:
-    from ladderlab.workload import scenario_work
+    from ladderlab.runs.workload import scenario_work
 
     page = (ROOT / "docs" / "sizes.md").read_text()
     assert re.search(quoted, page)[1] in str(scenario_work(load(scenario), jobs=1))
@@ -133,7 +134,7 @@ def test_performance_page_quotes_the_poissonized_sampler_at_n_1200_b_100() -> No
     import numpy as np
     from scipy import stats
 
-    from ladderlab import poissonized
+    from ladderlab.engines import poissonized
 
     page = " ".join((ROOT / "docs" / "performance.md").read_text().split())
     quoted = re.search(r"c = ([\d.]+) at n = 1,200, b = 100: (\d+)% of attempts redrawn, ~(\d+) completion indices", page)

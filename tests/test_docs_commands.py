@@ -15,7 +15,7 @@ import shlex
 
 import pytest
 
-from ladderlab.cli import LIST_FAMILIES, build_parser
+from ladderlab.cli.commands import LIST_FAMILIES, build_parser
 from ladderlab.registry import ATTACKS, MECHANISMS
 from tests.docs_helpers import ANY_FENCE, PAGES, RESULTS_PAGES, subcommands
 

@@ -51,7 +51,7 @@ ALLOWED = {  # (page, the exact words): why they stay
     ("sizes.md", "4.3 s"):
         "the estimate `ladderlab run quickstart` prints, compared with the tool by "
         "test_docs_claims.py::test_sizes_page_shows_the_estimate_run_prints",
-    **{("sizes.md", words): "a constant of the estimator (ladderlab.workload), compared with the code by "
+    **{("sizes.md", words): "a constant of the estimator (ladderlab.runs.workload), compared with the code by "
        "test_sizes_page_gives_the_estimators_constants" for words in ("50 µs", "10 ns", "60 µs", "2 ns", "15 ms", "1.5 ms")},
     ("sizes.md", "4×"): "the tolerance of the estimator's test (tests/test_workload.py's FACTOR), compared with it "
                         "by test_sizes_page_gives_the_estimators_tolerance",
@@ -69,7 +69,7 @@ ALLOWED = {  # (page, the exact words): why they stay
 }
 
 
-ESTIMATOR_CONSTANTS = {  # the words sizes.md uses for each of ladderlab.workload's CPU constants
+ESTIMATOR_CONSTANTS = {  # the words sizes.md uses for each of ladderlab.runs.workload's CPU constants
     "50 µs a duel submission": "SECONDS_PER_SUBMISSION",
     "10 ns per holdout value": "SECONDS_PER_ELEMENT",
     "60 µs a competition\nsubmission": "SECONDS_PER_COMPETITION_SUBMISSION",
@@ -163,7 +163,7 @@ def test_a_timing_between_command_markers_is_left_to_its_command() -> None:
 
 @pytest.mark.parametrize(("words", "constant"), ESTIMATOR_CONSTANTS.items())
 def test_sizes_page_gives_the_estimators_constants(words: str, constant: str) -> None:
-    from ladderlab import workload
+    from ladderlab.runs import workload
 
     assert words in (DOCS / "sizes.md").read_text(), words
     value, unit = re.search(r"(\d[\d.]*) (s|ms|µs|ns)\b", words).groups()

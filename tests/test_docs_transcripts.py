@@ -113,9 +113,8 @@ def _options(text: str) -> dict[str, list[str]]:
 
 
 def test_extrapolation_page_gives_the_synopsis_of_the_parser() -> None:
+    from ladderlab.cli.commands import build_parser
     from tests.docs_helpers import subcommands
-
-    from ladderlab.cli import build_parser
 
     synopsis = "\n".join(console_block("extrapolation.md", "ladderlab extrapolate FILE"))
     parser = subcommands(build_parser())["extrapolate"]
@@ -127,7 +126,7 @@ def test_extrapolation_page_gives_the_synopsis_of_the_parser() -> None:
 
 
 def test_run_directories_page_shows_the_error_a_second_run_into_a_locked_directory_gets(workdir: Path) -> None:  # noqa: F811
-    from ladderlab.rundir import RunLock
+    from ladderlab.runs.rundir import RunLock
 
     shown = console_block("run-directories.md", "ladderlab: error: runs/quickstart is in use")
     holder = re.compile(r"pid \d+ on host \S+, started \S+Z")
@@ -218,9 +217,12 @@ def test_the_deploying_pages_backup_and_close_commands_run_against_a_served_chal
 def test_the_honest_participants_own_challenge_shows_fit_the_examples_budget(tmp_path: Path) -> None:
     """An organiser who pastes the page's ``[certify]`` table into the example gets participants
     that certify accepts (each within a team's budget), not a refusal."""
-    from ladderlab import certify
-    from ladderlab.challenge_certify import honest_participants, task_families
-    from ladderlab.challenge_task import load_challenge
+    from ladderlab.certification import certify
+    from ladderlab.certification.challenge_certify import (
+        honest_participants,
+        task_families,
+    )
+    from ladderlab.certification.challenge_task import load_challenge
 
     table = "\n".join(console_block("own-challenge.md", "[certify]"))
     example = shutil.copytree(ROOT / "examples" / "breast-cancer", tmp_path / "breast-cancer") / "challenge.toml"

@@ -4,6 +4,7 @@ packages, but the imports plugin authors and users were shown keep working)."""
 import importlib
 import importlib.util
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,29 @@ def test_a_documented_import_resolves(page, module, name):
     if name:
         assert hasattr(imported, name) or importlib.util.find_spec(f"{module}.{name}") is not None, \
             f"{page}: from {module} import {name}"
+
+
+def imports_documented_in_0_2() -> list[str]:
+    """The import lines the README and the docs showed before the core moved into area packages."""
+    lines = (ROOT / "tests" / "data" / "documented_imports_0.2.txt").read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("line", imports_documented_in_0_2())
+def test_an_import_documented_before_the_move_still_works_and_says_where_it_moved(line):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(line, {})
+    moved = [str(warning.message) for warning in caught if issubclass(warning.category, DeprecationWarning)]
+    assert all(" moved to ladderlab." in message for message in moved), moved
+
+
+def test_an_old_name_is_the_module_at_its_new_place():
+    import sys
+
+    import ladderlab.engines.ladder
+
+    sys.modules.pop("ladderlab.ladder", None)
+    with pytest.warns(DeprecationWarning, match="ladderlab.ladder moved to ladderlab.engines.ladder"):
+        old = importlib.import_module("ladderlab.ladder")
+    assert old is ladderlab.engines.ladder

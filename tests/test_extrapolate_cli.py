@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
 from ladderlab.stats import outscored_counts, unbiased_accuracy
 from ladderlab.stats.class_scores import read_observed_classes
 

@@ -6,10 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import extrapolation_experiment as experiment, report_html
-from ladderlab import extrapolation_report, report, runner
-from ladderlab.cli import main
-from ladderlab.scenario import ScenarioError, load, validate
+from ladderlab.cli.commands import main
+from ladderlab.extrapolation import experiment
+from ladderlab.reports import extrapolation as extrapolation_report
+from ladderlab.reports import html as report_html
+from ladderlab.reports import report
+from ladderlab.runs import runner
+from ladderlab.runs.scenario import ScenarioError, load, validate
 
 SMALL = experiment.MixtureDesign(classes=8, dimension=4, training=15, testing=20)
 

@@ -6,7 +6,7 @@ error that names the offending key or argument (``ladderlab: error: …`` and ex
 the command line; the documented exception in Python), with no traceback, before any work,
 and without changing anything: no file in the case's folder is created or changed (an old
 certificate and an old plot stay as they were, no run directory appears). Sizes that cannot
-fit are refused by their estimate (ladderlab.workload); they are absurd enough to be refused
+fit are refused by their estimate (ladderlab.runs.workload); they are absurd enough to be refused
 on any machine. Adding a surface is adding a table.
 """
 
@@ -16,16 +16,22 @@ import shlex
 import numpy as np
 import pytest
 
-from ladderlab import certify, workload
-from ladderlab.certify import parse_attack
-from ladderlab.cli import main
+from ladderlab.certification import certify
+from ladderlab.certification.certify import parse_attack
+from ladderlab.cli.commands import main
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.params import ParameterError
-from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.scenario import ScenarioError, load, preflight
-from ladderlab.stats import (accuracy_curve, best_of_m, estimate_sota, exponential_extrapolation,
-                             simulate_best_of_m)
+from ladderlab.runs import workload
+from ladderlab.runs.duel import duel
+from ladderlab.runs.scenario import ScenarioError, load, preflight
+from ladderlab.stats import (
+    accuracy_curve,
+    best_of_m,
+    estimate_sota,
+    exponential_extrapolation,
+    simulate_best_of_m,
+)
 from ladderlab.stats.class_scores import read_observed_classes
 from tests.helpers import assert_one_line_error, files_in
 

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import challenge as challenges
-from ladderlab.challenge import ChallengeError
-from ladderlab.cli import main
-from ladderlab.workload import TooLarge
+from ladderlab.certification import challenge as challenges
+from ladderlab.certification.challenge import ChallengeError
+from ladderlab.cli.commands import main
+from ladderlab.runs.workload import TooLarge
 from tests.helpers import assert_one_line_error, files_in
 from tests.serve_helpers import write_challenge
 

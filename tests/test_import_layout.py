@@ -1,60 +1,42 @@
-"""The core's modules import each other without circles (issue 32): a module that needs
-another's helper imports it from where it lives, never back through a module that imports it."""
+"""The core's areas depend one way (issue 48): the import-linter contract in pyproject.toml holds,
+and a contract broken on purpose is reported as broken, so the check can fail."""
 
-import ast
-import graphlib
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-import ladderlab
-
-PACKAGE = Path(ladderlab.__file__).parent
-DEFERRED = {("ladderlab.sandbox", "ladderlab.isolation"):
-            "the sandbox server, a process of its own, imports the attack side of the protocol when it forks an attack"}
-"""Imports inside a function that close a circle, each with why it is not one at import time."""
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def _module_names() -> dict[str, Path]:
-    names = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = ("ladderlab", *path.relative_to(PACKAGE).with_suffix("").parts)
-        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return names
+def lint_imports(config: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter's own command (``lint-imports --config CONFIG``), in a process of its own."""
+    code = f"import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports({str(config)!r}, no_cache=True, no_logo=True))"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
-def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
-    """Every ladderlab module ``path`` imports, at the top or inside a function."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {name for name in (node.module, *(f"{node.module}.{a.name}" for a in node.names)) if name in modules}
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name in modules}
-    return found
+def contract() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import circle of ``graph`` (module -> modules it imports), or None."""
-    try:
-        graphlib.TopologicalSorter(graph).prepare()
-    except graphlib.CycleError as error:
-        return error.args[1]
-    return None
+def test_the_areas_contract_is_kept():
+    result = lint_imports(ROOT / "pyproject.toml")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
 
 
-def test_no_module_of_the_core_imports_itself_back_through_another():
-    modules = _module_names()
-    graph = {name: {other for other in _imports(path, modules) - {name, *_ancestors(name)} if (name, other) not in DEFERRED}
-             for name, path in modules.items()}
-    assert _cycle(graph) is None
+def test_a_lower_area_importing_a_higher_one_breaks_the_contract(tmp_path):
+    """The same contract with two layers swapped (the runs above the command line) is broken."""
+    config = contract()
+    layers = config["contracts"][0]["layers"]
+    layers.insert(layers.index("cli"), layers.pop(layers.index("runs")))
+    lines = [f'[importlinter]\nroot_package = {config["root_package"]}\n\n[importlinter:contract:areas]\n',
+             f'name = swapped\ntype = layers\ncontainers = ladderlab\n',
+             "layers =\n" + "".join(f"    {layer}\n" for layer in layers)]
+    (tmp_path / "swapped.ini").write_text("".join(lines))
+    result = lint_imports(tmp_path / "swapped.ini")
+    assert result.returncode != 0 and "BROKEN" in result.stdout
 
 
-def _ancestors(name: str) -> set[str]:
-    """A module's parent packages: importing ``ladderlab.stats.x`` runs ``ladderlab.stats`` first,
-    so a submodule's ``from ladderlab.stats import y`` is the package's own business."""
-    parts = name.split(".")
-    return {".".join(parts[:i]) for i in range(1, len(parts))}
-
-
-def test_the_cycle_finder_finds_a_circle():
-    assert set(_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})) == {"a", "b", "c"}
-    assert _cycle({"a": {"b"}, "b": {"c"}, "d": {"a"}}) is None
+def test_every_area_of_the_core_is_a_layer_of_the_contract():
+    """exhaustive: a new package or module in ladderlab/ that no layer names breaks the contract."""
+    assert contract()["contracts"][0]["exhaustive"] is True

@@ -19,13 +19,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ladderlab import runner, sandbox
 from ladderlab.board import BudgetExceeded
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.results import load_competition_results
-from ladderlab.duel import duel
-from ladderlab.isolation import RELEASED_TAG, SUBMIT_TAG, AttackProcessError, AttackRef, Channel
+from ladderlab.isolation import sandbox
+from ladderlab.isolation.protocol import (
+    RELEASED_TAG,
+    SUBMIT_TAG,
+    AttackProcessError,
+    AttackRef,
+    Channel,
+)
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs import runner
+from ladderlab.runs.duel import duel
 from ladderlab.testing import (
     ConformanceError,
     check_attack,
@@ -150,7 +157,7 @@ def test_isolated_red_teams_find_nothing_in_a_competition(mode):
 
 
 def ladderlab(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ladderlab.cli", *arguments], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ladderlab.cli.commands", *arguments], cwd=cwd, capture_output=True,
                           text=True, timeout=600)
 
 
@@ -236,7 +243,7 @@ def test_the_organiser_is_not_dumpable_so_its_own_user_cannot_read_its_memory(tm
     opened = {}
     for protect in (False, True):
         target = subprocess.Popen([*without_capabilities, sys.executable, "-c",
-                                   "import sys, time; from ladderlab.sandbox import make_non_dumpable; "
+                                   "import sys, time; from ladderlab.isolation.sandbox import make_non_dumpable; "
                                    f"{'make_non_dumpable(); ' if protect else ''}print('ready', flush=True); "
                                    "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
         try:
@@ -269,7 +276,7 @@ def test_which_sandbox_mode_is_used_when():
 
 
 def test_the_command_refuses_isolation_without_bubblewrap_before_any_work(tmp_path):
-    finished = subprocess.run([sys.executable, "-m", "ladderlab.cli", "demo", "--isolation", "process"],
+    finished = subprocess.run([sys.executable, "-m", "ladderlab.cli.commands", "demo", "--isolation", "process"],
                               capture_output=True, text=True, env={**os.environ, "PATH": str(tmp_path)}, timeout=120)
     assert finished.returncode == 2 and finished.stdout == ""
     assert finished.stderr.count("\n") == 1 and "needs bubblewrap" in finished.stderr
@@ -320,7 +327,7 @@ def test_an_isolated_run_equals_the_in_process_run(tmp_path):
 def test_an_isolated_certification_battery_equals_the_in_process_one(tmp_path):
     """The battery names each attack's random stream by its whole identity under isolation
     too (hill-climbing has parameters the battery leaves at their defaults)."""
-    from ladderlab import certify
+    from ladderlab.certification import certify
 
     for isolation in ("none", "process"):
         certify.certify("kaggle", n=100, budgets=[20], attacks=["hill-climbing"], replications=1,
@@ -336,7 +343,7 @@ BURN_SECONDS = 0.3
 def test_an_isolated_certificate_counts_the_cpu_time_of_its_attack_processes(tmp_path):
     """The attacks play in sandboxed processes of the workers (--jobs), which outlive their duels; the certificate's CPU time counts them: every duel of the stand-in
     burns BURN_SECONDS there, more than the organiser's process spends on it."""
-    from ladderlab import certify
+    from ladderlab.certification import certify
 
     certificate = certify.certify("kaggle", n=100, budgets=[10], attacks=[f"{DATA / 'block_attack.py'}:Burner"
                                                                           f"(seconds={BURN_SECONDS})"],
@@ -353,7 +360,7 @@ def test_an_isolated_run_of_ladderlabs_own_attacks_plays_in_the_organisers_proce
     fails if it starts one), and the numbers are those of the unisolated run."""
     path = tmp_path / "small.toml"
     path.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }, { id = "ladder" }'))
-    script = (f"from ladderlab import runner\nrunner.ProcessPoolExecutor = None\n"
+    script = (f"from ladderlab.runs import runner\nrunner.ProcessPoolExecutor = None\n"
               f"runner.run({str(path)!r}, {str(tmp_path / 'isolated')!r}, isolation='process', progress=False)\n"
               "assert not runner.loaded_foreign_attack_code()")
     subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path, capture_output=True)
@@ -363,7 +370,7 @@ def test_an_isolated_run_of_ladderlabs_own_attacks_plays_in_the_organisers_proce
 
 
 def test_a_plugin_attack_loaded_by_the_organiser_sends_isolated_cells_to_fresh_workers():
-    script = ("from ladderlab import runner\nfrom ladderlab.registry import ATTACKS\n"
+    script = ("from ladderlab.runs import runner\nfrom ladderlab.registry import ATTACKS\n"
               "ATTACKS.make('boosting')\nassert not runner.loaded_foreign_attack_code()\n"
               f"ATTACKS.get({str(HOSTILE) + ':OverBudget'!r})\nassert runner.loaded_foreign_attack_code()")
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ladderlab.cli import main
-from ladderlab.isolation_benchmark import BEGIN, END, Timing, table, write_section
+from ladderlab.cli.commands import main
+from ladderlab.dev.isolation_benchmark import BEGIN, END, Timing, table, write_section
 
 
 def test_the_ratio_is_the_median_of_the_pairs_ratios_not_the_ratio_of_medians():

@@ -1,4 +1,4 @@
-"""One address layout (ladderlab.layout): a ``ladderlab`` command with ``--isolation process``
+"""One address layout (ladderlab.isolation.layout): a ``ladderlab`` command with ``--isolation process``
 restarts itself without layout randomisation, and its attack processes map libpython and
 NumPy's code at the organiser's addresses; ``LADDERLAB_SAME_LAYOUT=0`` leaves every process
 its own randomised layout."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab import layout
-from ladderlab.runner import load_results
+from ladderlab.isolation import layout
+from ladderlab.runs.runner import load_results
 
 DATA = Path(__file__).parent / "data"
 PROBE = f"{DATA / 'layout_probe.py'}:LayoutProbe"
@@ -46,7 +46,7 @@ def probes_addresses(tmp_path: Path, environment: dict[str, str]) -> dict[str, l
     """Where the probe's attack process mapped its code in ``ladderlab run --isolation process``."""
     scenario, out = tmp_path / "layout.toml", tmp_path / f"out-{len(environment)}"
     scenario.write_text(SCENARIO)
-    subprocess.run([sys.executable, "-m", "ladderlab.cli", "--quiet", "run", str(scenario), "--out", str(out),
+    subprocess.run([sys.executable, "-m", "ladderlab.cli.commands", "--quiet", "run", str(scenario), "--out", str(out),
                     "--isolation", "process"], check=True, capture_output=True, env={**os.environ, **environment})
     return json.loads(load_results(out).marks[0])
 
@@ -61,7 +61,7 @@ def test_an_isolated_commands_attack_process_maps_its_code_where_the_organiser_d
 
 def test_the_restart_runs_the_same_command_with_the_same_interpreter_options():
     module = layout.restart_command(["/x/ladderlab/cli.py", "run", "a b.toml"],
-                                    ["/venv/bin/python", "-X", "dev", "-m", "ladderlab.cli", "run", "a b.toml"],
+                                    ["/venv/bin/python", "-X", "dev", "-m", "ladderlab.cli.commands", "run", "a b.toml"],
                                     "/venv/bin/python")
     script = layout.restart_command(["/venv/bin/ladderlab", "run", "a b.toml"],
                                     ["/venv/bin/python3", "/venv/bin/ladderlab", "run", "a b.toml"], "/venv/bin/python3")
@@ -72,7 +72,7 @@ def test_the_restart_runs_the_same_command_with_the_same_interpreter_options():
 
 
 def test_a_process_started_without_randomisation_knows_it_and_one_started_normally_does_not():
-    program = "from ladderlab import layout; print(layout.fixed())"
+    program = "from ladderlab.isolation import layout; print(layout.fixed())"
     fixed = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                            preexec_fn=layout.fix_for_new_programs)
     normal = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
@@ -103,9 +103,10 @@ def test_the_entry_point_reads_isolation_from_the_raw_arguments(arguments, isola
 
 
 EARLY = """import sys
-from ladderlab import entry, layout
+from ladderlab.cli import entry
+from ladderlab.isolation import layout
 def restart():
-    print("numpy" in sys.modules, "ladderlab.cli" in sys.modules)
+    print("numpy" in sys.modules, "ladderlab.cli.commands" in sys.modules)
     raise SystemExit(0)
 layout.restart_with_fixed_layout = restart
 sys.argv = ["ladderlab", "run", "scenario.toml", "--isolation", "process"]
@@ -120,8 +121,8 @@ def test_the_command_restarts_before_it_imports_numpy_or_the_command_line():
 
 
 SERVER_MAPS = """import pathlib
-from ladderlab.isolation import AttackRef
-from ladderlab.sandbox import sandbox_for
+from ladderlab.isolation.protocol import AttackRef
+from ladderlab.isolation.sandbox import sandbox_for
 sandbox = sandbox_for(AttackRef.from_spec("hill-climbing", {}).view())
 sandbox.start_attack_process("hill_climbing")
 def descendants(pid):

@@ -1,4 +1,4 @@
-"""What the final ranking does with linked accounts (:mod:`ladderlab.linked_ranking`): the groups are
+"""What the final ranking does with linked accounts (:mod:`ladderlab.engines.linked_ranking`): the groups are
 the link graph's connected components, and flag, merge and disqualify each keep what they promise."""
 
 from __future__ import annotations
@@ -8,8 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ladderlab.linked_ranking import (LINKED_POLICIES, MEMBER_SEPARATOR, apply_linked_policy, check_linked_policy,
-                                      linked_groups)
+from ladderlab.engines.linked_ranking import (
+    LINKED_POLICIES,
+    MEMBER_SEPARATOR,
+    apply_linked_policy,
+    check_linked_policy,
+    linked_groups,
+)
 
 
 def _random_competition(seed: int) -> tuple[list[str], list[tuple[str, str]], list[dict], float]:

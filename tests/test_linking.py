@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ladderlab.accounts import probe_budget
 from ladderlab.attack import Attack
 from ladderlab.competition import Rules, TeamSpec, compete, play_competition
-from ladderlab.duel import spec
-from ladderlab.linking import Linker, LinkRule, differing_rows
+from ladderlab.competition.accounts import probe_budget
+from ladderlab.engines.linking import Linker, LinkRule, differing_rows
 from ladderlab.registry import MECHANISMS, TASKS
+from ladderlab.runs.duel import spec
 from ladderlab.seeding import stream
 from tests.helpers import clopper_pearson
 
@@ -298,8 +298,8 @@ def test_the_links_do_not_depend_on_which_rows_are_public(seed):
 def test_a_certificate_against_a_linked_sybil(tmp_path):
     """``certify --accounts A --link``: every battery cell of the attack plays under the wrapper, the
     certificate and its Markdown say so; a scenario without ``link`` keeps its identity."""
-    from ladderlab import certify as certification
-    from ladderlab.scenario import Scenario, cells
+    from ladderlab.certification import certify as certification
+    from ladderlab.runs.scenario import Scenario, cells
 
     certificate = certification.certify("ladder", n=N, budgets=[10], attacks=["hill-climbing(block=4)"],
                                         default_battery=False, replications=3, honest_replications=2, accounts=3,
@@ -350,7 +350,7 @@ def test_independently_trained_honest_teams_are_not_linked_at_the_paper_scale():
 def test_the_accounts_table_gains_the_wrapper_column():
     """Boosting's probes are independent random vectors: the wrapper links none of them, so its column
     is the own-states column exactly (what ``bench --accounts`` shows beside the oracle's 'linked')."""
-    from ladderlab.accounts import accounts_table, table_text
+    from ladderlab.competition.accounts import accounts_table, table_text
 
     row, = accounts_table(n=N, budget=10, accounts=3, replications=3, mechanisms=["ladder"], wrapper=True)
     assert list(row.delta) == ["1 account", "3 accounts", "3 linked", "3 by the wrapper"]

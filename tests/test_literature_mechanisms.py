@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from ladderlab.mechanisms.sage_bootladderboot import bootladderboot_decision
 from scipy import stats
 
-from ladderlab.duel import duel
-from ladderlab.mechanisms.sage_bootladderboot import bootladderboot_decision
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel
 from ladderlab.scoring import get_scorer
 from tests.helpers import bound, improving_stream
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ladderlab.ladder import PairedTTestLadder, t_critical_value
+from ladderlab.engines.ladder import PairedTTestLadder, t_critical_value
 from ladderlab.params import Interval
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import get_scorer

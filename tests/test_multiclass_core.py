@@ -6,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ladderlab.board import Board, Leaderboard
+from ladderlab.engines.voting import PluralityVote
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import stream
-from ladderlab.voting import PluralityVote
 
 MULTICLASS = get_scorer("multiclass-log-loss")
 

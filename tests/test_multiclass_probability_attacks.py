@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.certify import markdown
-from ladderlab.challenge_certify import certify_challenge
-from ladderlab.duel import duel, play
-from ladderlab.label_code import LabelCode
+from ladderlab.certification.certify import markdown
+from ladderlab.certification.challenge_certify import certify_challenge
+from ladderlab.engines.label_code import LabelCode
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel, play
 from ladderlab.scoring import get_scorer
 from tests.serve_helpers import write_challenge
 

@@ -1,4 +1,4 @@
-"""Isolated duels played together (:mod:`ladderlab.multiplexing`): the same results as in one
+"""Isolated duels played together (:mod:`ladderlab.isolation.multiplexing`): the same results as in one
 process, one round trip per round for a whole window, an attack's error stays in its duel, an
 attack process that breaks a round fails its window and nothing else, and a message of parts
 is what it says or a protocol error."""
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab import runner
-from ladderlab.isolation import PARTS_TAG, AttackProcessError, Channel
-from ladderlab.multiplexing import WINDOW
+from ladderlab.isolation.multiplexing import WINDOW
+from ladderlab.isolation.protocol import PARTS_TAG, AttackProcessError, Channel
+from ladderlab.runs import runner
 
 HOSTILE = Path(__file__).parent / "data" / "hostile_attacks.py"
 SCENARIO = """

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from sklearn.linear_model import LogisticRegression
-
 from ladderlab.attacks.hill_climbing import HillClimbing
 from ladderlab.attacks.log_loss_oracle import DecodingCollision, PositionalCode
+from sklearn.linear_model import LogisticRegression
+
 from ladderlab.board import Board, Leaderboard
-from ladderlab.duel import duel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel
 from ladderlab.scoring import get_scorer
 
 DELTA = 1e-9

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab import certify_speed, page_stamps, page_survey
-from ladderlab.benchmark import CertifyTiming
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
+from ladderlab.dev import certify_speed, page_survey
+from ladderlab.dev.benchmark import CertifyTiming
+from ladderlab.runs import page_stamps
 from tests.docs_helpers import ROOT, environment
 
 NOT_YET_STAMPED = {  # pages whose command does not stamp them yet, or that were written before it did
@@ -64,7 +65,7 @@ def test_a_certificate_page_is_current_until_a_byte_of_its_mechanisms_source_cha
     assert main(command) == 0
     (record,) = page_stamps.stamps_in((tmp_path / "docs/figures/mine.md").read_text())
     assert record["command"] == "ladderlab " + " ".join(command)
-    assert {"mechanism:my_mech.py:Mine", "attack:boosting", "core:ladderlab.certify"} <= set(record["code"])
+    assert {"mechanism:my_mech.py:Mine", "attack:boosting", "core:ladderlab.certification.certify"} <= set(record["code"])
 
     fresh = _pages(tmp_path)
     assert fresh.returncode == 0, fresh.stderr
@@ -79,8 +80,8 @@ def test_a_certificate_page_is_current_until_a_byte_of_its_mechanisms_source_cha
 
 
 def _code_of(mechanism: str) -> dict[str, str]:
+    from ladderlab.plugin import fingerprint
     from ladderlab.registry import MECHANISMS
-    from ladderlab.rundir import fingerprint
 
     return page_stamps.code_record({f"mechanism:{mechanism}": fingerprint(MECHANISMS.get(mechanism))}, "certificate")
 
@@ -116,9 +117,9 @@ def test_a_change_of_a_core_module_alone_is_told_apart_from_a_plugins(tmp_path: 
     code = _code_of("kaggle")
     page = tmp_path / "docs" / "figures" / "x.md"
     page.parent.mkdir(parents=True)
-    page.write_text("numbers\n" + page_stamps.stamp("ladderlab certify kaggle", code | {"core:ladderlab.duel": "0"}))
+    page.write_text("numbers\n" + page_stamps.stamp("ladderlab certify kaggle", code | {"core:ladderlab.runs.duel": "0"}))
     (state,) = page_survey.survey(tmp_path)
-    assert (state.state, state.changed, state.command) == ("core changed", ["core:ladderlab.duel"],
+    assert (state.state, state.changed, state.command) == ("core changed", ["core:ladderlab.runs.duel"],
                                                            "ladderlab certify kaggle")
 
 

@@ -1,5 +1,5 @@
 """The Bayesian-bootstrap Ladders' test draws only what its decision depends on
-(ladderlab.bootstrap.PairedImprovement): the same distribution as n exponential weights per
+(ladderlab.engines.bootstrap.PairedImprovement): the same distribution as n exponential weights per
 replicate, checked against those weights by exact bounds at a failure probability of 1e-9."""
 
 import math
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.bootstrap import (
+from ladderlab.engines.bootstrap import (
     PairedImprovement,
     improvements_needed,
     improves_sequentially,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ladderlab import runner
+from ladderlab.runs import runner
 
 
 @pytest.mark.slow

@@ -8,8 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ladderlab.bootstrap import BootstrapMeanSampler
-from ladderlab.poissonized import GUIDE_BITS, PoissonizedBootstrapMeans, PoissonWords, poisson_words
+from ladderlab.engines.bootstrap import BootstrapMeanSampler
+from ladderlab.engines.poissonized import (
+    GUIDE_BITS,
+    PoissonizedBootstrapMeans,
+    PoissonWords,
+    poisson_words,
+)
 from tests.helpers import ks_bound, ks_distance
 
 seeds = st.integers(0, 2**32 - 1)

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ladderlab.progress import progress_bar
 from ladderlab.stats import estimate_sota
+from ladderlab.utils.progress import progress_bar
 
 SCORES = np.array([0.80, 0.79, 0.785, 0.78, 0.77, 0.76])
 
@@ -26,7 +26,8 @@ def test_the_state_of_the_art_bootstrap_shows_its_resamples_and_the_bar_changes_
 
 def test_bench_prints_every_measurement_as_a_table_row(monkeypatch, capsys):
     """The CLI's bench output (its measurements replaced by fixed ones: the real ones take minutes)."""
-    from ladderlab import benchmark, cli
+    from ladderlab.cli import commands as cli
+    from ladderlab.dev import benchmark
 
     def fixed_run(sizes, seconds):
         for n in sizes:
@@ -44,7 +45,8 @@ def test_bench_prints_every_measurement_as_a_table_row(monkeypatch, capsys):
 
 def test_bench_times_a_certificate_with_its_workers_cpu(monkeypatch, capsys):
     """``bench --certify`` times the README's certificate from an empty directory (here a small one)."""
-    from ladderlab import benchmark, cli
+    from ladderlab.cli import commands as cli
+    from ladderlab.dev import benchmark
 
     monkeypatch.setattr(benchmark, "README_CERTIFICATE", {"mechanism": "kaggle", "n": 60, "budgets": [10],
                                                           "replications": 8, "scorer": "zero-one",
@@ -55,7 +57,7 @@ def test_bench_times_a_certificate_with_its_workers_cpu(monkeypatch, capsys):
 
 
 def test_a_serial_run_shows_each_cells_replications_and_the_bar_changes_no_result(tmp_path, capsys):
-    from ladderlab import runner
+    from ladderlab.runs import runner
     from tests.helpers import scenario_file
 
     path = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }')
@@ -69,8 +71,8 @@ def test_a_serial_run_shows_each_cells_replications_and_the_bar_changes_no_resul
 
 
 def test_the_ranking_bootstrap_shows_its_resamples_and_the_bar_changes_no_result(capsys):
-    from ladderlab.private_samples import PrivateSamples
-    from ladderlab.ranking_certificate import bootstrap_scores
+    from ladderlab.final_rankings.certificate import bootstrap_scores
+    from ladderlab.final_rankings.private_samples import PrivateSamples
 
     samples = PrivateSamples(["a", "b"], list(range(5)), losses=np.arange(10.0).reshape(2, 5), source="test")
     quiet = bootstrap_scores(samples, np.random.default_rng(1), 40)
@@ -81,8 +83,8 @@ def test_the_ranking_bootstrap_shows_its_resamples_and_the_bar_changes_no_result
 
 
 def test_replaying_mechanisms_over_a_log_shows_each_and_the_bar_changes_no_report(tmp_path, capsys):
-    from ladderlab.replay_report import log_report, prepare_replay
-    from ladderlab.submission_log import read_log
+    from ladderlab.final_rankings.replay_report import log_report, prepare_replay
+    from ladderlab.final_rankings.submission_log import read_log
     from tests.helpers import FOUR_TEAMS, ladderlab_log, write_csv
 
     log = read_log(write_csv(tmp_path, ladderlab_log(FOUR_TEAMS)), greater_is_better=False)

@@ -12,11 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
 from ladderlab.competition import Rules, TeamSpec, compete
-from ladderlab.private_samples import PrivateSamples, read_samples
-from ladderlab.ranking_certificate import (bootstrap_scores, certificate_records, certify_ranking, fewest_removals,
-                                          text_certificate)
+from ladderlab.final_rankings.certificate import (
+    bootstrap_scores,
+    certificate_records,
+    certify_ranking,
+    fewest_removals,
+    text_certificate,
+)
+from ladderlab.final_rankings.private_samples import PrivateSamples, read_samples
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.scoring import get_scorer
 
@@ -201,7 +206,7 @@ def test_bootstrap_scores_of_losses_are_the_mean_losses_of_the_resampled_rows(se
     samples = two_teams(n=50, a=5, b=3, common=10)
     scores = bootstrap_scores(samples, np.random.default_rng(seed), 7)
     # the same counts drawn again by hand
-    from ladderlab.bootstrap import bootstrap_counts
+    from ladderlab.engines.bootstrap import bootstrap_counts
     counts = next(bootstrap_counts(np.random.default_rng(seed), 7, 50))
     assert np.array_equal(scores, counts @ samples.losses.T / 50)
 
@@ -289,7 +294,7 @@ def test_the_command_certifies_a_competition_run_and_a_file(tmp_path, capsys):
     assert code == 0, err
     certificate = json.loads(out)
     scores = {entry["team"]: entry["score"] for entry in certificate["ranking"]}
-    from ladderlab.final_leaderboard import from_competition_row
+    from ladderlab.final_rankings.final_leaderboard import from_competition_row
     board = from_competition_row(row)
     assert [scores[team] for team in board.teams] == board.private.tolist()   # the run's private scores, replayed
     long_form(two_teams(n=40, a=3, b=2, common=5)).to_csv(tmp_path / "losses.csv", index=False)

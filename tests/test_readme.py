@@ -9,10 +9,10 @@ import shlex
 import shutil
 from pathlib import Path
 
-from ladderlab import benchmark
-from ladderlab.cli import build_parser
-from ladderlab.markdown import marked_section
-from ladderlab.results.pages import README_BEGIN, README_END, build, check
+from ladderlab.cli.commands import build_parser
+from ladderlab.dev import benchmark
+from ladderlab.dev.results_pages import README_BEGIN, README_END, build, check
+from ladderlab.utils.markdown import marked_section
 from tests.docs_helpers import ANY_FENCE, ROOT, subcommands
 
 README = ROOT / "README.md"

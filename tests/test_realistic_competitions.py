@@ -12,9 +12,15 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from ladderlab.competition import CompetitionResult, Rules, TeamSpec, compete
+from ladderlab.competition.kaggle_calibration import (
+    ARRIVAL,
+    ENTRIES,
+    LEVELS,
+    kaggle_schedule,
+    leaderboard_shakeup,
+)
 from ladderlab.competition.measures import WITHIN_NOISE, gap_z_scores
 from ladderlab.competition.scoring import HoldoutScorer
-from ladderlab.competition.kaggle_calibration import ARRIVAL, ENTRIES, LEVELS, kaggle_schedule, leaderboard_shakeup
 from ladderlab.registry import MECHANISMS, TASKS
 from tests.helpers import clopper_pearson
 
@@ -74,7 +80,7 @@ def test_the_engine_lets_a_team_submit_only_within_its_schedule():
 
 
 def _activity_stream(entry, member, seed):
-    from ladderlab.duel import spec
+    from ladderlab.runs.duel import spec
     from ladderlab.seeding import stream
 
     task = TASKS.make("latent-classification", n_train=300, n_public=300, n_holdout=900, n_features=8)
@@ -172,10 +178,10 @@ teams = [{ policy = "progressive-analyst", count = 25, activity = "kaggle", para
 
 
 def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the_cheaters(tmp_path):
-    from ladderlab import runner
-    from ladderlab.competition.results import load_competition_results
     from ladderlab.competition.kaggle_calibration import REAL_LEADERBOARDS
-    from ladderlab.competition.realism import roelofs_page, shakeup_page
+    from ladderlab.competition.results import load_competition_results
+    from ladderlab.dev.realism import roelofs_page, shakeup_page
+    from ladderlab.runs import runner
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
@@ -197,7 +203,7 @@ def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the
 
 
 def test_the_competition_benchmark_times_a_cell_against_the_floor(tmp_path):
-    from ladderlab.competition.benchmark import run, table
+    from ladderlab.dev.competition_benchmark import run, table
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)

@@ -5,7 +5,7 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from ladderlab import registry
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
 from ladderlab.registry import MECHANISMS
 
 LOCAL_PLUGIN = '''
@@ -121,8 +121,8 @@ def test_cli_lists_a_plugin_of_ones_own_by_its_path_with_its_family_and_paramete
 
 
 def test_local_plugins_in_a_scenario_resolve_against_the_scenario_file_and_import_their_siblings(tmp_path, monkeypatch):
-    from ladderlab.locations import location_free
-    from ladderlab.scenario import cells, load
+    from ladderlab.runs.scenario import cells, load
+    from ladderlab.utils.locations import location_free
 
     folder = tmp_path / "study"
     folder.mkdir()

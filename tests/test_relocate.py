@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ladderlab import rundir, runner
+from ladderlab.certification.challenge_certify import certify_challenge
+from ladderlab.plugin import fingerprint, fingerprint_token
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.challenge_certify import certify_challenge
-from ladderlab.rundir import RunDirectoryError
+from ladderlab.runs import rundir, runner
+from ladderlab.runs.rundir import RunDirectoryError
 from tests.serve_helpers import write_challenge
 
 SCENARIO = """
@@ -160,8 +161,8 @@ def copy_layout_1(fixture: Path, written_in: str, destination: Path) -> None:
     for name, recorded in manifest["plugins"].items():
         kind, _, plugin_id = name.partition(":")
         registry = {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}[kind]
-        now = rundir.fingerprint(registry.get(plugin_id.replace(written_in, str(destination))))
-        current[rundir.fingerprint_token(recorded)] = rundir.fingerprint_token(now)
+        now = fingerprint(registry.get(plugin_id.replace(written_in, str(destination))))
+        current[fingerprint_token(recorded)] = fingerprint_token(now)
         recorded["source_sha256"] = now["source_sha256"]
     for record in manifest["completed"].values():
         for role, token in record["plugins"].items():

@@ -10,10 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.cli import main
-from ladderlab.final_leaderboard import from_log
-from ladderlab.replay_report import log_report, prepare_replay
-from ladderlab.submission_log import META_KAGGLE, SubmissionLog, read_log, write_log
+from ladderlab.cli.commands import main
+from ladderlab.final_rankings.final_leaderboard import from_log
+from ladderlab.final_rankings.replay_report import log_report, prepare_replay
+from ladderlab.final_rankings.submission_log import (
+    META_KAGGLE,
+    SubmissionLog,
+    read_log,
+    write_log,
+)
 from tests.helpers import FOUR_TEAMS, ladderlab_log, write_csv
 from tests.test_competition import run_tiny_scenario
 

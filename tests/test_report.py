@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import plots, report, report_formats, report_html, runner
-from ladderlab.cli import main
-from ladderlab.scenario import cells, load
+from ladderlab.cli.commands import main
+from ladderlab.reports import formats as report_formats
+from ladderlab.reports import html as report_html
+from ladderlab.reports import plots, report
+from ladderlab.runs import runner
+from ladderlab.runs.scenario import cells, load
 from tests.helpers import CHROMIUM, browser_page, failing_mechanism, scenario_file
-
-
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +163,7 @@ def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
 
 
 def test_mechanism_panels_share_one_y_scale():
-    from ladderlab.plots import _grid
+    from ladderlab.reports.plots import _grid
 
     figure, axes = _grid(3)
     axes[0].plot([0, 1], [0.0, 0.02])

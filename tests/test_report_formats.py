@@ -12,14 +12,17 @@ import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from ladderlab import report, report_formats, report_html, runner
-from ladderlab.competition import report as competition_report
+from ladderlab.cli.commands import main
 from ladderlab.competition import results as competition_results
-from ladderlab.cli import main
-from ladderlab.report_tables import compact_labels, finite_or_null
-from ladderlab.scenario import ScenarioError, load
+from ladderlab.reports import competition as competition_report
+from ladderlab.reports import formats as report_formats
+from ladderlab.reports import html as report_html
+from ladderlab.reports import report
+from ladderlab.reports.tables import compact_labels
+from ladderlab.runs import runner
+from ladderlab.runs.scenario import ScenarioError, load
+from ladderlab.utils.strict_json import finite_or_null
 from tests.helpers import CHROMIUM, TINY_COMPETITION, browser_page
-
 
 MIXED = """
 schema_version = 1
@@ -137,7 +140,7 @@ def test_the_quickstart_table_fits_a_120_column_terminal(quickstart_run):
 
 
 def test_a_certify_run_directory_reports_its_certificate_in_every_format(tmp_path):
-    from ladderlab import certify
+    from ladderlab.certification import certify
 
     issued = certify.certify("kaggle", n=50, budgets=[30], attacks=['boosting(k=20, variant="kaggle")'],
                              replications=2, default_battery=False, run_dir=tmp_path / "battery")

@@ -8,8 +8,15 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from ladderlab.cli import main
-from ladderlab.results.pages import PageSpec, caveats, check, load_pages, page_data, run_command
+from ladderlab.cli.commands import main
+from ladderlab.dev.results_pages import (
+    PageSpec,
+    caveats,
+    check,
+    load_pages,
+    page_data,
+    run_command,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "docs" / "results"

@@ -10,9 +10,11 @@ import textwrap
 import pandas as pd
 import pytest
 
-from ladderlab import report, rundir, runner
-from ladderlab.cli import main
-from ladderlab.scenario import cells, load
+from ladderlab.cli.commands import main
+from ladderlab.reports import report
+from ladderlab.runs import rundir, runner
+from ladderlab.runs.scenario import cells, load
+from ladderlab.utils.checksums import sha256_file
 from tests.helpers import scenario_file
 
 
@@ -53,7 +55,7 @@ def test_a_damaged_cell_is_quarantined_by_name_and_computed_again(finished, dama
     (moved,) = (out / "quarantine").glob(f"{victim.stem}.*.parquet")
     assert moved.with_suffix(".reason.txt").read_text().strip()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["completed"][victim.stem]["sha256"] == rundir.sha256_file(victim)
+    assert manifest["completed"][victim.stem]["sha256"] == sha256_file(victim)
 
 
 def test_a_cell_file_without_a_manifest_entry_is_not_reused(finished, caplog):
@@ -74,7 +76,7 @@ def test_the_manifest_records_checksums_and_plugin_fingerprints(finished):
     _, out, _ = finished
     manifest = json.loads((out / "manifest.json").read_text())
     for key, record in manifest["completed"].items():
-        assert record["sha256"] == rundir.sha256_file(out / "cells" / f"{key}.parquet")
+        assert record["sha256"] == sha256_file(out / "cells" / f"{key}.parquet")
         assert set(record["plugins"]) == {"task", "mechanism", "attack"}
     boosting = manifest["plugins"]["attack:boosting"]
     assert boosting["version"] and len(boosting["source_sha256"]) == 64
@@ -111,7 +113,7 @@ def lock_holder(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import time
-            from ladderlab.rundir import RunLock
+            from ladderlab.runs.rundir import RunLock
             RunLock({str(tmp_path / 'run')!r}).acquire()
             print("locked", flush=True)
             time.sleep(60)

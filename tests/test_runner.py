@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ladderlab import report, runner
-from ladderlab.cli import main
-from ladderlab.scenario import ScenarioError, builtin_scenarios, cells, load
+from ladderlab.cli.commands import main
+from ladderlab.reports import report
+from ladderlab.runs import runner
+from ladderlab.runs.scenario import ScenarioError, builtin_scenarios, cells, load
 from tests.helpers import SMALL, failing_mechanism, scenario_file
 
 

@@ -1,5 +1,5 @@
 """Sage's bootLadderBoot draws only what its decision depends on for a per-sample loss
-(ladderlab.bootstrap.ResampleSums, docs/decisions.md#sage-sufficient-draws): the same laws as
+(ladderlab.engines.bootstrap.ResampleSums, docs/decisions.md#sage-sufficient-draws): the same laws as
 full bootstrap count rows, checked against them by exact bounds at a failure probability of 1e-9."""
 
 import math
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from ladderlab.bootstrap import ResampleSums, bootstrap_counts
 from ladderlab.mechanisms.sage_bootladderboot import bootladderboot_decision
+
+from ladderlab.engines.bootstrap import ResampleSums, bootstrap_counts
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import get_scorer
 

@@ -9,10 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ladderlab import certify
-from ladderlab.scenario import Cell
-from ladderlab.sequential import (FAILS, INCONCLUSIVE, PASSES, confidence_sequence, first_decision,
-                                  log_mixture_martingale, median_interval, replications_to_decide, stopping_verdict)
+from ladderlab.certification import certify
+from ladderlab.runs.scenario import Cell
+from ladderlab.stats.sequential import (
+    FAILS,
+    INCONCLUSIVE,
+    PASSES,
+    confidence_sequence,
+    first_decision,
+    log_mixture_martingale,
+    median_interval,
+    replications_to_decide,
+    stopping_verdict,
+)
 
 DELTA = 1e-6
 CONFIDENCE = 0.95

@@ -13,12 +13,19 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from ladderlab.duel import open_board
+from ladderlab.runs.duel import open_board
 from ladderlab.serve import replay
 from ladderlab.serve.replay import mechanism_stream
 from ladderlab.serve.security import new_token
 from ladderlab.serve.storage import Storage, StorageError
-from tests.serve_helpers import TEAMS, ThreadServer, open_service, request, upload, write_challenge
+from tests.serve_helpers import (
+    TEAMS,
+    ThreadServer,
+    open_service,
+    request,
+    upload,
+    write_challenge,
+)
 
 SECRET = 1234
 
@@ -185,7 +192,7 @@ def _reference(challenge, team: str, rows: np.ndarray) -> np.ndarray:
 def test_the_rate_limit_holds_across_two_servers_on_one_log(tmp_path, database):
     from datetime import datetime, timedelta, timezone
 
-    from ladderlab import challenge as challenges
+    from ladderlab.certification import challenge as challenges
     from ladderlab.serve.service import Service, ServiceError
 
     path = write_challenge(tmp_path, n=30, limits="uploads_per_second = 2\nburst = 2")
@@ -211,7 +218,7 @@ def test_an_upload_counts_in_the_rate_limit_before_it_is_read(tmp_path, database
     committed, before the upload is read, so uploads refused later (unreadable, invalid) count."""
     from datetime import datetime, timezone
 
-    from ladderlab import challenge as challenges
+    from ladderlab.certification import challenge as challenges
     from ladderlab.serve.service import Service, ServiceError
 
     path = write_challenge(tmp_path, n=30, limits="uploads_per_second = 2\nburst = 2")
@@ -330,9 +337,9 @@ def test_after_the_close_the_organiser_gets_the_final_ranking_and_the_log_as_par
 
 
 def test_the_exported_log_gives_replay_the_holdout_sizes_so_it_needs_no_size_options(tmp_path, capsys):
-    from ladderlab.cli import main
+    from ladderlab.cli.commands import main
+    from ladderlab.final_rankings.submission_log import read_log
     from ladderlab.serve.storage import sqlite_url
-    from ladderlab.submission_log import read_log
 
     path = write_challenge(tmp_path, n=300, rules="selection = 1")
     service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
@@ -355,8 +362,8 @@ def test_the_exported_log_gives_replay_the_holdout_sizes_so_it_needs_no_size_opt
 @pytest.mark.parametrize("scorer, extra", [("zero-one", ""), ("log-loss", "prediction_range = [0.05, 0.95]")])
 def test_the_private_losses_of_each_counted_submission_average_to_its_private_score_and_certify_the_ranking(
         tmp_path, database, capsys, scorer, extra):
-    from ladderlab.cli import main
-    from ladderlab.private_samples import read_samples
+    from ladderlab.cli.commands import main
+    from ladderlab.final_rankings.private_samples import read_samples
 
     path = write_challenge(tmp_path, n=200, scorer=scorer, extra=extra, rules="selection = 2")
     service, tokens = open_service(path, database)

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from ladderlab import challenge as challenges
+from ladderlab.certification import challenge as challenges
 from ladderlab.serve import replay
 from ladderlab.serve.client import Connection
 from ladderlab.serve.launch import ServerProcess
@@ -84,7 +84,7 @@ def test_nothing_served_or_printed_before_the_close_holds_an_exact_score_or_a_la
     exact = [value for entry in entries for value in (entry.public_score, entry.private_score)]
     released = {entry.released for entry in entries}
     assert not released & set(exact), "the mechanism released no exact score"
-    # a release is shown to four significant digits (ladderlab.display), so a short form of an exact
+    # a release is shown to four significant digits (ladderlab.runs.display), so a short form of an exact
     # score can coincide with a release's own text: that text is the release's, not a leak
     shown = {form for value in released for form in _exact_forms(value)}
     for value in exact:
@@ -156,7 +156,7 @@ def test_kill_9_under_load_then_restart_loses_and_changes_nothing(tmp_path, seed
 
 
 def test_the_demo_takes_an_attack_and_a_kill_9_and_serves_the_same_leaderboard_after_a_restart(tmp_path):
-    from ladderlab.cli import main
+    from ladderlab.cli.commands import main
     from ladderlab.registry import ATTACKS
     from ladderlab.serve.client import play_remote
 

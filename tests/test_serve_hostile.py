@@ -18,7 +18,13 @@ import pytest
 
 from ladderlab.serve import replay
 from ladderlab.serve.storage import Storage, StorageError, predictions
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
+from tests.serve_helpers import (
+    ThreadServer,
+    open_service,
+    request,
+    upload,
+    write_challenge,
+)
 
 SECRET = 1234
 
@@ -253,7 +259,7 @@ def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_p
     """Removing the last entries and moving the chain's head row back leaves a chain that is
     consistent in itself: verify called it intact. The head it printed earlier, given back as
     --anchor, finds the cut."""
-    from ladderlab.cli import main
+    from ladderlab.cli.commands import main
     from ladderlab.serve.storage import chain, submissions
 
     path, service = _log_of_uploads(tmp_path, database, 4)
@@ -276,7 +282,7 @@ def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_p
 def test_serve_refuses_a_tampered_log_in_one_line_without_a_traceback(tmp_path, database, capsys):
     """A log changed behind the server: ``serve verify`` named the entry, but starting the server
     again printed StorageError's traceback (it is no ValueError, which the command line reports)."""
-    from ladderlab.cli import main
+    from ladderlab.cli.commands import main
     from ladderlab.serve.storage import submissions
 
     path, service = _log_of_uploads(tmp_path, database, 2)

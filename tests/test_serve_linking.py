@@ -14,15 +14,20 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ladderlab import challenge as challenges
-from ladderlab.linking import Linker
-
+from ladderlab.certification import challenge as challenges
+from ladderlab.engines.linking import Linker
 from ladderlab.serve import replay
 from ladderlab.serve.launch import ServerProcess
 from ladderlab.serve.linked import LinkedStates, Outcome
 from ladderlab.serve.replay import SHARED
 from ladderlab.serve.storage import REFUSED, Storage, StorageError, links, sqlite_url
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
+from tests.serve_helpers import (
+    ThreadServer,
+    open_service,
+    request,
+    upload,
+    write_challenge,
+)
 
 SECRET = 1234
 LINKED = "per_day = 1000\ntotal = 4\naccounts = 4\nlink = true"
@@ -148,7 +153,7 @@ def test_a_log_written_under_the_old_link_rule_on_public_rows_is_refused_with_th
     message = str(refused.value)
     assert "\n" not in message and str(path) in message and '"alpha": 0.01' in message
     assert "the old rule on differing public rows (its decision depended on the split)" in message
-    from ladderlab.cli import main
+    from ladderlab.cli.commands import main
 
     (tmp_path / "secret").write_text(f"{SECRET}\n")
     capsys.readouterr()
@@ -176,7 +181,7 @@ def test_a_restart_after_kill_9_keeps_the_groups(tmp_path):
     storage = Storage(sqlite_url(tmp_path / "state" / "log.sqlite"))
     assert [entry.decision for entry in storage.entries(team="beta")][-2:] == [REFUSED, REFUSED]
     storage.close()
-    from ladderlab.cli import main
+    from ladderlab.cli.commands import main
 
     assert main(["serve", "verify", str(path), "--state", str(tmp_path / "state")]) == 0
 

@@ -15,10 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
 from ladderlab.serve.organiser_links import read_link_table
 from ladderlab.serve.storage import sqlite_url
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
+from tests.serve_helpers import (
+    ThreadServer,
+    open_service,
+    request,
+    upload,
+    write_challenge,
+)
 
 _databases = itertools.count()
 

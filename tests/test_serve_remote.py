@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from ladderlab import challenge as challenges
-from ladderlab.cli import main
-from ladderlab.duel import play
+from ladderlab.certification import challenge as challenges
+from ladderlab.cli.commands import main
 from ladderlab.registry import ATTACKS
+from ladderlab.runs.duel import play
 from ladderlab.scoring import get_scorer
 from ladderlab.serve.client import RemoteBoard, attack_stream, play_remote
 from ladderlab.serve.replay import mechanism_stream
@@ -118,7 +118,7 @@ def test_the_attack_command_says_when_the_caps_cut_its_budget_short(tmp_path, ca
         assert exact.out.startswith("boosting: 1 submission;") and "warning" not in exact.err
 
 def test_a_plain_install_is_told_which_extra_serve_needs():
-    code = ("import sys; sys.modules['fastapi'] = None; from ladderlab.cli import main; "
+    code = ("import sys; sys.modules['fastapi'] = None; from ladderlab.cli.commands import main; "
             "sys.exit(main(['serve', '--demo']))")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 2

@@ -5,7 +5,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from ladderlab import source_tree
+from ladderlab.utils import source_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 
 import textwrap
 
-from ladderlab.sources import local_imports
+from ladderlab.utils.sources import local_imports
 
 
 def write(folder, files):

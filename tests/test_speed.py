@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from ladderlab.attack import Attack, FinalChoiceAttack
-from ladderlab.bootstrap import (
+from ladderlab.engines.bootstrap import (
     MIN_CHUNK_REPLICATES,
     BootstrapMeanSampler,
     improvements_needed,
@@ -20,11 +20,11 @@ from ladderlab.bootstrap import (
     posterior_odds,
     posterior_probability_of_improvement,
 )
-from ladderlab.duel import duel, play
-from ladderlab.ladder import Ladder
+from ladderlab.engines.ladder import Ladder
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel, play
+from ladderlab.runs.sharing import TRANSCRIPTS, TranscriptMismatch
 from ladderlab.scoring import ZeroOneLoss, get_scorer, paired_sd
-from ladderlab.sharing import TRANSCRIPTS, TranscriptMismatch
 from ladderlab.tasks import _FIXED_DATA
 from ladderlab.validation import rows_per_block
 from tests.helpers import bound, improving_stream, ks_bound, ks_distance
@@ -444,7 +444,7 @@ def test_the_command_line_imports_no_heavy_library_for_help_and_list():
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("module", ["ladderlab.challenge", "ladderlab.scenario"])
+@pytest.mark.parametrize("module", ["ladderlab.certification.challenge", "ladderlab.runs.scenario"])
 def test_reading_challenges_and_scenarios_imports_no_models_plots_or_statistics(module):
     """``serve`` and ``certify --challenge`` load a challenge file, ``run`` a scenario: the models
     and plots of the extrapolation experiment they can name are imported when it runs (about 1.2 s
@@ -468,7 +468,7 @@ def test_the_quick_label_check_refuses_infinity_like_the_full_check():
 FAULTS_OF_FREED_TEMPORARIES = """
 import resource, sys
 import numpy as np
-from ladderlab.memory import retain_freed_memory
+from ladderlab.utils.memory import retain_freed_memory
 if sys.argv[1] == "retain":
     assert retain_freed_memory()
 
@@ -499,7 +499,7 @@ def test_retained_memory_is_not_faulted_in_again_for_every_temporary():
 def test_transcripts_beyond_the_memory_budget_give_way_to_a_new_split():
     """A transcript holds its split's data: over the budget only the newest is kept, and none
     once a new split is about to be drawn (dwork-science-fig1-full kept four 1.2 GB splits)."""
-    from ladderlab.sharing import Transcript, TranscriptCache
+    from ladderlab.runs.sharing import Transcript, TranscriptCache
 
     task = TASKS.make("correlated-feature-selection", n=10, d=5)
     transcripts = [Transcript(task.split(np.random.default_rng(i)), b"") for i in range(3)]

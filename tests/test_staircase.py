@@ -5,11 +5,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.accounts import duel_with_accounts
 from ladderlab.competition import Rules, TeamSpec, play_competition
-from ladderlab.duel import duel, open_board, spec
-from ladderlab.linking import LinkRule
+from ladderlab.competition.accounts import duel_with_accounts
+from ladderlab.engines.linking import LinkRule
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel, open_board, spec
 from ladderlab.seeding import stream
 from tests.helpers import clopper_pearson
 

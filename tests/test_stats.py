@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from ladderlab.cli import main
+from ladderlab.cli.commands import main
 from ladderlab.stats import (
     best_of_m,
     estimate_sota,

@@ -7,9 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ladderlab.board import Board, Leaderboard
-from ladderlab.duel import play
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import play
 from ladderlab.seeding import stream
+
 
 @pytest.mark.parametrize("rules", ["textbook", "r"])
 @pytest.mark.parametrize("value", [208 / 209, 0.1, 1 / 3, 1234.5678, -2.0, 0.0])
@@ -82,7 +83,7 @@ def test_keep_first_is_a_declared_parameter():
 def test_the_new_keep_first_parameter_leaves_existing_boosting_streams_unchanged():
     """A parameter added to a plugin stays out of its seeding identity at its default, so every
     earlier boosting result is reproduced bit for bit; a non-default value is part of it."""
-    from ladderlab.duel import spec
+    from ladderlab.runs.duel import spec
 
     assert spec(ATTACKS.make("boosting", k=400)) == ("boosting", {"k": 400, "variant": "kaggle", "batch": 1000})
     assert spec(ATTACKS.make("boosting", keep_first="always")) == spec(ATTACKS.make("boosting"))
@@ -102,7 +103,7 @@ def test_the_fig3_scenario_boosts_the_ladder_as_the_authors_code_does():
     the same random vectors and releases (the first vector kept only below ½: keeping it always
     adds a vector that may be worse than chance to the vote, and the boosted public loss sits above
     the authors' curve)."""
-    from ladderlab.scenario import cells, load
+    from ladderlab.runs.scenario import cells, load
 
     ladder_cells = [cell for cell in cells(load("blum-hardt-fig3")) if cell.mechanism[0] == "ladder-free"]
     assert ladder_cells

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab.accounts import duel_with_accounts
-from ladderlab.duel import duel, open_board
-from ladderlab.linking import LinkRule
+from ladderlab.competition.accounts import duel_with_accounts
+from ladderlab.engines.linking import LinkRule
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel, open_board
 from tests.helpers import clopper_pearson
 
 FAILURE = 1e-6

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab import thresholdout_experiment as experiment
 from ladderlab.board import Board, Leaderboard
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.scenario import cells, load
+from ladderlab.reports import thresholdout as experiment
+from ladderlab.runs.scenario import cells, load
 
 N, D = 60, 40
 

@@ -11,9 +11,11 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from ladderlab import extrapolation_scenario, report, rundir, runner
-from ladderlab.cli import main
-from ladderlab.scenario import cells, load
+from ladderlab.cli.commands import main
+from ladderlab.extrapolation import scenario as extrapolation_scenario
+from ladderlab.reports import report
+from ladderlab.runs import rundir, runner
+from ladderlab.runs.scenario import cells, load
 from tests.helpers import SMALL, TINY_COMPETITION
 
 EXTRAPOLATION = """
@@ -248,7 +250,7 @@ def test_certify_reuses_its_stored_pieces_for_more_replications_and_recomputes_a
     """``certify`` already grows: its battery's pieces are keyed by their cells, not by the maximum,
     so a larger ``--replications`` keeps every stored piece; a piece that does not match its checksum
     is set aside and its replications computed again, to the same certificate."""
-    from ladderlab import certify
+    from ladderlab.certification import certify
 
     options = dict(n=100, budgets=[20], attacks=["boosting(k=10)"], default_battery=False, honest_replications=1,
                    seed=1)

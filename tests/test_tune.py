@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab import battery, certify, page_stamps, tune
-from ladderlab.cli import main
+from ladderlab.certification import battery, certify, tune
+from ladderlab.cli.commands import main
 from ladderlab.registry import MECHANISMS
-from ladderlab.runner import play_replications
+from ladderlab.runs import page_stamps
+from ladderlab.runs.runner import play_replications
 
 KNOWN_DELTA = str(Path(__file__).parent / "data" / "known_delta.py")
 
@@ -88,7 +89,7 @@ def test_full_disclosure_plays_once_for_the_whole_search_with_the_same_results(t
 
 def test_tune_on_a_challenge_certifies_each_setting_on_its_data_and_serve_accepts_the_recommended_certificate(
         tmp_path, capsys):
-    from ladderlab import challenge as challenges
+    from ladderlab.certification import challenge as challenges
     from tests.serve_helpers import write_challenge
 
     path = write_challenge(tmp_path, n=400, rules="total = 20")
@@ -111,7 +112,7 @@ def test_tune_on_a_challenge_certifies_each_setting_on_its_data_and_serve_accept
 
 
 def test_tune_at_a_budget_below_the_files_says_to_lower_the_total_and_serve_then_accepts_its_certificate(tmp_path, capsys):
-    from ladderlab import challenge as challenges
+    from ladderlab.certification import challenge as challenges
     from tests.serve_helpers import write_challenge
 
     path = write_challenge(tmp_path, n=400, rules="total = 50")

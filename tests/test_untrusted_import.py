@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 import ladderlab
-from ladderlab import rundir, runner, sandbox
+from ladderlab.isolation import sandbox
+from ladderlab.isolation.untrusted import UntrustedAttack, sandboxed_attacks
 from ladderlab.params import ParameterError
+from ladderlab.plugin import fingerprint
 from ladderlab.registry import ATTACKS
-from ladderlab.untrusted import UntrustedAttack, sandboxed_attacks
+from ladderlab.runs import runner
 from tests.helpers import SMALL
 from tests.serve_helpers import write_challenge
 from tests.test_isolation import (
@@ -126,7 +128,7 @@ def test_the_organiser_learns_a_plugin_from_its_sandbox_with_the_same_answers_an
         assert issubclass(stand_in, UntrustedAttack) and stand_in.id == loaded.id
         assert stand_in.parameter_defaults() == loaded.parameter_defaults()
         assert stand_in.strength_grid(100, 200) == loaded.strength_grid(100, 200)
-        assert rundir.fingerprint(stand_in) == rundir.fingerprint(loaded)
+        assert fingerprint(stand_in) == fingerprint(loaded)
         with pytest.raises(ParameterError) as sandboxed:
             ATTACKS.make(plugin, os_routes="every").validate_params()
         assert ATTACKS.get("boosting") is ATTACKS.get("boosting") and not issubclass(ATTACKS.get("boosting"),
@@ -159,8 +161,8 @@ def test_a_plugin_derived_from_a_built_in_attack_keeps_its_fingerprint_under_iso
                            "    id = 'file-boosting'\n")
     plugin = f"{plugin_file}:FileBoosting"
     with sandboxed_attacks():
-        isolated = rundir.fingerprint(ATTACKS.get(plugin))
-    assert isolated == rundir.fingerprint(ATTACKS.get(plugin))
+        isolated = fingerprint(ATTACKS.get(plugin))
+    assert isolated == fingerprint(ATTACKS.get(plugin))
     assert [Path(path).name for path in isolated["source_files"]] == ["file_boosting.py", "boosting.py"]
 
 
@@ -176,7 +178,7 @@ def test_the_sandbox_shows_the_snapshot_the_organiser_hashed(tmp_path):
         assert before.sandbox_view.files[0].content != plugin_file.read_bytes()
         after = ATTACKS.get(plugin)
     assert (before.id, after.id) == ("red-team", "edited-red-team")
-    assert rundir.fingerprint(before)["source_sha256"] != rundir.fingerprint(after)["source_sha256"]
+    assert fingerprint(before)["source_sha256"] != fingerprint(after)["source_sha256"]
     sandbox.close_sandboxes()
 
 

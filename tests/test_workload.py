@@ -1,4 +1,4 @@
-"""Sizing work before it starts (ladderlab.workload): the model's constants against measured
+"""Sizing work before it starts (ladderlab.runs.workload): the model's constants against measured
 memory, the refusal of what cannot fit, and --force."""
 
 import resource
@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladderlab import battery, runner, workload
-from ladderlab.cli import main
+from ladderlab.certification import battery
+from ladderlab.cli.commands import main
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.kaggle_calibration import kaggle_schedule, mean_submissions
 from ladderlab.registry import MECHANISMS, TASKS
-from ladderlab.scenario import Cell
-from ladderlab import scenario
+from ladderlab.runs import runner, scenario, workload
+from ladderlab.runs.scenario import Cell
 from tests.helpers import SMALL, scenario_file
 
 

@@ -5,10 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from ladderlab import plots, report, report_html, runner, zoo
-from ladderlab.duel import incompatibility
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.scenario import ScenarioError, cells, load
+from ladderlab.reports import html as report_html
+from ladderlab.reports import plots, report, zoo
+from ladderlab.runs import runner
+from ladderlab.runs.duel import incompatibility
+from ladderlab.runs.scenario import ScenarioError, cells, load
 
 TINY_ZOO = """
 schema_version = 1

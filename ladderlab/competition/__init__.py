@@ -3,15 +3,15 @@
 The package owns everything about them: the engine that plays a competition in waves
 (:mod:`~ladderlab.competition.engine`), the mechanism banks that release a wave for every
 account at once (:mod:`~ladderlab.competition.banks`), cohorts of natural analysts
-(:mod:`~ladderlab.competition.cohort`), scoring a wave as one matrix
+(:class:`~ladderlab.attack.Cohort`), scoring a wave as one matrix
 (:mod:`~ladderlab.competition.scoring`), the activity calibrated on real challenges
 (:mod:`~ladderlab.competition.kaggle_calibration`), the ``[[competition]]`` scenario tables
 (:mod:`~ladderlab.competition.scenario`), the measures, their results files and reports
 (:mod:`~ladderlab.competition.measures`, :mod:`~ladderlab.competition.results`,
-:mod:`~ladderlab.competition.report`), the competition part of a certificate
-(:mod:`~ladderlab.competition.certificate`), the realism pages
-(:mod:`~ladderlab.competition.realism`) and the speed benchmark
-(:mod:`~ladderlab.competition.benchmark`). The engine's API is importable from here.
+:mod:`~ladderlab.reports.competition`), the competition part of a certificate
+(:mod:`~ladderlab.certification.competition`), the realism pages
+(:mod:`~ladderlab.dev.realism`) and the speed benchmark
+(:mod:`~ladderlab.dev.competition_benchmark`). The engine's API is importable from here.
 """
 
 from __future__ import annotations

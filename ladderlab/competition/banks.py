@@ -11,7 +11,7 @@ submissions of every team, :mod:`ladderlab.competition`) for all accounts at onc
   release, the best's risk and, for the paired t-test, the best's loss row) as arrays indexed
   by account; a wave is decided in as many vector steps as one account submits rows in it,
   each step testing the next row of every account against its own reference with the
-  Ladders' tie rule (:func:`ladderlab.ladder.beats_each`), its margin from the account's own
+  Ladders' tie rule (:func:`ladderlab.engines.ladder.beats_each`), its margin from the account's own
   best (:meth:`ladderlab.holdout.HoldoutScores.paired_sd_each`). The decisions and releases are
   those of one bound mechanism per account, bit for bit (``tests/test_competition_waves.py``).
 - :class:`LadderBootBank`: LadderBoot's decisions as the t-test Ladder's, and each row's
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ladderlab.bootstrap import BootstrapMeanSampler
+from ladderlab.engines.bootstrap import BootstrapMeanSampler
+from ladderlab.engines.ladder import Ladder, PairedTTestLadder, beats_each
 from ladderlab.holdout import BinaryErrorCounts
-from ladderlab.ladder import Ladder, PairedTTestLadder, beats_each
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.scoring import LossScorer
 
@@ -171,7 +171,7 @@ class LadderBootBank(LadderBank):
     """LadderBoot (Chaibub Neto Alg. 4): the t-test Ladder's decisions as arrays indexed by account;
     then, account by account, each row's fresh bootstrap release drawn from the account's own
     Generators (its releases' and their completions') and sampler
-    (:class:`ladderlab.bootstrap.BootstrapMeanSampler` of its best loss vector, rebuilt at each
+    (:class:`ladderlab.engines.bootstrap.BootstrapMeanSampler` of its best loss vector, rebuilt at each
     acceptance), its rows in order, each run of held rows in one call, as
     one bound LadderBoot per account draws them (the sampler's values do not depend on how draws
     are grouped). The test compares with the best's unrounded risk, never with a release, so the

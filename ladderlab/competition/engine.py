@@ -21,7 +21,7 @@ Everything runs in the caller's thread, so its settings (one BLAS thread, joblib
 sequential backend) hold for every team, and no attack had to be rewritten as a step
 function: every attack, present and future, is a team policy. A policy that can play many
 teams at once (:meth:`ladderlab.attack.Attack.cohort`, the natural analysts) plays each
-team group as one :class:`~ladderlab.competition.cohort.Cohort`, with the same submissions.
+team group as one :class:`~ladderlab.attack.Cohort`, with the same submissions.
 
 **Waves.** A round is played in waves. In a wave every team whose last batch was answered
 makes its next one (a greenlet runs until its next ``submit_many``; a cohort prepares the
@@ -66,24 +66,46 @@ import greenlet
 import numpy as np
 from numpy.typing import NDArray
 
-from ladderlab.attack import Attack
+from ladderlab.attack import Attack, Cohort
 from ladderlab.board import Board, BudgetExceeded
-from ladderlab.competition.cohort import Cohort
-from ladderlab.competition.scoring import HoldoutScorer, Scores, population_scores
-from ladderlab.duel import Incompatible, incompatibility, spec, with_secret_data_seed
-from ladderlab.isolation import AttackIncompatible, AttackRef, Isolation, check_isolation, run_attack
-from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
-from ladderlab.linking import Link, Linker, LinkRule
-from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns, round_to_multiple
 from ladderlab.competition.banks import LadderBank, Wave, make_bank
-from ladderlab.linked_ranking import (DEFAULT_LINKED_POLICY, LINKED_POLICIES, MEMBER_SEPARATOR, apply_linked_policy,
-                                      check_linked_policy, linked_groups)
+from ladderlab.competition.kaggle_calibration import ACTIVITIES, Schedule
+from ladderlab.competition.scoring import HoldoutScorer, Scores, population_scores
+from ladderlab.engines.linked_ranking import (
+    DEFAULT_LINKED_POLICY,
+    LINKED_POLICIES,
+    MEMBER_SEPARATOR,
+    apply_linked_policy,
+    check_linked_policy,
+    linked_groups,
+)
+from ladderlab.engines.linking import Link, Linker, LinkRule
+from ladderlab.isolation.protocol import (
+    AttackIncompatible,
+    AttackRef,
+    Isolation,
+    check_isolation,
+    run_attack,
+)
+from ladderlab.isolation.untrusted import sandboxed_when_isolated
+from ladderlab.mechanism import (
+    FloatArray,
+    Mechanism,
+    check_repeats,
+    columns,
+    round_to_multiple,
+)
 from ladderlab.params import Boolean, Constraint, Interval, Options, check_value
 from ladderlab.registry import ATTACKS
+from ladderlab.runs.duel import (
+    Incompatible,
+    incompatibility,
+    spec,
+    with_secret_data_seed,
+)
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import Split, Task
-from ladderlab.untrusted import sandboxed_when_isolated
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
 __all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "leaderboard_values",
@@ -122,7 +144,7 @@ class Rules:
     """Released scores are rounded to a multiple of this (None: as the mechanism releases)."""
     selection: str | int = "best-public"
     link: bool = False
-    """Link near-identical accounts with the default :class:`~ladderlab.linking.LinkRule` (as a
+    """Link near-identical accounts with the default :class:`~ladderlab.engines.linking.LinkRule` (as a
     challenge's ``[rules] link``): :func:`play_competition`'s ``link``."""
     linked: str = DEFAULT_LINKED_POLICY
     """What the final ranking does with teams linked to each other: flag, merge or disqualify them
@@ -184,7 +206,7 @@ class TeamSpec:
         return cls.honest
 
     def reference(self) -> AttackRef:
-        """The policy as an isolated team plays it (:mod:`ladderlab.isolation`)."""
+        """The policy as an isolated team plays it (:mod:`ladderlab.isolation.protocol`)."""
         if isinstance(self.policy, Attack):
             return AttackRef.of(self.policy)
         return AttackRef.from_spec(self.policy, self.params, self.identity or spec(self.attack()))
@@ -192,7 +214,9 @@ class TeamSpec:
     def attack(self) -> Attack:
         """A fresh attack instance for one team."""
         if isinstance(self.policy, Attack):
-            from sklearn.base import clone  # imported when a competition plays: it is slow to import
+            from sklearn.base import (
+                clone,  # imported when a competition plays: it is slow to import
+            )
 
             return clone(self.policy)
         return ATTACKS.make(self.policy, **self.params)
@@ -400,7 +424,7 @@ class _PolicyTeam(_Team):
 
 
 class _CohortMember(_Team):
-    """Member ``index`` of a :class:`~ladderlab.competition.cohort.Cohort`: its batches are made when it gets to submit."""
+    """Member ``index`` of a :class:`~ladderlab.attack.Cohort`: its batches are made when it gets to submit."""
 
     def __init__(self, entry: TeamSpec, member: int, accounts: list[Account], cohort: Cohort, check: Any):
         super().__init__(entry, member, accounts)
@@ -531,13 +555,13 @@ def play_competition(
     shared: bool | None = None,
     link: LinkRule | None = None,
 ) -> CompetitionResult:
-    """Run one competition on ``split``; raises :class:`~ladderlab.duel.Incompatible` when a
+    """Run one competition on ``split``; raises :class:`~ladderlab.runs.duel.Incompatible` when a
     team's policy or the mechanism cannot play on the task.
 
     ``shared``: one mechanism state answers every account (None: as the mechanism class's
     ``shared_state`` says), the state a wrapper that links every account would give.
     ``link``: accounts whose submissions are near-identical are linked as they submit
-    (:mod:`ladderlab.linking`): from the submission that links them on, one mechanism state
+    (:mod:`ladderlab.engines.linking`): from the submission that links them on, one mechanism state
     answers them all and they share one account's cap (beyond it a submission is refused: answered
     with the state's last release); what was released before stays released. None (the default):
     the rules' (``rules.link``: the default rule, else no linking). Teams linked to each other are
@@ -551,7 +575,7 @@ def play_competition(
     ``batched=False`` plays every team on its own and gives every account its own bound mechanism:
     the reference that cohorts and vector banks are tested against (the same results, bit for bit).
     ``isolation="process"`` plays every team's policy in a sandboxed process of its own
-    (:mod:`ladderlab.isolation`; no cohorts then), with the same results; ``secret``
+    (:mod:`ladderlab.isolation.protocol`; no cohorts then), with the same results; ``secret``
     (:func:`~ladderlab.seeding.secret_identity`) joins the mechanism's and the split's streams.
     """
     if not teams:
@@ -582,7 +606,7 @@ def play_competition(
         order = stream(seed, "competition-split", task_spec, rules.public_fraction, replication, *secret).permutation(size)
         split = _with_rows(split, np.sort(order[:n_public]), np.sort(order[n_public:]))
     if link is not None and not isinstance(link, LinkRule):
-        raise ValueError(f"link must be a ladderlab.linking.LinkRule or None, got {link!r}")
+        raise ValueError(f"link must be a ladderlab.engines.linking.LinkRule or None, got {link!r}")
     if link is None and rules.link:
         link = LinkRule()
     engine = _Engine(split, scorer, mechanism, rules, seed, replication, task_spec, batched, secret, shared, link)
@@ -652,7 +676,7 @@ class _Engine:
 
     def enrol(self, teams: list[TeamSpec], prototypes: list[Attack] | list[AttackRef]) -> None:
         """Every team with its accounts and random stream; a policy that plays as a cohort, one cohort
-        per group; an isolated policy (an :class:`~ladderlab.isolation.AttackRef`) never as a cohort."""
+        per group; an isolated policy (an :class:`~ladderlab.isolation.protocol.AttackRef`) never as a cohort."""
         seed, task_spec, replication = self.seed, self.task_spec, self.replication
         for entry_index, (entry, prototype) in enumerate(zip(teams, prototypes)):
             isolated = isinstance(prototype, AttackRef)
@@ -687,7 +711,9 @@ class _Engine:
         return ACTIVITIES[entry.activity](self.rules.rounds, self.rules.per_round, self.rules.cap, rng)
 
     def _bind(self, slot: int) -> Mechanism:
-        from sklearn.base import clone  # imported when a competition plays: it is slow to import
+        from sklearn.base import (
+            clone,  # imported when a competition plays: it is slow to import
+        )
 
         identity = ("shared",) if self.shared else self.slot_identities[slot]
         rng = stream(self.seed, "mechanism", spec(self.mechanism), self.task_spec, identity, self.replication, *self.secret)
@@ -863,7 +889,7 @@ class _Wave:
 
     def _release_linked(self, segments: list[tuple[int, int, int]], public: FloatArray, public_columns: Any,
                         loss_rows: Any) -> tuple[FloatArray, NDArray[np.bool_]]:
-        """The wave under the link rule (:class:`~ladderlab.linking.Linker`, rows observed in wave order):
+        """The wave under the link rule (:class:`~ladderlab.engines.linking.Linker`, rows observed in wave order):
         each row answered by its group's state; a row beyond the group's budget (more submissions than
         one account's cap, or than its daily quota in this round; the final ones exempt) is *refused*: not shown to the mechanism, answered with
         the state's last release, so it teaches nothing."""
@@ -1015,8 +1041,8 @@ def compete(
     The task's data are those a duel with the same seed and replication sees, and each
     team's coins depend on its policy, group and position only: common random numbers
     across mechanisms and rules. ``capture``, ``batched`` and ``isolation``: see
-    :func:`play_competition`; ``secret_seed`` as in :func:`~ladderlab.duel.duel`; ``link``: a
-    :class:`~ladderlab.linking.LinkRule` that links near-identical accounts (None: no linking).
+    :func:`play_competition`; ``secret_seed`` as in :func:`~ladderlab.runs.duel.duel`; ``link``: a
+    :class:`~ladderlab.engines.linking.LinkRule` that links near-identical accounts (None: no linking).
     """
     task.validate_params()
     task_spec = spec(task)
@@ -1028,7 +1054,7 @@ def compete(
 
 # --- the final ranking as the organiser publishes it --------------------------------------------
 # Teams linked to each other flagged, merged or disqualified, as ``ladderlab serve``'s
-# ``/api/organiser/final?linked=`` does (:mod:`ladderlab.linked_ranking`). Two teams are linked when
+# ``/api/organiser/final?linked=`` does (:mod:`ladderlab.engines.linked_ranking`). Two teams are linked when
 # an account of one shares its mechanism state's keeper with an account of the other at the end
 # (``account_groups``): the linker's groups are the connected components of its links, so the
 # teams' groups are too. A team's own accounts linked to each other are one entry already.

@@ -22,17 +22,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy import stats
 
-from ladderlab import rundir
 from ladderlab.competition.engine import Rules, compete
 from ladderlab.competition.measures import MEASURE_NAMES, gap_z_scores, measures
 from ladderlab.competition.scenario import CompetitionCell
-from ladderlab.duel import Incompatible
-from ladderlab.isolation import Isolation
-from ladderlab.locations import location_free
+from ladderlab.isolation.protocol import Isolation
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS, TASKS
-from ladderlab.replications import COMPETITION_MEASURES, median_interval, status_counts, summary_columns
+from ladderlab.runs import rundir
+from ladderlab.runs.duel import Incompatible
 from ladderlab.seeding import stream
+from ladderlab.stats.replications import (
+    COMPETITION_MEASURES,
+    median_interval,
+    status_counts,
+    summary_columns,
+)
+from ladderlab.utils.locations import location_free
 
 log = logging.getLogger("ladderlab.run")
 

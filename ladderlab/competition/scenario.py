@@ -30,18 +30,24 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
 from ladderlab.competition.engine import RULES_CONSTRAINTS, TeamSpec
-from ladderlab.duel import spec
+from ladderlab.engines.linked_ranking import DEFAULT_LINKED_POLICY
 from ladderlab.naming import plugin_label
-from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY
 from ladderlab.params import INT64_LIMIT, ParameterError, check_value
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
-from ladderlab.grid import expand
-from ladderlab.locations import location_free
-from ladderlab.schema import StrictModel
-
+from ladderlab.runs.duel import spec
+from ladderlab.runs.grid import expand
+from ladderlab.runs.schema import StrictModel
+from ladderlab.utils.locations import location_free
 
 Number = StrictFloat | StrictInt
 
@@ -109,7 +115,7 @@ class CompetitionMatrix(StrictModel):
         """Every value of every rules entry (each item of a list: a grid) is a valid rule
         (:data:`ladderlab.competition.RULES_CONSTRAINTS`), checked before the types so that a bad
         value is one error naming the entry and the rule. The plugins are checked with the
-        duels' (:class:`ladderlab.scenario.Scenario`)."""
+        duels' (:class:`ladderlab.runs.scenario.Scenario`)."""
         entries = data.get("rules") if isinstance(data, dict) else None
         for j, entry in enumerate(entries if isinstance(entries, list) else []):
             for name, value in entry.items() if isinstance(entry, dict) else ():

@@ -7,7 +7,7 @@ Modules: :mod:`~ladderlab.serve.storage` (the hash-chained log in SQLite or Post
 :mod:`~ladderlab.serve.app` and :mod:`~ladderlab.serve.pages` (HTTP API and web page),
 :mod:`~ladderlab.serve.client` (:class:`~ladderlab.serve.client.RemoteBoard`, standard
 library only), :mod:`~ladderlab.serve.demo`, :mod:`~ladderlab.serve.postgres` (a throwaway
-PostgreSQL cluster), :mod:`~ladderlab.serve.bench` and :mod:`~ladderlab.serve.cli`.
+PostgreSQL cluster), :mod:`~ladderlab.dev.serve_bench` and :mod:`~ladderlab.serve.cli`.
 
 The server's libraries are the optional extra ``ladderlab[serve]``; nothing here imports
 them at package import, so the client and the command line work without it.

@@ -37,11 +37,17 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Message
 
-from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy
+from ladderlab.engines.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
 from ladderlab.serve.organiser_links import link_table
-from ladderlab.serve.service import Accepted, Service, ServiceError, check_idempotency_key, log
+from ladderlab.serve.service import (
+    Accepted,
+    Service,
+    ServiceError,
+    check_idempotency_key,
+    log,
+)
 from ladderlab.serve.storage import REFUSED
 from ladderlab.serve.uploads import UploadError, UploadReader
 from ladderlab.validation import PredictionError

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ladderlab.atomic import write_atomically
-from ladderlab.display import described_release_step, score_text
+from ladderlab.runs.display import described_release_step, score_text
+from ladderlab.utils.atomic import write_atomically
 
 SUBCOMMANDS = ("verify", "links", "bench")
 DATABASE_RECORD = "database"
@@ -51,7 +51,7 @@ def _add_state_options(parser: argparse.ArgumentParser, creates_secret: bool) ->
 
 def add_subcommands(commands: argparse._SubParsersAction) -> None:
     """Register ``serve`` (with ``verify`` and ``bench``) and ``attack``."""
-    from ladderlab.arguments import count, port
+    from ladderlab.runs.arguments import count, port
 
     serve = commands.add_parser(
         "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
@@ -96,7 +96,7 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     _add_state_options(links, creates_secret=False)
     links.add_argument("--out", metavar="FILE", help="also write them to FILE: JSON, or Parquet if it ends in .parquet")
     links.set_defaults(handler=_links, anchor=None)
-    from ladderlab.serve.bench import add_arguments
+    from ladderlab.dev.serve_bench import add_arguments
 
     bench = type(serve)(prog="ladderlab serve bench",
                         description="Submissions per second and latency of the server over loopback.")
@@ -120,9 +120,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
 def _state(args: argparse.Namespace, challenge: Any, create: bool = True) -> tuple[Path, str, int]:
     """The state folder, the log's URL and the secret seed; ``create=False`` (verifying a log)
     creates nothing and refuses a state that does not exist."""
-    from ladderlab.seeding import read_secret_seed
     from sqlalchemy import make_url
 
+    from ladderlab.seeding import read_secret_seed
     from ladderlab.serve.storage import checked_url, sqlite_url
 
     state = Path(args.state) if args.state else challenge.path.parent / f"{challenge.name}-state"
@@ -152,11 +152,11 @@ def _state(args: argparse.Namespace, challenge: Any, create: bool = True) -> tup
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ladderlab.arguments import ArgumentError
+    from ladderlab.runs.arguments import ArgumentError
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
-    from ladderlab import challenge as challenges
+    from ladderlab.certification import challenge as challenges
 
     if args.demo == (args.target is not None):
         raise ArgumentError("give a challenge file or --demo (see 'ladderlab serve --help')")
@@ -223,7 +223,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _check_tokens_file(value: str | None) -> None:
     """``--tokens FILE`` can be written and holds no earlier tokens: checked before any token is issued."""
-    from ladderlab.arguments import ArgumentError, output_file
+    from ladderlab.runs.arguments import ArgumentError, output_file
 
     output_file("--tokens", value)
     if value is not None and Path(value).exists():
@@ -248,7 +248,7 @@ def _write_tokens(path: Path, issued: dict[str, str]) -> None:
 
 
 def _check_reissue(challenge: Any, name: str) -> None:
-    from ladderlab.challenge import RESERVED_TEAM_NAMES
+    from ladderlab.certification.challenge import RESERVED_TEAM_NAMES
 
     names = [team.name for team in challenge.spec.teams] + list(RESERVED_TEAM_NAMES)
     if name not in names:
@@ -295,13 +295,13 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
-    from ladderlab import challenge as challenges
+    from ladderlab.certification import challenge as challenges
     from ladderlab.serve import linked, replay
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage, StorageError
 
     if getattr(args, "out", None):
-        from ladderlab.arguments import output_file
+        from ladderlab.runs.arguments import output_file
 
         output_file("--out", args.out)
     challenge = challenges.load(args.challenge_file, args.force)
@@ -360,11 +360,10 @@ def _submissions(count: int) -> str:
 
 
 def _attack(args: argparse.Namespace) -> int:
-    from ladderlab.certify import parse_attack
+    from ladderlab.certification.certify import parse_attack
     from ladderlab.registry import ATTACKS
+    from ladderlab.runs.arguments import output_file
     from ladderlab.serve.client import play_remote
-
-    from ladderlab.arguments import output_file
 
     output_file("--final-out", args.final_out)
     spec = parse_attack(args.attack)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ladderlab.registry import TASKS
-from ladderlab.rundir import write_atomically
+from ladderlab.runs.rundir import write_atomically
 from ladderlab.seeding import stream
 
 DEMO_TEAMS = ("team-a", "team-b", "team-c")

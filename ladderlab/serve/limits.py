@@ -110,7 +110,7 @@ class ConnectionLimits:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--max-connections``, ``--max-requests``, ``--header-timeout``, ``--body-timeout``, ``--keep-alive``
     of ``ladderlab serve``."""
-    from ladderlab.arguments import count, positive
+    from ladderlab.runs.arguments import count, positive
 
     parser.add_argument("--max-connections", type=count(1), metavar="N",
                         help="open connections at once; one more is answered 503 and closed (default: "

@@ -1,6 +1,6 @@
 """The service's mechanism states under ``[rules] link = true``: a Sybil's accounts linked as they submit.
 
-The rule and the guarantee are the simulation's (:mod:`ladderlab.linking`, as
+The rule and the guarantee are the simulation's (:mod:`ladderlab.engines.linking`, as
 :func:`ladderlab.competition.play_competition` applies it with ``link=``): each submission's
 predictions on every holdout row are compared, as one matrix, with the latest submission of every
 team outside its group (:meth:`Linker.observe`, O(A·N) for A teams and N holdout rows); teams are
@@ -27,10 +27,17 @@ from datetime import date
 
 import numpy as np
 
-from ladderlab.challenge import Challenge
-from ladderlab.linking import Linker
+from ladderlab.certification.challenge import Challenge
+from ladderlab.engines.linking import Linker
 from ladderlab.params import INT64_LIMIT
-from ladderlab.serve.replay import REPLAY_ROWS, SHARED, MechanismState, fresh_state, same_bits, score
+from ladderlab.serve.replay import (
+    REPLAY_ROWS,
+    SHARED,
+    MechanismState,
+    fresh_state,
+    same_bits,
+    score,
+)
 from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError
 
 

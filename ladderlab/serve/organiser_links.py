@@ -5,7 +5,7 @@ A link is logged with the submission that made it (:mod:`ladderlab.serve.linked`
 D, the holdout rows where that submission differed from the other team's latest. Under the link rule
 every submission is serialised in log order, so the other team's latest is its last entry before
 this one (refused entries included, as the linker compares them too). The groups are the connected
-components of the links (:func:`ladderlab.linked_ranking.linked_groups`).
+components of the links (:func:`ladderlab.engines.linked_ranking.linked_groups`).
 
 The same view is JSON (``GET /api/organiser/links``, ``ladderlab serve links``) and Parquet in
 :data:`LINK_SCHEMA` (``GET /api/organiser/links.parquet``), which :func:`read_link_table` checks.
@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ladderlab.linked_ranking import linked_groups
+from ladderlab.engines.linked_ranking import linked_groups
 from ladderlab.serve.storage import Entry
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

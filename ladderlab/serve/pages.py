@@ -10,8 +10,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ladderlab.display import score_text
 from ladderlab.naming import plugin_label
+from ladderlab.runs.display import score_text
 from ladderlab.serve.service import Service
 
 environment = Environment(loader=PackageLoader("ladderlab.serve", "templates"), autoescape=select_autoescape())
@@ -19,7 +19,7 @@ environment = Environment(loader=PackageLoader("ladderlab.serve", "templates"), 
 
 def released_text(value: float | None, step: float | None) -> str:
     """A released value as shown on the page, at the precision of the mechanism's release grid
-    ``step`` or to a few significant digits (:func:`ladderlab.display.score_text`; the API gives
+    ``step`` or to a few significant digits (:func:`ladderlab.runs.display.score_text`; the API gives
     every bit); None: a submission refused by a linked group's caps."""
     return "refused (linked)" if value is None else score_text(float(value), step)
 

@@ -1,7 +1,7 @@
 """The mechanism's state as a function of the log and the secret: rebuild it, and verify it.
 
 Each team's mechanism (or the one shared by all teams, for a mechanism class with
-``shared_state``) is bound through :func:`ladderlab.duel.open_board`, the path duels
+``shared_state``) is bound through :func:`ladderlab.runs.duel.open_board`, the path duels
 use, with a random stream derived with ``SeedSequence`` from the secret seed, the
 challenge's identity and the team's name. Feeding the logged predictions through it in
 log order gives back every logged release, exact public and final score, bit for bit:
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ladderlab.board import Board, Leaderboard
-from ladderlab.challenge import Challenge
-from ladderlab.duel import open_board
-from ladderlab.progress import progress_bar
+from ladderlab.certification.challenge import Challenge
+from ladderlab.runs.duel import open_board
 from ladderlab.seeding import stream
 from ladderlab.serve.storage import Entry, Storage, StorageError
+from ladderlab.utils.progress import progress_bar
 
 REPLAY_ROWS = 64
 """Logged predictions scored at once while replaying (bounded memory, one batch per call)."""

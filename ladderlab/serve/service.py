@@ -34,17 +34,34 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ladderlab.challenge import Challenge
+from ladderlab.certification.challenge import Challenge
 from ladderlab.competition import leaderboard_values, selected_submissions
-from ladderlab.linked_ranking import DEFAULT_LINKED_POLICY, apply_linked_policy, check_linked_policy
+from ladderlab.engines.linked_ranking import (
+    DEFAULT_LINKED_POLICY,
+    apply_linked_policy,
+    check_linked_policy,
+)
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
-from ladderlab.serve.linked import LinkedStates, Outcome, check_link_record, link_record, replayed
+from ladderlab.serve.linked import (
+    LinkedStates,
+    Outcome,
+    check_link_record,
+    link_record,
+    replayed,
+)
 from ladderlab.serve.organiser_links import link_events, link_report
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
-from ladderlab.serve.storage import REFUSED, Entry, Storage, StorageError, encode_prediction, prediction_sha256
+from ladderlab.serve.storage import (
+    REFUSED,
+    Entry,
+    Storage,
+    StorageError,
+    encode_prediction,
+    prediction_sha256,
+)
 
 log = logging.getLogger("ladderlab.serve")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -407,7 +424,9 @@ class Service:
     def leaderboard(self) -> list[dict[str, Any]]:
         """The public leaderboard: each team's leaderboard value (the last release for a mechanism
         that releases its best, else its best release), best first, with its submission count."""
-        from ladderlab.competition.measures import ranks  # scipy.stats: imported at the first request, not at start
+        from ladderlab.competition.measures import (
+            ranks,  # scipy.stats: imported at the first request, not at start
+        )
 
         summaries = self.storage.team_summaries()
         sign = self.scorer.sign
@@ -509,7 +528,7 @@ class Service:
 
     def final(self, linked: str = DEFAULT_LINKED_POLICY) -> dict[str, Any]:
         """The final leaderboard under the selection rule, with linked accounts flagged, merged or
-        disqualified (``linked``, :mod:`ladderlab.linked_ranking`), and how much it shook up the public one."""
+        disqualified (``linked``, :mod:`ladderlab.engines.linked_ranking`), and how much it shook up the public one."""
         from ladderlab.competition.measures import rank_correlations, ranks, top_overlap
 
         check_linked_policy(linked)
@@ -598,7 +617,7 @@ class Service:
         table = pa.table(columns).replace_schema_metadata({
             "ladderlab.scorer": self.scorer.name,
             "ladderlab.greater_is_better": "true" if self.scorer.greater_is_better else "false",
-            "ladderlab.challenge": self.challenge.name,
+            "ladderlab.certification.challenge": self.challenge.name,
             "ladderlab.mechanism": self.challenge.spec.mechanism.id,
             "ladderlab.public_size": str(self.challenge.split.public_rows.size),
             "ladderlab.private_size": str(self.challenge.split.final_rows.size),

@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
-from ladderlab.challenge import Challenge
+from ladderlab.certification.challenge import Challenge
 from ladderlab.scoring import PredictionKind, get_scorer
 
 NPY = "application/x-npy"

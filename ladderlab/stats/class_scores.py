@@ -27,7 +27,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ladderlab.stats.extrapolation import outscored_counts
-from ladderlab.tables import refuse_repeated_columns
+from ladderlab.utils.tables import refuse_repeated_columns
 
 LABEL_COLUMN = "label"
 InputFormat = Literal["auto", "ranks", "scores"]

@@ -30,8 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import integrate, optimize, special
 
-from ladderlab.progress import progress_bar
 from ladderlab.stats import authors, pseudolikelihood
+from ladderlab.utils.progress import progress_bar
 
 FloatArray = NDArray[np.float64]
 KAPPA_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 20.0, 400)])

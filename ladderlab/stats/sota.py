@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from ladderlab.progress import progress_bar
+from ladderlab.utils.progress import progress_bar
 
 FloatArray = NDArray[np.float64]
 TAIL = 1e-15
@@ -135,7 +135,9 @@ def best_of_m(thetas: ArrayLike, n: int, m: int | None = None) -> BestOfM:
     computed once; a classifier whose chance of as few errors as the window's largest is
     below 1e-15/m changes no probability by more than 1e-15 and is left out.
     """
-    from scipy import stats  # imported here: scipy.stats is slow to import, and challenges load this module
+    from scipy import (
+        stats,  # imported here: scipy.stats is slow to import, and challenges load this module
+    )
 
     n = _check_count("n", n)
     values = _check_accuracies(thetas)

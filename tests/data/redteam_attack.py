@@ -33,9 +33,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-import numpy as np
-
 import ladderlab.scenarios
+import numpy as np
 
 from ladderlab.attack import Attack
 from ladderlab.params import InstanceOf, Interval, Options
@@ -313,8 +312,8 @@ class RedTeam(Attack):
     def _seed_from_generator(self, rng):
         """The attack's own stream is derived from the public seed: find the seed whose
         stream starts where its generator does (it was given the generator unused)."""
-        from ladderlab.duel import spec
         from ladderlab.registry import TASKS
+        from ladderlab.runs.duel import spec
 
         task = TASKS.make("random-labels", n_holdout=self.n_, n_public=self.n_ // 3, scorer=self.data_.scorer)
         state = rng.bit_generator.state["state"]

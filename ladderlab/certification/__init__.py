@@ -1,0 +1,2 @@
+"""Certification: the attack battery, sequential verdicts, the safe budget, tuning, and the
+organiser's own challenge file."""

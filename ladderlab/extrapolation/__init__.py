@@ -1,0 +1,1 @@
+"""Accuracy-extrapolation experiments (Zheng, Achanta & Benjamini) as a kind of scenario cell."""
