@@ -130,6 +130,18 @@ def create_app(service: Service) -> FastAPI:
         accepted = await run_in_threadpool(upload, team, data, fmt, key)
         return JSONResponse(_accepted_json(team, accepted), status_code=200 if accepted.repeated else 201)
 
+    @app.post("/api/scorer/submissions", status_code=201,
+              summary="A platform's scoring program uploads a prediction for a team (the scorer credential)")
+    async def scorer_submit(request: Request) -> JSONResponse:
+        team = service.scored_team(bearer(request), request.headers.get("x-ladderlab-team-token"),
+                                   request.headers.get("x-ladderlab-team"))
+        fmt = reader.format_of(request.headers.get("content-type"))
+        key = request.headers.get("idempotency-key")
+        check_idempotency_key(key)
+        data = await body(request, max_bytes)
+        accepted = await run_in_threadpool(upload, team, data, fmt, key)
+        return JSONResponse(_accepted_json(team, accepted), status_code=200 if accepted.repeated else 201)
+
     @app.get("/api/submissions", summary="The team's own submissions (released values only)")
     def own(request: Request) -> dict[str, Any]:
         team = service.team_of(bearer(request))
@@ -164,6 +176,9 @@ def create_app(service: Service) -> FastAPI:
         return JSONResponse(describe()).body
 
     def describe() -> dict[str, Any]:
+        from ladderlab.certification.challenge import certificate_problems
+
+        certified = not certificate_problems(challenge)
         spec = challenge.spec
         rules = spec.rules
         public = split.public
@@ -176,7 +191,7 @@ def create_app(service: Service) -> FastAPI:
             "prediction_range": None if public.prediction_range is None else list(public.prediction_range),
             "holdout_size": int(challenge.ids.size), "id_column": spec.labels.id_column,
             "ids": challenge.ids.tolist(),
-            "mechanism": {"id": mechanism.id, "params": spec.mechanism.params},
+            "mechanism": {"id": mechanism.id, "params": spec.mechanism.params}, "certified": certified,
             "rules": {"per_day": rules.per_day, "total": rules.total,
                       "start": None if rules.start is None else rules.start.isoformat(),
                       "end": None if rules.end is None else rules.end.isoformat(),
