@@ -236,8 +236,10 @@ def report(platform: str, config: str | Path, findings: list[Finding]) -> str:
     import textwrap
 
     if not findings:
-        return f"{config}: no place found where a raw score would reach participants ({platform})"
-    lines = [f"{config}: {len(findings)} place(s) where raw scores would reach participants ({platform}):"]
+        return "\n".join(textwrap.wrap(f"{config}: no place found where a raw score would reach participants "
+                                       f"({platform})", 120))
+    lines = textwrap.wrap(f"{config}: {len(findings)} place(s) where raw scores would reach participants ({platform}):",
+                          120, break_on_hyphens=False)
     for finding in findings:
         for number, line in enumerate(finding.lines()):
             indent = "  " if number == 0 else "    "

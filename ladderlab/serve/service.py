@@ -186,11 +186,13 @@ class Service:
             self.storage.set_meta("link_rule", link_record(self.challenge))
 
     def reissue(self, name: str) -> str:
-        """A new token for a team (or the organiser); the old one stops working."""
+        """A new token for a team (a platform's enrolled team too), the organiser or the scorer; the
+        old one stops working."""
         token = new_token()
         if name in (ORGANISER, SCORER):
             self.storage.set_meta(f"{name}_token_hash", token_hash(token))
-        elif name in {team.name for team in self.challenge.spec.teams}:
+        elif name in {team.name for team in self.challenge.spec.teams} or (
+                PLATFORM_TEAM in name and name in self.storage.team_hashes()):
             self.storage.set_token_hash(name, token_hash(token))
         else:
             raise ValueError(f"--reissue {name}: no such team in {self.challenge.path} (or '{ORGANISER}')")
