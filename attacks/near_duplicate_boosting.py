@@ -17,11 +17,11 @@ class NearDuplicateBoosting(Attack):
     Blum & Hardt's boosting attack (2015, §5) keeps the random label vectors whose released 0/1
     loss is at most ½ and outputs their majority vote. A mechanism that keys its noise by the
     submission (``keyed-noisy``, and any stateless release deployed as a Kaggle metric) gives a
-    resubmitted file the same value, so averaging copies of one file gains nothing; here every
-    copy differs from the vector in one holdout row (a different row per copy), which moves its
-    0/1 loss by at most 1/n and draws fresh noise. The mean of the ``copies`` releases estimates
-    the vector's loss with √copies times less noise, at ``copies`` submissions per vector; the
-    attack keeps the vectors whose mean is at most ½. ladderlab's attack ([R]), not the paper's:
+    resubmitted file the same value, so averaging copies of one file gains nothing. Here the ``k``
+    submissions go to k // ``copies`` random vectors, ``copies`` variants each; every variant
+    differs from its vector in one holdout row (a different row per variant), which moves its 0/1
+    loss by at most 1/n and draws fresh noise. The mean of a vector's releases estimates its loss
+    with √copies times less noise; the attack keeps the vectors whose mean is at most ½. ladderlab's attack ([R]), not the paper's:
     the averaging of near-duplicates is the channel a keyed hash leaves open.
     """
 
@@ -30,20 +30,19 @@ class NearDuplicateBoosting(Attack):
     task_types = frozenset({"classification"})
     _parameter_constraints = {"k": [Interval(int, 1, None)], "copies": [Interval(int, 1, None)]}
 
-    def __init__(self, k: int = 50, copies: int = 8):
+    def __init__(self, k: int = 400, copies: int = 8):
         self.k = k
         self.copies = copies
 
     @classmethod
     def budget_params(cls, budget: int) -> dict[str, Any]:
-        """Eight copies of each of budget // 8 vectors (one vector below eight submissions)."""
-        copies = min(8, budget)
-        return {"k": max(1, budget // copies), "copies": copies}
+        """k = the whole budget."""
+        return {"k": budget}
 
     @classmethod
     def strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
-        """Few vectors averaged much, and more vectors averaged less."""
-        return [{"k": max(1, budget // copies), "copies": copies} for copies in sorted({min(4, budget), min(16, budget)})]
+        """The whole budget, as many vectors averaged little (4 variants) or few averaged much (16)."""
+        return [{"k": budget, "copies": copies} for copies in (4, 16)]
 
     def incompatibility(self, data: PublicData) -> str | None:
         if (why := LabelCode.incompatibility(data)) is not None:
@@ -53,13 +52,13 @@ class NearDuplicateBoosting(Attack):
         return super().incompatibility(data)
 
     def max_submissions(self, data: PublicData) -> int:
-        return self.k * self.copies
+        return self.k
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
         code = LabelCode.of(data)
         n = board.holdout_size
-        k = self.k if board.remaining is None else min(self.k, board.remaining // self.copies)
         copies = min(self.copies, n)
+        k = (self.k if board.remaining is None else min(self.k, board.remaining)) // copies
         per_batch = max(1, SUBMISSION_CHUNK_ELEMENTS // (n * code.values_per_row * copies))
         votes, kept = np.zeros(n), 0
         for start in range(0, k, per_batch):
