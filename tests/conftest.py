@@ -4,6 +4,8 @@ import os
 import pytest
 from hypothesis import settings
 
+pytest_plugins = ["tests.cpu_budget"]
+
 # CI=true makes Hypothesis load its built-in derandomised "ci" profile (docs/decisions.md#hypothesis-seeds).
 settings.register_profile("dev", deadline=None, max_examples=40)
 if not os.environ.get("CI"):

@@ -30,6 +30,7 @@ from ladderlab.final_rankings import replay
 from ladderlab.isolation.layout import restart_with_fixed_layout
 from ladderlab.isolation.protocol import ISOLATION_MODES
 from ladderlab.isolation.untrusted import sandboxed_if
+from ladderlab.naming import plugin_label
 from ladderlab.params import describe
 from ladderlab.platforms import cli as platforms_cli
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
@@ -42,6 +43,7 @@ from ladderlab.serve import cli as serve_cli
 from ladderlab.tasks import TRAINING_RANGE
 from ladderlab.utils.atomic import save_figure, write_atomically
 from ladderlab.utils.progress import progress_bar
+from ladderlab.utils.terminal import WIDTH, wrapped
 
 DESCRIPTION = (
     "Pit leaderboard mechanisms against adaptive attacks: run scenario matrices, report them, "
@@ -57,12 +59,14 @@ def _describe(registry: Registry, plugin_ids: list[str] | None = None) -> str:
         defaults = cls.parameter_defaults()
         params = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "no parameters"
         declared = getattr(cls, "_parameter_constraints", {})
-        lines.append(f"  {plugin_id:<22} {cls.summary()}")
-        lines.append(f"  {'':<22} parameters: {params}")
+        label = plugin_label(plugin_id, {})
+        column = " " * (2 + max(22, len(label)) + 1)
+        lines.append(wrapped(f"{label:<22} {cls.summary()}", indent="  ", hanging=column[2:]))
+        lines.append(wrapped(f"parameters: {params}", indent=column, hanging="  "))
         for name in defaults:
             constraint = describe(declared[name]) if name in declared else "not declared"
-            lines.append(f"  {'':<22}   {name}: {constraint}")
-        lines.append(f"  {'':<22} reference: {cls.reference}")
+            lines.append(wrapped(f"  {name}: {constraint}", indent=column, hanging="    "))
+        lines.append(wrapped(f"reference: {cls.reference}", indent=column, hanging="  "))
     return "\n".join(lines)
 
 
@@ -230,13 +234,14 @@ def _bench(args: argparse.Namespace) -> int:
     def ratio(value: float | None) -> str:
         return "-" if value is None else f"{value:.1f}×"
 
-    print("submissions per second; ratios to a plain per-submission numpy loop and to the bare 0/1 loss, same process")
+    print(wrapped("submissions per second, batched and one at a time; ratios to a plain per-submission numpy loop "
+                  "and of the batched cost to the bare 0/1 loss's, same process"))
     parameters = "; ".join(f"{mechanism_id} {', '.join(f'{k}={v}' for k, v in params.items())}"
                            for mechanism_id, params in benchmark.BENCHMARK_PARAMS.items())
-    print(f"parameters: {parameters}; others at their defaults; '-': no plain loop for that mechanism")
+    print(wrapped(f"parameters: {parameters}; others at their defaults; '-': no plain loop for that mechanism"))
     print(
-        f"{'mechanism':<22} {'n':>5} {'batched /s':>11} {'one at a time /s':>17} {'plain loop /s':>14} "
-        f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'batched cost ÷ bare loss':>25}"
+        f"{'mechanism':<22} {'n':>5} {'batched /s':>11} {'single /s':>11} {'loop /s':>10} "
+        f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'÷ bare loss':>12}"
     )
     measurements = len(MECHANISMS.ids()) * len(args.n) + len(benchmark.DUELS)
     _check_work(workload.benchmark_work(args.n, measurements, args.seconds), args.force, "a smaller --n needs less")
@@ -247,16 +252,18 @@ def _bench(args: argparse.Namespace) -> int:
         bar.update()
         bar.write(
             f"{result.mechanism:<22} {result.n:>5} {result.batched_per_second:>11,.0f} "
-            f"{result.single_per_second:>17,.0f} "
-            f"{'-' if result.loop_per_second is None else f'{result.loop_per_second:,.0f}':>14} "
+            f"{result.single_per_second:>11,.0f} "
+            f"{'-' if result.loop_per_second is None else f'{result.loop_per_second:,.0f}':>10} "
             f"{ratio(result.batched_over_loop):>15} {ratio(result.single_over_loop):>14} "
-            f"{ratio(result.batched_cost_over_bare_loss):>25}"
+            f"{ratio(result.batched_cost_over_bare_loss):>12}"
         )
-    bar.write(f"\n{'duel (one replication)':<110} {'submissions':>11} {'wall s':>8}")
+    described = WIDTH - 21
+    bar.write(f"\n{'duel (one replication)':<{described}} {'submissions':>11} {'wall s':>8}")
     for timing in benchmark.time_duels():
         duels.append(timing)
         bar.update()
-        bar.write(f"{timing.description:<110} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}")
+        *first, last = wrapped(timing.description, width=described).splitlines()
+        bar.write("\n".join([*first, f"{last:<{described}} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}"]))
     bar.close()
     if args.out:
         from ladderlab.runs.rundir import write_atomically
@@ -496,7 +503,7 @@ def _extrapolate(args: argparse.Namespace) -> int:
                 shown += f"  [{interval['interval'][0]:.4f}, {interval['interval'][1]:.4f}]"
             print(f"{method:<8} {shown}")
         for line in result["spread"]:
-            print(line)
+            print(wrapped(line))
     if args.plot:
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ladderlab.runs import arguments, workload
+from ladderlab.utils.terminal import wrapped
 
 LEVEL = 0.05
 """A probability below this calls the released score overfitted."""
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
               f"{result.leaderboard_error:>18.4f}")
     print("The labels are random: every prediction's true 0/1 loss is 0.5.")
     for line in conclusions(results, args.n, n_final):
-        print(line)
+        print(wrapped(line))
     return 0
 
 

@@ -185,8 +185,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     """``ladderlab bench-certify``: parser and handler."""
     parser = commands.add_parser("bench-certify", help="CPU and wall time of 'ladderlab certify' for every built-in "
                                  "mechanism family, and where the time goes")
-    parser.add_argument("--mechanism", action="append", choices=FAMILIES,
-                        help="time only this mechanism (repeatable; default: every family)")
+    parser.add_argument("--mechanism", action="append", choices=FAMILIES, metavar="MECHANISM",
+                        help=f"time only this mechanism (repeatable; default: every family: {', '.join(FAMILIES)})")
     parser.add_argument("--setting", action="append", choices=sorted(SETTINGS),
                         help="'default' (n = 200, budgets 100 300 1000 2000) or 'n4000' (n = 4000, budget 200); "
                         "repeatable, default both")

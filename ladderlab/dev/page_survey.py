@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ladderlab.runs.page_stamps import current_token, current_version, stamps_in
+from ladderlab.utils.terminal import wrapped, wrapped_command
 
 LEGACY_VERSIONS = re.compile(r"versions: (\{[^\n]*\})\s*$", re.MULTILINE)
 
@@ -185,9 +186,9 @@ def format_states(states: list[PageState], counted: list[PageState] | None = Non
         where = state.page + (f" [{state.part}]" if state.part else "")
         lines.append(f"{state.state:<12} {where}")
         if state.changed:
-            lines.append(f"             changed: {', '.join(state.changed)}")
+            lines.append(wrapped(f"changed: {', '.join(state.changed)}", indent=" " * 13))
         how = "as documented" if state.documented else "regenerate"
-        lines.append(f"             {how}: {state.command or 'no command recorded or documented'}")
+        lines.append(wrapped_command(f"{how}: {state.command or 'no command recorded or documented'}", indent=" " * 13))
     counts = {name: sum(state.state == name for state in (states if counted is None else counted))
               for name in ("current", "stale", "core changed", "unverified", "unrecorded", "missing")}
     lines.append(", ".join(f"{count} {name}" for name, count in counts.items()))

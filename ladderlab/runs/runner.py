@@ -95,6 +95,7 @@ from ladderlab.runs.scenario import (
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.utils.checksums import sha256_bytes
 from ladderlab.utils.determinism import single_threaded
+from ladderlab.utils.terminal import wrapped
 from ladderlab.utils.locations import (
     anchored_at,
     former_folders,
@@ -801,7 +802,7 @@ def run(
     work = estimate(scenario, out, jobs, force)
     workload.refuse_if_too_large(work, force, hint=SMALLER_SCENARIO)
     preflight(scenario)
-    log.info("ladderlab: estimated %s", work)
+    log.info("%s", wrapped(f"ladderlab: estimated {work}"))
     with rundir.RunLock(out):
         rundir.remove_temporary_files(out)
         prepare(scenario, out, secret_seed)

@@ -41,6 +41,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from ladderlab.utils.terminal import wrapped
+
 BYTES_PER_RECORD = 160
 """Kept per submission and replication of a duel cell until the cell is written (measured 120 B)."""
 BYTES_PER_LIVE_SUBMISSION = 100
@@ -163,6 +165,10 @@ def split_bytes(split: Any) -> int:
     return DATA_COPIES * sum(int(getattr(array, "nbytes", 0)) for array in arrays)
 
 
+UNKNOWN_SUBMISSIONS = "no budget, and the attack does not say how many submissions it makes"
+"""Why an estimate leaves a duel's submissions out (said once, however many cells it holds)."""
+
+
 def duel_cells(label: str, n_holdout: int, data: int, submissions: int | None, replications: int,
                cells: int = 1, resampled_values: int = 0) -> Estimate:
     """``cells`` duel cells that share one transcript (:mod:`ladderlab.runs.sharing`; usually one):
@@ -173,8 +179,7 @@ def duel_cells(label: str, n_holdout: int, data: int, submissions: int | None, r
             + per_replication * (cells * replications * BYTES_PER_RECORD + BYTES_PER_LIVE_SUBMISSION))
     seconds = replications * per_replication * (seconds_per_submission(n_holdout)
                                                 + SECONDS_PER_RESAMPLED_VALUE * resampled_values)
-    notes = [] if submissions is not None else [f"{label}: no budget, and the attack does not say how many "
-                                                "submissions it makes"]
+    notes = [] if submissions is not None else [UNKNOWN_SUBMISSIONS]
     return Estimate(label, None if submissions is None else replications * submissions, peak, seconds, notes)
 
 
@@ -217,9 +222,12 @@ def combined(what: str, parts: list[Estimate], jobs: int = 1) -> Estimate:
     workers = (os.cpu_count() or 1) if jobs == -1 else jobs
     largest = sorted((part.peak_bytes for part in parts), reverse=True)[: max(workers, 1)]
     known = [part.submissions for part in parts if part.submissions is not None]
-    notes = [note for part in parts for note in part.notes]
-    if len(notes) > 3:
-        notes = [*notes[:2], f"and {len(notes) - 2} more cells whose submissions are unknown"]
+    noted: dict[str, list[str]] = {}
+    for part in parts:
+        for note in part.notes:
+            noted.setdefault(note, []).append(part.what)
+    notes = [f"{note}: {whats[0]}" if len(whats) == 1 else f"{note}: {len(whats)} cells, the first {whats[0]}"
+             for note, whats in noted.items()]
     return Estimate(what, sum(known) if len(known) == len(parts) else (sum(known) or None),
                     sum(largest), sum(part.cpu_seconds for part in parts), notes)
 
@@ -388,7 +396,7 @@ def announce(estimate: Estimate, threshold: float = 5.0) -> None:
     """Say on standard error what a command will cost when it will take more than ``threshold``
     seconds of CPU (the runner logs every run's estimate)."""
     if estimate.cpu_seconds > threshold:
-        print(f"ladderlab: estimated {estimate}", file=sys.stderr, flush=True)
+        print(wrapped(f"ladderlab: estimated {estimate}"), file=sys.stderr, flush=True)
 
 
 def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float, rows_per_client: int) -> Estimate:

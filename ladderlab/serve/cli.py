@@ -17,6 +17,7 @@ from typing import Any
 
 from ladderlab.runs.display import described_release_step, score_text
 from ladderlab.utils.atomic import write_atomically
+from ladderlab.utils.terminal import wrapped
 
 SUBCOMMANDS = ("verify", "links", "bench")
 DATABASE_RECORD = "database"
@@ -180,7 +181,7 @@ def _serve(args: argparse.Namespace) -> int:
     limits = from_arguments(args, len(challenge.spec.teams), challenge.max_upload_bytes())
     state, url, secret = _state(args, challenge)
     for problem in problems:
-        print(f"ladderlab: warning: uncertified: {problem}", file=sys.stderr)
+        print(wrapped(f"ladderlab: warning: uncertified: {problem}"), file=sys.stderr)
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage, StorageError
 
@@ -196,8 +197,8 @@ def _serve(args: argparse.Namespace) -> int:
         write_atomically(state / DATABASE_RECORD, storage.display_url() + "\n")
     closed = service.closed_at()
     if closed is not None:
-        print(f"ladderlab: warning: the challenge closed at {closed.isoformat()}: every upload is refused "
-              "(rules.end or the organiser's close)", file=sys.stderr)
+        print(wrapped(f"ladderlab: warning: the challenge closed at {closed.isoformat()}: every upload is refused "
+                      "(rules.end or the organiser's close)"), file=sys.stderr)
     if args.reissue:
         print(f"{args.reissue}: {service.reissue(args.reissue)}")
         return 0
@@ -216,7 +217,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  {name}: {token}")
     if args.demo:
         print(f"demo challenge in {path.parent}; a file to upload: {path.parent / 'sample_submission.csv'}")
-    print(f"serving {challenge.name} at {address} (log: {service.storage.display_url()})", flush=True)
+    print(f"log: {service.storage.display_url()}")
+    print(f"serving {challenge.name} at {address}", flush=True)
     run(service, sock, limits, access_log=not args.quiet_access)
     return 0
 
@@ -375,11 +377,11 @@ def _attack(args: argparse.Namespace) -> int:
     print(f"{attack.id}: {_submissions(board.submissions)}; released: first {_value(transcript, 0, step)}, "
           f"last {_value(transcript, -1, step)}, best {_best(transcript, board.challenge['greater_is_better'], step)}")
     if board.submissions == 0 and board.remaining == 0:
-        print("ladderlab: warning: no submission made: the server's caps leave this team none (today or in total; "
-              "GET /api/me says which)", file=sys.stderr)
+        print(wrapped("ladderlab: warning: no submission made: the server's caps leave this team none (today or in "
+                      "total; GET /api/me says which)"), file=sys.stderr)
     elif board.remaining == 0 and args.budget is not None and board.submissions < args.budget:
-        print(f"ladderlab: warning: the server's caps stopped the attack after {_submissions(board.submissions)} of the "
-              f"{args.budget} asked (today or in total; GET /api/me says which)", file=sys.stderr)
+        print(wrapped(f"ladderlab: warning: the server's caps stopped the attack after {_submissions(board.submissions)} "
+                      f"of the {args.budget} asked (today or in total; GET /api/me says which)"), file=sys.stderr)
     if args.final_out:
         import pandas as pd
 

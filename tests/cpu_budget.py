@@ -1,0 +1,100 @@
+"""The suite's CPU budget: what the default ``python -m pytest`` spends, and where.
+
+Every session records the CPU seconds (user + system) of each test file, its fixtures included,
+and of the whole process tree (pytest, its xdist workers and every process they started), and
+prints them in one line at the end; the whole default suite must stay within ``BUDGET_SECONDS``
+(docs/quickstart.md says what it measured). ``python -m pytest --cpu-top 15`` lists the heaviest
+files. CPU rather than wall time: a loaded machine stretches wall time far more than CPU time.
+
+A file's share is what its tests and fixtures spent in the worker that ran them, with the
+processes they waited for; a session fixture counts in the file that first asked for it. The
+whole tree's figure also holds collection, imports and processes that outlived their test.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections import Counter
+
+import pytest
+
+from ladderlab.utils import cpu_time
+
+BUDGET_SECONDS = 300.0
+"""The whole default suite's CPU on two cores (issue 48): a few seconds per test file."""
+
+CACHE_KEY = "ladderlab/cpu_by_file"
+
+
+def _own_and_reaped_seconds() -> float:
+    """Cheap enough to read around every test (microseconds, unlike a walk of the process tree)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--cpu-top", type=int, default=0, metavar="N", help="list the N test files that spent the most CPU"
+    )
+    parser.addoption("--cpu-log", metavar="FILE", help="append each test's CPU seconds to FILE as it finishes")
+
+
+def pytest_configure(config):
+    config._cpu_by_file = Counter()
+    config._cpu_of_workers = 0.0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    before = _own_and_reaped_seconds()
+    yield
+    seconds = _own_and_reaped_seconds() - before
+    item.config._cpu_by_file[item.nodeid.split("::")[0]] += seconds
+    log = item.config.getoption("cpu_log")
+    if log:
+        with open(log, "a") as file:
+            file.write(f"{seconds:.3f}\t{item.nodeid}\n")
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker hands its figures to the controller
+        workeroutput["cpu_by_file"] = dict(session.config._cpu_by_file)
+
+
+def pytest_testnodedown(node, error):
+    output = getattr(node, "workeroutput", None) or {}
+    node.config._cpu_by_file.update(output.get("cpu_by_file", {}))
+
+
+def _whole_default_suite(config) -> bool:
+    options = config.option
+    return (
+        not config.args_source == pytest.Config.ArgsSource.ARGS
+        and options.markexpr == "not slow"
+        and not options.keyword
+        and not getattr(options, "lf", False)
+        and not getattr(options, "deselect", None)
+    )
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    by_file = config._cpu_by_file
+    if not by_file:
+        return
+    whole = cpu_time.tree_seconds()
+    config.cache.set(CACHE_KEY, {"tree_seconds": whole, "files": dict(by_file)})
+    line = f"CPU: {whole:.0f} s for the process tree, {sum(by_file.values()):.0f} s in {len(by_file)} test files"
+    if _whole_default_suite(config):
+        line += f" (budget for the default suite: {BUDGET_SECONDS:.0f} s)"
+    terminalreporter.write_line(line)
+    top = config.getoption("cpu_top")
+    for path, seconds in by_file.most_common(top):
+        terminalreporter.write_line(f"{seconds:8.1f} s  {path}")
+    if _whole_default_suite(config) and whole > BUDGET_SECONDS:
+        terminalreporter.write_line(
+            f"The default suite spent {whole:.0f} s of CPU, over its {BUDGET_SECONDS:.0f} s budget: "
+            "see `python -m pytest --cpu-top 15` and mark paper-scale tests slow.",
+            red=True,
+        )
