@@ -10,7 +10,6 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from ladderlab.cli.commands import main
 from ladderlab.competition import results as competition_results
@@ -250,55 +249,6 @@ def test_the_compact_report_sets_the_papers_values_beside_ours(mixed_run):
 
 
 # --- the competition report --------------------------------------------------------------------
-
-
-def _overlaps(figure) -> list[tuple[str, str]]:
-    """Pairs of titles (axes titles and the figure's) whose drawn boxes intersect."""
-    canvas = FigureCanvasAgg(figure)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    texts = [ax.title for ax in figure.axes if ax.get_title()] + ([figure._suptitle] if figure._suptitle else [])
-    boxes = [(text.get_text(), text.get_window_extent(renderer)) for text in texts]
-    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
-
-
-def _tick_label_overlaps(figure) -> list[tuple[str, str]]:
-    """Pairs of tick labels of one axis whose drawn boxes intersect."""
-    canvas = FigureCanvasAgg(figure)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    pairs = []
-    for ax in figure.axes:
-        for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
-            boxes = [(tick.get_text(), tick.get_window_extent(renderer)) for tick in ticks if tick.get_text()]
-            pairs += [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
-    return pairs
-
-
-def _long_label_competition_rows() -> pd.DataFrame:
-    rng = np.random.default_rng(0)
-    rows = []
-    for mechanism, params in (("ladder-boot", {"alpha": 0.15, "b": 100}), ("sparse-vector-ladder", {"noise": "laplace"}),
-                              ("bayesboot-ladderboot", {"B": 100, "b": 100}), ("thresholdout", {"threshold": 0.04})):
-        for scorer in ("zero-one", "log-loss"):
-            rows.append({"status": "ok", "mechanism": mechanism, "mechanism_params": json.dumps(params),
-                         "task": "latent-classification", "task_params": json.dumps({"scorer": scorer, "n_public": 1500}),
-                         "rules": json.dumps({"rounds": 60, "per_round": 5, "public_fraction": 0.3, "selection": 2}),
-                         "mix": f"honest-and-{scorer}-attackers", "sign": 1.0, "team_public": rng.random(30).tolist(),
-                         "team_private": rng.random(30).tolist(), "team_honest": [True] * 28 + [False] * 2,
-                         "winner_delta": rng.normal(), "honest_utility": rng.random()})
-    return pd.DataFrame(rows)
-
-
-def test_competition_plots_titles_do_not_overlap_with_long_labels():
-    for figure in competition_report.report_figures(_long_label_competition_rows()):
-        assert _overlaps(figure.figure) == [], figure.title
-
-
-def test_competition_box_plots_tick_labels_do_not_overlap_with_long_labels():
-    """Eight cells whose labels name the mechanism, the task and the mix, as in kaggle-like's report."""
-    for figure in competition_report.report_figures(_long_label_competition_rows())[1:]:
-        assert _tick_label_overlaps(figure.figure) == [], figure.title
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")

@@ -19,13 +19,17 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ladderlab.certification import certify as certification
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.tasks import TRAINING_RANGE
+from ladderlab.utils.figure_style import styled
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PREDICTION_RANGES: list[str | tuple[float, float]] = [TRAINING_RANGE, (-2.0, 2.0), (-1.0, 1.0)]
 """Declared ranges tried for a real-valued scorer, on the battery's standardised labels: the training
@@ -160,15 +164,14 @@ def _median(interval: dict[str, float | None]) -> str:
     return "–" if interval["median"] is None else f"{interval['median']:.3f}"
 
 
-def plot(result: dict[str, Any], path: str | Path) -> Path:
+@styled
+def figure(result: dict[str, Any]) -> Figure:
     """The trade-off: each setting's honest utility with its interval, certified settings filled."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     rows = result["settings"]
-    figure, axes = plt.subplots(figsize=(max(6.0, 0.45 * len(rows) + 2.0), 4.5))
+    drawn = Figure(figsize=(max(6.0, 0.45 * len(rows) + 2.0), 4.5))
+    axes = drawn.subplots()
     for index, row in enumerate(rows):
         interval = row["utility"]
         if interval["median"] is None:
@@ -188,10 +191,13 @@ def plot(result: dict[str, Any], path: str | Path) -> Path:
     axes.set_ylabel("honest utility: Spearman(released, final)")
     axes.set_title(f"{result['mechanism']}, n = {result['n']}, budget {result['budget']}, {result['scorer']}: "
                    "filled = certified", fontsize=9)
-    figure.tight_layout()
+    return drawn
+
+
+def plot(result: dict[str, Any], path: str | Path) -> Path:
+    """:func:`figure` written to ``path`` (its suffix names the format)."""
     path = Path(path)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    figure(result).savefig(path, dpi=120)
     return path
 
 

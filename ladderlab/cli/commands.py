@@ -118,8 +118,8 @@ def _describe_scenarios() -> str:
                                          ("extrapolation", "extrapolation table", "extrapolation tables"))
                   if raw.get(key)]
         replications = f"{raw['replications']} replication{'' if raw['replications'] == 1 else 's'}"
-        lines.append(f"  {name:<{width}}  {replications}; {', '.join(tables)}")
-        lines.append(f"  {'':<{width}}  source: {raw['source']}")
+        lines.append(wrapped(f"{name:<{width}}  {replications}; {', '.join(tables)}", indent="  ", hanging=" " * (width + 2)))
+        lines.append(wrapped(f"source: {raw['source']}", indent=" " * (width + 4), hanging="  "))
     return "\n".join(lines)
 
 

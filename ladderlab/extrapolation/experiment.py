@@ -35,6 +35,7 @@ from scipy import special
 
 from ladderlab.seeding import stream
 from ladderlab.stats.extrapolation import accuracy_at, outscored_counts
+from ladderlab.utils.figure_style import styled
 
 if TYPE_CHECKING:  # scikit-learn and matplotlib are imported where they are used: a scenario file loads without them
     from matplotlib.figure import Figure
@@ -260,6 +261,7 @@ def statements(summary: pd.DataFrame) -> list[Statement]:
     return found
 
 
+@styled
 def figure(results: pd.DataFrame) -> Figure:
     """Figure 3: predicted acc⁽ᴷ⁾ against k, one panel per classifier (a row per convention),
     the truth as a dashed line; later replications are drawn lighter."""
@@ -285,6 +287,5 @@ def figure(results: pd.DataFrame) -> Figure:
     for ax in grid[-1]:
         ax.set_xlabel("k (classes observed)")
     grid[0][0].legend(fontsize=7)
-    fig.tight_layout()
     return fig
 

@@ -20,6 +20,7 @@ from scipy import stats
 from ladderlab.competition.results import rules_label
 from ladderlab.naming import plugin_label
 from ladderlab.reports.plots import ReportFigure, _grid
+from ladderlab.utils.figure_style import styled
 
 MAX_SCATTER_PANELS = 12
 HONEST_COLOR, OTHER_COLOR = "#1f77b4", "#d62728"
@@ -51,6 +52,7 @@ def _wrapped(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
 
 
+@styled
 def shakeup_figure(results: pd.DataFrame) -> ReportFigure:
     """Public rank against private rank of every team, a panel per cell."""
     ok = results[results.status == "ok"].copy()
@@ -79,6 +81,7 @@ def shakeup_figure(results: pd.DataFrame) -> ReportFigure:
     )
 
 
+@styled
 def box_figure(results: pd.DataFrame, column: str, title: str, caption: str, ylabel: str) -> ReportFigure:
     """A horizontal box per mechanism (and what else varies) of one measure over replications:
     each label has a row as tall as its wrapped lines, so long labels never overlap."""

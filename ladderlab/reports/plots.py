@@ -34,6 +34,7 @@ from matplotlib.patches import Patch
 
 from ladderlab.naming import plugin_label
 from ladderlab.reports import zoo
+from ladderlab.utils.figure_style import fitted, styled
 
 PANELS_PER_ROW = 4
 MAX_TRACE_PANELS = 8
@@ -115,6 +116,11 @@ def _grid(panels: int, width: float = 4.0, height: float = 3.2) -> tuple[Figure,
     return figure, axes[:panels]
 
 
+def _suptitle(figure: Figure, text: str, fontsize: float = 10) -> None:
+    """The figure's title, wrapped to its width."""
+    figure.suptitle(fitted(text, figure.get_figwidth() * 0.95, fontsize), fontsize=fontsize)
+
+
 def _boxes(ax: Axes, samples: list[np.ndarray], positions: np.ndarray, width: float, color: str) -> None:
     kept = [(s, p) for s, p in zip(samples, positions) if len(s)]
     if not kept:
@@ -151,6 +157,7 @@ def _panels(sweep: Sweep, draw: Callable[[Axes, pd.DataFrame, np.ndarray, list[A
     return figure, axes
 
 
+@styled
 def scores_figure(sweep: Sweep) -> ReportFigure:
     """Released public (blue) against final (red) score of the final submission (Chaibub Neto Fig. 2)."""
 
@@ -163,12 +170,13 @@ def scores_figure(sweep: Sweep) -> ReportFigure:
     handles = [Patch(facecolor=RELEASED_COLOR, alpha=0.45, label="released public"),
                Patch(facecolor=FINAL_COLOR, alpha=0.45, label="final (private)")]
     axes[0].legend(handles=handles, fontsize=8, loc="best")
-    figure.suptitle(f"Released public vs final score: {sweep.title}", fontsize=10)
+    _suptitle(figure, f"Released public vs final score: {sweep.title}")
     return ReportFigure(f"scores: {sweep.title}", "Boxplots over replications of the attack's final submission: "
                         "the released public score (blue) and the score on the final set (red). "
                         "Chaibub Neto et al. 2016, Fig. 2 style.", figure)
 
 
+@styled
 def delta_figure(sweep: Sweep) -> ReportFigure:
     """Δ = released public − final score (Chaibub Neto Figs. 4, 6)."""
 
@@ -178,7 +186,7 @@ def delta_figure(sweep: Sweep) -> ReportFigure:
         ax.set_ylabel("Δ = released − final")
 
     figure, _ = _panels(sweep, draw)
-    figure.suptitle(f"Δ of the final submission: {sweep.title}", fontsize=10)
+    _suptitle(figure, f"Δ of the final submission: {sweep.title}")
     return ReportFigure(f"delta: {sweep.title}", "Boxplots over replications of Δ = released public − final score "
                         "(ΔMSE; for a loss, below 0 means the leaderboard was overfitted). "
                         "Chaibub Neto et al. 2016, Figs. 4 and 6 style.", figure)
@@ -191,6 +199,7 @@ Blum & Hardt's Fig. 3 plots the exact public score (docs/decisions.md#fig3), whi
 rounds or holds its release does not show."""
 
 
+@styled
 def submissions_figure(sweep: Sweep) -> ReportFigure:
     """Median released (solid), exact public (dotted) and final (dashed) score of the final submission
     against the median number of submissions of each cell, with 95% bands (Blum & Hardt Fig. 3)."""
@@ -208,7 +217,7 @@ def submissions_figure(sweep: Sweep) -> ReportFigure:
                 ax.fill_between(x, q[:, 0], q[:, 2], color=color, alpha=0.12)
     ax.set_xlabel("number of submissions")
     ax.set_ylabel("score of the attack's final submission")
-    ax.set_title(f"Attack score against submissions: {sweep.title}", fontsize=10)
+    ax.set_title(fitted(f"Attack score against submissions: {sweep.title}", figure.get_figwidth() * 0.85, 10), fontsize=10)
     ax.legend(fontsize=7)
     return ReportFigure(f"submissions: {sweep.title}", "Median over replications of the score the leaderboard "
                         "released for the attack's final submission (solid; band: 95% interval), of its exact score "
@@ -217,6 +226,7 @@ def submissions_figure(sweep: Sweep) -> ReportFigure:
                         "public score.", figure)
 
 
+@styled
 def trace_figure(sweep: Sweep) -> ReportFigure:
     """Released scores of the first finished replication, per mechanism, at the largest swept
     value (or the mechanism's own, where it did not play that one), with the attack's marks
@@ -240,7 +250,7 @@ def trace_figure(sweep: Sweep) -> ReportFigure:
         ax.set_ylabel("released public score")
         ax.legend(fontsize=7, loc="best")
     suffix = f" ({sweep.x_name} = {sweep.xs[-1]})" if sweep.x_name else ""
-    figure.suptitle(f"Released-score trace: {sweep.title}{suffix}", fontsize=10)
+    _suptitle(figure, f"Released-score trace: {sweep.title}{suffix}")
     return ReportFigure(f"trace: {sweep.title}", "The scores released to the attack, submission by submission, in one "
                         "replication; red lines: the jumps the attack located, dotted: where its iterations start. "
                         "Chaibub Neto et al. 2016, Figs. 1, 3 and 5 style.", figure)
@@ -263,6 +273,7 @@ def report_figures(results: pd.DataFrame) -> list[ReportFigure]:
     return figures
 
 
+@styled
 def zoo_figure(results: pd.DataFrame) -> ReportFigure:
     """Heat map, mechanism × attack, of the median Δ (as a loss) minimised over each attack's
     settings and tasks, annotated with the value and the worst parameters."""
@@ -281,6 +292,7 @@ def zoo_figure(results: pd.DataFrame) -> ReportFigure:
             text = "not played" if row is None else f"{row.delta_median:+.3f}\n{row.worst_params}"
             ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
                     color="white" if row is not None and abs(row.delta_median) > 0.3 * limit else "black")
+    ax.grid(False)  # a heat map's cells are its grid
     ax.set_xticks(range(len(attacks)), attacks, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(len(mechanisms)), mechanisms, fontsize=8)
     figure.colorbar(image, ax=ax, label="worst median Δ (negative: overfitted)")

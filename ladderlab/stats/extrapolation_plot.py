@@ -8,11 +8,14 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ladderlab.utils.figure_style import styled
+
 METHOD_LABELS = {"un": "UN (Eq. 5)", "exp": "EXP (Sec. 4.1)", "cons": "CONS (Sec. 4.2)",
                  "mple": "MPLE (Sec. 4.2)", "hd": "HD (Sec. 4.3)"}
 METHOD_COLORS = {"un": "0.5", "exp": "#1f77b4", "cons": "#d62728", "mple": "#ff7f0e", "hd": "#2ca02c"}
 
 
+@styled
 def curve_figure(result: Mapping[str, Any]) -> Figure:
     """Each method's p̂ᵗ for t = 2…K, the unbiased estimates p̂ᵗ_UN for t = 2…k as the observed
     points, and the observed accuracy at k marked; ``result`` is ``ladderlab extrapolate``'s JSON."""
@@ -34,5 +37,4 @@ def curve_figure(result: Mapping[str, Any]) -> Figure:
     ax.set_ylim(0, 1.02)
     ax.set_title(f"Extrapolating from k = {k} to K = {K} classes")
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig
