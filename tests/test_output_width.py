@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import io
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,7 +41,7 @@ SMALL_RUNS: dict[str, list[list[str]]] = {
     # command share the folder, one after another. Placeholders: EXAMPLES, the examples folder.
     "list": [[], ["EXAMPLES/resubmission_average.py:ResubmissionAverage"]],
     "run": [["widths.toml", "--out", "run"]],
-    "report": [["run"]],
+    "report": [["run"], ["run", "--format", "text"]],
     "certify": [["kaggle", "--n", "50", "--budgets", "10", "--replications", "3", "--only", "--attack", "boosting",
                  "--scorer", "zero-one", "--out", "certificate.json"]],
     "demo": [["--k", "20", "--n", "100"]],
@@ -177,15 +178,18 @@ def test_a_line_too_wide_is_found(tmp_path, monkeypatch):
     assert max(map(len, text.splitlines())) <= WIDTH
 
 
-def test_a_server_and_an_attack_on_it_print_lines_that_fit(tmp_path, monkeypatch):
+def test_a_server_and_an_attack_on_it_print_lines_that_fit(monkeypatch):
+    """In a short folder: the server names its log by its path, which is the organiser's own."""
     from ladderlab.serve.launch import ServerProcess
 
-    example = shutil.copytree(EXAMPLES / "breast-cancer", tmp_path / "breast-cancer")
-    monkeypatch.chdir(tmp_path)
+    folder = Path(tempfile.mkdtemp(prefix="width-"))
+    example = shutil.copytree(EXAMPLES / "breast-cancer", folder / "breast-cancer")
+    monkeypatch.chdir(folder)
     with ServerProcess(example / "challenge.toml") as server:
         code, attacked = _printed(["attack", server.url, "--token", server.tokens["team-a"], "--attack", "boosting",
                                    "--budget", "5"], monkeypatch)
         started = "".join(server.output)
+    shutil.rmtree(folder)
     assert code == 0, attacked
     assert _too_wide(started) == [] and _too_wide(attacked) == []
 

@@ -559,7 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
     report_parser = commands.add_parser("report", help="summary table, plots and HTML page of a run directory")
     report_parser.add_argument("run_dir", help="a run directory written by 'ladderlab run' (finished or not)")
     report_parser.add_argument("--format", choices=["text", "markdown", "csv", "json"],
-                               help="every table of the run at full width: the duels' and competitions' summaries, "
+                               help="every table of the run, every column (text: folded into blocks that fit 120 "
+                                    "columns): the duels' and competitions' summaries, "
                                     "each competition replication, team groups, a certificate's rows, the papers' "
                                     "values, the accuracy extrapolations (json and csv: each duel replication too); "
                                     "default: the main measures in a table that fits a 120-column terminal")

@@ -52,6 +52,7 @@ from ladderlab.reports.tables import (
     compact_labels,
     csv_text,
     fixed_width,
+    folded,
     machine_records,
     markdown_table,
     number_text,
@@ -247,12 +248,12 @@ def _for_people(found: list[Section], issued: dict[str, Any] | None) -> list[tup
 
 
 def text(run: Run) -> str:
-    """Every section for people, each table at its full width (no wrapping)."""
+    """Every section for people, each table in blocks of columns that fit :data:`COMPACT_WIDTH`."""
     found = sections(run)
     parts = []
     for section, written in _for_people(found, certificate(run)):
-        parts.append(f"{section.title}\n{'=' * len(section.title)}\n{section.note}\n")
-        parts.append(written or fixed_width(people_columns(section)))
+        parts.append(f"{section.title}\n{'=' * len(section.title)}\n{_wrapped_note(section.note)}\n")
+        parts.append(written or folded(people_columns(section), COMPACT_WIDTH))
         parts.append("")
     if any(section.key == "duel_replications" for section in found):
         parts.append("Every duel replication: ladderlab report RUN --format json (or csv).")
@@ -298,6 +299,10 @@ def render(run: Run, form: str, figures: Sequence[tuple[str, str]] = ()) -> str:
 
 
 # --- compact text ----------------------------------------------------------------------------
+
+
+def _wrapped_note(note: str) -> str:
+    return "\n".join(_wrapped(note.splitlines()))
 
 
 def _wrapped(paragraphs: list[str]) -> list[str]:

@@ -39,7 +39,8 @@ nav a { margin-right: 1em; }
 table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.4em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
-th.num, td.num { text-align: right; white-space: nowrap; }
+th.num, td.num { text-align: right; }
+td.num { min-width: 4.5em; }
 td.label { white-space: nowrap; }
 th button { all: unset; cursor: pointer; }
 th button:focus-visible { outline: 2px solid #1f77b4; }
@@ -80,20 +81,35 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 });
 """
 
-LABEL_NOWRAP = 40
+LABEL_NOWRAP = 24
 """A label of at most this many characters is not broken across lines (not at a hyphen of 1e-05)."""
+MEASURES_PER_TABLE = 10
+"""The most measure columns one table of the page shows (a 1,280-pixel window holds them)."""
 COMPETITION_HEADLINE = ("spearman_", "top10_overlap_", "best_team_wins_", "winner_delta_", "leaderboard_error_",
                         "honest_utility_")
 """The competition measures the page's first competition table shows (all are in "Every measure")."""
 
 
 def table_html(columns: Sequence[Column]) -> str:
-    """A sortable table, the columns that are the same in every row named once above it."""
+    """A sortable table, the columns that are the same in every row named once above it; a table
+    of more than :data:`MEASURES_PER_TABLE` measures is split into tables of fewer, each with the
+    row labels, so that every one fits a 1,280-pixel window."""
     columns, shared = split_constant(columns)
     said = " · ".join(f"<b>{html.escape(title)}</b>: {html.escape(text)}" for title, text in shared)
     parts = [f'<p class="shared">{said}</p>'] if shared else []
     if not columns:
         return "".join(parts)
+    labels = [column for column in columns if not column.numeric]
+    measures = [column for column in columns if column.numeric]
+    tables = -(-len(measures) // MEASURES_PER_TABLE)
+    if tables > 1:
+        size = -(-len(measures) // tables)
+        return "".join(parts) + "".join(_one_table([*labels, *measures[start:start + size]])
+                                        for start in range(0, len(measures), size))
+    return "".join(parts) + _one_table(columns)
+
+
+def _one_table(columns: Sequence[Column]) -> str:
     head = "".join(f'<th scope="col"{" class=num" if column.numeric else ""}><button type="button">'
                    f"{html.escape(column.title)}</button></th>" for column in columns)
     rows = []
@@ -108,9 +124,8 @@ def table_html(columns: Sequence[Column]) -> str:
                 short = len(column.texts[row]) <= LABEL_NOWRAP
                 cells.append(f'<td class="label">{text}</td>' if short else f"<td>{text}</td>")
         rows.append(f"<tr>{''.join(cells)}</tr>")
-    parts.append(f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
-                 f"<tbody>{''.join(rows)}</tbody></table></div>")
-    return "".join(parts)
+    return (f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _section_html(section: Section, columns: Sequence[Column] | None = None, level: int = 2) -> str:

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ladderlab.naming import plugin_label
 from ladderlab.utils.strict_json import finite_or_null
+from ladderlab.utils.terminal import wrapped
 
 ROLES = ("task", "mechanism", "attack")
 """Plugin columns: ``role`` holds the id and ``role_params`` its parameters as JSON text."""
@@ -259,6 +260,38 @@ def fixed_width(columns: Sequence[Column], headings: dict[int, str] | None = Non
             lines.append(headings[row])
         lines.append(line([column.texts[row] for column in columns]))
     return "\n".join(lines)
+
+
+def folded(columns: Sequence[Column], width: int) -> str:
+    """Columns as aligned text in blocks at most ``width`` wide where they fit: the label columns
+    that are the same in every row said once above; leading label columns that leave too little
+    room made headings over the rows they group; then each block the row labels and as many
+    measures as fit beside them (at least one)."""
+    columns, shared = split_constant(columns)
+    above = [f"{title}: {text}" for title, text in shared]
+    labels = [column for column in columns if not column.numeric]
+    measures = [column for column in columns if column.numeric]
+
+    def width_of(column: Column) -> int:
+        return max(len(column.title), *(len(text) for text in column.texts)) + 2
+
+    widest = max(map(width_of, measures), default=0)
+    grouping: list[Column] = []
+    while len(labels) > 1 and sum(map(width_of, labels)) + widest > width:
+        grouping.append(labels.pop(0))
+    groups = [" · ".join(f"{column.title} {column.texts[row]}" for column in grouping)
+              for row in range(len(columns[0].texts))] if grouping and columns else []
+    headings = {row: wrapped(group, hanging="    ", width=width)
+                for row, group in enumerate(groups) if row == 0 or groups[row - 1] != group}
+    room = width - sum(map(width_of, labels))
+    blocks: list[list[Column]] = []
+    for measure in measures:
+        if blocks and sum(map(width_of, blocks[-1])) + width_of(measure) <= room:
+            blocks[-1].append(measure)
+        else:
+            blocks.append([measure])
+    tables = [fixed_width([*labels, *block], headings) for block in blocks] or [fixed_width(labels, headings)]
+    return "\n".join(above + ["\n\n".join(tables)])
 
 
 def markdown_table(columns: Sequence[Column]) -> str:

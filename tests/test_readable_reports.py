@@ -27,7 +27,7 @@ from ladderlab.reports import plots, report
 from ladderlab.runs import runner
 from ladderlab.utils import figure_style
 from tests.figure_checks import problems
-from tests.helpers import TINY_COMPETITION
+from tests.helpers import CHROMIUM, TINY_COMPETITION, browser_page
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -157,3 +157,48 @@ def test_every_module_that_draws_is_checked_here():
     drawing = {str(path.relative_to(ROOT)) for path in (ROOT / "ladderlab").rglob("*.py")
                if re.search(r"\bFigure\(|plt\.subplots\(", path.read_text())}
     assert drawing == MODULES_THAT_DRAW, "a new kind of figure: add a test that renders it here"
+
+
+TABLE_WIDTHS = """() => Array.from(document.querySelectorAll('table')).map(table => {
+    const box = table.parentElement;
+    return {table: table.scrollWidth, room: box.clientWidth, heading: (box.previousElementSibling || {}).textContent};
+})"""
+"""Each table's drawn width (its scroll width: what it would need) and the width of the box that holds it."""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_every_table_of_the_html_report_fits_a_1280_pixel_window(every_kind, tmp_path):
+    """Measured in Chromium, with a screenshot of the whole page: no table needs more width than
+    the page gives it (it would scroll sideways), and the page itself does not scroll sideways.
+    A table made too wide on purpose is measured as too wide."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from ladderlab.reports import html as report_html
+
+    page_file, screen = tmp_path / "report.html", tmp_path / "report.png"
+    page_file.write_text(report_html.html_page(every_kind))
+    with browser_page(sync_api, width=1280, height=800) as page:
+        page.goto(page_file.as_uri())
+        page.wait_for_load_state("load")
+        page.screenshot(path=str(screen), full_page=True)
+        tables = page.evaluate(TABLE_WIDTHS)
+        page_width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        page.evaluate("""() => { const box = document.querySelector('div.scroll');
+            box.innerHTML = '<table><tr><td style="white-space: nowrap">' + 'wide '.repeat(400) + '</td></tr></table>'; }""")
+        broken = page.evaluate(TABLE_WIDTHS)
+        problems = page.problems
+    assert len(tables) >= 8  # duels, zoo, competitions and their teams, extrapolations
+    assert [table for table in tables if table["table"] > table["room"]] == []
+    assert page_width[0] <= page_width[1] == 1280
+    assert broken[0]["table"] > broken[0]["room"]
+    assert screen.stat().st_size > 10_000 and problems == []
+
+
+def test_a_table_of_many_measures_is_split_and_each_part_keeps_the_row_labels():
+    from ladderlab.reports import html as report_html
+    from ladderlab.reports.tables import Column
+
+    labels = Column("mechanism", ["kaggle", "ladder"], ["kaggle", "ladder"], False)
+    measures = [Column(f"measure {i}", ["0.1", "0.2"], [0.1, 0.2], True) for i in range(24)]
+    page = report_html.table_html([labels, *measures])
+    assert page.count("<table") == 3 and page.count(">mechanism<") == 3
+    assert all(page.count(f">measure {i}<") == 1 for i in range(24))
