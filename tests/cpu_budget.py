@@ -8,7 +8,10 @@ files. CPU rather than wall time: a loaded machine stretches wall time far more 
 
 A file's share is what its tests and fixtures spent in the worker that ran them, with the
 processes they waited for; a session fixture counts in the file that first asked for it. The
-whole tree's figure also holds collection, imports and processes that outlived their test.
+whole tree's figure also holds collection, imports and processes that outlived their test
+(joblib's reusable workers, kept sandboxes). ``--cpu-log FILE`` writes each test's CPU as it
+finishes, read from the whole tree below the worker (live pools included: slower, for finding
+where the CPU goes).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ def _own_and_reaped_seconds() -> float:
 
 
 def pytest_addoption(parser):
+    """``--cpu-top N`` and ``--cpu-log FILE``."""
     parser.addoption(
         "--cpu-top", type=int, default=0, metavar="N", help="list the N test files that spent the most CPU"
     )
@@ -47,11 +51,12 @@ def pytest_configure(config):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    before = _own_and_reaped_seconds()
-    yield
-    seconds = _own_and_reaped_seconds() - before
-    item.config._cpu_by_file[item.nodeid.split("::")[0]] += seconds
     log = item.config.getoption("cpu_log")
+    reading = cpu_time.tree_seconds if log else _own_and_reaped_seconds
+    before = reading()
+    yield
+    seconds = reading() - before
+    item.config._cpu_by_file[item.nodeid.split("::")[0]] += seconds
     if log:
         with open(log, "a") as file:
             file.write(f"{seconds:.3f}\t{item.nodeid}\n")

@@ -28,19 +28,26 @@ attacks = [{ id = "boosting", params = { k = 40 } }]
 """
 
 
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """A Dask cluster of two worker processes with two threads each, shared by the module's tests
+    (starting one costs seconds of CPU)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
 def everything_but_time(results: pd.DataFrame) -> pd.DataFrame:
     return results.drop(columns=["wall_time"]).sort_values(["cell", "replication"], ignore_index=True)
 
 
-def test_serial_loky_and_dask_agree_value_for_value(tmp_path):
-    distributed = pytest.importorskip("distributed")
+def test_serial_loky_and_dask_agree_value_for_value(tmp_path, dask_scheduler):
     path = tmp_path / "backends.toml"
     path.write_text(EVERY_FAMILY)
     runner.run(path, tmp_path / "serial")
     serial = runner.load_results(tmp_path / "serial", submissions=True)
     runner.run(path, tmp_path / "loky", jobs=2)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
-        runner.run(path, tmp_path / "dask", backend="dask", scheduler=cluster.scheduler_address)
+    runner.run(path, tmp_path / "dask", backend="dask", scheduler=dask_scheduler)
     assert (serial.status == "ok").all() and serial.attack.eq("honest").sum() == 16
     for other in ("loky", "dask"):
         pd.testing.assert_frame_equal(everything_but_time(serial),
@@ -95,19 +102,17 @@ teams = [
 """
 
 
-def test_competitions_agree_value_for_value_on_every_backend(tmp_path):
+def test_competitions_agree_value_for_value_on_every_backend(tmp_path, dask_scheduler):
     """Every measure and every team's scores, serially, with loky (which splits a cell's replications
     into ranges played by different workers) and on a Dask cluster of two worker processes."""
     from ladderlab.competition.results import load_competition_results
 
-    distributed = pytest.importorskip("distributed")
     path = tmp_path / "competition-backends.toml"
     path.write_text(COMPETITION)
     runner.run(path, tmp_path / "serial")
     serial = load_competition_results(tmp_path / "serial", teams=True)
     runner.run(path, tmp_path / "loky", jobs=2)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
-        runner.run(path, tmp_path / "dask", backend="dask", scheduler=cluster.scheduler_address)
+    runner.run(path, tmp_path / "dask", backend="dask", scheduler=dask_scheduler)
     assert (serial.status == "ok").all() and len(serial) == 6 * 4
     for other in ("loky", "dask"):
         pd.testing.assert_frame_equal(everything_but_time(serial),

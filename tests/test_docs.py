@@ -19,10 +19,14 @@ includes (``--8<--``) are the example files themselves, which the other blocks u
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
+import warnings
 from pathlib import Path
 
 import pytest
@@ -69,15 +73,42 @@ def _commands(script: str) -> list[str]:
     return commands
 
 
+SHELL = re.compile(r"[|<>;&$`*~(){}\\\n]")
+"""Characters that make a command the shell's to run, not a plain ``ladderlab`` call."""
+
+
+def _in_process(command: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """A plain ``ladderlab ARGS`` command run by the command line's ``main`` in this process (an
+    interpreter's start is a second of CPU), with what it printed on standard error and the
+    library warnings an interpreter would show by default (DeprecationWarning only from __main__)."""
+    from ladderlab.cli.commands import main
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    error = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(error), \
+            contextlib.redirect_stdout(io.StringIO()):
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        code = main(shlex.split(command)[1:])
+    shown = "".join(f"{warning.category.__name__}: {warning.message}\n" for warning in caught)
+    return code, error.getvalue() + shown
+
+
 @pytest.mark.parametrize("script", _blocks("bash"))
-def test_shell_example_runs(script: str, workdir: Path) -> None:
+def test_shell_example_runs(script: str, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(workdir)
     for command in _commands(script):
         if "&&" in command and any(c in command for c in SKIPPED_COMMANDS):
             command = command.split("&&", 1)[1].strip()
-        completed = subprocess.run(["bash", "-c", command], cwd=workdir, env=environment(),
-                                   capture_output=True, text=True, timeout=600)
-        assert completed.returncode == 0, f"{command}\n{completed.stderr[-3000:]}"
-        assert "Warning" not in completed.stderr, f"{command} printed a library warning:\n{completed.stderr[-3000:]}"
+        if command.startswith("ladderlab ") and not SHELL.search(command):
+            code, stderr = _in_process(command, monkeypatch)
+        else:
+            completed = subprocess.run(["bash", "-c", command], cwd=workdir, env=environment(),
+                                       capture_output=True, text=True, timeout=600)
+            code, stderr = completed.returncode, completed.stderr
+        assert code == 0, f"{command}\n{stderr[-3000:]}"
+        assert "Warning" not in stderr, f"{command} printed a library warning:\n{stderr[-3000:]}"
 
 
 @pytest.mark.parametrize("text", _blocks("toml"))

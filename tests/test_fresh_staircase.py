@@ -2,6 +2,7 @@
 Ladder's certificate at n = 4000 and 200 submissions, which the staircase leaves standing."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,6 +45,7 @@ def test_the_climb_ends_when_every_row_is_kept():
     assert kept > 0
 
 
+@pytest.mark.slow  # 800 duels at n = 4000; test_kept_blocks_never_overlap_so_no_stair_is_undone is its sibling
 @given(seed=st.integers(0, 2**32 - 1))
 @settings(max_examples=1, deadline=None)
 def test_not_undoing_kept_stairs_climbs_the_parameter_free_ladder_further_than_the_staircase(seed):
