@@ -197,9 +197,11 @@ def test_a_log_of_schema_version_2_is_migrated_and_its_entries_still_verify(tmp_
     with service.storage.transaction() as connection:  # the log as version 2 wrote it: no links table
         connection.execute(sa.update(meta).where(meta.c.key == "schema_version").values(value="2"))
         connection.exec_driver_sql("DROP TABLE links")
+        connection.exec_driver_sql("DROP TABLE events")  # nor events (version 4)
+        connection.exec_driver_sql("DELETE FROM chain WHERE singleton = 2")
     service.storage.close()
     reopened, _ = open_service(path, url, SECRET)
-    assert reopened.storage.meta_value("schema_version") == SCHEMA_VERSION == "3"
+    assert reopened.storage.meta_value("schema_version") == SCHEMA_VERSION == "4"
     assert len(reopened.storage.verify_chain(reopened.challenge.identity())) == 2
     reopened.storage.close()
 

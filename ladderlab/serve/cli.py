@@ -187,7 +187,8 @@ def _serve(args: argparse.Namespace) -> int:
     storage = Storage(url, full_sync=args.full_sync, background_checkpoints=True)
     service = Service(challenge, storage, secret)
     try:
-        issued = service.open()
+        with storage.readable():
+            issued = service.open()
     except StorageError as error:
         storage.close()
         print(f"ladderlab: error: {storage.display_url()}: {error}; nothing was served", file=sys.stderr)
@@ -307,25 +308,46 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
     challenge = challenges.load(args.challenge_file, args.force)
     _, url, secret = _state(args, challenge, create=False)
     storage = Storage(url)
-    if not storage.has_log():
-        storage.close()
-        raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
-                         f"{challenge.path}' starts one")
     try:
-        linked.check_link_record(challenge, storage)
-        rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
-        states, count = rebuild(challenge, storage, secret, progress=None)
-        if args.anchor is not None:
-            storage.check_anchor(*args.anchor)
-        with storage.reading() as connection:
-            head = storage.head(connection)
-        report = Service(challenge, storage, secret).links()
+        if not storage.has_log():
+            raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
+                             f"{challenge.path}' starts one")
+        with storage.readable():
+            linked.check_link_record(challenge, storage)
+            rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
+            states, count = rebuild(challenge, storage, secret, progress=None)
+            if args.anchor is not None:
+                storage.check_anchor(*args.anchor)
+            with storage.reading() as connection:
+                head = storage.head(connection)
+            report = Service(challenge, storage, secret).links()
+            _check_version(storage)
+    except ValueError:
+        storage.close()
+        raise
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return None
     finally:
         storage.close()
     return storage.display_url(), count, len(states), head, report
+
+
+def _check_version(storage: Any) -> None:
+    """Say on stderr what the chain of a log not migrated yet, or migrated, does not vouch for."""
+    from ladderlab.serve.storage import SCHEMA_VERSION
+
+    version = storage.meta_value("schema_version")
+    if version != SCHEMA_VERSION:
+        print(f"ladderlab: warning: {storage.display_url()}: a log of schema version {version}, whose chain covers its "
+              "submissions but not its tokens, selections and close; start the server on it once, which migrates it "
+              f"to version {SCHEMA_VERSION} and chains them from then on", file=sys.stderr)
+        return
+    migrated = storage.events_migrated_from()
+    if migrated is not None:
+        print(f"ladderlab: warning: {storage.display_url()}: migrated from schema version {migrated}: the chain vouches "
+              "for its tokens, selections and close from the migration on, not for what they were before it",
+              file=sys.stderr)
 
 
 def _groups_text(report: dict[str, Any]) -> str:

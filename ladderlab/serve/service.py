@@ -55,6 +55,8 @@ from ladderlab.serve.organiser_links import link_events, link_report
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import (
+    EPOCH,
+    ORGANISER,
     REFUSED,
     Entry,
     Storage,
@@ -64,8 +66,6 @@ from ladderlab.serve.storage import (
 )
 
 log = logging.getLogger("ladderlab.serve")
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-ORGANISER = "organiser"
 MAX_IDEMPOTENCY_KEY = 128
 TOKEN_REFRESH_SECONDS = 5.0
 LINKED = "#linked"
@@ -146,7 +146,8 @@ class Service:
         identity = self.challenge.identity()
         issued: dict[str, str] = {}
         organiser = new_token()
-        if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser)):
+        now_us = microseconds(self.clock())
+        if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser), now_us):
             issued[ORGANISER] = organiser
         known = self.storage.team_hashes()
         names = [team.name for team in self.challenge.spec.teams]
@@ -158,7 +159,7 @@ class Service:
         for name in names:
             if name not in known:
                 token = new_token()
-                self.storage.add_team(name, token_hash(token))
+                self.storage.add_team(name, token_hash(token), now_us)
                 issued[name] = token
         self._hashes_read = -math.inf
         self._check_link_record()
@@ -179,12 +180,9 @@ class Service:
     def reissue(self, name: str) -> str:
         """A new token for a team (or the organiser); the old one stops working."""
         token = new_token()
-        if name == ORGANISER:
-            self.storage.set_meta("organiser_token_hash", token_hash(token))
-        elif name in {team.name for team in self.challenge.spec.teams}:
-            self.storage.set_token_hash(name, token_hash(token))
-        else:
+        if name != ORGANISER and name not in {team.name for team in self.challenge.spec.teams}:
             raise ValueError(f"--reissue {name}: no such team in {self.challenge.path} (or '{ORGANISER}')")
+        self.storage.set_token_hash(name, token_hash(token), microseconds(self.clock()))
         return token
 
     # --- who is asking ----------------------------------------------------------------------
@@ -473,7 +471,7 @@ class Service:
             if selected and submission_id not in chosen and len(chosen) >= k:
                 raise ServiceError(409, "conflict", f"a team selects at most {k} submissions; unselect one of "
                                                     f"{sorted(chosen)} first")
-            self.storage.select(connection, team, submission_id, selected)
+            self.storage.select(connection, team, submission_id, selected, microseconds(self.clock()))
 
     # --- the organiser ----------------------------------------------------------------------
 
@@ -481,8 +479,8 @@ class Service:
         """Close the challenge now (no more submissions); return when it closed."""
         closed = self.closed_at()
         if closed is None:
-            closed = self.clock()
-            self.storage.set_meta("closed_at", closed.isoformat())
+            now = self.clock()
+            closed = datetime.fromisoformat(self.storage.close_challenge(now.isoformat(), microseconds(now)))
             log.info("the challenge was closed by the organiser")
         return closed
 
