@@ -186,3 +186,9 @@ def shared_postgres(run_folder: Path) -> Iterator[Any]:
             state["holders"] -= 1
             if state["holders"] == 0:
                 cluster.stop()
+
+
+def write_secret(path: Path, secret: int) -> None:
+    """A secret seed file as ``serve`` writes one: readable by its owner alone."""
+    path.write_text(f"{secret}\n")
+    path.chmod(0o600)

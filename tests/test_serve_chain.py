@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from ladderlab.cli.commands import main
 from ladderlab.serve.security import new_token, token_hash
 from ladderlab.serve.storage import chain, events, meta, predictions, selections, submissions, teams
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
+from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge, write_secret
 
 SECRET = 1234
 
@@ -25,7 +25,7 @@ def _served(tmp_path, database: str, rules: str = "per_day = 2\ntotal = 100\nsel
     the verify command of its log."""
     path = write_challenge(tmp_path, rules=rules)
     (tmp_path / "state").mkdir()
-    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
+    write_secret(tmp_path / "state" / "secret", SECRET)
     service, tokens = open_service(path, database, SECRET)
     with ThreadServer(service) as server:
         assert upload(server.url, tokens["alpha"], np.eye(2, service.challenge.ids.size))[0] == 201

@@ -19,6 +19,7 @@ import pytest
 from ladderlab.serve import replay
 from ladderlab.serve.storage import Storage, StorageError, predictions
 from tests.serve_helpers import (
+    write_secret,
     ThreadServer,
     open_service,
     request,
@@ -248,7 +249,7 @@ def _log_of_uploads(tmp_path, database: str, count: int):
     submissions of team alpha, uploaded over HTTP; the challenge's path and the service."""
     path = write_challenge(tmp_path)
     (tmp_path / "state").mkdir()
-    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
+    write_secret(tmp_path / "state" / "secret", SECRET)
     service, tokens = open_service(path, database, SECRET)
     with ThreadServer(service) as server:
         assert upload(server.url, tokens["alpha"], np.eye(count, service.challenge.ids.size))[0] == 201

@@ -10,7 +10,8 @@ Participants (``Authorization: Bearer TEAM-TOKEN``):
 
 Everyone: ``GET /api/challenge`` (ids in the published order, scorer, rules, mechanism),
 ``GET /api/public-data`` (training data and holdout inputs, ``.npz``),
-``GET /api/leaderboard``, the page ``/`` with its forms, ``/sample_submission.csv``.
+``GET /api/leaderboard``, the page ``/`` with its forms, ``/sample_submission.csv``, ``/static/`` (the
+page's style sheet; :mod:`ladderlab.serve.perimeter` says what every answer carries).
 
 The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, ``GET
 /api/organiser/links`` (JSON; ``links.parquet``: Parquet) at any time, and after the close ``GET
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
@@ -41,6 +43,7 @@ from ladderlab.engines.linked_ranking import DEFAULT_LINKED_POLICY, check_linked
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve import pages
 from ladderlab.serve.organiser_links import link_table
+from ladderlab.serve.perimeter import SecurityHeaders
 from ladderlab.serve.service import (
     Accepted,
     Service,
@@ -70,6 +73,8 @@ def create_app(service: Service) -> FastAPI:
     classes = split.public.classes
     app = FastAPI(title=f"ladderlab serve: {challenge.name}", docs_url=None, redoc_url=None,
                   description="A leaderboard that releases what a certified mechanism releases.")
+    app.add_middleware(SecurityHeaders)
+    app.mount("/static", StaticFiles(packages=[("ladderlab.serve", "static")]), name="static")
 
     @app.exception_handler(ServiceError)
     async def refused(_request: Request, error: ServiceError) -> JSONResponse:

@@ -1,6 +1,7 @@
 """The web page: the public leaderboard, a team's upload form and its own submissions.
 
-Server-rendered with Jinja2 from ``templates/``, with its style inline and no script or
+Server-rendered with Jinja2 from ``templates/``, its style in ``static/`` (served by the app: the
+Content-Security-Policy allows no inline style or script, :mod:`ladderlab.serve.perimeter`) and no
 external asset, so it works offline and shows released values only.
 """
 

@@ -204,6 +204,11 @@ class Service:
             raise ServiceError(401, "unauthorized", "unknown team token")
         return team
 
+    def knows(self, token: str) -> bool:
+        """Whether ``token`` is a team's or the organiser's (the places kept for them, :mod:`ladderlab.serve.limits`)."""
+        hashes, organiser = self._token_hashes()
+        return holder(token, {**hashes, ORGANISER: organiser}) is not None
+
     def check_organiser(self, token: str) -> None:
         if holder(token, {ORGANISER: self._token_hashes()[1]}) is None:
             raise ServiceError(401, "unauthorized", "this needs the organiser's token")
