@@ -107,6 +107,8 @@ CHALLENGE_CASES = [
     (PARAMS, "params = { eta = -0.01 }", ["eta", "-0.01"]),
     (PARAMS, "params = { eta = nan }", ["eta", "nan"]),
     (PARAMS, "params = { eta = inf }", ["eta", "inf"]),
+    (PARAMS, "params = { eta = 1e300 }", ["mechanism.params.eta", "1e+300", "(0, 1]"]),
+    (PARAMS, "params = { eta = 1.5 }", ["mechanism.params.eta", "1.5", "(0, 1]"]),
     (PARAMS, "params = { eta = [0.01, 0.02] }", ["mechanism.params", "runs one"]),
     (PARAMS, "params = { etta = 0.01 }", ["etta", "did you mean 'eta'"]),
     (PARAMS, 'params = { eta = "0.01" }', ["eta", "'0.01'"]),
