@@ -370,6 +370,14 @@ REPLAY_CASES = [
     (("log.csv", LOG.replace(",private_score", ",public_score")), "replay {tmp}/log.csv --smaller-is-better",
      ["log.csv", "public_score"]),
     (("log.csv", HEADER + "\n"), "replay {tmp}/log.csv --smaller-is-better", ["log.csv", "no submissions"]),
+    (("log.csv", _log("0.20,0.25", "1e308,0.25")), "replay {tmp}/log.csv --scorer zero-one",
+     ["public_score", "line 4", "1e+308", "zero-one", "[0, 1]"]),
+    (("log.csv", _log("0.20,0.25", "0.20,230000")), "replay {tmp}/log.csv --scorer zero-one",
+     ["private_score", "line 4", "230000.0", "zero-one"]),
+    (("log.csv", _log("0.20,0.25", "-0.2,0.25")), "replay {tmp}/log.csv --scorer zero-one",
+     ["public_score", "line 4", "-0.2"]),
+    (("log.csv", _log("A,103", "A,99999999999999999999")), "replay {tmp}/log.csv --smaller-is-better",
+     ["submission_id", "line 4", "64 bits", "99999999999999999999"]),
     (("log.csv", LOG.replace(",private_score\n", ",private_score,selected\n").replace(",0.32\n", ",0.32,maybe\n")),
      "replay {tmp}/log.csv --smaller-is-better", ["selected", "'maybe'"]),
 ]
@@ -410,6 +418,10 @@ RANK_CASES = [
      ["samples.csv", "loss"]),
     (("samples.csv", SAMPLES.replace("team,sample,loss", "team,sample,risk")), "rank-certificate {tmp}/samples.csv",
      ["samples.csv", "loss or prediction"]),
+    (("samples.csv", SAMPLES.replace("B,3,", ",3,")), "rank-certificate {tmp}/samples.csv",
+     ["samples.csv", "'team'", "line 11", "needs a team name"]),
+    (("samples.csv", SAMPLES.replace("B,3,", "B,,")), "rank-certificate {tmp}/samples.csv",
+     ["samples.csv", "'sample'", "line 11", "needs a sample name"]),
     (None, "rank-certificate {tmp} --labels {tmp}/sample_labels.csv", ["--labels", "competition run"]),
 ]
 
