@@ -146,6 +146,46 @@ def request(url: str, token: str, method: str, path: str, body: bytes | None = N
     return status, answer_headers, data
 
 
+def page_request(url: str, method: str, path: str, fields: dict[str, str] | None = None, cookie: str | None = None,
+                 origin: str | None = "same", headers: dict[str, str] | None = None
+                 ) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request of the page, as a browser sends it: a form of ``fields`` (URL-encoded), the session
+    ``cookie`` (``name=value``), and an ``Origin`` header naming the server (``origin="same"``),
+    another site, or none (None); the status, the headers (in order, repeated ones kept) and the body."""
+    import http.client
+    import urllib.parse
+
+    address = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    sent = dict(headers or {})
+    body = None
+    if fields is not None:
+        body = urllib.parse.urlencode(fields).encode()
+        sent["Content-Type"] = "application/x-www-form-urlencoded"
+    if origin is not None:
+        sent["Origin"] = url.rstrip("/") if origin == "same" else origin
+    if cookie is not None:
+        sent["Cookie"] = cookie
+    try:
+        connection.request(method, path, body=body, headers=sent)
+        response = connection.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        connection.close()
+
+
+def set_cookies(headers: list[tuple[str, str]]) -> list[str]:
+    """The ``Set-Cookie`` headers of an answer."""
+    return [value for name, value in headers if name.lower() == "set-cookie"]
+
+
+def sign_in(url: str, token: str) -> str:
+    """Sign in on the page with ``token``; the session cookie as a ``Cookie`` header sends it (``name=value``)."""
+    status, headers, body = page_request(url, "POST", "/login", {"token": token})
+    assert status == 303, (status, body[:300])
+    return set_cookies(headers)[0].split(";")[0]
+
+
 def upload(url: str, token: str, rows: np.ndarray, key: str | None = None) -> tuple[int, Any]:
     headers = {"Content-Type": "application/x-npy", **({"Idempotency-Key": key} if key else {})}
     status, _, answer = request(url, token, "POST", "/api/submissions", npy(rows), headers)

@@ -199,7 +199,7 @@ def test_a_log_of_schema_version_2_is_migrated_and_its_entries_still_verify(tmp_
         connection.exec_driver_sql("DROP TABLE links")
     service.storage.close()
     reopened, _ = open_service(path, url, SECRET)
-    assert reopened.storage.meta_value("schema_version") == SCHEMA_VERSION == "3"
+    assert reopened.storage.meta_value("schema_version") == SCHEMA_VERSION == "4"
     assert len(reopened.storage.verify_chain(reopened.challenge.identity())) == 2
     reopened.storage.close()
 

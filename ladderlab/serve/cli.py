@@ -86,8 +86,9 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
     _add_state_options(verify, creates_secret=False)
     verify.add_argument("--anchor", type=anchor, metavar="ID:HASH",
-                        help="an entry's id and hash as an earlier verify printed them: refuse a log whose entry ID "
-                             "is gone or has another hash (entries cut from its end, or the log rewritten since)")
+                        help="the head an earlier verify printed: refuse a log in which neither entry ID nor an event "
+                             "recorded after it has that hash (entries or events cut from its end, or the log "
+                             "rewritten since)")
     verify.set_defaults(handler=_verify)
     links = type(serve)(prog="ladderlab serve links",
                         description="The linked groups of a log (accounts, first link, the submission pairs and the "
@@ -248,22 +249,32 @@ def _write_tokens(path: Path, issued: dict[str, str]) -> None:
 
 
 def _check_reissue(challenge: Any, name: str) -> None:
-    from ladderlab.certification.challenge import RESERVED_TEAM_NAMES
+    """A team of the challenge file or the organiser; with ``[registration]``, also a name a team may
+    have registered (the service refuses it, naming it, if none did)."""
+    from ladderlab.certification.challenge import RESERVED_TEAM_NAMES, check_team_name
 
     names = [team.name for team in challenge.spec.teams] + list(RESERVED_TEAM_NAMES)
-    if name not in names:
+    if name in names:
+        return
+    if challenge.spec.registration is None:
         raise ValueError(f"--reissue {name!r}: not a team of {challenge.path} (teams: {', '.join(names)})")
+    try:
+        check_team_name(name)
+    except ValueError as error:
+        raise ValueError(f"--reissue: {error}") from None
 
 
 def _verify(args: argparse.Namespace) -> int:
     checked = _checked_log(args)
     if checked is None:
         return 1
-    display, count, states, head, report = checked
+    display, count, states, head, report, summary = checked
+    actions = summary.text() if summary else ""
     anchor_text = (f"; its head is {head[0]}:{head[1]} (keep it elsewhere: a later 'verify --anchor' with it "
-                   "finds the log cut back or rewritten)") if head[0] else ""
-    print(f"{display}: {count} submissions of {states} mechanism state(s): the chain is intact and every release, "
-          f"public and final score{', and every link,' if report['rule'] else ''} replays bit for bit{anchor_text}")
+                   "finds the log cut back or rewritten)") if head[0] or actions else ""
+    print(f"{display}: {count} submissions of {states} mechanism state(s){f' and {actions}' if actions else ''}: the "
+          f"chain is intact and every release, public and final score{', and every link,' if report['rule'] else ''} "
+          f"replays bit for bit{', and every recorded action keeps the rules' if actions else ''}{anchor_text}")
     if report["rule"]:
         print(_groups_text(report))
     return 0
@@ -287,16 +298,18 @@ def _links(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any]] | None:
+def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any], Any] | None:
     """Verify the log of ``args.challenge_file`` (the chain, every release and score, every link:
-    a log whose recorded links differ from the ones the rule makes on replay is refused) and return
-    its URL as shown, its length, its mechanism states, its head and its links
-    (:func:`~ladderlab.serve.organiser_links.link_report`); None, said on stderr, if it does not verify."""
+    a log whose recorded links differ from the ones the rule makes on replay is refused; every
+    recorded action: :func:`~ladderlab.serve.events.verify_events`) and return its URL as shown, its
+    length, its mechanism states, its head, its links (:func:`~ladderlab.serve.organiser_links.link_report`)
+    and what its events did (an :class:`~ladderlab.serve.events.EventSummary`, None for a log of an
+    older schema); None, said on stderr, if it does not verify."""
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
     from ladderlab.certification import challenge as challenges
-    from ladderlab.serve import linked, replay
+    from ladderlab.serve import linked
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage, StorageError
 
@@ -313,19 +326,18 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
                          f"{challenge.path}' starts one")
     try:
         linked.check_link_record(challenge, storage)
-        rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
-        states, count = rebuild(challenge, storage, secret, progress=None)
+        service = Service(challenge, storage, secret)
+        states, count, summary = service.replay_log(progress=None)
         if args.anchor is not None:
             storage.check_anchor(*args.anchor)
-        with storage.reading() as connection:
-            head = storage.head(connection)
-        report = Service(challenge, storage, secret).links()
+        head = storage.chain_head()
+        report = service.links()
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return None
     finally:
         storage.close()
-    return storage.display_url(), count, len(states), head, report
+    return storage.display_url(), count, states, head, report, summary
 
 
 def _groups_text(report: dict[str, Any]) -> str:
@@ -347,9 +359,10 @@ def _link_text(link: dict[str, Any], holdout: int) -> str:
 
 
 def anchor(text: str) -> tuple[int, str]:
-    """``ID:HASH``, an entry's id and its 64-hex-digit hash, as ``verify`` prints a log's head."""
+    """``ID:HASH``, the submissions before a log's head (its last entry's id) and the head's 64-hex-digit
+    hash, as ``verify`` prints them."""
     number, _, digest = text.partition(":")
-    if not (number.isdigit() and int(number) > 0 and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+    if not (number.isdigit() and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
         raise argparse.ArgumentTypeError(f"{text!r} is not ID:HASH (an entry id and its 64 hex digits, "
                                          "as 'ladderlab serve verify' prints the head)")
     return int(number), digest

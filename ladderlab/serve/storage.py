@@ -13,11 +13,21 @@ SQLAlchemy Core, one schema for both databases:
 - ``links``: with ``[rules] link``, the links each submission made (the other team and the
   holdout rows where they differed, :mod:`ladderlab.serve.linked`); an entry's hash covers them;
 - ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
-- ``selections``: the submissions a team selected for the final ranking (rule k);
+- ``events``: the organiser's and the teams' recorded actions between submissions: a team
+  registered, a submission selected or unselected, the challenge closed
+  (:mod:`ladderlab.serve.events`), each with the number of submissions logged before it;
+- ``selections``: the submissions a team selected for the final ranking (rule k), as its
+  ``select`` and ``unselect`` events leave them;
 - ``rate_buckets``: each team's upload rate-limit bucket (level, last update), so that
-  the limit holds across processes (not part of the chain: a refusal leaves no entry);
-- ``chain``: one row, the head of the chain (last id and hash). Appending an entry locks
-  it, so ids are gapless and the chain is linear under any number of server processes.
+  the limit holds across processes (not part of the chain: a refusal leaves no entry), and
+  ``address_buckets``, the same for registration attempts by client address;
+- ``sessions``: the page's signed-in browsers (the SHA-256 of their cookie, who, until when);
+- ``chain``: one row, the head of the chain (the last submission id, and the hash of the
+  last entry or event). Appending locks it, so ids are gapless and the chain is linear under
+  any number of server processes.
+
+The chain runs through submissions and events in the order they were logged: an entry's or an
+event's ``previous_hash`` is the hash of whichever came just before it.
 
 Locks: SQLite takes its one write lock with ``BEGIN IMMEDIATE``; PostgreSQL locks the
 team's row (``SELECT … FOR UPDATE``) for the whole submission, so that caps and the
@@ -34,6 +44,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +55,14 @@ from numpy.typing import NDArray
 
 from ladderlab.serve.security import token_bucket
 
-SCHEMA_VERSION = "3"
-MIGRATIONS = {"2": "3"}
+SCHEMA_VERSION = "4"
+MIGRATIONS = {"2": "3", "3": "4"}
 """Older schema versions this one opens by adding what it lacks (version 3 adds ``links``; the
-hashes of entries without links are what version 2 wrote)."""
+hashes of entries without links are what version 2 wrote; version 4 adds ``events``, ``sessions``
+and ``address_buckets``, and records a log's earlier selections and close as events when it
+first opens it)."""
 CHECKPOINT_SECONDS = 0.5
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 REFUSED = "refused"
 """The decision of a submission beyond its linked group's budget: logged (it counts in its team's
 caps and links as in :func:`ladderlab.competition.play_competition`), never shown to the mechanism."""
@@ -97,11 +111,35 @@ selections = sa.Table(
     sa.Column("team", sa.String(64), primary_key=True),
     sa.Column("submission_id", sa.BigInteger, sa.ForeignKey("submissions.submission_id"), primary_key=True),
 )
+events = sa.Table(
+    "events", metadata,
+    sa.Column("event_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("after_submission", sa.BigInteger, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("team", sa.String(64)),
+    sa.Column("submission_id", sa.BigInteger),
+    sa.Column("at_us", sa.BigInteger, nullable=False),
+    sa.Column("previous_hash", sa.String(64), nullable=False),
+    sa.Column("event_hash", sa.String(64), nullable=False),
+)
 rate_buckets = sa.Table(
     "rate_buckets", metadata,
     sa.Column("team", sa.String(64), sa.ForeignKey("teams.name"), primary_key=True),
     sa.Column("level", sa.Double, nullable=False),
     sa.Column("updated_us", sa.BigInteger, nullable=False),
+)
+address_buckets = sa.Table(
+    "address_buckets", metadata,
+    sa.Column("address", sa.String(64), primary_key=True),
+    sa.Column("level", sa.Double, nullable=False),
+    sa.Column("updated_us", sa.BigInteger, nullable=False),
+)
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("session_hash", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False),
+    sa.Column("expires_us", sa.BigInteger, nullable=False),
 )
 chain = sa.Table(
     "chain", metadata,
@@ -131,7 +169,7 @@ BY_IDEMPOTENCY_KEYS = (sa.select(*submissions.c)
                               submissions.c.idempotency_key.in_(sa.bindparam("keys", expanding=True)))
                        .order_by(submissions.c.submission_id))
 LOCK_TEAM = sa.select(teams.c.name).where(teams.c.name == _team).with_for_update()
-RATE_BUCKET = sa.select(rate_buckets.c.level, rate_buckets.c.updated_us).where(rate_buckets.c.team == _team)
+LOCK_TEAMS = sa.select(teams.c.name).order_by(teams.c.name).with_for_update()
 LINKS_AFTER = (sa.select(links.c.submission_id, links.c.other, links.c.differing)
                .where(links.c.submission_id > sa.bindparam("after")).order_by(links.c.submission_id, links.c.position))
 HEAD = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == 1)
@@ -193,6 +231,33 @@ def entry_hash(submission_id: int, team: str, team_sequence: int, submitted_at_u
                          idempotency_key, previous_hash]
     if links:  # an entry without links hashes as before links were logged
         fields.append([[other, int(differing)] for other, differing in links])
+    return hashlib.sha256(json.dumps(fields, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One recorded action of the chain (:mod:`ladderlab.serve.events`): its id (gapless from 1), the
+    submissions logged before it, its kind, the team and submission it concerns, its time (µs)."""
+
+    event_id: int
+    after_submission: int
+    kind: str
+    team: str | None
+    submission_id: int | None
+    at_us: int
+    previous_hash: str
+    event_hash: str
+
+    def expected_hash(self) -> str:
+        return event_hash(self.event_id, self.after_submission, self.kind, self.team, self.submission_id, self.at_us,
+                          self.previous_hash)
+
+
+def event_hash(event_id: int, after_submission: int, kind: str, team: str | None, submission_id: int | None,
+               at_us: int, previous_hash: str) -> str:
+    """SHA-256 of an event's fields and the hash before it (marked as an event, so that no entry
+    hashes the same)."""
+    fields = ["event", event_id, after_submission, kind, team, submission_id, at_us, previous_hash]
     return hashlib.sha256(json.dumps(fields, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -326,26 +391,29 @@ class Storage:
     def take_upload(self, connection: sa.Connection, team: str, now_us: int, rate: float, burst: int) -> float:
         """Count one upload in the team's token bucket and return 0, or return the seconds to
         wait before one is allowed (counting nothing). Call it holding the team's lock."""
-        stored = connection.execute(RATE_BUCKET, {"team": team}).first()
-        level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
-        level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
-        if not wait:
-            values = {"team": team, "level": level, "updated_us": now_us}
-            if stored is None:
-                connection.execute(rate_buckets.insert(), values)
-            else:
-                connection.execute(rate_buckets.update().where(rate_buckets.c.team == team), values)
-        return wait
+        return _take(connection, rate_buckets.c.team, team, now_us, rate, burst)
+
+    def take_attempt(self, connection: sa.Connection, address: str, now_us: int, rate: float, burst: int) -> float:
+        """:meth:`take_upload` for a registration attempt from a client address (in a write
+        transaction); buckets that have refilled are dropped, so that addresses do not pile up."""
+        connection.execute(address_buckets.delete().where(address_buckets.c.updated_us < now_us - int(burst / rate * 1e6)))
+        return _take(connection, address_buckets.c.address, address[:64], now_us, rate, burst)
 
     def length(self) -> int:
         """The number of entries in the log (the chain head's id)."""
-        with self.reading() as connection:
-            return int(connection.execute(HEAD).one()[0])
+        return self.chain_head()[0]
 
     def head(self, connection: sa.Connection) -> tuple[int, str]:
-        """The chain's last id and hash, locked until the transaction ends."""
+        """The chain's last submission id and last hash (an entry's or an event's), locked until the
+        transaction ends."""
         last_id, last_hash = connection.execute(HEAD if self.is_sqlite else HEAD_FOR_UPDATE).one()
         return int(last_id), str(last_hash)
+
+    def lock_all_teams(self, connection: sa.Connection) -> None:
+        """Hold every team's row until the transaction ends, in name order (SQLite: already held):
+        a submission in progress holds its team's row until it is logged, so this waits for them."""
+        if not self.is_sqlite:
+            connection.execute(LOCK_TEAMS).all()
 
     # --- setting up ---------------------------------------------------------------------
 
@@ -364,10 +432,12 @@ class Storage:
                 ])
                 connection.execute(chain.insert().values(singleton=1, last_id=0, last_hash=genesis_hash(identity)))
                 return True
-            if stored.get("schema_version") in MIGRATIONS:
-                connection.execute(meta.update().where(meta.c.key == "schema_version").values(
-                    value=MIGRATIONS[stored["schema_version"]]))
+            while stored.get("schema_version") in MIGRATIONS:
+                if stored["schema_version"] == "3":
+                    self._record_earlier_actions(connection, stored.get("closed_at"))
                 stored["schema_version"] = MIGRATIONS[stored["schema_version"]]
+                connection.execute(meta.update().where(meta.c.key == "schema_version").values(
+                    value=stored["schema_version"]))
         self._check_schema(stored.get("schema_version"))
         if stored.get("challenge_identity") != identity:
             raise StorageError(f"{self.display_url()} holds the log of another challenge (or of this one with other "
@@ -378,10 +448,23 @@ class Storage:
                                "started with (--secret)")
         return False
 
+    def _record_earlier_actions(self, connection: sa.Connection, closed_at: str | None) -> None:
+        """A log of schema 3 kept its selections and its close outside the chain: record them as events
+        (the selections now, the close at its time), so that the chain covers them from here on."""
+        now_us = microseconds(datetime.now(timezone.utc))
+        for team, submission_id in connection.execute(sa.select(selections.c.team, selections.c.submission_id)
+                                                      .order_by(selections.c.team, selections.c.submission_id)):
+            self.append_event(connection, "select", now_us, team, int(submission_id))
+        if closed_at is not None:
+            self.append_event(connection, "close", microseconds(datetime.fromisoformat(closed_at)))
+
     def _check_schema(self, version: str | None) -> None:
         if version != SCHEMA_VERSION:
             raise StorageError(f"{self.display_url()}: log schema version {version!r}, "
                                f"this ladderlab reads and writes {SCHEMA_VERSION!r}")
+
+    def has_table(self, name: str) -> bool:
+        return sa.inspect(self.engine).has_table(name)
 
     def has_log(self) -> bool:
         """Whether the database holds a log (its metadata table), without creating anything."""
@@ -397,20 +480,32 @@ class Storage:
                 return reader.execute(query).scalar_one_or_none()
         return connection.execute(query).scalar_one_or_none()
 
-    def set_meta(self, key: str, value: str) -> None:
-        with self.transaction() as connection:
-            if connection.execute(sa.select(meta.c.key).where(meta.c.key == key)).first():
-                connection.execute(meta.update().where(meta.c.key == key).values(value=value))
-            else:
-                connection.execute(meta.insert().values(key=key, value=value))
+    def set_meta(self, key: str, value: str, connection: sa.Connection | None = None) -> None:
+        """Set a metadata value, in ``connection``'s transaction or a transaction of its own."""
+        if connection is None:
+            with self.transaction() as writer:
+                return self.set_meta(key, value, writer)
+        if connection.execute(sa.select(meta.c.key).where(meta.c.key == key)).first():
+            connection.execute(meta.update().where(meta.c.key == key).values(value=value))
+        else:
+            connection.execute(meta.insert().values(key=key, value=value))
+        return None
 
     def team_hashes(self) -> dict[str, str]:
         with self.reading() as connection:
             return dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
 
-    def add_team(self, name: str, token_hash: str) -> None:
-        with self.transaction() as connection:
-            connection.execute(teams.insert().values(name=name, token_hash=token_hash))
+    def team_count(self) -> int:
+        with self.reading() as connection:
+            return int(connection.execute(sa.select(sa.func.count()).select_from(teams)).scalar_one())
+
+    def add_team(self, name: str, token_hash: str, connection: sa.Connection | None = None) -> None:
+        """Add a team, in ``connection``'s transaction or a transaction of its own."""
+        if connection is None:
+            with self.transaction() as writer:
+                return self.add_team(name, token_hash, writer)
+        connection.execute(teams.insert().values(name=name, token_hash=token_hash))
+        return None
 
     def set_token_hash(self, name: str, token_hash: str) -> None:
         with self.transaction() as connection:
@@ -508,6 +603,51 @@ class Storage:
         connection.execute(MOVE_HEAD, {"last_id": last_id, "last_hash": last_hash})
         return entries
 
+    def append_event(self, connection: sa.Connection, kind: str, at_us: int, team: str | None = None,
+                     submission_id: int | None = None) -> Event:
+        """Append an event to the chain after the submissions logged so far; return it."""
+        last_id, last_hash = self.head(connection)
+        number = connection.execute(sa.select(sa.func.coalesce(sa.func.max(events.c.event_id), 0))).scalar_one() + 1
+        event = Event(int(number), last_id, kind, team, submission_id, at_us, last_hash,
+                      event_hash(int(number), last_id, kind, team, submission_id, at_us, last_hash))
+        connection.execute(events.insert().values(**event.__dict__))
+        connection.execute(MOVE_HEAD, {"last_id": last_id, "last_hash": event.event_hash})
+        return event
+
+    def events(self, connection: sa.Connection | None = None, kind: str | None = None) -> list[Event]:
+        """The recorded events in order: all, or those of one kind (none in a log of schema 3)."""
+        query = sa.select(*events.c).order_by(events.c.event_id)
+        if kind is not None:
+            query = query.where(events.c.kind == kind)
+        if connection is None:
+            with self.reading() as reader:
+                return [Event(**row._mapping) for row in reader.execute(query)]
+        return [Event(**row._mapping) for row in connection.execute(query)]
+
+    def registered_teams(self, connection: sa.Connection | None = None) -> list[str]:
+        """The teams that registered themselves, in the order they did."""
+        return [str(event.team) for event in self.events(connection, kind="register")]
+
+    def add_session(self, session_hash: str, holder: str, token_hash: str, expires_us: int, now_us: int) -> None:
+        """Record a signed-in browser (its cookie's hash), dropping the sessions that have expired."""
+        with self.transaction() as connection:
+            connection.execute(sessions.delete().where(sessions.c.expires_us <= now_us))
+            connection.execute(sessions.insert().values(session_hash=session_hash, holder=holder, token_hash=token_hash,
+                                                        expires_us=expires_us))
+
+    def session(self, session_hash: str) -> tuple[str, str, int] | None:
+        """Who holds the session of this cookie hash, with the token hash it signed in with and
+        when it expires (µs), or None."""
+        query = sa.select(sessions.c.holder, sessions.c.token_hash, sessions.c.expires_us).where(
+            sessions.c.session_hash == session_hash)
+        with self.reading() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else (str(row[0]), str(row[1]), int(row[2]))
+
+    def drop_session(self, session_hash: str) -> None:
+        with self.transaction() as connection:
+            connection.execute(sessions.delete().where(sessions.c.session_hash == session_hash))
+
     def team_summaries(self) -> dict[str, tuple[int, int, float, float, float]]:
         """Per team with submissions the mechanism answered (not ``refused``): their count, the time
         of the last (µs), the lowest, highest and last release."""
@@ -522,6 +662,19 @@ class Storage:
                 submissions.c.submission_id.in_(last_ids))).all()) if last_ids else {}
         return {team: (int(count), int(last_us), float(lowest), float(highest), float(last[last_id]))
                 for team, count, last_us, lowest, highest, last_id in rows}
+
+    def submission_counts(self) -> dict[str, tuple[int, int]]:
+        """Per team with submissions: how many (refused ones included), and the time of the last (µs)."""
+        query = sa.select(submissions.c.team, sa.func.count(), sa.func.max(submissions.c.submitted_at_us)).group_by(
+            submissions.c.team)
+        with self.reading() as connection:
+            return {team: (int(count), int(last_us)) for team, count, last_us in connection.execute(query)}
+
+    def chain_head(self) -> tuple[int, str]:
+        """The chain's last submission id and last hash, as they are now (not locked)."""
+        with self.reading() as connection:
+            last_id, last_hash = connection.execute(HEAD).one()
+        return int(last_id), str(last_hash)
 
     def selected(self, connection: sa.Connection | None = None) -> dict[str, set[int]]:
         query = sa.select(selections.c.team, selections.c.submission_id)
@@ -542,47 +695,114 @@ class Storage:
             connection.execute(selections.insert().values(team=team, submission_id=submission_id))
 
     def check_anchor(self, submission_id: int, expected_hash: str) -> None:
-        """Refuse (:class:`StorageError`) a log whose entry ``submission_id`` is gone or has another hash
-        than one recorded earlier: a chain rewritten from there on, or cut back with its head row, is
-        consistent in itself, so only a hash kept outside the database finds it."""
+        """Refuse (:class:`StorageError`) a log in which neither entry ``submission_id`` nor an event
+        recorded after it carries ``expected_hash`` (the head ``verify`` printed earlier): a chain
+        rewritten from there on, or cut back with its head row, is consistent in itself, so only a
+        hash kept outside the database finds it."""
+        anchor = f"--anchor {submission_id}:{expected_hash}"
         with self.reading() as connection:
             found = connection.execute(sa.select(submissions.c.entry_hash)
                                        .where(submissions.c.submission_id == submission_id)).scalar()
-        if found is None:
-            raise StorageError(f"--anchor {submission_id}:{expected_hash}: the log has no submission {submission_id}: "
-                               "entries were removed from its end")
-        if found != expected_hash:
-            raise StorageError(f"--anchor {submission_id}:{expected_hash}: submission {submission_id} now has the hash "
-                               f"{found}: the log was rewritten")
+            later = (connection.execute(sa.select(events.c.event_hash).where(
+                events.c.after_submission == submission_id)).scalars().all() if self.has_table("events") else [])
+            length = int(connection.execute(HEAD).one()[0])
+        if expected_hash == found or expected_hash in later:
+            return
+        if submission_id > length:
+            raise StorageError(f"{anchor}: the log has no submission {submission_id}: entries were removed from its end")
+        if submission_id == length and found is not None and not later:
+            raise StorageError(f"{anchor}: no event after submission {submission_id} has that hash, and the log ends "
+                               "with that submission: events were removed from its end")
+        what = f"submission {submission_id}" if found is not None else "the log's start"
+        raise StorageError(f"{anchor}: neither {what} nor an event recorded after it has that hash now: the log was "
+                           "rewritten")
 
     def verify_chain(self, identity: str) -> list[Entry]:
-        """Every entry, after checking that ids are gapless from 1, each hash is the hash of its
-        entry and links to the one before, the head is the last entry, and every prediction is
-        stored under its hash; :class:`StorageError` names the first entry that is not (or a log
+        """Every entry, after checking the whole chain (:meth:`verified_log`)."""
+        return self.verified_log(identity)[0]
+
+    def verified_log(self, identity: str) -> tuple[list[Entry], list[Event]]:
+        """Every entry and every event, after checking that their ids are gapless from 1, that each
+        hash is the hash of its record and links to the record before it (entries and events in the
+        order they were logged), that the head is the last record, and that every prediction is
+        stored under its hash; :class:`StorageError` names the first record that is not (or a log
         of another schema version)."""
         version = self.meta_value("schema_version")
         if version not in MIGRATIONS:  # a log not opened since its migration is checked as it was written
             self._check_schema(version)
         with self.reading() as connection:
             entries = self.entries(connection)
-            if entries and version == SCHEMA_VERSION:
+            if entries and self.has_table(links.name):
                 entries = self._with_links(connection, entries, 0)
+            recorded = self.events(connection) if self.has_table(events.name) else []
+            last_id, last_hash = connection.execute(HEAD).one()
         previous = genesis_hash(identity)
-        for number, entry in enumerate(entries, start=1):
-            if entry.submission_id != number:
-                raise StorageError(f"the log skips from submission {number - 1} to {entry.submission_id}")
+        position = 0
+        for number in range(len(entries) + 1):
+            while position < len(recorded) and recorded[position].after_submission <= number:
+                previous = _checked_event(recorded[position], position + 1, number, previous)
+                position += 1
+            if number == len(entries):
+                break
+            entry = entries[number]
+            if entry.submission_id != number + 1:
+                raise StorageError(f"the log skips from submission {number} to {entry.submission_id}")
             if entry.previous_hash != previous:
-                raise StorageError(f"submission {entry.submission_id} does not link to the entry before it")
+                raise StorageError(f"submission {entry.submission_id} does not link to the entry or event before it")
             if entry.expected_hash() != entry.entry_hash:
                 raise StorageError(f"submission {entry.submission_id} was changed after it was written "
                                    "(its hash does not match its contents)")
             previous = entry.entry_hash
-        with self.reading() as connection:
-            last_id, last_hash = connection.execute(sa.select(chain.c.last_id, chain.c.last_hash)).one()
+        if position < len(recorded):
+            event = recorded[position]
+            raise StorageError(f"event {event.event_id} ({event.kind}) names {event.after_submission} submissions before "
+                               f"it, but the log ends at {len(entries)}: entries were removed")
         if (int(last_id), last_hash) != (len(entries), previous):
-            raise StorageError(f"the chain's head names submission {last_id}, but the log ends at {len(entries)}: "
-                               "entries were removed")
-        return entries
+            ends = f"{len(entries)} and {len(recorded)} events" if recorded else f"{len(entries)}"
+            raise StorageError(f"the chain's head names submission {last_id}, but the log ends at {ends}: "
+                               f"{'entries or events' if recorded else 'entries'} were removed")
+        return entries, recorded
+
+
+def _checked_event(event: Event, number: int, submissions_before: int, previous: str) -> str:
+    """The hash of ``event``, the ``number``-th, recorded after ``submissions_before`` submissions,
+    once it is checked to be in its place and unchanged, linked to ``previous``."""
+    if event.event_id != number:
+        raise StorageError(f"the log's events skip from {number - 1} to {event.event_id}")
+    if event.after_submission != submissions_before:
+        raise StorageError(f"event {event.event_id} ({event.kind}) is out of its place: it names "
+                           f"{event.after_submission} submissions before it, there are {submissions_before}")
+    if event.previous_hash != previous:
+        raise StorageError(f"event {event.event_id} ({event.kind}) does not link to the entry or event before it")
+    if event.expected_hash() != event.event_hash:
+        raise StorageError(f"event {event.event_id} ({event.kind}) was changed after it was written (its hash does not "
+                           "match its contents)")
+    return event.event_hash
+
+
+def _take(connection: sa.Connection, key_column: sa.Column, key: str, now_us: int, rate: float, burst: int) -> float:
+    """Count one request in the token bucket of ``key`` (a row of ``key_column``'s table) and return 0,
+    or return the seconds to wait before one is allowed (counting nothing)."""
+    table = key_column.table
+    stored = connection.execute(sa.select(table.c.level, table.c.updated_us).where(key_column == key)).first()
+    level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
+    level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
+    if not wait:
+        values = {key_column.name: key, "level": level, "updated_us": now_us}
+        if stored is None:
+            connection.execute(table.insert(), values)
+        else:
+            connection.execute(table.update().where(key_column == key), values)
+    return wait
+
+
+def microseconds(when: datetime) -> int:
+    """A time with a zone as µs since the epoch (the log's times)."""
+    return (when - EPOCH) // timedelta(microseconds=1)
+
+
+def moment(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
 
 
 def _sqlite_pragmas(connection: Any, synchronous: str, autocheckpoint: bool) -> None:
