@@ -88,6 +88,12 @@ class HillClimbing(Attack):
             return "hill-climbing needs the task's label set to perturb labels"
         return super().incompatibility(data)
 
+    def check_params_for(self, data: PublicData) -> None:
+        rows = data.X_holdout.shape[0]
+        if self.block > rows:
+            raise ValueError(f"{self.id}: parameter 'block' = {self.block} is more than the {rows} holdout rows "
+                             f"it perturbs; give at most {rows}")
+
     def max_submissions(self, data: PublicData) -> int:
         return self.k
 
@@ -99,7 +105,7 @@ class HillClimbing(Attack):
         if k < self.repeats:
             return current
         self._start_climb(self._risk(board, current, scorer.sign))
-        block = min(self.block, board.holdout_size)
+        block = self.block
         self.accepted_steps_ = 0
         for _ in range(k // self.repeats - 1):
             rows = self._candidate_rows(board.holdout_size, block, rng)

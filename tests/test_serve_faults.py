@@ -18,7 +18,7 @@ from ladderlab.serve import replay
 from ladderlab.serve.client import Connection
 from ladderlab.serve.launch import ServerProcess
 from ladderlab.serve.storage import Storage, sqlite_url
-from tests.serve_helpers import npy, page_request, set_cookies, write_challenge
+from tests.serve_helpers import Browser, npy, sign_in, write_challenge
 
 FAST = "uploads_per_second = 1000\nburst = 1000"
 
@@ -53,15 +53,15 @@ def _session(url: str, tokens: dict[str, str], ids: np.ndarray, rng: np.random.G
             call(tokens[team], "POST", "/api/submissions", npy(rng.standard_normal(n)), {"Content-Type": "application/x-npy"})
         table = pd.DataFrame({"id": ids, "prediction": rng.standard_normal(n)})
         call(tokens[team], "POST", "/api/submissions", table.to_csv(index=False).encode(), {"Content-Type": "text/csv"})
-        form = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\nContent-Type: text/csv\r\n\r\n"
+        browser = Browser(url)
+        csrf = browser.csrf()
+        form = (f"--b\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n".encode()
+                + b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\nContent-Type: text/csv\r\n\r\n"
                 + table.to_csv(index=False).encode() + b"\r\n--b--\r\n")
-        status, headers, page = page_request(url, "POST", "/login", {"token": tokens[team]})
-        sent.append(f"{status} {headers}".encode() + page)
-        session = {"Cookie": set_cookies(headers)[0].split(";")[0], "Origin": url}
-        call("", "POST", "/upload", form, {"Content-Type": "multipart/form-data; boundary=b", **session})
-        call("", "GET", "/team", None, session)
-        call("", "POST", "/select", b"submission_id=1&selected=yes",
-             {"Content-Type": "application/x-www-form-urlencoded", **session})
+        pages = [browser.post("/login", {"token": tokens[team]})]
+        pages.append(browser.request("POST", "/upload", None, {"Content-Type": "multipart/form-data; boundary=b"}, form))
+        pages += [browser.get("/team"), browser.post("/select", {"submission_id": "1", "selected": "yes"})]
+        sent += [f"{status} {headers}".encode() + page for status, headers, page in pages]
         call(tokens[team], "GET", "/api/submissions")
         call(tokens[team], "GET", "/api/me")
         call(tokens[team], "POST", "/api/submissions", npy(np.full(n, np.nan)), {"Content-Type": "application/x-npy"})
@@ -71,11 +71,9 @@ def _session(url: str, tokens: dict[str, str], ids: np.ndarray, rng: np.random.G
         call("", "GET", path)
     for path in ("/api/organiser/final", "/api/organiser/export"):
         call(tokens["organiser"], "GET", path)
-    status, headers, page = page_request(url, "POST", "/login", {"token": tokens["organiser"]})
-    organiser = {"Cookie": set_cookies(headers)[0].split(";")[0]}
-    sent.append(f"{status} {headers}".encode() + page)
+    organiser = sign_in(url, tokens["organiser"])
     for path in ("/organiser", "/", "/api/organiser/final", "/api/organiser/private-losses"):
-        status, headers, page = page_request(url, "GET", path, cookie=organiser["Cookie"], origin=None)
+        status, headers, page = organiser.get(path)
         sent.append(f"{status} {headers}".encode() + page)
     return sent
 

@@ -19,12 +19,14 @@ import pytest
 from ladderlab.serve import replay
 from ladderlab.serve.storage import Storage, StorageError, predictions
 from tests.serve_helpers import (
+    Browser,
     ThreadServer,
     open_service,
     request,
     sign_in,
     upload,
     write_challenge,
+    write_secret,
 )
 
 SECRET = 1234
@@ -148,8 +150,8 @@ def test_an_upload_of_thousands_of_columns_is_refused_by_its_width_before_pandas
     assert service.storage.entries() == []
 
 
-def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int, cookie: str | None = None) -> tuple[int, bytes]:
-    """Post a multipart form to ``path`` from the page (its Origin, and the session ``cookie``) in
+def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int, browser: Browser) -> tuple[int, bytes]:
+    """Post a multipart form to ``path`` from the page of ``browser`` (its cookies and form field) in
     chunked encoding (no Content-Length): ``fields``, then ``file_bytes`` of a file; the status and
     the page."""
     address = urllib.parse.urlsplit(url)
@@ -157,16 +159,15 @@ def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int, cookie: s
     connection.putrequest("POST", path)
     connection.putheader("Content-Type", f"multipart/form-data; boundary={BOUNDARY}")
     connection.putheader("Transfer-Encoding", "chunked")
-    connection.putheader("Origin", url)
-    if cookie is not None:
-        connection.putheader("Cookie", cookie)
+    csrf = f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{browser.csrf()}\r\n'.encode()
+    connection.putheader("Cookie", browser.cookie())
     connection.endheaders()
 
     def chunk(data: bytes) -> None:
         connection.send(b"%x\r\n" % len(data) + data + b"\r\n")
 
-    chunk(fields + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
-                   "Content-Type: text/csv\r\n\r\n".encode())
+    chunk(csrf + fields + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
+                          "Content-Type: text/csv\r\n\r\n".encode())
     sent, block = 0, b"0" * (1 << 16)
     try:
         while sent < file_bytes:
@@ -199,7 +200,7 @@ def test_a_chunked_token_form_is_cut_off_at_its_limit(served):
     """The page's token form (then "my submissions", now signing in) read a chunked body's preamble of
     blank lines to its end (64 MB here) before the form parser's own limits refused it (400)."""
     _, _, server = served
-    status, page = _chunked_form(server.url, "/login", b"\r\n" * (32 << 20), 0)
+    status, page = _chunked_form(server.url, "/login", b"\r\n" * (32 << 20), 0, Browser(server.url))
     assert status == 413 and b"larger than the limit of 8192 bytes" in page
 
 
@@ -249,7 +250,7 @@ def _log_of_uploads(tmp_path, database: str, count: int):
     submissions of team alpha, uploaded over HTTP; the challenge's path and the service."""
     path = write_challenge(tmp_path)
     (tmp_path / "state").mkdir()
-    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
+    write_secret(tmp_path / "state" / "secret", SECRET)
     service, tokens = open_service(path, database, SECRET)
     with ThreadServer(service) as server:
         assert upload(server.url, tokens["alpha"], np.eye(count, service.challenge.ids.size))[0] == 201
@@ -271,7 +272,7 @@ def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_p
     entries = service.storage.entries()
     with service.storage.transaction() as connection:
         connection.execute(submissions.delete().where(submissions.c.submission_id > 2))
-        connection.execute(chain.update().values(last_id=2, last_hash=entries[1].entry_hash))
+        connection.execute(chain.update().where(chain.c.singleton == 1).values(last_id=2, last_hash=entries[1].entry_hash))
     assert main(verify) == 0, "cut back with its head, the chain is consistent in itself"
     capsys.readouterr()
     assert main([*verify, "--anchor", head]) == 1

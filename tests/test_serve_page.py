@@ -161,9 +161,11 @@ def test_the_challenge_s_whole_life_on_the_page(tmp_path):
     assert signed_in == "Signed in as Gamma Rays"
     assert "selected" in selected_row and selected.startswith("Submission 4 is selected")
     assert service.storage.selected() == {"Gamma Rays": {4}}
-    [session] = team_cookies
-    assert session["httpOnly"] and session["sameSite"] == "Strict" and session["path"] == "/"
-    assert token not in session["value"] and after_logout == []
+    assert {cookie["name"] for cookie in team_cookies} == {"ladderlab-form-test", "ladderlab-session-test"}
+    for cookie in team_cookies:
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+        assert token not in cookie["value"]
+    assert [cookie["name"] for cookie in after_logout] == ["ladderlab-form-test"], "the session's cookie is cleared"
     assert [line.split("\t") for line in teams_table.splitlines()[1:]] == [
         ["Gamma Rays", "2", service.own_submissions("Gamma Rays")[-1]["submitted_at"], "1", "yes"],
         ["alpha", "1", service.own_submissions("alpha")[0]["submitted_at"], "0", ""],

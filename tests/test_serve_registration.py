@@ -11,13 +11,15 @@ import re
 import numpy as np
 import pytest
 
+from ladderlab.serve.security import token_hash
 from ladderlab.serve.storage import StorageError, sqlite_url
 from tests.serve_helpers import (
+    Browser,
     ThreadServer,
     open_service,
     page_request,
     request,
-    set_cookies,
+    sign_in,
     upload,
     write_challenge,
 )
@@ -46,8 +48,8 @@ def test_a_team_registers_with_the_code_and_its_token_submits(tmp_path, database
         board = request(server.url, "", "GET", "/api/leaderboard")[2]["teams"]
     assert [row["team"] for row in board] == ["New Team"]
     assert service.team_names() == ["alpha", "beta", "gamma", "delta", "New Team"]
-    [event] = service.storage.events()
-    assert (event.kind, event.team, event.after_submission) == ("register", "New Team", 0)
+    event = service.storage.events()[-1]
+    assert (event.kind, event.name, event.value) == ("register", "New Team", token_hash(answer["token"]))
 
 
 @pytest.mark.parametrize(("team", "invite", "status", "words"), [
@@ -65,7 +67,8 @@ def test_a_registration_is_refused_in_one_line_and_adds_nothing(tmp_path, team, 
     with ThreadServer(service) as server:
         answered, answer = _register(server.url, team, invite)
     assert answered == status and words in answer["error"] and "\n" not in answer["error"]
-    assert service.storage.events() == [] and set(service.storage.team_hashes()) == {"alpha", "beta", "gamma", "delta"}
+    assert service.storage.registered_teams() == []
+    assert set(service.storage.team_hashes()) == {"alpha", "beta", "gamma", "delta"}
 
 
 def test_registrations_are_rate_limited_by_address_refused_or_not_and_bounded_in_number(tmp_path, database):
@@ -89,24 +92,23 @@ def test_the_organiser_sets_or_stops_the_invite_code_and_the_close_ends_registra
     service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
     with ThreadServer(service) as server:
         url = server.url
-        status, headers, _ = page_request(url, "POST", "/login", {"token": tokens["organiser"]})
-        organiser = set_cookies(headers)[0].split(";")[0]
-        status, _, page = page_request(url, "POST", "/invite", {"action": "set", "code": ""}, cookie=organiser)
+        organiser = sign_in(url, tokens["organiser"])
+        status, _, page = organiser.post("/invite", {"action": "set", "code": ""})
         code = re.search(rb'id="invite-code">([^<]+)<', page).group(1).decode()
         assert status == 200 and len(code) == 16
         assert _register(url, "late", INVITE)[1]["error"] == "wrong invite code", "the file's code no longer works"
         assert _register(url, "late", code)[0] == 201
-        assert b"id=\"invite-code\"" not in page_request(url, "GET", "/organiser", cookie=organiser, origin=None)[2]
-        status, _, page = page_request(url, "POST", "/invite", {"action": "set", "code": "short"}, cookie=organiser)
+        assert b"id=\"invite-code\"" not in organiser.get("/organiser")[2]
+        status, _, page = organiser.post("/invite", {"action": "set", "code": "short"})
         assert status == 422 and b"an invite code has 8 to 128 characters" in page
-        page_request(url, "POST", "/invite", {"action": "stop"}, cookie=organiser)
+        organiser.post("/invite", {"action": "stop"})
         assert _register(url, "later", code)[1]["reason"] == "registration-closed"
-        assert b"register-link" not in page_request(url, "GET", "/", origin=None)[2]
+        assert b"register-link" not in page_request(url, "GET", "/")[2]
         service.set_invite(code)
-        assert b"register-link" in page_request(url, "GET", "/", origin=None)[2]
+        assert b"register-link" in page_request(url, "GET", "/")[2]
         request(url, tokens["organiser"], "POST", "/api/organiser/close")
         assert _register(url, "after", code)[1]["reason"] == "closed"
-        status, _, page = page_request(url, "GET", "/register", origin=None)
+        status, _, page = page_request(url, "GET", "/register")
         assert b"The challenge is closed." in page
 
 
@@ -116,17 +118,17 @@ def test_a_challenge_without_registration_refuses_it(tmp_path):
     with ThreadServer(service) as server:
         status, answer = _register(server.url, "someone")
         assert (status, answer["reason"]) == (404, "no-registration")
-        assert b"has no self-registration" in page_request(server.url, "GET", "/register", origin=None)[2]
+        assert b"has no self-registration" in page_request(server.url, "GET", "/register")[2]
 
 
 def test_the_page_shows_the_new_team_its_token_once_and_signs_it_in(tmp_path):
     path = write_challenge(tmp_path, n=200, extra=_registration())
     service, _ = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
     with ThreadServer(service) as server:
-        status, headers, page = page_request(server.url, "POST", "/register", {"team": "Page Team", "invite": INVITE})
+        browser = Browser(server.url)
+        status, headers, page = browser.post("/register", {"team": "Page Team", "invite": INVITE})
         token = re.search(rb'id="token">([^<]+)<', page).group(1).decode()
-        cookie = set_cookies(headers)[0].split(";")[0]
-        again = page_request(server.url, "GET", "/team", cookie=cookie, origin=None)
+        again = browser.get("/team")
     assert status == 201 and dict(headers)["cache-control"] == "no-store" and service.team_of(token) == "Page Team"
     assert again[0] == 200 and token.encode() not in again[2] and b"Signed in as Page Team" in again[2]
 

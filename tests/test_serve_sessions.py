@@ -1,18 +1,19 @@
 """Signing in on the page, over HTTP against a running server: the session cookie's attributes, no
 token in any URL or page after signing in, state-changing requests refused without the session or
-from another origin (changing nothing), signing out, and a reissued token ending its sessions.
-The sessions live in the log's database: SQLite and PostgreSQL."""
+without the page's own form field (changing nothing), signing out, a reissued token and the expiry
+ending a session. The sessions live in the log's database: SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
-import pytest
 
-from ladderlab.serve.sessions import SESSION_SECONDS, check_same_origin
-from ladderlab.serve.service import ServiceError
+from ladderlab.serve.security import token_hash
+from ladderlab.serve.sessions import SESSION_SECONDS
+from ladderlab.serve.storage import sqlite_url
 from tests.serve_helpers import (
+    Browser,
     ThreadServer,
     open_service,
     page_request,
@@ -23,7 +24,7 @@ from tests.serve_helpers import (
     write_challenge,
 )
 
-NAME = "ladderlab-session-test"
+SESSION, FORM = "ladderlab-session-test", "ladderlab-form-test"
 
 
 def _attributes(header: str) -> dict[str, str]:
@@ -31,7 +32,7 @@ def _attributes(header: str) -> dict[str, str]:
     return {key.lower(): value for key, _, value in (part.partition("=") for part in parts[1:])}
 
 
-def test_signing_in_sets_an_httponly_strict_cookie_that_is_not_the_token_and_no_page_holds_the_token(
+def test_signing_in_sets_httponly_strict_cookies_that_are_not_the_token_and_no_page_holds_the_token(
         tmp_path, database):
     path = write_challenge(tmp_path, n=200, rules="per_day = 10\nselection = 1")
     service, tokens = open_service(path, database)
@@ -39,21 +40,25 @@ def test_signing_in_sets_an_httponly_strict_cookie_that_is_not_the_token_and_no_
         upload(server.url, tokens["alpha"], np.zeros((1, 200)))
         pages = []
         for who, home in (("alpha", "team"), ("organiser", "organiser")):
-            status, headers, body = page_request(server.url, "POST", "/login", {"token": tokens[who]})
+            browser = Browser(server.url)
+            status, headers, _ = browser.get("/")
+            [form_cookie] = set_cookies(headers)
+            status, headers, body = browser.post("/login", {"token": tokens[who]})
             assert status == 303 and dict(headers)["location"] == home
-            [cookie] = set_cookies(headers)
-            name, _, value = cookie.split(";")[0].partition("=")
-            attributes = _attributes(cookie)
-            assert name == NAME and len(value) == 43 and value != tokens[who] and tokens[who] not in cookie
-            assert "httponly" in attributes and attributes["samesite"].lower() == "strict"
-            assert attributes["path"] == "/" and attributes["max-age"] == str(SESSION_SECONDS)
-            assert "secure" not in attributes, "plain HTTP (loopback): a Secure cookie would not be sent back"
-            pages.append(body)
+            [session] = set_cookies(headers)
+            for cookie, name, max_age in ((form_cookie, FORM, None), (session, SESSION, str(SESSION_SECONDS))):
+                attributes = _attributes(cookie)
+                assert cookie.startswith(f"{name}=") and len(cookie.split(";")[0]) == len(name) + 44
+                assert tokens[who] not in cookie and "httponly" in attributes
+                assert attributes["samesite"].lower() == "strict" and attributes["path"] == "/"
+                assert attributes.get("max-age") == max_age, "the form cookie lasts as long as the browser's session"
+                assert "secure" not in attributes, "plain HTTP (loopback): a Secure cookie would not be sent back"
+            pages.append(body + str(headers).encode())
             for page in ("/", f"/{home}", "/register", "/api/organiser/final" if who == "organiser" else "/team"):
-                status, headers, body = page_request(server.url, "GET", page, cookie=f"{name}={value}", origin=None)
+                status, headers, body = browser.get(page)
                 assert status in (200, 409), (page, status)
                 pages.append(body + str(headers).encode())
-            status, headers, body = page_request(server.url, "GET", f"/{home}", cookie=f"{name}={value}", origin=None)
+            status, headers, body = browser.get(f"/{home}")
             assert (status, dict(headers)["cache-control"]) == (200, "no-store")
             assert b"Signed in as " + who.encode() in body
     for body in pages:
@@ -62,10 +67,10 @@ def test_signing_in_sets_an_httponly_strict_cookie_that_is_not_the_token_and_no_
 
 def _state(service) -> tuple:
     return (len(service.storage.entries()), service.storage.selected(), service.closed_at(),
-            service.storage.meta_value("invite_code_hash"))
+            service.storage.meta_value("invite_code_hash"), len(service.storage.events()))
 
 
-def test_a_state_changing_request_without_the_session_or_from_another_origin_is_refused_and_changes_nothing(
+def test_a_state_changing_request_without_the_session_or_the_page_s_form_field_is_refused_and_changes_nothing(
         tmp_path, database):
     path = write_challenge(tmp_path, n=200, rules="per_day = 10\nselection = 1",
                            extra='[registration]\ninvite = "open-sesame-42"\n')
@@ -79,28 +84,39 @@ def test_a_state_changing_request_without_the_session_or_from_another_origin_is_
                  ("/close", {"confirm": "yes"}, organiser),
                  ("/invite", {"action": "set", "code": "a-new-code-123"}, organiser),
                  ("/logout", {}, team)]
-        for path_, fields, cookie in forms:
-            for origin in (None, "https://evil.example", "null", url.replace("127.0.0.1", "localhost")):
-                status, _, body = page_request(url, "POST", path_, fields, cookie=cookie, origin=origin)
-                assert status == 403 and b"must be sent from the leaderboard&#39;s own page" in body, (path_, origin)
+        other = Browser(url)
+        foreign = other.csrf()  # the field of another browser's page: an attacker's own
+        for path_, fields, browser in forms:
+            session = f"{SESSION}={browser.cookies[SESSION]}"
+            for cookie, field in ((browser.cookie(), None), (browser.cookie(), foreign), (browser.cookie(), "0" * 64),
+                                  (session, browser.csrf()), (f"{session}; {FORM}={other.cookies[FORM]}", None)):
+                sent = {**fields, **({} if field is None else {"csrf": field})}
+                status, _, body = page_request(url, "POST", path_, sent, cookie)
+                assert status == 403 and b"must be sent from the leaderboard&#39;s own page" in body, (path_, cookie)
             if path_ != "/logout":
-                status, _, body = page_request(url, "POST", path_, fields)
+                status, _, body = Browser(url).post(path_, fields)
                 assert status == 401 and b"sign in with" in body, path_
-        status, _, _ = page_request(url, "POST", "/register", {"team": "mallory", "invite": "open-sesame-42"},
-                                    origin="https://evil.example")
+        status, _, _ = page_request(url, "POST", "/register", {"team": "mallory", "invite": "open-sesame-42"})
         assert status == 403
-        status, _, _ = page_request(url, "POST", "/login", {"token": tokens["alpha"]}, origin="https://evil.example")
-        assert status == 403, "signing in from another site (login CSRF) is refused"
-        status, _, _ = page_request(url, "POST", "/close", {"confirm": "yes"}, cookie=team)
-        assert status == 401, "a team's session is not the organiser's"
-        status, _, _ = page_request(url, "POST", "/select", {"submission_id": "1", "selected": "yes"},
-                                    cookie=organiser)
-        assert status == 401, "nor the organiser's a team's"
+        status, _, _ = page_request(url, "POST", "/login", {"token": tokens["alpha"], "csrf": foreign},
+                                    f"{FORM}=forged")
+        assert status == 403, "signing in from another site's form (login CSRF) is refused"
+        assert team.post("/close", {"confirm": "yes"})[0] == 401, "a team's session is not the organiser's"
+        assert organiser.post("/select", {"submission_id": "1", "selected": "yes"})[0] == 401, "nor the reverse"
         assert _state(service) == before and service.team_names() == ["alpha", "beta", "gamma", "delta"]
-        status, _, _ = page_request(url, "POST", "/select", {"submission_id": "1", "selected": "yes"}, cookie=team,
-                                    origin=None, headers={"Referer": url + "/team"})
-        assert status == 200, "a browser that sends no Origin but its Referer"
+        assert team.post("/select", {"submission_id": "1", "selected": "yes"})[0] == 200
         assert service.storage.selected() == {"alpha": {1}}
+
+
+def test_an_upload_without_the_form_cookie_is_refused_before_its_body_is_read(tmp_path):
+    path = write_challenge(tmp_path, n=200)
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
+    with ThreadServer(service) as server:
+        team = sign_in(server.url, tokens["alpha"])
+        status, _, body = page_request(server.url, "POST", "/upload", None, f"{SESSION}={team.cookies[SESSION]}",
+                                       {"Content-Type": "multipart/form-data; boundary=b", "Content-Length": "1000000"})
+    assert status == 403 and b"own page" in body, "answered at once: a body that is never sent was not waited for"
+    assert service.storage.entries() == []
 
 
 def test_signing_out_clears_the_cookie_and_ends_the_session_and_a_reissued_token_ends_its_sessions(
@@ -110,24 +126,23 @@ def test_signing_out_clears_the_cookie_and_ends_the_session_and_a_reissued_token
     with ThreadServer(service) as server:
         url = server.url
         first, second = sign_in(url, tokens["alpha"]), sign_in(url, tokens["alpha"])
-        status, headers, body = page_request(url, "POST", "/logout", {}, cookie=first)
+        ended = first.cookies[SESSION]
+        status, headers, body = first.post("/logout", {})
         [cleared] = set_cookies(headers)
-        assert status == 200 and cleared.startswith(f'{NAME}=""') and _attributes(cleared)["max-age"] == "0"
-        assert page_request(url, "GET", "/team", cookie=first, origin=None)[0] == 401, "the session is gone"
-        assert page_request(url, "GET", "/team", cookie=second, origin=None)[0] == 200, "another browser's is not"
+        assert status == 200 and cleared.startswith(f'{SESSION}=""') and _attributes(cleared)["max-age"] == "0"
+        assert SESSION not in first.cookies
+        assert page_request(url, "GET", "/team", cookie=f"{SESSION}={ended}")[0] == 401, "the session is gone"
+        assert second.get("/team")[0] == 200, "another browser's is not"
         service.reissue("alpha")
         service._hashes_read = -np.inf  # the server's hashes are read again every few seconds: now
-        assert page_request(url, "GET", "/team", cookie=second, origin=None)[0] == 401
-        assert page_request(url, "POST", "/login", {"token": tokens["alpha"]})[0] == 401
-    from ladderlab.serve.security import token_hash
-
-    assert service.storage.session(token_hash(first.partition("=")[2])) is None, "deleted on the server, not only cleared"
-    assert service.storage.session(token_hash(second.partition("=")[2]))[0] == "alpha"
+        assert second.get("/team")[0] == 401
+        assert Browser(url).post("/login", {"token": tokens["alpha"]})[0] == 401
+    assert service.storage.session(token_hash(ended)) is None, "deleted on the server, not only cleared"
 
 
 def test_a_session_expires(tmp_path):
-    from ladderlab.serve.sessions import sign_in as start, signed_in
-    from ladderlab.serve.storage import sqlite_url
+    from ladderlab.serve.sessions import sign_in as start
+    from ladderlab.serve.sessions import signed_in
 
     path = write_challenge(tmp_path, n=200)
     service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
@@ -142,33 +157,14 @@ def test_a_session_expires(tmp_path):
     assert signed_in(service, cookie + "x") is None and signed_in(service, "") is None
 
 
-@pytest.mark.parametrize(("headers", "allowed"), [
-    ({"host": "board.example:8443", "origin": "https://board.example:8443"}, True),
-    ({"host": "Board.Example", "origin": "https://board.example"}, True),
-    ({"host": "board.example", "referer": "https://board.example/team"}, True),
-    ({"host": "board.example", "origin": "https://board.example.evil.example"}, False),
-    ({"host": "board.example", "origin": "https://board.example:444"}, False),
-    ({"host": "board.example", "referer": "https://evil.example/?https://board.example"}, False),
-    ({"host": "board.example"}, False),
-])
-def test_the_origin_check_compares_the_host_exactly(headers, allowed):
-    if allowed:
-        check_same_origin(headers)
-    else:
-        with pytest.raises(ServiceError, match="own page"):
-            check_same_origin(headers)
-
-
 def test_the_organiser_s_downloads_take_the_session_but_no_team_s(tmp_path):
-    from ladderlab.serve.storage import sqlite_url
-
     path = write_challenge(tmp_path, n=200)
     service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
     with ThreadServer(service) as server:
         url = server.url
         request(url, tokens["organiser"], "POST", "/api/organiser/close")
         organiser, team = sign_in(url, tokens["organiser"]), sign_in(url, tokens["alpha"])
-        assert page_request(url, "GET", "/api/organiser/export", cookie=organiser, origin=None)[0] == 200
-        assert page_request(url, "GET", "/api/organiser/export", cookie=team, origin=None)[0] == 401
-        assert page_request(url, "GET", "/api/organiser/export", origin=None)[0] == 401
+        assert organiser.get("/api/organiser/export")[0] == 200
+        assert team.get("/api/organiser/export")[0] == 401
+        assert Browser(url).get("/api/organiser/export")[0] == 401
         assert request(url, tokens["alpha"], "GET", "/api/organiser/export")[0] == 401

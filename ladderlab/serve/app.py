@@ -12,7 +12,8 @@ Everyone: ``GET /api/challenge`` (ids in the published order, scorer, rules, mec
 ``GET /api/public-data`` (training data and holdout inputs, ``.npz``),
 ``GET /api/leaderboard``, after the close ``GET /api/final-leaderboard`` (the final ranking with its
 rank certificate), ``POST /api/register`` (a new team, with the invite code), the page (its routes:
-:mod:`ladderlab.serve.web`) and ``/sample_submission.csv``.
+:mod:`ladderlab.serve.web`), ``/sample_submission.csv`` and ``/static/`` (the page's style sheet;
+:mod:`ladderlab.serve.perimeter` says what every answer carries).
 
 The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, ``GET
 /api/organiser/links`` (JSON; ``links.parquet``: Parquet) at any time, and after the close ``GET
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
@@ -43,6 +45,7 @@ from starlette.requests import ClientDisconnect
 from ladderlab.engines.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy
 from ladderlab.scoring import PredictionKind
 from ladderlab.serve.organiser_links import link_table
+from ladderlab.serve.perimeter import SecurityHeaders
 from ladderlab.serve.service import (
     Accepted,
     Service,
@@ -74,6 +77,8 @@ def create_app(service: Service) -> FastAPI:
     classes = split.public.classes
     app = FastAPI(title=f"ladderlab serve: {challenge.name}", docs_url=None, redoc_url=None,
                   description="A leaderboard that releases what a certified mechanism releases.")
+    app.add_middleware(SecurityHeaders)
+    app.mount("/static", StaticFiles(packages=[("ladderlab.serve", "static")]), name="static")
 
     @app.exception_handler(ServiceError)
     async def refused(_request: Request, error: ServiceError) -> JSONResponse:

@@ -86,9 +86,8 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("challenge_file", metavar="CHALLENGE", help="the challenge file the log belongs to")
     _add_state_options(verify, creates_secret=False)
     verify.add_argument("--anchor", type=anchor, metavar="ID:HASH",
-                        help="the head an earlier verify printed: refuse a log in which neither entry ID nor an event "
-                             "recorded after it has that hash (entries or events cut from its end, or the log "
-                             "rewritten since)")
+                        help="an entry's id and hash as an earlier verify printed them: refuse a log whose entry ID "
+                             "is gone or has another hash (entries cut from its end, or the log rewritten since)")
     verify.set_defaults(handler=_verify)
     links = type(serve)(prog="ladderlab serve links",
                         description="The linked groups of a log (accounts, first link, the submission pairs and the "
@@ -188,7 +187,8 @@ def _serve(args: argparse.Namespace) -> int:
     storage = Storage(url, full_sync=args.full_sync, background_checkpoints=True)
     service = Service(challenge, storage, secret)
     try:
-        issued = service.open()
+        with storage.readable():
+            issued = service.open()
     except StorageError as error:
         storage.close()
         print(f"ladderlab: error: {storage.display_url()}: {error}; nothing was served", file=sys.stderr)
@@ -301,9 +301,9 @@ def _links(args: argparse.Namespace) -> int:
 def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any], Any] | None:
     """Verify the log of ``args.challenge_file`` (the chain, every release and score, every link:
     a log whose recorded links differ from the ones the rule makes on replay is refused; every
-    recorded action: :func:`~ladderlab.serve.events.verify_events`) and return its URL as shown, its
+    recorded action: :func:`~ladderlab.serve.events.verify_actions`) and return its URL as shown, its
     length, its mechanism states, its head, its links (:func:`~ladderlab.serve.organiser_links.link_report`)
-    and what its events did (an :class:`~ladderlab.serve.events.EventSummary`, None for a log of an
+    and what its actions did (an :class:`~ladderlab.serve.events.ActionSummary`, None for a log of an
     older schema); None, said on stderr, if it does not verify."""
     from ladderlab.serve import require_server_extra
 
@@ -320,24 +320,45 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
     challenge = challenges.load(args.challenge_file, args.force)
     _, url, secret = _state(args, challenge, create=False)
     storage = Storage(url)
-    if not storage.has_log():
-        storage.close()
-        raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
-                         f"{challenge.path}' starts one")
     try:
-        linked.check_link_record(challenge, storage)
-        service = Service(challenge, storage, secret)
-        states, count, summary = service.replay_log(progress=None)
-        if args.anchor is not None:
-            storage.check_anchor(*args.anchor)
-        head = storage.chain_head()
-        report = service.links()
+        if not storage.has_log():
+            raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
+                             f"{challenge.path}' starts one")
+        with storage.readable():
+            linked.check_link_record(challenge, storage)
+            service = Service(challenge, storage, secret)
+            states, count, summary = service.replay_log(progress=None)
+            if args.anchor is not None:
+                storage.check_anchor(*args.anchor)
+            head = storage.chain_head()
+            report = service.links()
+            _check_version(storage)
+    except ValueError:
+        storage.close()
+        raise
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return None
     finally:
         storage.close()
     return storage.display_url(), count, states, head, report, summary
+
+
+def _check_version(storage: Any) -> None:
+    """Say on stderr what the chain of a log not migrated yet, or migrated, does not vouch for."""
+    from ladderlab.serve.storage import SCHEMA_VERSION
+
+    version = storage.meta_value("schema_version")
+    if version != SCHEMA_VERSION:
+        print(f"ladderlab: warning: {storage.display_url()}: a log of schema version {version}, whose chain covers its "
+              "submissions but not its tokens, selections and close; start the server on it once, which migrates it "
+              f"to version {SCHEMA_VERSION} and chains them from then on", file=sys.stderr)
+        return
+    migrated = storage.events_migrated_from()
+    if migrated is not None:
+        print(f"ladderlab: warning: {storage.display_url()}: migrated from schema version {migrated}: the chain vouches "
+              "for its tokens, selections and close from the migration on, not for what they were before it",
+              file=sys.stderr)
 
 
 def _groups_text(report: dict[str, Any]) -> str:
@@ -359,10 +380,9 @@ def _link_text(link: dict[str, Any], holdout: int) -> str:
 
 
 def anchor(text: str) -> tuple[int, str]:
-    """``ID:HASH``, the submissions before a log's head (its last entry's id) and the head's 64-hex-digit
-    hash, as ``verify`` prints them."""
+    """``ID:HASH``, an entry's id and its 64-hex-digit hash, as ``verify`` prints a log's head."""
     number, _, digest = text.partition(":")
-    if not (number.isdigit() and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+    if not (number.isdigit() and int(number) > 0 and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
         raise argparse.ArgumentTypeError(f"{text!r} is not ID:HASH (an entry id and its 64 hex digits, "
                                          "as 'ladderlab serve verify' prints the head)")
     return int(number), digest

@@ -1,19 +1,15 @@
-"""The actions the log records between submissions, and the rules they obey.
+"""The rules of the actions the events chain records, shared by the service and ``serve verify``.
 
-Four kinds of event are chained with the submissions (:mod:`ladderlab.serve.storage`), each with the
-number of submissions logged before it:
-
-- ``register`` (team): a team registered itself with the invite code (docs/serve.md#registration);
-- ``select`` and ``unselect`` (team, submission): a team chose a submission for the final ranking,
-  or took it back, under ``[rules] selection = k``;
-- ``close``: the organiser closed the challenge (a close by ``[rules] end`` is the clock's, not an
-  action, and is not recorded).
-
-The service checks an action with the functions below before it records it, and
-:func:`verify_events` replays a log's events and entries in their order with the same functions:
-a log that holds an action the service would have refused (a selection of another team's
-submission, a submission after the close or by a team nobody registered), or whose tables of
-selections and closing time say otherwise than its events, is refused, naming the event.
+The events chain (:mod:`ladderlab.serve.storage`) records, besides tokens, what teams and the
+organiser do between submissions: a team registering itself with the invite code
+(docs/serve.md#registration), a selection or unselection of a submission for the final ranking
+(``[rules] selection = k``), the close, and with the close the submissions' head it sealed. The
+service checks an action with the functions below before it records it, and
+:func:`verify_actions` replays a log's events with the same functions, in their order: a log that
+holds an action the service would have refused (a selection of another team's submission, or of
+more than k, a registration under a name taken, anything after the close, a submission after the
+seal or by a team that is neither in the challenge file nor registered) is refused, naming it.
+The chain itself, and that the tables agree with it, :meth:`Storage.verify_chain` checks.
 """
 
 from __future__ import annotations
@@ -25,15 +21,18 @@ from datetime import datetime, timezone
 from ladderlab.certification.challenge import Challenge, check_team_name
 from ladderlab.serve.errors import ServiceError
 from ladderlab.serve.storage import (
+    CLOSE,
+    MIGRATED,
     REFUSED,
+    REGISTER,
+    SEAL,
+    SELECT,
+    UNSELECT,
     Entry,
     Event,
     StorageError,
-    microseconds,
-    moment,
+    genesis_hash,
 )
-
-REGISTER, SELECT, UNSELECT, CLOSE = "register", "select", "unselect", "close"
 
 
 def check_new_team(name: str, taken: Iterable[str]) -> str:
@@ -76,8 +75,8 @@ def check_not_closed(closed: datetime | None, action: str) -> None:
 
 
 @dataclass(frozen=True)
-class EventSummary:
-    """What a verified log's events did."""
+class ActionSummary:
+    """What a verified log's recorded actions did."""
 
     registrations: int
     selections: int
@@ -85,7 +84,7 @@ class EventSummary:
     closed_at: datetime | None
 
     def text(self) -> str:
-        """The events as ``serve verify`` lists them (empty: none)."""
+        """The actions as ``serve verify`` lists them (empty: none)."""
         parts = [f"{count} {word}{'' if count == 1 else 's'}" for count, word in (
             (self.registrations, "registration"), (self.selections, "selection"), (self.unselections, "unselection"))
             if count]
@@ -94,75 +93,72 @@ class EventSummary:
         return ", ".join(parts)
 
 
-def verify_events(challenge: Challenge, entries: list[Entry], recorded: list[Event], selections: dict[str, set[int]],
-                  closed_at: str | None) -> EventSummary:
-    """Replay a chain-checked log's ``entries`` and ``recorded`` events in their order under the rules
-    above, and compare what they leave with the log's table of ``selections`` and its stored
-    ``closed_at``; :class:`StorageError` names the first entry or event that breaks a rule."""
+def verify_actions(challenge: Challenge, entries: list[Entry], recorded: list[Event]) -> ActionSummary:
+    """Replay a chain-checked log's ``recorded`` events in order under the rules above, against its
+    ``entries``; :class:`StorageError` names the first event or entry that breaks a rule. The events
+    of a migration (an older log's selections and close, recorded when it was migrated) are taken
+    as they were: the log did not chain them when they were made."""
     rule = challenge.spec.rules.selection
-    teams = {team.name for team in challenge.spec.teams}
+    teams = [team.name for team in challenge.spec.teams]
     owned: dict[str, dict[int, str]] = {}
+    for entry in entries:
+        owned.setdefault(entry.team, {})[entry.submission_id] = entry.decision
+    migrated = bool(recorded) and recorded[0].kind == MIGRATED
+    migration_time = recorded[0].at_us if migrated else None
     chosen: dict[str, set[int]] = {}
-    closed: Event | None = None
+    closed: datetime | None = None
+    sealed: int | None = None
     counts = {REGISTER: 0, SELECT: 0, UNSELECT: 0}
-    position = 0
-    for number in range(len(entries) + 1):
-        while position < len(recorded) and recorded[position].after_submission <= number:
-            event = recorded[position]
-            position += 1
-            try:
-                if event.kind == CLOSE:
-                    check_not_closed(None if closed is None else moment(closed.at_us), "it cannot close again")
-                    closed = event
-                    continue
-                if event.kind not in counts or event.team is None:
-                    raise ServiceError(400, "invalid", f"unknown event kind {event.kind!r} (or without a team)")
+    for event in recorded:
+        if migrated and event.at_us == migration_time and event.kind in (SELECT, CLOSE):
+            if event.kind == SELECT:
+                chosen.setdefault(event.name, set()).add(int(event.value))
+            else:
+                closed = datetime.fromisoformat(event.value)
+            continue
+        try:
+            if event.kind == REGISTER:
+                counts[REGISTER] += 1
+                check_not_closed(closed, "teams no longer register")
+                teams.append(check_new_team(event.name, teams))
+            elif event.kind in (SELECT, UNSELECT):
                 counts[event.kind] += 1
-                closed_at_event = None if closed is None else moment(closed.at_us)
-                if event.kind == REGISTER:
-                    check_not_closed(closed_at_event, "teams no longer register")
-                    teams.add(check_new_team(event.team, teams))
-                elif event.submission_id is None:
-                    raise ServiceError(400, "invalid", "a selection names no submission")
-                else:
-                    team_chosen = chosen.setdefault(event.team, set())
-                    check_selection(rule, event.team, event.submission_id, event.kind == SELECT,
-                                    owned.get(event.team, {}), team_chosen, closed_at_event)
-                    (team_chosen.add if event.kind == SELECT else team_chosen.discard)(event.submission_id)
-            except ServiceError as error:
-                raise StorageError(f"event {event.event_id} ({_described(event)}) breaks the rules: {error}") from None
-        if number == len(entries):
-            break
-        entry = entries[number]
+                team_chosen = chosen.setdefault(event.name, set())
+                check_selection(rule, event.name, int(event.value), event.kind == SELECT, owned.get(event.name, {}),
+                                team_chosen, closed)
+                (team_chosen.add if event.kind == SELECT else team_chosen.discard)(int(event.value))
+            elif event.kind == CLOSE:
+                closed = datetime.fromisoformat(event.value)
+            elif event.kind == SEAL:
+                sealed = _sealed(event, entries, challenge)
+        except ServiceError as error:
+            raise StorageError(f"event {event.event_id} ({event.kind} {event.name} {event.value}) breaks the rules: "
+                               f"{error}") from None
+    for entry in entries:
         if entry.team not in teams:
             raise StorageError(f"submission {entry.submission_id}: its team {entry.team!r} is neither in "
-                               f"{challenge.path} nor registered before it")
-        if closed is not None:
-            raise StorageError(f"submission {entry.submission_id} was logged after the close (event {closed.event_id})")
-        owned.setdefault(entry.team, {})[entry.submission_id] = entry.decision
-    chosen = {team: ids for team, ids in chosen.items() if ids}
-    if chosen != selections:
-        team = next(team for team in sorted(set(chosen) | set(selections))
-                    if chosen.get(team) != selections.get(team))
-        raise StorageError(f"the log's selections table gives team {team} the submissions "
-                           f"{sorted(selections.get(team, set()))}, its events {sorted(chosen.get(team, set()))}: "
-                           "it was changed outside the service")
-    stored = None if closed_at is None else microseconds(datetime.fromisoformat(closed_at))
-    if stored != (None if closed is None else closed.at_us):
-        raise StorageError(f"the log's closing time is {closed_at or 'not set'}, its events "
-                           f"{'close it at ' + text_time(moment(closed.at_us)) if closed else 'do not close it'}: "
-                           "it was changed outside the service")
-    return EventSummary(counts[REGISTER], counts[SELECT], counts[UNSELECT],
-                        None if closed is None else moment(closed.at_us))
+                               f"{challenge.path} nor registered")
+        if sealed is not None and entry.submission_id > sealed:
+            raise StorageError(f"submission {entry.submission_id} was logged after the close, which sealed the log at "
+                               f"submission {sealed}")
+    return ActionSummary(counts[REGISTER], counts[SELECT], counts[UNSELECT], closed)
 
 
-def _described(event: Event) -> str:
-    if event.kind == CLOSE:
-        return "close"
-    what = f"{event.kind} {event.team}"
-    return what if event.submission_id is None else f"{what}'s submission {event.submission_id}"
+def _sealed(event: Event, entries: list[Entry], challenge: Challenge) -> int:
+    """The submissions the close sealed (its ``seal`` event: ``ID:HASH`` of the head then), checked
+    against the entry it names."""
+    number, _, digest = event.value.partition(":")
+    last = int(number)
+    expected = genesis_hash(challenge.identity()) if last == 0 else (
+        entries[last - 1].entry_hash if last <= len(entries) else None)
+    if digest != expected:
+        raise ServiceError(409, "conflict", f"the close sealed the log at submission {last} with the hash {digest}, "
+                                            "which that submission does not have now")
+    return last
 
 
 def text_time(value: datetime) -> str:
     """A time as ISO 8601 in UTC, to the second (``2026-01-05T00:00:00Z``)."""
     return value.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+

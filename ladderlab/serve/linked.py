@@ -146,7 +146,7 @@ class LinkedStates:
                 if entry.prediction_sha256 not in stored or entry.team not in self.index:
                     raise StorageError(f"submission {entry.submission_id}: its prediction or its team "
                                        f"{entry.team!r} is missing")
-            for (team, day), run in itertools.groupby(chunk, key=lambda entry: (entry.team, entry.utc_day)):
+            for (team, day), run in itertools.groupby(chunk, key=lambda entry: (entry.team, entry.day)):
                 run = list(run)
                 P = self._state(SHARED if self.shared else team).leaderboard.check(
                     np.stack([stored[entry.prediction_sha256] for entry in run]))

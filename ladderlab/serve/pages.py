@@ -1,10 +1,10 @@
 """The web page's views: the leaderboard (public, then final with its rank certificate), a team's
 page, the organiser's page and the registration form.
 
-Server-rendered with Jinja2 from ``templates/``; the style is a file the app serves
-(``static/page.css``), and there is no script, inline style or external asset, so the page works
-offline and under a Content-Security-Policy that allows the server's own files alone. Before the
-close it shows released values only. Its routes are :mod:`ladderlab.serve.web`.
+Server-rendered with Jinja2 from ``templates/``, its style in ``static/`` (served by the app: the
+Content-Security-Policy allows no inline style or script, :mod:`ladderlab.serve.perimeter`), with no
+script or external asset, so it works offline. Before the close it shows released values only. Its
+routes are :mod:`ladderlab.serve.web`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ def released_text(value: float | None, step: float | None) -> str:
     return "refused (linked)" if value is None else score_text(float(value), step)
 
 
-def _render(service: Service, template: str, who: str | None, **context: Any) -> str:
+def _render(service: Service, template: str, who: str | None, csrf: str, **context: Any) -> str:
+    """``template`` with the facts every page shows, who is signed in, and ``csrf``, the field each
+    form carries (:func:`ladderlab.serve.sessions.form_token`)."""
     challenge = service.challenge
     spec = challenge.spec
     mechanism = challenge.mechanism()
@@ -40,11 +42,11 @@ def _render(service: Service, template: str, who: str | None, **context: Any) ->
              f"leaderboard mechanism {plugin_label(mechanism.id, spec.mechanism.params)}")
     closed = service.closed_at()
     return environment.get_template(template).render(
-        title=spec.title or spec.name, facts=facts, scorer=service.scorer.name, who=who, organiser=ORGANISER,
+        title=spec.title or spec.name, facts=facts, scorer=service.scorer.name, who=who, csrf=csrf, organiser=ORGANISER,
         registering=service.registration_open(), closed=None if closed is None else text_time(closed), **context)
 
 
-def index(service: Service, who: str | None, message: str | None = None, ok: bool = True) -> str:
+def index(service: Service, who: str | None, csrf: str, message: str | None = None, ok: bool = True) -> str:
     """The leaderboard: released values while the challenge is open, the final board after the close."""
     spec = service.challenge.spec
     rules = spec.rules
@@ -54,7 +56,7 @@ def index(service: Service, who: str | None, message: str | None = None, ok: boo
     step = service.challenge.release_step()
     rows = [] if board else [dict(row, released_text=released_text(row["released"], step))
                              for row in service.leaderboard()]
-    return _render(service, "index.html", who, message=message, ok=ok, rows=rows,
+    return _render(service, "index.html", who, csrf, message=message, ok=ok, rows=rows,
                    board=None if board is None else _board_rows(board), percent=_percent(board),
                    certificate_text=_certificate_text(board), holdout_size=service.challenge.ids.size,
                    rules=f"Each team may submit {caps_text}." if caps_text else "")
@@ -92,8 +94,8 @@ def _certificate_text(board: dict[str, Any] | None) -> str:
     return text
 
 
-def team_page(service: Service, team: str, value_columns: str, message: str | None = None, ok: bool = True,
-              token: str | None = None, status_code: int = 200) -> str:
+def team_page(service: Service, team: str, value_columns: str, csrf: str, message: str | None = None, ok: bool = True,
+              token: str | None = None) -> str:
     """A team's page: the upload form and what the caps allow while open, its submissions with their
     released values, and the buttons of the final selection (rule k). ``token``: a team that has
     just registered, shown its token once."""
@@ -114,13 +116,14 @@ def team_page(service: Service, team: str, value_columns: str, message: str | No
         f"of them on the private rows counts. Selecting none counts your last and your {rule - 1} best released "
         "others." if rule > 1 else "Select the submission that counts in the final ranking "
         f"({chosen} selected); selecting none counts your last.")
-    return _render(service, "team.html", team, team=team, message=message, ok=ok, token=token,
+    return _render(service, "team.html", team, csrf, team=team, message=message, ok=ok, token=token,
                    submissions=submissions, selecting=isinstance(rule, int), selection_text=selection_text,
                    allowance=allowance, id_column=service.challenge.spec.labels.id_column,
                    value_columns=value_columns)
 
 
-def organiser_page(service: Service, message: str | None = None, ok: bool = True, invite: str | None = None) -> str:
+def organiser_page(service: Service, csrf: str, message: str | None = None, ok: bool = True,
+                   invite: str | None = None) -> str:
     """The organiser's page: the challenge's state, the close, the downloads, the invite code and
     every team's submissions."""
     from ladderlab.scoring import LossScorer
@@ -144,21 +147,21 @@ def organiser_page(service: Service, message: str | None = None, ok: bool = True
     summary = (f"{len(teams)} teams ({registered} registered on the page), {submitted} of them submitted; "
                f"{total} submissions in all." + (f" The {len(listed)} with the most submissions are listed."
                                                    if len(listed) < len(teams) else ""))
-    return _render(service, "organiser.html", ORGANISER, message=message, ok=ok, invite=invite, status=status,
+    return _render(service, "organiser.html", ORGANISER, csrf, message=message, ok=ok, invite=invite, status=status,
                    teams=listed, team_summary=summary, registration_text=registration_text,
                    registration_possible=registration_possible, linking=service.linking,
                    policies=LINKED_POLICIES if service.linking else LINKED_POLICIES[:1],
                    per_sample=isinstance(service.scorer, LossScorer))
 
 
-def register_page(service: Service, message: str | None = None, ok: bool = True) -> str:
+def register_page(service: Service, csrf: str, message: str | None = None, ok: bool = True) -> str:
     closed_text = ("This challenge has no self-registration: the organiser gives each team its token."
                    if service.challenge.spec.registration is None else
                    "The challenge is closed." if service.closed_at() is not None else
                    "Registration is closed: ask the organiser.")
-    return _render(service, "register.html", None, message=message, ok=ok, closed_text=closed_text)
+    return _render(service, "register.html", None, csrf, message=message, ok=ok, closed_text=closed_text)
 
 
-def message_page(service: Service, message: str, ok: bool, who: str | None) -> str:
-    """A page of one outcome: a refusal, or a signing out."""
-    return _render(service, "message.html", who, message=message, ok=ok)
+def message_page(service: Service, csrf: str, message: str, ok: bool) -> str:
+    """A page of one outcome (signing out), for no one signed in."""
+    return _render(service, "message.html", None, csrf, message=message, ok=ok)

@@ -56,15 +56,11 @@ from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
 from ladderlab.serve.errors import ServiceError
 from ladderlab.serve.events import (
-    CLOSE,
-    REGISTER,
-    SELECT,
-    UNSELECT,
-    EventSummary,
+    ActionSummary,
     check_new_team,
     check_not_closed,
     check_selection,
-    verify_events,
+    verify_actions,
 )
 from ladderlab.serve.events import text_time as _text
 from ladderlab.serve.linked import (
@@ -78,6 +74,8 @@ from ladderlab.serve.organiser_links import link_events, link_report
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import (
+    EPOCH,
+    ORGANISER,
     REFUSED,
     Entry,
     Storage,
@@ -92,7 +90,6 @@ if TYPE_CHECKING:
     from ladderlab.final_rankings.private_samples import PrivateSamples
 
 log = logging.getLogger("ladderlab.serve")
-ORGANISER = "organiser"
 MAX_IDEMPOTENCY_KEY = 128
 TOKEN_REFRESH_SECONDS = 5.0
 INVITE_CODE_HASH = "invite_code_hash"
@@ -164,7 +161,8 @@ class Service:
         identity = self.challenge.identity()
         issued: dict[str, str] = {}
         organiser = new_token()
-        if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser)):
+        now_us = microseconds(self.clock())
+        if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser), now_us):
             issued[ORGANISER] = organiser
         known = self.storage.team_hashes()
         names = [team.name for team in self.challenge.spec.teams]
@@ -182,7 +180,7 @@ class Service:
         for name in names:
             if name not in known:
                 token = new_token()
-                self.storage.add_team(name, token_hash(token))
+                self.storage.add_team(name, token_hash(token), now_us)
                 issued[name] = token
         self._hashes_read = -math.inf
         self._check_link_record()
@@ -190,17 +188,16 @@ class Service:
         log.info("log %s: %d submissions verified and replayed", self.storage.display_url(), count)
         return issued
 
-    def replay_log(self, progress: bool | None = False) -> tuple[int, int, EventSummary | None]:
-        """Verify the log's chain and its events (:func:`~ladderlab.serve.events.verify_events`; a log
-        of an older schema not opened since has none) and rebuild the mechanisms' states by replaying
+    def replay_log(self, progress: bool | None = False) -> tuple[int, int, ActionSummary | None]:
+        """Verify the log's chains and that its recorded actions keep the rules
+        (:func:`~ladderlab.serve.events.verify_actions`; a log of an older schema not migrated yet has
+        none) and rebuild the mechanisms' states by replaying
         it (``progress``: a bar of the entries replayed, None: when standard error is a terminal);
         return the number of states, of entries, and what the events did. :class:`StorageError`
         names the first entry or event that does not verify."""
-        entries, recorded = self.storage.verified_log(self.challenge.identity())
-        summary = None
-        if self.storage.has_table("events"):
-            summary = verify_events(self.challenge, entries, recorded, self.storage.selected(),
-                                    self.storage.meta_value("closed_at"))
+        entries = self.storage.verify_chain(self.challenge.identity())
+        recorded = self.storage.events()
+        summary = verify_actions(self.challenge, entries, recorded) if recorded else None
         if self.linking:
             self._linked = replayed(self.challenge, self.storage, self.secret_seed, entries, self.team_names())
             states = len(self._linked.states)
@@ -218,13 +215,10 @@ class Service:
         """A new token for a team (of the challenge file, or registered) or the organiser; the old one
         stops working, and so do the page's sessions signed in with it."""
         token = new_token()
-        if name == ORGANISER:
-            self.storage.set_meta("organiser_token_hash", token_hash(token))
-        elif name in self.team_names():
-            self.storage.set_token_hash(name, token_hash(token))
-        else:
+        if name != ORGANISER and name not in self.team_names():
             raise ValueError(f"--reissue {name}: no such team in {self.challenge.path}, none registered with that "
                              f"name (or '{ORGANISER}')")
+        self.storage.set_token_hash(name, token_hash(token), microseconds(self.clock()))
         return token
 
     # --- who is asking ----------------------------------------------------------------------
@@ -274,6 +268,11 @@ class Service:
         hashes, organiser = self._token_hashes()
         current = organiser if who == ORGANISER else hashes.get(who)
         return current is not None and hmac.compare_digest(current.encode(), hashed.encode())
+
+    def knows(self, token: str) -> bool:
+        """Whether ``token`` is a team's or the organiser's (the places kept for them, :mod:`ladderlab.serve.limits`)."""
+        hashes, organiser = self._token_hashes()
+        return holder(token, {**hashes, ORGANISER: organiser}) is not None
 
     def check_organiser(self, token: str) -> None:
         if holder(token, {ORGANISER: self._token_hashes()[1]}) is None:
@@ -542,10 +541,7 @@ class Service:
             owned = {entry.submission_id: entry.decision for entry in self.storage.entries(connection, team=team)}
             chosen = self.storage.selected(connection).get(team, set())
             check_selection(rule, team, submission_id, selected, owned, chosen, closed)
-            if (submission_id in chosen) != selected:
-                self.storage.select(connection, team, submission_id, selected)
-                self.storage.append_event(connection, SELECT if selected else UNSELECT, microseconds(self.clock()),
-                                          team, submission_id)
+            self.storage.select(connection, team, submission_id, selected, microseconds(self.clock()))
 
     # --- registering ------------------------------------------------------------------------
 
@@ -612,15 +608,14 @@ class Service:
             raise ServiceError(403, "invite", "wrong invite code")
         token = new_token()
         with self._writing(), self.storage.transaction() as connection:
-            self.storage.head(connection)  # registrations one at a time: each checks the names of all before it
+            self.storage.hold_events(connection)  # registrations one at a time: each checks the names before it
             check_not_closed(self._closing(self.storage.meta_value("closed_at", connection)), "teams no longer register")
             registered = self.storage.registered_teams(connection)
             if len(registered) >= registration.max_teams:
                 raise ServiceError(403, "full", f"{len(registered)} teams have registered, the most this challenge "
                                                 "allows: ask the organiser")
             check_new_team(name, [team.name for team in self.challenge.spec.teams] + registered)
-            self.storage.add_team(name, token_hash(token), connection)
-            self.storage.append_event(connection, REGISTER, microseconds(now), name)
+            self.storage.register_team(connection, name, token_hash(token), microseconds(now))
         self._hashes_read = -math.inf
         log.info("team %s registered", name)
         return token
@@ -634,14 +629,12 @@ class Service:
         (:meth:`public_final`; default ``flag``)."""
         if linked is not None:
             self.storage.set_meta(PUBLIC_LINKED, check_linked_policy(linked))
-        with self._writing(), self.storage.transaction() as connection:
-            self.storage.lock_all_teams(connection)
-            closed = self._closing(self.storage.meta_value("closed_at", connection))
-            if closed is None:
-                closed = self.clock()
-                self.storage.set_meta("closed_at", closed.isoformat(), connection)
-                self.storage.append_event(connection, CLOSE, microseconds(closed))
-                log.info("the challenge was closed by the organiser")
+        closed = self.closed_at()
+        if closed is None:
+            now = self.clock()
+            with self._writing():
+                closed = datetime.fromisoformat(self.storage.close_challenge(now.isoformat(), microseconds(now)))
+            log.info("the challenge was closed by the organiser")
         return closed
 
     def overview(self) -> list[dict[str, Any]]:

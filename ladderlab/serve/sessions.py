@@ -9,20 +9,27 @@ hash of the token they signed in with, and when the session expires
 browser signs out (its row is deleted and the cookie cleared), and when its holder's token is
 reissued. The token itself is never put in a cookie, a URL or a page.
 
-A request of the page that changes anything (every ``POST``) must come from the page: its
-``Origin`` header (or, from a browser that sends none, its ``Referer``) must name the host the
-request was sent to (:func:`check_same_origin`). With ``SameSite=Strict`` this is the double
-guard against cross-site request forgery; the check also covers the forms that sign in and
-register, which carry no cookie yet (login CSRF).
+A request of the page that changes anything (every ``POST``) must come from the page: every page
+sets a second cookie (:func:`form_cookie_name`, 256 random bits, ``HttpOnly``, ``SameSite=Strict``)
+and puts in each of its forms a field ``csrf``, an HMAC of that cookie under a key derived from
+the server's secret (:func:`form_token`); a ``POST`` without the cookie, or whose field is not the
+cookie's HMAC, is refused (:func:`check_form`) before anything is read or done. Another site can
+neither send the cookie (``SameSite=Strict``) nor read the field, nor make a pair by setting a
+cookie of its own (it lacks the key). This is the guard against cross-site request forgery on top
+of ``SameSite``, and it covers the forms that sign in and register, which carry no session yet
+(login CSRF). It needs neither the ``Origin`` header (which the page's ``Referrer-Policy:
+no-referrer`` turns into ``null`` on every form a browser posts) nor the ``Host`` a reverse proxy
+may rewrite.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import hmac
 import secrets
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from ladderlab.serve.errors import ServiceError
 from ladderlab.serve.security import token_hash
@@ -75,14 +82,30 @@ def sign_out(service: Service, cookie: str | None) -> None:
         service.storage.drop_session(token_hash(cookie))
 
 
-def check_same_origin(headers: Mapping[str, str]) -> None:
-    """Refuse (403 ``cross-site``) a request whose ``Origin`` (else ``Referer``) does not name the host
-    it was sent to (its ``Host`` header), or that names no origin at all."""
-    host = headers.get("host", "")
-    claimed = headers.get("origin") or headers.get("referer")
-    if not claimed or claimed == "null":
-        raise ServiceError(403, "cross-site", "this form must be sent from the leaderboard's own page (the request "
-                                              "names no Origin)")
-    if urlsplit(claimed).netloc.lower() != host.lower():
-        raise ServiceError(403, "cross-site", "this form must be sent from the leaderboard's own page (the request "
-                                              "comes from another site)")
+def form_cookie_name(service: Service) -> str:
+    """The name of the cookie whose HMAC the page's forms carry (:func:`form_token`)."""
+    return f"ladderlab-form-{service.challenge.name}"
+
+
+def new_form_cookie() -> str:
+    return secrets.token_urlsafe(COOKIE_BYTES)
+
+
+@functools.cache
+def _form_key(secret_seed: int) -> bytes:
+    return hashlib.sha256(f"ladderlab serve forms {secret_seed}".encode()).digest()
+
+
+def form_token(service: Service, cookie: str) -> str:
+    """The ``csrf`` field of the page's forms for a browser holding the form cookie ``cookie``: its
+    HMAC-SHA256 under a key derived from the server's secret."""
+    return hmac.new(_form_key(service.secret_seed), cookie.encode(), hashlib.sha256).hexdigest()
+
+
+def check_form(service: Service, cookie: str | None, sent: object) -> None:
+    """Refuse (403 ``cross-site``) a form whose ``csrf`` field ``sent`` is not the HMAC of the form
+    cookie the browser sent, or that came without either."""
+    if (not cookie or len(cookie) > MAX_COOKIE or not isinstance(sent, str)
+            or not hmac.compare_digest(sent.encode(), form_token(service, cookie).encode())):
+        raise ServiceError(403, "cross-site", "this form must be sent from the leaderboard's own page: reload the "
+                                              "page and send it again")

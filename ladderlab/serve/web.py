@@ -3,17 +3,15 @@ registration with an invite code, and the organiser's page (close, invite code, 
 
 Everything a route does goes through the service's own functions, the ones the API calls
 (:mod:`ladderlab.serve.app`): the page has no rule of its own. Who is asking is the session of the
-browser (:mod:`ladderlab.serve.sessions`); every ``POST`` is checked to come from the page itself
-before its body is read. A refusal is the page again with the service's one-line reason and its
-HTTP status. Pages that show a team's or the organiser's data are sent with
-``Cache-Control: no-store``. The style and the icon are static files of the package.
+browser (:mod:`ladderlab.serve.sessions`); every ``POST`` must come from the page's own form (its
+``csrf`` field and form cookie, checked before anything is done, and before a large body is read
+unless the browser holds the form cookie at all). A refusal is the page again with the service's
+one-line reason and its HTTP status. The style is a static file (:mod:`ladderlab.serve.perimeter`).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from importlib import resources
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -26,9 +24,13 @@ from ladderlab.serve import pages
 from ladderlab.serve.events import text_time
 from ladderlab.serve.service import ORGANISER, Accepted, Service, ServiceError
 from ladderlab.serve.sessions import (
+    MAX_COOKIE,
     SESSION_SECONDS,
-    check_same_origin,
+    check_form,
     cookie_name,
+    form_cookie_name,
+    form_token,
+    new_form_cookie,
     sign_in,
     sign_out,
     signed_in,
@@ -36,37 +38,44 @@ from ladderlab.serve.sessions import (
 from ladderlab.serve.uploads import UploadError, UploadReader
 
 MULTIPART_OVERHEAD = 64 << 10
-"""Room for a form's part headers beside the file."""
+"""Room for a form's fields and part headers beside the file."""
 TOKEN_FORM_BYTES = 8192
 """The most a form of a few short fields (signing in, registering, selecting) may send."""
-STATIC_TYPES = {"page.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
-PRIVATE = {"Cache-Control": "no-store"}
-"""A page with a team's or the organiser's data: no cache keeps it."""
 
 Upload = Callable[[str, bytes, str, "str | None"], Accepted]
+Render = Callable[[str], str]
+"""A view given the ``csrf`` field of its forms."""
 
 
 def page_routes(service: Service, reader: UploadReader, upload: Upload, value_columns: str) -> APIRouter:
     """The page's routes for ``service``; ``upload`` is the API's (it counts, reads, validates and logs
     an upload for a team)."""
     router = APIRouter(include_in_schema=False)
-    cookie = cookie_name(service)
+    session_cookie, form_cookie = cookie_name(service), form_cookie_name(service)
     max_bytes = service.challenge.max_upload_bytes()
 
     def who(request: Request) -> str | None:
-        return signed_in(service, request.cookies.get(cookie))
+        return signed_in(service, request.cookies.get(session_cookie))
 
-    def html(text: str, status: int = 200, private: bool = True) -> HTMLResponse:
-        return HTMLResponse(text, status_code=status, headers=PRIVATE if private else None)
+    def page(request: Request, render: Render, status: int = 200) -> HTMLResponse:
+        """The view, its forms carrying the HMAC of the browser's form cookie (set now if it has none)."""
+        cookie = request.cookies.get(form_cookie)
+        fresh = not cookie or len(cookie) > MAX_COOKIE
+        if fresh:
+            cookie = new_form_cookie()
+        response = HTMLResponse(render(form_token(service, cookie)), status_code=status)
+        if fresh:
+            _set_cookie(response, request, form_cookie, cookie, None)
+        return response
 
-    def refused(error: ServiceError | UploadError, holder: str | None) -> HTMLResponse:
-        status = error.status
-        if holder is None or holder == ORGANISER:
-            text = (pages.organiser_page(service, str(error), False) if holder == ORGANISER
-                    else pages.index(service, None, str(error), False))
-        else:
-            text = pages.team_page(service, holder, value_columns, str(error), False)
-        return html(text, status)
+    def refused(request: Request, error: ServiceError | UploadError, holder: str | None) -> HTMLResponse:
+        message = str(error)
+        if holder == ORGANISER:
+            return page(request, lambda csrf: pages.organiser_page(service, csrf, message, False), error.status)
+        if holder is not None:
+            return page(request, lambda csrf: pages.team_page(service, holder, value_columns, csrf, message, False),
+                        error.status)
+        return page(request, lambda csrf: pages.index(service, None, csrf, message, False), error.status)
 
     def required(request: Request, wanted: str) -> str:
         """The session's holder, a team (``wanted`` ``team``) or the organiser, else a 401."""
@@ -77,41 +86,41 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         return holder
 
     async def form(request: Request, limit: int, files: int = 0) -> FormData:
-        return await bounded(request, limit).form(max_files=files, max_fields=4, max_part_size=max(limit, 4096))
+        """The form of a ``POST`` from the page (at most ``limit`` bytes), its ``csrf`` field checked."""
+        cookie = request.cookies.get(form_cookie)
+        if not cookie:  # refused before the body is read
+            check_form(service, None, None)
+        fields = await bounded(request, limit).form(max_files=files, max_fields=5, max_part_size=max(limit, 4096))
+        check_form(service, cookie, fields.get("csrf"))
+        return fields
 
     @router.get("/", response_class=HTMLResponse)
     def index(request: Request) -> HTMLResponse:
         holder = who(request)
-        return html(pages.index(service, holder), private=holder is not None)
-
-    @router.get("/static/{name}")
-    def static(name: str) -> Response:
-        if name not in STATIC_TYPES:
-            return Response("no such file", status_code=404, media_type="text/plain")
-        return Response(_static(name), media_type=STATIC_TYPES[name], headers={"Cache-Control": "max-age=3600"})
+        return page(request, lambda csrf: pages.index(service, holder, csrf))
 
     @router.post("/login", response_class=HTMLResponse)
     async def login(request: Request) -> Response:
         try:
-            check_same_origin(request.headers)
             token = str((await form(request, TOKEN_FORM_BYTES)).get("token") or "").strip()
             value, holder = await run_in_threadpool(sign_in, service, token)
         except (ServiceError, UploadError) as error:
-            return refused(error, None)
+            return refused(request, error, None)
         response = RedirectResponse("organiser" if holder == ORGANISER else "team", status_code=303)
-        _set_cookie(response, request, cookie, value)
+        _set_cookie(response, request, session_cookie, value, SESSION_SECONDS)
         return response
 
     @router.post("/logout", response_class=HTMLResponse)
-    def logout(request: Request) -> Response:
+    async def logout(request: Request) -> Response:
         try:
-            check_same_origin(request.headers)
-        except ServiceError as error:
-            return refused(error, who(request))
-        sign_out(service, request.cookies.get(cookie))
-        response = html(pages.message_page(service, "Signed out: this browser holds no session of the leaderboard.",
-                                           True, None))
-        response.delete_cookie(cookie, path="/", secure=request.url.scheme == "https", httponly=True, samesite="strict")
+            await form(request, TOKEN_FORM_BYTES)
+        except (ServiceError, UploadError) as error:
+            return refused(request, error, who(request))
+        sign_out(service, request.cookies.get(session_cookie))
+        response = page(request, lambda csrf: pages.message_page(
+            service, csrf, "Signed out: this browser holds no session of the leaderboard.", True))
+        response.delete_cookie(session_cookie, path="/", secure=request.url.scheme == "https", httponly=True,
+                               samesite="strict")
         return response
 
     @router.get("/team", response_class=HTMLResponse)
@@ -119,14 +128,13 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         try:
             holder = required(request, "team")
         except ServiceError as error:
-            return refused(error, None)
-        return html(pages.team_page(service, holder, value_columns))
+            return refused(request, error, None)
+        return page(request, lambda csrf: pages.team_page(service, holder, value_columns, csrf))
 
     @router.post("/upload", response_class=HTMLResponse)
     async def page_upload(request: Request) -> HTMLResponse:
         holder = None
         try:
-            check_same_origin(request.headers)
             holder = required(request, "team")
             upload_file = (await form(request, max_bytes + MULTIPART_OVERHEAD, files=1)).get("file")
             if upload_file is None or isinstance(upload_file, str):
@@ -135,17 +143,16 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             fmt = reader.format_of(upload_file.content_type, upload_file.filename)
             accepted = await run_in_threadpool(upload, holder, data, fmt, None)
         except (ServiceError, UploadError) as error:
-            return refused(error, holder)
+            return refused(request, error, holder)
         entry = accepted.entries[-1]
         message = (f"Submission {entry.team_sequence} of {holder} (id {entry.submission_id}): released "
                    f"{service.scorer.name} {pages.released_text(entry.released, service.challenge.release_step())}")
-        return html(pages.team_page(service, holder, value_columns, message), 201)
+        return page(request, lambda csrf: pages.team_page(service, holder, value_columns, csrf, message), 201)
 
     @router.post("/select", response_class=HTMLResponse)
     async def page_select(request: Request) -> HTMLResponse:
         holder = None
         try:
-            check_same_origin(request.headers)
             holder = required(request, "team")
             fields = await form(request, TOKEN_FORM_BYTES)
             submission = str(fields.get("submission_id") or "")
@@ -154,18 +161,17 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             selected = fields.get("selected") == "yes"
             await run_in_threadpool(service.select, holder, int(submission), selected)
         except (ServiceError, UploadError) as error:
-            return refused(error, holder)
+            return refused(request, error, holder)
         message = f"Submission {submission} is {'selected' if selected else 'no longer selected'} for the final ranking."
-        return html(pages.team_page(service, holder, value_columns, message))
+        return page(request, lambda csrf: pages.team_page(service, holder, value_columns, csrf, message))
 
     @router.get("/register", response_class=HTMLResponse)
-    def register_form() -> HTMLResponse:
-        return html(pages.register_page(service), private=False)
+    def register_form(request: Request) -> HTMLResponse:
+        return page(request, lambda csrf: pages.register_page(service, csrf))
 
     @router.post("/register", response_class=HTMLResponse)
     async def register(request: Request) -> HTMLResponse:
         try:
-            check_same_origin(request.headers)
             fields = await form(request, TOKEN_FORM_BYTES)
             name = str(fields.get("team") or "")
             invite = str(fields.get("invite") or "")
@@ -173,9 +179,9 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             token = await run_in_threadpool(service.register, name, invite, address)
             value, _ = await run_in_threadpool(sign_in, service, token)
         except (ServiceError, UploadError) as error:
-            return html(pages.register_page(service, str(error), False), error.status)
-        response = html(pages.team_page(service, name, value_columns, token=token), 201)
-        _set_cookie(response, request, cookie, value)
+            return page(request, lambda csrf: pages.register_page(service, csrf, str(error), False), error.status)
+        response = page(request, lambda csrf: pages.team_page(service, name, value_columns, csrf, token=token), 201)
+        _set_cookie(response, request, session_cookie, value, SESSION_SECONDS)
         return response
 
     @router.get("/organiser", response_class=HTMLResponse)
@@ -183,14 +189,13 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         try:
             required(request, ORGANISER)
         except ServiceError as error:
-            return refused(error, None)
-        return html(pages.organiser_page(service))
+            return refused(request, error, None)
+        return page(request, lambda csrf: pages.organiser_page(service, csrf))
 
     @router.post("/close", response_class=HTMLResponse)
     async def close(request: Request) -> HTMLResponse:
         holder = None
         try:
-            check_same_origin(request.headers)
             holder = required(request, ORGANISER)
             fields = await form(request, TOKEN_FORM_BYTES)
             if fields.get("confirm") != "yes":
@@ -202,25 +207,26 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             closed = await run_in_threadpool(service.close, linked)
             await run_in_threadpool(service.public_final)
         except (ServiceError, UploadError) as error:
-            return refused(error, holder)
-        return html(pages.organiser_page(service, f"The challenge closed at {text_time(closed)}: the leaderboard "
-                                                  "now shows everyone the final ranking with its rank certificate."))
+            return refused(request, error, holder)
+        message = (f"The challenge closed at {text_time(closed)}: the leaderboard now shows everyone the final ranking "
+                   "with its rank certificate.")
+        return page(request, lambda csrf: pages.organiser_page(service, csrf, message))
 
     @router.post("/invite", response_class=HTMLResponse)
     async def invite(request: Request) -> HTMLResponse:
         holder = None
         try:
-            check_same_origin(request.headers)
             holder = required(request, ORGANISER)
             fields = await form(request, TOKEN_FORM_BYTES)
             if fields.get("action") == "stop":
                 service.stop_registration()
-                return html(pages.organiser_page(service, "Registration is closed: no team can register now."))
+                return page(request, lambda csrf: pages.organiser_page(
+                    service, csrf, "Registration is closed: no team can register now."))
             code = service.set_invite(str(fields.get("code") or "") or None)
         except (ServiceError, UploadError) as error:
-            return refused(error, holder)
-        return html(pages.organiser_page(service, "The invite code is set; the earlier one no longer works.",
-                                         invite=code))
+            return refused(request, error, holder)
+        return page(request, lambda csrf: pages.organiser_page(
+            service, csrf, "The invite code is set; the earlier one no longer works.", invite=code))
 
     return router
 
@@ -231,14 +237,9 @@ def organiser_session(service: Service, request: Request) -> bool:
     return signed_in(service, request.cookies.get(cookie_name(service))) == ORGANISER
 
 
-def _set_cookie(response: Response, request: Request, name: str, value: str) -> None:
-    response.set_cookie(name, value, max_age=SESSION_SECONDS, path="/", secure=request.url.scheme == "https",
+def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int | None) -> None:
+    response.set_cookie(name, value, max_age=max_age, path="/", secure=request.url.scheme == "https",
                         httponly=True, samesite="strict")
-
-
-@functools.cache
-def _static(name: str) -> bytes:
-    return resources.files("ladderlab.serve").joinpath("static", name).read_bytes()
 
 
 def bounded(request: Request, limit: int) -> Request:
