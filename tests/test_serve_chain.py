@@ -110,7 +110,7 @@ def test_selections_reissues_and_the_close_made_through_the_service_verify(tmp_p
     service.close()
     with service.storage.reading() as connection:
         kinds = connection.execute(sa.select(events.c.kind).order_by(events.c.event_id)).scalars().all()
-    assert kinds == ["token"] * 5 + ["select", "select", "unselect", "token", "token", "close"]
+    assert kinds == ["token"] * 5 + ["select", "select", "unselect", "token", "token", "close", "seal"]
     capsys.readouterr()
     assert main(verify) == 0
     assert "warning" not in capsys.readouterr().err

@@ -19,12 +19,14 @@ import pytest
 from ladderlab.serve import replay
 from ladderlab.serve.storage import Storage, StorageError, predictions
 from tests.serve_helpers import (
-    write_secret,
+    Browser,
     ThreadServer,
     open_service,
     request,
+    sign_in,
     upload,
     write_challenge,
+    write_secret,
 )
 
 SECRET = 1234
@@ -174,21 +176,24 @@ def test_an_upload_of_thousands_of_columns_is_refused_by_its_width_before_pandas
     assert service.storage.entries() == []
 
 
-def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int) -> tuple[int, bytes]:
-    """Post a multipart form to ``path`` in chunked encoding (no Content-Length): ``fields``, then
-    ``file_bytes`` of a file; the status and the page."""
+def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int, browser: Browser) -> tuple[int, bytes]:
+    """Post a multipart form to ``path`` from the page of ``browser`` (its cookies and form field) in
+    chunked encoding (no Content-Length): ``fields``, then ``file_bytes`` of a file; the status and
+    the page."""
     address = urllib.parse.urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
     connection.putrequest("POST", path)
     connection.putheader("Content-Type", f"multipart/form-data; boundary={BOUNDARY}")
     connection.putheader("Transfer-Encoding", "chunked")
+    csrf = f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{browser.csrf()}\r\n'.encode()
+    connection.putheader("Cookie", browser.cookie())
     connection.endheaders()
 
     def chunk(data: bytes) -> None:
         connection.send(b"%x\r\n" % len(data) + data + b"\r\n")
 
-    chunk(fields + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
-                   "Content-Type: text/csv\r\n\r\n".encode())
+    chunk(csrf + fields + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
+                          "Content-Type: text/csv\r\n\r\n".encode())
     sent, block = 0, b"0" * (1 << 16)
     try:
         while sent < file_bytes:
@@ -207,25 +212,21 @@ def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int) -> tuple[
 BOUNDARY = "hostile"
 
 
-def _token_field(token: str) -> bytes:
-    return f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="token"\r\n\r\n{token}\r\n'.encode()
-
-
 def test_a_chunked_page_upload_over_the_limit_is_refused_while_it_streams(served):
     """A chunked form declares no length: the page's form spooled any file to disk, 64 MB here,
     before the token was even looked at. Now the body is counted as it arrives (413)."""
     service, tokens, server = served
-    status, page = _chunked_form(server.url, "/upload", _token_field(tokens["alpha"]), 64 << 20)
+    status, page = _chunked_form(server.url, "/upload", b"", 64 << 20, sign_in(server.url, tokens["alpha"]))
     assert status == 413 and b"larger than the limit of" in page
     assert service.storage.entries() == []
     assert request(server.url, tokens["alpha"], "GET", "/api/me")[2]["remaining_today"] == 1000
 
 
 def test_a_chunked_token_form_is_cut_off_at_its_limit(served):
-    """The page's "my submissions" form read a chunked body's preamble of blank lines to its end
-    (64 MB here) before the form parser's own limits refused it (400)."""
+    """The page's token form (then "my submissions", now signing in) read a chunked body's preamble of
+    blank lines to its end (64 MB here) before the form parser's own limits refused it (400)."""
     _, _, server = served
-    status, page = _chunked_form(server.url, "/mine", b"\r\n" * (32 << 20), 0)
+    status, page = _chunked_form(server.url, "/login", b"\r\n" * (32 << 20), 0, Browser(server.url))
     assert status == 413 and b"larger than the limit of 8192 bytes" in page
 
 

@@ -15,7 +15,7 @@ import pytest
 from ladderlab.serve.launch import ServerProcess
 from ladderlab.serve.storage import sqlite_url
 from tests.helpers import CHROMIUM, launch_chromium
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge
+from tests.serve_helpers import ThreadServer, open_service, request, sign_in, upload, write_challenge
 
 
 def _connect(url: str) -> socket.socket:
@@ -50,8 +50,7 @@ def test_every_answer_carries_the_security_headers_and_team_data_is_never_cached
             "challenge": request(server.url, "", "GET", "/api/challenge"),
             "sample": request(server.url, "", "GET", "/sample_submission.csv"),
             "no such page": request(server.url, "", "GET", "/nothing-here"),
-            "my page": request(server.url, "", "POST", "/mine", urllib.parse.urlencode({"token": team}).encode(),
-                               {"Content-Type": "application/x-www-form-urlencoded"}),
+            "my page": _as_request(sign_in(server.url, team).get("/team")),
         }
         style = request(server.url, "", "GET", "/static/ladderlab.css")
     for name, (status, headers, _) in answers.items():
@@ -79,13 +78,13 @@ def test_in_chromium_the_page_is_styled_breaks_no_policy_and_refuses_to_be_frame
         page = browser.new_page()
         page.on("console", lambda message: problems.append(message.text))
         page.on("pageerror", lambda error: problems.append(str(error)))
-        for address in ("/", "/mine"):
+        for address in ("/", "/team"):
             if address == "/":
                 page.goto(server.url + address)
             else:
-                page.fill("#mine input[name=token]", tokens["alpha"])
-                page.click("#mine button")
-                page.wait_for_selector("h2")
+                page.fill("#login input[name=token]", tokens["alpha"])
+                page.click("#login button")
+                page.wait_for_selector("#upload")
             background = page.eval_on_selector("form, p", "element => getComputedStyle(document.body).maxWidth")
             assert background == "960px", f"the style sheet applies on {address}"
         framing = browser.new_page()
@@ -127,16 +126,23 @@ def test_sockets_of_half_a_request_from_one_address_cannot_keep_a_team_out(tmp_p
     assert still_open <= 8, f"{still_open} half-sent sockets of one address still held"
 
 
+def _as_request(answer: tuple) -> tuple:
+    """A page answer (headers as a list) as ``request`` gives it (headers by lower-case name)."""
+    status, headers, body = answer
+    return status, {name.lower(): value for name, value in headers}, body
+
+
 def test_requests_without_a_token_cannot_take_the_places_kept_for_teams(tmp_path):
     path = write_challenge(tmp_path)
     with ServerProcess(path, "--uncertified", "--state", str(tmp_path / "state"), "--quiet-access",
                        "--max-requests", "4", "--per-address", "8") as server:
         host = server.url.removeprefix("http://").rstrip("/")
         slow = []
-        for _ in range(3):  # page uploads whose bodies have not arrived: requests in progress, no token in a header
+        for _ in range(3):  # sign-in forms whose bodies have not arrived: requests in progress, no token in a header
             sock = _connect(server.url)
-            sock.sendall(f"POST /upload HTTP/1.1\r\nHost: {host}\r\nContent-Type: multipart/form-data; "
-                         "boundary=b\r\nContent-Length: 100000\r\n\r\n--b\r\n".encode())
+            sock.sendall(f"POST /login HTTP/1.1\r\nHost: {host}\r\nContent-Type: multipart/form-data; "
+                         "boundary=b\r\nCookie: ladderlab-form-test=x\r\nContent-Length: 5000\r\n\r\n--b\r\n"
+                         .encode())
             slow.append(sock)
         time.sleep(0.5)
         anonymous = request(server.url, "", "GET", "/api/leaderboard")

@@ -249,22 +249,32 @@ def _write_tokens(path: Path, issued: dict[str, str]) -> None:
 
 
 def _check_reissue(challenge: Any, name: str) -> None:
-    from ladderlab.certification.challenge import RESERVED_TEAM_NAMES
+    """A team of the challenge file or the organiser; with ``[registration]``, also a name a team may
+    have registered (the service refuses it, naming it, if none did)."""
+    from ladderlab.certification.challenge import RESERVED_TEAM_NAMES, check_team_name
 
     names = [team.name for team in challenge.spec.teams] + list(RESERVED_TEAM_NAMES)
-    if name not in names:
+    if name in names:
+        return
+    if challenge.spec.registration is None:
         raise ValueError(f"--reissue {name!r}: not a team of {challenge.path} (teams: {', '.join(names)})")
+    try:
+        check_team_name(name)
+    except ValueError as error:
+        raise ValueError(f"--reissue: {error}") from None
 
 
 def _verify(args: argparse.Namespace) -> int:
     checked = _checked_log(args)
     if checked is None:
         return 1
-    display, count, states, head, report = checked
+    display, count, states, head, report, summary = checked
+    actions = summary.text() if summary else ""
     anchor_text = (f"; its head is {head[0]}:{head[1]} (keep it elsewhere: a later 'verify --anchor' with it "
-                   "finds the log cut back or rewritten)") if head[0] else ""
-    print(f"{display}: {count} submissions of {states} mechanism state(s): the chain is intact and every release, "
-          f"public and final score{', and every link,' if report['rule'] else ''} replays bit for bit{anchor_text}")
+                   "finds the log cut back or rewritten)") if head[0] or actions else ""
+    print(f"{display}: {count} submissions of {states} mechanism state(s){f' and {actions}' if actions else ''}: the "
+          f"chain is intact and every release, public and final score{', and every link,' if report['rule'] else ''} "
+          f"replays bit for bit{', and every recorded action keeps the rules' if actions else ''}{anchor_text}")
     if report["rule"]:
         print(_groups_text(report))
     return 0
@@ -288,16 +298,18 @@ def _links(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any]] | None:
+def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any], Any] | None:
     """Verify the log of ``args.challenge_file`` (the chain, every release and score, every link:
-    a log whose recorded links differ from the ones the rule makes on replay is refused) and return
-    its URL as shown, its length, its mechanism states, its head and its links
-    (:func:`~ladderlab.serve.organiser_links.link_report`); None, said on stderr, if it does not verify."""
+    a log whose recorded links differ from the ones the rule makes on replay is refused; every
+    recorded action: :func:`~ladderlab.serve.events.verify_actions`) and return its URL as shown, its
+    length, its mechanism states, its head, its links (:func:`~ladderlab.serve.organiser_links.link_report`)
+    and what its actions did (an :class:`~ladderlab.serve.events.ActionSummary`, None for a log of an
+    older schema); None, said on stderr, if it does not verify."""
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
     from ladderlab.certification import challenge as challenges
-    from ladderlab.serve import linked, replay
+    from ladderlab.serve import linked
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage, StorageError
 
@@ -315,13 +327,12 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
                              f"{challenge.path}' starts one")
         with storage.readable():
             linked.check_link_record(challenge, storage)
-            rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
-            states, count = rebuild(challenge, storage, secret, progress=None)
+            service = Service(challenge, storage, secret)
+            states, count, summary = service.replay_log(progress=None)
             if args.anchor is not None:
                 storage.check_anchor(*args.anchor)
-            with storage.reading() as connection:
-                head = storage.head(connection)
-            report = Service(challenge, storage, secret).links()
+            head = storage.chain_head()
+            report = service.links()
             _check_version(storage)
     except ValueError:
         storage.close()
@@ -331,7 +342,7 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
         return None
     finally:
         storage.close()
-    return storage.display_url(), count, len(states), head, report
+    return storage.display_url(), count, states, head, report, summary
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"

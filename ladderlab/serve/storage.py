@@ -15,12 +15,17 @@ SQLAlchemy Core, one schema for both databases:
 - ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
 - ``selections``: the submissions a team selected for the final ranking (rule k);
 - ``events``: a second hash chain of everything else the service acts on: each token hash a
-  team or the organiser was given (a team added, a token reissued), each selection and
-  unselection, the close. ``teams``, ``selections`` and the closing time in ``meta`` are what
-  the events add up to; :meth:`Storage.verify_chain` refuses a log where they are not;
+  team or the organiser was given (a team added, a team that registered itself, a token
+  reissued), each selection and unselection, the close, and the submissions' head it sealed.
+  ``teams``, ``selections`` and the closing time in ``meta`` are what the events add up to;
+  :meth:`Storage.verify_chain` refuses a log where they are not (and
+  :func:`ladderlab.serve.events.verify_actions` one where an event breaks the service's rules);
 - ``rate_buckets``: each team's upload rate-limit bucket (level, last update), so that
   the limit holds across processes (not part of either chain: it decides only when an upload
-  may come, never what is released or counted, which the caps of chained entries decide);
+  may come, never what is released or counted, which the caps of chained entries decide), and
+  ``address_buckets``, the same for registration attempts by client address;
+- ``sessions``: the page's signed-in browsers (the SHA-256 of their cookie, who, the hash of the
+  token they signed in with, until when; :mod:`ladderlab.serve.sessions`);
 - ``chain``: the heads of the chains (row 1: the submissions', row 2: the events'), last id
   and hash. Appending locks the head, so ids are gapless and each chain is linear under any
   number of server processes.
@@ -62,9 +67,12 @@ hashes of entries without links are what version 2 wrote; version 4 added ``even
 migration with the tokens, selections and close the log held then). ``serve verify`` checks a log
 not migrated yet as it was written, and says what its chain does not cover."""
 SUBMISSIONS_HEAD, EVENTS_HEAD = 1, 2
-TOKEN, SELECT, UNSELECT, CLOSE, MIGRATED = "token", "select", "unselect", "close", "migrated"
-"""The kinds of events: a token hash given to a team or the organiser, a selection and an
-unselection, the close, and the migration that began the events of an older log."""
+TOKEN, REGISTER, SELECT, UNSELECT, CLOSE, SEAL, MIGRATED = (
+    "token", "register", "select", "unselect", "close", "seal", "migrated")
+"""The kinds of events: a token hash given to a team or the organiser, a team that registered
+itself with its token hash, a selection and an unselection, the close, the submissions' head at the
+close (``ID:HASH``, recorded with it: no submission comes after it), and the migration that began
+the events of an older log."""
 ORGANISER = "organiser"
 CHECKPOINT_SECONDS = 0.5
 REFUSED = "refused"
@@ -122,6 +130,19 @@ rate_buckets = sa.Table(
     sa.Column("level", sa.Double, nullable=False),
     sa.Column("updated_us", sa.BigInteger, nullable=False),
 )
+address_buckets = sa.Table(
+    "address_buckets", metadata,
+    sa.Column("address", sa.String(64), primary_key=True),
+    sa.Column("level", sa.Double, nullable=False),
+    sa.Column("updated_us", sa.BigInteger, nullable=False),
+)
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("session_hash", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False),
+    sa.Column("expires_us", sa.BigInteger, nullable=False),
+)
 events = sa.Table(
     "events", metadata,
     sa.Column("event_id", sa.BigInteger, primary_key=True, autoincrement=False),
@@ -161,7 +182,7 @@ BY_IDEMPOTENCY_KEYS = (sa.select(*submissions.c)
                               submissions.c.idempotency_key.in_(sa.bindparam("keys", expanding=True)))
                        .order_by(submissions.c.submission_id))
 LOCK_TEAM = sa.select(teams.c.name).where(teams.c.name == _team).with_for_update()
-RATE_BUCKET = sa.select(rate_buckets.c.level, rate_buckets.c.updated_us).where(rate_buckets.c.team == _team)
+LOCK_TEAMS = sa.select(teams.c.name).order_by(teams.c.name).with_for_update()
 LINKS_AFTER = (sa.select(links.c.submission_id, links.c.other, links.c.differing)
                .where(links.c.submission_id > sa.bindparam("after")).order_by(links.c.submission_id, links.c.position))
 HEAD = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == SUBMISSIONS_HEAD)
@@ -263,6 +284,26 @@ def day_bounds(day: str) -> tuple[int, int]:
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+def microseconds(when: datetime) -> int:
+    """A time with a zone as µs since the epoch (the log's times)."""
+    return (when - EPOCH) // timedelta(microseconds=1)
+
+
+def moment(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of the events chain, as the service wrote it."""
+
+    event_id: int
+    kind: str
+    name: str
+    value: str
+    at_us: int
+
+
 @dataclass
 class Recorded:
     """What the events add up to: every name's token hash, each team's selections, the closing time."""
@@ -274,8 +315,10 @@ class Recorded:
     """The schema version the events began from by a migration (None: they began with the log)."""
 
     def apply(self, kind: str, name: str, value: str, number: int) -> None:
-        if kind == TOKEN:
+        if kind in (TOKEN, REGISTER):
             self.tokens[name] = value
+        elif kind == SEAL and self.closed_at is not None:
+            pass
         elif kind in (SELECT, UNSELECT) and value.isdigit():
             chosen = self.selections.setdefault(name, set())
             chosen.add(int(value)) if kind == SELECT else chosen.discard(int(value))
@@ -414,21 +457,30 @@ class Storage:
     def take_upload(self, connection: sa.Connection, team: str, now_us: int, rate: float, burst: int) -> float:
         """Count one upload in the team's token bucket and return 0, or return the seconds to
         wait before one is allowed (counting nothing). Call it holding the team's lock."""
-        stored = connection.execute(RATE_BUCKET, {"team": team}).first()
-        level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
-        level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
-        if not wait:
-            values = {"team": team, "level": level, "updated_us": now_us}
-            if stored is None:
-                connection.execute(rate_buckets.insert(), values)
-            else:
-                connection.execute(rate_buckets.update().where(rate_buckets.c.team == team), values)
-        return wait
+        return _take(connection, rate_buckets.c.team, team, now_us, rate, burst)
+
+    def take_attempt(self, connection: sa.Connection, address: str, now_us: int, rate: float, burst: int) -> float:
+        """:meth:`take_upload` for a registration attempt from a client address (in a write
+        transaction); buckets that have refilled are dropped, so that addresses do not pile up."""
+        connection.execute(address_buckets.delete().where(
+            address_buckets.c.updated_us < now_us - int(burst / rate * 1e6)))
+        return _take(connection, address_buckets.c.address, address[:64], now_us, rate, burst)
+
+    def lock_all_teams(self, connection: sa.Connection) -> None:
+        """Hold every team's row until the transaction ends, in name order (SQLite: already held):
+        a submission in progress holds its team's row until it is logged, so this waits for them."""
+        if not self.is_sqlite:
+            connection.execute(LOCK_TEAMS).all()
 
     def length(self) -> int:
         """The number of entries in the log (the chain head's id)."""
+        return self.chain_head()[0]
+
+    def chain_head(self) -> tuple[int, str]:
+        """The submissions chain's last id and hash, as they are now (not locked)."""
         with self.reading() as connection:
-            return int(connection.execute(HEAD).one()[0])
+            last_id, last_hash = connection.execute(HEAD).one()
+        return int(last_id), str(last_hash)
 
     def head(self, connection: sa.Connection) -> tuple[int, str]:
         """The chain's last id and hash, locked until the transaction ends."""
@@ -506,6 +558,9 @@ class Storage:
             raise StorageError(f"{self.display_url()}: log schema version {version!r}, "
                                f"this ladderlab reads and writes {SCHEMA_VERSION!r}")
 
+    def has_table(self, name: str) -> bool:
+        return sa.inspect(self.engine).has_table(name)
+
     def has_log(self) -> bool:
         """Whether the database holds a log (its metadata table), without creating anything."""
         with self.readable():
@@ -535,10 +590,60 @@ class Storage:
         with self.reading() as connection:
             return dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
 
+    def team_count(self) -> int:
+        with self.reading() as connection:
+            return int(connection.execute(sa.select(sa.func.count()).select_from(teams)).scalar_one())
+
     def add_team(self, name: str, token_hash: str, at_us: int) -> None:
         with self.transaction() as connection:
             connection.execute(teams.insert().values(name=name, token_hash=token_hash))
             self._record(connection, [(TOKEN, name, token_hash)], at_us)
+
+    def hold_events(self, connection: sa.Connection) -> None:
+        """Hold the events chain's head until the transaction ends (SQLite: already held): actions
+        that check what earlier ones recorded (registrations: the names taken) go one at a time."""
+        if not self.is_sqlite:
+            connection.execute(EVENTS_HEAD_FOR_UPDATE).one()
+
+    def register_team(self, connection: sa.Connection, name: str, token_hash: str, at_us: int) -> None:
+        """Add a team that registered itself (in ``connection``'s transaction), recorded as such."""
+        connection.execute(teams.insert().values(name=name, token_hash=token_hash))
+        self._record(connection, [(REGISTER, name, token_hash)], at_us)
+
+    def registered_teams(self, connection: sa.Connection | None = None) -> list[str]:
+        """The teams that registered themselves, in the order they did."""
+        return [event.name for event in self.events(connection) if event.kind == REGISTER]
+
+    def events(self, connection: sa.Connection | None = None) -> list[Event]:
+        """The events in order (none in a log of an older schema)."""
+        query = sa.select(events.c.event_id, events.c.kind, events.c.name, events.c.value,
+                          events.c.at_us).order_by(events.c.event_id)
+        if connection is None:
+            with self.reading() as reader:
+                return self.events(reader)
+        if not sa.inspect(connection).has_table(events.name):
+            return []
+        return [Event(*row) for row in connection.execute(query)]
+
+    def add_session(self, session_hash: str, holder: str, token_hash: str, expires_us: int, now_us: int) -> None:
+        """Record a signed-in browser (its cookie's hash), dropping the sessions that have expired."""
+        with self.transaction() as connection:
+            connection.execute(sessions.delete().where(sessions.c.expires_us <= now_us))
+            connection.execute(sessions.insert().values(session_hash=session_hash, holder=holder, token_hash=token_hash,
+                                                        expires_us=expires_us))
+
+    def session(self, session_hash: str) -> tuple[str, str, int] | None:
+        """Who holds the session of this cookie hash, with the token hash it signed in with and
+        when it expires (µs), or None."""
+        query = sa.select(sessions.c.holder, sessions.c.token_hash, sessions.c.expires_us).where(
+            sessions.c.session_hash == session_hash)
+        with self.reading() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else (str(row[0]), str(row[1]), int(row[2]))
+
+    def drop_session(self, session_hash: str) -> None:
+        with self.transaction() as connection:
+            connection.execute(sessions.delete().where(sessions.c.session_hash == session_hash))
 
     def set_token_hash(self, name: str, token_hash: str, at_us: int) -> None:
         """Give a team (or :data:`ORGANISER`) a new token hash; the old token stops working."""
@@ -550,13 +655,18 @@ class Storage:
             self._record(connection, [(TOKEN, name, token_hash)], at_us)
 
     def close_challenge(self, closed_at: str, at_us: int) -> str:
-        """Record the close at ``closed_at`` (ISO 8601) unless the log has one; return the one it has."""
+        """Record the close at ``closed_at`` (ISO 8601) unless the log has one; return the one it has.
+        It waits for the submissions in progress (:meth:`lock_all_teams`), and records with it the
+        submissions chain's head (``seal``): none may come after it."""
         with self.transaction() as connection:
+            self.lock_all_teams(connection)
             recorded = self.meta_value("closed_at", connection)
             if recorded is not None:
                 return recorded
             self.set_meta("closed_at", closed_at, connection)
-            self._record(connection, [(CLOSE, ORGANISER, closed_at)], at_us)
+            last_id, last_hash = self.head(connection)
+            self._record(connection, [(CLOSE, ORGANISER, closed_at), (SEAL, ORGANISER, f"{last_id}:{last_hash}")],
+                         at_us)
             return closed_at
 
     # --- the log ------------------------------------------------------------------------
@@ -659,6 +769,13 @@ class Storage:
             connection.execute(links.insert(), made_links)
         connection.execute(MOVE_HEAD, {"last_id": last_id, "last_hash": last_hash})
         return entries
+
+    def submission_counts(self) -> dict[str, tuple[int, int]]:
+        """Per team with submissions: how many (refused ones included), and the time of the last (µs)."""
+        query = sa.select(submissions.c.team, sa.func.count(), sa.func.max(submissions.c.submitted_at_us)).group_by(
+            submissions.c.team)
+        with self.reading() as connection:
+            return {team: (int(count), int(last_us)) for team, count, last_us in connection.execute(query)}
 
     def team_summaries(self) -> dict[str, tuple[int, int, float, float, float]]:
         """Per team with submissions the mechanism answered (not ``refused``): their count, the time
@@ -828,6 +945,22 @@ class Storage:
             detail = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise StorageError(f"the log holds a value it could not have written ({type(error).__name__}: "
                                f"{detail[:200]}): restore it from a backup") from None
+
+
+def _take(connection: sa.Connection, key_column: sa.Column, key: str, now_us: int, rate: float, burst: int) -> float:
+    """Count one request in the token bucket of ``key`` (a row of ``key_column``'s table) and return 0,
+    or return the seconds to wait before one is allowed (counting nothing)."""
+    table = key_column.table
+    stored = connection.execute(sa.select(table.c.level, table.c.updated_us).where(key_column == key)).first()
+    level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
+    level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
+    if not wait:
+        values = {key_column.name: key, "level": level, "updated_us": now_us}
+        if stored is None:
+            connection.execute(table.insert(), values)
+        else:
+            connection.execute(table.update().where(key_column == key), values)
+    return wait
 
 
 def _sqlite_pragmas(connection: Any, synchronous: str, autocheckpoint: bool) -> None:
