@@ -614,7 +614,8 @@ class Service:
             if len(registered) >= registration.max_teams:
                 raise ServiceError(403, "full", f"{len(registered)} teams have registered, the most this challenge "
                                                 "allows: ask the organiser")
-            check_new_team(name, [team.name for team in self.challenge.spec.teams] + registered)
+            check_new_team(name, [team.name for team in self.challenge.spec.teams]
+                           + list(self.storage.team_hashes(connection)))
             self.storage.register_team(connection, name, token_hash(token), microseconds(now))
         self._hashes_read = -math.inf
         log.info("team %s registered", name)
