@@ -13,7 +13,14 @@ import pytest
 from ladderlab.cli.commands import main
 from ladderlab.serve.events import verify_actions
 from ladderlab.serve.storage import StorageError, selections, teams
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge, write_secret
+from tests.serve_helpers import (
+    ThreadServer,
+    open_service,
+    request,
+    upload,
+    write_challenge,
+    write_secret,
+)
 
 SECRET = 1234
 INVITE = "open-sesame-42"

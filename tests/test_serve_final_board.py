@@ -14,7 +14,15 @@ import pytest
 
 from ladderlab.serve import final_board
 from ladderlab.serve.storage import sqlite_url
-from tests.serve_helpers import TEAMS, ThreadServer, open_service, page_request, request, upload, write_challenge
+from tests.serve_helpers import (
+    TEAMS,
+    ThreadServer,
+    open_service,
+    page_request,
+    request,
+    upload,
+    write_challenge,
+)
 
 
 def _submit_noisy_copies(url: str, tokens: dict[str, str], labels: np.ndarray, real: bool = False) -> None:

@@ -74,7 +74,6 @@ from ladderlab.serve.organiser_links import link_events, link_report
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import (
-    EPOCH,
     ORGANISER,
     REFUSED,
     Entry,
