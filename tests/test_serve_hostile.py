@@ -116,6 +116,32 @@ def test_deeply_nested_json_is_refused_as_unreadable_not_a_server_error(served):
     assert service.storage.entries() == []
 
 
+def test_the_uploads_issue_45_found_unclear_get_one_line_naming_the_value_and_what_to_send(served):
+    """A malformed .npy header was a 500 with a traceback in the log (numpy's tokenizer raises
+    TokenError); a label 1.0000000001 was reported as "label 1"; a JSON object keyed by id and a JSON
+    scalar got pandas' wording."""
+    service, tokens, server = served
+    ids = service.challenge.ids
+    broken = b"{'descr': '<f8', 'fortran_order': False, 'shape': (1000000, }".ljust(117) + b"\n"
+    npy = b"\x93NUMPY\x01\x00" + len(broken).to_bytes(2, "little") + broken + bytes(64)
+    near_label = "id,prediction\n" + "".join(f"{i},{'1.0000000001' if k == 0 else 0}\n" for k, i in enumerate(ids))
+    keyed = json.dumps({str(i): 0 for i in ids})
+    cases = [
+        (npy, "application/x-npy", ["not a .npy array", "header", "TokenError"]),
+        (near_label.encode(), "text/csv", [f"id '{ids[0]}'", "label 1.0000000001", "not one of the task's labels"]),
+        (keyed.encode(), "application/json", ["a JSON upload is an object of columns", f"key '{ids[0]}' holds",
+                                              "an object keyed by id is not read"]),
+        (b"0.5", "application/json", ["a JSON upload is an object of columns", "got the value '0.5'"]),
+        (b'"id,prediction"', "application/json", ["a JSON upload is", "got the text 'id,prediction'"]),
+        (b"[1, 2]", "application/json", ["a JSON upload is", "record 1 is the value '1'"]),
+    ]
+    for body, content_type, words in cases:
+        status, answer = _post(server.url, tokens["alpha"], body, content_type)
+        assert status == 422 and "\n" not in answer["error"], (status, answer)
+        assert all(word in answer["error"] for word in words), (words, answer["error"])
+    assert service.storage.entries() == []
+
+
 def test_an_upload_of_thousands_of_columns_is_refused_by_its_width_before_pandas_builds_it(served):
     """Within the size limit, width was the cost: 58,000 commas (one CSV row, or a ragged line under
     a header of two) cost pandas 13–15 s of CPU, and 9,000 JSON records with a key each a
@@ -128,7 +154,7 @@ def test_an_upload_of_thousands_of_columns_is_refused_by_its_width_before_pandas
     limit = service.challenge.max_upload_bytes()
     compact = {"separators": (",", ":")}
     records = json.dumps([{str(30 * row + i): 0 for i in range(30)} for row in range(300)], **compact).encode()
-    keys = json.dumps({str(i): 0 for i in range(9000)}, **compact).encode()
+    keys = json.dumps({str(i): [0] for i in range(9000)}, **compact).encode()
     wide = {"a row of commas": (b"," * (limit - 1) + b"\n", "text/csv", limit),
             "a ragged line": (b"id,prediction\n1" + b"," * (limit - 20) + b"\n", "text/csv", limit - 19),
             "records with a key each": (records, "application/json", 9000),

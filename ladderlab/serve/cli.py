@@ -319,6 +319,7 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
         output_file("--out", args.out)
     challenge = challenges.load(args.challenge_file, args.force)
     _, url, secret = _state(args, challenge, create=False)
+    _check_sqlite_header(url)
     storage = Storage(url)
     try:
         if not storage.has_log():
@@ -342,6 +343,25 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
     finally:
         storage.close()
     return storage.display_url(), count, states, head, report, summary
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_sqlite_header(url: str) -> None:
+    """Refuse a SQLite log file that is empty or does not begin as a database, before SQLite opens it
+    (opening an empty file, it would write a new database there: verifying changes nothing)."""
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or not Path(parsed.database).is_file():
+        return
+    with open(parsed.database, "rb") as handle:
+        start = handle.read(len(SQLITE_HEADER))
+    if start != SQLITE_HEADER:
+        raise ValueError(f"--database {url}: {'an empty file' if not start else 'not a SQLite database'}, not a "
+                         "ladderlab log: restore the log from a backup, or give the --state or --database it was "
+                         "started with")
 
 
 def _check_version(storage: Any) -> None:
