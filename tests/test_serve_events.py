@@ -13,7 +13,14 @@ import pytest
 from ladderlab.cli.commands import main
 from ladderlab.serve.events import verify_actions
 from ladderlab.serve.storage import StorageError, selections, teams
-from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge, write_secret
+from tests.serve_helpers import (
+    ThreadServer,
+    open_service,
+    request,
+    upload,
+    write_challenge,
+    write_secret,
+)
 
 SECRET = 1234
 INVITE = "open-sesame-42"
@@ -105,28 +112,6 @@ def test_a_selection_or_registration_against_the_rules_does_not_verify(tmp_path,
     with pytest.raises(StorageError) as refused:
         service.replay_log()
     assert words in str(refused.value)
-
-
-def test_a_submission_by_a_team_nobody_registered_does_not_verify(tmp_path):
-    from ladderlab.serve.storage import sqlite_url
-
-    path = write_challenge(tmp_path, n=200)
-    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"), SECRET)
-    _forge(service, "token", "mallory", "0" * 64)
-    with service.storage.transaction() as connection:
-        connection.execute(teams.insert().values(name="mallory", token_hash="0" * 64))
-    service.storage.set_token_hash("mallory", "1" * 64, 0)  # a token event the chain accepts
-    service._hashes_read = -np.inf
-    service.submit("alpha", np.zeros((1, 200)))
-    entries = service.storage.entries()
-    with service.storage.transaction() as connection:
-        row = {**entries[0].__dict__, "team": "mallory", "idempotency_key": None}
-        for key in ("submission_id", "previous_hash", "entry_hash", "links"):
-            row.pop(key)
-        service.storage.append(connection, [row])
-    with pytest.raises(StorageError, match="its team 'mallory' is neither in .* nor registered"):
-        verify_actions(service.challenge, service.storage.verify_chain(service.challenge.identity()),
-                       service.storage.events())
 
 
 def test_the_close_waits_for_the_submissions_in_progress(tmp_path, database):

@@ -14,7 +14,15 @@ import pytest
 
 from ladderlab.serve import final_board
 from ladderlab.serve.storage import sqlite_url
-from tests.serve_helpers import TEAMS, ThreadServer, open_service, page_request, request, upload, write_challenge
+from tests.serve_helpers import (
+    TEAMS,
+    ThreadServer,
+    open_service,
+    page_request,
+    request,
+    upload,
+    write_challenge,
+)
 
 
 def _submit_noisy_copies(url: str, tokens: dict[str, str], labels: np.ndarray, real: bool = False) -> None:
@@ -181,3 +189,12 @@ def test_the_close_by_the_clock_needs_no_organiser(tmp_path):
         page = page_request(server.url, "GET", "/")[2]
     assert b"final-leaderboard" in page and b"The challenge closed at 2030-01-02T00:00:00Z" in page
     assert "close" not in {event.kind for event in service.storage.events()}, "a close by the clock is no one's action"
+
+
+def test_the_serve_page_states_the_board_s_resamples_and_level():
+    from ladderlab.final_rankings.certificate import LEVEL, REPLICATES
+    from tests.docs_helpers import ROOT
+
+    text = " ".join((ROOT / "docs" / "serve.md").read_text().split())
+    assert f"from {REPLICATES:,} bootstrap resamples of the private rows" in text
+    assert f"the {LEVEL:.0%} interval of its score" in text

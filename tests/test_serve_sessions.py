@@ -168,3 +168,11 @@ def test_the_organiser_s_downloads_take_the_session_but_no_team_s(tmp_path):
         assert team.get("/api/organiser/export")[0] == 401
         assert Browser(url).get("/api/organiser/export")[0] == 401
         assert request(url, tokens["alpha"], "GET", "/api/organiser/export")[0] == 401
+
+
+def test_the_serve_page_states_how_long_a_session_lasts():
+    from tests.docs_helpers import ROOT
+
+    assert SESSION_SECONDS == 12 * 3600
+    assert "A session lasts half a day (`ladderlab.serve.sessions.SESSION_SECONDS`)" in " ".join(
+        (ROOT / "docs" / "serve.md").read_text().split())

@@ -7,9 +7,9 @@ organiser do between submissions: a team registering itself with the invite code
 service checks an action with the functions below before it records it, and
 :func:`verify_actions` replays a log's events with the same functions, in their order: a log that
 holds an action the service would have refused (a selection of another team's submission, or of
-more than k, a registration under a name taken, anything after the close, a submission after the
-seal or by a team that is neither in the challenge file nor registered) is refused, naming it.
-The chain itself, and that the tables agree with it, :meth:`Storage.verify_chain` checks.
+more than k, a registration under a name taken by an earlier team, anything after the close, a
+submission after the seal) is refused, naming it. The chain itself, and that the tables agree
+with it (every team's row was given by an event), :meth:`Storage.verify_chain` checks.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from ladderlab.serve.errors import ServiceError
 from ladderlab.serve.storage import (
     CLOSE,
     MIGRATED,
+    ORGANISER,
     REFUSED,
     REGISTER,
     SEAL,
     SELECT,
+    TOKEN,
     UNSELECT,
     Entry,
     Event,
@@ -99,7 +101,7 @@ def verify_actions(challenge: Challenge, entries: list[Entry], recorded: list[Ev
     of a migration (an older log's selections and close, recorded when it was migrated) are taken
     as they were: the log did not chain them when they were made."""
     rule = challenge.spec.rules.selection
-    teams = [team.name for team in challenge.spec.teams]
+    teams: list[str] = []  # every team given a token before the event: the names taken
     owned: dict[str, dict[int, str]] = {}
     for entry in entries:
         owned.setdefault(entry.team, {})[entry.submission_id] = entry.decision
@@ -117,7 +119,9 @@ def verify_actions(challenge: Challenge, entries: list[Entry], recorded: list[Ev
                 closed = datetime.fromisoformat(event.value)
             continue
         try:
-            if event.kind == REGISTER:
+            if event.kind == TOKEN and event.name != ORGANISER and event.name not in teams:
+                teams.append(event.name)
+            elif event.kind == REGISTER:
                 counts[REGISTER] += 1
                 check_not_closed(closed, "teams no longer register")
                 teams.append(check_new_team(event.name, teams))
@@ -134,13 +138,9 @@ def verify_actions(challenge: Challenge, entries: list[Entry], recorded: list[Ev
         except ServiceError as error:
             raise StorageError(f"event {event.event_id} ({event.kind} {event.name} {event.value}) breaks the rules: "
                                f"{error}") from None
-    for entry in entries:
-        if entry.team not in teams:
-            raise StorageError(f"submission {entry.submission_id}: its team {entry.team!r} is neither in "
-                               f"{challenge.path} nor registered")
-        if sealed is not None and entry.submission_id > sealed:
-            raise StorageError(f"submission {entry.submission_id} was logged after the close, which sealed the log at "
-                               f"submission {sealed}")
+    if sealed is not None and len(entries) > sealed:
+        raise StorageError(f"submission {sealed + 1} was logged after the close, which sealed the log at submission "
+                           f"{sealed}")
     return ActionSummary(counts[REGISTER], counts[SELECT], counts[UNSELECT], closed)
 
 

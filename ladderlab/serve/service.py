@@ -74,7 +74,6 @@ from ladderlab.serve.organiser_links import link_events, link_report
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import (
-    EPOCH,
     ORGANISER,
     REFUSED,
     Entry,
@@ -614,7 +613,8 @@ class Service:
             if len(registered) >= registration.max_teams:
                 raise ServiceError(403, "full", f"{len(registered)} teams have registered, the most this challenge "
                                                 "allows: ask the organiser")
-            check_new_team(name, [team.name for team in self.challenge.spec.teams] + registered)
+            check_new_team(name, [team.name for team in self.challenge.spec.teams]
+                           + list(self.storage.team_hashes(connection)))
             self.storage.register_team(connection, name, token_hash(token), microseconds(now))
         self._hashes_read = -math.inf
         log.info("team %s registered", name)

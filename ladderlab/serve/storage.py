@@ -586,9 +586,12 @@ class Storage:
         else:
             connection.execute(meta.insert().values(key=key, value=value))
 
-    def team_hashes(self) -> dict[str, str]:
-        with self.reading() as connection:
-            return dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
+    def team_hashes(self, connection: sa.Connection | None = None) -> dict[str, str]:
+        """Every team's token hash, by name."""
+        if connection is None:
+            with self.reading() as reader:
+                return self.team_hashes(reader)
+        return dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
 
     def team_count(self) -> int:
         with self.reading() as connection:

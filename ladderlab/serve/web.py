@@ -11,7 +11,7 @@ one-line reason and its HTTP status. The style is a static file (:mod:`ladderlab
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -45,6 +45,8 @@ TOKEN_FORM_BYTES = 8192
 Upload = Callable[[str, bytes, str, "str | None"], Accepted]
 Render = Callable[[str], str]
 """A view given the ``csrf`` field of its forms."""
+Action = Callable[[str, FormData], Awaitable[Render]]
+"""What a form of the page does for the signed-in holder, and the view it answers with."""
 
 
 def page_routes(service: Service, reader: UploadReader, upload: Upload, value_columns: str) -> APIRouter:
@@ -131,39 +133,52 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             return refused(request, error, None)
         return page(request, lambda csrf: pages.team_page(service, holder, value_columns, csrf))
 
-    @router.post("/upload", response_class=HTMLResponse)
-    async def page_upload(request: Request) -> HTMLResponse:
+    async def act(request: Request, wanted: str, limit: int, done: Action, files: int = 0,
+                  status: int = 200) -> HTMLResponse:
+        """A ``POST`` of the page by a signed-in ``wanted`` (``team`` or the organiser): its form read
+        and checked, then ``done(holder, fields)`` gives the view to answer with; a refusal is the
+        holder's page with the reason and its status."""
         holder = None
         try:
-            holder = required(request, "team")
-            upload_file = (await form(request, max_bytes + MULTIPART_OVERHEAD, files=1)).get("file")
+            holder = required(request, wanted)
+            render = await done(holder, await form(request, limit, files))
+        except (ServiceError, UploadError) as error:
+            return refused(request, error, holder)
+        return page(request, render, status)
+
+    def team_view(team: str, message: str) -> Render:
+        return lambda csrf: pages.team_page(service, team, value_columns, csrf, message)
+
+    def organiser_view(message: str, invite: str | None = None) -> Render:
+        return lambda csrf: pages.organiser_page(service, csrf, message, invite=invite)
+
+    @router.post("/upload", response_class=HTMLResponse)
+    async def page_upload(request: Request) -> HTMLResponse:
+        async def uploaded(holder: str, fields: FormData) -> Render:
+            upload_file = fields.get("file")
             if upload_file is None or isinstance(upload_file, str):
                 raise UploadError("choose a file to upload")
             data = await upload_file.read()
             fmt = reader.format_of(upload_file.content_type, upload_file.filename)
-            accepted = await run_in_threadpool(upload, holder, data, fmt, None)
-        except (ServiceError, UploadError) as error:
-            return refused(request, error, holder)
-        entry = accepted.entries[-1]
-        message = (f"Submission {entry.team_sequence} of {holder} (id {entry.submission_id}): released "
-                   f"{service.scorer.name} {pages.released_text(entry.released, service.challenge.release_step())}")
-        return page(request, lambda csrf: pages.team_page(service, holder, value_columns, csrf, message), 201)
+            entry = (await run_in_threadpool(upload, holder, data, fmt, None)).entries[-1]
+            release = pages.released_text(entry.released, service.challenge.release_step())
+            return team_view(holder, f"Submission {entry.team_sequence} of {holder} (id {entry.submission_id}): "
+                                     f"released {service.scorer.name} {release}")
+
+        return await act(request, "team", max_bytes + MULTIPART_OVERHEAD, uploaded, files=1, status=201)
 
     @router.post("/select", response_class=HTMLResponse)
     async def page_select(request: Request) -> HTMLResponse:
-        holder = None
-        try:
-            holder = required(request, "team")
-            fields = await form(request, TOKEN_FORM_BYTES)
+        async def selected(holder: str, fields: FormData) -> Render:
             submission = str(fields.get("submission_id") or "")
             if not submission.isdigit() or len(submission) > 18:
                 raise ServiceError(422, "invalid", f"submission_id {submission[:20]!r}: give a submission's number")
-            selected = fields.get("selected") == "yes"
-            await run_in_threadpool(service.select, holder, int(submission), selected)
-        except (ServiceError, UploadError) as error:
-            return refused(request, error, holder)
-        message = f"Submission {submission} is {'selected' if selected else 'no longer selected'} for the final ranking."
-        return page(request, lambda csrf: pages.team_page(service, holder, value_columns, csrf, message))
+            chosen = fields.get("selected") == "yes"
+            await run_in_threadpool(service.select, holder, int(submission), chosen)
+            return team_view(holder, f"Submission {submission} is {'selected' if chosen else 'no longer selected'} "
+                                     "for the final ranking.")
+
+        return await act(request, "team", TOKEN_FORM_BYTES, selected)
 
     @router.get("/register", response_class=HTMLResponse)
     def register_form(request: Request) -> HTMLResponse:
@@ -179,7 +194,8 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             token = await run_in_threadpool(service.register, name, invite, address)
             value, _ = await run_in_threadpool(sign_in, service, token)
         except (ServiceError, UploadError) as error:
-            return page(request, lambda csrf: pages.register_page(service, csrf, str(error), False), error.status)
+            message = str(error)
+            return page(request, lambda csrf: pages.register_page(service, csrf, message, False), error.status)
         response = page(request, lambda csrf: pages.team_page(service, name, value_columns, csrf, token=token), 201)
         _set_cookie(response, request, session_cookie, value, SESSION_SECONDS)
         return response
@@ -194,39 +210,30 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
 
     @router.post("/close", response_class=HTMLResponse)
     async def close(request: Request) -> HTMLResponse:
-        holder = None
-        try:
-            holder = required(request, ORGANISER)
-            fields = await form(request, TOKEN_FORM_BYTES)
+        async def closed(_holder: str, fields: FormData) -> Render:
             if fields.get("confirm") != "yes":
                 raise ServiceError(422, "invalid", "tick the box that confirms the close")
             try:
                 linked = check_linked_policy(str(fields.get("linked") or DEFAULT_LINKED_POLICY))
             except ValueError as error:
                 raise ServiceError(422, "invalid", str(error)) from None
-            closed = await run_in_threadpool(service.close, linked)
+            when = await run_in_threadpool(service.close, linked)
             await run_in_threadpool(service.public_final)
-        except (ServiceError, UploadError) as error:
-            return refused(request, error, holder)
-        message = (f"The challenge closed at {text_time(closed)}: the leaderboard now shows everyone the final ranking "
-                   "with its rank certificate.")
-        return page(request, lambda csrf: pages.organiser_page(service, csrf, message))
+            return organiser_view(f"The challenge closed at {text_time(when)}: the leaderboard now shows everyone "
+                                  "the final ranking with its rank certificate.")
+
+        return await act(request, ORGANISER, TOKEN_FORM_BYTES, closed)
 
     @router.post("/invite", response_class=HTMLResponse)
     async def invite(request: Request) -> HTMLResponse:
-        holder = None
-        try:
-            holder = required(request, ORGANISER)
-            fields = await form(request, TOKEN_FORM_BYTES)
+        async def invited(_holder: str, fields: FormData) -> Render:
             if fields.get("action") == "stop":
                 service.stop_registration()
-                return page(request, lambda csrf: pages.organiser_page(
-                    service, csrf, "Registration is closed: no team can register now."))
+                return organiser_view("Registration is closed: no team can register now.")
             code = service.set_invite(str(fields.get("code") or "") or None)
-        except (ServiceError, UploadError) as error:
-            return refused(request, error, holder)
-        return page(request, lambda csrf: pages.organiser_page(
-            service, csrf, "The invite code is set; the earlier one no longer works.", invite=code))
+            return organiser_view("The invite code is set; the earlier one no longer works.", code)
+
+        return await act(request, ORGANISER, TOKEN_FORM_BYTES, invited)
 
     return router
 
