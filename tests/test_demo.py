@@ -26,7 +26,7 @@ def test_the_demo_concludes_from_its_own_numbers(capsys):
     table = dict(re.findall(r"^(kaggle|ladder-free)\s+(\d\.\d{4}\s+\d\.\d{4})", out, re.M))
     for name, scores in table.items():
         released, final = map(float, scores.split())
-        line = next(line for line in out.splitlines() if line.startswith(f"{name}:"))
+        line = next(line for line in out.replace("\n  ", " ").splitlines() if line.startswith(f"{name}:"))
         gap, probability = re.search(r"loss (\d\.\d{4}) below .* probability ([\d.e+-]+):", line).groups()
         assert float(gap) == pytest.approx(final - released, abs=1.5e-4)
         assert float(probability) == pytest.approx(optimism_probability(float(gap), 1000, 2000), rel=0.05)

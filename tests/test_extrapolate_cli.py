@@ -211,4 +211,5 @@ def test_text_output_says_how_far_apart_the_methods_are(capsys):
     low, high = min(values, key=values.get), max(values, key=values.get)
     assert f"the methods predict from {values[low]:.4f} ({low}) to {values[high]:.4f} ({high}) at K = 60" in out
     assert "--bootstrap 200 adds each method's sampling interval" in out
-    assert result["spread"] == [line for line in out.splitlines() if line.startswith(("the methods", "--bootstrap"))]
+    unwrapped = out.replace("\n  ", " ")  # a line longer than the terminal goes on, indented, on the next
+    assert result["spread"] == [line for line in unwrapped.splitlines() if line.startswith(("the methods", "--bootstrap"))]

@@ -4,6 +4,7 @@ repository's pages are current is not tested here: pages are regenerated on idle
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,8 +50,10 @@ def test_every_generated_page_records_its_code_but_those_listed_as_not_yet_stamp
 def _pages(root: Path) -> subprocess.CompletedProcess[str]:
     """``ladderlab pages --all`` in a fresh process, as the lead runs it (one process fingerprints
     the code it loaded once)."""
-    return subprocess.run([sys.executable, "-m", "ladderlab", "pages", "--all"], cwd=root, env=environment(),
-                          capture_output=True, text=True, timeout=300)
+    completed = subprocess.run([sys.executable, "-m", "ladderlab", "pages", "--all"], cwd=root, env=environment(),
+                               capture_output=True, text=True, timeout=300)
+    completed.stdout = re.sub(r"( \\)?\n {15}", " ", completed.stdout)  # its lines wrapped at 120 columns, joined
+    return completed
 
 
 def test_a_certificate_page_is_current_until_a_byte_of_its_mechanisms_source_changes(
