@@ -346,6 +346,7 @@ def test_an_isolated_run_equals_the_in_process_run(tmp_path):
     pd.testing.assert_frame_equal(plain.drop(columns="wall_time"), isolated.drop(columns="wall_time"))
 
 
+@pytest.mark.slow  # test_an_isolated_run_equals_the_in_process_run holds the same streams by default
 def test_an_isolated_certification_battery_equals_the_in_process_one(tmp_path):
     """The battery names each attack's random stream by its whole identity under isolation
     too (hill-climbing has parameters the battery leaves at their defaults)."""

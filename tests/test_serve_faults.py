@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from ladderlab.certification import challenge as challenges
 from ladderlab.serve import replay
@@ -113,6 +114,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow  # a soak: three kills under load; the demo's kill -9 and restart below is its default sibling
 def test_kill_9_under_load_then_restart_loses_and_changes_nothing(tmp_path, seed=11):
     teams, per_team = ("alpha", "beta", "gamma", "delta"), 30
     path = write_challenge(tmp_path, n=300, mechanism="ladder-boot", params="b = 10, alpha = 0.15", limits=FAST)

@@ -37,6 +37,7 @@ def test_the_staircase_grid_starts_where_hill_climbing_stops_and_flips_labels_on
     assert "label vectors" in ATTACKS.make("staircase").incompatibility(regression.public)
 
 
+@pytest.mark.slow  # 390 duels; the grid and the fixed-Ladder tests below check the climb itself by default
 @given(seed=st.integers(0, 2**32 - 1))
 @settings(max_examples=1, deadline=None)
 def test_the_staircase_overfits_the_ladder_beyond_tau_where_every_hill_climb_of_its_grid_does_not(seed):
