@@ -55,16 +55,16 @@ ALLOWED = {  # (page, the exact words): why they stay
        "test_sizes_page_gives_the_estimators_constants" for words in ("50 µs", "10 ns", "60 µs", "2 ns", "15 ms", "1.5 ms")},
     ("sizes.md", "4×"): "the tolerance of the estimator's test (tests/test_workload.py's FACTOR), compared with it "
                         "by test_sizes_page_gives_the_estimators_tolerance",
-    ("serve.md", "100 ms"): "a goal the service is measured against, not a measurement",
-    ("serve.md", "5 ms"): "a goal the service is measured against, not a measurement",
+    ("serve-internals.md", "100 ms"): "a goal the service is measured against, not a measurement",
+    ("serve-internals.md", "5 ms"): "a goal the service is measured against, not a measurement",
     ("serve.md", "50 s"): "how long the client retries (ladderlab.serve.client's RETRIES and RETRY_PAUSE), "
                           "compared with them by test_serve_page_gives_how_long_the_client_retries",
     **{(page, words): "a default timeout of ladderlab.serve.limits (HEADER_SECONDS, KEEP_ALIVE_SECONDS), compared "
        "with them by tests/test_serve_connections.py::test_the_pages_give_the_default_timeouts"
-       for page in ("serve.md", "decisions.md") for words in ("10 s", "5 s")},
+       for page in ("serve-internals.md", "decisions.md") for words in ("10 s", "5 s")},
     ("decisions.md", "30 s"): "the keep-alive timeout the server had before the connection bounds (a decision record), "
                               "and the default body timeout (BODY_SECONDS, compared by test_the_pages_give_the_default_timeouts)",
-    ("serve.md", "30 s"): "the default body timeout of ladderlab.serve.limits (BODY_SECONDS), compared with it by "
+    ("serve-internals.md", "30 s"): "the default body timeout of ladderlab.serve.limits (BODY_SECONDS), compared with it by "
                           "tests/test_serve_connections.py::test_the_pages_give_the_default_timeouts",
 }
 

@@ -247,7 +247,7 @@ def test_evalai_evaluation_script_takes_the_team_from_the_submission_metadata(tm
 def test_evalai_remote_evaluation_keeps_the_credential_on_the_organisers_machine(tmp_path):
     """EvalAI-Starters' remote_challenge_evaluation/main.py imports ``evaluate`` from ``evaluate.py``
     and calls ``evaluate(submission_file_path, challenge_phase["codename"])``, to which the organiser
-    adds ``submission_metadata=submission`` (docs/deploying.md)."""
+    adds ``submission_metadata=submission`` (docs/platforms.md)."""
     path = certified(tmp_path / "challenge")
     challenge = load(path)
     with twin_services(path, tmp_path) as (server, issued, _, _):

@@ -174,7 +174,7 @@ def test_the_pages_give_the_default_timeouts():
     from ladderlab.serve.limits import BODY_SECONDS, HEADER_SECONDS, KEEP_ALIVE_SECONDS, SLOWEST_UPLOAD_BYTES_PER_SECOND
     from tests.docs_helpers import ROOT
 
-    serve = (ROOT / "docs" / "serve.md").read_text().split("## Connections", 1)[1].split("\n## ", 1)[0]
+    serve = (ROOT / "docs" / "serve-internals.md").read_text().split("## Connections", 1)[1].split("\n## ", 1)[0]
     decisions = (ROOT / "docs" / "decisions.md").read_text().split("### Bounded connections", 1)[1].split("\n### ", 1)[0]
     for page in (serve, decisions):
         assert f"{HEADER_SECONDS:g} s" in page and f"{KEEP_ALIVE_SECONDS:g} s" in page

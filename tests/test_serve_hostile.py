@@ -1,7 +1,7 @@
 """A hostile participant against a running ``ladderlab serve``, over HTTP: uploads built to
 exhaust the server's memory, disk or patience, and a log tampered with between runs. Each
-refusal is a clear 4xx that names the problem and changes nothing (docs/serve.md, "What a
-hostile participant can and cannot do")."""
+refusal is a clear 4xx that names the problem and changes nothing (docs/serve-internals.md,
+"What a hostile participant can and cannot do")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``ladderlab audit PLATFORM CONFIG``: where a platform's configuration lets raw scores reach participants.
 
-Every platform rounds for display only and keeps what the scoring code returned (docs/deploying.md):
+Every platform rounds for display only and keeps what the scoring code returned (docs/platforms.md):
 Codabench stores scores with 10 decimals and its API serves them unrounded, hidden columns and
 hidden leaderboards included; EvalAI's ``leaderboard_decimal_precision`` is a filter of the web
 page; both keep the scoring code's standard output and result files for the participant. A

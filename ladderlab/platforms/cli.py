@@ -14,7 +14,7 @@ RELAYED = ("codabench", "evalai", "hf-competitions")
 def add_subcommands(commands: argparse._SubParsersAction) -> None:
     """Register ``export`` and ``audit``."""
     export = commands.add_parser(
-        "export", help="write a platform's files that run a challenge's certified mechanism (see docs/deploying.md)",
+        "export", help="write a platform's files that run a challenge's certified mechanism (see docs/platforms.md)",
         description="Write what PLATFORM needs to score CHALLENGE with its certified mechanism: for codabench, evalai "
                     "and hf-competitions a scoring program that asks your running 'ladderlab serve' for the release "
                     "(--url, and the scorer credential from --tokens or --scorer-token); for kaggle a self-contained "
@@ -88,7 +88,7 @@ def _export(args: argparse.Namespace) -> int:
     width = max(len(relative) for relative, _ in written.files)
     for relative, purpose in written.files:
         print(f"  {relative:<{width}}  {purpose}"[:120])
-    print("next: docs/deploying.md, section " + args.platform)
+    print("next: docs/platforms.md, section " + args.platform)
     return 0
 
 

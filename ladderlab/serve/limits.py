@@ -1,5 +1,5 @@
 """How many connections and requests ``ladderlab serve`` holds at once, and how long it waits for them
-(docs/serve.md#connections).
+(docs/serve-internals.md#connections).
 
 Without bounds a hostile participant can open connections until the process runs out of file
 descriptors, or start uploads until it runs out of memory, and no honest team gets through. The

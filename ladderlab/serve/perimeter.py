@@ -1,4 +1,4 @@
-"""What every answer carries, and what the server writes about each request (docs/serve.md#perimeter).
+"""What every answer carries, and what the server writes about each request (docs/serve-internals.md#perimeter).
 
 - :class:`SecurityHeaders`: a Content-Security-Policy that lets a page load only the server's own
   files (no inline script or style, no frames around it: ``frame-ancestors 'none'``, forms post only

@@ -13,7 +13,7 @@ Every problem is an :class:`UploadError` naming it (a missing, unknown or repeat
 a value that is not a number, the wrong shape) before the service sees the upload. What an
 upload declares about its size is checked before the work it would cost: a ``.npy`` header's
 shape against the bytes that follow, a Parquet footer's rows and uncompressed bytes, the width
-of a CSV or JSON table (docs/serve.md, "What a hostile participant can and cannot do").
+of a CSV or JSON table (docs/serve-internals.md#hostile).
 """
 
 from __future__ import annotations
