@@ -1,7 +1,10 @@
-"""MkDocs hook: the scenario reference is generated from the pydantic schema, so it cannot drift."""
+"""MkDocs hooks: the scenario reference is generated from the pydantic schema, so it cannot drift;
+a generated page says, where a reader sees it, which command wrote it and when."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -61,5 +64,55 @@ def schema_tables() -> str:
     return "\n\n".join(parts)
 
 
-def on_page_markdown(markdown: str, **_: Any) -> str:
-    return markdown.replace(MARKER, schema_tables()) if MARKER in markdown else markdown
+ROOT = Path(__file__).resolve().parents[1]
+CODE_BLOCK = re.compile(r"^([ \t]*)(```|~~~).*?^\1\2", flags=re.M | re.S)
+
+
+def provenance(markdown: str, path: str) -> str:
+    """The line a page written by a command ends with: the commands its stamps record (the code
+    they fingerprint is in the stamp; ``ladderlab dev pages`` compares it with today's) and when
+    the page was last written (its last commit), or nothing for a page no command stamped."""
+    from ladderlab.dev.page_survey import made
+    from ladderlab.runs.page_stamps import stamps_in
+
+    stamps = stamps_in(CODE_BLOCK.sub("", markdown))  # a stamp shown as an example is not the page's
+    if not stamps:
+        return ""
+    commands = list(dict.fromkeys(stamp["command"] for stamp in stamps))
+    shown = f"`{commands[0]}`" if len(commands) == 1 else f"{len(commands)} commands (one per part, in its stamp)"
+    fingerprints = sum(len(stamp.get("code", {})) for stamp in stamps)
+    last = made(ROOT, path)
+    when = f"; last written {last}" if last else ""
+    modules = "1 plugin or core module" if fingerprints == 1 else f"{fingerprints} plugins and core modules"
+    return (f"*Written by {shown}; the stamp in this page's source fingerprints its code ({modules}){when}. "
+            f"`ladderlab dev pages` says whether that code has changed since.*")
+
+
+INCLUDE = re.compile(r'^([ \t]*)--8<-- "([^"]+)"[ \t]*$')
+
+
+def with_provenance(markdown: str, path: str) -> str:
+    """``markdown`` with the :func:`provenance` of each generated page it includes (``--8<--``)
+    under the include (under the code block, for an include inside one), and its own at its end."""
+    lines: list[str] = []
+    fenced, waiting = False, []
+    for text in markdown.splitlines():
+        lines.append(text)
+        if text.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            if not fenced and waiting:
+                lines += waiting
+                waiting = []
+        elif (include := INCLUDE.match(text)) and (ROOT / include[2]).is_file():
+            line = provenance((ROOT / include[2]).read_text(), include[2])
+            if line:
+                (waiting if fenced else lines).extend(["", f"{include[1]}{line}", ""])
+    markdown = "\n".join(lines + waiting) + ("\n" if markdown.endswith("\n") else "")
+    line = provenance(markdown, path)
+    return f"{markdown.rstrip()}\n\n---\n\n{line}\n" if line else markdown
+
+
+def on_page_markdown(markdown: str, page: Any = None, **_: Any) -> str:
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, schema_tables())
+    return with_provenance(markdown, f"docs/{page.file.src_path}") if page is not None else markdown

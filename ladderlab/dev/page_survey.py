@@ -14,6 +14,7 @@ import argparse
 import glob
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +55,20 @@ class PageState:
     documented: bool = False
     """The command is what the docs give for the page, not what it records: it may leave out
     options the docs add in words (the red-team certificates' ``--scorer zero-one --seed 1``)."""
+    made: str | None = None
+    """When and with which code the page was last written: the date and commit of the last
+    commit that changed it (:func:`made`), where the repository's history is at hand."""
+
+
+def made(root: Path, page: str) -> str | None:
+    """``2026-11-24, commit 1a2b3c4`` for the last commit that changed ``page`` under ``root``
+    (None: not in a git checkout, or never committed)."""
+    try:
+        found = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%cs, commit %h", "--", page],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() or None
 
 
 def check_code(page: str, command: str | None, code: Mapping[str, str], part: str | None = None) -> PageState:
@@ -168,6 +183,9 @@ def survey(root: Path = Path(".")) -> list[PageState]:
                 states += _markdown_page(root, name)
             else:
                 states.append(_text_page(root, name))
+    for state in states:
+        if state.state != "current":
+            state.made = made(root, state.page)
     return states
 
 
@@ -187,6 +205,8 @@ def format_states(states: list[PageState], counted: list[PageState] | None = Non
         lines.append(f"{state.state:<12} {where}")
         if state.changed:
             lines.append(wrapped(f"changed: {', '.join(state.changed)}", indent=" " * 13))
+        if state.made:
+            lines.append(f"             last written: {state.made}")
         how = "as documented" if state.documented else "regenerate"
         lines.append(wrapped_command(f"{how}: {state.command or 'no command recorded or documented'}", indent=" " * 13))
     counts = {name: sum(state.state == name for state in (states if counted is None else counted))
