@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from ladderlab.cli.commands import main
+from ladderlab.competition import results as competition_results
 from ladderlab.extrapolation import scenario as extrapolation_scenario
 from ladderlab.reports import report
 from ladderlab.runs import rundir, runner
@@ -60,8 +61,8 @@ def computed_replications(monkeypatch) -> Counter:
         return wrapped
 
     monkeypatch.setattr(runner, "run_replication", counting(runner.run_replication, lambda cell, *_: cell.key))
-    monkeypatch.setattr(runner, "play_competition_replication",
-                        counting(runner.play_competition_replication, lambda cell, *_: cell.key))
+    monkeypatch.setattr(competition_results, "run_replication",
+                        counting(competition_results.run_replication, lambda cell, *_: cell.key))
     monkeypatch.setattr(extrapolation_scenario, "run_replication",
                         counting(extrapolation_scenario.run_replication, lambda design, classifier, *_: classifier))
     return counts
@@ -70,7 +71,7 @@ def computed_replications(monkeypatch) -> Counter:
 def stored(out) -> dict[str, list[float]]:
     """Per finished cell file: the time each of its rows took, which no two computations share."""
     times = {}
-    for folder in rundir.CELL_FOLDERS:
+    for folder in rundir.cell_folders():
         for path in sorted((out / folder).glob("*.parquet")):
             frame = pd.read_parquet(path)
             times[path.stem] = frame[next(name for name in TIMES if name in frame)].tolist()

@@ -20,6 +20,9 @@ account): the submissions still come from A − 1 budgets. ``link`` (a
 :class:`~ladderlab.engines.linking.LinkRule`) plays the accounts under the linking wrapper instead: accounts
 whose submissions are near-identical are linked as they submit and answered by one state from then
 on (:mod:`ladderlab.engines.linking`).
+
+Such a duel is a kind of cell of its own (:class:`SybilDuels`, :mod:`ladderlab.runs.cell_kinds`): a
+``[[matrix]]`` attack entry with ``accounts`` ≥ 2 makes it, and the runner plays it through this module.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,7 +41,10 @@ from ladderlab.engines.linking import LinkRule
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs import runner
 from ladderlab.runs.duel import DuelResult, duel, spec
+from ladderlab.runs.duels import DuelKind
+from ladderlab.runs.scenario import Cell
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import stream
 from ladderlab.stats.sequential import median_interval
@@ -87,6 +93,26 @@ def duel_with_accounts(task: Task, mechanism: Mechanism, attack: Attack, seed: i
         reported=0,
         loss_bound=result.loss_bound,
     )
+
+
+class SybilDuels(DuelKind):
+    """Duels whose attacker holds several accounts (``accounts`` ≥ 2 in a ``[[matrix]]`` attack entry):
+    a duel cell in every respect but how a replication is played, :func:`duel_with_accounts`."""
+
+    name: ClassVar[str] = "sybil-duel"
+    table_key: ClassVar[str | None] = None
+
+    def play(self, cell: Cell, seed: int, replication: int, isolation: str = "none", secret_seed: int | None = None,
+             isolated: Any = None) -> dict[str, Any]:
+        def with_accounts(task: Task, mechanism: Mechanism, attack: Attack) -> DuelResult:
+            return duel_with_accounts(task, mechanism, attack, seed, replication, cell.budget, cell.accounts,
+                                      link=LinkRule() if cell.link else None)
+
+        return runner.run_replication(cell, seed, replication, isolation, secret_seed, isolated, play=with_accounts)
+
+
+SYBIL_DUELS = SybilDuels()
+"""The kind of the duels with several accounts (entry point ``sybil-duel``)."""
 
 
 SYBIL_ATTACKS: tuple[tuple[str, dict[str, Any]], ...] = (("boosting", {"variant": "kaggle"}), ("boosting", {"variant": "ladder"}))
