@@ -27,10 +27,8 @@ Such a duel is a kind of cell of its own (:class:`SybilDuels`, :mod:`ladderlab.r
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -49,7 +47,6 @@ from ladderlab.scoring import get_scorer
 from ladderlab.seeding import stream
 from ladderlab.stats.sequential import median_interval
 from ladderlab.tasks import Task
-from ladderlab.utils.atomic import write_atomically
 from ladderlab.utils.progress import progress_bar
 
 
@@ -164,7 +161,7 @@ def accounts_table(n: int = 200, budget: int = 100, accounts: int = 5, replicati
 
 
 def table_text(rows: list[AccountsRow], n: int, budget: int, replications: int, confidence: float) -> str:
-    """The accounts table as text (``ladderlab bench --accounts``'s output)."""
+    """The accounts table as text (``ladderlab dev bench --accounts``'s output)."""
     names = list(rows[0].delta)
     lines = [f"median Δ/B [{100 * confidence:g}% CI] of the worse of "
              f"{', '.join(plugin_label(a, p) for a, p in SYBIL_ATTACKS)} (k = every probe), random labels, n = {n}, "
@@ -176,14 +173,3 @@ def table_text(rows: list[AccountsRow], n: int, budget: int, replications: int, 
         lines.append(f"{row.mechanism:<22}" + "".join(
             f"{f'{m:+.3f} [{lo:+.3f}, {hi:+.3f}]':>28}" for m, lo, hi in (row.delta[name] for name in names)))
     return "\n".join(lines) + "\n"
-
-
-def bench_command(args: argparse.Namespace) -> int:
-    """``ladderlab bench --accounts [--out FILE]``: print the accounts table (and write it to FILE)."""
-    out = Path(args.out) if args.out else None  # checked by the command line (arguments.output_file)
-    settings = {"n": 200, "budget": 100, "replications": 10, "confidence": 0.95}
-    text = table_text(accounts_table(**settings, progress=args.progress, wrapper=True), **settings)
-    print(text, end="")
-    if out is not None:
-        write_atomically(out, text)
-    return 0

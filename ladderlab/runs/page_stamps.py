@@ -6,7 +6,7 @@ the command that regenerates it and the fingerprints of the code its numbers dep
 plugin's version and source hash, the token a run directory's manifest keeps for it
 (:func:`ladderlab.plugin.fingerprint_token`, docs/run-directories.md), and a SHA-256 of each
 core module that decides them (:data:`CORE`). :mod:`ladderlab.dev.page_survey` checks stamps
-against the code (``ladderlab pages``).
+against the code (``ladderlab dev pages``).
 """
 
 from __future__ import annotations

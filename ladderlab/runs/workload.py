@@ -306,7 +306,7 @@ SIMULATION_CHUNK_BYTES = 4_000_000 * 8 * 3
 def extrapolation_work(k: int, K: int, methods: list[str], bins: int, points: int, bootstrap: int = 0) -> Estimate:
     """Predicting the accuracy at t = 1 … K classes from ``points`` test points on k classes, and
     with ``bootstrap`` = B the prediction at K again on each of B resamples of the test points
-    (``ladderlab extrapolate --bootstrap B``): EXP, CONS and MPLE cost on a resample what their
+    (``ladderlab stats extrapolate --bootstrap B``): EXP, CONS and MPLE cost on a resample what their
     curve costs, HD one quadrature's worth (:data:`SECONDS_PER_HD_RESAMPLE`)."""
     peak = WORKING_BYTES + 8 * points + BYTES_PER_CURVE_VALUE * K * len(methods)
     seconds = 0.0
@@ -349,7 +349,7 @@ def announce(estimate: Estimate, threshold: float = 5.0) -> None:
 
 
 def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float, rows_per_client: int) -> Estimate:
-    """``ladderlab serve bench``: every client keeps its uploads (``rows_per_client`` predictions of
+    """``ladderlab dev bench-serve``: every client keeps its uploads (``rows_per_client`` predictions of
     ``n`` float64 values, about twice over as arrays and ``.npy`` bodies) and the server the
     challenge's data; each of the ``settings`` (databases × mechanisms) runs every client count
     for ``seconds`` after a warm-up of up to a second, on about two cores."""
@@ -384,7 +384,7 @@ def file_reading_work(path: Any) -> Estimate:
 
 
 def ranking_certificate_work(teams: int, samples: int, replicates: int) -> Estimate:
-    """``ladderlab rank-certificate``: the replicates × teams bootstrap scores, about five copies
+    """``ladderlab stats rank-certificate``: the replicates × teams bootstrap scores, about five copies
     over (scores, risks, ranks, ties, quantiles), the teams × samples matrix thrice, and the count
     matrices drawn in chunks; CPU about one element cost per replicate, sample and team."""
     from ladderlab.engines.bootstrap import CHUNK_ELEMENTS
@@ -396,7 +396,7 @@ def ranking_certificate_work(teams: int, samples: int, replicates: int) -> Estim
 
 
 def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: int = 1000) -> Estimate:
-    """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
+    """``ladderlab dev bench``: each measurement holds a batch of ``batch`` predictions of the largest
     size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""
     return Estimate("the benchmark", None, WORKING_BYTES + 24 * batch * max(sizes), 6 * seconds * measurements)
 
