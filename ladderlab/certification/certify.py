@@ -129,10 +129,7 @@ class AttackSpec:
         cls = ATTACKS.get(self.id)
         if self.pinned is not None:
             return [{**cls.budget_params(budget), **self.pinned}]
-        grid = cls.strength_grid(budget, n)
-        if not grid:
-            raise ValueError(f"attack {self.id!r}: strength_grid({budget}, {n}) is empty")
-        return [dict(point) for point in grid]
+        return [dict(point) for point in cls.checked_strength_grid(budget, n)]
 
 
 def parse_attack(text: str, option: str = "--attack") -> AttackSpec:

@@ -416,7 +416,7 @@ def _attack_settings(attack: AttackEntry, task_id: str, task_params: dict[str, A
         return expand(attack.params, ATTACKS.get(attack.id))
     assert attack.budget is not None
     n = drawn_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
-    grid = ATTACKS.get(attack.id).strength_grid(attack.budget, n)
+    grid = ATTACKS.get(attack.id).checked_strength_grid(attack.budget, n)
     return [{**setting, **extra} for setting in grid for extra in expand(attack.params, ATTACKS.get(attack.id))]
 
 
