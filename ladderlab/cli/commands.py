@@ -29,6 +29,7 @@ from ladderlab.extrapolation import cli as extrapolation_cli
 from ladderlab.final_rankings import cli as final_rankings_cli
 from ladderlab.isolation.layout import restart_with_fixed_layout
 from ladderlab.isolation.untrusted import sandboxed_if
+from ladderlab.platforms import cli as platforms_cli
 from ladderlab.reports import cli as reports_cli
 from ladderlab.runs import cli as runs_cli
 from ladderlab.runs.arguments import ArgumentError
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     certification_cli.register(commands)  # certify
     # plan (issue 43)
     serve_cli.register(commands)  # serve (verify, links, attack)
-    # export, audit (issue 44)
+    platforms_cli.register(commands)  # export, audit
     # arena (issue 46)
     stats = commands.add_parser("stats", help=STATS, description=STATS[0].upper() + STATS[1:] + ".")
     statistics = stats.add_subparsers(dest="stats_command", required=True, metavar="COMMAND")
