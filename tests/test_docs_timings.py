@@ -42,6 +42,9 @@ SECTIONS_OWNED_ELSEWHERE = {  # (page, heading): why this test leaves the sectio
     ("decisions.md", "### What else was tried for one-row duels"):
         "levers tried for issue 30 and set aside, as measured then (a decision record); today's "
         "per-submission cost is the last row of bench-isolation's table in isolation.md",
+    ("decisions.md", "### Machine-specific tricks stay for a measured gain"):
+        "the measurements that keep co-location, the shared layout and the source-tree finder (issue 48), as "
+        "made then with whole commands (a decision record); today's cost is bench-isolation's table in isolation.md",
     ("decisions.md", "### Isolated duels are played together"):
         "the measurements that chose the window, as made then (a decision record); today's "
         "per-submission cost is the last row of bench-isolation's table in isolation.md",
