@@ -66,7 +66,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     cert.set_defaults(handler=_certify, resumable=True)
 
 
-
 def _certify(args: argparse.Namespace) -> int:
     from ladderlab.certification import certify
     from ladderlab.registry import MECHANISMS

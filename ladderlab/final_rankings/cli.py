@@ -47,7 +47,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     sota.set_defaults(handler=_sota)
 
 
-
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
     """``ladderlab stats rank-certificate``: the parser and its handler."""
     from ladderlab.runs.arguments import count, positive

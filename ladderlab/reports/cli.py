@@ -45,7 +45,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     report_parser.set_defaults(handler=_report)
 
 
-
 def _run(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ArgumentError(f"--scheduler {args.scheduler} needs --backend dask (the loky backend runs locally)")

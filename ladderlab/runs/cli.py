@@ -14,10 +14,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     """``ladderlab list``."""
     parser = commands.add_parser("list", help="list registered plugins with parameters and references")
     parser.add_argument("what", nargs="*", metavar="FAMILY",
-                             help=f"which families to list: {', '.join(LIST_FAMILIES)} (or singular; default: all), "
-                                  "or a plugin of your own as file.py:Class")
+                        help=f"which families to list: {', '.join(LIST_FAMILIES)} (or singular; default: all), "
+                             "or a plugin of your own as file.py:Class")
     parser.set_defaults(handler=_list)
-
 
 
 def _describe(registry: Registry, plugin_ids: list[str] | None = None) -> str:
