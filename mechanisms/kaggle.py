@@ -30,9 +30,9 @@ class Kaggle(Mechanism):
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
     def releasing(self, improvement: float) -> dict[str, float]:
-        """α as it is, or the improvement if α is coarser: scores ``improvement`` apart round to
-        multiples of α at least one step apart once α ≤ ``improvement``."""
-        return {"alpha": min(self.alpha, improvement)}
+        """α = improvement: scores ``improvement`` apart round to multiples of α at least one step apart
+        once α ≤ ``improvement``."""
+        return {"alpha": improvement}
 
     def release_step(self, unit: float) -> float:
         return self.alpha * unit

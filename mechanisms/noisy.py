@@ -42,8 +42,8 @@ class Noisy(Mechanism):
 
     def releasing(self, improvement: float) -> dict[str, Any]:
         """scale = improvement / 3: two releases ``improvement`` apart keep their order with probability
-        Φ(3/√2) ≈ 0.98 under Gaussian noise; a rounding coarser than the improvement becomes the improvement."""
-        rounding = {} if self.rounding is None else {"rounding": min(self.rounding, improvement)}
+        Φ(3/√2) ≈ 0.98 under Gaussian noise; a rounding, where there is one, at most the improvement."""
+        rounding = {} if self.rounding is None else {"rounding": improvement}
         return {"scale": improvement / 3, **rounding}
 
     def release_step(self, unit: float) -> float | None:

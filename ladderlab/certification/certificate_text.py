@@ -278,7 +278,7 @@ def summary(certificate: dict[str, Any], width: int = WIDTH) -> str:
     lines = [*textwrap.wrap(title, width, subsequent_indent="  "),
              *textwrap.wrap(f"τ = {c['tau']:g}, ε = {c['epsilon']:g} of {c['units']}, β = {c['beta']:g}, "
                             f"{100 * c['confidence']:g}% for the whole certificate: {units}.", width, subsequent_indent="  "),
-             "", f"{'budget':>7}  {'battery':<13} {'worst attack':<40} {'P(Δ < −τ)':<18} {'P(optimism > ε)':<18}"]
+             "", f"{'budget':>7}  {'battery':<13} {'worst attack':<40} {'P(Δ < −τ)':<18} P(optimism > ε)"]
     for entry in c["budget_verdicts"]:
         worst = next((row for row in c["battery"] if row["budget"] == entry["budget"]
                       and row["attack_label"] == entry["worst"]), None)
