@@ -68,7 +68,7 @@ def _example_with_total(folder: Path, total: int) -> Path:
     """A copy of the shipped example whose teams may submit ``total`` times (its data unchanged)."""
     copy = shutil.copytree(EXAMPLE.parent, folder / "breast-cancer")
     path = copy / "challenge.toml"
-    path.write_text(path.read_text().replace("\ntotal = 10 ", f"\ntotal = {total} "))
+    path.write_text(path.read_text().replace("\ntotal = 30 ", f"\ntotal = {total} "))
     assert load_challenge(path)[0].per_team_budget() == total
     return path
 
@@ -252,7 +252,7 @@ def test_the_shipped_example_is_a_public_data_set_with_its_sizes():
     public = loaded.split.public
     assert (loaded.split.public_rows.size, loaded.split.final_rows.size, public.X_train.shape, public.X_holdout.shape) == (
         200, 200, (169, 30), (400, 30))
-    assert loaded.per_team_budget() == 10 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
+    assert loaded.per_team_budget() == 30 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
 
 
 def test_the_shipped_certificate_covers_the_shipped_example():
@@ -272,9 +272,9 @@ def test_what_an_organiser_copies_from_the_example_allows_what_its_certificate_f
 
 
 def test_certify_on_the_shipped_example_uses_its_n_budget_and_scorer(tmp_path):
-    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
                                     honest_replications=1, run_dir=tmp_path)
-    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [10])
+    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [30])
     assert certificate["challenge"]["task_identity"] == load_challenge(EXAMPLE)[1]
     assert certificate["families"]["honest"]["task"] == "challenge"
 
@@ -382,9 +382,9 @@ def test_certify_and_serve_read_class_names_alike_and_a_renaming_voids_the_certi
 
 
 def test_an_honest_participant_beyond_a_teams_budget_is_refused_before_the_battery(tmp_path):
-    with pytest.raises(ValueError, match=r"--honest improving\(days=11\): makes 11 submissions, more than a team's "
-                                         "budget of 10"):
-        certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, honest=["improving(days=11)"],
+    with pytest.raises(ValueError, match=r"--honest improving\(days=31\): makes 31 submissions, more than a team's "
+                                         "budget of 30"):
+        certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, honest=["improving(days=31)"],
                           run_dir=tmp_path / "battery")
     assert not (tmp_path / "battery").exists()
 
@@ -399,7 +399,7 @@ def test_an_honest_participant_of_the_challenge_file_beyond_a_teams_budget_is_re
 
 def test_a_certificate_of_another_honest_participant_does_not_cover_the_challenge(tmp_path):
     """Certified with --honest improving(days=5): the example's own (a submission a day up to its
-    budget of 10) is not what the certificate measured, so serve's check names it; the certificate
+    budget of 30) is not what the certificate measured, so serve's check names it; the certificate
     records its participant."""
     certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
                                     honest=["improving(days=5)"], run_dir=tmp_path / "battery")
@@ -407,13 +407,13 @@ def test_a_certificate_of_another_honest_participant_does_not_cover_the_challeng
     assert (honest["participant"], honest["params"]["days"], certificate["honest"][0]["deterministic"]) == (
         "improving(days=5)", 5, False)
     [shipped] = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]
-    assert shipped["participant"] == "improving(days=10)"
-    assert honest["rank_correlation"] != shipped["rank_correlation"]  # five days rank otherwise than ten
+    assert shipped["participant"] == "improving(days=30)"
+    assert honest["rank_correlation"] != shipped["rank_correlation"]  # five days rank otherwise than thirty
     certify.write_certificate(certificate, tmp_path / "ladder.json")
     challenge_file = tmp_path / "challenge.toml"
     challenge_file.write_text(EXAMPLE.read_text().replace('file = "labels.csv"', f'file = "{EXAMPLE.parent}/labels.csv"')
                               .replace('"train.csv"', f'"{EXAMPLE.parent}/train.csv"')
                               .replace('"holdout.csv"', f'"{EXAMPLE.parent}/holdout.csv"'))
     problems = challenges.certificate_problems(challenges.load(challenge_file))
-    assert ["with improving(days=5); this challenge's are improving(days=10) (the default for its schedule)" in problem
+    assert ["with improving(days=5); this challenge's are improving(days=30) (the default for its schedule)" in problem
             for problem in problems].count(True) == 1
