@@ -254,7 +254,7 @@ def test_certify_reuses_its_stored_pieces_for_more_replications_and_recomputes_a
     from ladderlab.certification import certify
 
     options = dict(n=100, budgets=[20], attacks=["boosting(k=10)"], default_battery=False, honest_replications=1,
-                   seed=1)
+                   seed=1, tau=1.0, epsilon=1.0)  # wide: boosting's points stay undecided at 8 replications
     certify.certify("kaggle", replications=8, run_dir=tmp_path / "battery", **options)
     pieces = {path: path.stat().st_mtime_ns for path in (tmp_path / "battery" / "chunks").rglob("*.parquet")}
     larger = certify.certify("kaggle", replications=24, run_dir=tmp_path / "battery", **options)
