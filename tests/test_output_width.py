@@ -56,18 +56,19 @@ SMALL_RUNS: dict[str, list[list[str]]] = {
     "audit": [["codabench", "codabench/competition.yaml", "--challenge", "EXAMPLES/breast-cancer/challenge.toml"]],
     "bench": [["--n", "50", "--seconds", "0.02"]],
     "pages": [["--root", str(ROOT)]],
-    "results check": [["--folder", str(ROOT / "docs" / "results")]],
+    "dev results check": [["--folder", str(ROOT / "docs" / "results")]],
 }
 PREPARED = {"report": "run", "audit": "export"}
 """Commands that read what another's small runs wrote (in the same folder)."""
 
 ELSEWHERE = {
     "serve": "test_a_server_and_an_attack_on_it_print_lines_that_fit",
-    "attack": "test_a_server_and_an_attack_on_it_print_lines_that_fit",
-    "results build": "it rewrites the committed results pages; 'results check' prints what it would",
+    "serve attack": "test_a_server_and_an_attack_on_it_print_lines_that_fit",
+    "dev results build": "it rewrites the committed results pages; 'results check' prints what it would",
     "bench-certify": "test_the_maintainers_benchmarks_print_lines_that_fit (slow: a minute of CPU at least)",
     "bench-isolation": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
     "bench-competitions": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
+    "bench-serve": "test_the_maintainers_benchmarks_print_lines_that_fit (slow: it starts a server)",
     "realism": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
 }
 """Commands whose output another test here checks, and why."""
@@ -76,6 +77,8 @@ SLOW_RUNS: dict[str, list[str]] = {
     "bench-certify": ["--mechanism", "kaggle", "--replications", "2"],
     "bench-isolation": ["--rounds", "1", "--only", "startup"],
     "bench-competitions": ["--replication", "0", "--cells", "1", "kaggle-like"],
+    "bench-serve": ["--n", "200", "--clients", "1", "--mechanisms", "ladder", "--databases", "sqlite", "--linking", "off",
+                    "--seconds", "0.5"],
     "realism": ["shakeup", "--out", "shakeup.md", "--replications", "1"],
 }
 
@@ -186,7 +189,7 @@ def test_a_server_and_an_attack_on_it_print_lines_that_fit(monkeypatch):
     example = shutil.copytree(EXAMPLES / "breast-cancer", folder / "breast-cancer")
     monkeypatch.chdir(folder)
     with ServerProcess(example / "challenge.toml") as server:
-        code, attacked = _printed(["attack", server.url, "--token", server.tokens["team-a"], "--attack", "boosting",
+        code, attacked = _printed(["serve", "attack", server.url, "--token", server.tokens["team-a"], "--attack", "boosting",
                                    "--budget", "5"], monkeypatch)
         started = "".join(server.output)
     shutil.rmtree(folder)

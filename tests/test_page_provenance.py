@@ -1,5 +1,5 @@
 """A generated page says, where a reader sees it, which command wrote it and when: the site's hook
-puts a line under each stamped page (and under each include of one), and ``ladderlab pages`` gives
+puts a line under each stamped page (and under each include of one), and ``ladderlab dev pages`` gives
 the last commit that wrote a page that is not current."""
 
 import importlib.util
@@ -46,10 +46,10 @@ def test_a_page_that_is_not_current_says_when_it_was_last_written():
 
 def test_an_include_inside_a_code_block_has_its_provenance_under_the_block(tmp_path, monkeypatch):
     monkeypatch.setattr(hooks, "ROOT", tmp_path)
-    (tmp_path / "table.txt").write_text("a table\n" + stamp("ladderlab bench --out table.txt", {}) + "\n")
+    (tmp_path / "table.txt").write_text("a table\n" + stamp("ladderlab dev bench --out table.txt", {}) + "\n")
     shown = hooks.with_provenance('Before.\n\n```text\n--8<-- "table.txt"\n```\n\nAfter.\n', "docs/page.md")
     block, after = shown.split("```")[1:]
-    assert "Written by" not in block and after.lstrip().startswith("*Written by `ladderlab bench --out table.txt`")
+    assert "Written by" not in block and after.lstrip().startswith("*Written by `ladderlab dev bench --out table.txt`")
 
 
 def test_a_stamp_shown_as_an_example_in_a_code_block_is_not_the_pages():

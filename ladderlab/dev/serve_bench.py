@@ -1,4 +1,4 @@
-"""``ladderlab serve bench``: the server measured over loopback, against scoring in process.
+"""``ladderlab dev bench-serve``: the server measured over loopback, against scoring in process.
 
 For every database (SQLite; PostgreSQL in a throwaway cluster), mechanism and linking
 setting (``[rules] link``: off, or on, where every submission is compared with every other
@@ -29,15 +29,20 @@ from pathlib import Path
 
 import numpy as np
 
+from ladderlab.utils.terminal import wrapped
+
 BENCH_MECHANISMS = {"ladder": {"eta": 0.01}, "ladder-boot": {"b": 100}}
 ROWS_PER_CLIENT = 32
 MAX_CLIENTS = 256
 """The most concurrent clients: each is a thread here and a keep-alive connection to the server."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_subcommand(commands: argparse._SubParsersAction) -> None:
+    """``ladderlab dev bench-serve``: parser and handler."""
     from ladderlab.runs.arguments import count, positive
 
+    parser = commands.add_parser("bench-serve", help="submissions per second and latency of 'ladderlab serve' over "
+                                 "loopback", description="Submissions per second and latency of the server over loopback.")
     parser.add_argument("--n", type=count(2), default=10_000, help="holdout size, the length of a prediction (default 10000)")
     parser.add_argument("--clients", type=count(1), nargs="+", default=[1, 8, 32], help="concurrent clients (default 1 8 32)")
     parser.add_argument("--mechanisms", nargs="+", default=list(BENCH_MECHANISMS), choices=list(BENCH_MECHANISMS),
@@ -258,10 +263,10 @@ def _run(args: argparse.Namespace) -> int:
         reason = unavailable()
         if reason:
             raise ValueError(f"--databases postgresql: {reason}")
-    print(f"n = {args.n} predictions per submission (0/1 loss, half public), {args.seconds:g} s per setting; "
-          f"{_parameters(args.mechanisms)}")
-    print("latency: one upload's round trip; CPU per submission: the server process's user + system time; bare: "
-          "scoring the same uploads in process; overhead = server − bare; load: the 1-minute load average")
+    print(wrapped(f"n = {args.n} predictions per submission (0/1 loss, half public), {args.seconds:g} s per setting; "
+                  f"{_parameters(args.mechanisms)}"))
+    print(wrapped("latency: one upload's round trip; CPU per submission: the server process's user + system time; "
+                  "bare: scoring the same uploads in process; overhead = server − bare; load: the 1-minute load average"))
     print(HEADER)
     from ladderlab.utils.progress import progress_bar
 
