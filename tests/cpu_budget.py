@@ -6,6 +6,11 @@ prints them in one line at the end; the whole default suite must stay within ``B
 (docs/quickstart.md says what it measured). ``python -m pytest --cpu-top 15`` lists the heaviest
 files. CPU rather than wall time: a loaded machine stretches wall time far more than CPU time.
 
+``python tests/cpu_budget.py [PYTEST OPTIONS]`` measures the same suite from outside (Linux): it
+runs ``python -m pytest`` as a child-subreaper, so that processes which leave the tree (the
+PostgreSQL server ``pg_ctl`` starts, sandboxes a crashed test left behind) are reaped by it
+rather than by init, and prints the user + system seconds of everything that ran below it.
+
 A file's share is what its tests and fixtures spent in the worker that ran them, with the
 processes they waited for; a session fixture counts in the file that first asked for it. The
 whole tree's figure also holds collection, imports and processes that outlived their test
@@ -16,7 +21,12 @@ where the CPU goes).
 
 from __future__ import annotations
 
+import ctypes
+import os
 import resource
+import subprocess
+import sys
+import time
 from collections import Counter
 
 import pytest
@@ -103,3 +113,42 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             "see `python -m pytest --cpu-top 15` and mark paper-scale tests slow.",
             red=True,
         )
+
+
+PR_SET_CHILD_SUBREAPER = 36
+ORPHANS_WAITED_SECONDS = 120.0
+"""How long the measurement waits, after pytest ends, for processes it left behind to end."""
+
+
+def measure(pytest_arguments: list[str]) -> tuple[int, float, float]:
+    """Run ``python -m pytest ARGUMENTS`` and return its exit code and the user and system CPU
+    seconds of its whole process tree, orphans included (those still alive
+    ``ORPHANS_WAITED_SECONDS`` after it ended are named on standard error and not counted)."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed: this measurement needs Linux")
+    pytest = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_arguments])
+    code, deadline = None, float("inf")
+    while time.monotonic() < deadline:  # reap every process that ends below, as init would
+        try:
+            pid, status = os.waitpid(-1, 0 if code is None else os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == pytest.pid:
+            code, deadline = os.waitstatus_to_exitcode(status), time.monotonic() + ORPHANS_WAITED_SECONDS
+        elif pid == 0:
+            time.sleep(0.5)
+    else:
+        import psutil
+
+        left = [f"{child.pid} {' '.join(child.cmdline())[:80]}" for child in psutil.Process().children()]
+        print(f"still running, not counted: {'; '.join(left)}", file=sys.stderr)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return code, usage.ru_utime, usage.ru_stime
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    exit_code, user, system = measure(sys.argv[1:])
+    print(f"whole process tree: {user:.1f} s user + {system:.1f} s system = {user + system:.1f} s of CPU, "
+          f"{time.monotonic() - started:.0f} s of wall time, pytest exit code {exit_code}")
+    sys.exit(exit_code)
