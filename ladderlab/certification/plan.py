@@ -73,8 +73,9 @@ MAX_FRACTION = 0.5
 MIN_UTILITY = 0.5
 SMALLEST_N = 10
 """The smallest public set a certificate plays (:func:`ladderlab.certification.certify.battery_scenario`)."""
-DANGEROUS_CLOSEST = 2
-"""After a whole battery, the passing attacks closest to their thresholds that join the screen."""
+SCREEN = 3
+"""The attacks a screen plays: those that came closest to breaking the mechanism so far (the greatest severity,
+:func:`ladderlab.certification.certify.judge`, at a budget up to the organiser's)."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class Evaluation:
     safe: int
     utility: dict[str, float | None]
     culprits: list[str]
-    closest: list[str]
+    severities: dict[str, tuple[int, float]]
     seconds: float
     certificate: dict[str, Any] = field(repr=False)
 
@@ -191,9 +192,17 @@ class Evaluation:
         median = self.utility.get("median")
         return median is not None and median >= min_utility
 
+    def same_setting(self, mechanism: str, params: dict[str, Any]) -> bool:
+        return self.mechanism == mechanism and _normalised(mechanism, self.params) == _normalised(mechanism, params)
+
     def record(self) -> dict[str, Any]:
         return {"n": self.n, "params": self.params, "budgets": self.budgets, "battery": "whole" if self.whole else "screen",
                 "safe_budget": self.safe, "utility": self.utility, "culprits": self.culprits, "seconds": self.seconds}
+
+
+def _normalised(mechanism: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A setting with every parameter, defaults included: two spellings of one setting compare equal."""
+    return MECHANISMS.make(mechanism, **params).get_params()
 
 
 def _honest_utility(certificate: dict[str, Any]) -> dict[str, float | None]:
@@ -205,58 +214,81 @@ class Planner:
     """The plan's certificates (module docstring): each mechanism setting at each public size, screened first."""
 
     def __init__(self, target: Target, budget: int, directory: Path, min_utility: float = MIN_UTILITY,
-                 say: Callable[[str], None] | None = None, **options: Any):
+                 say: Callable[[str], None] | None = None, attacks: list[str] | None = None, **options: Any):
         self.target, self.budget, self.directory = target, budget, Path(directory)
         self.min_utility = min_utility
+        self.attacks = attacks
+        """The whole battery's attacks (None: certify's default battery, every registered attack)."""
         self.say = say or (lambda line: None)
         self.options = options
-        self.dangerous: dict[str, list[str]] = {}
+        self.severity: dict[str, dict[str, tuple[int, float]]] = {}
+        """By mechanism, each attack's worst verdict and greatest severity seen at a budget up to the organiser's."""
         self.evaluations: list[Evaluation] = []
 
-    def budgets(self) -> list[int]:
-        """The frontier's budgets: :data:`BUDGET_STEPS` times the organiser's, whole and distinct."""
-        return sorted({max(1, round(step * self.budget)) for step in BUDGET_STEPS})
+    def budgets(self, above: bool = True) -> list[int]:
+        """The frontier's budgets: :data:`BUDGET_STEPS` times the organiser's, whole and distinct (``above``
+        False: only those up to the organiser's, as the search of the smallest public set needs)."""
+        return sorted({max(1, round(step * self.budget)) for step in BUDGET_STEPS if above or step <= 1})
+
+    def screen(self, mechanism: str) -> list[str]:
+        """The attacks a screen plays: the :data:`SCREEN` most severe against this mechanism so far, else against
+        any mechanism (none before the first whole battery)."""
+        seen = self.severity.get(mechanism)
+        if not seen:
+            seen = {}
+            for severities in self.severity.values():
+                for attack, value in severities.items():
+                    seen[attack] = max(value, seen.get(attack, value))
+        return sorted(sorted(seen, key=lambda attack: seen[attack], reverse=True)[:SCREEN])
 
     def _directory(self, mechanism: str, params: dict[str, Any], n: int) -> Path:
         """Where the batteries of a setting at public size ``n`` are kept (its screens' and its whole battery's)."""
-        digest = hashlib.sha256(json.dumps([mechanism, params], sort_keys=True, default=str).encode()).hexdigest()[:10]
+        normalised = _normalised(mechanism, params)
+        digest = hashlib.sha256(json.dumps([mechanism, normalised], sort_keys=True, default=str).encode()).hexdigest()[:10]
         slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in mechanism)[:40]
         return self.directory / f"{slug}-{digest}" / f"n{n}"
 
-    def evaluate(self, mechanism: str, params: dict[str, Any], n: int, whole: bool = False) -> Evaluation:
-        """The setting at public size ``n`` over :meth:`budgets`: its screen (the dangerous attacks), and the whole
-        battery when the screen certifies the organiser's budget with enough utility (or ``whole``)."""
-        earlier = next((e for e in self.evaluations if e.whole and e.n == n and e.mechanism == mechanism
-                        and e.params == MECHANISMS.make(mechanism, **params).get_params()), None)
+    def evaluate(self, mechanism: str, params: dict[str, Any], n: int, whole: bool = False,
+                 above: bool = True) -> Evaluation:
+        """The setting at public size ``n`` over :meth:`budgets` (``above``: also those above the organiser's): its
+        screen, and the whole battery when the screen certifies the organiser's budget with enough utility (or
+        ``whole``). A whole battery at the same size and budgets is read back, not played again."""
+        budgets = self.budgets(above)
+        earlier = next((e for e in self.evaluations if e.whole and e.n == n and e.same_setting(mechanism, params)
+                        and set(budgets) <= set(e.budgets)), None)
         if earlier is not None:
             return earlier
-        screen = self.dangerous.get(mechanism) or sorted({a for attacks in self.dangerous.values() for a in attacks})
-        if screen and not whole:
-            first = self._certificate(mechanism, params, n, screen)
+        screen = self.screen(mechanism)
+        if screen and not whole and (self.attacks is None or set(screen) < set(self.attacks)):
+            first = self._certificate(mechanism, params, n, budgets, screen)
             if not first.safe >= self.budget or not first.useful(self.min_utility):
                 return first
-        evaluation = self._certificate(mechanism, params, n, None)
-        found = set(self.dangerous.get(mechanism, [])) | set(evaluation.culprits) | set(evaluation.closest)
-        self.dangerous[mechanism] = sorted(found)
-        return evaluation
+        return self._certificate(mechanism, params, n, budgets, None)
 
-    def _certificate(self, mechanism: str, params: dict[str, Any], n: int, screen: list[str] | None) -> Evaluation:
+    def _certificate(self, mechanism: str, params: dict[str, Any], n: int, budgets: list[int],
+                     screen: list[str] | None) -> Evaluation:
         label = plugin_label(mechanism, params)
         what = "the whole battery" if screen is None else f"screen {', '.join(screen)}"
         started = time.perf_counter()
         certificate = certify.certify(
-            mechanism, params, n=n, budgets=self.budgets(), task_families=self.target.families(n),
-            honest=self.target.honest, attacks=screen or [], default_battery=screen is None,
+            mechanism, params, n=n, budgets=budgets, task_families=self.target.families(n),
+            honest=self.target.honest, attacks=screen or self.attacks or [],
+            default_battery=screen is None and self.attacks is None,
             run_dir=self._directory(mechanism, params, n), reference_store=self.directory / "reference" / f"n{n}",
             **self.options)
         rows = certificate["battery"]
         culprits = sorted({row["attack"] for row in rows if row["verdict"] in (FAILS, INCONCLUSIVE)})
-        passing = [row for row in rows if row["verdict"] not in (FAILS, INCONCLUSIVE, certify.DID_NOT_PLAY)
-                   and row.get("severity") is not None and row["budget"] == max(certificate["safe_budget"], 1)]
-        closest = [row["attack"] for row in sorted(passing, key=lambda row: -row["severity"])[:DANGEROUS_CLOSEST]]
-        evaluation = Evaluation(mechanism, MECHANISMS.make(mechanism, **params).get_params(), n,
-                                self.budgets(), screen is None, certificate["safe_budget"], _honest_utility(certificate),
-                                culprits, closest, time.perf_counter() - started, certificate)
+        severities: dict[str, tuple[int, float]] = {}
+        for row in rows:
+            if row["budget"] <= self.budget and row.get("severity") is not None:
+                found = (certify.VERDICT_ORDER.get(row["verdict"], 0), row["severity"])
+                severities[row["attack"]] = max(found, severities.get(row["attack"], found))
+        seen = self.severity.setdefault(mechanism, {})
+        for attack, value in severities.items():
+            seen[attack] = max(value, seen.get(attack, value))
+        evaluation = Evaluation(mechanism, dict(params), n, budgets, screen is None, certificate["safe_budget"],
+                                _honest_utility(certificate), culprits, severities, time.perf_counter() - started,
+                                certificate)
         self.evaluations.append(evaluation)
         utility = evaluation.utility["median"]
         self.say(f"{label} at n = {n} ({what}): safe budget {evaluation.safe}, honest utility "
@@ -266,7 +298,7 @@ class Planner:
     def tune(self, mechanism: str, pinned: dict[str, Any] | None) -> tuple[Evaluation, list[Evaluation]]:
         """Every setting at the organiser's n₀ (only ``pinned`` when given); the tuned one (module docstring)."""
         settings = [pinned] if pinned is not None else _settings(mechanism, self.target.scorer)
-        evaluations = [self.evaluate(mechanism, setting, self.target.n) for setting in settings]
+        evaluations = [self.evaluate(mechanism, setting, self.target.n, above=False) for setting in settings]
         useful = [e for e in evaluations if e.useful(self.min_utility)]
         certified = [e for e in useful if e.certified(self.budget, self.min_utility)]
         if certified:
@@ -278,15 +310,21 @@ class Planner:
 
     def largest_budget(self, settings: list[Evaluation]) -> Evaluation | None:
         """Of the settings at the organiser's n₀ with enough honest utility, the one whose whole battery certifies
-        the largest budget (a screen's safe budget bounds its battery's from above, so the batteries run in the order
-        of the screens' until none could do better); None when no setting has enough utility."""
-        useful = sorted((e for e in settings if e.useful(self.min_utility)), key=lambda e: -e.safe)
+        the largest budget; None when no setting has enough utility. Those certified at the organiser's budget play
+        the budgets above it too (their whole battery reads the others back); otherwise the screens' safe budgets
+        bound their batteries' from above, so the batteries run in the order of the screens' until none could do
+        better."""
+        useful = [e for e in settings if e.useful(self.min_utility)]
+        certified = [e for e in useful if e.certified(self.budget, self.min_utility)]
+        if certified:
+            extended = [self.evaluate(e.mechanism, e.params, e.n, whole=True) for e in certified]
+            return max((e for e in extended if e.useful(self.min_utility)), key=lambda e: e.safe, default=None)
         best: Evaluation | None = None
-        for candidate in useful:
+        for candidate in sorted(useful, key=lambda e: -e.safe):
             if best is not None and candidate.safe <= best.safe:
                 break
             whole = candidate if candidate.whole else self.evaluate(candidate.mechanism, candidate.params, candidate.n,
-                                                                     whole=True)
+                                                                     whole=True, above=False)
             if whole.useful(self.min_utility) and (best is None or whole.safe > best.safe):
                 best = whole
         return best
@@ -298,7 +336,7 @@ class Planner:
         steps: list[Evaluation] = []
 
         def certified(n: int) -> bool:
-            found = self.evaluate(tuned.mechanism, tuned.params, n)
+            found = self.evaluate(tuned.mechanism, tuned.params, n, above=False)
             steps.append(found)
             return found.certified(self.budget, self.min_utility)
 
@@ -354,17 +392,18 @@ def proof_alone(mechanism: str, params: dict[str, Any], budget: int, epsilon: fl
 
 def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | None = None, directory: str | Path = "plan",
          min_utility: float = MIN_UTILITY, resolution: float = RESOLUTION, max_fraction: float = MAX_FRACTION,
-         say: Callable[[str], None] | None = None, **options: Any) -> dict[str, Any]:
+         say: Callable[[str], None] | None = None, attacks: list[str] | None = None, **options: Any) -> dict[str, Any]:
     """The plan (module docstring) as a JSON-ready dict. ``mechanisms``: the candidates, each an id (its settings
-    searched) or an id with pinned parameters (default :data:`DEFAULT_MECHANISMS`); ``options`` go to every
-    certificate (:func:`ladderlab.certification.certify.certify`: tau, epsilon, confidence, replications, seed, jobs …)."""
+    searched) or an id with pinned parameters (default :data:`DEFAULT_MECHANISMS`); ``attacks``: the battery (default:
+    every registered attack); ``options`` go to every certificate (:func:`ladderlab.certification.certify.certify`:
+    tau, epsilon, confidence, replications, seed, jobs …)."""
     say = say or (lambda line: None)
     candidates = mechanisms or [certify.AttackSpec(name) for name in DEFAULT_MECHANISMS]
     started = time.perf_counter()
     from ladderlab.utils import cpu_time
 
     cpu_started = cpu_time.tree_seconds()
-    planner = Planner(target, budget, Path(directory), min_utility, say, **options)
+    planner = Planner(target, budget, Path(directory), min_utility, say, attacks, **options)
     rows = []
     for spec in candidates:
         tuned, settings = planner.tune(spec.id, spec.pinned)
@@ -410,7 +449,7 @@ def _frontier(evaluations: list[Evaluation], mechanism: str, params: dict[str, A
     """The setting's certificates by public size: the largest budget certified (whole battery) or a bound on it (screen)."""
     points: dict[int, dict[str, Any]] = {}
     for e in evaluations:
-        if e.mechanism != mechanism or e.params != params:
+        if not e.same_setting(mechanism, params):
             continue
         if e.n not in points or e.whole:
             points[e.n] = {"n": e.n, "safe_budget": e.safe, "whole": e.whole, "utility": e.utility["median"]}
@@ -421,8 +460,7 @@ def recommend(rows: list[dict[str, Any]], target: Target, budget: int, planner: 
     """What to deploy: a mechanism certified at the organiser's n₀ and budget (the best honest utility), else the
     one certified on the smallest public set, else the one certifying the largest budget at n₀; with its certificate."""
     def certificate_at(row: dict[str, Any], n: int, params: dict[str, Any]) -> dict[str, Any] | None:
-        found = [e for e in planner.evaluations if e.mechanism == row["mechanism"] and e.params == params and e.n == n
-                 and e.whole]
+        found = [e for e in planner.evaluations if e.same_setting(row["mechanism"], params) and e.n == n and e.whole]
         return found[-1].certificate if found else None
 
     now = [row for row in rows if row["certified_at_organiser_n"]]

@@ -37,7 +37,7 @@ class PublicSize(Task):
 
     id = "public-size"
     reference = "ladderlab plan (docs/certification.md#planning-a-challenge): the organiser's holdout, split at another size"
-    _parameter_constraints = {"task": [InstanceOf(str)], "task_params": [InstanceOf(dict)],
+    _parameter_constraints = {"task": [InstanceOf(str)], "task_params": [InstanceOf(dict), None],
                               "n_public": [Interval(int, 2, None)]}
 
     def __init__(self, task: str = "random-labels", task_params: dict[str, Any] | None = None, n_public: int = 200):
