@@ -330,7 +330,8 @@ def markdown(field: dict[str, Any]) -> str:
     lines = [
         "## The field", "",
         f"{field['teams']} teams {point}: {adaptive}; honest teams calibrated as in `{CALIBRATION}` ({honest}). "
-        f"{field['days']} days of at most {field['per_day']} submissions a team, selection {field['selection']}, on "
+        f"{field['days']} days, at most {field['per_day']} submissions a team a day and {field['budget']} in all, "
+        f"selection {_selection(field['selection'])}, on "
         f"{plugin_label(field['task'], field['task_params']) if field['task_source'] == CALIBRATION else field['task_source']}"
         f"; {field['replications']} competitions under each mechanism on the same random numbers (seed {field['seed']}). "
         f"An adaptive #1 *overfitted* when its public score is better than its private one by more than "
@@ -352,6 +353,13 @@ def markdown(field: dict[str, Any]) -> str:
     for entry in failed:
         lines += ["", f"{entry['failed']} competitions under {entry['label']} did not finish: {'; '.join(entry['errors'])}"]
     return "\n".join(lines) + "\n"
+
+
+def _selection(rule: str | int) -> str:
+    """A selection rule in words (:class:`ladderlab.competition.engine.Rules`)."""
+    if isinstance(rule, int):
+        return f"of {rule} submissions (the final one and the {rule - 1} best released others; the best private counts)"
+    return {"last": "of the last submission", "best-public": "of the best released submission"}.get(rule, rule)
 
 
 def _share(share: dict[str, Any]) -> str:

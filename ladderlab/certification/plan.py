@@ -426,6 +426,9 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
             "frontier": _frontier(planner.evaluations, spec.id, tuned.params),
         })
     recommendation = recommend(rows, target, budget, planner)
+    from ladderlab.runs.page_stamps import code_record
+
+    code = {key: token for e in planner.evaluations for key, token in e.certificate.get("code", {}).items()}
     return {
         "target": target.record(), "budget": budget, "budgets": planner.budgets(), "min_utility": min_utility,
         "resolution": resolution, "max_fraction": max_fraction,
@@ -434,6 +437,7 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
         "certificates": len(planner.evaluations),
         "whole_batteries": sum(e.whole for e in planner.evaluations),
         "wall_time_seconds": time.perf_counter() - started, "cpu_time_seconds": cpu_time.tree_seconds() - cpu_started,
+        "code": {**code, **code_record({}, "plan")},
     }
 
 
@@ -663,8 +667,7 @@ def write(result: dict[str, Any], out: str | Path, command: str | None = None) -
     out = Path(out)
     recommendation = result["recommendation"]
     kept = {**result, "recommendation": {key: value for key, value in recommendation.items() if key != "certificate"}}
-    code = {} if recommendation["certificate"] is None else recommendation["certificate"].get("code", {})
-    written = certify.write_certificate({**kept, "code": code}, out, markdown(result), command)
+    written = certify.write_certificate(kept, out, markdown(result), command)
     if recommendation["certificate"] is not None:
         certificate = recommendation["certificate"]
         written += certify.write_certificate(certificate, out.with_name(f"{out.stem}-recommended.json"),
