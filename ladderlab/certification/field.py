@@ -57,6 +57,8 @@ REPLICATIONS = 100
 CALIBRATION_TEAMS = 1000
 """The calibration's number of honest teams: every policy of its mix has some at this size."""
 BOOTSTRAP_RESAMPLES = 2000
+SECTION_START, SECTION_END = "<!-- --8<-- [start:field] -->", "<!-- --8<-- [end:field] -->"
+"""Around the field's section of a certificate's Markdown: a page includes it alone (``--8<-- "FILE.md:field"``)."""
 
 
 class NoField(ValueError):
@@ -319,7 +321,8 @@ def run(certificate: dict[str, Any], teams: int, adaptive: int = 1, rules: Field
 def markdown(field: dict[str, Any]) -> str:
     """The field as a Markdown section of the certificate."""
     if "not_played" in field:
-        return f"## The field\n\nThe field of {field['teams']} teams was not played: {field['not_played']}.\n"
+        return (f"{SECTION_START}\n## The field\n\nThe field of {field['teams']} teams was not played: "
+                f"{field['not_played']}.\n{SECTION_END}\n")
     confidence = f"{100 * field['confidence']:g}%"
     point = (f"at the safe budget of {field['budget']}" if field["safe"] else
              f"at {field['budget']} submissions, the smallest budget tested (none is safe)")
@@ -328,7 +331,7 @@ def markdown(field: dict[str, Any]) -> str:
                 f"worst attack there, {field['attack']}"
                 + (f" on {field['accounts']} accounts each" if field["accounts"] > 1 else ""))
     lines = [
-        "## The field", "",
+        SECTION_START, "## The field", "",
         f"{field['teams']} teams {point}: {adaptive}; honest teams calibrated as in `{CALIBRATION}` ({honest}). "
         f"{field['days']} days, at most {field['per_day']} submissions a team a day and {field['budget']} in all, "
         f"selection {_selection(field['selection'])}, on "
@@ -352,7 +355,7 @@ def markdown(field: dict[str, Any]) -> str:
     failed = [entry for entry in field["mechanisms"] if entry["failed"]]
     for entry in failed:
         lines += ["", f"{entry['failed']} competitions under {entry['label']} did not finish: {'; '.join(entry['errors'])}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, SECTION_END]) + "\n"
 
 
 def _selection(rule: str | int) -> str:

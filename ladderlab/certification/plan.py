@@ -46,7 +46,9 @@ How it stays fast (docs/certification.md#planning-a-challenge):
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import math
 import time
@@ -71,6 +73,8 @@ RESOLUTION = 0.1
 MAX_FRACTION = 0.5
 """The largest share of the holdout the plan lets the public leaderboard score."""
 MIN_UTILITY = 0.5
+ZERO_ONE = frozenset({"zero-one", "error", "accuracy"})
+"""Scorers whose per-sample loss is 0 or 1: a proven bound may use exact binomial tails for them."""
 SMALLEST_N = 10
 """The smallest public set a certificate plays (:func:`ladderlab.certification.certify.battery_scenario`)."""
 SCREEN = 3
@@ -96,12 +100,17 @@ class Target:
         """The holdout with ``n`` public rows, as a task family entry."""
         return {"id": PublicSize.id, "params": {"task": self.task, "task_params": self.task_params, "n_public": n}}
 
+    @functools.cached_property
+    def honest_play_holdout(self) -> bool:
+        """Whether every honest participant can play the holdout (its public data: features, labels, scorer)."""
+        public = TASKS.make(self.task, **self.task_params).split(_fixed_stream()).public
+        return all(ATTACKS.make(spec.id, **(spec.pinned or {})).incompatibility(public) is None for spec in self.honest)
+
     def families(self, n: int) -> dict[str, dict[str, Any]]:
         """The battery's families at public size ``n``: the holdout, and the honest participants' task (the
         holdout where they can all play it, else certify's synthetic task for the scorer)."""
         entry = self.entry(n)
-        public = TASKS.make(entry["id"], **entry["params"]).inner().split(_fixed_stream()).public
-        if all(ATTACKS.make(spec.id, **(spec.pinned or {})).incompatibility(public) is None for spec in self.honest):
+        if self.honest_play_holdout:
             return {"holdout": entry, "honest": entry}
         try:
             synthetic = certify.families(n, self.scorer)
@@ -367,17 +376,20 @@ def _settings(mechanism: str, scorer: str) -> list[dict[str, Any]]:
 
 
 def proof_alone(mechanism: str, params: dict[str, Any], budget: int, epsilon: float, confidence: float,
-                holdout: int) -> int | None:
+                holdout: int, scorer: str = "zero-one") -> int | None:
     """The smallest public size (at most the holdout) at which the mechanism's proven bound
-    (``proven_bound(n, k, delta)``, ε in units of B) is at most ``epsilon`` (in units of B) with probability
-    ``confidence``; None where it proves no such bound there."""
+    (``proven_bound(n, k, delta)``, ε in units of B; for the 0/1 loss its exact binomial form where it has one)
+    is at most ``epsilon`` (in units of B) with probability ``confidence``; None where it proves no such bound
+    there (or states none: the mechanism has no ``proven_bound``, or it returns None)."""
     instance = MECHANISMS.make(mechanism, **params)
     prove = getattr(instance, "proven_bound", None)
     if prove is None:
         return None
 
+    zero_one = {"zero_one": scorer in ZERO_ONE} if "zero_one" in inspect.signature(prove).parameters else {}
+
     def holds(n: int) -> bool:
-        bound = prove(n, budget, 1.0 - confidence)
+        bound = prove(n, budget, 1.0 - confidence, **zero_one)
         value = getattr(bound, "epsilon", bound)
         return value is not None and value <= epsilon
 
@@ -422,7 +434,8 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
                                                           "utility": widest.utility},
             "smallest_n": smallest, "smallest_fraction": target.fraction(smallest),
             "steps": [e.record() for e in steps],
-            "proof_alone_n": proof_alone(spec.id, tuned.params, budget, epsilon_b, confidence, target.holdout),
+            "proof_alone_n": proof_alone(spec.id, tuned.params, budget, epsilon_b, confidence, target.holdout,
+                                         target.scorer),
             "frontier": _frontier(planner.evaluations, spec.id, tuned.params),
         })
     recommendation = recommend(rows, target, budget, planner)
@@ -531,11 +544,16 @@ def table_rows(result: dict[str, Any]) -> list[list[str]]:
         rows.append([row["label"] + (" (tuned)" if row["tuned"] else ""),
                      "yes" if row["certified_at_organiser_n"] else "no",
                      "–" if utility is None else f"{utility:.2f}",
-                     "–" if widest is None else str(widest["budget"]) + ("" if widest["params"] == row["params"]
-                                                                         else f" ({widest['label']})"),
+                     "–" if widest is None else _budget_text(widest["budget"], result["budgets"])
+                     + ("" if widest["params"] == row["params"] else f" ({widest['label']})"),
                      _n_text(row, target),
                      "–" if row["proof_alone_n"] is None else str(row["proof_alone_n"])])
     return rows
+
+
+def _budget_text(budget: int, budgets: list[int]) -> str:
+    """A safe budget; the largest tested marked ``+`` (a larger one may be safe too)."""
+    return f"{budget}+" if budget == max(budgets) else str(budget)
 
 
 HEADER = ["mechanism", "certified", "utility", "largest budget at n₀", "smallest public set", "proof alone"]
@@ -556,7 +574,8 @@ def text(result: dict[str, Any], width: int = 120) -> str:
         cells = [row[0][: widths[0]].ljust(widths[0])] + [cell.rjust(w) if i else cell.ljust(w)
                                                           for i, (cell, w) in enumerate(zip(row[1:], widths[1:]), 1)]
         lines.append("  ".join(cells).rstrip())
-    lines += ["", f"certified: at n₀ and the budget, with honest utility ≥ {result['min_utility']:g}; smallest public set "
+    lines += ["", f"certified: at n₀ and the budget, with honest utility ≥ {result['min_utility']:g}; largest budget: of "
+              f"{', '.join(map(str, result['budgets']))} (+: the largest tested); smallest public set "
               f"(rows, share of the holdout) at the budget, to within {result['resolution']:.0%}; "
               f"{result['certificates']} certificates ({result['whole_batteries']} whole batteries), "
               f"{result['wall_time_seconds']:.0f} s"]
@@ -587,7 +606,7 @@ def markdown(result: dict[str, Any]) -> str:
         *("| " + " | ".join(row) + " |" for row in table_rows(result)), "",
         f"*Certified*: the whole battery certifies the budget at n₀ and the honest utility reaches the minimum. "
         f"*Largest budget at n₀*: of the budgets {', '.join(map(str, result['budgets']))}, over the settings with enough "
-        f"utility. *Smallest public set*: rows (share of the holdout) at which the tuned setting is certified at the "
+        f"utility (+: the largest tested). *Smallest public set*: rows (share of the holdout) at which the tuned setting is certified at the "
         f"budget, to within {result['resolution']:.0%}, searched up to {result['max_fraction']:.0%} of the holdout. "
         "*Proof alone*: the public rows at which the mechanism's proven bound keeps the leaderboard error within ε "
         "with the stated confidence, without any simulation (– : it proves none there).", "",
