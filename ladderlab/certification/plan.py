@@ -58,7 +58,9 @@ from pathlib import Path
 from typing import Any
 
 from ladderlab.certification import certify
+from ladderlab.certification.certificate_text import honest_entries
 from ladderlab.certification.public_size import PublicSize
+from ladderlab.certification.units import DEFAULT_BETA, DEFAULT_TOLERANCE, DEFAULT_UNIT, UNITS, check_tolerances
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.stats.sequential import FAILS, INCONCLUSIVE
@@ -77,6 +79,9 @@ ZERO_ONE = frozenset({"zero-one", "error", "accuracy"})
 """Scorers whose per-sample loss is 0 or 1: a proven bound may use exact binomial tails for them."""
 SMALLEST_N = 10
 """The smallest public set a certificate plays (:func:`ladderlab.certification.certify.battery_scenario`)."""
+SCREEN_HONEST = 5
+"""The honest participant's replications in a screen: its utility only orders the settings; a whole battery
+measures it with all of certify's (the screen's are read back)."""
 SCREEN = 3
 """The attacks a screen plays: those that came closest to breaking the mechanism so far (the greatest severity,
 :func:`ladderlab.certification.certify.judge`, at a budget up to the organiser's)."""
@@ -160,10 +165,12 @@ def task_target(text: str, budget: int, n: int | None = None, fraction: float | 
     return Target(plugin_label(task_id, params), task_id, params, holdout, organiser, split.public.scorer, honest)
 
 
-def check_target(target: Target, budget: int, tau: float, epsilon: float) -> None:
+def check_target(target: Target, tau: float, epsilon: float, unit: str = DEFAULT_UNIT, force: bool = False) -> None:
     """Refuse, before any certificate, a holdout whose loss is unbounded without a declared prediction range
-    (:func:`ladderlab.certification.certify.check_bounded`)."""
-    certify.check_bounded(target.name, target.entry(target.n))
+    (:func:`ladderlab.certification.certify.check_bounded`), and tolerances larger than the best constant
+    prediction's loss on the organiser's public labels (:func:`ladderlab.certification.units.check_tolerances`)."""
+    units = certify.measured_families({"holdout": target.entry(target.n)}, unit, force)[1]
+    check_tolerances(tau, epsilon, units["holdout"], f"holdout ({target.name})")
 
 
 def _organiser_n(own: int, holdout: int, n: int | None, fraction: float | None) -> int:
@@ -201,6 +208,11 @@ class Evaluation:
         median = self.utility.get("median")
         return median is not None and median >= min_utility
 
+    @property
+    def worst(self) -> tuple[int, float]:
+        """The worst verdict and severity of any attack at a budget up to the organiser's (how far from passing)."""
+        return max(self.severities.values(), default=(0, 0.0))
+
     def same_setting(self, mechanism: str, params: dict[str, Any]) -> bool:
         return self.mechanism == mechanism and _normalised(mechanism, self.params) == _normalised(mechanism, params)
 
@@ -215,7 +227,7 @@ def _normalised(mechanism: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _honest_utility(certificate: dict[str, Any]) -> dict[str, float | None]:
-    entries = certify.honest_entries(certificate)
+    entries = honest_entries(certificate)
     return dict(entries[0]["rank_correlation"]) if entries else {"median": None, "lo": None, "hi": None}
 
 
@@ -230,14 +242,18 @@ class Planner:
         """The whole battery's attacks (None: certify's default battery, every registered attack)."""
         self.say = say or (lambda line: None)
         self.options = options
+        self.improvement = certify.tolerance_improvement(target.families(target.n), options.get("tau", DEFAULT_TOLERANCE),
+                                                         options.get("unit", DEFAULT_UNIT), options.get("force", False))
+        """τ in units of B on the organiser's families: the improvement a searched setting must release."""
         self.severity: dict[str, dict[str, tuple[int, float]]] = {}
         """By mechanism, each attack's worst verdict and greatest severity seen at a budget up to the organiser's."""
         self.evaluations: list[Evaluation] = []
 
-    def budgets(self, above: bool = True) -> list[int]:
-        """The frontier's budgets: :data:`BUDGET_STEPS` times the organiser's, whole and distinct (``above``
-        False: only those up to the organiser's, as the search of the smallest public set needs)."""
-        return sorted({max(1, round(step * self.budget)) for step in BUDGET_STEPS if above or step <= 1})
+    def budgets(self, side: str) -> list[int]:
+        """The frontier's budgets (:data:`BUDGET_STEPS` times the organiser's, whole and distinct) on one ``side`` of
+        the organiser's: ``below`` or ``above`` it, the organiser's included."""
+        steps = [step for step in BUDGET_STEPS if (step <= 1 if side == "below" else step >= 1)]
+        return sorted({max(1, round(step * self.budget)) for step in steps})
 
     def screen(self, mechanism: str) -> list[str]:
         """The attacks a screen plays: the :data:`SCREEN` most severe against this mechanism so far, else against
@@ -257,20 +273,20 @@ class Planner:
         slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in mechanism)[:40]
         return self.directory / f"{slug}-{digest}" / f"n{n}"
 
-    def evaluate(self, mechanism: str, params: dict[str, Any], n: int, whole: bool = False,
-                 above: bool = True) -> Evaluation:
-        """The setting at public size ``n`` over :meth:`budgets` (``above``: also those above the organiser's): its
-        screen, and the whole battery when the screen certifies the organiser's budget with enough utility (or
-        ``whole``). A whole battery at the same size and budgets is read back, not played again."""
-        budgets = self.budgets(above)
+    def evaluate(self, mechanism: str, params: dict[str, Any], n: int, budgets: list[int] | None = None,
+                 whole: bool = False, screened: bool = False) -> Evaluation:
+        """The setting at public size ``n`` over ``budgets`` (default: the organiser's alone): its screen, and the
+        whole battery when the screen finds every budget safe (or ``whole``; ``screened``: the screen alone where
+        there is one). A whole battery at the same size over the same budgets is read back, not played again."""
+        budgets = budgets or [self.budget]
         earlier = next((e for e in self.evaluations if e.whole and e.n == n and e.same_setting(mechanism, params)
-                        and set(budgets) <= set(e.budgets)), None)
+                        and e.budgets == budgets), None)
         if earlier is not None:
             return earlier
         screen = self.screen(mechanism)
         if screen and not whole and (self.attacks is None or set(screen) < set(self.attacks)):
             first = self._certificate(mechanism, params, n, budgets, screen)
-            if not first.safe >= self.budget or not first.useful(self.min_utility):
+            if screened or first.safe < max(budgets):
                 return first
         return self._certificate(mechanism, params, n, budgets, None)
 
@@ -279,12 +295,15 @@ class Planner:
         label = plugin_label(mechanism, params)
         what = "the whole battery" if screen is None else f"screen {', '.join(screen)}"
         started = time.perf_counter()
+        options = dict(self.options)
+        if screen is not None:
+            options["honest_replications"] = min(SCREEN_HONEST, options.get("honest_replications", SCREEN_HONEST))
         certificate = certify.certify(
             mechanism, params, n=n, budgets=budgets, task_families=self.target.families(n),
             honest=self.target.honest, attacks=screen or self.attacks or [],
             default_battery=screen is None and self.attacks is None,
             run_dir=self._directory(mechanism, params, n), reference_store=self.directory / "reference" / f"n{n}",
-            **self.options)
+            useful=self.min_utility, **options)
         rows = certificate["battery"]
         culprits = sorted({row["attack"] for row in rows if row["verdict"] in (FAILS, INCONCLUSIVE)})
         severities: dict[str, tuple[int, float]] = {}
@@ -305,38 +324,26 @@ class Planner:
         return evaluation
 
     def tune(self, mechanism: str, pinned: dict[str, Any] | None) -> tuple[Evaluation, list[Evaluation]]:
-        """Every setting at the organiser's n₀ (only ``pinned`` when given); the tuned one (module docstring)."""
-        settings = [pinned] if pinned is not None else _settings(mechanism, self.target.scorer)
-        evaluations = [self.evaluate(mechanism, setting, self.target.n, above=False) for setting in settings]
+        """Every setting at the organiser's n₀ and budget (only ``pinned`` when given), and the tuned one: the certified
+        setting of best honest utility (the settings whose screens pass run their whole battery in the order of their
+        screens' utility, until one is certified), else the one of enough utility that came closest to passing (the
+        least severity), else the one of best utility."""
+        settings = [pinned] if pinned is not None else _settings(mechanism, self.target.scorer, self.improvement)
+        evaluations = [self.evaluate(mechanism, setting, self.target.n, screened=True) for setting in settings]
+        for candidate in sorted((e for e in evaluations if e.safe >= self.budget), key=_utility_order):
+            whole = candidate if candidate.whole else self.evaluate(mechanism, candidate.params, self.target.n)
+            if whole not in evaluations:
+                evaluations.append(whole)
+            if whole.certified(self.budget, self.min_utility):
+                return whole, evaluations
         useful = [e for e in evaluations if e.useful(self.min_utility)]
-        certified = [e for e in useful if e.certified(self.budget, self.min_utility)]
-        if certified:
-            return max(certified, key=lambda e: e.utility["median"]), evaluations
-        if useful:
-            return max(useful, key=lambda e: (e.safe, e.utility["median"])), evaluations
-        return max(evaluations, key=lambda e: (e.utility["median"] if e.utility["median"] is not None else -2.0,
-                                               e.safe)), evaluations
+        return min(useful or evaluations, key=lambda e: (-e.safe, e.worst, _utility_order(e))), evaluations
 
-    def largest_budget(self, settings: list[Evaluation]) -> Evaluation | None:
-        """Of the settings at the organiser's n₀ with enough honest utility, the one whose whole battery certifies
-        the largest budget; None when no setting has enough utility. Those certified at the organiser's budget play
-        the budgets above it too (their whole battery reads the others back); otherwise the screens' safe budgets
-        bound their batteries' from above, so the batteries run in the order of the screens' until none could do
-        better."""
-        useful = [e for e in settings if e.useful(self.min_utility)]
-        certified = [e for e in useful if e.certified(self.budget, self.min_utility)]
-        if certified:
-            extended = [self.evaluate(e.mechanism, e.params, e.n, whole=True) for e in certified]
-            return max((e for e in extended if e.useful(self.min_utility)), key=lambda e: e.safe, default=None)
-        best: Evaluation | None = None
-        for candidate in sorted(useful, key=lambda e: -e.safe):
-            if best is not None and candidate.safe <= best.safe:
-                break
-            whole = candidate if candidate.whole else self.evaluate(candidate.mechanism, candidate.params, candidate.n,
-                                                                     whole=True, above=False)
-            if whole.useful(self.min_utility) and (best is None or whole.safe > best.safe):
-                best = whole
-        return best
+    def largest_budget(self, tuned: Evaluation) -> Evaluation:
+        """The tuned setting's whole battery at the organiser's n₀ over the budgets above the organiser's (certified
+        there) or below it (not certified there); it reads the organiser's budget back."""
+        side = "above" if tuned.certified(self.budget, self.min_utility) else "below"
+        return self.evaluate(tuned.mechanism, tuned.params, tuned.n, self.budgets(side), whole=True)
 
     def smallest_n(self, tuned: Evaluation, resolution: float, max_fraction: float) -> tuple[int | None, list[Evaluation]]:
         """The smallest public size at which the tuned setting is certified at the organiser's budget (None: not
@@ -345,7 +352,7 @@ class Planner:
         steps: list[Evaluation] = []
 
         def certified(n: int) -> bool:
-            found = self.evaluate(tuned.mechanism, tuned.params, n, above=False)
+            found = self.evaluate(tuned.mechanism, tuned.params, n)
             steps.append(found)
             return found.certified(self.budget, self.min_utility)
 
@@ -364,13 +371,21 @@ class Planner:
         return high, steps
 
 
-def _settings(mechanism: str, scorer: str) -> list[dict[str, Any]]:
-    """The settings of a mechanism's declared search space (:func:`ladderlab.certification.tune.settings`),
-    or its defaults where it declares none."""
+def _utility_order(evaluation: Evaluation) -> float:
+    """Best honest utility first."""
+    median = evaluation.utility.get("median")
+    return -median if median is not None else 2.0
+
+
+def _settings(mechanism: str, scorer: str, improvement: float) -> list[dict[str, Any]]:
+    """The settings of a mechanism's declared search space, those that set how fine its releases are at fractions of
+    ``improvement`` (τ in units of B: :func:`ladderlab.certification.tune.settings`), or its defaults where it
+    declares none."""
     from ladderlab.certification.tune import settings
 
     try:
-        return [point for point, _ in settings(mechanism, {}, scorer, search_ranges=False)]
+        return [point for point, _ in settings(mechanism, {}, scorer, search_ranges=False,
+                                               improvement=lambda _: improvement)]
     except ValueError:
         return [{}]
 
@@ -419,7 +434,7 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
     rows = []
     for spec in candidates:
         tuned, settings = planner.tune(spec.id, spec.pinned)
-        widest = planner.largest_budget(settings)
+        widest = planner.largest_budget(tuned)
         smallest, steps = planner.smallest_n(tuned, resolution, max_fraction)
         confidence = options.get("confidence", 0.95)
         epsilon_b = _epsilon_in_bound(tuned.certificate, options.get("epsilon", 0.05))
@@ -429,9 +444,8 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
             "settings": [e.record() for e in settings],
             "at_organiser_n": tuned.record(),
             "certified_at_organiser_n": tuned.certified(budget, min_utility),
-            "largest_budget": None if widest is None else {"budget": widest.safe, "params": widest.params,
-                                                          "label": plugin_label(spec.id, widest.params),
-                                                          "utility": widest.utility},
+            "largest_budget": {"budget": widest.safe, "budgets": widest.budgets, "useful": widest.useful(min_utility),
+                               "utility": widest.utility},
             "smallest_n": smallest, "smallest_fraction": target.fraction(smallest),
             "steps": [e.record() for e in steps],
             "proof_alone_n": proof_alone(spec.id, tuned.params, budget, epsilon_b, confidence, target.holdout,
@@ -443,9 +457,10 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
 
     code = {key: token for e in planner.evaluations for key, token in e.certificate.get("code", {}).items()}
     return {
-        "target": target.record(), "budget": budget, "budgets": planner.budgets(), "min_utility": min_utility,
+        "target": target.record(), "budget": budget,
+        "budgets": sorted({*planner.budgets("below"), *planner.budgets("above")}), "min_utility": min_utility,
         "resolution": resolution, "max_fraction": max_fraction,
-        **{name: options[name] for name in ("tau", "epsilon", "confidence", "replications", "seed") if name in options},
+        **{name: options[name] for name in ("tau", "epsilon", "beta", "unit", "confidence", "replications", "seed") if name in options},
         "mechanisms": rows, "recommendation": recommendation,
         "certificates": len(planner.evaluations),
         "whole_batteries": sum(e.whole for e in planner.evaluations),
@@ -493,13 +508,12 @@ def recommend(rows: list[dict[str, Any]], target: Target, budget: int, planner: 
         return {"kind": "grow", "mechanism": best["mechanism"], "label": best["label"], "params": best["params"],
                 "n": best["smallest_n"], "budget": budget, "utility": step["utility"],
                 "certificate": certificate_at(best, best["smallest_n"], best["params"])}
-    smaller = [row for row in rows if row["largest_budget"] and row["largest_budget"]["budget"] > 0]
+    smaller = [row for row in rows if row["largest_budget"]["budget"] > 0 and row["largest_budget"]["useful"]]
     if smaller:
         best = max(smaller, key=lambda row: (row["largest_budget"]["budget"], row["largest_budget"]["utility"]["median"]))
-        widest = best["largest_budget"]
-        return {"kind": "shrink", "mechanism": best["mechanism"], "label": widest["label"], "params": widest["params"],
-                "n": target.n, "budget": widest["budget"], "utility": widest["utility"],
-                "certificate": certificate_at(best, target.n, widest["params"])}
+        return {"kind": "shrink", "mechanism": best["mechanism"], "label": best["label"], "params": best["params"],
+                "n": target.n, "budget": best["largest_budget"]["budget"], "utility": best["largest_budget"]["utility"],
+                "certificate": certificate_at(best, target.n, best["params"])}
     return {"kind": "none", "mechanism": None, "label": None, "params": None, "n": None, "budget": None, "utility": None,
             "certificate": None}
 
@@ -544,16 +558,17 @@ def table_rows(result: dict[str, Any]) -> list[list[str]]:
         rows.append([row["label"] + (" (tuned)" if row["tuned"] else ""),
                      "yes" if row["certified_at_organiser_n"] else "no",
                      "–" if utility is None else f"{utility:.2f}",
-                     "–" if widest is None else _budget_text(widest["budget"], result["budgets"])
-                     + ("" if widest["params"] == row["params"] else f" ({widest['label']})"),
+                     _budget_text(widest["budget"], widest["budgets"]) + ("" if widest["useful"] else " (useless)"),
                      _n_text(row, target),
                      "–" if row["proof_alone_n"] is None else str(row["proof_alone_n"])])
     return rows
 
 
 def _budget_text(budget: int, budgets: list[int]) -> str:
-    """A safe budget; the largest tested marked ``+`` (a larger one may be safe too)."""
-    return f"{budget}+" if budget == max(budgets) else str(budget)
+    """A safe budget; the largest tested marked ``+`` (a larger one may be safe too), none below the smallest ``<``."""
+    if budget == max(budgets):
+        return f"{budget}+"
+    return f"< {min(budgets)}" if budget == 0 else str(budget)
 
 
 HEADER = ["mechanism", "certified", "utility", "largest budget at n₀", "smallest public set", "proof alone"]
@@ -574,8 +589,8 @@ def text(result: dict[str, Any], width: int = 120) -> str:
         cells = [row[0][: widths[0]].ljust(widths[0])] + [cell.rjust(w) if i else cell.ljust(w)
                                                           for i, (cell, w) in enumerate(zip(row[1:], widths[1:]), 1)]
         lines.append("  ".join(cells).rstrip())
-    lines += ["", f"certified: at n₀ and the budget, with honest utility ≥ {result['min_utility']:g}; largest budget: of "
-              f"{', '.join(map(str, result['budgets']))} (+: the largest tested); smallest public set "
+    lines += ["", f"certified: at n₀ and the budget, with honest utility ≥ {result['min_utility']:g}; largest budget: the "
+              f"tuned setting's, of {', '.join(map(str, result['budgets']))} (+: the largest tested); smallest public set "
               f"(rows, share of the holdout) at the budget, to within {result['resolution']:.0%}; "
               f"{result['certificates']} certificates ({result['whole_batteries']} whole batteries), "
               f"{result['wall_time_seconds']:.0f} s"]
@@ -598,15 +613,17 @@ def markdown(result: dict[str, Any]) -> str:
         f"**{headline(result)}.**", "",
         f"For {source}: a holdout of {target['holdout']} rows scored by {target['scorer']}, the organiser's public set "
         f"n₀ = {target['n']} rows ({target['n'] / target['holdout']:.0%}), a budget of {result['budget']} submissions a "
-        f"team; τ = {result.get('tau', 0.05):g}, ε = {result.get('epsilon', 0.05):g}, each certificate's verdicts at "
-        f"{100 * confidence:g}% confidence, seed {result.get('seed', 0)}; honest utility (the median Spearman "
+        f"team; τ = {result.get('tau', DEFAULT_TOLERANCE):g} and ε = {result.get('epsilon', DEFAULT_TOLERANCE):g} "
+        f"({UNITS[result.get('unit', DEFAULT_UNIT)]}) in all but a share β = {result.get('beta', DEFAULT_BETA):g} of "
+        f"contests, each certificate's verdicts together at {100 * confidence:g}% confidence, seed "
+        f"{result.get('seed', 0)}; honest utility (the median Spearman "
         f"correlation between an honest participant's released and final scores, {', '.join(target['honest'])}) "
         f"at least {result['min_utility']:g}.", "",
         "| " + " | ".join(HEADER) + " |", "| --- | --- | ---: | --- | --- | ---: |",
         *("| " + " | ".join(row) + " |" for row in table_rows(result)), "",
         f"*Certified*: the whole battery certifies the budget at n₀ and the honest utility reaches the minimum. "
-        f"*Largest budget at n₀*: of the budgets {', '.join(map(str, result['budgets']))}, over the settings with enough "
-        f"utility (+: the largest tested). *Smallest public set*: rows (share of the holdout) at which the tuned setting is certified at the "
+        f"*Largest budget at n₀*: the tuned setting's, of the budgets {', '.join(map(str, result['budgets']))} (+: the "
+        f"largest tested; useless: its honest utility falls short). *Smallest public set*: rows (share of the holdout) at which the tuned setting is certified at the "
         f"budget, to within {result['resolution']:.0%}, searched up to {result['max_fraction']:.0%} of the holdout. "
         "*Proof alone*: the public rows at which the mechanism's proven bound keeps the leaderboard error within ε "
         "with the stated confidence, without any simulation (– : it proves none there).", "",

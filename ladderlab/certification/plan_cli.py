@@ -15,8 +15,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ladderlab.certification.units import (
+    DEFAULT_BETA,
+    DEFAULT_REPLICATIONS,
+    DEFAULT_TOLERANCE,
+    DEFAULT_UNIT,
+    UNITS,
+    USEFUL,
+)
 from ladderlab.runs import arguments
 from ladderlab.runs.workload import add_force_option
+
+PLAN_REPLICATIONS = 200
+"""The most replications of a grid point in a plan's certificates: half of certify's, so that a point on the edge
+(inconclusive, which is not a pass) costs the search less; a clear pass needs about 100 (the tail criterion at
+β = 0.1 with the certificate's family-wise error), so an undecided point is not certified and the plan errs towards
+a larger public set."""
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
@@ -45,16 +59,25 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--mechanism", action="append", default=[], help="a candidate (repeatable): an id, its "
                         "declared settings searched, or an id with parameters, kept (default: full-disclosure kaggle "
                         "ladder ladder-free ladder-t)")
-    parser.add_argument("--tau", type=arguments.positive, default=0.05, help="tolerated overfitting -Δ (default 0.05)")
-    parser.add_argument("--epsilon", type=arguments.positive, default=0.05, help="tolerated leaderboard error (default 0.05)")
-    parser.add_argument("--min-utility", type=_utility, default=0.5, help="the least honest utility accepted: the median "
-                        "Spearman correlation of an honest participant's released and final scores (default 0.5)")
+    parser.add_argument("--tau", type=arguments.positive, default=DEFAULT_TOLERANCE,
+                        help=f"the overfitting -Δ tolerated in all but a share β of contests, in --unit (default "
+                             f"{DEFAULT_TOLERANCE:g}, as certify's)")
+    parser.add_argument("--epsilon", type=arguments.positive, default=DEFAULT_TOLERANCE,
+                        help=f"the leaderboard's optimism tolerated in all but a share β of contests (default "
+                             f"{DEFAULT_TOLERANCE:g})")
+    parser.add_argument("--beta", type=float, default=DEFAULT_BETA, help=f"the tail β (default {DEFAULT_BETA:g})")
+    parser.add_argument("--unit", choices=list(UNITS), default=DEFAULT_UNIT, help="the unit of --tau and --epsilon "
+                        f"(default {DEFAULT_UNIT!r}: the loss of the best constant prediction on the public labels)")
+    parser.add_argument("--min-utility", type=_utility, default=USEFUL, help="the least honest utility accepted: the "
+                        "median Spearman correlation of an honest participant's released and final scores (default "
+                        f"{USEFUL:g})")
     parser.add_argument("--resolution", type=_fraction, default=0.1,
                         help="the smallest public set to within this share (default 0.1)")
     parser.add_argument("--max-fraction", type=_fraction, default=0.5,
                         help="the largest share of the holdout the public set may take (default 0.5)")
-    parser.add_argument("--replications", type=arguments.count(1), default=100,
-                        help="the most replications of a grid point (default 100)")
+    parser.add_argument("--replications", type=arguments.count(1), default=PLAN_REPLICATIONS,
+                        help=f"the most replications of a grid point (default {PLAN_REPLICATIONS}; certify's is "
+                             f"{DEFAULT_REPLICATIONS}: an undecided point counts as not certified)")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence of each certificate (default 0.95)")
     parser.add_argument("--seed", type=arguments.count(0), default=0, help="root seed (default 0)")
     parser.add_argument("--jobs", type=arguments.count(1, every_core=True), default=1, help="workers (-1: every core)")
@@ -120,6 +143,8 @@ def run_command(args: argparse.Namespace) -> int:
     out = certify.check_output(args.out) if args.out else None
     if not 0.5 < args.confidence < 1:
         raise ValueError(f"--confidence {args.confidence}: must lie in (0.5, 1)")
+    if not 0 < args.beta < 1:
+        raise ValueError(f"--beta {args.beta:g}: must lie in (0, 1)")
     budget = budget_of(args)
     target = (plan.challenge_target(args.challenge, budget, args.n, args.public_fraction) if args.challenge else
               plan.task_target(args.task, budget, args.n, args.public_fraction))
@@ -128,13 +153,14 @@ def run_command(args: argparse.Namespace) -> int:
     teams = args.teams or teams
     if teams is not None and args.field_replications and args.adaptive > teams:
         raise ValueError(f"--adaptive {args.adaptive}: more adaptive teams than the {teams} teams expected")
-    plan.check_target(target, budget, args.tau, args.epsilon)
+    plan.check_target(target, args.tau, args.epsilon, args.unit, args.force)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     directory = Path(args.run_dir) if args.run_dir else default_directory(target, args.seed)
     say(f"plan kept in {directory} (interrupt and run the same command again to resume)")
     result = plan.plan(target, budget, mechanisms or None, directory, args.min_utility, args.resolution,
-                       args.max_fraction, say, tau=args.tau, epsilon=args.epsilon, confidence=args.confidence,
-                       replications=args.replications, seed=args.seed, jobs=args.jobs, force=args.force)
+                       args.max_fraction, say, tau=args.tau, epsilon=args.epsilon, beta=args.beta, unit=args.unit,
+                       confidence=args.confidence, replications=args.replications, seed=args.seed, jobs=args.jobs,
+                       force=args.force)
     certificate = result["recommendation"]["certificate"]
     if teams and args.field_replications and certificate is not None:
         if args.days is not None and args.per_day is not None:
