@@ -80,6 +80,7 @@ from ladderlab.certification.certificate_text import (
     markdown,
 )
 from ladderlab.certification.challenge_task import RESAMPLING
+from ladderlab.certification.public_size import PublicSize
 from ladderlab.certification.units import (
     DEFAULT_BETA,
     DEFAULT_REPLICATIONS,
@@ -364,6 +365,9 @@ def _task_draws(entry: dict[str, Any]) -> bool:
 
 def resampling(entry: dict[str, Any]) -> str:
     """What a family's replications draw afresh, besides the attack's and the mechanism's streams."""
+    if entry["id"] == PublicSize.id:
+        inner = {"id": entry["params"]["task"], "params": entry["params"].get("task_params") or {}}
+        return f"{resampling(inner)}; then which {entry['params']['n_public']} holdout rows are public, drawn afresh"
     resample = entry["params"].get("resample")
     if resample is not None:
         return RESAMPLING[resample]

@@ -138,8 +138,10 @@ def _fixed_stream() -> Any:
 
 
 def challenge_target(path: str | Path, budget: int, n: int | None = None, fraction: float | None = None) -> Target:
-    """The holdout of the challenge file at ``path`` (its labels, scorer, range and public data), the organiser's
-    public size its split's (or ``n`` rows, or ``fraction`` of the holdout), its honest participants held to ``budget``."""
+    """The holdout of the challenge file at ``path`` (its labels, scorer, range and public data, resampled as a
+    certificate of it resamples them: a bootstrap of its rows, :mod:`ladderlab.certification.challenge_task`), the
+    organiser's public size its split's (or ``n`` rows, or ``fraction`` of the holdout), its honest participants held
+    to ``budget``."""
     from ladderlab.certification.challenge_certify import honest_participants
     from ladderlab.certification.challenge_task import load_challenge
     from ladderlab.utils.locations import anchored
@@ -147,8 +149,9 @@ def challenge_target(path: str | Path, budget: int, n: int | None = None, fracti
     challenge, identity = load_challenge(path)
     holdout = int(challenge.split.public_rows.size + challenge.split.final_rows.size)
     organiser = _organiser_n(int(challenge.split.public_rows.size), holdout, n, fraction)
-    return Target(challenge.name, "challenge", {"path": anchored(Path.cwd(), str(path)), "sha256": identity}, holdout,
-                  organiser, challenge.split.public.scorer, honest_participants(challenge, [], [budget]), str(path))
+    inner = {"path": anchored(Path.cwd(), str(path)), "sha256": identity, "resample": "bootstrap"}
+    return Target(challenge.name, "challenge", inner, holdout, organiser, challenge.split.public.scorer,
+                  honest_participants(challenge, [], [budget]), str(path))
 
 
 def task_target(text: str, budget: int, n: int | None = None, fraction: float | None = None) -> Target:
@@ -442,7 +445,7 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
             "mechanism": spec.id, "label": plugin_label(spec.id, tuned.params), "params": tuned.params,
             "tuned": spec.pinned is None and len(settings) > 1,
             "settings": [e.record() for e in settings],
-            "at_organiser_n": tuned.record(),
+            "at_organiser_n": widest.record(),
             "certified_at_organiser_n": tuned.certified(budget, min_utility),
             "largest_budget": {"budget": widest.safe, "budgets": widest.budgets, "useful": widest.useful(min_utility),
                                "utility": widest.utility},

@@ -177,6 +177,18 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def main(argv: list[str]) -> int:
+    """``ladderlab plan`` with the arguments ``argv`` (``["plan", …]``), as the command line runs it, for the benchmark
+    (:mod:`ladderlab.dev.plan_speed`): the exit code."""
+    import shlex
+
+    parser = argparse.ArgumentParser(prog="ladderlab")
+    add_subcommand(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    args.command_line = shlex.join(["ladderlab", *argv])
+    return args.handler(args)
+
+
 def _candidate(text: str) -> Any:
     """A candidate mechanism: an id (its settings searched) or an id with parameters (kept)."""
     from ladderlab.certification.certify import AttackSpec

@@ -1,7 +1,8 @@
 """``ladderlab bench-plan``: how long ``ladderlab plan`` takes on the shipped breast-cancer challenge and on a
 10,000-row task, from an empty directory (docs/certify-speed.md#planning).
 
-Each plan runs as the command does (:func:`ladderlab.cli.commands.main`), in this process with its workers,
+Each plan runs as the command does (its parser and handler, :func:`ladderlab.certification.plan_cli.main`), in this
+process with its workers,
 into a fresh temporary directory; its CPU time counts the workers (:func:`ladderlab.utils.cpu_time.tree_seconds`),
 and each row gives the one-minute load average before and after it, which inflates the wall time on a shared
 machine. The target (issue 43): at most 5 minutes of wall time on 2 cores for each.
@@ -52,7 +53,7 @@ def time_plan(name: str, jobs: int, root: Path = Path.cwd()) -> PlanTiming:
     """Run the plan ``name`` (:data:`PLANS`) from ``root`` with ``jobs`` workers into a fresh directory, timed."""
     from joblib.externals.loky import get_reusable_executor
 
-    from ladderlab.cli.commands import main
+    from ladderlab.certification import plan_cli
     from ladderlab.utils import cpu_time
 
     command = ["plan", *PLANS[name], "--jobs", str(jobs)]
@@ -62,7 +63,7 @@ def time_plan(name: str, jobs: int, root: Path = Path.cwd()) -> PlanTiming:
         before, start = cpu_time.tree_seconds(), time.perf_counter()
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            code = main([*command, "--run-dir", f"{directory}/plan", "--out", f"{directory}/plan.json"])
+            code = plan_cli.main([*command, "--run-dir", f"{directory}/plan", "--out", f"{directory}/plan.json"])
         wall = time.perf_counter() - start
         get_reusable_executor().shutdown(wait=True)
         cpu = cpu_time.tree_seconds() - before
