@@ -59,6 +59,14 @@ def test_the_plan_s_terminal_output_fits_120_columns_and_its_files_are_written(p
     assert "## The search" in (tmp_path / "plan.md").read_text()
 
 
+def test_the_proof_alone_suffices_from_the_smallest_public_set_whose_proven_bound_reaches_epsilon():
+    """√(k/n)·log(1/δ) ≤ ε from n = ⌈k·(log(1/δ)/ε)²⌉ on: 30 submissions, ε = 0.5, 95 % give n = 1077."""
+    proven = f"{DATA / 'planted_mechanisms.py'}:ProvenRoot"
+    assert plan.proof_alone(proven, {}, budget=30, epsilon=0.5, confidence=0.95, holdout=5000) == 1077
+    assert plan.proof_alone(proven, {}, budget=30, epsilon=0.5, confidence=0.95, holdout=1000) is None
+    assert plan.proof_alone(SAFE_ABOVE, {}, budget=30, epsilon=0.5, confidence=0.95, holdout=5000) is None
+
+
 @pytest.mark.slow
 def test_full_disclosure_needs_a_larger_public_set_than_the_ladder_under_boosting_on_the_0_1_loss(tmp_path):
     """Boosting overfits full disclosure by about 0.23·√(k/n) (Blum & Hardt 2015, Fig. 3) and the Ladder by little:

@@ -201,6 +201,7 @@ class Evaluation:
     culprits: list[str]
     severities: dict[str, tuple[int, float]]
     seconds: float
+    screen: list[str] | None
     certificate: dict[str, Any] = field(repr=False)
 
     def certified(self, budget: int, min_utility: float) -> bool:
@@ -288,7 +289,9 @@ class Planner:
             return earlier
         screen = self.screen(mechanism)
         if screen and not whole and (self.attacks is None or set(screen) < set(self.attacks)):
-            first = self._certificate(mechanism, params, n, budgets, screen)
+            first = next((e for e in self.evaluations if not e.whole and e.n == n and e.screen == screen
+                          and e.same_setting(mechanism, params) and e.budgets == budgets), None)
+            first = first or self._certificate(mechanism, params, n, budgets, screen)
             if screened or first.safe < max(budgets):
                 return first
         return self._certificate(mechanism, params, n, budgets, None)
@@ -319,7 +322,7 @@ class Planner:
             seen[attack] = max(value, seen.get(attack, value))
         evaluation = Evaluation(mechanism, dict(params), n, budgets, screen is None, certificate["safe_budget"],
                                 _honest_utility(certificate), culprits, severities, time.perf_counter() - started,
-                                certificate)
+                                screen, certificate)
         self.evaluations.append(evaluation)
         utility = evaluation.utility["median"]
         self.say(f"{label} at n = {n} ({what}): safe budget {evaluation.safe}, honest utility "
@@ -342,11 +345,20 @@ class Planner:
         useful = [e for e in evaluations if e.useful(self.min_utility)]
         return min(useful or evaluations, key=lambda e: (-e.safe, e.worst, _utility_order(e))), evaluations
 
-    def largest_budget(self, tuned: Evaluation) -> Evaluation:
-        """The tuned setting's whole battery at the organiser's n₀ over the budgets above the organiser's (certified
-        there) or below it (not certified there); it reads the organiser's budget back."""
-        side = "above" if tuned.certified(self.budget, self.min_utility) else "below"
-        return self.evaluate(tuned.mechanism, tuned.params, tuned.n, self.budgets(side), whole=True)
+    def largest_budget(self, tuned: Evaluation) -> tuple[Evaluation, list[int]]:
+        """The tuned setting at the organiser's n₀ over the budgets above the organiser's (where it is certified) or
+        below it (where it is not): screened first, whose safe budget bounds the whole battery's from above, then the
+        whole battery over the budgets the screen left (none where the screen found the smallest unsafe; where it
+        found only the organiser's safe, the tuned setting's own whole battery answers); and the budgets tested."""
+        certified = tuned.certified(self.budget, self.min_utility)
+        budgets = self.budgets("above" if certified else "below")
+        screen = self.evaluate(tuned.mechanism, tuned.params, tuned.n, budgets, screened=True)
+        if screen.whole or (not certified and screen.safe == 0):
+            return screen, budgets
+        if certified and screen.safe <= self.budget:
+            return tuned, budgets
+        return self.evaluate(tuned.mechanism, tuned.params, tuned.n, [b for b in budgets if b <= screen.safe],
+                             whole=True), budgets
 
     def smallest_n(self, tuned: Evaluation, resolution: float, max_fraction: float) -> tuple[int | None, list[Evaluation]]:
         """The smallest public size at which the tuned setting is certified at the organiser's budget (None: not
@@ -437,7 +449,7 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
     rows = []
     for spec in candidates:
         tuned, settings = planner.tune(spec.id, spec.pinned)
-        widest = planner.largest_budget(tuned)
+        widest, tested = planner.largest_budget(tuned)
         smallest, steps = planner.smallest_n(tuned, resolution, max_fraction)
         confidence = options.get("confidence", 0.95)
         epsilon_b = _epsilon_in_bound(tuned.certificate, options.get("epsilon", 0.05))
@@ -445,9 +457,10 @@ def plan(target: Target, budget: int, mechanisms: list[certify.AttackSpec] | Non
             "mechanism": spec.id, "label": plugin_label(spec.id, tuned.params), "params": tuned.params,
             "tuned": spec.pinned is None and len(settings) > 1,
             "settings": [e.record() for e in settings],
-            "at_organiser_n": widest.record(),
+            "at_organiser_n": next((e for e in reversed(planner.evaluations) if e.whole and e.n == target.n
+                                    and e.same_setting(spec.id, tuned.params)), tuned).record(),
             "certified_at_organiser_n": tuned.certified(budget, min_utility),
-            "largest_budget": {"budget": widest.safe, "budgets": widest.budgets, "useful": widest.useful(min_utility),
+            "largest_budget": {"budget": widest.safe, "budgets": tested, "useful": widest.useful(min_utility),
                                "utility": widest.utility},
             "smallest_n": smallest, "smallest_fraction": target.fraction(smallest),
             "steps": [e.record() for e in steps],

@@ -25,3 +25,12 @@ class SafeAbove(Mechanism):
         if self.n_ >= self.n_safe:
             return np.full(P.shape[0], 0.5)
         return self._scores(P)
+
+
+class ProvenRoot(SafeAbove):
+    """``SafeAbove`` with a proven bound of √(k / n)·log(1/δ) on the leaderboard error (a stand-in for a theorem)."""
+
+    id = "proven-root"
+
+    def proven_bound(self, n, k, delta=0.05, zero_one=False):
+        return float(np.sqrt(k / n) * np.log(1 / delta))
