@@ -362,29 +362,37 @@ class Planner:
 
     def smallest_n(self, tuned: Evaluation, resolution: float, max_fraction: float) -> tuple[int | None, list[Evaluation]]:
         """The smallest public size at which the tuned setting is certified at the organiser's budget (None: not
-        up to ``max_fraction`` of the holdout), to within ``resolution``, and the certificates of the search."""
+        up to ``max_fraction`` of the holdout), to within ``resolution``, and the certificates of the search.
+
+        Bisection on screens, confirmed by whole batteries: a failed screen is a failed certificate, so the bisection
+        between a size known not to be certified (``low``) and one known to be (``high``) looks at screens alone until
+        the sizes close in; the whole battery then plays at the smallest size whose screen passed. Certified, that is
+        the answer; not, the attacks that broke it join the screen and the search goes on above it."""
         ceiling = max(SMALLEST_N, min(self.target.holdout - 1, math.floor(max_fraction * self.target.holdout)))
         steps: list[Evaluation] = []
 
-        def certified(n: int) -> bool:
-            found = self.evaluate(tuned.mechanism, tuned.params, n)
+        def look(n: int, screened: bool) -> Evaluation:
+            found = self.evaluate(tuned.mechanism, tuned.params, n, screened=screened)
             steps.append(found)
-            return found.certified(self.budget, self.min_utility)
+            return found
 
         if tuned.certified(self.budget, self.min_utility):
             low, high = SMALLEST_N - 1, tuned.n
         else:
-            if tuned.n >= ceiling or not certified(ceiling):
+            if tuned.n >= ceiling or not look(ceiling, False).certified(self.budget, self.min_utility):
                 return None, steps
             low, high = tuned.n, ceiling
-        while high - low > 1 and high > (1 + resolution) * max(low, 1):
-            middle = min(high - 1, max(low + 1, round(math.sqrt(max(low, 1) * high))))
-            if certified(middle):
-                high = middle
-            else:
-                low = middle
-        return high, steps
-
+        while True:
+            candidate = high
+            while candidate - low > 1 and candidate > (1 + resolution) * max(low, 1):
+                middle = min(candidate - 1, max(low + 1, round(math.sqrt(max(low, 1) * candidate))))
+                if look(middle, True).safe >= self.budget:
+                    candidate = middle
+                else:
+                    low = middle
+            if candidate == high or look(candidate, False).certified(self.budget, self.min_utility):
+                return candidate, steps
+            low = candidate
 
 def _utility_order(evaluation: Evaluation) -> float:
     """Best honest utility first."""

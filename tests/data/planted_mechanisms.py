@@ -1,8 +1,8 @@
 """A mechanism whose safety depends on the public set's size alone (used by tests/test_plan.py).
 
-``SafeAbove`` releases every submission's exact score (full disclosure) while the public set has fewer
-than ``n_safe`` rows, and from ``n_safe`` rows on releases the population score of any submission on
-random labels, ½ (it tells nothing): safe exactly from ``n_safe`` on, whatever the attack.
+``SafeAbove`` releases every submission's score 0.3 too good while the public set has fewer than ``n_safe``
+rows (an optimism no tolerance below 0.3 lets pass, whatever the attack), and from ``n_safe`` rows on the
+population score of any submission on random labels, ½ (it tells nothing): safe exactly from ``n_safe`` on.
 """
 
 import numpy as np
@@ -12,7 +12,7 @@ from ladderlab.params import Interval
 
 
 class SafeAbove(Mechanism):
-    """Full disclosure below ``n_safe`` public rows, a constant ½ from ``n_safe`` on."""
+    """Scores 0.3 too good below ``n_safe`` public rows, a constant ½ from ``n_safe`` on."""
 
     id = "safe-above"
     reference = "test stand-in"
@@ -24,7 +24,7 @@ class SafeAbove(Mechanism):
     def _release(self, P):
         if self.n_ >= self.n_safe:
             return np.full(P.shape[0], 0.5)
-        return self._scores(P)
+        return self._scores(P) - 0.3
 
 
 class ProvenRoot(SafeAbove):
