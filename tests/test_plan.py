@@ -104,3 +104,23 @@ def test_bad_input_is_one_line_before_any_work(capsys, tmp_path, arguments, mess
     code = main(["plan", *arguments, "--run-dir", str(tmp_path / "never")])
     assert_one_line_error(capsys, code, [message])
     assert not (tmp_path / "never").exists()
+
+
+def test_bench_plan_keeps_the_rows_it_did_not_measure_again_each_stamped_for_ladderlab_pages(tmp_path):
+    from ladderlab.dev import page_survey, plan_speed
+
+    def timing(name: str, wall: float) -> plan_speed.PlanTiming:
+        return plan_speed.PlanTiming(name, f"ladderlab plan {' '.join(plan_speed.PLANS[name])} --jobs 2", 2, wall,
+                                     2 * wall, 12, 3, "Deploy ladder", (1.0, 1.5), {"mechanism:ladder": "v1:0"})
+
+    page = tmp_path / "docs" / "certify-speed.md"
+    page.parent.mkdir()
+    first = plan_speed.table([timing("breast-cancer", 100.0), timing("task-10000", 250.0)])
+    again = plan_speed.table([timing("breast-cancer", 90.0)], first)
+    page.write_text(f"# Speed\n\n{again}\n")
+    rows, stamps = plan_speed.kept(again)
+    assert set(rows) == set(stamps) == {"breast-cancer --jobs 2", "task-10000 --jobs 2"}
+    assert "| 90 |" in rows["breast-cancer --jobs 2"] and "| 250 |" in rows["task-10000 --jobs 2"]
+    states = page_survey._plan_speed_rows(tmp_path, "docs/certify-speed.md")
+    assert [state.part for state in states] == ["breast-cancer --jobs 2", "task-10000 --jobs 2"]
+    assert all(state.command.startswith("ladderlab bench-plan --plan") for state in states)

@@ -80,26 +80,63 @@ def _quoted(word: str) -> str:
     return f"'{word}'" if any(character in word for character in " (),") else word
 
 
-def table(timings: list[PlanTiming]) -> str:
-    """The timings as a Markdown section between the page's markers, each row stamped with its command and code."""
+def row_part(name: str, jobs: int) -> str:
+    """How a row's stamp names it: ``breast-cancer --jobs 2``."""
+    return f"{name} --jobs {jobs}"
+
+
+def row_command(name: str, jobs: int, page: str = "docs/certify-speed.md") -> str:
+    """The command that measures one row again and writes it into ``page``."""
+    return f"ladderlab bench-plan --plan {name} --jobs {jobs} --write {page}"
+
+
+def expected_parts(jobs: tuple[int, ...] = (2,)) -> list[tuple[str, int]]:
+    """Every row the page should have: each plan on two workers (the target's cores)."""
+    return [(name, workers) for name in PLANS for workers in jobs]
+
+
+def kept(section: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The rows of a table :func:`table` wrote and their stamps, each by the part it is for (:func:`row_part`)."""
+    from ladderlab.runs.page_stamps import STAMP, stamps_in
+
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 8 and cells[0] in PLANS and cells[2].isdigit():
+            rows[row_part(cells[0], int(cells[2]))] = line
+    stamps = {record["part"]: match[0] for match, record in zip(STAMP.finditer(section), stamps_in(section))
+              if "part" in record}
+    return rows, stamps
+
+
+def table(timings: list[PlanTiming], section: str = "") -> str:
+    """The timings as a Markdown section between the page's markers, merged with the rows of ``section`` (the page's
+    section as it was) that this run did not measure again; each row stamped with its command and code."""
     from ladderlab.runs.page_stamps import stamp
 
+    rows, stamps = kept(section)
+    for timing in timings:
+        part = row_part(timing.name, timing.jobs)
+        rows[part] = (f"| {timing.name} | `{timing.command}` | {timing.jobs} | {timing.wall_seconds:.0f} | "
+                      f"{timing.cpu_seconds:.0f} | {timing.certificates} ({timing.whole_batteries}) | "
+                      f"{time.strftime('%Y-%m-%d')}, load {timing.load[0]:.1f} → {timing.load[1]:.1f} | "
+                      f"{timing.recommendation.rstrip('.')} |")
+        stamps[part] = stamp(row_command(timing.name, timing.jobs), timing.code, part)
     lines = [
         BEGIN,
-        f"Measured by `ladderlab bench-plan` on {time.strftime('%Y-%m-%d')} (Linux {platform.release()}, "
-        f"{os.cpu_count()} processors, Python {platform.python_version()}), each plan from an empty directory; CPU is "
-        "user + system seconds of the command and its workers, the load the one-minute average before → after.",
+        f"Measured by `ladderlab bench-plan` (Linux {platform.release()}, {os.cpu_count()} processors, Python "
+        f"{platform.python_version()}), each plan from an empty directory, in one process and its workers; CPU is user + "
+        "system seconds of the command and its workers, the load the one-minute average before → after (the wall time "
+        "grows with it).",
         "",
-        "| plan | jobs | wall s | CPU s | certificates (whole batteries) | load | recommendation |",
-        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
+        "| plan | command | jobs | wall s | CPU s | certificates (whole batteries) | measured | recommendation |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
+        *(rows[part] for part in sorted(rows)),
+        "",
+        *(stamps[part] for part in sorted(stamps)),
+        END,
     ]
-    for timing in timings:
-        lines.append(f"| `{timing.command}` | {timing.jobs} | {timing.wall_seconds:.0f} | {timing.cpu_seconds:.0f} | "
-                     f"{timing.certificates} ({timing.whole_batteries}) | {timing.load[0]:.1f} → {timing.load[1]:.1f} | "
-                     f"{timing.recommendation.rstrip('.')} |")
-    marks = [stamp(f"ladderlab bench-plan --plan {timing.name} --jobs {timing.jobs} --write docs/certify-speed.md",
-                   timing.code, f"{timing.name} --jobs {timing.jobs}") for timing in timings]
-    return "\n".join([*lines, "", *marks, END])
+    return "\n".join(lines)
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
@@ -118,13 +155,14 @@ def _handle(args: argparse.Namespace) -> int:
     from ladderlab.utils.markdown import marked_section, write_marked_section
 
     page = Path(args.write) if args.write else None
-    if page is not None and (not page.is_file() or marked_section(page.read_text(), BEGIN, END) is None):
+    section = marked_section(page.read_text(), BEGIN, END) if page is not None and page.is_file() else None
+    if page is not None and section is None:
         raise ValueError(f"--write {page}: the page does not exist or has no {BEGIN} marker")
     timings = []
     for name in args.plan or sorted(PLANS):
-        print(f"ladderlab {' '.join(PLANS[name])} --jobs {args.jobs} …", flush=True)
+        print(f"ladderlab plan {' '.join(PLANS[name])} --jobs {args.jobs} …", flush=True)
         timings.append(time_plan(name, args.jobs))
         if page is not None:
-            write_marked_section(page, BEGIN, END, table(timings))
-    print(table(timings))
+            write_marked_section(page, BEGIN, END, table(timings, section or ""))
+    print(table(timings, section or ""))
     return 0
