@@ -299,6 +299,10 @@ def summary(certificate: dict[str, Any], width: int = WIDTH) -> str:
                  if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     if undecided:
         notes.append(f"inconclusive within {c['replications']} replications: {', '.join(undecided)}")
+    if c.get("field"):
+        from ladderlab.certification.field import summary_line
+
+        notes.append(summary_line(c["field"]))
     if notes:
         lines.append("")
     for note in notes:

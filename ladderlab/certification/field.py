@@ -334,8 +334,7 @@ def markdown(field: dict[str, Any]) -> str:
         SECTION_START, "## The field", "",
         f"{field['teams']} teams {point}: {adaptive}; honest teams calibrated as in `{CALIBRATION}` ({honest}). "
         f"{field['days']} days, at most {field['per_day']} submissions a team a day and {field['budget']} in all, "
-        f"selection {_selection(field['selection'])}, on "
-        f"{plugin_label(field['task'], field['task_params']) if field['task_source'] == CALIBRATION else field['task_source']}"
+        f"selection {_selection(field['selection'])}, on {_task_text(field)}"
         f"; {field['replications']} competitions under each mechanism on the same random numbers (seed {field['seed']}). "
         f"An adaptive #1 *overfitted* when its public score is better than its private one by more than "
         f"τ = {field['tau_raw']:.4g} (scorer units).", "",
@@ -356,6 +355,25 @@ def markdown(field: dict[str, Any]) -> str:
     for entry in failed:
         lines += ["", f"{entry['failed']} competitions under {entry['label']} did not finish: {'; '.join(entry['errors'])}"]
     return "\n".join([*lines, SECTION_END]) + "\n"
+
+
+def summary_line(field: dict[str, Any]) -> str:
+    """The field in one sentence, for the terminal: P(the public #1 is an adaptive team that overfitted) under each
+    mechanism."""
+    if "not_played" in field:
+        return f"the field of {field['teams']} teams was not played: {field['not_played']}"
+    shares = "; ".join(f"{_share(entry['top_adaptive_overfit'])} under {entry['label']}" for entry in field["mechanisms"])
+    return (f"the field ({field['teams']} teams, {field['adaptive']} adaptive, at {field['budget']}): P(public #1 is an "
+            f"adaptive team that overfitted) {shares}")
+
+
+def _task_text(field: dict[str, Any]) -> str:
+    """The field's task, and where it came from."""
+    if field["task_source"] == CALIBRATION:
+        return f"`{CALIBRATION}`'s task at the certificate's n, {plugin_label(field['task'], field['task_params'])}"
+    if field["task"] == "challenge":
+        return "the challenge (its rows resampled as the certificate's replications resample them)"
+    return f"the certificate's {field['task_source']} task, {field['task']}"
 
 
 def _selection(rule: str | int) -> str:
