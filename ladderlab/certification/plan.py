@@ -684,36 +684,50 @@ def _number(value: float | None) -> str:
 
 def plot(result: dict[str, Any], path: str | Path) -> Path:
     """The budget × public-size frontier: per mechanism, the largest budget certified at each public size searched
-    (filled: the whole battery; open: a screen's bound), the organiser's point and the holdout's largest share."""
+    (filled: the whole battery; open: a screen's bound, which a whole battery can only lower), the organiser's point,
+    and the largest share of the holdout searched; the top axis gives the public set as a share of the holdout."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, NullLocator, PercentFormatter, ScalarFormatter
 
     from ladderlab.utils.atomic import save_figure
 
-    target = result["target"]
-    figure = Figure(figsize=(7.0, 4.5), layout="constrained")
+    target, budgets = result["target"], result["budgets"]
+    zero = min(budgets) / 2
+    figure = Figure(figsize=(7.5, 4.8), layout="constrained")
     axes = figure.subplots()
-    colors = [f"C{index}" for index in range(10)]
-    floor = 0.5
-    for index, row in enumerate(result["mechanisms"]):
-        points = row["frontier"]
-        if not points:
-            continue
-        color = colors[index % len(colors)]
-        ns = [point["n"] for point in points]
-        budgets = [max(point["safe_budget"], floor) for point in points]
-        axes.step(ns, budgets, where="post", color=color, alpha=0.6, label=row["label"])
-        for point, value in zip(points, budgets):
-            axes.plot(point["n"], value, "o", color=color, mfc=color if point["whole"] else "white", markersize=5)
-    axes.plot(target["n"], result["budget"], "*", color="black", markersize=12, label="your n₀ and budget", zorder=5)
+    rows = [row for row in result["mechanisms"] if row["frontier"]]
+    for index, row in enumerate(rows):
+        color = f"C{index % 10}"
+        dodge = 1 + 0.012 * (index - (len(rows) - 1) / 2)
+        ns = [point["n"] * dodge for point in row["frontier"]]
+        values = [point["safe_budget"] or zero for point in row["frontier"]]
+        axes.step(ns, values, where="post", color=color, alpha=0.5, linewidth=1.2)
+        for point, n, value in zip(row["frontier"], ns, values):
+            axes.plot(n, value, "o", color=color, mfc=color if point["whole"] else "white", markersize=6,
+                      label=row["label"] if point is row["frontier"][0] else None)
+    axes.plot(target["n"], result["budget"], "*", color="black", markersize=13, zorder=5, label="your n₀ and budget")
     axes.axhline(result["budget"], color="grey", linestyle=":", linewidth=1)
-    axes.axvline(result["max_fraction"] * target["holdout"], color="grey", linestyle="--", linewidth=1,
-                 label=f"{result['max_fraction']:.0%} of the holdout")
+    ceiling = result["max_fraction"] * target["holdout"]
+    axes.axvline(ceiling, color="grey", linestyle="--", linewidth=1, label=f"{result['max_fraction']:.0%} of the holdout")
     axes.set_xscale("log")
     axes.set_yscale("log", base=2)
+    axes.yaxis.set_major_locator(FixedLocator([zero, *budgets]))
+    axes.yaxis.set_minor_locator(NullLocator())
+    axes.set_yticklabels(["0", *map(str, budgets)])
+    axes.set_ylim(zero / 1.4, max(budgets) * 1.4)
+    searched = [point["n"] for row in rows for point in row["frontier"]] or [target["n"]]
+    axes.set_xlim(min(searched) / 1.3, max(ceiling, max(searched)) * 1.3)
+    axes.xaxis.set_major_formatter(ScalarFormatter())
+    axes.xaxis.set_minor_formatter(ScalarFormatter())
+    axes.tick_params(axis="x", which="minor", labelsize=7)
+    share = axes.secondary_xaxis("top", functions=(lambda n: n / target["holdout"], lambda f: f * target["holdout"]))
+    share.xaxis.set_major_formatter(PercentFormatter(xmax=1, decimals=0))
+    share.xaxis.set_minor_formatter(PercentFormatter(xmax=1, decimals=0))
+    share.tick_params(axis="x", which="both", labelsize=7)
+    share.set_xlabel("share of the holdout", fontsize=8)
     axes.set_xlabel("public rows")
-    axes.set_ylabel("largest budget certified (0 drawn at ½)")
-    axes.set_title(f"{target['name']}: budget × public-size frontier (filled: whole battery; open: a screen's bound)",
-                   fontsize=9)
+    axes.set_ylabel("largest budget certified")
+    axes.set_title(f"{target['name']}: filled, the whole battery; open, a screen's bound", fontsize=9)
     axes.legend(fontsize=7, loc="best")
     path = Path(path)
     save_figure(figure, path, dpi=110)
