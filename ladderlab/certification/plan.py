@@ -588,6 +588,12 @@ def table_rows(result: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _searched(result: dict[str, Any]) -> str:
+    """How many certificates the search made, and how many of them played the whole battery."""
+    whole = result["whole_batteries"]
+    return f"{result['certificates']} certificates ({whole} whole batter{'y' if whole == 1 else 'ies'})"
+
+
 def _budget_text(budget: int, budgets: list[int]) -> str:
     """A safe budget; the largest tested marked ``+`` (a larger one may be safe too), none below the smallest ``<``."""
     if budget == max(budgets):
@@ -616,7 +622,7 @@ def text(result: dict[str, Any], width: int = 120) -> str:
     lines += ["", f"certified: at n₀ and the budget, with honest utility ≥ {result['min_utility']:g}; largest budget: the "
               f"tuned setting's, of {', '.join(map(str, result['budgets']))} (+: the largest tested); smallest public set "
               f"(rows, share of the holdout) at the budget, to within {result['resolution']:.0%}; "
-              f"{result['certificates']} certificates ({result['whole_batteries']} whole batteries), "
+              f"{_searched(result)}, "
               f"{result['wall_time_seconds']:.0f} s"]
     return "\n".join(_wrap(line, width) for line in lines) + "\n"
 
@@ -668,7 +674,7 @@ def markdown(result: dict[str, Any]) -> str:
               "The bisection assumes that a public set that certifies a budget keeps certifying it as it grows "
               f"(up to {result['max_fraction']:.0%} of the holdout); each certificate's verdicts hold at its stated "
               "confidence, the plan's steps below its answer only say where the search went.", "",
-              f"{result['certificates']} certificates ({result['whole_batteries']} whole batteries), wall time "
+              f"{_searched(result)}, wall time "
               f"{result['wall_time_seconds']:.0f} s, CPU time {result['cpu_time_seconds']:.0f} s."]
     if result.get("field"):
         from ladderlab.certification.field import markdown as field_markdown
