@@ -37,7 +37,7 @@ def test_a_mechanism_safe_exactly_from_n_star_on_is_found_within_the_bisection_s
     row = planted["mechanisms"][0]
     assert row["certified_at_organiser_n"]
     assert 40 <= row["smallest_n"] <= 40 * (1 + plan.RESOLUTION)
-    searched = {step["n"]: step["safe_budget"] >= BUDGET for step in row["steps"]}
+    searched = {step["n"]: step["bound"] >= BUDGET for step in row["steps"]}
     assert all(certified == (n >= 40) for n, certified in searched.items())
     assert {step["battery"] for step in row["steps"]} == {"screen", "whole"}
     assert any(step["battery"] == "whole" and step["n"] == row["smallest_n"] for step in row["steps"])

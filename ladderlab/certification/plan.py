@@ -80,6 +80,10 @@ ZERO_ONE = frozenset({"zero-one", "error", "accuracy"})
 SMALLEST_N = 10
 """The smallest public set a certificate plays (:func:`ladderlab.certification.certify.battery_scenario`)."""
 SCREEN_HONEST = 5
+SCREEN_REPLICATIONS = 40
+"""The most replications of a screen's point. A screen looks for failures, which show early (a point well past a
+tolerance fails within a few replications); a point it leaves undecided goes on in the whole battery, which reads
+these back. A pass needs about 100 (the tail criterion at β = 0.1 with the certificate's family-wise error)."""
 """The honest participant's replications in a screen: its utility only orders the settings; a whole battery
 measures it with all of certify's (the screen's are read back)."""
 SCREEN = 3
@@ -213,6 +217,20 @@ class Evaluation:
         return median is not None and median >= min_utility
 
     @property
+    def first_failure(self) -> int | None:
+        """The smallest budget at which a point fails (None: none fails)."""
+        return min((row["budget"] for row in self.certificate["battery"] if row["verdict"] == FAILS), default=None)
+
+    @property
+    def bound(self) -> int:
+        """The largest budget this certificate leaves possible: its safe budget for a whole battery; for a screen,
+        the largest budget below the first at which a point fails (a screen's undecided points decide nothing)."""
+        if self.whole:
+            return self.safe
+        failing = self.first_failure
+        return max((b for b in self.budgets if failing is None or b < failing), default=0)
+
+    @property
     def worst(self) -> tuple[int, float]:
         """The worst verdict and severity of any attack at a budget up to the organiser's (how far from passing)."""
         return max(self.severities.values(), default=(0, 0.0))
@@ -222,7 +240,8 @@ class Evaluation:
 
     def record(self) -> dict[str, Any]:
         return {"n": self.n, "params": self.params, "budgets": self.budgets, "battery": "whole" if self.whole else "screen",
-                "safe_budget": self.safe, "utility": self.utility, "culprits": self.culprits, "seconds": self.seconds}
+                "safe_budget": self.safe, "bound": self.bound, "utility": self.utility, "culprits": self.culprits,
+                "seconds": self.seconds}
 
 
 def _normalised(mechanism: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -292,7 +311,7 @@ class Planner:
             first = next((e for e in self.evaluations if not e.whole and e.n == n and e.screen == screen
                           and e.same_setting(mechanism, params) and e.budgets == budgets), None)
             first = first or self._certificate(mechanism, params, n, budgets, screen)
-            if screened or first.safe < max(budgets):
+            if screened or first.bound < max(budgets):
                 return first
         return self._certificate(mechanism, params, n, budgets, None)
 
@@ -304,6 +323,7 @@ class Planner:
         options = dict(self.options)
         if screen is not None:
             options["honest_replications"] = min(SCREEN_HONEST, options.get("honest_replications", SCREEN_HONEST))
+            options["replications"] = min(SCREEN_REPLICATIONS, options.get("replications", SCREEN_REPLICATIONS))
         certificate = certify.certify(
             mechanism, params, n=n, budgets=budgets, task_families=self.target.families(n),
             honest=self.target.honest, attacks=screen or self.attacks or [],
@@ -325,7 +345,9 @@ class Planner:
                                 screen, certificate)
         self.evaluations.append(evaluation)
         utility = evaluation.utility["median"]
-        self.say(f"{label} at n = {n} ({what}): safe budget {evaluation.safe}, honest utility "
+        found = (f"safe budget {evaluation.safe}" if evaluation.whole else "no failure" if evaluation.first_failure is None
+                 else f"fails at {evaluation.first_failure}")
+        self.say(f"{label} at n = {n} ({what}): {found}, honest utility "
                  f"{'–' if utility is None else f'{utility:.2f}'} ({evaluation.seconds:.0f} s)")
         return evaluation
 
@@ -336,14 +358,14 @@ class Planner:
         least severity), else the one of best utility."""
         settings = [pinned] if pinned is not None else _settings(mechanism, self.target.scorer, self.improvement)
         evaluations = [self.evaluate(mechanism, setting, self.target.n, screened=True) for setting in settings]
-        for candidate in sorted((e for e in evaluations if e.safe >= self.budget), key=_utility_order):
+        for candidate in sorted((e for e in evaluations if e.bound >= self.budget), key=_utility_order):
             whole = candidate if candidate.whole else self.evaluate(mechanism, candidate.params, self.target.n)
             if whole not in evaluations:
                 evaluations.append(whole)
             if whole.certified(self.budget, self.min_utility):
                 return whole, evaluations
         useful = [e for e in evaluations if e.useful(self.min_utility)]
-        return min(useful or evaluations, key=lambda e: (-e.safe, e.worst, _utility_order(e))), evaluations
+        return min(useful or evaluations, key=lambda e: (-e.bound, e.worst, _utility_order(e))), evaluations
 
     def largest_budget(self, tuned: Evaluation) -> tuple[Evaluation, list[int]]:
         """The tuned setting at the organiser's n₀ over the budgets above the organiser's (where it is certified) or
@@ -353,11 +375,11 @@ class Planner:
         certified = tuned.certified(self.budget, self.min_utility)
         budgets = self.budgets("above" if certified else "below")
         screen = self.evaluate(tuned.mechanism, tuned.params, tuned.n, budgets, screened=True)
-        if screen.whole or (not certified and screen.safe == 0):
+        if screen.whole or (not certified and screen.bound == 0):
             return screen, budgets
-        if certified and screen.safe <= self.budget:
+        if certified and screen.bound <= self.budget:
             return tuned, budgets
-        return self.evaluate(tuned.mechanism, tuned.params, tuned.n, [b for b in budgets if b <= screen.safe],
+        return self.evaluate(tuned.mechanism, tuned.params, tuned.n, [b for b in budgets if b <= screen.bound],
                              whole=True), budgets
 
     def smallest_n(self, tuned: Evaluation, resolution: float, max_fraction: float) -> tuple[int | None, list[Evaluation]]:
@@ -386,7 +408,7 @@ class Planner:
             candidate = high
             while candidate - low > 1 and candidate > (1 + resolution) * max(low, 1):
                 middle = min(candidate - 1, max(low + 1, round(math.sqrt(max(low, 1) * candidate))))
-                if look(middle, True).safe >= self.budget:
+                if look(middle, True).bound >= self.budget:
                     candidate = middle
                 else:
                     low = middle
@@ -508,7 +530,7 @@ def _frontier(evaluations: list[Evaluation], mechanism: str, params: dict[str, A
         if not e.same_setting(mechanism, params):
             continue
         if e.n not in points or e.whole:
-            points[e.n] = {"n": e.n, "safe_budget": e.safe, "whole": e.whole, "utility": e.utility["median"]}
+            points[e.n] = {"n": e.n, "safe_budget": e.bound, "whole": e.whole, "utility": e.utility["median"]}
     return [points[n] for n in sorted(points)]
 
 
@@ -667,7 +689,7 @@ def markdown(result: dict[str, Any]) -> str:
             interval = ("–" if utility.get("median") is None else
                         f"{utility['median']:.2f} [{_number(utility.get('lo'))}, {_number(utility.get('hi'))}]")
             lines.append(f"| {row['mechanism']} | {plugin_label(row['mechanism'], record['params'])} | {record['n']} | "
-                         f"{record['battery']} | {record['safe_budget']} | {interval} | "
+                         f"{record['battery']} | {_found_text(record)} | {interval} | "
                          f"{', '.join(record['culprits']) or '–'} | {record['seconds']:.0f} |")
     lines += ["", "A *screen* plays only the attacks that broke or came closest to breaking the mechanism so far: a "
               "screen that finds the budget unsafe decides, one that does not is followed by the whole battery. "
@@ -682,6 +704,14 @@ def markdown(result: dict[str, Any]) -> str:
         lines += ["", field_markdown(result["field"]).rstrip("\n").replace("## The field", "## The field at the "
                                                                                       "recommendation", 1)]
     return "\n".join(lines) + "\n"
+
+
+def _found_text(record: dict[str, Any]) -> str:
+    """A search step's finding: a whole battery's safe budget, or the most a screen leaves possible."""
+    if record["battery"] == "whole":
+        return str(record["safe_budget"])
+    budgets = record["budgets"]
+    return "no failure" if record["bound"] >= max(budgets) else f"< {min(b for b in budgets if b > record['bound'])}"
 
 
 def _number(value: float | None) -> str:
