@@ -4,12 +4,13 @@ Given the organiser's holdout (a challenge file, or any task: its holdout rows),
 team gets (``--budget``, or ``--days`` × ``--per-day``, or the challenge's rules), the tolerances
 and the least honest utility they accept, the plan answers, for each candidate mechanism:
 
-- its **tuned setting**: at the organiser's public size n₀, every setting of the mechanism's declared
-  search space (``Mechanism._search_space``; a mechanism named with parameters keeps them) is
-  certified over a grid of budgets around the organiser's; the setting kept is the certified one
-  (at the organiser's budget, with the least honest utility) whose honest utility is best, else the
-  one that certifies the largest budget with that utility;
-- the **largest budget certified** at n₀ (over its settings of enough utility);
+- its **tuned setting**: every setting of the mechanism's declared search space (``Mechanism._search_space``,
+  those that set how fine its releases are at fractions of τ as ``certify --tune`` searches them; a mechanism
+  named with parameters keeps them) is screened at the organiser's n₀ and budget; those whose screens find no
+  failure play the whole battery, best honest utility first, until one is certified; that one is kept, else the
+  setting of enough utility that came closest to passing;
+- the **largest budget certified** at n₀ by the tuned setting, of ¼ to 4 times the organiser's (above it where it
+  is certified there, below it where not);
 - the **smallest public set** (rows, and as a share of the holdout) at which its tuned setting is
   certified at the organiser's budget: a bisection of n on a geometric scale, down from n₀ when n₀
   is certified, else up to the largest public share allowed (``--max-fraction``, half the holdout
@@ -25,13 +26,14 @@ participant's median Spearman correlation between released and final scores reac
 with the best honest utility; else the one that needs the smallest public set; else the one that
 certifies the largest budget at n₀; each with the tuned setting and its certificate.
 
-How it stays fast (docs/certification.md#planning-a-challenge):
+How it stays fast (docs/planning.md):
 
 - *screens*: a certificate fails as soon as one attack fails, so each evaluation first runs only the
-  attacks that broke or came closest to breaking this mechanism so far (its *dangerous* attacks);
-  only when they all pass does the whole battery run, and it reads the screen's replications back
-  (the same battery directory: :mod:`ladderlab.certification.battery`). A failed screen is a
-  failed certificate; a passed one decides nothing until the battery has run;
+  attacks that broke or came closest to breaking this mechanism so far, each point on at most
+  :data:`SCREEN_REPLICATIONS` replications (a screen looks for failures, which show early; a pass needs
+  about 100); only when none fails does the whole battery run, and it reads the screen's replications
+  back (the same battery directory: :mod:`ladderlab.certification.battery`). A failed screen is a failed
+  certificate; a screen without a failure decides nothing until the battery has run;
 - *sequential verdicts*: every grid point stops as soon as it is decided, and once a point fails at
   a budget the larger budgets stop (the certificate's own rules);
 - *common random numbers*: at one public size every mechanism and setting plays the same splits and
@@ -39,9 +41,10 @@ How it stays fast (docs/certification.md#planning-a-challenge):
   replications and its honest participant are played once per size for all of them (certify's
   ``reference_store``); every battery is kept under the plan's directory, so the same plan again
   (or one with other tolerances) reads what it can back;
-- *bisection*: the smallest public set is found to within ``--resolution`` (10 % by default) in a
-  handful of certificates, on the assumption (stated in the plan) that a public set that certifies
-  a budget keeps certifying it when it grows, up to the largest share allowed.
+- *bisection*: the smallest public set is found to within ``--resolution`` (10 % by default) by a
+  bisection on screens, confirmed by one whole battery (more where it fails: its culprits join the
+  screen), on the assumption (stated in the plan) that a public set that certifies a budget keeps
+  certifying it when it grows, up to the largest share allowed.
 """
 
 from __future__ import annotations
