@@ -49,7 +49,7 @@ def test_the_recommendation_deploys_what_is_certified_at_the_organiser_s_n(plant
     recommendation = planted["recommendation"]
     assert (recommendation["kind"], recommendation["n"], recommendation["budget"]) == ("deploy", 100, BUDGET)
     assert recommendation["certificate"]["safe_budget"] >= BUDGET and recommendation["certificate"]["n"] == 100
-    assert planted["mechanisms"][0]["largest_budget"]["budget"] == max(planted["budgets"]) == 4 * BUDGET
+    assert planted["mechanisms"][0]["largest_budget"]["budget"] == max(planted["budgets"]) == 2 * BUDGET
 
 
 def test_the_plan_s_terminal_output_fits_120_columns_and_its_files_are_written(planted, tmp_path):

@@ -9,7 +9,7 @@ and the least honest utility they accept, the plan answers, for each candidate m
   named with parameters keeps them) is screened at the organiser's n₀ and budget; those whose screens find no
   failure play the whole battery, best honest utility first, until one is certified; that one is kept, else the
   setting of enough utility that came closest to passing;
-- the **largest budget certified** at n₀ by the tuned setting, of ¼ to 4 times the organiser's (above it where it
+- the **largest budget certified** at n₀ by the tuned setting, of ¼ to 2 times the organiser's (above it where it
   is certified there, below it where not);
 - the **smallest public set** (rows, and as a share of the holdout) at which its tuned setting is
   certified at the organiser's budget: a bisection of n on a geometric scale, down from n₀ when n₀
@@ -71,7 +71,7 @@ from ladderlab.stats.sequential import FAILS, INCONCLUSIVE
 DEFAULT_MECHANISMS = ("full-disclosure", "kaggle", "ladder", "ladder-free", "ladder-t")
 """The candidates when the organiser names none: the reference and the mechanisms of the papers that
 release a score for every submission (the Kaggle leaderboard, the Ladder, its parameter-free and t-test forms)."""
-BUDGET_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0)
+BUDGET_STEPS = (0.25, 0.5, 1.0, 2.0)
 """The budgets certified at each public size, as multiples of the organiser's: the frontier's budgets."""
 RESOLUTION = 0.1
 """The bisection stops when the smallest certified public size is known to within this share."""

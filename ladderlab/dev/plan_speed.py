@@ -49,8 +49,10 @@ class PlanTiming:
     code: dict[str, str]
 
 
-def time_plan(name: str, jobs: int, root: Path = Path.cwd()) -> PlanTiming:
-    """Run the plan ``name`` (:data:`PLANS`) from ``root`` with ``jobs`` workers into a fresh directory, timed."""
+def time_plan(name: str, jobs: int, root: Path = Path.cwd(), keep: Path | None = None) -> PlanTiming:
+    """Run the plan ``name`` (:data:`PLANS`) from ``root`` with ``jobs`` workers into a fresh directory, timed; ``keep``:
+    its batteries go there (it must not exist yet), for ``ladderlab plan --run-dir`` to read back, instead of a
+    temporary directory."""
     from joblib.externals.loky import get_reusable_executor
 
     from ladderlab.certification import plan_cli
@@ -60,10 +62,11 @@ def time_plan(name: str, jobs: int, root: Path = Path.cwd()) -> PlanTiming:
     get_reusable_executor().shutdown(wait=True)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as directory, contextlib.chdir(root):
+        batteries = keep if keep is not None else Path(directory) / "plan"
         before, start = cpu_time.tree_seconds(), time.perf_counter()
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            code = plan_cli.main([*command, "--run-dir", f"{directory}/plan", "--out", f"{directory}/plan.json"])
+            code = plan_cli.main([*command, "--run-dir", str(batteries), "--out", f"{directory}/plan.json"])
         wall = time.perf_counter() - start
         get_reusable_executor().shutdown(wait=True)
         cpu = cpu_time.tree_seconds() - before
@@ -148,6 +151,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--jobs", type=arguments.count(1), default=2, help="workers (default 2)")
     parser.add_argument("--write", metavar="PAGE", help="put the table into PAGE between the plan-speed markers "
                         "(docs/certify-speed.md)")
+    parser.add_argument("--keep", metavar="FOLDER", help="keep each plan's batteries in FOLDER/plan-NAME (none may exist "
+                        "yet), for 'ladderlab plan --run-dir' to read back (default: a temporary directory)")
     parser.set_defaults(handler=_handle)
 
 
@@ -158,10 +163,15 @@ def _handle(args: argparse.Namespace) -> int:
     section = marked_section(page.read_text(), BEGIN, END) if page is not None and page.is_file() else None
     if page is not None and section is None:
         raise ValueError(f"--write {page}: the page does not exist or has no {BEGIN} marker")
+    names = args.plan or sorted(PLANS)
+    keep = {name: Path(args.keep) / f"plan-{name}" for name in names} if args.keep else {}
+    for folder in keep.values():
+        if folder.exists():
+            raise ValueError(f"--keep {args.keep}: {folder} exists; a timing starts from an empty directory")
     timings = []
-    for name in args.plan or sorted(PLANS):
+    for name in names:
         print(f"ladderlab plan {' '.join(PLANS[name])} --jobs {args.jobs} …", flush=True)
-        timings.append(time_plan(name, args.jobs))
+        timings.append(time_plan(name, args.jobs, keep=keep.get(name)))
         if page is not None:
             write_marked_section(page, BEGIN, END, table(timings, section or ""))
     print(table(timings, section or ""))
