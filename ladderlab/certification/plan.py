@@ -644,6 +644,10 @@ def text(result: dict[str, Any], width: int = 120) -> str:
         cells = [row[0][: widths[0]].ljust(widths[0])] + [cell.rjust(w) if i else cell.ljust(w)
                                                           for i, (cell, w) in enumerate(zip(row[1:], widths[1:]), 1)]
         lines.append("  ".join(cells).rstrip())
+    if result.get("field"):
+        from ladderlab.certification.field import summary_line
+
+        lines += ["", summary_line(result["field"])[:1].upper() + summary_line(result["field"])[1:] + "."]
     lines += ["", f"certified: at n₀ and the budget, with honest utility ≥ {result['min_utility']:g}; largest budget: the "
               f"tuned setting's, of {', '.join(map(str, result['budgets']))} (+: the largest tested); smallest public set "
               f"(rows, share of the holdout) at the budget, to within {result['resolution']:.0%}; "
