@@ -41,10 +41,10 @@ class Noisy(Mechanism):
         self.scale_ = self.unit_ * (1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale))
 
     def releasing(self, improvement: float) -> dict[str, Any]:
-        """scale = improvement / 2: two releases ``improvement`` apart keep their order with probability
-        Φ(√2) ≈ 0.92 under Gaussian noise; a rounding coarser than the improvement becomes the improvement."""
-        rounding = {} if self.rounding is None else {"rounding": min(self.rounding, improvement)}
-        return {"scale": improvement / 2, **rounding}
+        """scale = improvement / 3: two releases ``improvement`` apart keep their order with probability
+        Φ(3/√2) ≈ 0.98 under Gaussian noise; a rounding, where there is one, at most the improvement."""
+        rounding = {} if self.rounding is None else {"rounding": improvement}
+        return {"scale": improvement / 3, **rounding}
 
     def release_step(self, unit: float) -> float | None:
         return None if self.rounding is None else self.rounding * unit

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from ladderlab.naming import plugin_label
@@ -105,7 +106,8 @@ def markdown(certificate: dict[str, Any]) -> str:
             f"{_float(reference['median']) if reference else '–'} | "
             f"{_bound_text(bound)} |")
     lines += _not_played_lines(not_played)
-    lines += _inconclusive_lines(c)
+    lines += _inconclusive_lines(c, f"a share of contests beyond a tolerance sits too close to β = {c['beta']:g} to tell",
+                                 lambda row: _outlook_text(row, c))
     lines += ["", "## Cost to honest participants", ""]
     for honest in honest_entries(c):
         lines += [_honest_text(honest, _family_text(c["families"]["honest"], c.get("challenge")), confidence,
@@ -196,7 +198,8 @@ def _crash_lines(c: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _inconclusive_lines(c: dict[str, Any]) -> list[str]:
+def _inconclusive_lines(c: dict[str, Any], why: str, outlook: Callable[[dict[str, Any]], str]) -> list[str]:
+    """The rows left undecided at the maximum (``why``, and each one's ``outlook``) and those stopped."""
     inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
     if not inconclusive and not stopped:
@@ -204,10 +207,9 @@ def _inconclusive_lines(c: dict[str, Any]) -> list[str]:
     lines = ["", "## Inconclusive", ""]
     if inconclusive:
         lines += [f"{len(inconclusive)} attack × budget rows were not decided within {c['replications']} replications: "
-                  f"a share of contests beyond a tolerance sits too close to β = {c['beta']:g} to tell. Inconclusive is "
-                  "not a pass; more replications (--replications) may decide them. If the shares observed so far held "
-                  "(an estimate: their own intervals are in the table):", "",
-                  *(_outlook_text(row, c) for row in inconclusive)]
+                  f"{why}. Inconclusive is not a pass; more replications (--replications) may decide them. If the rates "
+                  "observed so far held (an estimate: their own intervals are in the table):", "",
+                  *map(outlook, inconclusive)]
     if stopped:
         lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
                   "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
@@ -275,14 +277,14 @@ def summary(certificate: dict[str, Any], width: int = WIDTH) -> str:
     c = certificate
     if c.get("certificate_version", 1) < 3:
         return "\n".join(line for paragraph in _markdown_before_version_3(c).split("\n\n")[:2]
-                         for line in textwrap.wrap(paragraph, width)) + "\n"
+                         for line in textwrap.wrap(paragraph.lstrip("# ").replace("**", ""), width)) + "\n"
     title = f"{plugin_label(c['mechanism'], c['params'])} on n = {c['n']} public rows: {headline(c)}."
     units = "; ".join(f"{name} U = {family['constant_loss']:.4g} (τ = {family['tau_raw']:.4g}, {family['tau_bound']:.2g}·B)"
                       for name, family in c["families"].items() if name != "honest")
     lines = [*textwrap.wrap(title, width, subsequent_indent="  "),
              *textwrap.wrap(f"τ = {c['tau']:g}, ε = {c['epsilon']:g} of {c['units']}, β = {c['beta']:g}, "
                             f"{100 * c['confidence']:g}% for the whole certificate: {units}.", width, subsequent_indent="  "),
-             "", f"{'budget':>7}  {'battery':<13} {'worst attack':<40} {'P(Δ < −τ)':<18} {'P(optimism > ε)':<18}"]
+             "", f"{'budget':>7}  {'battery':<13} {'worst attack':<40} {'P(Δ < −τ)':<18} P(optimism > ε)"]
     for entry in c["budget_verdicts"]:
         worst = next((row for row in c["battery"] if row["budget"] == entry["budget"]
                       and row["attack_label"] == entry["worst"]), None)
@@ -374,20 +376,8 @@ def _markdown_before_version_3(certificate: dict[str, Any]) -> str:
             f"{_float(reference['median']) if reference else '–'} | "
             f"{bound_text} |")
     lines += _not_played_lines(not_played)
-    inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
-    stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
-    if inconclusive or stopped:
-        lines += ["", "## Inconclusive", ""]
-    if inconclusive:
-        lines += [f"{len(inconclusive)} attack × budget rows were not decided within {c['replications']} "
-                  f"replications: their median sits too close to a threshold to tell at {confidence} confidence. "
-                  "Inconclusive is not a pass; more replications (--replications) may decide them. If the rates "
-                  "observed so far held (an estimate: the rates' own intervals are in the table):", "",
-                  *(_legacy_outlook_text(row, c["tau"], c["epsilon"], c["confidence"]) for row in inconclusive)]
-    if stopped:
-        lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
-                  "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
-                  "lies below it whatever they show. --complete decides them too."]
+    lines += _inconclusive_lines(c, f"their median sits too close to a threshold to tell at {confidence} confidence",
+                                 lambda row: _legacy_outlook_text(row, c["tau"], c["epsilon"], c["confidence"]))
     lines += ["", "## Cost to honest participants", ""]
     for honest in honest_entries(c):
         lines += [_honest_text(honest, c["families"]["honest"]["task"], confidence, "/B"), ""]

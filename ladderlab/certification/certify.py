@@ -316,8 +316,10 @@ def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> tu
 
 def family_unit(entry: dict[str, Any], unit: str, bound: float, force: bool = False) -> Unit:
     """The certificate's ``unit`` on a family (:func:`ladderlab.certification.units.unit_of`), measured on the
-    public labels of its split at a fixed seed (a challenge's own labels and split)."""
-    split = workload.task_data(entry["id"], entry["params"], force)[1]
+    public labels of its split at a fixed seed, as the task holds them before any resampling (a challenge's
+    own labels and split, not a bootstrap of them)."""
+    held = {name: value for name, value in entry["params"].items() if name != "resample"}
+    split = workload.task_data(entry["id"], held, force)[1]
     return unit_of(unit, split.public, split.y_public, bound)
 
 
@@ -564,13 +566,24 @@ class Criterion:
         true = final if population is None or not math.isfinite(population) else np.full(final.size, population)
         return leaderboard_deviations(np.asarray(released, dtype=float), true, self.sign, self.releases_best, self.cap)
 
+    def overstatement(self, row: dict[str, Any]) -> float:
+        """A measured replication's Δ oriented as a risk (negative: the leaderboard shows the reported submission
+        better than its final score, whatever the scorer's orientation), on scores capped at :attr:`cap`; a
+        row without its submissions' scores gives its recorded Δ, oriented."""
+        released, reported = row.get("released"), row.get("reported")
+        if released is None or len(released) == 0 or reported is None:
+            return self.sign * row["delta"]
+        shown = released[-1] if self.releases_best else released[reported]
+        return float(min(self.sign * shown, self.cap) - min(self.sign * row["final"][reported], self.cap))
+
     def sides(self, rows: list[dict[str, Any]], positions: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Δ, the leaderboard's optimism and its lag of the given replications, in the scorer's units: 0, 0 and NaN
-        for a crash before the first submission (nothing was released to overfit)."""
+        """Δ (:meth:`overstatement`), the leaderboard's optimism and its lag (:meth:`deviations`) of the given
+        replications, in the scorer's units: 0, 0 and NaN for a crash before the first submission (nothing was
+        released to overfit)."""
         delta, optimism, lag = np.zeros(len(positions)), np.zeros(len(positions)), np.full(len(positions), math.nan)
         for number, i in enumerate(positions):
             if _measured(rows[i]):
-                delta[number] = rows[i]["delta"]
+                delta[number] = self.overstatement(rows[i])
                 optimism[number], lag[number] = self.deviations(rows[i])
         return delta, optimism, lag
 
@@ -1095,8 +1108,7 @@ def certify(
                 rows.update(battery.replicate([group for group, kept in zip(second, shared) if kept], seed,
                                               replications, battery.Store(Path(reference_store), seed), jobs,
                                               isolation, secret_seed, progress, desc="full disclosure")[0])
-        _attach_reference(battery_rows, worsts, layout, rows, confidence,
-                          {name: family.value for name, family in family_units.items()})
+        _attach_reference(battery_rows, worsts, layout, rows, confidence, criteria, tau)
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
@@ -1210,18 +1222,19 @@ def _second_phase(layout: _Battery, worsts: list[_Point | None], honest_replicat
 
 
 def _attach_reference(battery_rows: list[dict[str, Any]], worsts: list[_Point | None], layout: _Battery,
-                      rows: battery.Rows, confidence: float, units: dict[str, float]) -> None:
-    """Full disclosure's Δ (in the family's unit, ``units``) at each row's worst point (``worsts``, row by row),
-    over as many replications."""
+                      rows: battery.Rows, confidence: float, criteria: dict[tuple[str, str], Criterion],
+                      tau_in_unit: float) -> None:
+    """Full disclosure's Δ (:meth:`Criterion.overstatement`, in the certificate's unit: τ there is
+    ``tau_in_unit``) at each row's worst point (``worsts``, row by row), over as many replications."""
     for row, worst in zip(battery_rows, worsts):
         if worst is None:
             row["reference_delta"] = None
             continue
         reference_rows = rows[layout.reference[_duel_key(worst.cell)].key][: worst.replications]
         counted = [i for i, r in enumerate(reference_rows) if _counted(r)]
-        row["reference_delta"] = (_interval(np.array([reference_rows[i]["delta"] if _measured(reference_rows[i]) else 0.0
-                                                      for i in counted]) / units[worst.family], confidence)
-                                  if counted else None)
+        reference = criteria[worst.family, REFERENCE]
+        row["reference_delta"] = (_interval(reference.sides(reference_rows, counted)[0] / reference.tau * tau_in_unit,
+                                            confidence) if counted else None)
 
 
 def _ran_scenario(scenario: Scenario, worsts: list[_Point | None], mechanism: str, task_families: dict[str, dict[str, Any]],

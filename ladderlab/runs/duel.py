@@ -65,6 +65,7 @@ from ladderlab.runs.sharing import TRANSCRIPTS, Transcript
 from ladderlab.scoring import LossScorer, get_scorer
 from ladderlab.seeding import identity_key, secret_identity, stream
 from ladderlab.tasks import Split, Task
+from ladderlab.utils.determinism import single_threaded
 
 
 class Incompatible(Exception):
@@ -156,6 +157,7 @@ def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, relea
     return max(leaderboard_deviations(released, true, sign, releases_best))
 
 
+@single_threaded()
 def play(
     split: Split,
     mechanism: Mechanism,

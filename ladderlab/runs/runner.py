@@ -966,6 +966,7 @@ def read_cell_files(files: list[Path], submissions: bool = False) -> pd.DataFram
     """The rows of the given cell files, sorted by cell and replication."""
     if not files:
         return pd.DataFrame()
+
     def columns(path: Path) -> list[str]:  # a cell written before a column was added lacks it
         names = pq.read_schema(path).names
         return names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
