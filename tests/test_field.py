@@ -111,11 +111,12 @@ def test_the_field_plays_the_worst_attack_at_the_safe_budget_on_the_challenge(tm
     certificate = _certificate(tmp_path)
     built, setup = field.scenario(certificate, teams=10, adaptive=2, rules=field.FieldRules(30, 5), replications=3,
                                   seed=0)
-    worst = max((row for row in certificate["battery"] if row["budget"] == 10 and row["severity"] is not None),
+    safe = certificate["safe_budget"]
+    worst = max((row for row in certificate["battery"] if row["budget"] == safe and row["severity"] is not None),
                 key=lambda row: row["severity"])
-    assert (setup["attack_id"], setup["attack_params"], setup["budget"]) == (worst["attack"], worst["worst_params"], 10)
+    assert (setup["attack_id"], setup["attack_params"], setup["budget"]) == (worst["attack"], worst["worst_params"], safe)
     table = built.competition[0]
-    assert table.rules[0].total == 10 and table.tasks[0].id == "challenge"
+    assert table.rules[0].total == safe and table.tasks[0].id == "challenge"
     teams = table.mixes[0].teams
     assert teams[0].label == field.ADAPTIVE and teams[0].count == 2
     assert sum(team.count for team in teams) == 10

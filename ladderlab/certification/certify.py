@@ -317,8 +317,10 @@ def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> tu
 def family_unit(entry: dict[str, Any], unit: str, bound: float, force: bool = False) -> Unit:
     """The certificate's ``unit`` on a family (:func:`ladderlab.certification.units.unit_of`), measured on the
     public labels of its split at a fixed seed, as the task holds them before any resampling (a challenge's
-    own labels and split, not a bootstrap of them)."""
+    own labels and split, not a bootstrap of them; for ``public-size``, its public rows drawn from those labels)."""
     held = {name: value for name, value in entry["params"].items() if name != "resample"}
+    if entry["id"] == PublicSize.id and held.get("task_params"):
+        held["task_params"] = {name: value for name, value in held["task_params"].items() if name != "resample"}
     split = workload.task_data(entry["id"], held, force)[1]
     return unit_of(unit, split.public, split.y_public, bound)
 
