@@ -60,6 +60,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ladderlab.certification import certify
 from ladderlab.certification.certificate_text import honest_entries
 from ladderlab.certification.public_size import PublicSize
@@ -115,7 +117,7 @@ class Target:
     @functools.cached_property
     def honest_play_holdout(self) -> bool:
         """Whether every honest participant can play the holdout (its public data: features, labels, scorer)."""
-        public = TASKS.make(self.task, **self.task_params).split(_fixed_stream()).public
+        public = TASKS.make(self.task, **self.task_params).split(np.random.default_rng(0)).public
         return all(ATTACKS.make(spec.id, **(spec.pinned or {})).incompatibility(public) is None for spec in self.honest)
 
     def families(self, n: int) -> dict[str, dict[str, Any]]:
@@ -136,12 +138,6 @@ class Target:
     def record(self) -> dict[str, Any]:
         return {"name": self.name, "task": self.task, "challenge": self.challenge, "holdout": self.holdout, "n": self.n,
                 "scorer": self.scorer, "honest": [spec.label for spec in self.honest]}
-
-
-def _fixed_stream() -> Any:
-    import numpy as np
-
-    return np.random.default_rng(0)
 
 
 def challenge_target(path: str | Path, budget: int, n: int | None = None, fraction: float | None = None) -> Target:
@@ -168,7 +164,7 @@ def task_target(text: str, budget: int, n: int | None = None, fraction: float | 
     task_id, params = TASKS.parse(text)
     params = params or {}
     task = TASKS.checked(task_id, params, f"--task {text}")
-    split = task.split(_fixed_stream())
+    split = task.split(np.random.default_rng(0))
     holdout = int(split.public_rows.size + split.final_rows.size)
     organiser = _organiser_n(int(split.public_rows.size), holdout, n, fraction)
     honest = [certify.AttackSpec("improving", {"days": min(certify.HONEST_DAYS, budget)})]
