@@ -113,7 +113,7 @@ def test_the_field_plays_the_worst_attack_at_the_safe_budget_on_the_challenge(tm
                                   seed=0)
     safe = certificate["safe_budget"]
     worst = max((row for row in certificate["battery"] if row["budget"] == safe and row["severity"] is not None),
-                key=lambda row: row["severity"])
+                key=lambda row: row["severity"])  # every row that played passes at the safe budget
     assert (setup["attack_id"], setup["attack_params"], setup["budget"]) == (worst["attack"], worst["worst_params"], safe)
     table = built.competition[0]
     assert table.rules[0].total == safe and table.tasks[0].id == "challenge"

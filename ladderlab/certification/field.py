@@ -108,10 +108,14 @@ def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
 
 
 def worst_row(certificate: dict[str, Any], budget: int) -> dict[str, Any] | None:
-    """The battery row that played at ``budget`` with the greatest severity (the worst attack there)."""
+    """The battery row that played at ``budget`` and came closest to breaking the mechanism (the worst attack there):
+    a failing one before an inconclusive one before a passing one, by severity within each, as a certificate names
+    an attack's worst grid point (:data:`ladderlab.certification.certify.VERDICT_ORDER`)."""
+    from ladderlab.certification.certify import VERDICT_ORDER
+
     played = [row for row in certificate["battery"]
               if row["budget"] == budget and row.get("worst_params") is not None and row.get("severity") is not None]
-    return max(played, key=lambda row: row["severity"], default=None)
+    return max(played, key=lambda row: (VERDICT_ORDER.get(row["verdict"], 0), row["severity"]), default=None)
 
 
 def field_budget(certificate: dict[str, Any]) -> tuple[int, bool]:
@@ -163,7 +167,7 @@ def field_task(certificate: dict[str, Any], attack: tuple[str, dict[str, Any]], 
                           "label": recorded[0]["participant"]}, passed
         passed.append(f"{name} ({entry['task']}): no honest team policy plays it")
     raise NoField("the field needs a task on which the worst attack and honest teams both play; none does: "
-                     + "; ".join(passed))
+                  + "; ".join(passed))
 
 
 def scenario(certificate: dict[str, Any], teams: int, adaptive: int, rules: FieldRules, replications: int,
