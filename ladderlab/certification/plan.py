@@ -784,5 +784,5 @@ def write(result: dict[str, Any], out: str | Path, command: str | None = None) -
     if recommendation["certificate"] is not None:
         certificate = recommendation["certificate"]
         written += certify.write_certificate(certificate, out.with_name(f"{out.stem}-recommended.json"),
-                                             certify.markdown(certificate))
+                                             certify.markdown(certificate), command)
     return [*written, plot(result, out.with_suffix(".png"))]
