@@ -26,11 +26,12 @@ from ladderlab.certification.units import (
 from ladderlab.runs import arguments
 from ladderlab.runs.workload import add_force_option
 
-PLAN_REPLICATIONS = 120
-"""The most replications of a grid point in a plan's certificates. A clear pass needs about 100 (the tail criterion
-at β = 0.1 with the certificate's family-wise error), and a decided verdict is the same with a larger maximum (it stops
-where it is decided); a point still undecided here, on the edge, is not certified, and the plan errs towards a larger
-public set rather than spend certify's 400 replications on every edge."""
+PLAN_REPLICATIONS = 200
+"""The most replications of a grid point in a plan's certificates: half of certify's. A pass needs about 100 without a
+contest beyond the tolerances and 130 to 190 with one to three (the tail criterion at β = 0.1 with a certificate's
+family-wise error), and a decided verdict is the same with a larger maximum (it stops where it is decided); a point
+still undecided here, on the edge, is not certified, and the plan errs towards a larger public set rather than spend
+certify's 400 replications on every edge."""
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
