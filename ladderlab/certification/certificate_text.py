@@ -114,6 +114,10 @@ def markdown(certificate: dict[str, Any]) -> str:
                                f" (in the unit, {c['unit']})"), ""]
     lines.pop()
     lines += _theory_lines(c)
+    if c.get("field"):
+        from ladderlab.certification.field import markdown as field_markdown
+
+        lines += ["", field_markdown(c["field"]).rstrip("\n")]
     lines += ["", "## Run", "",
               f"- {c['replications_used']} replications of the {c['points']} grid points (each at most "
               f"{c['replications']}); battery kept in {c['run_dir']}",
@@ -297,6 +301,10 @@ def summary(certificate: dict[str, Any], width: int = WIDTH) -> str:
                  if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     if undecided:
         notes.append(f"inconclusive within {c['replications']} replications: {', '.join(undecided)}")
+    if c.get("field"):
+        from ladderlab.certification.field import summary_line
+
+        notes.append(summary_line(c["field"]))
     if notes:
         lines.append("")
     for note in notes:

@@ -80,6 +80,7 @@ from ladderlab.certification.certificate_text import (
     markdown,
 )
 from ladderlab.certification.challenge_task import RESAMPLING
+from ladderlab.certification.public_size import PublicSize
 from ladderlab.certification.units import (
     DEFAULT_BETA,
     DEFAULT_REPLICATIONS,
@@ -313,8 +314,10 @@ def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> tu
 def family_unit(entry: dict[str, Any], unit: str, bound: float, force: bool = False) -> Unit:
     """The certificate's ``unit`` on a family (:func:`ladderlab.certification.units.unit_of`), measured on the
     public labels of its split at a fixed seed, as the task holds them before any resampling (a challenge's
-    own labels and split, not a bootstrap of them)."""
+    own labels and split, not a bootstrap of them; for ``public-size``, its public rows drawn from those labels)."""
     held = {name: value for name, value in entry["params"].items() if name != "resample"}
+    if entry["id"] == PublicSize.id and held.get("task_params"):
+        held["task_params"] = {name: value for name, value in held["task_params"].items() if name != "resample"}
     split = workload.task_data(entry["id"], held, force)[1]
     return unit_of(unit, split.public, split.y_public, bound)
 
@@ -363,6 +366,9 @@ def _task_draws(entry: dict[str, Any]) -> bool:
 
 def resampling(entry: dict[str, Any]) -> str:
     """What a family's replications draw afresh, besides the attack's and the mechanism's streams."""
+    if entry["id"] == PublicSize.id:
+        inner = {"id": entry["params"]["task"], "params": entry["params"].get("task_params") or {}}
+        return f"{resampling(inner)}; then which {entry['params']['n_public']} holdout rows are public, drawn afresh"
     resample = entry["params"].get("resample")
     if resample is not None:
         return RESAMPLING[resample]
@@ -1294,7 +1300,7 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     """Write the certificate as JSON to ``out`` and as Markdown beside it (``text_for_people``,
     by default :func:`markdown` of the certificate); return the paths. Given the ``command`` that
     made it, the Markdown ends with its stamp (:mod:`ladderlab.runs.page_stamps`): that command and the
-    fingerprints of the code the certificate depends on, so ``ladderlab pages`` can tell when a
+    fingerprints of the code the certificate depends on, so ``ladderlab dev pages`` can tell when a
     page that includes it is stale.
 
     The two files are written all or nothing (:mod:`ladderlab.utils.atomic`): if writing fails

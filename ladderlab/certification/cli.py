@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ladderlab.certification import field, plan_cli
 from ladderlab.certification.units import (
     DEFAULT_BETA,
     DEFAULT_REPLICATIONS,
@@ -24,7 +25,7 @@ from ladderlab.tasks import TRAINING_RANGE
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    """``ladderlab certify``."""
+    """``ladderlab certify`` and ``ladderlab plan``."""
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
     cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
@@ -83,8 +84,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     arguments.add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
                       "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
+    field.add_options(cert)
     add_force_option(cert)
     cert.set_defaults(handler=_certify, resumable=True)
+    plan_cli.add_subcommand(commands)
 
 
 def _certify(args: argparse.Namespace) -> int:
@@ -119,8 +122,10 @@ def _certify(args: argparse.Namespace) -> int:
 
             challenge_certify.refuse_decided_options(args)
             return tune.run_command(args, attacks, out)
-        return _write_certificate(challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options),
-                                  out, certify.markdown, args.command_line)
+        field.check_options(args)
+        result = challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options)
+        field.attach(result, args, options["announce"])
+        return _write_certificate(result, out, certify.markdown, args.command_line)
     args.n, args.budgets = args.n or 200, args.budgets or [100, 300, 1000, 2000]
     args.prediction_range = args.prediction_range or [TRAINING_RANGE]
     if args.tune:
@@ -138,11 +143,13 @@ def _certify(args: argparse.Namespace) -> int:
                                                                         args.competition)
         except ValueError as error:
             raise ValueError(f"--competition: {error}") from None
+    field.check_options(args)
     result = certify.certify(
         args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         honest=[certify.parse_honest(text) for text in args.honest], scorer=args.scorer,
         prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
     _note_tolerance_params(result)
+    field.attach(result, args, options["announce"])
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(

@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs_cli.register(commands)  # list
     reports_cli.register(commands)  # run, report
     demo.register(commands)  # demo
-    certification_cli.register(commands)  # certify
+    certification_cli.register(commands)  # certify, plan
     # plan (issue 43)
     serve_cli.register(commands)  # serve (verify, links, attack)
     platforms_cli.register(commands)  # export, audit

@@ -11,6 +11,7 @@ from ladderlab.dev import (
     competition_benchmark,
     isolation_benchmark,
     page_survey,
+    plan_speed,
     realism,
     results,
     serve_bench,
@@ -26,6 +27,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     tools = dev.add_subparsers(dest="dev_command", required=True, metavar="COMMAND")
     benchmark.add_subcommand(tools)
     certify_speed.add_subcommand(tools)
+    plan_speed.add_subcommand(tools)
     isolation_benchmark.add_subcommand(tools, count(1))
     competition_benchmark.add_subcommand(tools)
     serve_bench.add_subcommand(tools)
