@@ -387,6 +387,8 @@ def _lean(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[Fields
     array, or None if the message is not one or cannot have one."""
     kind = header["kind"]
     if kind == "submit_many":
+        if set(arrays) != {"predictions"}:  # a submission with guesses goes as a described message
+            return None
         array, repeats = np.ascontiguousarray(arrays["predictions"]), header["repeats"]
         code = _LEAN_CODES.get(array.dtype)
         if code is None or not 1 <= array.ndim <= 3 or type(repeats) is not int or not 0 < repeats < 1 << 63:
@@ -537,12 +539,17 @@ class BoardClient:
             raise _relayed(reply, RuntimeError)
         return reply, arrays
 
-    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1,
+                    guesses: ArrayLike | None = None) -> NDArray[np.float64]:
         """Submit the rows of a matrix in order (one message); same as ``Board.submit_many``."""
         array = np.asarray(predictions)
         if array.dtype.hasobject:
             raise ValueError(f"predictions must be numeric, got an array of dtype {array.dtype}")
-        self._channel.send_submission(array, check_repeats(repeats))
+        if guesses is None:
+            self._channel.send_submission(array, check_repeats(repeats))
+        else:
+            self._channel.send({"kind": "submit_many", "repeats": check_repeats(repeats)},
+                               {"predictions": array, "guesses": np.asarray(guesses, dtype=float)})
         reply, arrays = self._reply()
         released = arrays["released"]  # a new array of this message's own
         self._transcript.extend(released.tolist())
@@ -747,7 +754,7 @@ def _serve(channel: Channel, board: Board, view: View) -> AttackOutcome:
         kind = header["kind"]
         if kind == "submit_many" and "predictions" in arrays:
             try:
-                released = board.submit_many(arrays["predictions"], header.get("repeats", 1))
+                released = board.submit_many(arrays["predictions"], header.get("repeats", 1), arrays.get("guesses"))
             except Exception as error:
                 channel.send(_error_message(error))
             else:
