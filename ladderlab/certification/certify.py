@@ -58,6 +58,7 @@ from scipy import stats
 
 import ladderlab
 from ladderlab.certification import battery
+from ladderlab.certification.proofs import proven_side, proven_text, zero_one_families
 from ladderlab.competition.accounts import probe_budget
 from ladderlab.engines.linking import LinkRule
 from ladderlab.isolation.protocol import check_isolation
@@ -844,6 +845,8 @@ def certify(
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
+    proven = proven_side(certified, n, budgets, tau, epsilon, confidence,
+                         zero_one_families([scored[name][0] for name in task_families if name != "honest"]))
     honest = [_honest(json.loads(participant), {cell.mechanism[0]: rows[cell.key][:honest_counts[participant]]
                                                 for cell in group}, mechanism, confidence, honest_fixed[participant])
               for participant, group in participants.items()]
@@ -866,6 +869,7 @@ def certify(
                      for name, entry in task_families.items()},
         "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
         "safe_budget": safe,
+        "proven": proven,
         "broken_by": [{"attack": row["attack_label"], "budget": row["budget"], "verdict": row["verdict"],
                        "worst_params": row["worst_params"], "worst_task": row["worst_task"],
                        "delta_median": row["delta"]["median"], "lberr_median": row["lberr"]["median"]}
@@ -1050,6 +1054,10 @@ def markdown(certificate: dict[str, Any]) -> str:
     safe = c["safe_budget"]
     confidence = f"{100 * c['confidence']:g}%"
     headline = f"**Safe submission budget: {safe if safe else 'none of the budgets tested'}**"
+    if c.get("proven"):
+        proven = c["proven"]["proven_budget"]
+        headline += (f" · **proven safe up to {proven}**" if proven else " · **proven safe: none** (safe against the "
+                     "battery only)")
     lines = [
         f"# Certificate: {plugin_label(c['mechanism'], c['params'])} on n = {c['n']} holdout points",
         "",
@@ -1062,6 +1070,8 @@ def markdown(certificate: dict[str, Any]) -> str:
         + "; ".join(f"{name}: {_family_text(family, c.get('challenge'))}" for name, family in c["families"].items()
                     if name != "honest") + ".",
     ]
+    if c.get("proven"):
+        lines += ["", proven_text(c["proven"], c["n"])]
     attacks = list(dict.fromkeys(row["attack_label"] for row in c["battery"]))
     played_somewhere = {row["attack_label"] for row in c["battery"] if row["verdict"] != DID_NOT_PLAY}
     if len(played_somewhere) < len(attacks):

@@ -50,6 +50,9 @@ def kaggle_boosting_order(n: int, k: int) -> TheoreticalBound:
     )
 
 
+EVERY_SUBMISSION = "every submission"
+
+
 @dataclass(frozen=True)
 class ProvenBound:
     """What a mechanism's theorem guarantees against any adaptive participant: with probability
@@ -60,7 +63,7 @@ class ProvenBound:
     delta: float
     statement: str
     source: str
-    holds: str = "every submission"
+    holds: str = EVERY_SUBMISSION
 
     @property
     def vacuous(self) -> bool:
@@ -74,5 +77,5 @@ class ProvenBound:
 
     def record(self) -> dict[str, object]:
         """The bound as a JSON-ready mapping."""
-        return {"epsilon": self.epsilon, "delta": self.delta, "vacuous": self.vacuous, "statement": self.statement,
+        return {"epsilon": float(self.epsilon), "delta": float(self.delta), "vacuous": self.vacuous, "statement": self.statement,
                 "source": self.source, "holds": self.holds}
