@@ -1056,8 +1056,8 @@ def markdown(certificate: dict[str, Any]) -> str:
     headline = f"**Safe submission budget: {safe if safe else 'none of the budgets tested'}**"
     if c.get("proven"):
         proven = c["proven"]["proven_budget"]
-        headline += (f" · **proven safe up to {proven}**" if proven else " · **proven safe: none** (safe against the "
-                     "battery only)")
+        headline += (f" · **proven safe up to {proven}** by the theorem alone" if proven else
+                     " · **proven safe: none**" + (" (safe against the battery only)" if safe else ""))
     lines = [
         f"# Certificate: {plugin_label(c['mechanism'], c['params'])} on n = {c['n']} holdout points",
         "",
