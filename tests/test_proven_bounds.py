@@ -82,8 +82,11 @@ def test_the_binomial_tail_bounds_every_risk_and_beats_hoeffding(n, epsilon):
 
 def test_a_deep_binomial_tail_is_bounded_not_underflowed():
     """Where scipy's tail underflows, the geometric bound stays finite and below Hoeffding's."""
-    deep = log_binomial_deviation(100_000, 0.2)
-    assert -math.inf < deep < log_hoeffding_deviation(100_000, 0.2)
+    deep = log_binomial_deviation(20_000, 0.2)
+    assert stats.binom.sf(20_000 * 0.7, 20_000, 0.5) == 0.0
+    assert -math.inf < deep < log_hoeffding_deviation(20_000, 0.2)
+    # above the exact limit the Chernoff bound at its peak stands in, between the exact value and Hoeffding's
+    assert log_binomial_deviation(60_000, 0.01) < log_hoeffding_deviation(60_000, 0.01)
 
 
 @FAST

@@ -650,8 +650,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
     certify_speed.add_subcommand(commands)
-    from ladderlab.dev import page_survey
+    from ladderlab.dev import page_survey, proofs_page
 
+    proofs_page.add_subcommand(commands)
     page_survey.add_subcommand(commands)
 
     from ladderlab.dev import competition_benchmark, realism

@@ -26,10 +26,13 @@ CORE = {
     "certificate": ("ladderlab.certification.certify", "ladderlab.certification.battery", "ladderlab.stats.sequential", "ladderlab.runs.duel",
                     "ladderlab.scoring", "ladderlab.seeding", "ladderlab.tasks"),
     "run": (),
+    "proofs": ("ladderlab.stats.transcripts", "ladderlab.stats.privacy", "ladderlab.stats.guess_check",
+               "ladderlab.stats.leaderboard_proofs", "ladderlab.runs.duel", "ladderlab.scoring", "ladderlab.seeding",
+               "ladderlab.tasks"),
 }
 """The core modules whose source decides a kind of page's numbers, besides its plugins: for a
 certificate, the verdict and stopping rules, the duel loop, the losses, the random streams and
-the tasks' data. A results page is built after its run, from the plugins' fingerprints its run
+the tasks' data; for the proofs page, the bounds' arithmetic besides the duel loop. A results page is built after its run, from the plugins' fingerprints its run
 directory recorded while it ran (docs/run-directories.md), which name no core module: hashing
 the core when the page is built would vouch for code the run may not have used."""
 

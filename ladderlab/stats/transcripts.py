@@ -26,6 +26,9 @@ from scipy import special, stats
 TAILS = ("hoeffding", "binomial")
 """``hoeffding``: any loss in [0, 1]; ``binomial``: the 0/1 loss (exact binomial tails)."""
 
+EXACT_LIMIT = 50_000
+"""Above this many points the binomial tail's supremum is bounded by Chernoff's, not computed exactly."""
+
 _REPRESENTABLE = 1e-290
 """Below this an exact binomial tail is not computed by ``binom.sf`` but bounded in log space."""
 
@@ -70,23 +73,41 @@ def log_binomial_deviation(n: int, epsilon: float) -> float:
 
     X/n − p > ε ⇔ X ≥ m with m = ⌊n(p + ε)⌋ + 1; on the p where m is constant the tail
     P(X ≥ m) grows with p, so sup_p P(X/n − p > ε) = max_{nε < m ≤ n} P(Binomial(n, m/n − ε) ≥ m).
-    The lower tail is the upper one of n − X. Only the m whose Chernoff bound
-    exp(−n·KL(m/n ‖ m/n − ε)) can beat the best exact value found are computed exactly.
+    The lower tail is the upper one of n − X. Each tail is at most its Chernoff bound
+    exp(−n·KL(m/n ‖ m/n − ε)), whose exponent is convex in m: the exact tails are computed
+    outward from its peak until the bound falls below the largest exact tail found. Above
+    :data:`EXACT_LIMIT` points that window grows too wide, and the Chernoff bound at its peak (valid,
+    and within a factor of order √n of exact) is returned instead.
     """
     if epsilon >= 1.0:
         return -math.inf
-    m = np.arange(math.floor(n * epsilon) + 1, n + 1, dtype=float)
-    if m.size == 0:
+    first, last = math.floor(n * epsilon) + 1, n
+    if first > last:
         return -math.inf
-    p = np.clip(m / n - epsilon, 0.0, 1.0)
-    chernoff = -n * special.rel_entr(m / n, p) - n * special.rel_entr(1 - m / n, 1 - p)
-    order = np.argsort(-chernoff)
+
+    def chernoff(m: np.ndarray) -> np.ndarray:
+        q = m / n
+        p = np.clip(q - epsilon, 0.0, 1.0)
+        return -n * (special.rel_entr(q, p) + special.rel_entr(1 - q, 1 - p))
+
+    low, high = first, last
+    while high - low > 2:  # the peak of a concave sequence, by ternary search
+        a, b = low + (high - low) // 3, high - (high - low) // 3
+        values = chernoff(np.array([a, b], dtype=float))
+        low, high = (low, b) if values[0] >= values[1] else (a, high)
+    peak = low + int(np.argmax(chernoff(np.arange(low, high + 1, dtype=float))))
+    if n > EXACT_LIMIT:
+        return math.log(2.0) + float(chernoff(np.array([float(peak)]))[0])
     best = -math.inf
-    for start in range(0, order.size, 64):
-        block = order[start : start + 64]
-        if chernoff[block[0]] <= best:
-            break
-        best = max(best, float(np.max(_log_upper_tail(n, m[block], p[block]))))
+    for direction in (1, -1):
+        edge = peak if direction == 1 else peak - 1
+        while first <= edge <= last:
+            block = np.arange(edge, min(edge + 64, last + 1)) if direction == 1 else np.arange(max(edge - 63, first), edge + 1)
+            if float(chernoff(np.array([float(edge)]))[0]) <= best:
+                break
+            m = block.astype(float)
+            best = max(best, float(np.max(_log_upper_tail(n, m, np.clip(m / n - epsilon, 0.0, 1.0)))))
+            edge = block[-1] + 1 if direction == 1 else block[0] - 1
     return math.log(2.0) + best
 
 
