@@ -199,7 +199,7 @@ WRONG_FACTOR = 10
 wrong by about that much is one the battery can catch here."""
 
 
-def exceeds_at_most_delta(errors: np.ndarray, epsilon: float, delta: float, level: float = 0.01) -> bool:
+def exceeds_at_most_delta(errors: np.ndarray, epsilon: float, delta: float, level: float = 1e-6) -> bool:
     """The exact one-sided binomial test of H0 "P(error > ε) ≤ δ": False when it rejects at ``level``."""
     return stats.binomtest(int(np.sum(errors > epsilon)), errors.size, delta, alternative="greater").pvalue >= level
 
