@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,8 +22,8 @@ class ForcedUpdates(Attack):
     destroys that signal. The paper's attack could not be read; this is the reconstruction of
     ladderlab's literature notes (§1.5, [R]), every detail ours:
 
-    - a side model g (logistic regression on the training data) predicts every holdout row; its
-      accuracy a is estimated by 5-fold cross-validation on the training data;
+    - a side model g (Fisher's linear discriminant on the training data) predicts every holdout row;
+      its accuracy a is estimated by 5-fold cross-validation on the training data;
     - the holdout rows are split at random into a steering block A (``steer_fraction``) and an
       attack block B; in round t of k, the first ⌈t·|A|/k⌉ rows of A follow g and the rest its
       opposite, so the public loss falls by (2a − 1)·|A|/(k·N) a round and the Ladder updates
@@ -71,14 +72,14 @@ class ForcedUpdates(Attack):
         return self.k
 
     def run(self, board: Board, data: PublicData, rng: np.random.Generator) -> FloatArray:
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import cross_val_score
-
         code = LabelCode.of(data)
         k = self.k if board.remaining is None else min(self.k, board.remaining)
-        model = LogisticRegression(max_iter=1000)
-        accuracy = float(np.mean(cross_val_score(model, data.X_train, data.y_train.astype(int), cv=5)))
-        side = model.fit(data.X_train, data.y_train.astype(int)).predict(data.X_holdout).astype(np.int64)
+        X, y = data.X_train, data.y_train.astype(np.int64)
+        folds = np.array_split(np.arange(y.size), 5)
+        correct = sum(int(np.sum(_discriminant(X[rest], y[rest])(X[fold]) == y[fold]))
+                      for fold in folds for rest in [np.setdiff1d(np.arange(y.size), fold)])
+        accuracy = correct / y.size
+        side = _discriminant(X, y)(data.X_holdout)
         total = board.holdout_size
         order = rng.permutation(total)
         steering, attacked = order[: round(self.steer_fraction * total)], order[round(self.steer_fraction * total):]
@@ -103,3 +104,18 @@ class ForcedUpdates(Attack):
             kept = np.asarray(votes)[chosen] if chosen.any() else np.asarray(votes)
             final[attacked] = (2 * kept.sum(axis=0) >= kept.shape[0]).astype(np.int64)
         return code.submissions(final)
+
+
+def _discriminant(X: FloatArray, y: np.ndarray) -> Callable[[FloatArray], np.ndarray]:
+    """Fisher's linear discriminant of labels {0, 1} (class means, pooled covariance with a small
+    ridge, class priors): a side model in numpy alone, with no random state."""
+    if np.unique(y).size < 2:
+        majority = int(np.bincount(y, minlength=2).argmax())
+        return lambda Z: np.full(Z.shape[0], majority, dtype=np.int64)
+    means = [X[y == label].mean(axis=0) for label in (0, 1)]
+    centred = np.concatenate([X[y == label] - means[label] for label in (0, 1)])
+    covariance = centred.T @ centred / max(1, y.size - 2) + 1e-6 * np.eye(X.shape[1])
+    weights = np.linalg.solve(covariance, means[1] - means[0])
+    prior = np.log(np.mean(y == 1) / np.mean(y == 0))
+    offset = -0.5 * (means[0] + means[1]) @ weights + prior
+    return lambda Z: (Z @ weights + offset > 0).astype(np.int64)
