@@ -61,6 +61,7 @@ class Subsample(Mechanism):
         return subsample_bound(n, k, delta, self.size, self._step(), self.replace, "binomial" if zero_one else "hoeffding")
 
     def _release(self, P: FloatArray) -> FloatArray:
+        self._scores(P)  # a row whose whole score overflows is refused, as every mechanism refuses it
         released = np.empty(P.shape[0])
         for row in range(P.shape[0]):
             if self.replace:

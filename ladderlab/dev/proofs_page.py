@@ -134,6 +134,8 @@ def plot(curves: dict[str, list[float | None]], measured: list[Measured], k: int
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
+    from ladderlab.registry import MECHANISMS
+    from ladderlab.stats.bounds import EVERY_SUBMISSION
     from ladderlab.utils.atomic import save_figure
 
     columns = 5
@@ -142,7 +144,12 @@ def plot(curves: dict[str, list[float | None]], measured: list[Measured], k: int
     for axis, (name, params) in zip(axes.flat, SHOWN):
         curve = curves[name]
         values = np.array([np.nan if value is None else min(value, 1.0) for value in curve])
-        axis.plot(CURVE, values, color="tab:blue", label="proven ε")
+        bound = MECHANISMS.make(name, **params).proven_bound(int(CURVE[0]), k + 1, DELTA, zero_one=True)
+        until_spent = bound is not None and bound.holds != EVERY_SUBMISSION
+        axis.plot(CURVE, values, color="tab:blue", ls="--" if until_spent else "-",
+                  label="proven ε (dashed: until a budget is spent)" if until_spent else "proven ε")
+        if until_spent:
+            axis.legend(fontsize=6, loc="lower left")
         points = [row for row in measured if row.mechanism == name]
         axis.plot([row.n for row in points], [row.worst for row in points], "o", color="tab:red",
                   label="battery's worst (95th pct.)")

@@ -26,7 +26,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 
 def series_weight(x: int) -> float:
@@ -42,8 +41,8 @@ def rounded_values(gamma: float) -> int:
 def query_confidence(beta: float, queries: int, failures: int, log_values: float) -> float:
     """β_q for query number ``queries`` after ``failures`` failed checks, whose rounded releases
     could take e^{``log_values``} value combinations."""
-    log_transcripts = float(special.gammaln(queries + 1) - special.gammaln(failures + 1)
-                            - special.gammaln(queries - failures + 1)) + log_values
+    log_transcripts = (math.lgamma(queries + 1) - math.lgamma(failures + 1) - math.lgamma(queries - failures + 1)
+                       + log_values)
     return beta * series_weight(queries) * series_weight(failures) * math.exp(-log_transcripts)
 
 
@@ -76,4 +75,6 @@ def _kl_width(p: NDArray[np.float64], target: NDArray[np.float64]) -> NDArray[np
 
 def _kl(p: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.float64]:
     """KL(q ‖ p) of Bernoulli distributions."""
+    from scipy import special
+
     return special.rel_entr(q, p) + special.rel_entr(1 - q, 1 - p)

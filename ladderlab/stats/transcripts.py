@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special, stats
 
 TAILS = ("hoeffding", "binomial")
 """``hoeffding``: any loss in [0, 1]; ``binomial``: the 0/1 loss (exact binomial tails)."""
@@ -79,6 +78,8 @@ def log_binomial_deviation(n: int, epsilon: float) -> float:
     :data:`EXACT_LIMIT` points that window grows too wide, and the Chernoff bound at its peak (valid,
     and within a factor of order √n of exact) is returned instead.
     """
+    from scipy import special  # imported here: scipy is slow to import, and listing plugins must stay fast
+
     if epsilon >= 1.0:
         return -math.inf
     first, last = math.floor(n * epsilon) + 1, n
@@ -115,6 +116,8 @@ def _log_upper_tail(n: int, m: np.ndarray, p: np.ndarray) -> np.ndarray:
     """ln P(Binomial(n, p) ≥ m), exact where representable; deeper, the geometric bound
     pmf(m)/(1 − r), r = pmf(m + 1)/pmf(m), valid because the ratios of successive terms
     fall beyond the mode."""
+    from scipy import stats
+
     exact = stats.binom.sf(m - 1, n, p)
     log_pmf = stats.binom.logpmf(m, n, p)
     with np.errstate(divide="ignore"):
@@ -151,7 +154,7 @@ def union_deviation(log_count: float, n: int, delta: float, tail: str = "hoeffdi
 
 
 def _log_binomial_coefficient(a: int, b: int) -> float:
-    return float(special.gammaln(a + 1) - special.gammaln(b + 1) - special.gammaln(a - b + 1))
+    return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
 
 
 def _check_counts(k: int, values: int) -> None:
