@@ -7,7 +7,7 @@ import numpy as np
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval
 from ladderlab.stats.bounds import ProvenBound
-from ladderlab.stats.guess_check import check_width, failure_step, query_confidence, rounded_values
+from ladderlab.stats.guess_check import check_width, default_tau, failure_step, query_confidence, rounded_values
 from ladderlab.stats.leaderboard_proofs import guess_and_check_bound
 
 
@@ -31,7 +31,10 @@ class GuessAndCheck(Mechanism):
     (:meth:`proven_bound`). The guess is the participant's, passed beside the predictions
     (``Board.submit(prediction, guess=…)``, ``submit_many(P, guesses=…)``, in the scorer's
     units); a submission without one (NaN, or any attack that does not guess) is guessed by
-    its score on the guess part, the library's empirical guess mechanism.
+    its score on the guess part, the library's empirical guess mechanism. ``tau`` None (the
+    default) derives τ from the check part's size and the expected number of submissions ``k``
+    ([R]: twice the check width of submission k before any failure; a fixed τ of 0.05 spends a
+    check part of 1,000 points within two submissions).
 
     Our choices [R]: the split is random (the library takes the first rows); a pass checks
     the wider of the two Chernoff widths (the library picks one by the sign of g − h); a
@@ -50,16 +53,25 @@ class GuessAndCheck(Mechanism):
     reference = "Rogers et al. 2020 (AISTATS), their library's Guess_and_Check_Mechanism"
     takes_guesses = True
     _parameter_constraints = {
-        "tau": [Interval(float, 0, 1, closed="neither")],
+        "tau": [Interval(float, 0, 1, closed="neither"), None],
         "beta": [Interval(float, 0, 1, closed="neither")],
         "check_fraction": [Interval(float, 0, 1, closed="neither")],
+        "k": [Interval(int, 1, None)],
     }
-    _search_space = {"tau": [0.02, 0.05, 0.1]}
+    _search_space = {"tau": [None, 0.05, 0.1, 0.2]}
 
-    def __init__(self, tau: float = 0.05, beta: float = 0.05, check_fraction: float = 0.5):
+    def __init__(self, tau: float | None = None, beta: float = 0.05, check_fraction: float = 0.5, k: int = 1000):
         self.tau = tau
         self.beta = beta
         self.check_fraction = check_fraction
+        self.k = k
+
+    def effective_tau(self, n: int) -> float:
+        """τ on n public points: the given one, or [R] twice the check width of submission ``k`` before
+        any failure (:func:`ladderlab.stats.guess_check.default_tau`): 0.19 at n = 2,000, 0.06 at 20,000."""
+        if self.tau is not None:
+            return float(self.tau)
+        return min(0.99, default_tau(max(1, math.floor(self.check_fraction * n)), self.beta, self.k))
 
     def _start(self) -> None:
         value_range = self.scorer_.value_range(self.classes_.size)
@@ -68,6 +80,7 @@ class GuessAndCheck(Mechanism):
             raise ValueError(f"{self.id}: check_fraction = {self.check_fraction} leaves {checked} check and "
                              f"{self.n_ - checked} guess rows of {self.n_}; each part needs at least 1")
         self.low_ = 0.0 if value_range is None else value_range[0]
+        self.tau_ = self.effective_tau(self.n_)
         order = self.rng_.permutation(self.n_)
         self.check_rows_, self.guess_rows_ = np.sort(order[:checked]), np.sort(order[checked:])
         self.queries_ = 0
@@ -79,7 +92,7 @@ class GuessAndCheck(Mechanism):
     def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound:
         """τ with probability ≥ 1 − β (its own β, whatever ``delta``), for every answer before the
         check part is spent."""
-        return guess_and_check_bound(self.tau, self.beta)
+        return guess_and_check_bound(self.effective_tau(n), self.beta)
 
     def _fraction(self, scores: FloatArray) -> FloatArray:
         return (scores - self.low_) / self.unit_
@@ -99,14 +112,14 @@ class GuessAndCheck(Mechanism):
             queries = self.queries_ + np.arange(m - start)
             confidence = np.array([query_confidence(self.beta, int(q), self.failures_, self.log_values_)
                                    for q in queries])
-            widths = check_width(self.check_rows_.size, fractions[start:], self.tau, confidence)
-            failed = np.flatnonzero(np.abs(fractions[start:] - checks[start:]) > self.tau - widths)
+            widths = check_width(self.check_rows_.size, fractions[start:], self.tau_, confidence)
+            failed = np.flatnonzero(np.abs(fractions[start:] - checks[start:]) > self.tau_ - widths)
             if not failed.size:
                 self.queries_ += m - start
                 return released
             row = start + int(failed[0])
             self.queries_ += row - start + 1
-            gamma = failure_step(self.check_rows_.size, self.tau, float(confidence[row - start]))
+            gamma = failure_step(self.check_rows_.size, self.tau_, float(confidence[row - start]))
             if gamma <= 0:
                 self.spent_ = True
                 start = row

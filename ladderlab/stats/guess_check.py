@@ -61,6 +61,13 @@ def check_width(n: int, guesses: ArrayLike, tau: float, confidence: ArrayLike) -
                       _kl_width(np.clip(g - tau, 0.0, 1.0), target))
 
 
+def default_tau(n: int, beta: float, queries: int) -> float:
+    """[R] our default τ on a check part of n points: twice the Hoeffding width of query number
+    ``queries`` before any failure, √(ln(2/β_q)/(2n)), so that an honest guess within half of τ
+    passes all the way there (the library takes τ as given)."""
+    return 2.0 * math.sqrt(math.log(2.0 / query_confidence(beta, queries, 0, 0.0)) / (2.0 * n))
+
+
 def _kl_width(p: NDArray[np.float64], target: NDArray[np.float64]) -> NDArray[np.float64]:
     """The smallest w ∈ [0, 1 − p] with KL(p + w ‖ p) ≥ ``target`` (1 − p where none is), by bisection."""
     low, high = np.zeros_like(p), 1.0 - p
