@@ -291,7 +291,8 @@ MECHANISMS: Registry[Mechanism] = Registry(
 
 
 ATTACKS: Registry[Attack] = Registry("attack", Attack, "ladderlab.attacks", "ladderlab.attacks")
-TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks", modules=("ladderlab.certification.challenge_task",))
+TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks", modules=(
+    "ladderlab.certification.challenge_task", "ladderlab.certification.public_size"))
 
 
 def make_mechanism(spec: str, **params: Any) -> Mechanism:

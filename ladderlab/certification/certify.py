@@ -1151,6 +1151,10 @@ def markdown(certificate: dict[str, Any]) -> str:
                   + ("; above 1, so it says nothing here: a leaderboard error never exceeds B)"
                      if bound["kind"] == "upper" and bound["value"] >= 1 else ")")
                   for reference, bound in bounds.items()]
+    if c.get("field"):
+        from ladderlab.certification.field import markdown as field_markdown
+
+        lines += ["", field_markdown(c["field"]).rstrip("\n")]
     lines += ["", "## Run", "",
               f"- {c['replications_used']} replications of the grid points (each at most {c['replications']}); "
               f"battery kept in {c['run_dir']}",

@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from ladderlab import __version__
+from ladderlab.certification import field, plan_cli
 from ladderlab.cli import demo
-from ladderlab.dev import certify_speed, isolation_benchmark, results
+from ladderlab.dev import certify_speed, isolation_benchmark, plan_speed, results
 from ladderlab.final_rankings import cli as rank_certificate
 from ladderlab.final_rankings import replay
 from ladderlab.isolation.layout import restart_with_fixed_layout
@@ -369,8 +370,10 @@ def _certify(args: argparse.Namespace) -> int:
 
             challenge_certify.refuse_decided_options(args)
             return tune.run_command(args, attacks, out)
-        return _write_certificate(challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options),
-                                  out, certify.markdown, args.command_line)
+        field.check_options(args)
+        result = challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options)
+        field.attach(result, args, options["announce"])
+        return _write_certificate(result, out, certify.markdown, args.command_line)
     args.n, args.budgets = args.n or 200, args.budgets or [100, 300, 1000, 2000]
     args.prediction_range = args.prediction_range or [TRAINING_RANGE]
     if args.tune:
@@ -388,10 +391,12 @@ def _certify(args: argparse.Namespace) -> int:
                                                                         args.competition)
         except ValueError as error:
             raise ValueError(f"--competition: {error}") from None
+    field.check_options(args)
     result = certify.certify(
         args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         honest=[certify.parse_honest(text) for text in args.honest], scorer=args.scorer,
         prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
+    field.attach(result, args, options["announce"])
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(
@@ -629,9 +634,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
                       "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
+    field.add_options(cert)
     _add_force(cert)
     cert.set_defaults(handler=_certify)
 
+    plan_cli.add_subcommand(commands)
     demo.add_subcommand(commands, arguments.count, ISOLATION_MODES)
     results.add_subcommand(commands)
 
@@ -650,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
     certify_speed.add_subcommand(commands)
+    plan_speed.add_subcommand(commands)
     from ladderlab.dev import page_survey, proofs_page
 
     proofs_page.add_subcommand(commands)
