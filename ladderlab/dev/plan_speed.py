@@ -52,8 +52,14 @@ def time_plan(name: str, jobs: int, root: Path = Path.cwd()) -> PlanTiming:
     """Run the plan ``name`` (:data:`PLANS`) from ``root`` with ``jobs`` workers into a fresh directory, timed."""
     from joblib.externals.loky import get_reusable_executor
 
-    from ladderlab.cli.commands import main
+    from ladderlab.certification import plan_cli
     from ladderlab.utils import cpu_time
+
+    def main(argv: list[str]) -> int:  # the plan subcommand alone: dev may not import the command line
+        parser = argparse.ArgumentParser(prog="ladderlab")
+        plan_cli.add_subcommand(parser.add_subparsers())
+        args = parser.parse_args(argv)
+        return args.handler(args)
 
     command = ["plan", *PLANS[name], "--jobs", str(jobs)]
     get_reusable_executor().shutdown(wait=True)
