@@ -59,10 +59,8 @@ class ForcedUpdates(Attack):
         return {"k": budget}
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if (why := LabelCode.incompatibility(data)) is not None:
-            return f"forced updates: {why}"
-        if not data.binary_labels:
-            return "forced updates need binary labels {0, 1}"
+        if (why := LabelCode.binary_incompatibility(data, "forced-updates")) is not None:
+            return why
         if data.X_train.ndim != 2 or data.X_train.shape[1] == 0 or np.unique(data.y_train).size < 2 \
                 or min(np.bincount(data.y_train.astype(int), minlength=2)) < 5:
             return "forced updates need training data with features and at least 5 rows of each class (a side model)"

@@ -120,11 +120,9 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from ladderlab.utils.markdown import marked_section, write_marked_section
+    from ladderlab.utils.markdown import page_to_write, write_marked_section
 
-    page = Path(args.write) if args.write else None
-    if page is not None and (not page.is_file() or marked_section(page.read_text(), BEGIN, END) is None):
-        raise ValueError(f"--write {page}: the page does not exist or has no {BEGIN} marker")
+    page = page_to_write(args.write, BEGIN, END)
     timings = []
     for name in args.plan or sorted(PLANS):
         print(f"ladderlab {' '.join(PLANS[name])} --jobs {args.jobs} …", flush=True)
