@@ -22,7 +22,6 @@ import copy
 import dataclasses
 import pickle
 import random
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -140,48 +139,38 @@ def check_leaves_global_rng_alone(plugin: Mechanism | Attack | Task) -> None:
     The plugin runs twice, from two different global states that this check sets (and
     restores afterwards): each global state must be untouched after the run, and the two
     runs must give the same releases. A plugin that reseeds the global generator, draws
-    from it, or depends on it is caught whatever ran before this check. Importing some
-    libraries changes Python's global state (scikit-learn's estimators draw from it when
-    first imported): when a run that changed it imported modules, the check runs once more,
-    with those modules loaded, and only that run counts.
+    from it, or depends on it is caught whatever ran before this check. A first, unchecked run
+    lets the plugin import what it imports lazily: importing scikit-learn draws from Python's
+    global generator, which is the library's doing, not the plugin's.
     """
     saved_numpy, saved_python = np.random.get_state(), random.getstate()
     try:
-        loaded = set(sys.modules)
-        try:
-            _check_global_rng_runs(plugin)
-        except ConformanceError:
-            if set(sys.modules) <= loaded:
-                raise
-            _check_global_rng_runs(plugin)
+        _run_plugin(plugin)
+        runs = []
+        for seed in GLOBAL_SEEDS:
+            np.random.seed(seed)
+            random.seed(seed)
+            numpy_state, python_state = np.random.get_state(), random.getstate()
+            runs.append(_run_plugin(plugin))
+            after = np.random.get_state()
+            changed = any(
+                not np.array_equal(a, b) if isinstance(a, np.ndarray) else a != b
+                for a, b in zip(numpy_state, after)
+            )
+            if changed or random.getstate() != python_state:
+                raise ConformanceError(
+                    f"{plugin.id}: rule 'leave the global random state alone' broken: numpy's or "
+                    "Python's global generator was seeded or drawn from; draw from the Generator "
+                    "you are given"
+                )
+        if not np.array_equal(runs[0], runs[1]):
+            raise ConformanceError(
+                f"{plugin.id}: rule 'leave the global random state alone' broken: its results depend "
+                "on the global random state"
+            )
     finally:
         np.random.set_state(saved_numpy)
         random.setstate(saved_python)
-
-
-def _check_global_rng_runs(plugin: Mechanism | Attack | Task) -> None:
-    runs = []
-    for seed in GLOBAL_SEEDS:
-        np.random.seed(seed)
-        random.seed(seed)
-        numpy_state, python_state = np.random.get_state(), random.getstate()
-        runs.append(_run_plugin(plugin))
-        after = np.random.get_state()
-        changed = any(
-            not np.array_equal(a, b) if isinstance(a, np.ndarray) else a != b
-            for a, b in zip(numpy_state, after)
-        )
-        if changed or random.getstate() != python_state:
-            raise ConformanceError(
-                f"{plugin.id}: rule 'leave the global random state alone' broken: numpy's or "
-                "Python's global generator was seeded or drawn from; draw from the Generator "
-                "you are given"
-            )
-    if not np.array_equal(runs[0], runs[1]):
-        raise ConformanceError(
-            f"{plugin.id}: rule 'leave the global random state alone' broken: its results depend "
-            "on the global random state"
-        )
 
 
 REPEATS = 3
@@ -237,6 +226,25 @@ def check_releases_from_scores(mechanism: Mechanism) -> None:
     except Exception as error:
         raise ConformanceError(f"{mechanism.id}: rule '{rule}' broken: release_scores raised {error!r}") from error
     _same_releases(mechanism, rule, replayed, _bound(mechanism).submit_many(predictions), "from its score")
+
+
+def check_stateless(mechanism: Mechanism) -> None:
+    """A mechanism that declares ``stateless`` releases the same value for a prediction whatever
+    came before it (the standard submissions, then again in reverse order after them), and that
+    value is its :meth:`~ladderlab.mechanism.Mechanism.release_recipe` applied to the exact score
+    (:func:`ladderlab.engines.stateless.release`): what an export to a scorer without memory computes."""
+    from ladderlab.engines.stateless import release
+
+    predictions = _submissions()
+    bound = _bound(mechanism)
+    first = bound.submit_many(predictions)
+    again = bound.submit_many(predictions[::-1])[::-1]
+    _same_releases(mechanism, "stateless: a prediction gets the same release whatever came before", again, first,
+                   "after the others")
+    recipe = bound.release_recipe()
+    scores = get_scorer("squared").score_many(_labels(), predictions)
+    _same_releases(mechanism, "stateless: the release is the release recipe's", release(scores, predictions, recipe),
+                   first, "by its recipe")
 
 
 BAD_SUBMISSIONS = {
@@ -618,6 +626,8 @@ def plugin_checks(plugin: Mechanism | Attack | Task) -> Iterator[tuple[str, Chec
                 TASK_CHECKS if isinstance(plugin, Task) else ATTACK_CHECKS).items()
     if isinstance(plugin, Mechanism) and plugin.scores_only:
         yield "releases_from_scores", check_releases_from_scores
+    if isinstance(plugin, Mechanism) and plugin.stateless:
+        yield "stateless", check_stateless
 
 
 def expected_failure(plugin: Mechanism | Attack | Task, name: str) -> str | None:
