@@ -38,6 +38,11 @@ class Kaggle(Mechanism):
         return rounding_bound(n, k, delta, grid_values(self.alpha, n if zero_one else None), self.alpha / 2,
                               "binomial" if zero_one else "hoeffding", f"Kaggle's rounding to α = {self.alpha:g}")
 
+    def releasing(self, improvement: float) -> dict[str, float]:
+        """α = improvement: scores ``improvement`` apart round to multiples of α at least one step apart
+        once α ≤ ``improvement``."""
+        return {"alpha": improvement}
+
     def release_step(self, unit: float) -> float:
         return self.alpha * unit
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ladderlab.engines.noise import NOISE_KINDS, draw_noise
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
@@ -53,6 +54,12 @@ class Noisy(Mechanism):
         if scale == 0:
             return None
         return noisy_release_bound(n, k, delta, self.noise, scale, self.rounding or 0.0)
+
+    def releasing(self, improvement: float) -> dict[str, Any]:
+        """scale = improvement / 3: two releases ``improvement`` apart keep their order with probability
+        Φ(3/√2) ≈ 0.98 under Gaussian noise; a rounding, where there is one, at most the improvement."""
+        rounding = {} if self.rounding is None else {"rounding": improvement}
+        return {"scale": improvement / 3, **rounding}
 
     def release_step(self, unit: float) -> float | None:
         return None if self.rounding is None else self.rounding * unit
