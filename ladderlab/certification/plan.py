@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from ladderlab.certification import certify
+from ladderlab.certification.certificate_text import honest_entries
 from ladderlab.certification.proofs import proves
 from ladderlab.certification.public_size import PublicSize
 from ladderlab.naming import plugin_label
@@ -215,7 +216,7 @@ def _normalised(mechanism: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _honest_utility(certificate: dict[str, Any]) -> dict[str, float | None]:
-    entries = certify.honest_entries(certificate)
+    entries = honest_entries(certificate)
     return dict(entries[0]["rank_correlation"]) if entries else {"median": None, "lo": None, "hi": None}
 
 
