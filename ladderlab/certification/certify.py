@@ -71,6 +71,7 @@ from scipy import stats
 
 import ladderlab
 from ladderlab.certification import battery
+from ladderlab.certification.proofs import proven_side, proven_statements, zero_one_families
 from ladderlab.certification.certificate_text import (
     DID_NOT_PLAY,
     NOT_SAFE,
@@ -1111,6 +1112,10 @@ def certify(
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
+    attacked = [name for name in task_families if name != "honest"]
+    proven = proven_side(certified, n, budgets, beta, zero_one_families([scored[name][0] for name in attacked]),
+                         min(min(family_units[name].raw(tau), family_units[name].raw(epsilon)) / family_units[name].bound
+                             for name in attacked))
     honest = [_honest(json.loads(participant), {cell.mechanism[0]: rows[cell.key][:honest_counts[participant]]
                                                 for cell in group}, mechanism, confidence, honest_fixed[participant],
                       family_units["honest"].value, {name: criteria["honest", name] for name in (mechanism, REFERENCE)})
@@ -1143,8 +1148,9 @@ def certify(
                      for name, entry in task_families.items()},
         "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
         "safe_budget": safe,
+        "proven": proven,
         "verdict": verdict(safe, utility),
-        "budget_verdicts": budget_verdicts(battery_rows, budgets),
+        "budget_verdicts": proven_statements(budget_verdicts(battery_rows, budgets), proven),
         "utility": utility,
         "broken_by": [{"attack": row["attack_label"], "budget": row["budget"], "verdict": row["verdict"],
                        "worst_params": row["worst_params"], "worst_task": row["worst_task"],

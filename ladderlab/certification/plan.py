@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import math
 import time
@@ -64,6 +63,7 @@ import numpy as np
 
 from ladderlab.certification import certify
 from ladderlab.certification.certificate_text import honest_entries
+from ladderlab.certification.proofs import proves
 from ladderlab.certification.public_size import PublicSize
 from ladderlab.certification.units import DEFAULT_BETA, DEFAULT_TOLERANCE, DEFAULT_UNIT, UNITS, check_tolerances
 from ladderlab.naming import plugin_label
@@ -438,19 +438,13 @@ def proof_alone(mechanism: str, params: dict[str, Any], budget: int, epsilon: fl
                 holdout: int, scorer: str = "zero-one") -> int | None:
     """The smallest public size (at most the holdout) at which the mechanism's proven bound
     (``proven_bound(n, k, delta)``, ε in units of B; for the 0/1 loss its exact binomial form where it has one)
-    is at most ``epsilon`` (in units of B) with probability ``confidence``; None where it proves no such bound
-    there (or states none: the mechanism has no ``proven_bound``, or it returns None)."""
+    proves the budget safe (:func:`ladderlab.certification.proofs.proves`: at most ``epsilon`` with probability
+    ``confidence``, not vacuous, for every submission); None where it proves no such bound there."""
     instance = MECHANISMS.make(mechanism, **params)
-    prove = getattr(instance, "proven_bound", None)
-    if prove is None:
-        return None
+    delta = 1.0 - confidence
 
-    zero_one = {"zero_one": scorer in ZERO_ONE} if "zero_one" in inspect.signature(prove).parameters else {}
-
-    def holds(n: int) -> bool:
-        bound = prove(n, budget, 1.0 - confidence, **zero_one)
-        value = getattr(bound, "epsilon", bound)
-        return value is not None and value <= epsilon
+    def holds(n: int) -> bool:  # budget + 1 releases: the attack's submissions and its final prediction
+        return proves(instance.proven_bound(n, budget + 1, delta, scorer in ZERO_ONE), delta, epsilon)
 
     if not holds(holdout):
         return None

@@ -12,6 +12,7 @@ from ladderlab.dev import (
     isolation_benchmark,
     page_survey,
     plan_speed,
+    proofs_page,
     realism,
     results,
     serve_bench,
@@ -28,6 +29,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     benchmark.add_subcommand(tools)
     certify_speed.add_subcommand(tools)
     plan_speed.add_subcommand(tools)
+    proofs_page.add_subcommand(tools)
     isolation_benchmark.add_subcommand(tools, count(1))
     competition_benchmark.add_subcommand(tools)
     serve_bench.add_subcommand(tools)

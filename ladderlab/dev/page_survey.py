@@ -26,7 +26,7 @@ LEGACY_VERSIONS = re.compile(r"versions: (\{[^\n]*\})\s*$", re.MULTILINE)
 GENERATED = (
     "docs/figures/*.md", "docs/figures/*.txt", "docs/results/*.md", "docs/certify-speed.md",
     "docs/competition-speed.md", "docs/isolation.md", "docs/serve-bench.txt", "docs/kaggle-realistic.md",
-    "docs/roelofs-2019.md",
+    "docs/roelofs-2019.md", "docs/proofs.md",
 )
 """Every page (or page with a part) that a command writes, relative to the repository's root."""
 

@@ -60,6 +60,12 @@ def time_plan(name: str, jobs: int, root: Path = Path.cwd(), keep: Path | None =
     from ladderlab.certification import plan_cli
     from ladderlab.utils import cpu_time
 
+    def main(argv: list[str]) -> int:  # the plan subcommand alone: dev may not import the command line
+        parser = argparse.ArgumentParser(prog="ladderlab")
+        plan_cli.add_subcommand(parser.add_subparsers())
+        args = parser.parse_args(argv)
+        return args.handler(args)
+
     command = ["plan", *PLANS[name], "--jobs", str(jobs)]
     get_reusable_executor().shutdown(wait=True)
     load_before = os.getloadavg()[0]
@@ -158,12 +164,10 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from ladderlab.utils.markdown import marked_section, write_marked_section
+    from ladderlab.utils.markdown import marked_section, page_to_write, write_marked_section
 
-    page = Path(args.write) if args.write else None
-    section = marked_section(page.read_text(), BEGIN, END) if page is not None and page.is_file() else None
-    if page is not None and section is None:
-        raise ValueError(f"--write {page}: the page does not exist or has no {BEGIN} marker")
+    page = page_to_write(args.write, BEGIN, END)
+    section = marked_section(page.read_text(), BEGIN, END) if page is not None else None
     names = args.plan or sorted(PLANS)
     keep = {name: Path(args.keep) / f"plan-{name}" for name in names} if args.keep else {}
     for folder in keep.values():
