@@ -40,6 +40,10 @@ from ladderlab.utils.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 
 P = TypeVar("P", bound=Plugin)
 
+FAMILIES: dict[str, Registry[Any]] = {}
+"""Every plugin family by its kind (``"mechanism"``, ``"arena policy"``, …): each registry registers
+itself when it is made, so that an area above this one (the arena's) adds its families here."""
+
 
 class Registry(Generic[P]):
     """One plugin family: its base class, built-in package and entry-point group."""
@@ -51,6 +55,7 @@ class Registry(Generic[P]):
         self.group = group
         self.modules = modules
         """Further built-in modules, beside ``package`` (imported when the built-ins are first listed)."""
+        FAMILIES[kind] = self
         self.stand_in: Callable[[str], type[P]] | None = None
         """When set (:func:`ladderlab.isolation.untrusted.sandboxed_attacks`), ``get`` returns ``stand_in(spec)``
         for every plugin that is not built in, and never loads its code."""

@@ -63,6 +63,18 @@ class PairCounts:
         return PairCounts(self.n_models, self.i, self.j, n, s)
 
 
+def combine(n_models: int, i: IntArray, j: IntArray, n: FloatArray, s: FloatArray) -> PairCounts:
+    """Pair counts from blocks that may repeat a pair or give it either way round (``s`` the score of
+    i): each unordered pair once, as i < j (one count set)."""
+    i, j, n, s = (np.asarray(v) for v in (i, j, n, s))
+    swap = i > j
+    low, high = np.where(swap, j, i), np.where(swap, i, j)
+    score = np.where(swap, n - s, s)
+    keys, where = np.unique(low * n_models + high, return_inverse=True)
+    return PairCounts(n_models, keys // n_models, keys % n_models, np.bincount(where, n, keys.size),
+                      np.bincount(where, score, keys.size))
+
+
 @dataclass(frozen=True, eq=False)
 class Cells:
     """The distinct (model_a, model_b, outcome) triples of a battle set with their counts, in

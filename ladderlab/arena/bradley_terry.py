@@ -16,6 +16,9 @@ FastChat's ``bt_loss_and_grad`` summed pair by pair instead of cell by cell. Two
 - :func:`fit_exact`: Newton's method with a backtracking line search, for a batch of count sets
   at once (replicates × pairs), to the maximum-likelihood ratings within 1e-10 (in r).
 
+Both make many small BLAS calls, which a multi-threaded BLAS makes ten times slower (its threads
+wait on each other): callers run them under ``threadpool_limits(1)``, once for a whole task.
+
 Ratings are identified up to a constant in each connected part of the comparison graph; both
 solvers start from zeros and keep each part's mean at zero (L-BFGS-B because the gradient sums to
 zero over each part, Newton because its steps do), which is FastChat's level. :func:`elo` puts
@@ -34,7 +37,6 @@ from numpy.typing import NDArray
 from scipy import optimize, sparse
 from scipy.sparse import csgraph
 from scipy.special import expit
-from threadpoolctl import threadpool_limits
 
 from ladderlab.arena.battles import PairCounts
 
@@ -118,26 +120,25 @@ def unidentified(pairs: PairCounts, n: FloatArray | None = None, s: FloatArray |
 def fit_exact(pairs: PairCounts, start: FloatArray | None = None) -> FloatArray:
     """The maximum-likelihood ratings (r) of each count set of ``pairs`` (``n``, ``s`` vectors, or
     replicates × pairs): Newton's method with a backtracking line search from ``start`` (zeros by
-    default), each connected part's mean kept where it starts. A count set whose ratings do not
-    exist (:func:`unidentified`) raises :class:`NotIdentified` naming a model."""
+    default). The Newton system adds c 11ᵀ / m and ε I (c the mean curvature, ε = 1e-9 c): the gradient
+    has no part along a connected part's constant vector, so neither has a step, and each part's mean
+    stays where it starts. A count set that does not converge and whose ratings do not exist
+    (:func:`unidentified`) raises :class:`NotIdentified`."""
     n, s = np.atleast_2d(pairs.n).astype(float), np.atleast_2d(pairs.s).astype(float)
     batch, size = n.shape[0], pairs.n_models
     keep = pairs.i != pairs.j
     i, j, n, s = pairs.i[keep], pairs.j[keep], n[:, keep], s[:, keep]
-    for replicate in range(batch):
-        bad = unidentified(PairCounts(size, i, j, n[replicate], s[replicate]))
-        if bad:
-            raise NotIdentified(f"model number {bad[0]} (and {len(bad) - 1} others) won or lost every battle against "
-                                "the rest of its part of the comparison graph: its rating is not finite")
-    ratings = np.zeros((batch, size)) if start is None else np.array(np.atleast_2d(start), dtype=float)
-    incidence = sparse.csr_matrix((np.r_[np.ones(i.size), -np.ones(i.size)], (np.r_[np.arange(i.size), np.arange(i.size)],
-                                                                             np.r_[i, j])), shape=(i.size, size))
-    level = _level_matrices(PairCounts(size, i, j, n, s), batch)
+    ratings = np.zeros((batch, size)) if start is None else np.array(np.broadcast_to(np.atleast_2d(start), (batch, size)),
+                                                                     dtype=float)
     loss = _losses(ratings, i, j, n, s)
+    converged = False
+    diagonal = (np.arange(size), np.arange(size))
     for _ in range(NEWTON_STEPS):
-        gradient, hessian = _gradient_and_hessian(ratings, i, j, n, s, incidence)
-        with threadpool_limits(limits=1, user_api="blas"):  # many small solves: threads only wait on each other
-            step = np.linalg.solve(hessian + level, -gradient[:, :, None])[:, :, 0]
+        gradient, hessian = _gradient_and_hessian(ratings, i, j, n, s)
+        curvature = np.maximum(hessian[:, diagonal[0], diagonal[1]].mean(axis=1), 1e-12)[:, None, None]
+        hessian += curvature / size  # c 11ᵀ / m: the step has no part along 1, the gradient has none
+        hessian[:, diagonal[0], diagonal[1]] += 1e-9 * curvature[:, :, 0]  # ε I: several unconnected parts
+        step = np.linalg.solve(hessian, -gradient[:, :, None])[:, :, 0]
         scale = np.ones(batch)
         for _ in range(HALVINGS):
             trial = _losses(ratings + scale[:, None] * step, i, j, n, s)
@@ -146,9 +147,16 @@ def fit_exact(pairs: PairCounts, start: FloatArray | None = None) -> FloatArray:
                 break
             scale[worse] /= 2.0
         ratings = ratings + scale[:, None] * step
-        loss = _losses(ratings, i, j, n, s)
+        loss = trial
         if np.abs(scale[:, None] * step).max() < NEWTON_TOLERANCE:
+            converged = True
             break
+    if not converged:
+        for replicate in range(batch):
+            bad = unidentified(PairCounts(size, i, j, n[replicate], s[replicate]))
+            if bad:
+                raise NotIdentified(f"model number {bad[0]} (and {len(bad) - 1} others) won or lost every battle "
+                                    "against the rest of its part of the comparison graph: its rating is not finite")
     return ratings if np.ndim(pairs.n) == 2 else ratings[0]
 
 
@@ -159,30 +167,37 @@ def _losses(ratings: FloatArray, i: NDArray, j: NDArray, n: FloatArray, s: Float
     return (n * np.logaddexp(0.0, z) - s * z).sum(axis=1)
 
 
-def _gradient_and_hessian(ratings: FloatArray, i: NDArray, j: NDArray, n: FloatArray, s: FloatArray,
-                          incidence: sparse.csr_matrix) -> tuple[FloatArray, FloatArray]:
+def _gradient_and_hessian(ratings: FloatArray, i: NDArray, j: NDArray, n: FloatArray,
+                          s: FloatArray) -> tuple[FloatArray, FloatArray]:
     batch, size = ratings.shape
     probability = expit(ALPHA * (ratings[:, i] - ratings[:, j]))
-    gradient = (incidence.T @ (-ALPHA * (s - n * probability)).T).T
+    per_pair = -ALPHA * (s - n * probability)
     weight = ALPHA**2 * n * probability * (1.0 - probability)
+    gradient = np.empty((batch, size))
+    diagonal = np.empty((batch, size))
+    for replicate in range(batch):
+        gradient[replicate] = np.bincount(i, per_pair[replicate], size) - np.bincount(j, per_pair[replicate], size)
+        diagonal[replicate] = np.bincount(i, weight[replicate], size) + np.bincount(j, weight[replicate], size)
     hessian = np.zeros((batch, size * size))
     hessian[:, i * size + j] = -weight
     hessian = hessian.reshape(batch, size, size)
     hessian = hessian + hessian.transpose(0, 2, 1)
-    diagonal = (abs(incidence).T @ weight.T).T
     hessian[:, np.arange(size), np.arange(size)] += diagonal
-    return np.asarray(gradient), hessian
+    return gradient, hessian
 
 
-def _level_matrices(pairs: PairCounts, batch: int) -> FloatArray:
-    """Σ over connected parts of 1_c 1_cᵀ / |c|, per count set: added to the Hessian, it makes it
-    invertible without moving a part's mean (the gradient sums to zero over each part)."""
+def information(pairs: PairCounts, ratings: FloatArray) -> FloatArray:
+    """The Fisher information of the natural-log strengths u = α r at ``ratings`` (r): the Hessian
+    Σ n σ(1 − σ) (e_i − e_j)(e_i − e_j)ᵀ of the negative log-likelihood in u (one count set)."""
+    u = ALPHA * np.asarray(ratings, dtype=float)
+    p = expit(u[pairs.i] - u[pairs.j])
+    weight = np.where(pairs.i == pairs.j, 0.0, pairs.n * p * (1 - p))
     size = pairs.n_models
-    out = np.zeros((batch, size, size))
-    for replicate in range(batch):
-        part = components(pairs.with_counts(pairs.n[replicate], pairs.s[replicate]))
-        indicator = (part[:, None] == np.unique(part)[None, :]).astype(float)
-        out[replicate] = (indicator / indicator.sum(axis=0)) @ indicator.T
+    out = np.zeros((size, size))
+    np.add.at(out, (pairs.i, pairs.j), -weight)
+    np.add.at(out, (pairs.j, pairs.i), -weight)
+    np.add.at(out, (pairs.i, pairs.i), weight)
+    np.add.at(out, (pairs.j, pairs.j), weight)
     return out
 
 

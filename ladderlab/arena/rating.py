@@ -100,11 +100,16 @@ def rate(battles: Battles, replicates: int = REPLICATES, seed: int = 0, solver: 
         raise ValueError(f"solver {solver!r} is none of {', '.join(SOLVERS)}")
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 0:
         raise ValueError(f"bootstrap rounds must be a whole number ≥ 0, got {replicates!r}")
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _rate(battles, replicates, seed, solver, anchor, jobs, progress, exact_gap)
+
+
+def _rate(battles: Battles, replicates: int, seed: int, solver: str, anchor: tuple[str, float] | None, jobs: int,
+          progress: bool | None, exact_gap: bool) -> ArenaRatings:
     cells = battles.cells()
     optimizer: dict[str, Any] = {}
     if solver == "fastchat":
-        with threadpool_limits(limits=1, user_api="blas"):
-            fit = fit_fastchat(cells.pairs)
+        fit = fit_fastchat(cells.pairs)
         ratings = fit.ratings
         optimizer = {"iterations": fit.iterations, "message": fit.message, "gradient_max": fit.gradient_norm}
         if exact_gap:
@@ -157,8 +162,7 @@ def bootstrap_fits(resampled: PairCounts, battles: int, solver: str, jobs: int =
 
 
 def _fastchat_fits(resampled: PairCounts, battles: int, replicates: range) -> FloatArray:
-    """FastChat's fits of some resamples, on one BLAS thread (L-BFGS-B's small products would
-    otherwise spend ten times as long waiting for threads)."""
+    """FastChat's fits of some resamples, on one BLAS thread (in a worker too)."""
     with threadpool_limits(limits=1, user_api="blas"):
         return np.array([fit_fastchat(resampled.with_counts(resampled.n[r] / battles, resampled.s[r] / battles)).ratings
                          for r in replicates])

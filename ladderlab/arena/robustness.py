@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from scipy.special import expit, lambertw
 
 from ladderlab.arena.battles import Battles, Cells, PairCounts
-from ladderlab.arena.bradley_terry import ALPHA, NotIdentified, components, fit_exact, unidentified
+from ladderlab.arena.bradley_terry import ALPHA, NotIdentified, components, fit_exact, information, unidentified
 
 FloatArray = NDArray[np.float64]
 CHALLENGERS = 5
@@ -141,15 +141,7 @@ class _Problem:
         pairs = self.cells.pair_counts(self.cells.count - removed)
         a, b = self.cells.a, self.cells.b
         size = pairs.n_models
-        p = expit(u[pairs.i] - u[pairs.j])
-        weight = pairs.n * p * (1 - p)
-        weight[pairs.i == pairs.j] = 0.0
-        hessian = np.zeros((size, size))
-        np.add.at(hessian, (pairs.i, pairs.j), -weight)
-        np.add.at(hessian, (pairs.j, pairs.i), -weight)
-        np.add.at(hessian, (pairs.i, pairs.i), weight)
-        np.add.at(hessian, (pairs.j, pairs.j), weight)
-        inverse = np.linalg.inv(hessian + np.full((size, size), 1.0 / size))
+        inverse = np.linalg.inv(information(pairs, ratings) + np.full((size, size), 1.0 / size))
         sigma = expit(u[a] - u[b])
         residual = self.cells.outcome / 2.0 - sigma
         norm = inverse[a, a] + inverse[b, b] - 2 * inverse[a, b]

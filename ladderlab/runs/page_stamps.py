@@ -55,10 +55,10 @@ def code_record(plugin_prints: Mapping[str, Mapping[str, Any]], kind: str) -> di
 
 @cache
 def _plugin_class(key: str) -> type | None:
-    from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+    from ladderlab.registry import FAMILIES
 
     kind, _, plugin_id = key.partition(":")
-    registry = {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}.get(kind)
+    registry = FAMILIES.get(kind)
     if registry is None:
         return None
     try:
