@@ -22,6 +22,7 @@ says how far FastChat's optimizer stopped from the maximum-likelihood ratings.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,5 +201,5 @@ def text_table(ratings: ArenaRatings, top: int | None = None, width: int = 120) 
            if "rating_q025" in table else {}),
         "battles": table.num_battles.map(str),
     })
-    lines += ["", *shown.to_string(index=False).splitlines()]
-    return "\n".join(line[:width] for line in lines) + "\n"
+    wrapped = [part for line in lines for part in textwrap.wrap(line, width, subsequent_indent="  ")]
+    return "\n".join([*wrapped, "", *shown.to_string(index=False).splitlines()]) + "\n"

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +74,7 @@ class Robustness:
                 "lower_bound": self.lower, "exact": self.exact, "share_of_votes": share, "new_top_model": self.challenger,
                 "removed": self.removed, "method": self.method}
 
-    def text(self) -> str:
+    def text(self, width: int = 120) -> str:
         if self.upper is None:
             found = f"no removal of up to {self.lower - 1 if self.lower else 0} votes changes it, and none was found beyond"
         elif self.exact:
@@ -87,7 +88,8 @@ class Robustness:
             lines += [f"  {row['count']:>6} × {row['model_a']} vs {row['model_b']}, winner {row['winner']}"
                       for row in self.removed]
         lines.append(f"method: {self.method}")
-        return "\n".join(lines) + "\n"
+        return "\n".join(part for line in lines for part in textwrap.wrap(line, width, subsequent_indent="  ",
+                                                                          drop_whitespace=False) or [""]) + "\n"
 
 
 class _Problem:

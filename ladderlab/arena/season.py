@@ -18,7 +18,8 @@ Ratings are maximum-likelihood Bradley–Terry (ties as halves; :func:`ladderlab
 not FastChat's early-stopped optimizer), in Elo points with the pool's mean at 1000. The measures
 (:class:`SeasonResult`): the *inflation* of a listed model, its rating minus its true strength, both
 relative to the pool's mean (Elo points); the target's (the provider's flagship) and the top model's;
-the target's *rank inflation* (its true rank among the listed models minus its listed rank).
+the target's *rank inflation* (its true rank among the listed models minus its listed rank, models of
+equal strength sharing the mean of their ranks).
 
 Random streams are derived from the identity of what they serve (:mod:`ladderlab.seeding`), never
 from the policy or the budget: the world from (family, replication), variant v's strength and votes from
@@ -38,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ladderlab.arena.attack import ABSTAIN, ArenaAttack, Feedback
-from ladderlab.arena.battles import A_WINS, B_WINS, TIE, PairCounts, combine
+from ladderlab.arena.battles import A_WINS, B_WINS, TIE, Battles, PairCounts, combine, from_columns
 from ladderlab.arena.bradley_terry import NotIdentified, fit_exact, information
 from ladderlab.arena.family import PairwiseArena, pair_probabilities
 from ladderlab.arena.policy import ArenaPolicy
@@ -105,8 +106,9 @@ class Season:
         self.newcomer = float(self.pool.strength.max() + newcomer_gap)
         self.variants: list[_Variant] = []
         self.flagship: int | None = None
-        self.extra: list[tuple[IntArray, IntArray, FloatArray, FloatArray]] = []
-        """Votes of the voting session among the listed models (model indices in :meth:`listed_models` terms)."""
+        self.extra: list[tuple[IntArray, IntArray, IntArray]] = []
+        """Votes of the voting session kept: model_a, model_b (indices over the pool and the listed variants,
+        as :meth:`names` orders them) and outcome codes."""
         self.votes_cast = self.votes_kept = 0
         self._history_ratings = fit_exact(self.history.pair_counts())
 
@@ -131,8 +133,8 @@ class Season:
                 j.append(pool)
                 n.append(wins + ties + losses)
                 s.append(wins + ties / 2)
-        for a, b, total, score in self.extra:
-            i.append(a), j.append(b), n.append(total), s.append(score)
+        for a, b, outcome in self.extra:
+            i.append(a), j.append(b), n.append(np.ones(a.size)), s.append(outcome / 2.0)
         size = self.size + len(variants)
         return combine(size, np.concatenate(i), np.concatenate(j), np.concatenate(n), np.concatenate(s))
 
@@ -156,15 +158,20 @@ class Season:
     def test_variants(self, count: int, battles: int) -> list[Feedback]:
         allowed = self.policy.variants_allowed()
         room = count if allowed is None else max(0, min(count, allowed - len(self.variants)))
-        feedback = []
-        for _ in range(room):
-            number = len(self.variants)
+        tested = []
+        for number in range(len(self.variants), len(self.variants) + room):
             rng = stream(self.seed, "arena-variant", *self.identity, self.replication, number)
             strength = self.newcomer + self.attack.variant_spread * rng.standard_normal()
-            wins, ties, losses = self.family.against(rng, self.pool, strength, battles)
-            variant = _Variant(strength, wins, ties, losses, np.nan)
-            ratings = self._relative(self._fit(self._variant_pairs([(self.size, variant, True)])))
-            variant.private_rating = float(ratings[self.size])
+            tested.append(_Variant(strength, *self.family.against(rng, self.pool, strength, battles), np.nan))
+        if tested:  # every variant's private fit at once: the history and its own votes
+            blocks = [self._variant_pairs([(self.size, variant, True)]) for variant in tested]
+            pairs = blocks[0].with_counts(np.stack([b.n for b in blocks]), np.stack([b.s for b in blocks]))
+            fitted = fit_exact(pairs, start=np.concatenate([self._history_ratings, [0.0]]))
+            for variant, ratings in zip(tested, fitted):
+                variant.private_rating = float(self._relative(ratings)[self.size])
+        feedback = []
+        for variant in tested:
+            number = len(self.variants)
             self.variants.append(variant)
             flagship = None if self.flagship is None else self.variants[self.flagship].private_rating
             publish, shown = self.policy.on_test(variant.private_rating, flagship)
@@ -211,6 +218,30 @@ class Season:
     def names(self) -> list[str]:
         return self.pool.names + [f"newcomer-variant-{v}" for v in self.listed()]
 
+    def board_battles(self) -> Battles:
+        """The votes the board is fitted on, one by one (for :func:`ladderlab.arena.robustness.fewest_removals`)."""
+        private = self.policy.counts_private_votes()
+        a, b, outcome = [], [], []
+
+        def add(first: IntArray, second: IntArray, wins: FloatArray, ties: FloatArray, losses: FloatArray) -> None:
+            for code, counts in ((A_WINS, wins), (TIE, ties), (B_WINS, losses)):
+                times = counts.astype(np.int64)
+                a.append(np.repeat(first, times)), b.append(np.repeat(second, times))
+                outcome.append(np.full(int(times.sum()), code))
+
+        add(self.history.i, self.history.j, self.history.wins, self.history.ties, self.history.losses)
+        pool = np.arange(self.size)
+        for k, v in enumerate(self.listed()):
+            variant = self.variants[v]
+            blocks = ([(variant.wins, variant.ties, variant.losses)] if private or variant.fresh is None else []) + (
+                [variant.fresh] if variant.fresh is not None else [])
+            for wins, ties, losses in blocks:
+                add(np.full(self.size, self.size + k), pool, wins, ties, losses)
+        for first, second, codes in self.extra:
+            a.append(first), b.append(second), outcome.append(codes)
+        names = np.asarray(self.names(), dtype=object)
+        return from_columns(names[np.concatenate(a)], names[np.concatenate(b)], np.concatenate(outcome), "the season's board")
+
     def strengths(self) -> FloatArray:
         return np.concatenate([self.pool.strength, [self.variants[v].strength for v in self.listed()]])
 
@@ -234,8 +265,8 @@ class Season:
         inflation = (ratings - BASE_RATING) - (truth - self.pool.strength.mean())
         listed = self.listed()
         target = self.size + listed.index(self.flagship)
-        true_rank = 1 + int((truth > truth[target]).sum())
-        listed_rank = 1 + int((ratings > ratings[target]).sum())
+        true_rank = 1 + (truth > truth[target]).sum() + ((truth == truth[target]).sum() - 1) / 2  # ties share ranks
+        listed_rank = 1 + (ratings > ratings[target]).sum() + ((ratings == ratings[target]).sum() - 1) / 2
         top = int(np.argmax(ratings))
         shown = self.variants[self.flagship].private_rating - BASE_RATING
         return SeasonResult(True, float(inflation[target]), float(true_rank - listed_rank), float(inflation[top]),
@@ -294,7 +325,7 @@ class Voting:
         self._season.votes_cast += int(voted.sum())
         self._season.votes_kept += int(kept.sum())
         if kept.any():
-            self._season.extra.append((a[kept], b[kept], np.ones(int(kept.sum())), decisions[kept] / 2.0))
+            self._season.extra.append((a[kept], b[kept], decisions[kept]))
         self._position += decisions.size
 
     def _board(self) -> tuple[FloatArray, PairCounts]:

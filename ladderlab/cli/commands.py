@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ladderlab import __version__
+from ladderlab.arena import cli as arena_cli
 from ladderlab.cli import demo
 from ladderlab.dev import certify_speed, isolation_benchmark, results
 from ladderlab.final_rankings import cli as rank_certificate
@@ -30,7 +31,6 @@ from ladderlab.final_rankings import replay
 from ladderlab.isolation.layout import restart_with_fixed_layout
 from ladderlab.isolation.protocol import ISOLATION_MODES
 from ladderlab.isolation.untrusted import sandboxed_if
-from ladderlab.params import describe
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.runs import arguments
 from ladderlab.runs.arguments import ArgumentError
@@ -50,19 +50,7 @@ DESCRIPTION = (
 
 def _describe(registry: Registry, plugin_ids: list[str] | None = None) -> str:
     """The registry's plugins (or those named) with their parameters, declarations and references."""
-    lines = []
-    for plugin_id in registry.ids() if plugin_ids is None else plugin_ids:
-        cls = registry.get(plugin_id)
-        defaults = cls.parameter_defaults()
-        params = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "no parameters"
-        declared = getattr(cls, "_parameter_constraints", {})
-        lines.append(f"  {plugin_id:<22} {cls.summary()}")
-        lines.append(f"  {'':<22} parameters: {params}")
-        for name in defaults:
-            constraint = describe(declared[name]) if name in declared else "not declared"
-            lines.append(f"  {'':<22}   {name}: {constraint}")
-        lines.append(f"  {'':<22} reference: {cls.reference}")
-    return "\n".join(lines)
+    return registry.describe(plugin_ids)
 
 
 def _describe_plugin(name: str) -> str:
@@ -339,8 +327,14 @@ def _refuse_unused(why: str, applies: bool, **given: object) -> None:
 
 
 def _certify(args: argparse.Namespace) -> int:
+    if arena_cli.is_policy(args.mechanism):
+        return arena_cli.certify_command(args)
     from ladderlab.certification import certify
     from ladderlab.registry import MECHANISMS
+
+    args.tau = 0.05 if args.tau is None else args.tau
+    args.epsilon = 0.05 if args.epsilon is None else args.epsilon
+    args.replications = args.replications or 100
 
     arguments.output_folder("--run-dir", args.run_dir)
     MECHANISMS.checked(args.mechanism, arguments.parse_params(args.param),
@@ -585,7 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     sota.set_defaults(handler=_sota)
 
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
-    cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
+    cert.add_argument("mechanism", help="a mechanism id, or file.py:Class; or an arena policy (see 'ladderlab arena list')")
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
     cert.add_argument("--n", type=arguments.count(10), help="public holdout size (default 200)")
     cert.add_argument("--budgets", type=arguments.count(1), nargs="+",
@@ -601,8 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "honest, else a submission a day over its schedule)")
     cert.add_argument("--only", action="store_true",
                       help="run only the attacks given with --attack, not the default battery of every attack")
-    cert.add_argument("--replications", type=arguments.count(1), default=100,
-                      help="the most replications a grid point uses; each stops once its verdict is decided (default 100)")
+    cert.add_argument("--replications", type=arguments.count(1),
+                      help="the most replications a grid point uses; each stops once its verdict is decided (default 100; "
+                           "2000 seasons for an arena policy)")
     cert.add_argument("--confidence", type=float, default=0.95, help="confidence of every verdict (default 0.95)")
     cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
                       "prediction range) at the largest budget and --scorer (default zero-one); recommend the certified "
@@ -618,9 +613,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "
                            "'training' for the training labels' range (default)")
     cert.add_argument("--seed", type=arguments.count(0), default=0, help="root seed of the battery (default 0)")
-    cert.add_argument("--tau", type=arguments.positive, default=0.05,
-                      help="largest tolerated median overfitting -Δ, in units of the loss bound B (default 0.05)")
-    cert.add_argument("--epsilon", type=arguments.positive, default=0.05,
+    cert.add_argument("--tau", type=arguments.positive,
+                      help="largest tolerated median overfitting -Δ, in units of the loss bound B (default 0.05); for an "
+                           "arena policy, the largest tolerated inflation of a published rating, Elo points (default 20)")
+    cert.add_argument("--epsilon", type=arguments.positive,
                       help="largest tolerated median leaderboard error, in units of B (default 0.05)")
     cert.add_argument("--jobs", type=arguments.count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
     cert.add_argument("--run-dir", help="keep the battery here instead of the user's cache (resumable; "
@@ -629,6 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
                       "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
+    arena_cli.add_certify_options(cert)
     _add_force(cert)
     cert.set_defaults(handler=_certify)
 
@@ -687,6 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     extrapolate.set_defaults(handler=_extrapolate)
     replay.add_subcommand(commands)
     rank_certificate.add_subcommand(commands)
+    arena_cli.add_subcommand(commands)
     serve_cli.add_subcommands(commands)
     return parser
 

@@ -26,6 +26,8 @@ CORE = {
     "certificate": ("ladderlab.certification.certify", "ladderlab.certification.battery", "ladderlab.stats.sequential", "ladderlab.runs.duel",
                     "ladderlab.scoring", "ladderlab.seeding", "ladderlab.tasks"),
     "run": (),
+    "arena": ("ladderlab.arena.certificate", "ladderlab.arena.season", "ladderlab.arena.family",
+              "ladderlab.arena.bradley_terry", "ladderlab.stats.sequential", "ladderlab.seeding"),
 }
 """The core modules whose source decides a kind of page's numbers, besides its plugins: for a
 certificate, the verdict and stopping rules, the duel loop, the losses, the random streams and
