@@ -1,7 +1,7 @@
 """The pairwise task family: models with latent strengths, and votes drawn from Bradley–Terry with ties.
 
 A *pool* of models, each with a true strength θ (Elo points, drawn N(0, ``spread``²)), a provider
-(models are dealt to the providers in turn), a sampling weight (its provider's, ``provider_weights``;
+(models are dealt to the ``providers`` in turn; ten by default, fewer if there are fewer models), a sampling weight (its provider's, ``provider_weights``;
 uniform by default) and optionally a style s ~ N(0, 1) that voters reward although it is no
 quality (``style_effect`` γ, Elo points per unit of style: the confounder style control removes).
 
@@ -109,7 +109,7 @@ class PairwiseArena(Plugin):
                  "Singh et al. 2025 (providers, sampling asymmetry)")
     _parameter_constraints = {
         "models": [Interval(int, 2, None)],
-        "providers": [Interval(int, 1, None)],
+        "providers": [Interval(int, 1, None), None],
         "spread": [Interval(float, 0, None)],
         "tie_rate": [Interval(float, 0, 0.5)],
         "battles": [Interval(int, 0, None)],
@@ -118,7 +118,7 @@ class PairwiseArena(Plugin):
         "lifetime": [Interval(float, 0, 1, closed="right")],
     }
 
-    def __init__(self, models: int = 50, providers: int = 10, spread: float = 100.0, tie_rate: float = 0.3,
+    def __init__(self, models: int = 50, providers: int | None = None, spread: float = 100.0, tie_rate: float = 0.3,
                  battles: int = 20000, provider_weights: list[float] | None = None, style_effect: float = 0.0,
                  lifetime: float = 1.0):
         self.models = models
@@ -130,23 +130,28 @@ class PairwiseArena(Plugin):
         self.style_effect = style_effect
         self.lifetime = lifetime
 
+    @property
+    def provider_count(self) -> int:
+        """``providers``, or by default ten (fewer if there are fewer models)."""
+        return min(10, self.models) if self.providers is None else self.providers
+
     def _check_params(self) -> None:
-        if self.providers > self.models:
+        if self.providers is not None and self.providers > self.models:
             raise ValueError(f"{self.id}: providers ({self.providers}) must not exceed models ({self.models})")
-        if self.provider_weights and len(self.provider_weights) != self.providers:
+        if self.provider_weights and len(self.provider_weights) != self.provider_count:
             raise ValueError(f"{self.id}: provider_weights has {len(self.provider_weights)} weights for "
-                             f"{self.providers} providers; give one per provider (or none: uniform)")
+                             f"{self.provider_count} providers; give one per provider (or none: uniform)")
 
     def weight_of(self, provider: IntArray) -> FloatArray:
         """The sampling weight of models of ``provider``."""
-        weights = np.asarray(self.provider_weights or [1.0] * self.providers, dtype=float)
+        weights = np.asarray(self.provider_weights or [1.0] * self.provider_count, dtype=float)
         return weights[np.asarray(provider)]
 
     def pool(self, rng: np.random.Generator) -> Pool:
         """One replication's models (strength, provider, style, weight, when they go live)."""
         strength = rng.normal(0.0, self.spread, self.models)
         style = rng.standard_normal(self.models) if self.style_effect else np.zeros(self.models)
-        provider = np.arange(self.models) % self.providers
+        provider = np.arange(self.models) % self.provider_count
         start = np.linspace(0.0, 1.0 - self.lifetime, self.models) if self.lifetime < 1 else np.zeros(self.models)
         names = [f"p{p:02d}-model-{m:03d}" for m, p in enumerate(provider)]
         return Pool(names, strength, provider, style, self.weight_of(provider), start)
