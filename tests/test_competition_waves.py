@@ -165,7 +165,9 @@ TRANSCRIPTS = json.loads((Path(__file__).parent / "data" / "competition_transcri
 
 @pytest.mark.parametrize("case", TRANSCRIPTS["cases"], ids=lambda case: f"{case['scorer']}-{case['mechanism']}-{case['selection']}")
 def test_the_transcripts_are_those_of_the_engine_before_waves(case):
-    """Released, public and private scores exactly; population scores (now in closed form) to the last bits."""
+    """Submission counts exactly; released, public and private scores to the last bits (the fixture was
+    recorded on another machine, whose BLAS kernels may round an analyst's fit differently in the last
+    bit); population scores (now in closed form) likewise."""
     params = {"ladder": {"eta": 0.01}, "ladder-t": {"alpha": 0.15}, "ladder-boot": {"alpha": 0.15, "b": 20}}.get(case["mechanism"], {})
     if case["scorer"] == "zero-one":
         task = TASKS.make("latent-classification", **SMALL_TASK)
@@ -178,9 +180,8 @@ def test_the_transcripts_are_those_of_the_engine_before_waves(case):
                  TeamSpec("log-loss-oracle")]
         rules = Rules(rounds=6, per_round=4, public_fraction=0.3, selection=2, precision=1e-5)
     result = compete(task, MECHANISMS.make(case["mechanism"], **params), teams, rules, seed=7)
-    for name in ("public", "private", "released_final", "submissions", "public_by_round"):
-        np.testing.assert_array_equal(getattr(result, name), np.array(case[name], dtype=float), err_msg=name)
-    for name in ("population", "leaderboard_errors"):
+    np.testing.assert_array_equal(result.submissions, np.array(case["submissions"], dtype=float))
+    for name in ("public", "private", "released_final", "public_by_round", "population", "leaderboard_errors"):
         np.testing.assert_allclose(getattr(result, name), case[name], rtol=0, atol=1e-14, err_msg=name)
 
 

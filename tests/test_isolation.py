@@ -307,6 +307,28 @@ def test_isolated_attacks_give_the_same_results_bit_for_bit(task, attack):
     assert (a.delta, a.leaderboard_error, a.submissions, a.marks) == (b.delta, b.leaderboard_error, b.submissions, b.marks)
 
 
+
+NUMERIC_DUEL = """
+import numpy as np
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs.duel import duel
+released = [duel(TASKS.make("diabetes"), MECHANISMS.make("ladder-boot", b=10), ATTACKS.make("honest"), seed=5,
+                 replication=2, budget=80, isolation=isolation).released for isolation in ("none", "process")]
+print(np.array_equal(*released))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="OpenBLAS core types named here are x86-64's")
+def test_an_isolated_attack_computes_with_the_organisers_blas_kernels():
+    """An organiser told to use one OpenBLAS core type (here Nehalem's, which every x86-64 machine since
+    2008 runs) hands that choice to the attack process: its ridge regression then gives the same bits,
+    and the leaderboard the same releases, as the same attack in process (with a cleared environment
+    the attack's OpenBLAS chose the machine's own kernels, and the releases differed in the last bit)."""
+    environment = {**os.environ, "OPENBLAS_CORETYPE": "Nehalem"}
+    finished = subprocess.run([sys.executable, "-c", NUMERIC_DUEL], env=environment, capture_output=True, text=True,
+                              timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert finished.stdout.split() == ["True"], finished.stderr[-2000:]
+
 def test_an_isolated_competition_equals_the_in_process_one():
     teams = [TeamSpec("boosting", {"k": 30}, count=2, accounts=2), TeamSpec("hill-climbing", {"k": 20})]
     rules = Rules(rounds=3, per_round=7)

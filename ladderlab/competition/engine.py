@@ -106,6 +106,7 @@ from ladderlab.runs.duel import (
 from ladderlab.scoring import PredictionKind, Scorer, get_scorer
 from ladderlab.seeding import secret_identity, stream
 from ladderlab.tasks import Split, Task
+from ladderlab.utils.determinism import single_threaded
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
 __all__ = ["CompetitionBoard", "CompetitionResult", "Rules", "TeamSpec", "compete", "leaderboard_values",
@@ -540,6 +541,7 @@ def selected_submissions(released: FloatArray, selection: str | int, sign: float
     return np.array([last, *others])
 
 
+@single_threaded()
 def play_competition(
     split: Split,
     mechanism: Mechanism,

@@ -241,7 +241,7 @@ def sandbox_command(mode: SandboxMode, view: View, control_fd: int, file_fds: li
     for source, fd in zip(view.files, file_fds):
         options += [*_parents(source.path, made), "--perms", "0444", "--ro-bind-data", str(fd), str(source.path)]
     options += ["--chdir", "/tmp", "--clearenv"]
-    for name, value in _ENVIRONMENT.items():
+    for name, value in {**_numeric_settings(), **_ENVIRONMENT}.items():
         options += ["--setenv", name, value]
     paths = [entry for entry in (os.path.abspath(entry) for entry in sys.path if entry) if os.path.isdir(entry)]
     bootstrap = (f"import sys; sys.path[:0] = {paths!r}; from ladderlab.isolation.sandbox import serve; "
@@ -255,6 +255,18 @@ _ENVIRONMENT = {
     **{name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")},
 }
+
+NUMERIC_SETTINGS = ("OPENBLAS_", "MKL_", "NPY_", "GOTO_")
+"""Prefixes of the environment variables that choose numerical kernels (OpenBLAS's ``OPENBLAS_CORETYPE``
+and cache sizes, MKL's ``MKL_CBWR``, NumPy's ``NPY_DISABLE_CPU_FEATURES``): the attack process gets the
+organiser's, so that its BLAS computes the same bits. With a cleared environment OpenBLAS chose the
+machine's own core type (SkylakeX) where the organiser had been told Haswell, and an isolated ridge
+regression's predictions differed in the last bit from the same attack's in process."""
+
+
+def _numeric_settings() -> dict[str, str]:
+    """The organiser's :data:`NUMERIC_SETTINGS` (thread counts are :data:`_ENVIRONMENT`'s, which wins)."""
+    return {name: value for name, value in os.environ.items() if name.startswith(NUMERIC_SETTINGS)}
 
 
 # --- the organiser's side -----------------------------------------------------------------

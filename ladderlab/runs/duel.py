@@ -48,6 +48,7 @@ from ladderlab.runs.sharing import TRANSCRIPTS, Transcript
 from ladderlab.scoring import LossScorer, get_scorer
 from ladderlab.seeding import identity_key, secret_identity, stream
 from ladderlab.tasks import Split, Task
+from ladderlab.utils.determinism import single_threaded
 
 
 class Incompatible(Exception):
@@ -112,6 +113,7 @@ def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, relea
     return float(np.max(np.abs(best_true - estimate)))
 
 
+@single_threaded()
 def play(
     split: Split,
     mechanism: Mechanism,
