@@ -16,6 +16,7 @@ import shlex
 import pytest
 
 from ladderlab.cli.commands import LIST_FAMILIES, build_parser
+from ladderlab.arena.registry import ARENA_ATTACKS, ARENA_POLICIES
 from ladderlab.registry import ATTACKS, MECHANISMS
 from tests.docs_helpers import ANY_FENCE, PAGES, RESULTS_PAGES, subcommands
 
@@ -67,10 +68,24 @@ def _listed_family(name: str) -> None:
     assert name in LIST_FAMILIES or f"{name}s" in LIST_FAMILIES, f"'ladderlab list' has no family {name!r}"
 
 
+def _either(*parses):
+    """A check that passes when one of ``parses`` accepts the value (a mechanism or an arena policy)."""
+    def check(value: str) -> None:
+        errors = []
+        for parse in parses:
+            try:
+                parse(value)
+                return
+            except ValueError as error:
+                errors.append(str(error))
+        raise ValueError("; ".join(errors))
+    return check
+
+
 NAMED_VALUES = {("ladderlab run", "scenario"): _builtin_scenario,
                 ("ladderlab list", "what"): _listed_family,
-                ("ladderlab certify", "mechanism"): MECHANISMS.parse,
-                ("ladderlab certify", "attack"): ATTACKS.parse,
+                ("ladderlab certify", "mechanism"): _either(MECHANISMS.parse, ARENA_POLICIES.parse),
+                ("ladderlab certify", "attack"): _either(ATTACKS.parse, ARENA_ATTACKS.parse),
                 ("ladderlab attack", "attack"): ATTACKS.parse,
                 ("ladderlab replay", "mechanism"): MECHANISMS.parse}
 """Values that name a plugin (with parameters) or a built-in scenario, and the check of each."""

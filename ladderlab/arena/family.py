@@ -101,7 +101,12 @@ def pair_probabilities(weight: FloatArray, i: IntArray, j: IntArray) -> FloatArr
     return first_i + first_j
 
 
-class PairwiseArena(Plugin):
+class ArenaFamily(Plugin):
+    """A family of arenas: a season draws its pool of models and their votes from it (:class:`PairwiseArena`
+    is the built-in; a family of your own derives from it)."""
+
+
+class PairwiseArena(ArenaFamily):
     """Models with latent strengths; Bradley–Terry votes with ties, a style confounder, skewed sampling, time."""
 
     id = "pairwise"

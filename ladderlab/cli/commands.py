@@ -25,7 +25,7 @@ import numpy as np
 from ladderlab import __version__
 from ladderlab.arena import cli as arena_cli
 from ladderlab.cli import demo
-from ladderlab.dev import certify_speed, isolation_benchmark, results
+from ladderlab.dev import arena_benchmark, certify_speed, isolation_benchmark, results
 from ladderlab.final_rankings import cli as rank_certificate
 from ladderlab.final_rankings import replay
 from ladderlab.isolation.layout import restart_with_fixed_layout
@@ -647,6 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_bench)
     isolation_benchmark.add_subcommand(commands, arguments.count(1))
     certify_speed.add_subcommand(commands)
+    arena_benchmark.add_subcommand(commands)
     from ladderlab.dev import page_survey
 
     page_survey.add_subcommand(commands)
