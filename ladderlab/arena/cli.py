@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ladderlab.runs.arguments import ArgumentError, count, output_file, positive
+from ladderlab.certification.units import DEFAULT_UNIT, USEFUL
+from ladderlab.runs.arguments import ArgumentError, count, output_file
 from ladderlab.runs.workload import add_force_option
 
 FORMATS = ("text", "json", "csv")
@@ -214,8 +215,6 @@ def add_certify_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--newcomer-gap", type=float, default=0.0, metavar="ELO",
                         help="an arena policy: the provider's model's true strength minus the pool's strongest, Elo "
                              "points (default 0)")
-    parser.add_argument("--beta", type=positive,
-                        help="an arena policy: the tail level: a point passes when P(inflation > τ) ≤ β (default 0.1)")
 
 
 def is_policy(name: str) -> bool:
@@ -232,7 +231,8 @@ def is_policy(name: str) -> bool:
 
 
 HOLDOUT_ONLY = ("n", "challenge", "scorer", "prediction_range", "honest", "competition", "run_dir", "epsilon")
-DISCARDED = {"tune": False, "link": False, "accounts": 1, "isolation": "none", "secret_seed": None}
+DISCARDED = {"tune": False, "link": False, "accounts": 1, "isolation": "none", "secret_seed": None,
+             "unit": DEFAULT_UNIT, "useful": USEFUL}
 
 
 def certify_command(args: argparse.Namespace) -> int:
@@ -258,7 +258,7 @@ def certify_command(args: argparse.Namespace) -> int:
         raise ArgumentError("--only runs the attacks given with --attack: give at least one")
     issued = certificate.certify_policy(
         args.mechanism, params, attacks=attacks, budgets=args.budgets, family=_family(args.arena, "--arena"),
-        tau=args.tau if args.tau is not None else certificate.TAU, beta=args.beta or certificate.BETA,
+        tau=args.tau if args.tau is not None else certificate.TAU, beta=args.beta,
         confidence=args.confidence, replications=args.replications or certificate.MOST_REPLICATIONS, seed=args.seed,
         jobs=args.jobs, newcomer_gap=args.newcomer_gap, complete=args.complete, progress=args.progress)
     print(certificate.summary(issued), end="")

@@ -24,6 +24,14 @@ import numpy as np
 
 from ladderlab import __version__
 from ladderlab.arena import cli as arena_cli
+from ladderlab.certification.units import (
+    DEFAULT_BETA,
+    DEFAULT_REPLICATIONS,
+    DEFAULT_TOLERANCE,
+    DEFAULT_UNIT,
+    UNITS,
+    USEFUL,
+)
 from ladderlab.cli import demo
 from ladderlab.dev import arena_benchmark, certify_speed, isolation_benchmark, results
 from ladderlab.final_rankings import cli as rank_certificate
@@ -332,9 +340,9 @@ def _certify(args: argparse.Namespace) -> int:
     from ladderlab.certification import certify
     from ladderlab.registry import MECHANISMS
 
-    args.tau = 0.05 if args.tau is None else args.tau
-    args.epsilon = 0.05 if args.epsilon is None else args.epsilon
-    args.replications = args.replications or 100
+    args.tau = DEFAULT_TOLERANCE if args.tau is None else args.tau
+    args.epsilon = DEFAULT_TOLERANCE if args.epsilon is None else args.epsilon
+    args.replications = args.replications or DEFAULT_REPLICATIONS
 
     arguments.output_folder("--run-dir", args.run_dir)
     MECHANISMS.checked(args.mechanism, arguments.parse_params(args.param),
@@ -342,6 +350,7 @@ def _certify(args: argparse.Namespace) -> int:
     attacks = [certify.parse_attack(text) for text in args.attack]
     out = certify.check_output(args.out) if args.out else None
     options = dict(replications=args.replications, seed=args.seed, tau=args.tau, epsilon=args.epsilon, jobs=args.jobs,
+                   beta=args.beta, unit=args.unit, useful=args.useful,
                    run_dir=args.run_dir, default_battery=not args.only, isolation=args.isolation,
                    secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
                    progress=args.progress, force=args.force, confidence=args.confidence, complete=args.complete,
@@ -386,6 +395,7 @@ def _certify(args: argparse.Namespace) -> int:
         args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         honest=[certify.parse_honest(text) for text in args.honest], scorer=args.scorer,
         prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
+    _note_tolerance_params(result)
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(
@@ -400,16 +410,31 @@ def _write_certificate(result: dict[str, object], out: Path | None, render: Call
     ``command``) if given."""
     from ladderlab.certification import certify
 
+    from ladderlab.certification.certificate_text import summary
+
     text = render(result)
-    print(text)
+    print(summary(result), end="")
     if out:
         try:
             written = certify.write_certificate(result, out, text, command)
         except OSError as error:
             print(f"ladderlab: error: {error}", file=sys.stderr)
             return 1
-        print(f"certificate written to {written[0]} and {written[1]}", file=sys.stderr)
+        print(f"certificate written to {written[0]} and {written[1]} (the full Markdown)", file=sys.stderr)
+    else:
+        print("(--out FILE.json writes the certificate in full: JSON, and Markdown beside it)", file=sys.stderr)
     return 0
+
+
+def _note_tolerance_params(result: dict[str, object]) -> None:
+    """Say which mechanism parameters the certificate set from its tolerance (they are part of what it certifies)."""
+    from ladderlab.naming import plugin_label
+
+    chosen = result.get("tolerance_params")
+    if chosen:
+        print(f"ladderlab: note: the certificate sets {plugin_label('', chosen).strip('()')} (in units of B) so that an "
+              f"honest improvement of τ is released; deploy {plugin_label(str(result['mechanism']), result['params'])}",
+              file=sys.stderr)
 
 
 def _extrapolate(args: argparse.Namespace) -> int:
@@ -596,9 +621,19 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--only", action="store_true",
                       help="run only the attacks given with --attack, not the default battery of every attack")
     cert.add_argument("--replications", type=arguments.count(1),
-                      help="the most replications a grid point uses; each stops once its verdict is decided (default 100; "
-                           "2000 seasons for an arena policy)")
-    cert.add_argument("--confidence", type=float, default=0.95, help="confidence of every verdict (default 0.95)")
+                      help="the most replications a grid point uses; each stops once its verdict is decided "
+                           f"(default {DEFAULT_REPLICATIONS}; for an arena policy, seasons, default 2000)")
+    cert.add_argument("--confidence", type=float, default=0.95,
+                      help="confidence of the whole certificate: all its verdicts hold together (default 0.95)")
+    cert.add_argument("--beta", type=float, default=DEFAULT_BETA,
+                      help="the tail: a point passes when at most this share of contests overfits past τ or "
+                           f"overstates past ε (an arena policy: inflates past τ) (default {DEFAULT_BETA:g})")
+    cert.add_argument("--unit", choices=list(UNITS), default=DEFAULT_UNIT,
+                      help="the unit of --tau and --epsilon: 'constant', the loss of the best constant prediction on the "
+                           "public labels (default); 'bound', the loss bound B; 'score', the scorer's own units")
+    cert.add_argument("--useful", type=float, default=USEFUL,
+                      help="the honest participants' Spearman correlation below which a safe mechanism is 'safe only "
+                           f"because it releases nothing' (default {USEFUL:g})")
     cert.add_argument("--tune", action="store_true", help="search the mechanism's declared parameters (and the "
                       "prediction range) at the largest budget and --scorer (default zero-one); recommend the certified "
                       "setting with the best honest utility; --out gets a table and a plot beside it")
@@ -614,10 +649,12 @@ def build_parser() -> argparse.ArgumentParser:
                            "'training' for the training labels' range (default)")
     cert.add_argument("--seed", type=arguments.count(0), default=0, help="root seed of the battery (default 0)")
     cert.add_argument("--tau", type=arguments.positive,
-                      help="largest tolerated median overfitting -Δ, in units of the loss bound B (default 0.05); for an "
-                           "arena policy, the largest tolerated inflation of a published rating, Elo points (default 20)")
+                      help=f"the overfitting -Δ tolerated in all but a share β of contests, in --unit (default "
+                           f"{DEFAULT_TOLERANCE:g}: a tenth of the best constant prediction's loss); for an arena policy, "
+                           "the inflation of a published rating tolerated, Elo points (default 20)")
     cert.add_argument("--epsilon", type=arguments.positive,
-                      help="largest tolerated median leaderboard error, in units of B (default 0.05)")
+                      help="the leaderboard's optimism (released better than true) tolerated in all but a share β of "
+                           f"contests, in --unit (default {DEFAULT_TOLERANCE:g})")
     cert.add_argument("--jobs", type=arguments.count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
     cert.add_argument("--run-dir", help="keep the battery here instead of the user's cache (resumable; "
                       "'ladderlab report' reads it when it finished)")

@@ -81,7 +81,7 @@ from ladderlab.naming import plugin_label
 from ladderlab.plugin import fingerprint, fingerprint_token
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.runs import rundir, workload
-from ladderlab.runs.duel import Incompatible, duel
+from ladderlab.runs.duel import AttackCrashed, DuelResult, Incompatible, duel, keeping_crashes
 from ladderlab.runs.rundir import RunDirectoryError
 from ladderlab.runs.scenario import (
     Cell,
@@ -108,6 +108,9 @@ from ladderlab.utils.sources import LOCAL_MODULE_PREFIX
 log = logging.getLogger("ladderlab.run")
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
+CRASH_AND_SIDES = ("leaderboard_optimism", "leaderboard_lag", "crashed")
+"""The sides of the leaderboard error (:func:`ladderlab.runs.duel.leaderboard_deviations`) and whether the attack
+raised (a ``failed`` row that carries what it submitted before: :class:`ladderlab.runs.duel.AttackCrashed`)."""
 
 
 @contextmanager
@@ -377,33 +380,46 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
             result = duel_with_accounts(task, mechanism, attack, seed, replication, cell.budget, cell.accounts,
                                         link=LinkRule() if cell.link else None)
         else:
-            result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
-                          isolation=isolation, secret_seed=secret_seed)
+            with keeping_crashes():
+                result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
+                              isolation=isolation, secret_seed=secret_seed)
     except Incompatible as reason:
         row.update(status="skipped", error=str(reason))
+    except AttackCrashed as crash:  # failed, with what the attack submitted before it raised
+        row.update(status="failed", error=str(crash), crashed=True, submissions=0)
+        if crash.partial is not None:
+            row.update(_measures(crash.partial))
     except Exception as error:  # a failing cell is recorded, and the run goes on
         row.update(status="failed", error="".join(traceback.format_exception_only(error)).strip())
     else:
-        row.update(
-            submissions=result.submissions,
-            leaderboard_error=result.leaderboard_error,
-            final_released=result.final_released,
-            final_public=result.final_public,
-            final_final=result.final_final,
-            delta=result.delta,
-            optimism=result.optimism,
-            reported=result.reported,
-            loss_bound=result.loss_bound,
-            population=result.population,
-            released=result.released,
-            public=result.public,
-            final=result.final,
-            marks=json.dumps(result.marks),
-        )
-        if result.attack_fingerprint:
-            row["attack_fingerprint"] = result.attack_fingerprint
+        row.update(_measures(result))
     row["wall_time"] = time.perf_counter() - start
     return row
+
+
+def _measures(result: DuelResult) -> dict[str, Any]:
+    """A duel's measures as a row's columns."""
+    measures = dict(
+        submissions=result.submissions,
+        leaderboard_error=result.leaderboard_error,
+        leaderboard_optimism=result.leaderboard_optimism,
+        leaderboard_lag=result.leaderboard_lag,
+        final_released=result.final_released,
+        final_public=result.final_public,
+        final_final=result.final_final,
+        delta=result.delta,
+        optimism=result.optimism,
+        reported=result.reported,
+        loss_bound=result.loss_bound,
+        population=result.population,
+        released=result.released,
+        public=result.public,
+        final=result.final,
+        marks=json.dumps(result.marks),
+    )
+    if result.attack_fingerprint:
+        measures["attack_fingerprint"] = result.attack_fingerprint
+    return measures
 
 
 def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
@@ -421,7 +437,8 @@ def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
         "seed": [seed] * len(rows),
     }
     for name in ("replication", "status", "error", "marks", "wall_time", "submissions", "reported", "leaderboard_error",
-                 "final_released", "final_public", "final_final", "delta", "optimism", "loss_bound", "population"):
+                 "final_released", "final_public", "final_final", "delta", "optimism", "loss_bound", "population",
+                 *CRASH_AND_SIDES):
         columns[name] = [row.get(name) for row in rows]
     for name in SUBMISSION_COLUMNS:
         columns[name] = [None if row.get(name) is None else np.asarray(row[name]).tolist() for row in rows]
@@ -433,6 +450,7 @@ def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
         + [(name, pa.float64()) for name in ("leaderboard_error", "final_released", "final_public", "final_final",
                                              "delta", "optimism", "loss_bound", "population")]
         + [(name, pa.list_(pa.float64())) for name in SUBMISSION_COLUMNS]
+        + [("leaderboard_optimism", pa.float64()), ("leaderboard_lag", pa.float64()), ("crashed", pa.bool_())]
     )
     return pa.table(columns, schema=schema)
 
@@ -948,7 +966,9 @@ def read_cell_files(files: list[Path], submissions: bool = False) -> pd.DataFram
     """The rows of the given cell files, sorted by cell and replication."""
     if not files:
         return pd.DataFrame()
-    names = pq.read_schema(files[0]).names
-    columns = names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
-    frames = [pq.read_table(f, columns=columns).to_pandas() for f in files]
+    def columns(path: Path) -> list[str]:  # a cell written before a column was added lacks it
+        names = pq.read_schema(path).names
+        return names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
+
+    frames = [pq.read_table(f, columns=columns(f)).to_pandas() for f in files]
     return pd.concat(frames, ignore_index=True).sort_values(["cell", "replication"], ignore_index=True)
