@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ladderlab.arena.certificate import ArenaAttackSpec, certify_policy, first_pass, parse_attack, tail_side
+from ladderlab.arena.certificate import ArenaAttackSpec, certify_policy, parse_attack, tail_side
 from ladderlab.arena.family import PairwiseArena
 from ladderlab.cli.commands import main
 from ladderlab.runs.page_stamps import stamps_in
+from ladderlab.stats.sequential import first_decision
 
 SMALL = PairwiseArena(models=16, providers=4, battles=4000)
 BEST_OF = ArenaAttackSpec("best-of-n-variants", {"battles_per_variant": 400})
@@ -35,7 +36,7 @@ def test_a_tail_verdict_at_the_level_is_wrong_no_more_often_than_its_error():
 
 
 def test_the_fewest_seasons_to_pass_are_those_of_no_inflation_at_all():
-    t = first_pass(0.01, 0.1)
+    t = first_decision(0.01, 0.1)
     assert tail_side(np.zeros(t, dtype=bool), 0.01, 0.1) == (t, -1)
     assert tail_side(np.zeros(t - 1, dtype=bool), 0.01, 0.1) == (t - 1, 0)
 

@@ -7,11 +7,12 @@ For each attack (every registered arena attack, or those named), at each budget 
 
     p = P(the provider's listed rating exceeds its true strength by more than τ Elo points)
 
-is decided against the tail level β: Robbins' confidence sequence for p (:mod:`ladderlab.stats.sequential`,
-the holdout certificates' statistics) *passes* the point once it lies below β, *fails* it once it lies
-above β, and leaves it *inconclusive* at the most replications. Each sequence runs at error
-δ = (1 − confidence) / points, a Bonferroni union over every point of the certificate, so all its
-decided verdicts are right together with probability at least ``confidence``. An attack's verdict at
+is decided against the tail level β, the holdout certificates' tail criterion and statistics
+(:mod:`ladderlab.stats.sequential`): Robbins' confidence sequence for p *passes* the point once it lies
+below β, *fails* it once it lies above β, and leaves it *inconclusive* at the most replications. Each
+sequence runs at error δ = (1 − confidence) / points (``per_sequence_error``, one sequence a point), a
+Bonferroni union over every point of the certificate, so all its decided verdicts are right together
+with probability at least ``confidence``. An attack's verdict at
 a budget is its worst point's; its *safe budget* is the largest budget up to which every verdict
 passes, and the points above a failing budget stop at the end of their round (their verdict is
 inconclusive, marked ``stopped``).
@@ -47,8 +48,10 @@ from ladderlab.stats.sequential import (
     INCONCLUSIVE,
     PASSES,
     confidence_sequence,
-    log_mixture_martingale,
+    first_decision,
     median_interval,
+    per_sequence_error,
+    sides,
 )
 from ladderlab.utils import cpu_time
 from ladderlab.utils.progress import progress_bar
@@ -115,22 +118,12 @@ def _seasons(family: PairwiseArena, policy: tuple[str, dict[str, Any]], attack: 
 
 def tail_side(exceeded: np.ndarray, delta: float, beta: float) -> tuple[int, int]:
     """The first replication after which the confidence sequence of P(exceeded) at error ``delta`` lies
-    wholly above ``beta`` (side +1) or below it (−1), and that side; (len, 0) if it never does."""
-    successes = np.cumsum(exceeded)
-    trials = np.arange(1, exceeded.size + 1)
-    decided = np.flatnonzero(log_mixture_martingale(successes, trials, beta) >= -math.log(delta))
+    wholly above ``beta`` (side +1) or below it (−1), and that side; (len, 0) if it never does
+    (:func:`ladderlab.stats.sequential.sides`)."""
+    decided = np.flatnonzero(side := sides(np.asarray(exceeded, dtype=bool), delta, beta))
     if not decided.size:
-        return exceeded.size, 0
-    t = int(decided[0])
-    return t + 1, 1 if successes[t] > beta * trials[t] else -1
-
-
-def first_pass(delta: float, beta: float) -> int:
-    """The fewest replications that can pass a point: none of them beyond τ."""
-    t = 1
-    while log_mixture_martingale(0, t, beta) < -math.log(delta):
-        t += 1
-    return t
+        return len(exceeded), 0
+    return int(decided[0]) + 1, int(side[decided[0]])
 
 
 def certify_policy(policy: str, params: dict[str, Any] | None = None, attacks: list[ArenaAttackSpec] | None = None,
@@ -156,9 +149,9 @@ def certify_policy(policy: str, params: dict[str, Any] | None = None, attacks: l
             for point in spec.points(budget):
                 ARENA_ATTACKS.checked(spec.id, point, f"--attack {spec.label} at budget {budget}")
                 points.append(_Point(len(points), spec, budget, point, []))
-    delta = (1.0 - confidence) / len(points)
+    delta = per_sequence_error(confidence, len(points), sequences=1)
     start, cpu_start = time.perf_counter(), cpu_time.tree_seconds()
-    target = first_pass(delta, beta)
+    target = first_decision(delta, beta)
     with Parallel(n_jobs=jobs) as parallel, progress_bar(progress=progress, total=len(points), desc="grid points",
                                                           unit="point") as bar:
         while True:
