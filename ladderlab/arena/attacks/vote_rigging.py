@@ -55,7 +55,10 @@ class VoteRigging(ArenaAttack):
 
     @classmethod
     def strength_grid(cls, budget: int) -> list[dict[str, Any]]:
-        return [{"votes": budget, "strategy": strategy} for strategy in ("t-abstain", "t-normal", "omni-on", "omni-bt")]
+        """Target-only and omnipresent strategies; ``omni-bt`` refits every max(10, votes / 100) votes, at most
+        100 refits a season."""
+        return [{"votes": budget, "strategy": strategy} for strategy in ("t-abstain", "t-normal", "omni-on")] + [
+            {"votes": budget, "strategy": "omni-bt", "refit_every": max(10, budget // 100)}]
 
     def play(self, client: ArenaClient, rng: np.random.Generator) -> None:
         tested = client.test_variants(1, self.battles_per_variant)
