@@ -140,3 +140,18 @@ def test_a_sweep_file_mistake_names_its_key(change, message, tmp_path):
 def test_the_built_in_sweep_loads():
     sweep = load("leaderboard-illusion")
     assert [len(table.grid) for table in sweep.tables][:2] == [16, 4] and sweep.paper
+
+
+def test_the_arena_benchmark_times_every_step_and_writes_its_stamped_page(tmp_path, capsys):
+    page = tmp_path / "bench.md"
+    assert main(["bench-arena", "--battles", "20000", "--models", "20", "--jobs", "1", "--write", str(page)]) == 0
+    text = page.read_text()
+    assert "| 100 bootstrap fits on 1 worker |" in text and "| one fit, a row per battle |" in text
+    assert stamps_in(text)[0]["command"] == f"ladderlab bench-arena --battles 20000 --models 20 --jobs 1 --write {page}"
+
+
+@pytest.mark.slow
+def test_two_million_battles_over_250_models_are_rated_within_thirty_seconds_on_two_cores():
+    from ladderlab.dev.arena_benchmark import TARGET_SECONDS, measure
+
+    assert measure(2_000_000, 250, 2)["total_wall"] <= TARGET_SECONDS
