@@ -206,3 +206,58 @@ def test_fastchats_own_functions_agree_on_battles_drawn_now(family):
 def test_the_fixture_names_the_fastchat_commit_that_computed_it():
     assert FIXTURE["fastchat_commit"].startswith("0e6d3e4") and "compute_bootstrap_bt" in FIXTURE["computed_by"]
     assert sys.modules.get("fastchat") is None or FASTCHAT is not None
+
+
+STYLE_FIXTURE = json.loads((DATA / "fastchat-style-ratings.json").read_text())
+
+
+def test_style_control_is_fastchats_on_the_fixture():
+    from ladderlab.arena.style import rate_style_controlled
+
+    controlled = rate_style_controlled(read_battles(DATA / "fastchat-style-battles.csv"), replicates=0)
+    rating = _by_name(controlled.ratings, controlled.ratings.rating)
+    assert max(abs(rating[m] - value) for m, value in STYLE_FIXTURE["ratings"].items()) <= ELO_TOLERANCE
+    assert np.allclose(list(controlled.coefficients.values()), STYLE_FIXTURE["coefficients"], atol=1e-6)
+
+
+def test_style_control_reads_fastchats_conv_metadata_records_as_their_columns():
+    from ladderlab.arena.battles import STYLE_ELEMENTS
+
+    frame = pd.read_csv(DATA / "fastchat-style-battles.csv")
+    records = frame[list(STYLE_ELEMENTS)].to_dict(orient="records")
+    nested = [{**record, "header_count_a": {"h1": record["header_count_a"], "h2": 0}} for record in records]
+    with_metadata = frame.drop(columns=list(STYLE_ELEMENTS)).assign(conv_metadata=nested)
+    assert np.array_equal(from_frame(with_metadata).style, from_frame(frame).style)
+
+
+def test_style_control_recovers_the_strengths_that_style_hides():
+    """Voters reward style worth 120 points a unit: the plain fit ranks by strength plus style, the
+    style-controlled one by strength."""
+    from ladderlab.arena.style import rate_style_controlled
+
+    family = PairwiseArena(models=12, battles=20000, style_effect=120.0)
+    rng = np.random.default_rng(11)
+    pool = family.pool(rng)
+    battles, _ = family.battles_of(rng, pool)
+    order = [pool.names.index(model) for model in battles.models]
+    truth = pool.strength[order]
+    plain = rate(battles, replicates=0, solver="exact").rating
+    controlled = rate_style_controlled(battles, replicates=0).ratings.rating
+    assert stats.spearmanr(controlled, truth)[0] > stats.spearmanr(plain, truth)[0] + 0.1
+
+
+@needs_fastchat
+def test_fastchats_style_control_agrees_on_battles_drawn_now():
+    from ladderlab.arena.battles import STYLE_ELEMENTS
+    from ladderlab.arena.style import rate_style_controlled
+
+    family = PairwiseArena(models=10, battles=3000, style_effect=80.0, tie_rate=0.4)
+    rng = np.random.default_rng(21)
+    battles, _ = family.battles_of(rng, family.pool(rng))
+    frame = to_frame(battles)
+    records = pd.DataFrame(battles.style.astype(int), columns=list(STYLE_ELEMENTS)).to_dict(orient="records")
+    reference, params = FASTCHAT.compute_style_control(frame.assign(conv_metadata=records))
+    controlled = rate_style_controlled(battles, replicates=0)
+    rating = _by_name(controlled.ratings, controlled.ratings.rating)
+    assert max(abs(rating[m] - reference[m]) for m in reference.index) <= ELO_TOLERANCE
+    assert np.allclose(list(controlled.coefficients.values()), params, atol=1e-5)

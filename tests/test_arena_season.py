@@ -58,7 +58,8 @@ def test_drawn_votes_follow_their_probabilities_and_the_pairs_the_sampler():
     for pair in range(i.size):
         assert _inside(int((key == i[pair] * pool.size + j[pair]).sum()), len(battles), expected[pair])
     first = order[battles.a] == 0
-    tie_share = outcome_probabilities(family.vote_difference(pool, order[battles.a], order[battles.b]), 0.4)[:, 1]
+    tie_share = family.vote_probabilities(pool.strength[order[battles.a]] - pool.strength[order[battles.b]],
+                                          pool.style[order[battles.a]] - pool.style[order[battles.b]])[:, 1]
     assert _inside(int((battles.outcome == TIE).sum()), len(battles), float(tie_share.mean()))
     assert (np.diff(times) >= 0).all() and first.any()
 
@@ -240,3 +241,16 @@ def _client(season):
     from ladderlab.arena.season import _Client
 
     return _Client(season)
+
+
+def test_the_count_form_integrates_the_answers_style_as_the_battle_by_battle_draws_do():
+    """One pair, votes drawn battle by battle with each answer's own style, against the integrated probabilities."""
+    family = PairwiseArena(models=2, providers=1, battles=60000, style_effect=150.0, tie_rate=0.3)
+    rng = np.random.default_rng(8)
+    pool = family.pool(rng)
+    battles, _ = family.battles_of(rng, pool)
+    first = np.array([pool.names.index(name) for name in battles.models])[battles.a]
+    expected = family.vote_probabilities(pool.strength[first] - pool.strength[1 - first],
+                                         pool.style[first] - pool.style[1 - first])
+    for code, column in ((A_WINS, 0), (TIE, 1)):
+        assert _inside(int((battles.outcome == code).sum()), len(battles), float(expected[:, column].mean()))

@@ -20,6 +20,7 @@ two million battles a few tens of thousands of numbers.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,10 @@ A_WINS, TIE, B_WINS = 2, 1, 0
 WINNERS = {"model_a": A_WINS, "model_b": B_WINS, "tie": TIE, "tie (bothbad)": TIE, "both_bad": TIE, "bothbad": TIE}
 """The ``winner`` values read, and their outcome codes."""
 COLUMNS = ("model_a", "model_b", "winner")
+STYLE_ELEMENTS = ("sum_assistant_a_tokens", "header_count_a", "list_count_a", "bold_count_a",
+                  "sum_assistant_b_tokens", "header_count_b", "list_count_b", "bold_count_b")
+"""FastChat's ``STYLE_CONTROL_ELEMENTS_V1``: a battle's style counts, as columns of their own or as keys of a
+``conv_metadata`` record (a count, or a record of counts that add up, as FastChat's files hold them)."""
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 
 
@@ -112,6 +117,8 @@ class Battles:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     """What a person reading the ratings should know about the file (not-anonymous battles)."""
+    style: FloatArray | None = None
+    """Battles × 8 style counts, FastChat's :data:`STYLE_ELEMENTS` in order, where the file has them."""
 
     def __len__(self) -> int:
         return int(self.a.size)
@@ -136,11 +143,6 @@ class Battles:
         """How many battles each model fought (as model_a or model_b; FastChat's ``num_battles``)."""
         m = len(self.models)
         return (np.bincount(self.a, minlength=m) + np.bincount(self.b, minlength=m)).astype(float)
-
-    def subset(self, rows: NDArray[np.bool_]) -> Battles:
-        """The battles of ``rows``, renumbered as a file holding only them would be."""
-        names = np.asarray(self.models, dtype=object)
-        return from_columns(names[self.a[rows]], names[self.b[rows]], self.outcome[rows], self.source)
 
 
 def from_columns(model_a: NDArray, model_b: NDArray, outcome: IntArray, source: str = "",
@@ -194,7 +196,27 @@ def from_table(table: pa.Table, source: str = "battles") -> Battles:
             notes.append(f"{named} of {table.num_rows} battles are not anonymous (anony false); FastChat's leaderboard "
                          "rates anonymous battles only (--anonymous-only)")
     a, b, models = _numbered(pa.table({"model_a": columns["model_a"], "model_b": columns["model_b"]}))
-    return Battles(models, a, b, outcome, source, notes)
+    return Battles(models, a, b, outcome, source, notes, _style(table, source))
+
+
+def _style(table: pa.Table, source: str) -> FloatArray | None:
+    """The battles' style counts (battles × 8), from columns named as :data:`STYLE_ELEMENTS` or from
+    ``conv_metadata`` records; None where the table has neither; ``ValueError`` for a missing or bad count."""
+    if all(name in table.column_names for name in STYLE_ELEMENTS):
+        columns = [table[name].to_pylist() for name in STYLE_ELEMENTS]
+    elif "conv_metadata" in table.column_names:
+        records = [json.loads(record) if isinstance(record, str) else record for record in table["conv_metadata"].to_pylist()]
+        columns = [[record.get(name) if isinstance(record, dict) else None for record in records] for name in STYLE_ELEMENTS]
+    else:
+        return None
+    out = np.empty((table.num_rows, len(STYLE_ELEMENTS)))
+    for number, (name, values) in enumerate(zip(STYLE_ELEMENTS, columns)):
+        for row, value in enumerate(values):
+            count = sum(value.values()) if isinstance(value, dict) else value
+            if isinstance(count, bool) or not isinstance(count, (int, float)) or not np.isfinite(count) or count < 0:
+                raise ValueError(f"{source}: row {row + 1}: style count {name} is {value!r}, not a count")
+            out[row, number] = count
+    return out
 
 
 def from_frame(frame: pd.DataFrame, source: str = "battles") -> Battles:
@@ -208,6 +230,11 @@ def _arrow(frame: pd.DataFrame) -> pa.Table:
             for column in COLUMNS if column in frame.columns}
     if "anony" in frame.columns:
         data["anony"] = pa.array(frame["anony"])
+    if "conv_metadata" in frame.columns:
+        data["conv_metadata"] = pa.array([json.dumps(v) if isinstance(v, dict) else None for v in frame["conv_metadata"]])
+    for name in STYLE_ELEMENTS:
+        if name in frame.columns:
+            data[name] = pa.array(pd.to_numeric(frame[name], errors="coerce"), pa.float64())
     return pa.table(data) if data else pa.table({"": pa.nulls(len(frame))})
 
 

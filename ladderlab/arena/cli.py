@@ -47,6 +47,9 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                       help="shift the ratings so that MODEL has RATING (default FastChat's: "
                            "mixtral-8x7b-instruct-v0.1=1114, where it is rated)")
     rate.add_argument("--no-anchor", action="store_true", help="no anchor: the ratings' mean is 1000")
+    rate.add_argument("--style-control", action="store_true",
+                      help="FastChat's style control: the battles' style differences as covariates (needs the style "
+                           "counts: columns sum_assistant_a_tokens … bold_count_b, or conv_metadata records)")
     rate.add_argument("--top", type=count(1), help="models listed in the text output (default all)")
     rate.add_argument("--jobs", type=count(1, every_core=True), default=1, help="parallel bootstrap fits (-1: every core)")
     rate.add_argument("--out", help="write the ratings to this file instead of the terminal")
@@ -71,7 +74,7 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     simulate.add_argument("--family", default="pairwise", help="the family with parameters, e.g. 'pairwise(models=100, "
                                                                "battles=50000, lifetime=0.2)' (TOML values)")
     simulate.add_argument("--seed", type=count(0), default=0, help="seed (default 0)")
-    simulate.add_argument("--truth", help="also write model, provider and true strength (Elo) to this CSV file")
+    simulate.add_argument("--truth", help="also write model, provider, true strength (Elo) and style to this CSV file")
     simulate.set_defaults(handler=_simulate)
 
     listing = commands_.add_parser("list", help="the arena policies and attacks, with parameters and references")
@@ -118,13 +121,25 @@ def _rate(args: argparse.Namespace) -> int:
     battles = read_battles(args.battles, args.anonymous_only, args.force)
     if anchor and args.anchor and anchor[0] not in battles.models:
         raise ArgumentError(f"--anchor {args.anchor}: {anchor[0]!r} fought no battle in {args.battles}")
-    ratings = rate(battles, args.bootstrap, args.seed, args.solver, anchor, args.jobs, progress=args.progress)
+    if args.style_control:
+        if args.solver != "fastchat":
+            raise ArgumentError("--style-control fits as FastChat does; leave out --solver")
+        from ladderlab.arena.style import FEATURES, rate_style_controlled
+
+        controlled = rate_style_controlled(battles, args.bootstrap, args.seed, anchor, args.jobs)
+        ratings, records = controlled.ratings, controlled.records()
+        extra = [f"style coefficient {name}: {controlled.coefficients[name]:+.4f}"
+                 + (" [{:+.4f}, {:+.4f}]".format(*controlled.intervals[name]) if controlled.intervals else "")
+                 for name in FEATURES]
+    else:
+        ratings = rate(battles, args.bootstrap, args.seed, args.solver, anchor, args.jobs, progress=args.progress)
+        records, extra = ratings.records(), []
     if args.format == "json":
-        text = json.dumps(ratings.records(), indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(records, indent=2, ensure_ascii=False) + "\n"
     elif args.format == "csv":
         text = ratings.table().to_csv(index=False)
     else:
-        text = text_table(ratings, args.top)
+        text = text_table(ratings, args.top, extra)
     return _emit(text, args.out)
 
 
@@ -155,6 +170,10 @@ def _simulate(args: argparse.Namespace) -> int:
     pool = family.pool(rng)
     battles, times = family.battles_of(rng, pool)
     frame = to_frame(battles).assign(tstamp=times, anony=True)
+    if battles.style is not None:
+        from ladderlab.arena.battles import STYLE_ELEMENTS
+
+        frame[list(STYLE_ELEMENTS)] = battles.style.astype(int)
     kind = SUFFIXES[suffix]
     if kind == "csv":
         frame.to_csv(args.out, index=False)
@@ -163,8 +182,8 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         frame.to_json(args.out, orient="records", lines=kind == "jsonl")
     if args.truth:
-        pd.DataFrame({"model": pool.names, "provider": pool.provider, "strength": pool.strength}).to_csv(args.truth,
-                                                                                                          index=False)
+        pd.DataFrame({"model": pool.names, "provider": pool.provider, "strength": pool.strength,
+                      "style": pool.style}).to_csv(args.truth, index=False)
     print(f"{len(battles)} battles among {pool.size} models written to {args.out}", file=sys.stderr)
     return 0
 

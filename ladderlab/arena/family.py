@@ -4,8 +4,10 @@ A *pool* of models, each with a true strength θ (Elo points, drawn N(0, ``sprea
 (models are dealt to the ``providers`` in turn; ten by default, fewer if there are fewer models), a sampling weight (its provider's, ``provider_weights``;
 uniform by default) and optionally a style s ~ N(0, 1) that voters reward although it is no
 quality (``style_effect`` γ, Elo points per unit of style: the confounder style control removes).
+Each answer's style is its model's plus noise, φ = s + 0.67 z, and shows in its counts as FastChat
+measures them (tokens e^(5.5 + 0.6 φ), rounded; headers, list items and bold spans Poisson(e^(0.3 + 0.5 φ))).
 
-A vote between a and b, with d = θ_a − θ_b + γ (s_a − s_b) and p = σ(d · ln 10 / 400):
+A vote between a and b, with d = θ_a − θ_b + γ (φ_a − φ_b) and p = σ(d · ln 10 / 400):
 
     P(a wins) = p − t/2,   P(tie) = t = 4 τ p (1 − p),   P(b wins) = 1 − p − t/2,
 
@@ -19,12 +21,14 @@ a time span [0, 1]: with ``lifetime`` < 1 each model is live for that share of i
 in turn, as new releases do, and leave), so the comparison graph is as sparse as the Arena's; a
 battle pairs live models only. Drawn battle by battle (:meth:`PairwiseArena.battles`, for a
 battles file), or as counts per pair (:meth:`PairwiseArena.outcomes`): for independent battles the
-pairs' counts are multinomial and each pair's outcomes multinomial given its count, the same
-distribution at the cost of the number of pairs.
+pairs' counts are multinomial and each pair's outcomes multinomial given its count, with the
+answers' style noise integrated out (Gauss–Hermite, exact to rounding for these smooth probabilities):
+the same distribution at the cost of the number of pairs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +43,9 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 TIME_SLICES = 200
 """Slices of the time span within which the live models are fixed (``lifetime`` < 1)."""
+STYLE_NOISE = 0.67
+"""The spread of an answer's style around its model's."""
+NODES, NODE_WEIGHTS = np.polynomial.hermite.hermgauss(24)
 
 
 def outcome_probabilities(difference: FloatArray, tie_rate: float) -> FloatArray:
@@ -84,6 +91,12 @@ class Outcomes:
     def __add__(self, other: Outcomes) -> Outcomes:
         return Outcomes(self.n_models, self.i, self.j, self.wins + other.wins, self.ties + other.ties,
                         self.losses + other.losses)
+
+
+def _style_counts(style: FloatArray, rng: np.random.Generator) -> FloatArray:
+    """One side's FastChat style counts for answers of style ``style``: tokens, headers, list items, bold spans."""
+    tokens = np.round(np.exp(5.5 + 0.6 * style))
+    return np.column_stack([tokens, *(rng.poisson(np.exp(0.3 + 0.5 * style)) for _ in range(3))]).astype(float)
 
 
 def all_pairs(size: int) -> tuple[IntArray, IntArray]:
@@ -161,9 +174,15 @@ class PairwiseArena(ArenaFamily):
         names = [f"p{p:02d}-model-{m:03d}" for m, p in enumerate(provider)]
         return Pool(names, strength, provider, style, self.weight_of(provider), start)
 
-    def vote_difference(self, pool: Pool, a: IntArray, b: IntArray) -> FloatArray:
-        """θ_a − θ_b + γ (s_a − s_b), Elo points."""
-        return pool.strength[a] - pool.strength[b] + self.style_effect * (pool.style[a] - pool.style[b])
+    def vote_probabilities(self, strength: FloatArray, style: FloatArray) -> FloatArray:
+        """P(a wins), P(tie), P(b wins) for differences of true ``strength`` (Elo) and of models' ``style``: the
+        answers' style noise integrated out (… × 3)."""
+        if not self.style_effect:
+            return outcome_probabilities(strength, self.tie_rate)
+        spread = STYLE_NOISE * np.sqrt(2.0) * np.sqrt(2.0)  # φ_a − φ_b has sd 0.67·√2; Hermite nodes carry a √2
+        shifted = [outcome_probabilities(strength + self.style_effect * (style + spread * node), self.tie_rate)
+                   for node in NODES]
+        return np.tensordot(NODE_WEIGHTS / np.sqrt(np.pi), np.array(shifted), axes=1)
 
     def outcomes(self, rng: np.random.Generator, pool: Pool, battles: int | None = None,
                  between: tuple[IntArray, IntArray] | None = None, weight: FloatArray | None = None) -> Outcomes:
@@ -178,7 +197,8 @@ class PairwiseArena(ArenaFamily):
                 continue
             probability = pair_probabilities(np.where(live, weight, 0.0), i, j)
             n += rng.multinomial(size, probability / probability.sum())
-        votes = rng.multinomial(n.astype(np.int64), outcome_probabilities(self.vote_difference(pool, i, j), self.tie_rate))
+        votes = rng.multinomial(n.astype(np.int64), self.vote_probabilities(pool.strength[i] - pool.strength[j],
+                                                                            pool.style[i] - pool.style[j]))
         return Outcomes(pool.size, i, j, votes[:, 0].astype(float), votes[:, 1].astype(float), votes[:, 2].astype(float))
 
     def against(self, rng: np.random.Generator, pool: Pool, strength: float, battles: int, weight: FloatArray | None = None,
@@ -187,8 +207,7 @@ class PairwiseArena(ArenaFamily):
         in each drawn by weight: its wins, ties and losses against each pool model."""
         weight = pool.weight if weight is None else weight
         n = rng.multinomial(battles, weight / weight.sum())
-        difference = strength - pool.strength + self.style_effect * (style - pool.style)
-        votes = rng.multinomial(n, outcome_probabilities(difference, self.tie_rate))
+        votes = rng.multinomial(n, self.vote_probabilities(strength - pool.strength, style - pool.style))
         return votes[:, 0].astype(float), votes[:, 1].astype(float), votes[:, 2].astype(float)
 
     def battles_of(self, rng: np.random.Generator, pool: Pool, battles: int | None = None) -> tuple[Battles, FloatArray]:
@@ -208,12 +227,20 @@ class PairwiseArena(ArenaFamily):
             b_parts.append(np.where(swap, i[chosen], j[chosen]))
             times.append(np.sort(rng.uniform(start, start + width, size)))
         a, b = np.concatenate(a_parts), np.concatenate(b_parts)
-        probability = outcome_probabilities(self.vote_difference(pool, a, b), self.tie_rate)
+        style = None
+        difference = pool.strength[a] - pool.strength[b]
+        if self.style_effect:
+            answer_a = pool.style[a] + STYLE_NOISE * rng.standard_normal(a.size)
+            answer_b = pool.style[b] + STYLE_NOISE * rng.standard_normal(b.size)
+            difference = difference + self.style_effect * (answer_a - answer_b)
+            style = np.column_stack([_style_counts(answer_a, rng), _style_counts(answer_b, rng)])
+        probability = outcome_probabilities(difference, self.tie_rate)
         drawn = rng.random(a.size)
         outcome = np.where(drawn < probability[:, 0], A_WINS, np.where(drawn < probability[:, 0] + probability[:, 1],
                                                                         TIE, B_WINS))
         names = np.asarray(pool.names, dtype=object)
-        return from_columns(names[a], names[b], outcome, f"{self.id} family"), np.concatenate(times)
+        drawn_battles = from_columns(names[a], names[b], outcome, f"{self.id} family")
+        return dataclasses.replace(drawn_battles, style=style), np.concatenate(times)
 
     def _starts(self) -> FloatArray:
         return np.linspace(0.0, 1.0, TIME_SLICES + 1)[:-1] if self.lifetime < 1 else np.zeros(1)

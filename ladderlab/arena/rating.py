@@ -177,10 +177,10 @@ def _require_identified(pairs: PairCounts, models: list[str], source: str) -> No
                          "stops somewhere, as FastChat does)")
 
 
-def text_table(ratings: ArenaRatings, top: int | None = None, width: int = 120) -> str:
-    """The ratings for a terminal, at most ``width`` columns."""
+def text_table(ratings: ArenaRatings, top: int | None = None, extra: list[str] | None = None, width: int = 120) -> str:
+    """The ratings for a terminal, at most ``width`` columns (``extra``: more lines for the header)."""
     lines = [f"{ratings.source}: {ratings.battles} battles, {len(ratings.models)} models; Bradley–Terry "
-             f"({'FastChat' if ratings.solver == 'fastchat' else 'maximum-likelihood'} fit)"
+             f"({ {'fastchat': 'FastChat', 'exact': 'maximum-likelihood'}.get(ratings.solver, ratings.solver)} fit)"
              + (f", anchored at {ratings.anchor[0]} = {ratings.anchor[1]:g}" if ratings.anchored else "")]
     if ratings.bootstrap is not None:
         lines.append(f"{ratings.bootstrap.shape[0]} bootstrap rounds (seed {ratings.seed}), {ratings.level:.0%} intervals; "
@@ -189,7 +189,7 @@ def text_table(ratings: ArenaRatings, top: int | None = None, width: int = 120) 
     if gap is not None and gap >= 0.005:
         lines.append(f"FastChat's optimizer stopped up to {gap:.2f} Elo points from the maximum-likelihood ratings "
                      "(--solver exact gives those)")
-    lines += ratings.notes
+    lines += ratings.notes + (extra or [])
     table = ratings.table().head(top)
     name_width = min(48, max(len("model"), *table.model.map(len)))
     shown = pd.DataFrame({

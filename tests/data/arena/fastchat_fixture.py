@@ -25,6 +25,7 @@ HERE = Path(__file__).parent
 FAMILY = {"models": 40, "providers": 5, "battles": 5000, "lifetime": 0.1, "spread": 150.0}
 SEED = 46
 ROUNDS = 100
+STYLE_FAMILY = {"models": 12, "providers": 4, "battles": 2500, "style_effect": 50.0}
 
 
 def battles_frame():
@@ -39,6 +40,26 @@ def battles_frame():
     for column in ("model_a", "model_b"):
         frame.loc[frame[column] == anchored, column] = FASTCHAT_ANCHOR[0]
     return frame
+
+
+def style_frame():
+    """Battles whose votes reward each answer's style, with FastChat's conv_metadata records."""
+    from ladderlab.arena.battles import STYLE_ELEMENTS
+
+    family = PairwiseArena(**STYLE_FAMILY)
+    rng = np.random.default_rng(SEED)
+    battles, _ = family.battles_of(rng, family.pool(rng))
+    frame = to_frame(battles)
+    frame[list(STYLE_ELEMENTS)] = battles.style.astype(int)
+    return frame
+
+
+def with_metadata(frame):
+    """FastChat's form: the style counts as a conv_metadata record per battle."""
+    from ladderlab.arena.battles import STYLE_ELEMENTS
+
+    records = frame[list(STYLE_ELEMENTS)].astype(int).to_dict(orient="records")
+    return frame.drop(columns=list(STYLE_ELEMENTS)).assign(conv_metadata=records)
 
 
 def main() -> None:
@@ -64,6 +85,16 @@ def main() -> None:
                    for m in rating.index},
     }
     (HERE / "fastchat-ratings.json").write_text(json.dumps(record, indent=1) + "\n")
+
+    from fastchat.serve.monitor.rating_systems import compute_style_control
+
+    styled = style_frame()
+    styled.to_csv(HERE / "fastchat-style-battles.csv", index=False)
+    ratings, params = compute_style_control(with_metadata(styled))
+    (HERE / "fastchat-style-ratings.json").write_text(json.dumps({
+        "fastchat_commit": record["fastchat_commit"], "computed_by": "rating_systems.py compute_style_control",
+        "family": STYLE_FAMILY, "seed": SEED, "ratings": {m: float(v) for m, v in ratings.items()},
+        "coefficients": [float(v) for v in params]}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
