@@ -60,7 +60,7 @@ REFERENCE = "plain-board"
 TAU = 20.0
 """The default tolerance, Elo points: about 1.7 standard errors of a variant rated on 1,000 votes."""
 BETA = 0.1
-MOST_REPLICATIONS = 2000
+MOST_REPLICATIONS = 1000
 HONEST = ("best-of-n-variants", {"n_variants": 1})
 MEASURES = ("inflation", "rank_inflation", "top_inflation", "votes_cast", "variants_tested", "board_votes")
 CERTIFICATE_KIND = "arena"

@@ -622,7 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run only the attacks given with --attack, not the default battery of every attack")
     cert.add_argument("--replications", type=arguments.count(1),
                       help="the most replications a grid point uses; each stops once its verdict is decided "
-                           f"(default {DEFAULT_REPLICATIONS}; for an arena policy, seasons, default 2000)")
+                           f"(default {DEFAULT_REPLICATIONS}; for an arena policy, seasons, default 1000)")
     cert.add_argument("--confidence", type=float, default=0.95,
                       help="confidence of the whole certificate: all its verdicts hold together (default 0.95)")
     cert.add_argument("--beta", type=float, default=DEFAULT_BETA,
