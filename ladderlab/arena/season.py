@@ -61,6 +61,10 @@ class _Variant:
     published: bool = False
     fresh: tuple[FloatArray, FloatArray, FloatArray] | None = None
 
+    def blocks(self, private: bool) -> list[tuple[FloatArray, FloatArray, FloatArray]]:
+        """Its votes against the pool (wins, ties, losses): the private test's where ``private``, the fresh ones."""
+        return ([(self.wins, self.ties, self.losses)] if private else []) + ([self.fresh] if self.fresh is not None else [])
+
 
 @dataclass(frozen=True)
 class SeasonResult:
@@ -126,9 +130,7 @@ class Season:
         n, s = [counts.n], [counts.s]
         pool = np.arange(self.size)
         for index, variant, private in variants:
-            blocks = ([(variant.wins, variant.ties, variant.losses)] if private else []) + (
-                [variant.fresh] if variant.fresh is not None else [])
-            for wins, ties, losses in blocks:
+            for wins, ties, losses in variant.blocks(private):
                 i.append(np.full(self.size, index))
                 j.append(pool)
                 n.append(wins + ties + losses)
@@ -233,9 +235,7 @@ class Season:
         pool = np.arange(self.size)
         for k, v in enumerate(self.listed()):
             variant = self.variants[v]
-            blocks = ([(variant.wins, variant.ties, variant.losses)] if private or variant.fresh is None else []) + (
-                [variant.fresh] if variant.fresh is not None else [])
-            for wins, ties, losses in blocks:
+            for wins, ties, losses in variant.blocks(private or variant.fresh is None):
                 add(np.full(self.size, self.size + k), pool, wins, ties, losses)
         for first, second, codes in self.extra:
             a.append(first), b.append(second), outcome.append(codes)
