@@ -39,6 +39,7 @@ from ladderlab.final_rankings import replay
 from ladderlab.isolation.layout import restart_with_fixed_layout
 from ladderlab.isolation.protocol import ISOLATION_MODES
 from ladderlab.isolation.untrusted import sandboxed_if
+from ladderlab.platforms import cli as platforms_cli
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.runs import arguments
 from ladderlab.runs.arguments import ArgumentError
@@ -724,6 +725,7 @@ def build_parser() -> argparse.ArgumentParser:
     rank_certificate.add_subcommand(commands)
     arena_cli.add_subcommand(commands)
     serve_cli.add_subcommands(commands)
+    platforms_cli.add_subcommands(commands)
     return parser
 
 
