@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from ladderlab.arena.registry import ARENA_ATTACKS, ARENA_POLICIES
 from ladderlab.cli.commands import build_parser
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.runs.scenario import load
-from ladderlab.arena.registry import ARENA_ATTACKS, ARENA_POLICIES
 from tests.docs_helpers import PAGES, ROOT, environment, output, subcommands, workdir  # noqa: F401 (a fixture)
 
 

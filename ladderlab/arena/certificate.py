@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -336,10 +337,12 @@ def summary(certificate: dict[str, Any], width: int = 120) -> str:
               for entry in c["safe"]]
     for row in c["rows"]:
         p = row["p_inflated"]
-        lines.append(f"  {row['attack_label']:<22} {row['budget']:>6}  {row['verdict'] + (' (stopped)' if row['stopped'] else ''):<22}"
-                     f" P(>τ) {_num(p['estimate'], 3)} [{p['lo']:.3f}, {p['hi']:.3f}]  {row['replications']:>5} seasons"
-                     f"  {_params(row['worst_params'])}")
-    return "\n".join(line[:width] for line in lines) + "\n"
+        budget = ARENA_ATTACKS.get(row["attack"]).budget
+        setting = _params({key: value for key, value in (row["worst_params"] or {}).items() if key != budget})
+        lines.append(f"  {row['attack_label']:<20} {row['budget']:>6}  {row['verdict'] + (' (stopped)' if row['stopped'] else ''):<22}"
+                     f" P(>τ) {_num(p['estimate'], 3)} [{p['lo']:.3f}, {p['hi']:.3f}] {row['replications']:>5} seasons  {setting}")
+    return "\n".join(part for line in lines for part in textwrap.wrap(line, width, subsequent_indent="    ",
+                                                                      drop_whitespace=False)) + "\n"
 
 
 def _params(params: dict[str, Any] | None) -> str:
