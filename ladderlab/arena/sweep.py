@@ -64,7 +64,7 @@ from ladderlab.utils.progress import progress_bar
 
 BUILT_IN = Path(__file__).parent / "scenarios"
 KEYS = {"name", "source", "replications", "seed", "tau", "newcomer_gap", "family", "table", "paper"}
-TABLE_KEYS = {"title", "policies", "attack", "robustness"}
+TABLE_KEYS = {"title", "policies", "attack", "robustness", "newcomer_gap"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ class Table:
     grid: list[dict[str, Any]]
     robustness: int = 0
     """Seasons per cell whose final board's drop robustness is measured (0: none)."""
+    newcomer_gap: float | None = None
+    """The provider's model's strength against the pool's strongest in this table (None: the sweep's)."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,12 @@ def load(name_or_path: str) -> Sweep:
             policies.append((policy["id"], policy.get("params", {})))
         if not policies:
             raise ValueError(f"{place}.policies: give at least one policy")
+        gap = entry.get("newcomer_gap")
+        if gap is not None and (isinstance(gap, bool) or not isinstance(gap, (int, float))):
+            raise ValueError(f"{place}.newcomer_gap: a number of Elo points, got {gap!r}")
         tables.append(Table(str(entry.get("title", f"table {number + 1}")), policies, attack["id"], grid,
-                            _whole(entry.get("robustness", 0), f"{place}.robustness", 0)))
+                            _whole(entry.get("robustness", 0), f"{place}.robustness", 0),
+                            None if gap is None else float(gap)))
     tau = raw.get("tau", 20.0)
     if not isinstance(tau, (int, float)) or isinstance(tau, bool) or not tau > 0:
         raise ValueError(f"{where}: tau must be a number of Elo points > 0, got {tau!r}")
@@ -159,12 +165,12 @@ def _checked(registry: Any, entry: Any, where: str) -> Any:
 
 
 def _seasons(sweep: Sweep, policy: tuple[str, dict[str, Any]], attack: tuple[str, dict[str, Any]],
-             replications: range, robustness: bool) -> list[dict[str, Any]]:
+             replications: range, robustness: bool, gap: float | None) -> list[dict[str, Any]]:
     records = []
     with threadpool_limits(limits=1, user_api="blas"):
         for replication in replications:
             season = Season(sweep.family, ARENA_POLICIES.make(policy[0], **policy[1]), ARENA_ATTACKS.make(attack[0], **attack[1]),
-                            sweep.seed, replication, sweep.newcomer_gap)
+                            sweep.seed, replication, sweep.newcomer_gap if gap is None else gap)
             record = season.play().record()
             shown = [variant.private_rating for variant in season.variants]
             record["variant_variance"] = float(np.var(shown, ddof=1)) if len(shown) > 1 else None
@@ -183,10 +189,12 @@ def run(sweep: Sweep, jobs: int = 1, replications: int | None = None, progress: 
     tasks = [(cell, range(start, min(start + chunk, most))) for cell in cells for start in range(0, most, chunk)]
     robust = [(cell, range(sweep.tables[cell[0]].robustness)) for cell in cells if sweep.tables[cell[0]].robustness]
     with Parallel(n_jobs=jobs) as parallel:
-        done = parallel(delayed(_seasons)(sweep, (policy, params), (sweep.tables[table].attack, point), todo, False)
+        done = parallel(delayed(_seasons)(sweep, (policy, params), (sweep.tables[table].attack, point), todo, False,
+                                          sweep.tables[table].newcomer_gap)
                         for (table, policy, params, point), todo in progress_bar(tasks, progress=progress, desc="seasons",
                                                                                  unit=f"{chunk} seasons"))
-        checked = parallel(delayed(_seasons)(sweep, (policy, params), (sweep.tables[table].attack, point), todo, True)
+        checked = parallel(delayed(_seasons)(sweep, (policy, params), (sweep.tables[table].attack, point), todo, True,
+                                             sweep.tables[table].newcomer_gap)
                            for (table, policy, params, point), todo in robust)
     by_cell: dict[int, list[dict[str, Any]]] = {}
     for ((cell_tuple), _), records in zip(tasks, done):
@@ -254,8 +262,10 @@ def page(sweep: Sweep, results: list[dict[str, Any]], command: str, figure: str 
               f"(seed {sweep.seed}), the same worlds in every cell; τ = {sweep.tau:g} Elo points.", "",
               "Inflation: the provider's published rating minus its true strength, both relative to the pool's mean "
               "(Elo points), mean with a 95% t-interval; P(> τ) with its exact 95% interval; rank gain: true rank minus "
-              "listed rank (median); P(top > τ): the listed top model inflated by more than τ; order statistics: σ · "
-              "E[max of N standard normals], σ the spread of the variants' private ratings within a season.", ""]
+              "listed rank (median; models of equal strength share their ranks); P(top > τ): the listed top model inflated "
+              "by more than τ; σ·E[max of N]: what publishing the best-rated of the N variants tested would add, σ the "
+              "spread of the variants' private ratings within a season (the best-of-N prediction, beside every "
+              "policy).", ""]
     if sweep.paper:
         lines += ["## The paper's numbers", "", "| what | value | where |", "| --- | --- | --- |",
                   *(f"| {entry.get('what', '')} | {entry.get('value', '')} | {entry.get('where', '')} |"
@@ -264,8 +274,10 @@ def page(sweep: Sweep, results: list[dict[str, Any]], command: str, figure: str 
         lines += [f"![Inflation against the number of variants]({figure})", ""]
     for number, table in enumerate(sweep.tables):
         rows = [result for result in results if result["table"] == number]
-        lines += [f"## {table.title}", "", "| policy | attack setting | seasons | inflation [95% CI] | P(> τ) [95% CI] | "
-                  "order statistics | rank gain | P(top > τ) | variants tested |" + (" votes to change the top |"
+        where = ("" if table.newcomer_gap is None else
+                 f"The provider's model is {table.newcomer_gap:+g} Elo points from the pool's strongest here.\n\n")
+        lines += [f"## {table.title}", "", *([where.rstrip("\n"), ""] if where else []), "| policy | attack setting | seasons | inflation [95% CI] | P(> τ) [95% CI] | "
+                  "σ·E[max of N] | rank gain | P(top > τ) | variants tested |" + (" votes to change the top |"
                                                                                    if any("robustness" in r for r in rows) else ""),
                   "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |" + (" --- |" if any("robustness" in r for r in rows) else "")]
         for row in rows:
@@ -286,7 +298,11 @@ def _setting(params: dict[str, Any]) -> str:
 
 
 def _number(value: float | None, digits: int = 1) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    """``value`` at ``digits`` decimals, never "-0"."""
+    if value is None:
+        return "–"
+    rounded = round(value, digits)
+    return f"{rounded if rounded else 0.0:.{digits}f}"
 
 
 def _mean(row: dict[str, Any]) -> str:
