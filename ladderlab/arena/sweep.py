@@ -32,7 +32,7 @@ standard normals], σ the spread of one provider's variants' private ratings wit
 shared noise, the pool's, does not select). A sweep may also measure the final boards' drop
 robustness (a table's ``robustness`` seasons per cell: the fewest votes whose removal changes the top model).
 ``ladderlab arena sweep NAME --write PAGE`` writes the page with its stamp (:mod:`ladderlab.runs.page_stamps`)
-and a figure beside it.
+and a figure beside it (PAGE with .png), which the page that includes PAGE shows.
 """
 
 from __future__ import annotations
@@ -252,8 +252,9 @@ def code(sweep: Sweep) -> dict[str, str]:
     return page_stamps.code_record(prints, "arena")
 
 
-def page(sweep: Sweep, results: list[dict[str, Any]], command: str, figure: str | None = None) -> str:
-    """The sweep's page: what it simulates, the papers' numbers beside, a table per table, the stamp."""
+def page(sweep: Sweep, results: list[dict[str, Any]], command: str) -> str:
+    """The sweep's page: what it simulates, the papers' numbers beside, a table per table, the stamp (the figure,
+    written beside it, is for the page that includes this one to show)."""
     lines = [f"# {sweep.name}", "", f"Written by `{command}`.", ""]
     if sweep.source:
         lines += [f"Source: {sweep.source}.", ""]
@@ -270,8 +271,6 @@ def page(sweep: Sweep, results: list[dict[str, Any]], command: str, figure: str 
         lines += ["## The paper's numbers", "", "| what | value | where |", "| --- | --- | --- |",
                   *(f"| {entry.get('what', '')} | {entry.get('value', '')} | {entry.get('where', '')} |"
                     for entry in sweep.paper), ""]
-    if figure:
-        lines += [f"![Inflation against the number of variants]({figure})", ""]
     for number, table in enumerate(sweep.tables):
         rows = [result for result in results if result["table"] == number]
         where = ("" if table.newcomer_gap is None else
@@ -380,7 +379,7 @@ def _handle(args: argparse.Namespace) -> int:
     if args.write:
         image = Path(args.write).with_suffix(".png")
         figure(sweep, results, image)
-        write_atomically(args.write, page(sweep, results, command, image.name).encode())
+        write_atomically(args.write, page(sweep, results, command).encode())
         print(f"wrote {args.write} and {image}", file=sys.stderr)
     elif args.format == "json":
         print(json.dumps(results, indent=2))
