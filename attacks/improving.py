@@ -49,6 +49,12 @@ class Improving(Attack):
             return "the improving participant needs training data with features"
         return super().incompatibility(data)
 
+    def check_params_for(self, data: PublicData) -> None:
+        features = data.X_train.shape[1]
+        if self.view is not None and self.view > features:
+            raise ValueError(f"{self.id}: parameter 'view' = {self.view} is more than the {features} features the "
+                             f"task has; give at most {features}")
+
     def max_submissions(self, data: PublicData) -> int:
         return self.days
 
@@ -57,7 +63,7 @@ class Improving(Attack):
         n, d = data.X_train.shape
         X_train, X_holdout = data.X_train, data.X_holdout
         if self.view is not None:
-            columns = np.sort(rng.choice(d, size=min(self.view, d), replace=False))
+            columns = np.sort(rng.choice(d, size=self.view, replace=False))
             X_train, X_holdout = X_train[:, columns], X_holdout[:, columns]
         fewest = 2 if data.task_type == "regression" else _first_rows_with_every_class(data.y_train)
         prediction = None

@@ -82,6 +82,10 @@ class Attack(Plugin):
             return f"attack {self.id!r} plays {' or '.join(sorted(self.task_types))} tasks, not {data.task_type}"
         return None
 
+    def check_params_for(self, data: PublicData) -> None:
+        """Raise ``ValueError`` naming a parameter that cannot hold on ``data`` (a block of more rows
+        than the holdout has): refused before any duel, never clamped and recorded as given."""
+
     def max_submissions(self, data: PublicData) -> int | None:
         """At most how many submissions ``run`` makes on ``data`` when the budget allows any
         number (None: it does not say). Sizes a run before it starts (:mod:`ladderlab.runs.workload`);

@@ -247,12 +247,18 @@ def _load_class(spec: str) -> type:
                 sys.path.remove(str(path.parent))
         module = sys.modules[module_name]
     else:
+        if not all(part.isidentifier() for part in location.split(".")):
+            raise ValueError(f"{spec!r}: {location!r} is neither a plugin file (a path ending in .py) nor a module "
+                             "name (dotted identifiers, e.g. mypackage.attacks): write file.py:Class or module:Class")
         try:
             module = importlib.import_module(location)
         except ImportError as error:
             raise ValueError(f"cannot import module {location!r} (from {spec!r}): {error}") from error
         except SyntaxError as error:
             raise ValueError(f"module {location!r}: syntax error in {error.filename} at line {error.lineno}: {error.msg}") from None
+        except Exception as error:  # noqa: BLE001 - the module's own code failed while it was imported
+            raise ValueError(f"module {location!r} (from {spec!r}) failed while being imported: "
+                             f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
     if not hasattr(module, class_name):
         classes = [name for name, member in inspect.getmembers(module, inspect.isclass)
                    if member.__module__ == module.__name__]  # defined there, not imported

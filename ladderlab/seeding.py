@@ -12,6 +12,8 @@ import hashlib
 import json
 import re
 import secrets
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +82,21 @@ def read_secret_seed(path: str | Path) -> int:
     bits, readable by its owner only, if the file does not exist yet."""
     path = Path(path)
     if not path.exists():
-        create_exclusively(path, f"{secrets.randbits(128)}\n", 0o600)
+        if not path.parent.is_dir():
+            raise ValueError(f"{path}: cannot create the secret seed file: the folder {path.parent} does not exist "
+                             "(create it, or name a file in an existing folder)")
+        try:
+            create_exclusively(path, f"{secrets.randbits(128)}\n", 0o600)
+        except OSError as error:
+            raise ValueError(f"{path}: cannot create the secret seed file: {error.strerror or error}") from None
     try:
         text = path.read_bytes().strip()
+        mode = path.stat().st_mode & 0o777
     except OSError as error:
         raise ValueError(f"{path}: cannot read the secret seed file: {error.strerror}") from None
     if not re.fullmatch(rb"[0-9]+", text):
         raise ValueError(f"{path}: a secret seed file holds one whole number in decimal, got {text[:20]!r}")
+    if mode & 0o077:
+        print(f"ladderlab: warning: {path}: the secret seed file can be read by other users (mode {mode:04o}), who "
+              f"could then regenerate what it hides: chmod 600 {shlex.quote(str(path))}", file=sys.stderr)
     return int(text)

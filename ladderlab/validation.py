@@ -138,6 +138,13 @@ def _is_one_of(block: NDArray[np.float64], classes: NDArray[np.float64]) -> NDAr
     return valid
 
 
+def _shown(value: float) -> str:
+    """A value as short as it reads (``2``, ``0.5``), but every digit where fewer would name another
+    number: a label 1.0000000001 is not the label 1."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
 def _raise_first_invalid(
     block: NDArray[np.float64], valid: NDArray[np.bool_], first_row: int, classes: NDArray[np.float64] | None
 ) -> None:
@@ -148,10 +155,10 @@ def _raise_first_invalid(
         raise PredictionError(f"predictions must be finite: submission {row} has {value} at position {col}", row, col)
     if classes is not None:
         raise PredictionError(
-            f"submission {row} has label {value:g} at position {col}, "
+            f"submission {row} has label {_shown(value)} at position {col}, "
             f"not one of the task's labels {sorted(classes.tolist())}", row, col
         )
-    raise PredictionError(f"submission {row} has probability {value:g} at position {col}, outside [0, 1]", row, col)
+    raise PredictionError(f"submission {row} has probability {_shown(value)} at position {col}, outside [0, 1]", row, col)
 
 
 ROW_SUM_TOLERANCE = 1e-6
@@ -184,7 +191,7 @@ def _check_probability_rows(predictions: ArrayLike, n: int, classes: NDArray[np.
     if outside.any():
         row, col, label = np.argwhere(outside)[0]
         raise PredictionError(
-            f"submission {row} has probability {matrix[row, col, label]:g} for class {label} at position {col}, outside [0, 1]",
+            f"submission {row} has probability {_shown(matrix[row, col, label])} for class {label} at position {col}, outside [0, 1]",
             int(row), int(col),
         )
     off = np.abs(matrix.sum(axis=2) - 1.0) > ROW_SUM_TOLERANCE

@@ -3,7 +3,7 @@ from __future__ import annotations
 from numpy.typing import ArrayLike
 
 from ladderlab.engines.bayesboot import BayesBootLadderBase
-from ladderlab.engines.bootstrap import BootstrapScoreSampler
+from ladderlab.engines.bootstrap import MAX_REPLICATES, BootstrapScoreSampler
 from ladderlab.params import Interval
 
 
@@ -17,7 +17,7 @@ class BayesBootLadderBoot(BayesBootLadderBase):
 
     id = "bayesboot-ladderboot"
     reference = "Chaibub Neto et al. 2016, Alg. 6"
-    _parameter_constraints = {**BayesBootLadderBase._parameter_constraints, "b": [Interval(int, 1, None)]}
+    _parameter_constraints = {**BayesBootLadderBase._parameter_constraints, "b": [Interval(int, 1, MAX_REPLICATES)]}
     _search_space = {"alpha": [0.01, 0.15, 0.5], "b": [10, 1000]}
 
     def __init__(

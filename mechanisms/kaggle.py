@@ -19,7 +19,9 @@ class Kaggle(Mechanism):
     reference = "Blum & Hardt 2015, Fig. 7"
     scores_only = True
     stateless = True
-    _parameter_constraints = {"alpha": [Interval(float, 0, None, closed="neither")]}
+    _parameter_constraints = {"alpha": [Interval(float, 0, 1, closed="right")]}
+    """α is the rounding step in units of the loss bound B: above 1 every score in [0, B] rounds to 0 or
+    to the step itself, and the board shows nothing."""
     _search_space = {"alpha": [1e-5, 0.001, 0.01, 0.03, 0.1]}
 
     def __init__(self, alpha: float = 1e-5):

@@ -19,7 +19,9 @@ class FixedLadder(Ladder):
     monotone = True
     scores_only = True
     reference = "Blum & Hardt 2015, Fig. 1; Chaibub Neto et al. 2016, Alg. 1"
-    _parameter_constraints = {"eta": [Interval(float, 0, None, closed="neither")]}
+    _parameter_constraints = {"eta": [Interval(float, 0, 1, closed="right")]}
+    """η is the step in units of the loss bound B: above 1 no score in [0, B] is ever a step better than
+    another, so the board releases its first value forever."""
     _search_space = {"eta": [0.005, 0.01, 0.02, 0.05, 0.1]}
 
     def __init__(self, eta: float = 0.01):

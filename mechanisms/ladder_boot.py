@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ladderlab.engines.bootstrap import BootstrapMeanSampler
+from ladderlab.engines.bootstrap import MAX_REPLICATES, BootstrapMeanSampler
 from ladderlab.engines.ladder import PairedTTestLadder
 from ladderlab.mechanism import FloatArray
 from ladderlab.params import Interval
@@ -27,7 +27,7 @@ class LadderBoot(PairedTTestLadder):
     id = "ladder-boot"
     reference = "Chaibub Neto et al. 2016, Alg. 4"
     compares_with_release = False
-    _parameter_constraints = {**PairedTTestLadder._parameter_constraints, "b": [Interval(int, 1, None)]}
+    _parameter_constraints = {**PairedTTestLadder._parameter_constraints, "b": [Interval(int, 1, MAX_REPLICATES)]}
     _search_space = {"alpha": [0.01, 0.15, 0.5], "b": [10, 1000]}
     version = "4"
 

@@ -27,9 +27,11 @@ class Noisy(Mechanism):
     scores_only = True
     _parameter_constraints = {
         "noise": [Options(NOISE_KINDS)],
-        "scale": [Interval(float, 0, None), None],
-        "rounding": [Interval(float, 0, None, closed="neither"), None],
+        "scale": [Interval(float, 0, 1), None],
+        "rounding": [Interval(float, 0, 1, closed="right"), None],
     }
+    """In units of the loss bound B: noise of a larger scale drowns every difference of scores in [0, B],
+    and a rounding step above it rounds every score to 0 or the step."""
     _search_space = {"scale": [None, 0.005, 0.01, 0.02, 0.05], "rounding": [None, 0.01]}
 
     def __init__(self, noise: str = "gaussian", scale: float | None = None, rounding: float | None = None):

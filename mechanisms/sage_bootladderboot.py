@@ -4,7 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ladderlab.engines.bootstrap import BINOMIAL_COST, ResampleSums, bootstrap_counts
+from ladderlab.engines.bayesboot import MAX_ODDS
+from ladderlab.engines.bootstrap import BINOMIAL_COST, MAX_REPLICATES, ResampleSums, bootstrap_counts
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Options
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer
@@ -105,9 +106,9 @@ class SageBootLadderBoot(Mechanism):
     version = "4"
     _parameter_constraints = {
         "variant": [Options({"2019", "head"})],
-        "bootstrap_n": [Interval(int, 1, None)],
-        "report_n": [Interval(int, 1, None)],
-        "bayes_threshold": [Interval(float, 0, None)],
+        "bootstrap_n": [Interval(int, 1, MAX_REPLICATES)],
+        "report_n": [Interval(int, 1, MAX_REPLICATES)],
+        "bayes_threshold": [Interval(float, 0, MAX_ODDS)],
     }
     _search_space = {"bayes_threshold": [1.0, 3.0, 10.0]}
 

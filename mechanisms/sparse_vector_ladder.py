@@ -23,6 +23,12 @@ def sparse_vector_defaults(n: int, k: int, delta: float) -> tuple[float, float]:
     return alpha, alpha / (4.0 * math.log(k))
 
 
+MAX_NOISE_MULTIPLE = 100.0
+"""The largest multiple of σ a noise may have (the defaults are 1, 2 and 4)."""
+MAX_QUERIES = 10**9
+"""The most submissions k the noise may be planned for."""
+
+
 class SparseVectorLadder(Ladder):
     """The Ladder with a noisy threshold, noisy comparisons and a noisy release (sparse-vector pattern).
 
@@ -52,15 +58,17 @@ class SparseVectorLadder(Ladder):
     decides_deterministically = False
     scores_only = True
     _parameter_constraints = {
-        "eta": [Interval(float, 0, None, closed="neither"), None],
-        "sigma": [Interval(float, 0, None), None],
-        "k": [Interval(int, 2, None)],
+        "eta": [Interval(float, 0, 1, closed="right"), None],
+        "sigma": [Interval(float, 0, 1), None],
+        "k": [Interval(int, 2, MAX_QUERIES)],
         "delta": [Interval(float, 0, 1, closed="neither")],
-        "threshold_scale": [Interval(float, 0, None)],
-        "comparison_scale": [Interval(float, 0, None)],
-        "release_scale": [Interval(float, 0, None)],
+        "threshold_scale": [Interval(float, 0, MAX_NOISE_MULTIPLE)],
+        "comparison_scale": [Interval(float, 0, MAX_NOISE_MULTIPLE)],
+        "release_scale": [Interval(float, 0, MAX_NOISE_MULTIPLE)],
         "rounding": [Boolean()],
     }
+    """η and σ in units of the loss bound B: a step above 1 is never crossed, noise above it drowns every
+    score in [0, B]; each noise is a multiple of σ, at most :data:`MAX_NOISE_MULTIPLE`."""
     _search_space = {"eta": [None, 0.02, 0.05], "sigma": [None, 0.002]}
 
     def __init__(

@@ -63,14 +63,16 @@ class Thresholdout(Mechanism):
     reference = "Dwork et al. 2015, Science and NIPS Fig. 1 (split='random': our leaderboard adaptation)"
     _added_parameters = frozenset({"variant", "split"})
     _parameter_constraints = {
-        "T": [Interval(float, 0, None), None],
-        "sigma": [Interval(float, 0, None), None],
-        "B": [Interval(int, 1, None), None],
+        "T": [Interval(float, 0, 1), None],
+        "sigma": [Interval(float, 0, 1), None],
+        "B": [Interval(int, 1, 10**9), None],
         "noise": [Options(NOISE_KINDS)],
         "guard_fraction": [Interval(float, 0, 1, closed="neither")],
         "variant": [Options(set(NOISE_SCALES))],
         "split": [Options({"random", "ordered"})],
     }
+    """T and σ in units of the loss bound B: a threshold above 1 is never crossed by scores in [0, B], and
+    noise above it drowns them."""
     _search_space = {"T": [None, 0.03, 0.1], "sigma": [None, 0.01], "B": [None, 50]}
 
     def __init__(

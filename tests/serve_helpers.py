@@ -146,6 +146,86 @@ def request(url: str, token: str, method: str, path: str, body: bytes | None = N
     return status, answer_headers, data
 
 
+def page_request(url: str, method: str, path: str, fields: dict[str, str] | None = None, cookie: str | None = None,
+                 headers: dict[str, str] | None = None, body: bytes | None = None
+                 ) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request of the page: a form of ``fields`` (URL-encoded; else ``body``) and a ``Cookie``
+    header; the status, the headers (in order, repeated ones kept) and the body."""
+    import http.client
+    import urllib.parse
+
+    address = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    sent = dict(headers or {})
+    if fields is not None:
+        body = urllib.parse.urlencode(fields).encode()
+        sent["Content-Type"] = "application/x-www-form-urlencoded"
+    if cookie:
+        sent["Cookie"] = cookie
+    try:
+        connection.request(method, path, body=body, headers=sent)
+        response = connection.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        connection.close()
+
+
+def set_cookies(headers: list[tuple[str, str]]) -> list[str]:
+    """The ``Set-Cookie`` headers of an answer."""
+    return [value for name, value in headers if name.lower() == "set-cookie"]
+
+
+class Browser:
+    """The page as a browser uses it: the cookies it was given, sent back; each form posted with the
+    ``csrf`` field of the page it came from (unless the test gives its own)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.cookies: dict[str, str] = {}
+
+    def cookie(self) -> str:
+        return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+
+    def request(self, method: str, path: str, fields: dict[str, str] | None = None,
+                headers: dict[str, str] | None = None, body: bytes | None = None
+                ) -> tuple[int, list[tuple[str, str]], bytes]:
+        if method == "POST" and fields is not None and "csrf" not in fields:
+            fields = {**fields, "csrf": self.csrf()}
+        status, answer_headers, body = page_request(self.url, method, path, fields, self.cookie(), headers, body)
+        for header in set_cookies(answer_headers):
+            name, _, value = header.split(";")[0].partition("=")
+            if "max-age=0" in header.lower().replace(" ", ""):
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = value
+        return status, answer_headers, body
+
+    def get(self, path: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        return self.request("GET", path)
+
+    def post(self, path: str, fields: dict[str, str]) -> tuple[int, list[tuple[str, str]], bytes]:
+        return self.request("POST", path, fields)
+
+    def csrf(self) -> str:
+        """The ``csrf`` field of the page's forms (reading the page once for its form cookie)."""
+        import re
+
+        status, _, body = self.get("/")
+        found = re.search(rb'name="csrf" value="([0-9a-f]+)"', body)
+        assert status == 200 and found, (status, body[:300])
+        return found.group(1).decode()
+
+    def sign_in(self, token: str) -> Browser:
+        status, _, body = self.post("/login", {"token": token})
+        assert status == 303, (status, body[:300])
+        return self
+
+
+def sign_in(url: str, token: str) -> Browser:
+    """A browser signed in on the page with ``token``."""
+    return Browser(url).sign_in(token)
+
+
 def upload(url: str, token: str, rows: np.ndarray, key: str | None = None) -> tuple[int, Any]:
     headers = {"Content-Type": "application/x-npy", **({"Idempotency-Key": key} if key else {})}
     status, _, answer = request(url, token, "POST", "/api/submissions", npy(rows), headers)
@@ -186,3 +266,9 @@ def shared_postgres(run_folder: Path) -> Iterator[Any]:
             state["holders"] -= 1
             if state["holders"] == 0:
                 cluster.stop()
+
+
+def write_secret(path: Path, secret: int) -> None:
+    """A secret seed file as ``serve`` writes one: readable by its owner alone."""
+    path.write_text(f"{secret}\n")
+    path.chmod(0o600)

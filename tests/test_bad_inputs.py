@@ -124,6 +124,8 @@ SCENARIO_CASES = [
     (REGRESSION, STEP, '{ id = "honest", params = { models = ["ridge", "nope"] } }', ["params.models", "'nope'"]),
     (REGRESSION, STEP, '{ id = "honest", params = { models = [] } }', ["params.models", "[]"]),
     (REGRESSION, STEP, '{ id = "freedman", params = { k = 0 } }', ["params.k", "0"]),
+    (BASE, BOOSTING, '{ id = "hill-climbing", params = { block = 100000 } }', ["'block' = 100000", "150 holdout rows"]),
+    (REGRESSION, STEP, '{ id = "improving", params = { view = 40 } }', ["'view' = 40", "10 features"]),
 ]
 
 

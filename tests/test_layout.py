@@ -67,8 +67,11 @@ def test_the_restart_runs_the_same_command_with_the_same_interpreter_options():
                                     ["/venv/bin/python3", "/venv/bin/ladderlab", "run", "a b.toml"], "/venv/bin/python3")
     assert module[:4] == ["/venv/bin/python", "-X", "dev", "-c"] and script[:2] == ["/venv/bin/python3", "-c"]
     for command, argv0 in ((module, "/x/ladderlab/cli.py"), (script, "/venv/bin/ladderlab")):
-        assert command[-1].startswith(layout.FIRST_IMPORT + ";")
+        assert command[-1].startswith("import sys; " + layout.FIRST_IMPORT + ";")
         assert f"sys.argv = {[argv0, 'run', 'a b.toml']!r}" in command[-1]
+    kept = layout.restart_command(["/venv/bin/ladderlab", "run"], ["/venv/bin/python3", "/venv/bin/ladderlab", "run"],
+                                  "/venv/bin/python3", first_path="/venv/bin")
+    assert kept[-1].startswith(f"import sys; sys.path[0] = '/venv/bin'; {layout.FIRST_IMPORT};")
 
 
 def test_a_process_started_without_randomisation_knows_it_and_one_started_normally_does_not():

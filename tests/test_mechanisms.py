@@ -282,7 +282,7 @@ def test_t_test_mechanisms_refuse_whole_vector_metrics(mechanism_id):
     "mechanism_id, params, message",
     [
         ("kaggle", {"alpha": 0}, "'alpha' = 0 is invalid"),
-        ("ladder", {"eta": -1}, r"'eta' = -1 is invalid; it must be a finite real number in \(0, inf\)"),
+        ("ladder", {"eta": -1}, r"'eta' = -1 is invalid; it must be a finite real number in \(0, 1\]"),
         ("ladder-t", {"alpha": 1.5}, r"'alpha' = 1.5 is invalid; it must be a finite real number in \(0, 0.5\]"),
         ("ladder-t", {"alpha": None}, "give alpha or critical_value"),
         ("ladder-boot", {"b": 0}, "'b' = 0 is invalid; it must be a whole number in"),

@@ -46,7 +46,8 @@ def bounded_server(tmp_path):
     path = write_challenge(tmp_path)
     with ServerProcess(path, "--uncertified", "--state", str(tmp_path / "state"), "--quiet-access",
                        "--max-connections", str(CONNECTIONS), "--max-requests", str(REQUESTS),
-                       "--header-timeout", "2", "--body-timeout", str(BODY_SECONDS)) as server:
+                       "--header-timeout", "2", "--body-timeout", str(BODY_SECONDS),
+                       "--per-address", str(CONNECTIONS + 5)) as server:
         yield server
 
 

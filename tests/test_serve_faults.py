@@ -18,7 +18,7 @@ from ladderlab.serve import replay
 from ladderlab.serve.client import Connection
 from ladderlab.serve.launch import ServerProcess
 from ladderlab.serve.storage import Storage, sqlite_url
-from tests.serve_helpers import npy, write_challenge
+from tests.serve_helpers import Browser, npy, sign_in, write_challenge
 
 FAST = "uploads_per_second = 1000\nburst = 1000"
 
@@ -53,19 +53,28 @@ def _session(url: str, tokens: dict[str, str], ids: np.ndarray, rng: np.random.G
             call(tokens[team], "POST", "/api/submissions", npy(rng.standard_normal(n)), {"Content-Type": "application/x-npy"})
         table = pd.DataFrame({"id": ids, "prediction": rng.standard_normal(n)})
         call(tokens[team], "POST", "/api/submissions", table.to_csv(index=False).encode(), {"Content-Type": "text/csv"})
-        form = (f"--b\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n{tokens[team]}\r\n--b\r\n"
-                f"Content-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\nContent-Type: text/csv\r\n\r\n"
-                ).encode() + table.to_csv(index=False).encode() + b"\r\n--b--\r\n"
-        call("", "POST", "/upload", form, {"Content-Type": "multipart/form-data; boundary=b"})
-        call("", "POST", "/mine", f"token={tokens[team]}".encode(), {"Content-Type": "application/x-www-form-urlencoded"})
+        browser = Browser(url)
+        csrf = browser.csrf()
+        form = (f"--b\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n".encode()
+                + b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\nContent-Type: text/csv\r\n\r\n"
+                + table.to_csv(index=False).encode() + b"\r\n--b--\r\n")
+        pages = [browser.post("/login", {"token": tokens[team]})]
+        pages.append(browser.request("POST", "/upload", None, {"Content-Type": "multipart/form-data; boundary=b"}, form))
+        pages += [browser.get("/team"), browser.post("/select", {"submission_id": "1", "selected": "yes"})]
+        sent += [f"{status} {headers}".encode() + page for status, headers, page in pages]
         call(tokens[team], "GET", "/api/submissions")
         call(tokens[team], "GET", "/api/me")
         call(tokens[team], "POST", "/api/submissions", npy(np.full(n, np.nan)), {"Content-Type": "application/x-npy"})
         call(tokens[team], "POST", "/api/submissions", b"id,prediction\n1,0\n", {"Content-Type": "text/csv"})
-    for path in ("/", "/api/leaderboard", "/api/challenge", "/api/public-data", "/sample_submission.csv", "/openapi.json"):
+    for path in ("/", "/api/leaderboard", "/api/challenge", "/api/public-data", "/sample_submission.csv", "/openapi.json",
+                 "/api/final-leaderboard", "/register"):
         call("", "GET", path)
     for path in ("/api/organiser/final", "/api/organiser/export"):
         call(tokens["organiser"], "GET", path)
+    organiser = sign_in(url, tokens["organiser"])
+    for path in ("/organiser", "/", "/api/organiser/final", "/api/organiser/private-losses"):
+        status, headers, page = organiser.get(path)
+        sent.append(f"{status} {headers}".encode() + page)
     return sent
 
 

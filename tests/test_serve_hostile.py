@@ -19,11 +19,14 @@ import pytest
 from ladderlab.serve import replay
 from ladderlab.serve.storage import Storage, StorageError, predictions
 from tests.serve_helpers import (
+    Browser,
     ThreadServer,
     open_service,
     request,
+    sign_in,
     upload,
     write_challenge,
+    write_secret,
 )
 
 SECRET = 1234
@@ -113,6 +116,32 @@ def test_deeply_nested_json_is_refused_as_unreadable_not_a_server_error(served):
     assert service.storage.entries() == []
 
 
+def test_the_uploads_issue_45_found_unclear_get_one_line_naming_the_value_and_what_to_send(served):
+    """A malformed .npy header was a 500 with a traceback in the log (numpy's tokenizer raises
+    TokenError); a label 1.0000000001 was reported as "label 1"; a JSON object keyed by id and a JSON
+    scalar got pandas' wording."""
+    service, tokens, server = served
+    ids = service.challenge.ids
+    broken = b"{'descr': '<f8', 'fortran_order': False, 'shape': (1000000, }".ljust(117) + b"\n"
+    npy = b"\x93NUMPY\x01\x00" + len(broken).to_bytes(2, "little") + broken + bytes(64)
+    near_label = "id,prediction\n" + "".join(f"{i},{'1.0000000001' if k == 0 else 0}\n" for k, i in enumerate(ids))
+    keyed = json.dumps({str(i): 0 for i in ids})
+    cases = [
+        (npy, "application/x-npy", ["not a .npy array", "header", "TokenError"]),
+        (near_label.encode(), "text/csv", [f"id '{ids[0]}'", "label 1.0000000001", "not one of the task's labels"]),
+        (keyed.encode(), "application/json", ["a JSON upload is an object of columns", f"key '{ids[0]}' holds",
+                                              "an object keyed by id is not read"]),
+        (b"0.5", "application/json", ["a JSON upload is an object of columns", "got the value '0.5'"]),
+        (b'"id,prediction"', "application/json", ["a JSON upload is", "got the text 'id,prediction'"]),
+        (b"[1, 2]", "application/json", ["a JSON upload is", "record 1 is the value '1'"]),
+    ]
+    for body, content_type, words in cases:
+        status, answer = _post(server.url, tokens["alpha"], body, content_type)
+        assert status == 422 and "\n" not in answer["error"], (status, answer)
+        assert all(word in answer["error"] for word in words), (words, answer["error"])
+    assert service.storage.entries() == []
+
+
 def test_an_upload_of_thousands_of_columns_is_refused_by_its_width_before_pandas_builds_it(served):
     """Within the size limit, width was the cost: 58,000 commas (one CSV row, or a ragged line under
     a header of two) cost pandas 13–15 s of CPU, and 9,000 JSON records with a key each a
@@ -125,7 +154,7 @@ def test_an_upload_of_thousands_of_columns_is_refused_by_its_width_before_pandas
     limit = service.challenge.max_upload_bytes()
     compact = {"separators": (",", ":")}
     records = json.dumps([{str(30 * row + i): 0 for i in range(30)} for row in range(300)], **compact).encode()
-    keys = json.dumps({str(i): 0 for i in range(9000)}, **compact).encode()
+    keys = json.dumps({str(i): [0] for i in range(9000)}, **compact).encode()
     wide = {"a row of commas": (b"," * (limit - 1) + b"\n", "text/csv", limit),
             "a ragged line": (b"id,prediction\n1" + b"," * (limit - 20) + b"\n", "text/csv", limit - 19),
             "records with a key each": (records, "application/json", 9000),
@@ -147,21 +176,24 @@ def test_an_upload_of_thousands_of_columns_is_refused_by_its_width_before_pandas
     assert service.storage.entries() == []
 
 
-def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int) -> tuple[int, bytes]:
-    """Post a multipart form to ``path`` in chunked encoding (no Content-Length): ``fields``, then
-    ``file_bytes`` of a file; the status and the page."""
+def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int, browser: Browser) -> tuple[int, bytes]:
+    """Post a multipart form to ``path`` from the page of ``browser`` (its cookies and form field) in
+    chunked encoding (no Content-Length): ``fields``, then ``file_bytes`` of a file; the status and
+    the page."""
     address = urllib.parse.urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
     connection.putrequest("POST", path)
     connection.putheader("Content-Type", f"multipart/form-data; boundary={BOUNDARY}")
     connection.putheader("Transfer-Encoding", "chunked")
+    csrf = f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{browser.csrf()}\r\n'.encode()
+    connection.putheader("Cookie", browser.cookie())
     connection.endheaders()
 
     def chunk(data: bytes) -> None:
         connection.send(b"%x\r\n" % len(data) + data + b"\r\n")
 
-    chunk(fields + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
-                   "Content-Type: text/csv\r\n\r\n".encode())
+    chunk(csrf + fields + f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="p.csv"\r\n'
+                          "Content-Type: text/csv\r\n\r\n".encode())
     sent, block = 0, b"0" * (1 << 16)
     try:
         while sent < file_bytes:
@@ -180,25 +212,21 @@ def _chunked_form(url: str, path: str, fields: bytes, file_bytes: int) -> tuple[
 BOUNDARY = "hostile"
 
 
-def _token_field(token: str) -> bytes:
-    return f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="token"\r\n\r\n{token}\r\n'.encode()
-
-
 def test_a_chunked_page_upload_over_the_limit_is_refused_while_it_streams(served):
     """A chunked form declares no length: the page's form spooled any file to disk, 64 MB here,
     before the token was even looked at. Now the body is counted as it arrives (413)."""
     service, tokens, server = served
-    status, page = _chunked_form(server.url, "/upload", _token_field(tokens["alpha"]), 64 << 20)
+    status, page = _chunked_form(server.url, "/upload", b"", 64 << 20, sign_in(server.url, tokens["alpha"]))
     assert status == 413 and b"larger than the limit of" in page
     assert service.storage.entries() == []
     assert request(server.url, tokens["alpha"], "GET", "/api/me")[2]["remaining_today"] == 1000
 
 
 def test_a_chunked_token_form_is_cut_off_at_its_limit(served):
-    """The page's "my submissions" form read a chunked body's preamble of blank lines to its end
-    (64 MB here) before the form parser's own limits refused it (400)."""
+    """The page's token form (then "my submissions", now signing in) read a chunked body's preamble of
+    blank lines to its end (64 MB here) before the form parser's own limits refused it (400)."""
     _, _, server = served
-    status, page = _chunked_form(server.url, "/mine", b"\r\n" * (32 << 20), 0)
+    status, page = _chunked_form(server.url, "/login", b"\r\n" * (32 << 20), 0, Browser(server.url))
     assert status == 413 and b"larger than the limit of 8192 bytes" in page
 
 
@@ -248,7 +276,7 @@ def _log_of_uploads(tmp_path, database: str, count: int):
     submissions of team alpha, uploaded over HTTP; the challenge's path and the service."""
     path = write_challenge(tmp_path)
     (tmp_path / "state").mkdir()
-    (tmp_path / "state" / "secret").write_text(f"{SECRET}\n")
+    write_secret(tmp_path / "state" / "secret", SECRET)
     service, tokens = open_service(path, database, SECRET)
     with ThreadServer(service) as server:
         assert upload(server.url, tokens["alpha"], np.eye(count, service.challenge.ids.size))[0] == 201
@@ -270,7 +298,7 @@ def test_verify_with_an_anchor_finds_a_log_cut_back_together_with_its_head(tmp_p
     entries = service.storage.entries()
     with service.storage.transaction() as connection:
         connection.execute(submissions.delete().where(submissions.c.submission_id > 2))
-        connection.execute(chain.update().values(last_id=2, last_hash=entries[1].entry_hash))
+        connection.execute(chain.update().where(chain.c.singleton == 1).values(last_id=2, last_hash=entries[1].entry_hash))
     assert main(verify) == 0, "cut back with its head, the chain is consistent in itself"
     capsys.readouterr()
     assert main([*verify, "--anchor", head]) == 1

@@ -22,6 +22,7 @@ from ladderlab.serve.linked import LinkedStates, Outcome
 from ladderlab.serve.replay import SHARED
 from ladderlab.serve.storage import REFUSED, Storage, StorageError, links, sqlite_url
 from tests.serve_helpers import (
+    write_secret,
     ThreadServer,
     open_service,
     request,
@@ -155,7 +156,7 @@ def test_a_log_written_under_the_old_link_rule_on_public_rows_is_refused_with_th
     assert "the old rule on differing public rows (its decision depended on the split)" in message
     from ladderlab.cli.commands import main
 
-    (tmp_path / "secret").write_text(f"{SECRET}\n")
+    write_secret(tmp_path / "secret", SECRET)
     capsys.readouterr()
     assert main(["serve", "verify", str(path), "--database", url, "--secret", str(tmp_path / "secret")]) == 1
     error = capsys.readouterr().err.strip()
@@ -197,9 +198,11 @@ def test_a_log_of_schema_version_2_is_migrated_and_its_entries_still_verify(tmp_
     with service.storage.transaction() as connection:  # the log as version 2 wrote it: no links table
         connection.execute(sa.update(meta).where(meta.c.key == "schema_version").values(value="2"))
         connection.exec_driver_sql("DROP TABLE links")
+        connection.exec_driver_sql("DROP TABLE events")  # nor events (version 4)
+        connection.exec_driver_sql("DELETE FROM chain WHERE singleton = 2")
     service.storage.close()
     reopened, _ = open_service(path, url, SECRET)
-    assert reopened.storage.meta_value("schema_version") == SCHEMA_VERSION == "3"
+    assert reopened.storage.meta_value("schema_version") == SCHEMA_VERSION == "4"
     assert len(reopened.storage.verify_chain(reopened.challenge.identity())) == 2
     reopened.storage.close()
 

@@ -19,6 +19,7 @@ from ladderlab.cli.commands import main
 from ladderlab.serve.organiser_links import read_link_table
 from ladderlab.serve.storage import sqlite_url
 from tests.serve_helpers import (
+    write_secret,
     ThreadServer,
     open_service,
     request,
@@ -81,7 +82,7 @@ def test_verify_prints_the_groups_it_replayed_and_links_writes_them(tmp_path, ca
     path = write_challenge(tmp_path, rules=LINKED)
     url = sqlite_url(tmp_path / "log.sqlite")
     service, tokens = open_service(path, url, SECRET)
-    (tmp_path / "secret").write_text(f"{SECRET}\n")
+    write_secret(tmp_path / "secret", SECRET)
     log = ["--database", url, "--secret", str(tmp_path / "secret")]
     rows = np.random.default_rng(0).integers(0, 2, (4, 400)).astype(float)
     with ThreadServer(service) as server:
@@ -171,7 +172,7 @@ def _rewrite_links(storage, changed: dict[int, tuple[tuple[str, int], ...]]) -> 
                     connection.execute(links.insert().values(submission_id=entry.submission_id, position=position,
                                                              other=other, differing=differing))
             previous = digest
-        connection.execute(sa.update(chain).values(last_hash=previous))
+        connection.execute(sa.update(chain).where(chain.c.singleton == 1).values(last_hash=previous))
 
 
 @pytest.mark.parametrize("changed", [{3: ()}, {4: (("alpha", 3),)}], ids=["link-removed", "link-added"])
@@ -179,7 +180,7 @@ def test_verify_refuses_a_log_whose_links_differ_from_the_ones_the_rule_makes(tm
     path = write_challenge(tmp_path, rules=LINKED)
     url = sqlite_url(tmp_path / "log.sqlite")
     service, tokens = open_service(path, url, SECRET)
-    (tmp_path / "secret").write_text(f"{SECRET}\n")
+    write_secret(tmp_path / "secret", SECRET)
     rows = np.random.default_rng(0).integers(0, 2, (4, 400)).astype(float)
     with ThreadServer(service) as server:
         _copying_session(server.url, tokens, rows)

@@ -18,7 +18,7 @@ from ladderlab.scoring import get_scorer
 from ladderlab.serve.client import RemoteBoard, attack_stream, play_remote
 from ladderlab.serve.replay import mechanism_stream
 from ladderlab.serve.storage import sqlite_url
-from tests.serve_helpers import ThreadServer, open_service, request, write_challenge
+from tests.serve_helpers import ThreadServer, open_service, request, write_challenge, write_secret
 
 SECRET = 1234
 FAST = "uploads_per_second = 1000\nburst = 1000"
@@ -130,7 +130,7 @@ def test_verify_reports_an_intact_log_and_the_changed_entry_of_a_damaged_one(tmp
     path = write_challenge(tmp_path, n=40)
     state = tmp_path / "state"
     state.mkdir()
-    (state / "secret").write_text(f"{SECRET}\n")
+    write_secret(state / "secret", SECRET)
     service, _ = open_service(path, sqlite_url(state / "log.sqlite"), SECRET)
     service.submit("alpha", np.zeros((3, 40)))
     assert main(["serve", "verify", str(path), "--state", str(state)]) == 0

@@ -47,3 +47,18 @@ def test_a_plain_install_ships_every_package_of_the_core() -> None:
     core = {".".join(("ladderlab", *init.parent.relative_to(ROOT / "ladderlab").parts))
             for init in (ROOT / "ladderlab").rglob("__init__.py")}
     assert core <= listed, sorted(core - listed)
+
+
+def test_a_new_interpreter_given_the_prologue_imports_this_processs_ladderlab_whatever_its_path_finds_first(tmp_path):
+    """What the sandbox of isolated attacks runs first: a ``ladderlab`` earlier on its ``sys.path`` (a
+    checkout's, without plugin packages) must not replace the one the organiser imported."""
+    (tmp_path / "ladderlab").mkdir()
+    (tmp_path / "ladderlab" / "__init__.py").write_text("raise ImportError('shadowed')\n")
+    folders = source_tree.package_folders()
+    probe = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {source_tree.import_prologue(folders)}; "
+             "import ladderlab, ladderlab.attacks.boosting, ladderlab.mechanisms, ladderlab.scenarios; "
+             "print(ladderlab.__path__[0]); print(ladderlab.attacks.__path__[0])")
+    result = subprocess.run([sys.executable, "-I", "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [folders["ladderlab"][0], folders["ladderlab.attacks"][0]]

@@ -34,6 +34,11 @@ selection = "best-public"          # "last", "best-public", or k (a team selects
 accounts = 1                       # accounts (teams) one participant may hold
 # link = true                      # link near-identical accounts (docs/serve.md#linking)
 
+[registration]                     # optional: teams register themselves on the page with an invite code
+invite = "a-long-random-code"      # optional: the code (else the organiser sets one on the page)
+max_teams = 500                    # most teams that may register
+attempts_per_hour = 10             # registration attempts per client address
+
 [certify]                          # optional: what `ladderlab certify --challenge` measures
 honest = ["improving(days=56)"]    # honest participants (default: improving, a submission a day)
 
@@ -57,6 +62,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -107,6 +113,9 @@ TEAM_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?$"
 """A letter or digit first, no space last, at most 64 characters: what the log's team column holds."""
 MAX_TEAM_NAME = 64
 MAX_TEAMS = 100_000
+MIN_INVITE_CODE = 8
+"""The shortest invite code (:class:`RegistrationTable`): a code is a password anyone may try."""
+MAX_INVITE_CODE = 128
 """The most teams a challenge file may name (its ``[[teams]]`` entries, each ``count`` included),
 checked before the names are made; the memory of serving them is estimated as the file loads."""
 DEFAULT_MAX_UPLOAD_BYTES_PER_VALUE = 64
@@ -257,6 +266,20 @@ class CertifyTable(StrictModel):
         return value
 
 
+def check_team_name(name: str) -> str:
+    """``name`` if a team may take it (:data:`TEAM_NAME_PATTERN`, not a reserved name), else a
+    one-line ``ValueError`` saying why: the rule of the challenge file's teams and of the teams
+    that register themselves (:mod:`ladderlab.serve.events`)."""
+    if not re.fullmatch(TEAM_NAME_PATTERN, name):
+        shown = name if len(name) <= MAX_TEAM_NAME + 8 else name[:MAX_TEAM_NAME] + "…"
+        raise ValueError(f"team name {shown!r}: use 1 to {MAX_TEAM_NAME} letters, digits, spaces, '_', '.' or '-', "
+                         "beginning with a letter or digit and not ending with a space")
+    if name.casefold() in RESERVED_TEAM_NAMES:
+        raise ValueError(f"team name {name!r} is the {name.casefold()}'s name (its token is issued under it); choose "
+                         "another")
+    return name
+
+
 class TeamTable(StrictModel):
     name: StrictStr = Field(pattern=TEAM_NAME_PATTERN, description="the team's name on the leaderboard")
     count: StrictInt | None = Field(default=None, ge=1, le=MAX_TEAMS,
@@ -266,9 +289,7 @@ class TeamTable(StrictModel):
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
-        if value.casefold() in RESERVED_TEAM_NAMES:
-            raise ValueError(f"{value!r} is the {value.casefold()}'s name (its token is issued under it); choose another")
-        return value
+        return check_team_name(value)
 
     @model_validator(mode="after")
     def _numbered_names_fit(self) -> TeamTable:
@@ -291,6 +312,19 @@ def numbered_team(name: str, number: int) -> str:
     return f"{name}-{number:03d}"
 
 
+class RegistrationTable(StrictModel):
+    """Self-registration on the page (docs/serve.md#registration): present, teams may register with
+    an invite code, the file's (``invite``) or one the organiser sets on the page."""
+
+    invite: StrictStr | None = Field(default=None, min_length=MIN_INVITE_CODE, max_length=MAX_INVITE_CODE,
+                                     pattern=r"^\S+$", description="the invite code (default: none until the organiser "
+                                                                   "sets one on the page)")
+    max_teams: StrictInt = Field(default=1000, ge=1, le=MAX_TEAMS, description="the most teams that may register")
+    attempts_per_hour: StrictInt = Field(default=10, ge=1, le=3600,
+                                         description="registration attempts per client address and hour (a burst of "
+                                                     "as many, refilled over the hour)")
+
+
 class ChallengeFile(StrictModel):
     """The contents of a challenge file."""
 
@@ -310,6 +344,7 @@ class ChallengeFile(StrictModel):
     limits: LimitsTable = Field(default_factory=LimitsTable)
     data: DataTable = Field(default_factory=DataTable)
     certify: CertifyTable = Field(default_factory=CertifyTable)
+    registration: RegistrationTable | None = Field(default=None, description="self-registration with an invite code")
     teams: list[TeamTable] = Field(min_length=1, description="[[teams]] tables")
 
     @field_validator("scorer")
@@ -414,7 +449,7 @@ def data_files(table: dict[str, Any]) -> dict[str, str]:
 
 
 _KEYS = {name for model in (ChallengeFile, LabelsTable, SplitTable, MechanismTable, RulesTable, LimitsTable,
-                            DataTable, CertifyTable, TeamTable) for name in model.model_fields}
+                            DataTable, CertifyTable, RegistrationTable, TeamTable) for name in model.model_fields}
 
 
 @dataclass(frozen=True, eq=False)
@@ -594,7 +629,8 @@ def build(spec: ChallengeFile, path: Path, force: bool = False) -> Challenge:
     split = Split(public, public_rows, final_rows, labels)
     challenge = Challenge(spec, path, ids, split, class_names)
     values = 1 if classes is None or kind is not PredictionKind.PROBABILITIES else classes.size
-    refuse_if_too_large(challenge_work(ids.size, public_rows.size, values, len(spec.teams), challenge.max_upload_bytes()),
+    teams = len(spec.teams) + (0 if spec.registration is None else spec.registration.max_teams)
+    refuse_if_too_large(challenge_work(ids.size, public_rows.size, values, teams, challenge.max_upload_bytes()),
                         force, hint=f"{path}: a smaller limits.max_upload_bytes, fewer teams or rows need less")
     _bind_check(challenge)
     return challenge

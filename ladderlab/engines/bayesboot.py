@@ -14,11 +14,15 @@ from abc import abstractmethod
 
 import numpy as np
 
-from ladderlab.engines.bootstrap import improvements_needed, improves_sequentially
+from ladderlab.engines.bootstrap import MAX_REPLICATES, improvements_needed, improves_sequentially
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Vector
 from ladderlab.scoring import LossScorer, PredictionKind, Scorer
 from ladderlab.validation import check_prediction_matrix
+
+MAX_ODDS = 1e6
+"""The largest posterior-odds (or Bayes-factor) threshold a mechanism takes: odds of 10⁶ to 1 ask a
+bootstrap of up to 10⁶ replicates for more than it can show."""
 
 
 class BayesBootLadderBase(Mechanism):
@@ -31,9 +35,9 @@ class BayesBootLadderBase(Mechanism):
 
     releases_best = True
     _parameter_constraints = {
-        "B": [Interval(int, 1, None)],
+        "B": [Interval(int, 1, MAX_REPLICATES)],
         "alpha": [Interval(float, 0, 1, closed="neither"), None],
-        "po_threshold": [Interval(float, 0, None, closed="neither"), None],
+        "po_threshold": [Interval(float, 0, MAX_ODDS), None],
         "initial_prediction": [Vector(), None],
     }
     version = "4"

@@ -37,6 +37,10 @@ TIE_TOLERANCE = 1e-12
 """Beating the threshold by less than this, relative to max(1, |reference|), is a tie."""
 
 
+MAX_CRITICAL_VALUE = 10.0
+"""The largest critical value c a Ladder of tests takes: a one-sided normal test at c = 10 has level
+7.6·10⁻²⁴, far below any α worth asking; beyond it no submission after the first is ever accepted."""
+
 class Ladder(Mechanism):
     """Abstract Ladder: accepts a submission that beats the reference by a margin."""
 
@@ -195,10 +199,10 @@ class PairedTTestLadder(Ladder):
     requires_loss = True
     _parameter_constraints = {
         "alpha": [Interval(float, 0, 0.5, closed="right"), None],
-        "critical_value": [Interval(float, 0, None), None],
+        "critical_value": [Interval(float, 0, MAX_CRITICAL_VALUE), None],
     }
     """α must lie in (0, 0.5]: α > 0.5 makes c_α negative, so worse submissions would be
-    accepted; for the same reason a given c must be ≥ 0."""
+    accepted; for the same reason a given c must be ≥ 0, and at most :data:`MAX_CRITICAL_VALUE`."""
 
     def _check_params(self) -> None:
         if self._level() is None and self._given_critical_value() is None:

@@ -47,6 +47,7 @@ from scipy import special, stats
 from ladderlab.engines.bootstrap import CHUNK_ELEMENTS, bootstrap_counts
 from ladderlab.engines.ladder import TIE_TOLERANCE
 from ladderlab.final_rankings.private_samples import PrivateSamples
+from ladderlab.seeding import stream
 from ladderlab.stats.interval_ranks import interval_rank
 from ladderlab.utils.progress import progress_bar
 
@@ -114,9 +115,12 @@ class RankingCertificate:
 
 def certify_ranking(samples: PrivateSamples, rng: np.random.Generator, replicates: int = REPLICATES,
                     level: float = LEVEL, challengers: int = CHALLENGERS,
-                    exhaustive_limit: int = EXHAUSTIVE_LIMIT, progress: bool | None = False) -> RankingCertificate:
+                    exhaustive_limit: int = EXHAUSTIVE_LIMIT, progress: bool | None = False,
+                    search: bool = True) -> RankingCertificate:
     """The certificate of a final ranking (see the module docstring); ``progress`` shows the
-    bootstrap's bar (None: when standard error is a terminal)."""
+    bootstrap's bar (None: when standard error is a terminal). ``search=False`` finds the fewest
+    removals only where one sort per team finds them exactly (a score of a mean per-sample
+    risk), and leaves them unknown for other metrics instead of searching."""
     if not 0 < level < 1:
         raise ValueError(f"--level must lie in (0, 1), got {level!r}")
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
@@ -148,8 +152,15 @@ def certify_ranking(samples: PrivateSamples, rng: np.random.Generator, replicate
         scores=scores, score_low=low, score_high=high,
         rank=stats.rankdata(observed_risk, method="min").astype(np.int64), rank_low=rank_low, rank_high=rank_high,
         arena_rank=arena, p_best=p_best, winner=int(np.argmin(observed_risk)),
-        removal=fewest_removals(samples, challengers, exhaustive_limit),
+        removal=fewest_removals(samples, challengers, exhaustive_limit, search),
     )
+
+
+def certificate_stream(seed: int, samples: PrivateSamples) -> np.random.Generator:
+    """The bootstrap's random stream for ``samples`` under ``seed``: ``ladderlab rank-certificate``'s
+    (``--seed``), and the served final board's (seed 0), so that the command run on the board's
+    private losses gives back its intervals."""
+    return stream(seed, "rank-certificate", samples.teams, samples.size)
 
 
 def bootstrap_scores(samples: PrivateSamples, rng: np.random.Generator, replicates: int,
@@ -167,13 +178,16 @@ def bootstrap_scores(samples: PrivateSamples, rng: np.random.Generator, replicat
 
 
 def fewest_removals(samples: PrivateSamples, challengers: int = CHALLENGERS,
-                    exhaustive_limit: int = EXHAUSTIVE_LIMIT) -> Removal:
-    """The fewest private samples whose removal lets another team beat the winner (see the module docstring)."""
+                    exhaustive_limit: int = EXHAUSTIVE_LIMIT, search: bool = True) -> Removal:
+    """The fewest private samples whose removal lets another team beat the winner (see the module
+    docstring; ``search``: as :func:`certify_ranking`'s)."""
     risk = samples.sign * samples.scores()
     winner = int(np.argmin(risk))
     risks = samples.per_sample_risks()
     if risks is not None:
         return _exact_removal(samples, risks, winner)
+    if not search:
+        return Removal(None, None, [], False, f"not searched: the {samples.score_name} is not a mean of per-sample risks")
     return _searched_removal(samples, risk, winner, challengers, exhaustive_limit)
 
 

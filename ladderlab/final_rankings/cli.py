@@ -42,6 +42,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     from ladderlab.final_rankings.certificate import (
         certificate_records,
+        certificate_stream,
         certify_ranking,
         text_certificate,
     )
@@ -53,8 +54,6 @@ def _handle(args: argparse.Namespace) -> int:
     from ladderlab.runs.arguments import output_file
     from ladderlab.runs.rundir import write_atomically
     from ladderlab.runs.workload import check_work, ranking_certificate_work
-    from ladderlab.seeding import stream
-
     output_file("--out", args.out)
     if not 0 < args.level < 1:
         raise ValueError(f"--level must lie in (0, 1), got {args.level}")
@@ -68,7 +67,7 @@ def _handle(args: argparse.Namespace) -> int:
         samples = read_samples(path, args.labels, args.scorer, args.force)
     check_work(ranking_certificate_work(len(samples.teams), samples.size, args.replicates), args.force,
                 "fewer --replicates need less")
-    rng = stream(args.seed, "rank-certificate", samples.teams, samples.size)
+    rng = certificate_stream(args.seed, samples)
     certificate = certify_ranking(samples, rng, args.replicates, args.level, args.challengers, progress=None)
     if args.format == "json":
         text = json.dumps(certificate_records(certificate), indent=2, ensure_ascii=False) + "\n"

@@ -116,6 +116,13 @@ def read_samples(path: str | Path, labels: str | Path | None = None, scorer: str
         raise ValueError(f"{path} holds predictions: give --labels FILE (columns sample, label) and --scorer NAME")
     if column == "loss" and scorer is not None:
         raise ValueError(f"--scorer {scorer}: {path} holds losses (smaller is better), which need no scorer")
+    for name in ("team", "sample"):
+        blank = (frame[name].isna() | (frame[name].astype(str).str.strip() == "")).to_numpy()
+        if blank.any():
+            position = int(np.flatnonzero(blank)[0])
+            where = f"line {position + 2}" if path.suffix.lower() not in (".parquet", ".pq") else f"row {position + 1}"
+            raise ValueError(f"{path}: column {name!r}, {where}: needs a {name} name, got "
+                             f"{frame[name].iloc[position]!r} (every row names its {name})")
     frame = frame.assign(team=frame.team.astype(str), sample=frame["sample"].astype(str))
     values = _finite(path, frame, column)
     duplicated = frame.duplicated(["team", "sample"]).to_numpy()

@@ -128,6 +128,8 @@ class _Table:
     def integers(self, column: str) -> np.ndarray:
         numbers = pd.to_numeric(self.frame[column], errors="coerce").to_numpy(dtype=float)
         self._first_bad(column, ~np.isfinite(numbers) | (numbers != np.round(numbers)), "needs a whole number")
+        self._first_bad(column, np.abs(numbers) >= 2.0**63, "needs a whole number that fits in 64 bits "
+                                                             "(below 9223372036854775808 in size)")
         return numbers.astype(np.int64)
 
     def times(self, column: str) -> pd.Series:
@@ -186,15 +188,46 @@ def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | N
     table = _Table(path, raw, lines)
     if detected == "meta-kaggle":
         frame, excluded = _from_meta_kaggle(table)
+        _check_score_range(path, frame, scorer)
         return _validated(SubmissionLog(frame, orientation, str(path), detected, scorer, excluded=excluded))
     if detected == "kaggle-leaderboard":
         log = SubmissionLog(_from_kaggle_leaderboard(table), orientation, str(path), detected, scorer, improvements_only=True)
+        _check_score_range(path, log.submissions, scorer)
         _check_improvements(log, table)
         return log
     mechanism = metadata[MECHANISM_KEY].decode() if MECHANISM_KEY in metadata else None
-    return _validated(SubmissionLog(_from_ladderlab(table), orientation, str(path), detected, scorer,
+    frame = _from_ladderlab(table)
+    _check_score_range(path, frame, scorer, table)
+    return _validated(SubmissionLog(frame, orientation, str(path), detected, scorer,
                                     mechanism=mechanism, public_size=_size(path, metadata, PUBLIC_SIZE_KEY),
                                     private_size=_size(path, metadata, PRIVATE_SIZE_KEY)), table)
+
+
+def _check_score_range(path: Path, frame: pd.DataFrame, scorer: str | None, table: _Table | None = None) -> None:
+    """Refuse a score outside the range the scorer's scores can take (a zero-one loss of 1e308, or
+    below 0), naming the column, the row (or the submission) and the value; nothing where the
+    scorer is not known or its scores are unbounded."""
+    if scorer is None:
+        return
+    try:
+        value_range = get_scorer(scorer).value_range()
+    except (ValueError, TypeError):  # a scorer plugin's name, or a range that needs the number of classes
+        return
+    if value_range is None:
+        return
+    low, high = value_range
+    for column in ("public_score", "private_score", "released"):
+        if column not in frame:
+            continue
+        values = frame[column].to_numpy(dtype=float)
+        outside = (values < low) | (values > high)
+        if outside.any():
+            position = int(np.flatnonzero(outside)[0])
+            problem = (f"{values[position]!r} is outside [{low:g}, {high:g}], the range of the scorer {scorer!r}'s "
+                       "scores: is this the log of another scorer?")
+            if table is not None:
+                raise table.error(column, position, problem)
+            raise ValueError(f"{path}: column {column!r}, submission {frame.submission_id.iloc[position]}: {problem}")
 
 
 def _size(path: Path, metadata: dict[bytes, bytes], key: bytes) -> int | None:

@@ -61,13 +61,22 @@ def fix_for_new_programs() -> bool:
     return current != -1 and _personality(current | ADDR_NO_RANDOMIZE) != -1 and fixed()
 
 
-def restart_command(argv: Sequence[str], orig_argv: Sequence[str], executable: str) -> list[str]:
+def restart_command(argv: Sequence[str], orig_argv: Sequence[str], executable: str,
+                    first_path: str | None = None) -> list[str]:
     """The command that runs ``ladderlab.cli.commands`` with arguments ``argv[1:]`` in a new interpreter
-    with the options of ``orig_argv`` (the interpreter's command line), NumPy imported first."""
+    with the options of ``orig_argv`` (the interpreter's command line), NumPy imported first.
+
+    ``first_path`` is the first entry of this interpreter's ``sys.path`` (the script's folder, or the
+    current folder under ``-m``; None under ``-P`` or ``-I``, which put none there): it replaces the
+    current folder that ``-c`` puts first, so that the new interpreter imports what this one does. A
+    ``ladderlab`` command run in a source checkout would otherwise import the checkout's ``ladderlab/``
+    instead of the installed package."""
     options = list(orig_argv[1 : len(orig_argv) - len(argv)])
     if options[-1:] == ["-m"]:
         options.pop()
-    code = f"{FIRST_IMPORT}; import sys; sys.argv = {list(argv)!r}; from ladderlab.cli.commands import main; sys.exit(main())"
+    search = "" if first_path is None else f"sys.path[0] = {first_path!r}; "
+    code = (f"import sys; {search}{FIRST_IMPORT}; sys.argv = {list(argv)!r}; "
+            "from ladderlab.cli.commands import main; sys.exit(main())")
     return [executable, *options, "-c", code]
 
 
@@ -86,11 +95,13 @@ def restart_with_fixed_layout() -> None:
         return
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    os.execv(sys.executable, restart_command(sys.argv, sys.orig_argv, sys.executable))
+    first_path = None if sys.flags.safe_path or not sys.path else sys.path[0]
+    os.execv(sys.executable, restart_command(sys.argv, sys.orig_argv, sys.executable, first_path))
 
 
-def attack_bootstrap(path: Sequence[str], fd: int) -> str:
-    """The program of an attack process started anew in the organiser's layout: NumPy first,
-    then :func:`ladderlab.isolation.sandbox.restarted_attack_process` on descriptor ``fd``."""
-    return (f"{FIRST_IMPORT}; import sys; sys.path[:0] = {list(path)!r}; "
+def attack_bootstrap(imports: str, fd: int) -> str:
+    """The program of an attack process started anew in the organiser's layout: NumPy first, then
+    ``imports`` (statements that make it import what the sandbox server does) and
+    :func:`ladderlab.isolation.sandbox.restarted_attack_process` on descriptor ``fd``."""
+    return (f"{FIRST_IMPORT}; {imports}; "
             f"from ladderlab.isolation.sandbox import restarted_attack_process; restarted_attack_process({fd})")

@@ -40,7 +40,6 @@ import ctypes
 import gc
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import itertools
 import os
@@ -61,6 +60,7 @@ from typing import Any, Literal
 
 from ladderlab.isolation import layout
 from ladderlab.isolation.colocation import unpinned
+from ladderlab.utils import source_tree
 from ladderlab.utils.determinism import single_threaded
 from ladderlab.utils.sources import imported_names
 
@@ -190,9 +190,7 @@ class View:
 def _system_folders() -> list[Path]:
     """The Python installation (base and virtual environment) and ladderlab's packages."""
     folders = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix)]
-    for package in ("ladderlab", "ladderlab.attacks", "ladderlab.mechanisms", "ladderlab.scenarios"):
-        spec = importlib.util.find_spec(package)
-        folders += [Path(location) for location in (spec.submodule_search_locations or []) if spec]
+    folders += [Path(location) for locations in source_tree.package_folders().values() for location in locations]
     found: list[Path] = []
     for folder in (folder.resolve() for folder in folders):
         if folder not in found and not any(folder.is_relative_to(other) for other in found):
@@ -243,10 +241,17 @@ def sandbox_command(mode: SandboxMode, view: View, control_fd: int, file_fds: li
     options += ["--chdir", "/tmp", "--clearenv"]
     for name, value in {**_numeric_settings(), **_ENVIRONMENT}.items():
         options += ["--setenv", name, value]
-    paths = [entry for entry in (os.path.abspath(entry) for entry in sys.path if entry) if os.path.isdir(entry)]
-    bootstrap = (f"import sys; sys.path[:0] = {paths!r}; from ladderlab.isolation.sandbox import serve; "
+    bootstrap = (f"{_imports_as_here()}; from ladderlab.isolation.sandbox import serve; "
                  f"serve({control_fd}, {mode!r}, {same_layout!r})")
     return [*options, sys.executable, "-I", "-B", "-c", bootstrap]
+
+
+def _imports_as_here() -> str:
+    """Statements that make a new interpreter import what this one does: its ``sys.path``, and ladderlab's
+    packages from the folders this one imported them from (a checkout's ``ladderlab/`` on the path, which
+    has no plugin packages, would otherwise shadow the installed ladderlab: :mod:`ladderlab.utils.source_tree`)."""
+    paths = [entry for entry in (os.path.abspath(entry) for entry in sys.path if entry) if os.path.isdir(entry)]
+    return f"import sys; sys.path[:0] = {paths!r}; {source_tree.import_prologue(source_tree.package_folders())}"
 
 
 _ENVIRONMENT = {
@@ -546,7 +551,7 @@ def _become_attack_process(fd: int, control: socket.socket, user: int | None, sa
         make_non_dumpable()
         if same_layout and layout.fix_for_new_programs():
             os.set_inheritable(fd, True)
-            os.execv(sys.executable, [sys.executable, "-I", "-B", "-c", layout.attack_bootstrap(sys.path, fd)])
+            os.execv(sys.executable, [sys.executable, "-I", "-B", "-c", layout.attack_bootstrap(_imports_as_here(), fd)])
         from ladderlab.isolation.protocol import attack_process
 
         attack_process(socket.socket(fileno=fd))

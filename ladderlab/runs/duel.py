@@ -86,14 +86,18 @@ class AttackCrashed(Exception):
 
 def incompatibility(split: Split, mechanism: Mechanism, attack: Attack | None) -> str | None:
     """Why the duel cannot run (a t-test mechanism on a whole-vector metric, an attack on the
-    wrong kind of task), or None; ``attack=None`` asks about the mechanism only."""
+    wrong kind of task), or None; ``attack=None`` asks about the mechanism only. An attack's
+    parameter that cannot hold on the task raises ``ValueError`` (:meth:`Attack.check_params_for`)."""
     scorer = get_scorer(split.public.scorer)
     if mechanism.requires_loss and not isinstance(scorer, LossScorer):
         return (
             f"mechanism {mechanism.id!r} needs a per-sample loss, but the task is scored with "
             f"{scorer.name!r}; use 'bayesboot-ladder' or 'bayesboot-ladderboot'"
         )
-    return None if attack is None else attack.incompatibility(split.public)
+    if attack is None:
+        return None
+    attack.check_params_for(split.public)
+    return attack.incompatibility(split.public)
 
 
 @dataclass

@@ -2,9 +2,12 @@
 
 Modules: :mod:`~ladderlab.serve.storage` (the hash-chained log in SQLite or PostgreSQL),
 :mod:`~ladderlab.serve.replay` (the mechanism's state rebuilt from the log, and verified),
-:mod:`~ladderlab.serve.service` (submissions, caps, idempotency, final ranking, export),
+:mod:`~ladderlab.serve.service` (submissions, caps, idempotency, registration, final ranking,
+export), :mod:`~ladderlab.serve.events` (the rules of the recorded actions, replayed by verify),
+:mod:`~ladderlab.serve.final_board` (the final leaderboard with its rank certificate),
 :mod:`~ladderlab.serve.security` (tokens, rate limits), :mod:`~ladderlab.serve.uploads`,
-:mod:`~ladderlab.serve.app` and :mod:`~ladderlab.serve.pages` (HTTP API and web page),
+:mod:`~ladderlab.serve.app` (HTTP API), :mod:`~ladderlab.serve.web`, :mod:`~ladderlab.serve.pages`
+and :mod:`~ladderlab.serve.sessions` (the web page: its routes, views and sign-in),
 :mod:`~ladderlab.serve.client` (:class:`~ladderlab.serve.client.RemoteBoard`, standard
 library only), :mod:`~ladderlab.serve.demo`, :mod:`~ladderlab.serve.postgres` (a throwaway
 PostgreSQL cluster), :mod:`~ladderlab.dev.serve_bench` and :mod:`~ladderlab.serve.cli`.

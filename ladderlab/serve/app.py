@@ -10,12 +10,16 @@ Participants (``Authorization: Bearer TEAM-TOKEN``):
 
 Everyone: ``GET /api/challenge`` (ids in the published order, scorer, rules, mechanism),
 ``GET /api/public-data`` (training data and holdout inputs, ``.npz``),
-``GET /api/leaderboard``, the page ``/`` with its forms, ``/sample_submission.csv``.
+``GET /api/leaderboard``, after the close ``GET /api/final-leaderboard`` (the final ranking with its
+rank certificate), ``POST /api/register`` (a new team, with the invite code), the page (its routes:
+:mod:`ladderlab.serve.web`), ``/sample_submission.csv`` and ``/static/`` (the page's style sheet;
+:mod:`ladderlab.serve.perimeter` says what every answer carries).
 
 The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, ``GET
 /api/organiser/links`` (JSON; ``links.parquet``: Parquet) at any time, and after the close ``GET
 /api/organiser/final?linked=flag|merge|disqualify``, ``GET /api/organiser/export`` (Parquet) and
-``GET /api/organiser/private-losses?linked=…``.
+``GET /api/organiser/private-losses?linked=…``. These ``GET`` requests also take the organiser's
+session of the page instead of the token (they change nothing).
 
 A platform's scoring program (``Bearer SCORER-TOKEN``, :mod:`ladderlab.platforms.relay`): ``POST
 /api/scorer/submissions`` for the team of ``X-Ladderlab-Team-Token``, or the platform's team
@@ -30,21 +34,22 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import math
 from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
-from starlette.types import Message
 
 from ladderlab.engines.linked_ranking import DEFAULT_LINKED_POLICY, check_linked_policy
 from ladderlab.scoring import PredictionKind
-from ladderlab.serve import pages
 from ladderlab.serve.organiser_links import link_table
+from ladderlab.serve.perimeter import SecurityHeaders
 from ladderlab.serve.service import (
     Accepted,
     Service,
@@ -54,12 +59,14 @@ from ladderlab.serve.service import (
 )
 from ladderlab.serve.storage import REFUSED
 from ladderlab.serve.uploads import UploadError, UploadReader
+from ladderlab.serve.web import (
+    TOKEN_FORM_BYTES,
+    bounded,
+    organiser_session,
+    page_routes,
+)
 from ladderlab.validation import PredictionError
 
-MULTIPART_OVERHEAD = 64 << 10
-"""Room for a form's token field and part headers beside the file."""
-TOKEN_FORM_BYTES = 8192
-"""The most a form of a token alone (the page's "my submissions") may send."""
 DATABASE_RETRY_SECONDS = 5
 """``Retry-After`` of a 503 ``database``: the log's database did not answer (restarting, down, disk full)."""
 
@@ -74,6 +81,8 @@ def create_app(service: Service) -> FastAPI:
     classes = split.public.classes
     app = FastAPI(title=f"ladderlab serve: {challenge.name}", docs_url=None, redoc_url=None,
                   description="A leaderboard that releases what a certified mechanism releases.")
+    app.add_middleware(SecurityHeaders)
+    app.mount("/static", StaticFiles(packages=[("ladderlab.serve", "static")]), name="static")
 
     @app.exception_handler(ServiceError)
     async def refused(_request: Request, error: ServiceError) -> JSONResponse:
@@ -121,8 +130,13 @@ def create_app(service: Service) -> FastAPI:
             raise ServiceError(401, "unauthorized", "send the token as 'Authorization: Bearer TOKEN'")
         return token.strip()
 
+    def organiser(request: Request) -> None:
+        """The organiser's token, or (without an ``Authorization`` header) the organiser's session of the page."""
+        if "authorization" in request.headers or not organiser_session(service, request):
+            service.check_organiser(bearer(request))
+
     async def body(request: Request, limit: int) -> bytes:
-        return b"".join([chunk async for chunk in _bounded(request, limit).stream()])
+        return b"".join([chunk async for chunk in bounded(request, limit).stream()])
 
     @app.post("/api/submissions", status_code=201, summary="Upload a prediction, or rows of them (.npy)")
     async def submit(request: Request) -> JSONResponse:
@@ -217,10 +231,31 @@ def create_app(service: Service) -> FastAPI:
         return {"challenge": challenge.name, "scorer": service.scorer.name,
                 "greater_is_better": service.scorer.greater_is_better, "teams": service.leaderboard()}
 
+    @app.get("/api/final-leaderboard", summary="The final leaderboard with its rank certificate (after the close)")
+    def final_leaderboard() -> dict[str, Any]:
+        board = service.public_final()
+        if board is None:
+            raise ServiceError(409, "open", "the challenge is still open: the final leaderboard is published at the close")
+        return board
+
+    @app.post("/api/register", status_code=201, summary="Register a new team with the invite code; its token, once")
+    async def register(request: Request) -> JSONResponse:
+        try:
+            asked = json.loads(await body(request, TOKEN_FORM_BYTES))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            asked = None
+        if not isinstance(asked, dict) or not all(isinstance(asked.get(key), str) for key in ("team", "invite")):
+            raise ServiceError(422, "invalid", 'send JSON {"team": NAME, "invite": CODE}')
+        address = request.client.host if request.client else "unknown"
+        token = await run_in_threadpool(service.register, asked["team"], asked["invite"], address)
+        return JSONResponse({"team": asked["team"], "token": token}, status_code=201,
+                            headers={"Cache-Control": "no-store"})
+
     @app.post("/api/organiser/close", summary="Close the challenge: no more submissions")
-    def close(request: Request) -> dict[str, Any]:
+    def close(request: Request, linked: str | None = None) -> dict[str, Any]:
         service.check_organiser(bearer(request))
-        return {"closed_at": service.close().isoformat()}
+        closed = service.close(None if linked is None else linked_policy(linked))
+        return {"closed_at": closed.isoformat()}
 
     def linked_policy(value: str) -> str:
         try:
@@ -230,38 +265,34 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/api/organiser/links", summary="The linked groups: accounts, first link, the submission pairs and D")
     def organiser_links(request: Request) -> dict[str, Any]:
-        service.check_organiser(bearer(request))
+        organiser(request)
         return service.links()
 
     @app.get("/api/organiser/links.parquet", summary="The links as Parquet (one row per link)")
     def organiser_links_parquet(request: Request) -> Response:
-        service.check_organiser(bearer(request))
+        organiser(request)
         return Response(link_table(service.links()), media_type="application/vnd.apache.parquet",
                         headers={"Content-Disposition": f'attachment; filename="{challenge.name}-links.parquet"'})
 
     @app.get("/api/organiser/final", summary="The final leaderboard under the selection rule (after the close)")
     def final(request: Request, linked: str = DEFAULT_LINKED_POLICY) -> dict[str, Any]:
-        service.check_organiser(bearer(request))
+        organiser(request)
         return service.final(linked_policy(linked))
 
     @app.get("/api/organiser/export", summary="The submissions log as Parquet (after the close)")
     def export(request: Request) -> Response:
-        service.check_organiser(bearer(request))
+        organiser(request)
         return Response(service.export(), media_type="application/vnd.apache.parquet",
                         headers={"Content-Disposition": f'attachment; filename="{challenge.name}-log.parquet"'})
 
     @app.get("/api/organiser/private-losses",
              summary="Per-sample private losses of each team's counted submission, as Parquet (after the close)")
     def private_losses(request: Request, linked: str = DEFAULT_LINKED_POLICY) -> Response:
-        service.check_organiser(bearer(request))
+        organiser(request)
         return Response(service.private_losses(linked_policy(linked)), media_type="application/vnd.apache.parquet",
                         headers={"Content-Disposition": f'attachment; filename="{challenge.name}-private-losses.parquet"'})
 
     value_columns = ", ".join(reader.class_columns) if reader.kind is PredictionKind.PROBABILITIES else "prediction"
-
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> HTMLResponse:
-        return HTMLResponse(pages.index(service, value_columns))
 
     @app.get("/sample_submission.csv", include_in_schema=False)
     def sample() -> Response:
@@ -276,67 +307,8 @@ def create_app(service: Service) -> FastAPI:
         lines += [",".join([str(identifier), *[fill] * len(columns)]) for identifier in challenge.ids]
         return ("\n".join(lines) + "\n").encode()
 
-    @app.post("/upload", response_class=HTMLResponse, include_in_schema=False)
-    async def page_upload(request: Request) -> HTMLResponse:
-        try:
-            form = await _bounded(request, max_bytes + MULTIPART_OVERHEAD).form(max_files=1, max_fields=4,
-                                                                                max_part_size=max_bytes)
-        except UploadError as error:
-            return _page_refusal(service, str(error), error.status)
-        token, upload_file = form.get("token"), form.get("file")
-        try:
-            team = service.team_of(str(token or ""))
-            if upload_file is None or isinstance(upload_file, str):
-                raise UploadError("choose a file to upload")
-            data = await upload_file.read()
-            fmt = reader.format_of(upload_file.content_type, upload_file.filename)
-            accepted = await run_in_threadpool(upload, team, data, fmt, None)
-        except (ServiceError, UploadError) as error:
-            status = error.status
-            known = None if status == 401 else service.team_of(str(token))
-            return HTMLResponse(pages.result(service, str(error), False, known), status_code=status)
-        entry = accepted.entries[-1]
-        message = (f"Submission {entry.team_sequence} of {team} (id {entry.submission_id}): released "
-                   f"{service.scorer.name} {pages.released_text(entry.released, service.challenge.release_step())}")
-        return HTMLResponse(pages.result(service, message, True, team), status_code=201)
-
-    @app.post("/mine", response_class=HTMLResponse, include_in_schema=False)
-    async def page_mine(request: Request) -> HTMLResponse:
-        try:
-            form = await _bounded(request, TOKEN_FORM_BYTES).form(max_files=0, max_fields=2, max_part_size=4096)
-        except UploadError as error:
-            return _page_refusal(service, str(error), error.status)
-        try:
-            team = service.team_of(str(form.get("token") or ""))
-        except ServiceError as error:
-            return _page_refusal(service, str(error), error.status)
-        return HTMLResponse(pages.result(service, None, True, team))
-
+    app.include_router(page_routes(service, reader, upload, value_columns))
     return app
-
-
-def _bounded(request: Request, limit: int) -> Request:
-    """The request with a body of at most ``limit`` bytes: an ``UploadError`` (413) as soon as the
-    declared length, or the bytes received (a chunked body declares none), pass it; a multipart
-    form's files would otherwise be spooled to disk without bound."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise UploadError(f"the upload has {int(declared)} bytes, more than the limit of {limit}", status=413)
-    received = 0
-
-    async def receive() -> Message:
-        nonlocal received
-        message = await request.receive()
-        received += len(message.get("body", b""))
-        if received > limit:
-            raise UploadError(f"the upload is larger than the limit of {limit} bytes", status=413)
-        return message
-
-    return Request(request.scope, receive)
-
-
-def _page_refusal(service: Service, message: str, status: int) -> HTMLResponse:
-    return HTMLResponse(pages.result(service, message, False, None), status_code=status)
 
 
 def _accepted_json(team: str, accepted: Accepted) -> dict[str, Any]:

@@ -187,7 +187,8 @@ def _serve(args: argparse.Namespace) -> int:
     storage = Storage(url, full_sync=args.full_sync, background_checkpoints=True)
     service = Service(challenge, storage, secret)
     try:
-        issued = service.open()
+        with storage.readable():
+            issued = service.open()
     except StorageError as error:
         storage.close()
         print(f"ladderlab: error: {storage.display_url()}: {error}; nothing was served", file=sys.stderr)
@@ -250,22 +251,32 @@ def _write_tokens(path: Path, issued: dict[str, str]) -> None:
 
 
 def _check_reissue(challenge: Any, name: str) -> None:
-    from ladderlab.certification.challenge import RESERVED_TEAM_NAMES
+    """A team of the challenge file or the organiser; with ``[registration]``, also a name a team may
+    have registered (the service refuses it, naming it, if none did)."""
+    from ladderlab.certification.challenge import RESERVED_TEAM_NAMES, check_team_name
 
     names = [team.name for team in challenge.spec.teams] + list(RESERVED_TEAM_NAMES)
-    if name not in names:
+    if name in names:
+        return
+    if challenge.spec.registration is None:
         raise ValueError(f"--reissue {name!r}: not a team of {challenge.path} (teams: {', '.join(names)})")
+    try:
+        check_team_name(name)
+    except ValueError as error:
+        raise ValueError(f"--reissue: {error}") from None
 
 
 def _verify(args: argparse.Namespace) -> int:
     checked = _checked_log(args)
     if checked is None:
         return 1
-    display, count, states, head, report = checked
+    display, count, states, head, report, summary = checked
+    actions = summary.text() if summary else ""
     anchor_text = (f"; its head is {head[0]}:{head[1]} (keep it elsewhere: a later 'verify --anchor' with it "
-                   "finds the log cut back or rewritten)") if head[0] else ""
-    print(f"{display}: {count} submissions of {states} mechanism state(s): the chain is intact and every release, "
-          f"public and final score{', and every link,' if report['rule'] else ''} replays bit for bit{anchor_text}")
+                   "finds the log cut back or rewritten)") if head[0] or actions else ""
+    print(f"{display}: {count} submissions of {states} mechanism state(s){f' and {actions}' if actions else ''}: the "
+          f"chain is intact and every release, public and final score{', and every link,' if report['rule'] else ''} "
+          f"replays bit for bit{', and every recorded action keeps the rules' if actions else ''}{anchor_text}")
     if report["rule"]:
         print(_groups_text(report))
     return 0
@@ -289,16 +300,18 @@ def _links(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any]] | None:
+def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, str], dict[str, Any], Any] | None:
     """Verify the log of ``args.challenge_file`` (the chain, every release and score, every link:
-    a log whose recorded links differ from the ones the rule makes on replay is refused) and return
-    its URL as shown, its length, its mechanism states, its head and its links
-    (:func:`~ladderlab.serve.organiser_links.link_report`); None, said on stderr, if it does not verify."""
+    a log whose recorded links differ from the ones the rule makes on replay is refused; every
+    recorded action: :func:`~ladderlab.serve.events.verify_actions`) and return its URL as shown, its
+    length, its mechanism states, its head, its links (:func:`~ladderlab.serve.organiser_links.link_report`)
+    and what its actions did (an :class:`~ladderlab.serve.events.ActionSummary`, None for a log of an
+    older schema); None, said on stderr, if it does not verify."""
     from ladderlab.serve import require_server_extra
 
     require_server_extra()
     from ladderlab.certification import challenge as challenges
-    from ladderlab.serve import linked, replay
+    from ladderlab.serve import linked
     from ladderlab.serve.service import Service
     from ladderlab.serve.storage import Storage, StorageError
 
@@ -308,26 +321,66 @@ def _checked_log(args: argparse.Namespace) -> tuple[str, int, int, tuple[int, st
         output_file("--out", args.out)
     challenge = challenges.load(args.challenge_file, args.force)
     _, url, secret = _state(args, challenge, create=False)
+    _check_sqlite_header(url)
     storage = Storage(url)
-    if not storage.has_log():
-        storage.close()
-        raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
-                         f"{challenge.path}' starts one")
     try:
-        linked.check_link_record(challenge, storage)
-        rebuild = linked.rebuild if challenge.spec.rules.link else replay.rebuild
-        states, count = rebuild(challenge, storage, secret, progress=None)
-        if args.anchor is not None:
-            storage.check_anchor(*args.anchor)
-        with storage.reading() as connection:
-            head = storage.head(connection)
-        report = Service(challenge, storage, secret).links()
+        if not storage.has_log():
+            raise ValueError(f"--database {storage.display_url()}: holds no ladderlab log; 'ladderlab serve "
+                             f"{challenge.path}' starts one")
+        with storage.readable():
+            linked.check_link_record(challenge, storage)
+            service = Service(challenge, storage, secret)
+            states, count, summary = service.replay_log(progress=None)
+            if args.anchor is not None:
+                storage.check_anchor(*args.anchor)
+            head = storage.chain_head()
+            report = service.links()
+            _check_version(storage)
+    except ValueError:
+        storage.close()
+        raise
     except StorageError as error:
         print(f"ladderlab: error: {storage.display_url()}: {error}", file=sys.stderr)
         return None
     finally:
         storage.close()
-    return storage.display_url(), count, len(states), head, report
+    return storage.display_url(), count, states, head, report, summary
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_sqlite_header(url: str) -> None:
+    """Refuse a SQLite log file that is empty or does not begin as a database, before SQLite opens it
+    (opening an empty file, it would write a new database there: verifying changes nothing)."""
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or not Path(parsed.database).is_file():
+        return
+    with open(parsed.database, "rb") as handle:
+        start = handle.read(len(SQLITE_HEADER))
+    if start != SQLITE_HEADER:
+        raise ValueError(f"--database {url}: {'an empty file' if not start else 'not a SQLite database'}, not a "
+                         "ladderlab log: restore the log from a backup, or give the --state or --database it was "
+                         "started with")
+
+
+def _check_version(storage: Any) -> None:
+    """Say on stderr what the chain of a log not migrated yet, or migrated, does not vouch for."""
+    from ladderlab.serve.storage import SCHEMA_VERSION
+
+    version = storage.meta_value("schema_version")
+    if version != SCHEMA_VERSION:
+        print(f"ladderlab: warning: {storage.display_url()}: a log of schema version {version}, whose chain covers its "
+              "submissions but not its tokens, selections and close; start the server on it once, which migrates it "
+              f"to version {SCHEMA_VERSION} and chains them from then on", file=sys.stderr)
+        return
+    migrated = storage.events_migrated_from()
+    if migrated is not None:
+        print(f"ladderlab: warning: {storage.display_url()}: migrated from schema version {migrated}: the chain vouches "
+              "for its tokens, selections and close from the migration on, not for what they were before it",
+              file=sys.stderr)
 
 
 def _groups_text(report: dict[str, Any]) -> str:

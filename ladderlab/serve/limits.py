@@ -21,7 +21,15 @@ server bounds:
   its connection closed, so it holds neither a request's place nor its connection for longer; its
   size is bounded by the challenge's ``max_upload_bytes`` (``413``, :mod:`ladderlab.serve.app`);
 - **idle keep-alive** (uvicorn's ``timeout_keep_alive``) and the kernel's **backlog** of connections
-  not yet accepted.
+  not yet accepted;
+- **per address** (:attr:`ConnectionLimits.per_address`): the connections one client address holds
+  before their request's headers are in (a new one beyond it closes that address's oldest such
+  connection, so one client that opens sockets and sends nothing, or trickles, holds at most that
+  many places, and a team behind the same address still gets through), and the requests it has in
+  progress without a known token (one beyond it: 503 ``busy``);
+- **places kept for teams** (:attr:`ConnectionLimits.reserved_requests`): requests without a known
+  token (the page, the public data, guesses) may fill the requests in progress but these, which
+  only a request with a team's or the organiser's token in ``Authorization`` may take.
 
 :meth:`ConnectionLimits.for_challenge` sizes them from the challenge: a few connections per team
 (a browser opens six), within the process's file-descriptor limit; requests so that the uploads
@@ -36,6 +44,8 @@ import asyncio
 import json
 import math
 import resource
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +63,16 @@ SLOWEST_UPLOAD_BYTES_PER_SECOND = 128 << 10
 """The slowest honest upload the default body time waits for (a 1 Mbit/s link): a challenge whose largest
 upload needs longer than :data:`BODY_SECONDS` at this rate gets that longer time."""
 RETRY_AFTER_SECONDS = 1
+PER_ADDRESS = 8
+"""Connections one address may hold before their headers are in, and requests without a known token it
+may have in progress: a browser opens six connections to load a page."""
+RESERVED_SHARE = 4
+"""One request place in this many (at least one) is kept for requests with a known token."""
+
+
+def reserved_for(requests: int) -> int:
+    """The request places kept for requests with a known token out of ``requests`` (none of one)."""
+    return 0 if requests < 2 else max(1, requests // RESERVED_SHARE)
 
 
 @dataclass(frozen=True)
@@ -66,9 +86,11 @@ class ConnectionLimits:
     keep_alive: float = KEEP_ALIVE_SECONDS
     header_timeout: float = HEADER_SECONDS
     body_timeout: float = BODY_SECONDS
+    per_address: int = PER_ADDRESS
+    reserved_requests: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("connections", "requests", "backlog"):
+        for name in ("connections", "requests", "backlog", "per_address"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"connection limits: {name} must be a whole number ≥ 1, got {value!r}")
@@ -79,6 +101,9 @@ class ConnectionLimits:
         if self.requests > self.connections:
             raise ValueError(f"connection limits: requests ({self.requests}) cannot exceed connections "
                              f"({self.connections}): each request holds a connection")
+        if not 0 <= self.reserved_requests < self.requests:
+            raise ValueError(f"connection limits: reserved_requests must be at least 0 and below the requests "
+                             f"({self.requests}), got {self.reserved_requests!r}")
 
     @classmethod
     def for_challenge(cls, teams: int, max_upload_bytes: int, descriptors: int | None = None) -> ConnectionLimits:
@@ -99,7 +124,8 @@ class ConnectionLimits:
         connections = min(max(CONNECTIONS_PER_TEAM * (teams + 1), MIN_CONNECTIONS), MAX_CONNECTIONS, room)
         requests = min(max(2 * (teams + 1), 8), max(1, UPLOAD_MEMORY // max(1, max_upload_bytes)), connections)
         body_timeout = max(BODY_SECONDS, max_upload_bytes / SLOWEST_UPLOAD_BYTES_PER_SECOND)
-        return cls(connections=connections, requests=requests, backlog=connections, body_timeout=body_timeout)
+        return cls(connections=connections, requests=requests, backlog=connections, body_timeout=body_timeout,
+                   reserved_requests=reserved_for(requests))
 
     def uvicorn_options(self) -> dict[str, Any]:
         """The limits uvicorn offers, for ``uvicorn.Config``."""
@@ -128,6 +154,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{SLOWEST_UPLOAD_BYTES_PER_SECOND >> 10} KiB/s)")
     parser.add_argument("--keep-alive", type=positive, metavar="SECONDS",
                         help=f"close a connection idle this long between requests (default {KEEP_ALIVE_SECONDS:g})")
+    parser.add_argument("--per-address", type=count(1), metavar="N",
+                        help="connections one client address may hold before their request's headers are in (one "
+                             "more closes its oldest), and requests without a known token it may have in progress "
+                             f"(default {PER_ADDRESS})")
 
 
 def from_arguments(args: argparse.Namespace, teams: int, max_upload_bytes: int) -> ConnectionLimits:
@@ -141,7 +171,8 @@ def from_arguments(args: argparse.Namespace, teams: int, max_upload_bytes: int) 
     return ConnectionLimits(connections=connections, requests=requests, backlog=connections,
                             keep_alive=args.keep_alive or default.keep_alive,
                             header_timeout=args.header_timeout or default.header_timeout,
-                            body_timeout=args.body_timeout or default.body_timeout)
+                            body_timeout=args.body_timeout or default.body_timeout,
+                            per_address=args.per_address or PER_ADDRESS, reserved_requests=reserved_for(requests))
 
 
 def refusal(reason: str, message: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
@@ -167,29 +198,68 @@ def body_timeout_answer(seconds: float) -> bytes:
                                                 (b"connection", b"close")], body)
 
 
-class RequestLimit:
-    """ASGI middleware: at most ``limit`` requests of ``app`` in progress; one more gets 503 ``busy``."""
+def bearer_token(scope: Any) -> str | None:
+    """The token of a request's ``Authorization: Bearer TOKEN`` header, None without one."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return None
 
-    def __init__(self, app: Any, limit: int):
+
+class RequestLimit:
+    """ASGI middleware: at most ``limit`` requests of ``app`` in progress, of which those that ``known``
+    does not accept (a request's ASGI scope: a team's token or session) take at most ``limit - reserved``,
+    and at most ``per_address`` from one client address; one more gets 503 ``busy``."""
+
+    def __init__(self, app: Any, limit: int, known: Callable[[Any], bool] = lambda scope: False,
+                 reserved: int = 0, per_address: int | None = None):
         self.app = app
         self.limit = limit
+        self.known = known
+        self.reserved = reserved
+        self.per_address = limit if per_address is None else per_address
         self.active = 0
+        self.anonymous = 0
+        self.anonymous_by_address: dict[str, int] = {}
         self.headers, self.body = refusal("busy", f"the server is handling {limit} requests, its most at once: "
                                                   f"retry in {RETRY_AFTER_SECONDS} s")
+        self.anonymous_headers, self.anonymous_body = refusal(
+            "busy", f"the server is handling all the requests without a team's token it takes at once (from this "
+                    f"address, or {limit - reserved} in all): retry in {RETRY_AFTER_SECONDS} s, or send your "
+                    "team's token as 'Authorization: Bearer TOKEN'")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         if self.active >= self.limit:
-            await send({"type": "http.response.start", "status": 503, "headers": self.headers})
-            await send({"type": "http.response.body", "body": self.body})
+            await self._refuse(send, self.headers, self.body)
+            return
+        anonymous = not self.known(scope)
+        address = (scope.get("client") or ("",))[0]
+        if anonymous and (self.anonymous >= self.limit - self.reserved
+                          or self.anonymous_by_address.get(address, 0) >= self.per_address):
+            await self._refuse(send, self.anonymous_headers, self.anonymous_body)
             return
         self.active += 1  # one event loop: no lock needed
+        if anonymous:
+            self.anonymous += 1
+            self.anonymous_by_address[address] = self.anonymous_by_address.get(address, 0) + 1
         try:
             await self.app(scope, receive, send)
         finally:
             self.active -= 1
+            if anonymous:
+                self.anonymous -= 1
+                left = self.anonymous_by_address.pop(address) - 1
+                if left:
+                    self.anonymous_by_address[address] = left
+
+    @staticmethod
+    async def _refuse(send: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
@@ -200,6 +270,8 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         "connections", f"the server holds {limits.connections} connections, its most at once: "
                        f"retry in {RETRY_AFTER_SECONDS} s"))
     too_slow_body = body_timeout_answer(limits.body_timeout)
+    waiting: dict[str, OrderedDict[Any, None]] = {}
+    """By client address, its connections whose request's headers are not in yet, oldest first."""
 
     class BoundedHttpToolsProtocol(HttpToolsProtocol):
         header_deadline: asyncio.TimerHandle | None = None
@@ -233,15 +305,29 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             super().connection_lost(exc)
 
         def _arm(self) -> None:
+            """Wait for the request's headers: at most the header time, and as one of at most
+            ``per_address`` connections of its address doing so (the oldest beyond is closed)."""
             self.header_deadline = self.loop.call_later(limits.header_timeout, self._too_slow)
+            address = self.client[0] if self.client else ""
+            queue = waiting.setdefault(address, OrderedDict())
+            queue[self] = None
+            while len(queue) > limits.per_address:
+                oldest, _ = queue.popitem(last=False)
+                oldest._disarm()
+                if not oldest.transport.is_closing():
+                    oldest.transport.close()
 
         def _disarm(self) -> None:
             if self.header_deadline is not None:
                 self.header_deadline.cancel()
                 self.header_deadline = None
+            address = self.client[0] if self.client else ""
+            queue = waiting.get(address)
+            if queue is not None and queue.pop(self, False) is None and not queue:
+                del waiting[address]
 
         def _too_slow(self) -> None:
-            self.header_deadline = None
+            self._disarm()
             if not self.transport.is_closing():
                 self.transport.close()
 

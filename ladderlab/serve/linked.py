@@ -62,7 +62,8 @@ class LinkedStates:
     secret_seed: int
     teams: list[str] = field(default_factory=list)
     """The linker's accounts in name order (ties between keepers go to the first): the challenge's teams
-    unless given."""
+    unless given (with those that registered: a team that has not submitted yet changes nothing
+    but the numbering, and the order of the others is the same)."""
     linker: Linker = field(init=False)
     states: dict[str | None, MechanismState] = field(init=False, default_factory=dict)
     last_release: dict[str | None, float] = field(init=False, default_factory=dict)
@@ -145,7 +146,7 @@ class LinkedStates:
                 if entry.prediction_sha256 not in stored or entry.team not in self.index:
                     raise StorageError(f"submission {entry.submission_id}: its prediction or its team "
                                        f"{entry.team!r} is missing")
-            for (team, day), run in itertools.groupby(chunk, key=lambda entry: (entry.team, entry.utc_day)):
+            for (team, day), run in itertools.groupby(chunk, key=lambda entry: (entry.team, entry.day)):
                 run = list(run)
                 P = self._state(SHARED if self.shared else team).leaderboard.check(
                     np.stack([stored[entry.prediction_sha256] for entry in run]))
@@ -166,20 +167,13 @@ class LinkedStates:
         return state
 
 
-def replayed(challenge: Challenge, storage: Storage, secret_seed: int, entries: list[Entry]) -> LinkedStates:
-    """The linked states after ``entries`` (the whole log, verified, with links), replayed and checked."""
-    states = LinkedStates(challenge, secret_seed)
+def replayed(challenge: Challenge, storage: Storage, secret_seed: int, entries: list[Entry],
+             teams: list[str] | None = None) -> LinkedStates:
+    """The linked states of ``teams`` (default: the challenge file's) after ``entries`` (the whole log,
+    verified, with links), replayed and checked."""
+    states = LinkedStates(challenge, secret_seed, list(teams or []))
     states.apply(entries, storage)
     return states
-
-
-def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: bool | None = False
-            ) -> tuple[dict[str | None, MechanismState], int]:
-    """:func:`ladderlab.serve.replay.rebuild` under the link rule: verify the chain, replay the whole
-    log with its links, and return the states by keeper and the number of entries replayed
-    (``progress`` is taken for the same signature; the replay shows none)."""
-    entries = storage.verify_chain(challenge.identity())
-    return replayed(challenge, storage, secret_seed, entries).states, len(entries)
 
 
 def link_record(challenge: Challenge) -> str:

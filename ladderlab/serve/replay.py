@@ -104,13 +104,14 @@ def same_bits(values: tuple[float, ...], logged: tuple[float, ...]) -> bool:
     return np.array_equal(np.array(values, dtype=np.float64).view(np.int64), np.array(logged, dtype=np.float64).view(np.int64))
 
 
-def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: bool | None = False
-            ) -> tuple[dict[str | None, MechanismState], int]:
-    """Verify the chain and replay the whole log; return the states by team (or the shared
-    state under :data:`SHARED`) and the number of entries replayed (under ``rules.link``:
-    :func:`ladderlab.serve.linked.rebuild`). ``progress`` shows a bar
+def rebuild(challenge: Challenge, storage: Storage, secret_seed: int, progress: bool | None = False,
+            entries: list[Entry] | None = None) -> tuple[dict[str | None, MechanismState], int]:
+    """Verify the chain (unless given its verified ``entries``) and replay the whole log; return the
+    states by team (or the shared state under :data:`SHARED`) and the number of entries replayed
+    (under ``rules.link``: :func:`ladderlab.serve.linked.replayed`). ``progress`` shows a bar
     of the entries replayed (None: when standard error is a terminal)."""
-    entries = storage.verify_chain(challenge.identity())
+    if entries is None:
+        entries = storage.verify_chain(challenge.identity())
     shared = type(challenge.mechanism()).shared_state
     states: dict[str | None, MechanismState] = {}
     by_team: dict[str | None, list[Entry]] = {SHARED: entries} if shared else {}

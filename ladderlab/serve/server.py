@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import socket
+from typing import Any
 
-from ladderlab.serve.limits import ConnectionLimits, RequestLimit
+from ladderlab.serve.limits import ConnectionLimits, RequestLimit, bearer_token
+from ladderlab.serve.perimeter import AccessLog, access_log
 from ladderlab.serve.service import Service
 
 
@@ -24,6 +27,35 @@ def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
     return sock
 
 
+def _known(service: Service, scope: Any) -> bool:
+    """Whether a request comes from a team or the organiser: its ``Authorization`` token, or the
+    page's session cookie, is one the service knows."""
+    from starlette.requests import cookie_parser
+
+    from ladderlab.serve.sessions import cookie_name, signed_in
+
+    token = bearer_token(scope)
+    if token is not None:
+        return service.knows(token)
+    cookies = next((value for name, value in scope.get("headers", ()) if name == b"cookie"), None)
+    if cookies is None:
+        return False
+    return signed_in(service, cookie_parser(cookies.decode("latin-1")).get(cookie_name(service))) is not None
+
+
+def _print_access_log() -> None:
+    """The access log's lines on standard output, as uvicorn prints its own (which is off: it names the
+    path and query string the client sent, where a token may be)."""
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+    access_log.addHandler(handler)
+    access_log.setLevel(logging.INFO)
+    access_log.propagate = False
+
+
 def run(service: Service, sock: socket.socket, limits: ConnectionLimits, access_log: bool = True) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM end it cleanly; the log needs no shutdown), within
     ``limits`` (:mod:`ladderlab.serve.limits`)."""
@@ -33,8 +65,12 @@ def run(service: Service, sock: socket.socket, limits: ConnectionLimits, access_
 
     from ladderlab.serve.app import create_app
 
-    config = uvicorn.Config(RequestLimit(create_app(service), limits.requests), access_log=access_log,
-                            log_level="info", server_header=False, **limits.uvicorn_options())
+    app: Any = RequestLimit(create_app(service), limits.requests, functools.partial(_known, service),
+                            limits.reserved_requests, limits.per_address)
+    if access_log:
+        app = AccessLog(app)
+        _print_access_log()
+    config = uvicorn.Config(app, access_log=False, log_level="info", server_header=False, **limits.uvicorn_options())
     gc.collect()
     gc.freeze()  # what the imports and the replay left is never garbage: full collections need not walk it
     try:

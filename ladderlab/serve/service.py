@@ -14,36 +14,55 @@ shared state), because any submission may link its team with any other.
 
 What is served before the close holds released values only. The exact public and
 final scores leave the service only through :meth:`final`, :meth:`export` and
-:meth:`private_losses`, and only after the close.
+:meth:`private_losses` (the organiser's), and the final scores through
+:meth:`public_final` (anyone's), and only after the close.
+
+The actions between submissions (a team registering, selecting, the close) are checked by
+:mod:`ladderlab.serve.events` and chained with the submissions in the log.
 """
 
 from __future__ import annotations
 
+import hmac
 import io
 import json
 import logging
 import math
+import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ladderlab.certification.challenge import Challenge
+from ladderlab.certification.challenge import (
+    MAX_INVITE_CODE,
+    MIN_INVITE_CODE,
+    Challenge,
+)
 from ladderlab.competition import leaderboard_values, selected_submissions
 from ladderlab.engines.linked_ranking import (
     DEFAULT_LINKED_POLICY,
     apply_linked_policy,
     check_linked_policy,
 )
-from ladderlab.scoring import get_scorer
+from ladderlab.scoring import ScoreError, get_scorer
 from ladderlab.seeding import secret_fingerprint
 from ladderlab.serve import replay
+from ladderlab.serve.errors import ServiceError
+from ladderlab.serve.events import (
+    ActionSummary,
+    check_new_team,
+    check_not_closed,
+    check_selection,
+    verify_actions,
+)
+from ladderlab.serve.events import text_time as _text
 from ladderlab.serve.linked import (
     LinkedStates,
     Outcome,
@@ -55,38 +74,35 @@ from ladderlab.serve.organiser_links import link_events, link_report
 from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import (
+    ORGANISER,
+    SCORER,
     REFUSED,
     Entry,
     Storage,
     StorageError,
     encode_prediction,
+    microseconds,
+    moment,
     prediction_sha256,
 )
 
+if TYPE_CHECKING:
+    from ladderlab.final_rankings.private_samples import PrivateSamples
+
 log = logging.getLogger("ladderlab.serve")
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-ORGANISER = "organiser"
-SCORER = "scorer"
-"""The holder of the scorer credential: a platform's scoring program (ladderlab export), which uploads
-for a team it names (:meth:`Service.scored_team`) and sees what the team would see."""
 PLATFORM_TEAM = ":"
 """What a team a platform names has in its name (``evalai:42``, ``hf:…``): a challenge file's team
 cannot have it (its pattern refuses ``:``), so a platform's team never takes a file's team's name."""
 MAX_IDEMPOTENCY_KEY = 128
 TOKEN_REFRESH_SECONDS = 5.0
+INVITE_CODE_HASH = "invite_code_hash"
+"""The log's metadata key of the organiser's invite code (its SHA-256; empty: registration stopped)."""
+FINAL_BOARD = "final_board"
+"""The log's metadata key of the public final board, computed once after the close (:meth:`Service.public_final`)."""
+PUBLIC_LINKED = "public_linked"
+"""The log's metadata key of the linked-teams policy of the public final board (default ``flag``)."""
 LINKED = "#linked"
 """The lock key of every submission under ``rules.link`` (no team name starts with ``#``)."""
-
-
-class ServiceError(Exception):
-    """A request the service refuses: ``status`` (HTTP), ``reason`` (a stable word) and a
-    message for people; ``retry_after`` in seconds where waiting helps."""
-
-    def __init__(self, status: int, reason: str, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -111,14 +127,6 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def microseconds(moment: datetime) -> int:
-    return (moment - EPOCH) // timedelta(microseconds=1)
-
-
-def moment(us: int) -> datetime:
-    return EPOCH + timedelta(microseconds=us)
-
-
 class Service:
     """The leaderboard service of one challenge on one log."""
 
@@ -140,9 +148,13 @@ class Service:
         self._organiser_hash = ""
         self._scorer_hash = ""
         self._hashes_read = -math.inf
+        self._teams_stored = 0
         self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
         self.linking = challenge.spec.rules.link
         self._linked: LinkedStates | None = None
+        self._registered: list[str] = []
+        self._final_lock = threading.Lock()
+        self._final_board: dict[str, Any] | None = None
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -153,13 +165,20 @@ class Service:
         identity = self.challenge.identity()
         issued: dict[str, str] = {}
         organiser = new_token()
-        if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser)):
+        now_us = microseconds(self.clock())
+        if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser), now_us):
             issued[ORGANISER] = organiser
         if self.storage.meta_value("scorer_token_hash") is None:
             issued[SCORER] = self.reissue(SCORER)
         known = self.storage.team_hashes()
         names = [team.name for team in self.challenge.spec.teams]
-        dropped = sorted(name for name in set(known) - set(names) if PLATFORM_TEAM not in name)
+        registered = self.storage.registered_teams()
+        for name in names:
+            clash = next((other for other in registered if other.casefold() == name.casefold()), None)
+            if clash is not None:
+                raise StorageError(f"team {name!r} of {self.challenge.path} has the name of a team that registered "
+                                   f"itself ({clash!r}; names are compared ignoring case): rename it in the file")
+        dropped = sorted(name for name in set(known) - set(names) - set(registered) if PLATFORM_TEAM not in name)
         logged = {entry.team for entry in self.storage.entries()} if dropped else set()
         if set(dropped) & logged:
             raise StorageError(f"team {sorted(set(dropped) & logged)[0]!r} has submissions in the log but is not in "
@@ -167,18 +186,31 @@ class Service:
         for name in names:
             if name not in known:
                 token = new_token()
-                self.storage.add_team(name, token_hash(token))
+                self.storage.add_team(name, token_hash(token), now_us)
                 issued[name] = token
         self._hashes_read = -math.inf
         self._check_link_record()
-        if self.linking:
-            entries = self.storage.verify_chain(self.challenge.identity())
-            self._linked = replayed(self.challenge, self.storage, self.secret_seed, entries)
-            count = len(entries)
-        else:
-            self._states, count = replay.rebuild(self.challenge, self.storage, self.secret_seed)
+        _, count, _ = self.replay_log()
         log.info("log %s: %d submissions verified and replayed", self.storage.display_url(), count)
         return issued
+
+    def replay_log(self, progress: bool | None = False) -> tuple[int, int, ActionSummary | None]:
+        """Verify the log's chains and that its recorded actions keep the rules
+        (:func:`~ladderlab.serve.events.verify_actions`; a log of an older schema not migrated yet has
+        none) and rebuild the mechanisms' states by replaying
+        it (``progress``: a bar of the entries replayed, None: when standard error is a terminal);
+        return the number of states, of entries, and what the events did. :class:`StorageError`
+        names the first entry or event that does not verify."""
+        entries = self.storage.verify_chain(self.challenge.identity())
+        recorded = self.storage.events()
+        summary = verify_actions(self.challenge, entries, recorded) if recorded else None
+        if self.linking:
+            self._linked = replayed(self.challenge, self.storage, self.secret_seed, entries, self.team_names())
+            states = len(self._linked.states)
+        else:
+            self._states, _ = replay.rebuild(self.challenge, self.storage, self.secret_seed, progress, entries)
+            states = len(self._states)
+        return states, len(entries), summary
 
     def _check_link_record(self) -> None:
         """Record the link rule the log is written under (:func:`ladderlab.serve.linked.check_link_record`)."""
@@ -186,28 +218,35 @@ class Service:
             self.storage.set_meta("link_rule", link_record(self.challenge))
 
     def reissue(self, name: str) -> str:
-        """A new token for a team (a platform's enrolled team too), the organiser or the scorer; the
-        old one stops working."""
+        """A new token for a team (of the challenge file, registered, or a platform's enrolled team), the
+        organiser or the scorer; the old one stops working, and so do the page's sessions signed in with it."""
         token = new_token()
-        if name in (ORGANISER, SCORER):
-            self.storage.set_meta(f"{name}_token_hash", token_hash(token))
-        elif name in {team.name for team in self.challenge.spec.teams} or (
+        if name not in (ORGANISER, SCORER) and name not in self.team_names() and not (
                 PLATFORM_TEAM in name and name in self.storage.team_hashes()):
-            self.storage.set_token_hash(name, token_hash(token))
-        else:
-            raise ValueError(f"--reissue {name}: no such team in {self.challenge.path} (or '{ORGANISER}')")
+            raise ValueError(f"--reissue {name}: no such team in {self.challenge.path}, none registered with that "
+                             f"name (or '{ORGANISER}')")
+        self.storage.set_token_hash(name, token_hash(token), microseconds(self.clock()))
+        self._hashes_read = -math.inf  # in this process at once (others within TOKEN_REFRESH_SECONDS)
         return token
 
     # --- who is asking ----------------------------------------------------------------------
 
+    def team_names(self) -> list[str]:
+        """Every team: the challenge file's, then those that registered, in the order they did."""
+        self._token_hashes()
+        return [team.name for team in self.challenge.spec.teams] + self._registered
+
     def _token_hashes(self) -> tuple[dict[str, str], str]:
         """The teams' and the organiser's token hashes, read again from the log's database every
-        few seconds, so that a token reissued by another process takes effect here too."""
+        few seconds, so that a token reissued (or a team registered) by another process takes
+        effect here too."""
         now = time.monotonic()
         if now - self._hashes_read > TOKEN_REFRESH_SECONDS:
-            names = {team.name for team in self.challenge.spec.teams}
-            self._hashes = {name: digest for name, digest in self.storage.team_hashes().items()
-                            if name in names or PLATFORM_TEAM in name}
+            self._registered = self.storage.registered_teams()
+            names = {team.name for team in self.challenge.spec.teams} | set(self._registered)
+            stored = self.storage.team_hashes()
+            self._teams_stored = len(stored)
+            self._hashes = {name: digest for name, digest in stored.items() if name in names or PLATFORM_TEAM in name}
             self._organiser_hash = self.storage.meta_value("organiser_token_hash") or ""
             self._scorer_hash = self.storage.meta_value("scorer_token_hash") or ""
             self._hashes_read = now
@@ -215,9 +254,34 @@ class Service:
 
     def team_of(self, token: str) -> str:
         team = holder(token, self._token_hashes()[0])
+        if team is None and self.challenge.spec.registration is not None and (
+                self.storage.team_count() != self._teams_stored):  # a team registered with another server process
+            self._hashes_read = -math.inf
+            team = holder(token, self._token_hashes()[0])
         if team is None:
             raise ServiceError(401, "unauthorized", "unknown team token")
         return team
+
+    def holder_of(self, token: str) -> tuple[str, str]:
+        """Who holds ``token`` (a team's name, or :data:`ORGANISER`) and the hash of the token they
+        hold now; 401 for an unknown token."""
+        hashes, organiser = self._token_hashes()
+        if holder(token, {ORGANISER: organiser}) is not None:
+            return ORGANISER, organiser
+        team = self.team_of(token)
+        return team, self._token_hashes()[0][team]
+
+    def holds_token(self, who: str, hashed: str) -> bool:
+        """Whether ``who`` (a team or :data:`ORGANISER`) still holds the token of SHA-256 ``hashed``
+        (False once it was reissued)."""
+        hashes, organiser = self._token_hashes()
+        current = organiser if who == ORGANISER else hashes.get(who)
+        return current is not None and hmac.compare_digest(current.encode(), hashed.encode())
+
+    def knows(self, token: str) -> bool:
+        """Whether ``token`` is a team's or the organiser's (the places kept for them, :mod:`ladderlab.serve.limits`)."""
+        hashes, organiser = self._token_hashes()
+        return holder(token, {**hashes, ORGANISER: organiser}) is not None
 
     def check_organiser(self, token: str) -> None:
         if holder(token, {ORGANISER: self._token_hashes()[1]}) is None:
@@ -245,7 +309,7 @@ class Service:
             from sqlalchemy.exc import IntegrityError
 
             try:
-                self.storage.add_team(name, token_hash(new_token()))
+                self.storage.add_team(name, token_hash(new_token()), microseconds(self.clock()))
                 log.info("team %s enrolled by the platform's scorer", name)
             except IntegrityError:  # another process enrolled it at the same moment: its row is there now
                 pass
@@ -309,7 +373,10 @@ class Service:
                     self._check_open(now, submitted.closed_at)
                     total, today = submitted.total, submitted.today
                     self._check_caps(P.shape[0], total, today, now)
-                    outcomes = self._answer(connection, key, team, P, now)
+                    try:
+                        outcomes = self._answer(connection, key, team, P, now)
+                    except ScoreError as error:  # an undefined metric: the prediction's fault, nothing logged
+                        raise ServiceError(422, "invalid", str(error)) from None
                     self.storage.store_predictions(connection, encoded)
                     stamp = microseconds(now)
                     rows = [
@@ -336,7 +403,7 @@ class Service:
         """What the mechanism (under the link rule: the team's group) answers ``team``'s rows, with
         every logged entry applied first; the state is dirty until :meth:`_logged`."""
         if self.linking:
-            states = self._linked_caught_up(connection)
+            states = self._linked_caught_up(connection, team)
             states.dirty = True
             return states.submit(team, P, now.date())
         state = self._caught_up(connection, key)
@@ -362,14 +429,20 @@ class Service:
         if isinstance(state, MechanismState):
             state.applied += len(entries)
 
-    def _linked_caught_up(self, connection: Any) -> LinkedStates:
-        """The linked states after every logged entry (other processes' too; rebuilt from the whole
-        log after a failed submission)."""
+    def _linked_caught_up(self, connection: Any, team: str | None = None) -> LinkedStates:
+        """The linked states after every logged entry (other processes' too), ``team`` among their
+        accounts; rebuilt from the whole log after a failed submission, and when a team registered
+        (the linker's accounts are numbered in name order)."""
+        entries = []
+        if self._linked is not None:
+            entries = self.storage.entries_after(connection, self._linked.last_id, with_links=True)
+            known = self._linked.index
+            if (team is not None and team not in known) or any(entry.team not in known for entry in entries):
+                self._linked = None
         if self._linked is None:
             entries = self.storage.entries_after(connection, 0, with_links=True)
-            self._linked = LinkedStates(self.challenge, self.secret_seed)
-        else:
-            entries = self.storage.entries_after(connection, self._linked.last_id, with_links=True)
+            teams = [each.name for each in self.challenge.spec.teams] + self.storage.registered_teams(connection)
+            self._linked = LinkedStates(self.challenge, self.secret_seed, teams)
         if entries:
             self._linked.apply(entries, self.storage, connection)
         return self._linked
@@ -497,36 +570,124 @@ class Service:
         return self._remaining(total, today)
 
     def select(self, team: str, submission_id: int, selected: bool) -> None:
-        """Select (or unselect) one of the team's submissions for the final ranking (rule k)."""
-        k = self.challenge.spec.rules.selection
-        if not isinstance(k, int):
-            raise ServiceError(409, "conflict", f"this challenge's final selection is {k!r}: teams do not select")
-        if self.closed_at() is not None:
-            raise ServiceError(403, "closed", "the challenge is closed: selections are final")
-        with self.storage.transaction() as connection:
+        """Select (or unselect) one of the team's submissions for the final ranking (rule k), under
+        :func:`~ladderlab.serve.events.check_selection`; a change is recorded as an event."""
+        rule = self.challenge.spec.rules.selection
+        with self._writing(), self.storage.transaction() as connection:
             self.storage.lock_team(connection, team)
+            closed = self._closing(self.storage.meta_value("closed_at", connection))
             owned = {entry.submission_id: entry.decision for entry in self.storage.entries(connection, team=team)}
-            if submission_id not in owned:
-                raise ServiceError(404, "not-found", f"team {team} has no submission {submission_id}")
-            if selected and owned[submission_id] == REFUSED:
-                raise ServiceError(409, "conflict", f"submission {submission_id} was refused (its linked group's caps "
-                                                    "were spent): it has no score to count")
             chosen = self.storage.selected(connection).get(team, set())
-            if selected and submission_id not in chosen and len(chosen) >= k:
-                raise ServiceError(409, "conflict", f"a team selects at most {k} submissions; unselect one of "
-                                                    f"{sorted(chosen)} first")
-            self.storage.select(connection, team, submission_id, selected)
+            check_selection(rule, team, submission_id, selected, owned, chosen, closed)
+            self.storage.select(connection, team, submission_id, selected, microseconds(self.clock()))
+
+    # --- registering ------------------------------------------------------------------------
+
+    def registration_open(self) -> bool:
+        """Whether a team may register now: the challenge has ``[registration]``, an invite code
+        (the file's or the organiser's) and is not closed."""
+        return self._invite_hash() is not None and self.closed_at() is None
+
+    def _invite_hash(self) -> str | None:
+        """The SHA-256 of the invite code in force: the organiser's if one was set (none if the
+        organiser stopped registration), else the challenge file's; None without registration."""
+        registration = self.challenge.spec.registration
+        if registration is None:
+            return None
+        stored = self.storage.meta_value(INVITE_CODE_HASH)
+        if stored is None:
+            return None if registration.invite is None else token_hash(registration.invite)
+        return stored or None
+
+    def invite_source(self) -> str:
+        """Where the invite code in force comes from: ``file``, ``organiser``, or ``none``."""
+        if self._invite_hash() is None:
+            return "none"
+        return "file" if self.storage.meta_value(INVITE_CODE_HASH) is None else "organiser"
+
+    def set_invite(self, code: str | None) -> str:
+        """Set the invite code (None: a new random one) and return it; the file's code, or an
+        earlier one, stops working."""
+        if self.challenge.spec.registration is None:
+            raise ServiceError(409, "no-registration", f"{self.challenge.path} has no [registration] table: teams "
+                                                       "cannot register themselves")
+        code = secrets.token_urlsafe(12) if code is None else code.strip()
+        if not MIN_INVITE_CODE <= len(code) <= MAX_INVITE_CODE or any(character.isspace() for character in code):
+            raise ServiceError(422, "invalid", f"an invite code has {MIN_INVITE_CODE} to {MAX_INVITE_CODE} characters "
+                                               f"and no spaces, got {len(code)} characters")
+        self.storage.set_meta(INVITE_CODE_HASH, token_hash(code))
+        return code
+
+    def stop_registration(self) -> None:
+        """No team may register from now on (until a new invite code is set)."""
+        self.storage.set_meta(INVITE_CODE_HASH, "")
+
+    def register(self, name: str, invite: str, address: str) -> str:
+        """Register a new team ``name`` with the invite code, asked from client ``address``; return its
+        token, to be shown once. Every attempt counts in the address's rate limit (in a transaction
+        of its own, so that a refused attempt counts too); then the code, the close, the most teams
+        and the name (:func:`~ladderlab.serve.events.check_new_team`) are checked, and the team is
+        added and its registration recorded as an event, one registration at a time."""
+        registration = self.challenge.spec.registration
+        if registration is None:
+            raise ServiceError(404, "no-registration", "this challenge has no self-registration: the organiser gives "
+                                                       "each team its token")
+        now = self.clock()
+        per_hour = registration.attempts_per_hour
+        with self._writing(), self.storage.transaction() as connection:
+            wait = self.storage.take_attempt(connection, address, microseconds(now), per_hour / 3600, per_hour)
+        if wait:
+            raise ServiceError(429, "rate", f"too many registration attempts from this address: at most {per_hour} an "
+                                            f"hour; try again in {math.ceil(wait)} s", retry_after=wait)
+        expected = self._invite_hash()
+        if expected is None:
+            raise ServiceError(403, "registration-closed", "registration is closed: ask the organiser for a token")
+        if not hmac.compare_digest(token_hash(invite).encode(), expected.encode()):
+            raise ServiceError(403, "invite", "wrong invite code")
+        token = new_token()
+        with self._writing(), self.storage.transaction() as connection:
+            self.storage.hold_events(connection)  # registrations one at a time: each checks the names before it
+            check_not_closed(self._closing(self.storage.meta_value("closed_at", connection)), "teams no longer register")
+            registered = self.storage.registered_teams(connection)
+            if len(registered) >= registration.max_teams:
+                raise ServiceError(403, "full", f"{len(registered)} teams have registered, the most this challenge "
+                                                "allows: ask the organiser")
+            check_new_team(name, [team.name for team in self.challenge.spec.teams]
+                           + list(self.storage.team_hashes(connection)))
+            self.storage.register_team(connection, name, token_hash(token), microseconds(now))
+        self._hashes_read = -math.inf
+        log.info("team %s registered", name)
+        return token
 
     # --- the organiser ----------------------------------------------------------------------
 
-    def close(self) -> datetime:
-        """Close the challenge now (no more submissions); return when it closed."""
+    def close(self, linked: str | None = None) -> datetime:
+        """Close the challenge now (no more submissions, selections or registrations) and record it;
+        return when it closed. It waits for the submissions in progress (every team's row is locked),
+        so that none is logged after the close. ``linked``: the policy of the public final board
+        (:meth:`public_final`; default ``flag``)."""
+        if linked is not None:
+            self.storage.set_meta(PUBLIC_LINKED, check_linked_policy(linked))
         closed = self.closed_at()
         if closed is None:
-            closed = self.clock()
-            self.storage.set_meta("closed_at", closed.isoformat())
+            now = self.clock()
+            with self._writing():
+                closed = datetime.fromisoformat(self.storage.close_challenge(now.isoformat(), microseconds(now)))
             log.info("the challenge was closed by the organiser")
         return closed
+
+    def overview(self) -> list[dict[str, Any]]:
+        """Every team with its submissions (refused ones included), the last one's time, the
+        submissions it selected, and whether it registered itself: for the organiser's page."""
+        counts = self.storage.submission_counts()
+        chosen = self.storage.selected()
+        registered = set(self.team_names()) - {team.name for team in self.challenge.spec.teams}
+        rows = [{"team": team, "submissions": counts.get(team, (0, 0))[0],
+                 "last_submission": _text(moment(counts[team][1])) if team in counts else None,
+                 "selected": len(chosen.get(team, ())), "registered": team in registered}
+                for team in self.team_names()]
+        rows.sort(key=lambda row: (-row["submissions"], row["team"]))
+        return rows
 
     def _require_closed(self) -> None:
         if self.closed_at() is None:
@@ -565,7 +726,7 @@ class Service:
         with self.storage.reading() as connection:
             entries = self.storage.entries_after(connection, 0, with_links=True)
         rule = json.loads(link_record(self.challenge))
-        teams = sorted(team.name for team in self.challenge.spec.teams)
+        teams = sorted(self.team_names())
         return link_report(teams, link_events(entries, rule["threshold"]), rule, holdout)
 
     def final(self, linked: str = DEFAULT_LINKED_POLICY) -> dict[str, Any]:
@@ -617,23 +778,61 @@ class Service:
         if not isinstance(scorer, LossScorer):
             raise ServiceError(409, "not-per-sample", f"the scorer {scorer.name!r} is not a mean of per-sample losses, "
                                                       "so the private score does not split into samples")
-        rows = self.final(linked)["teams"]
-        by_id = {entry.submission_id: entry for entry in self.storage.entries()}
-        digests = [by_id[row["counted_submission"]].prediction_sha256 for row in rows]
-        stored = self.storage.load_predictions(digests)
-        final_rows = self.challenge.split.final_rows
-        y_final = self.challenge.split.y_holdout[final_rows]
-        losses = (scorer.loss(y_final, np.stack([stored[digest][final_rows] for digest in digests])) if rows
-                  else np.empty((0, final_rows.size)))
-        samples = [str(sample) for sample in self.challenge.ids[final_rows]]
+        _, samples = self.private_samples(linked)
+        losses = samples.losses if samples.teams else np.empty((0, samples.size))
         table = pa.table({
-            "team": pa.array([row["team"] for row in rows for _ in samples], pa.string()),
-            "sample": pa.array(samples * len(rows), pa.string()),
-            "loss": pa.array(losses.reshape(-1), pa.float64()),
+            "team": pa.array([team for team in samples.teams for _ in samples.sample_ids], pa.string()),
+            "sample": pa.array(samples.sample_ids * len(samples.teams), pa.string()),
+            "loss": pa.array(np.asarray(losses).reshape(-1), pa.float64()),
         }).replace_schema_metadata({"ladderlab.scorer": scorer.name})
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
         return buffer.getvalue()
+
+    def private_samples(self, linked: str = DEFAULT_LINKED_POLICY) -> tuple[dict[str, Any], PrivateSamples]:
+        """The final ranking (:meth:`final`) and, in its order, each entry's counted submission on the
+        final-set rows with their labels and the scorer (predictions clipped into the prediction
+        range as scoring clips them): what a rank certificate resamples."""
+        from ladderlab.final_rankings.private_samples import PrivateSamples
+
+        final = self.final(linked)
+        rows = final["teams"]
+        by_id = {entry.submission_id: entry for entry in self.storage.entries()}
+        digests = [by_id[row["counted_submission"]].prediction_sha256 for row in rows]
+        stored = self.storage.load_predictions(digests)
+        final_rows = self.challenge.split.final_rows
+        predictions = (np.stack([stored[digest][final_rows] for digest in digests]) if rows
+                       else np.empty((0, final_rows.size)))
+        samples = PrivateSamples([row["team"] for row in rows], [str(sample) for sample in self.challenge.ids[final_rows]],
+                                 predictions=predictions, labels=self.challenge.split.y_holdout[final_rows],
+                                 scorer=self.scorer.within(self.challenge.split.public.prediction_range),
+                                 source=f"the final ranking of {self.challenge.name}")
+        return final, samples
+
+    def public_final(self) -> dict[str, Any] | None:
+        """The final leaderboard anyone may see after the close, with its rank certificate
+        (:func:`ladderlab.serve.final_board.final_board`), under the organiser's linked-teams policy;
+        None while the challenge is open. It is computed once, by the first request after the close,
+        and kept in the log's metadata with the chain's head it was computed at: a log that moved on
+        (a challenge reopened by a later ``end``) computes it again."""
+        if self.closed_at() is None:
+            return None
+        head = "{}:{}".format(*self.storage.chain_head())
+        linked = self.storage.meta_value(PUBLIC_LINKED) or DEFAULT_LINKED_POLICY
+        current = self._final_board
+        if current is not None and (current["head"], current["linked"]) == (head, linked):
+            return current
+        with self._final_lock:
+            stored = self.storage.meta_value(FINAL_BOARD)
+            board = None if stored is None else json.loads(stored)
+            if board is None or (board["head"], board["linked"]) != (head, linked):
+                from ladderlab.serve.final_board import final_board
+
+                board = {**final_board(self, linked), "head": head}
+                self.storage.set_meta(FINAL_BOARD, json.dumps(board))
+                log.info("the public final board was computed at the log's head %s", head)
+            self._final_board = board
+        return board
 
     def export(self) -> bytes:
         """The log as Parquet: the columns ``ladderlab replay`` reads (team, submission_id, team_sequence, submitted_at, public_score, private_score,
@@ -688,11 +887,6 @@ def _link_reasons(report: dict[str, Any]) -> dict[str, str]:
         for team in group["teams"]:
             reasons[team] = f"linked with {', '.join(other for other in group['teams'] if other != team)} {evidence}"
     return reasons
-
-
-def _text(value: datetime) -> str:
-    """A time as ISO 8601 in UTC, to the second (``2026-01-05T00:00:00Z``)."""
-    return value.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _uploads(count: int) -> str:

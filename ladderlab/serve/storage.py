@@ -14,10 +14,25 @@ SQLAlchemy Core, one schema for both databases:
   holdout rows where they differed, :mod:`ladderlab.serve.linked`); an entry's hash covers them;
 - ``predictions``: the prediction bytes by SHA-256 (zlib), which replaying the log needs;
 - ``selections``: the submissions a team selected for the final ranking (rule k);
+- ``events``: a second hash chain of everything else the service acts on: each token hash a
+  team or the organiser was given (a team added, a team that registered itself, a token
+  reissued), each selection and unselection, the close, and the submissions' head it sealed.
+  ``teams``, ``selections`` and the closing time in ``meta`` are what the events add up to;
+  :meth:`Storage.verify_chain` refuses a log where they are not (and
+  :func:`ladderlab.serve.events.verify_actions` one where an event breaks the service's rules);
 - ``rate_buckets``: each team's upload rate-limit bucket (level, last update), so that
-  the limit holds across processes (not part of the chain: a refusal leaves no entry);
-- ``chain``: one row, the head of the chain (last id and hash). Appending an entry locks
-  it, so ids are gapless and the chain is linear under any number of server processes.
+  the limit holds across processes (not part of either chain: it decides only when an upload
+  may come, never what is released or counted, which the caps of chained entries decide), and
+  ``address_buckets``, the same for registration attempts by client address;
+- ``sessions``: the page's signed-in browsers (the SHA-256 of their cookie, who, the hash of the
+  token they signed in with, until when; :mod:`ladderlab.serve.sessions`);
+- ``chain``: the heads of the chains (row 1: the submissions', row 2: the events'), last id
+  and hash. Appending locks the head, so ids are gapless and each chain is linear under any
+  number of server processes.
+
+An entry's UTC day (``utc_day``, which the daily cap counts) is the day of its time, which is
+in the chain; the column is kept for people reading the table, and a log whose column says
+another day is refused.
 
 Locks: SQLite takes its one write lock with ``BEGIN IMMEDIATE``; PostgreSQL locks the
 team's row (``SELECT … FOR UPDATE``) for the whole submission, so that caps and the
@@ -34,6 +49,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +60,24 @@ from numpy.typing import NDArray
 
 from ladderlab.serve.security import token_bucket
 
-SCHEMA_VERSION = "3"
-MIGRATIONS = {"2": "3"}
-"""Older schema versions this one opens by adding what it lacks (version 3 adds ``links``; the
-hashes of entries without links are what version 2 wrote)."""
+SCHEMA_VERSION = "4"
+MIGRATIONS = {"2": "4", "3": "4"}
+"""Older schema versions a server opens by adding what they lack (version 3 added ``links``; the
+hashes of entries without links are what version 2 wrote; version 4 added ``events``, begun at the
+migration with the tokens, selections and close the log held then). ``serve verify`` checks a log
+not migrated yet as it was written, and says what its chain does not cover."""
+SUBMISSIONS_HEAD, EVENTS_HEAD = 1, 2
+TOKEN, REGISTER, SELECT, UNSELECT, CLOSE, SEAL, MIGRATED = (
+    "token", "register", "select", "unselect", "close", "seal", "migrated")
+"""The kinds of events: a token hash given to a team or the organiser, a team that registered
+itself with its token hash, a selection and an unselection, the close, the submissions' head at the
+close (``ID:HASH``, recorded with it: no submission comes after it), and the migration that began
+the events of an older log."""
+ORGANISER, SCORER = "organiser", "scorer"
+CREDENTIALS = (ORGANISER, SCORER)
+"""The tokens that are no team's (their hashes are kept in ``meta``): the organiser's, and the scorer
+credential of a platform's scoring program (ladderlab export), which uploads for a team it names and
+sees what the team would see."""
 CHECKPOINT_SECONDS = 0.5
 REFUSED = "refused"
 """The decision of a submission beyond its linked group's budget: logged (it counts in its team's
@@ -78,6 +108,7 @@ submissions = sa.Table(
     sa.UniqueConstraint("team", "team_sequence"),
     sa.UniqueConstraint("team", "idempotency_key"),
     sa.Index("submissions_team_day", "team", "utc_day"),
+    sa.Index("submissions_team_time", "team", "submitted_at_us"),
 )
 links = sa.Table(
     "links", metadata,
@@ -103,6 +134,29 @@ rate_buckets = sa.Table(
     sa.Column("level", sa.Double, nullable=False),
     sa.Column("updated_us", sa.BigInteger, nullable=False),
 )
+address_buckets = sa.Table(
+    "address_buckets", metadata,
+    sa.Column("address", sa.String(64), primary_key=True),
+    sa.Column("level", sa.Double, nullable=False),
+    sa.Column("updated_us", sa.BigInteger, nullable=False),
+)
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("session_hash", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False),
+    sa.Column("expires_us", sa.BigInteger, nullable=False),
+)
+events = sa.Table(
+    "events", metadata,
+    sa.Column("event_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("at_us", sa.BigInteger, nullable=False),
+    sa.Column("previous_hash", sa.String(64), nullable=False),
+    sa.Column("event_hash", sa.String(64), nullable=False),
+)
 chain = sa.Table(
     "chain", metadata,
     sa.Column("singleton", sa.Integer, primary_key=True),
@@ -118,7 +172,8 @@ SUBMISSION_STATE = sa.select(
     sa.select(sa.func.coalesce(sa.func.max(submissions.c.team_sequence), 0))
     .where(submissions.c.team == _team).scalar_subquery(),
     sa.select(sa.func.count()).select_from(submissions)
-    .where(submissions.c.team == _team, submissions.c.utc_day == sa.bindparam("day")).scalar_subquery(),
+    .where(submissions.c.team == _team, submissions.c.submitted_at_us >= sa.bindparam("day_start"),
+           submissions.c.submitted_at_us < sa.bindparam("day_end")).scalar_subquery(),
     sa.select(meta.c.value).where(meta.c.key == "closed_at").scalar_subquery(),
 )
 TEAM_ENTRIES_AFTER = (sa.select(*submissions.c)
@@ -131,13 +186,15 @@ BY_IDEMPOTENCY_KEYS = (sa.select(*submissions.c)
                               submissions.c.idempotency_key.in_(sa.bindparam("keys", expanding=True)))
                        .order_by(submissions.c.submission_id))
 LOCK_TEAM = sa.select(teams.c.name).where(teams.c.name == _team).with_for_update()
-RATE_BUCKET = sa.select(rate_buckets.c.level, rate_buckets.c.updated_us).where(rate_buckets.c.team == _team)
+LOCK_TEAMS = sa.select(teams.c.name).order_by(teams.c.name).with_for_update()
 LINKS_AFTER = (sa.select(links.c.submission_id, links.c.other, links.c.differing)
                .where(links.c.submission_id > sa.bindparam("after")).order_by(links.c.submission_id, links.c.position))
-HEAD = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == 1)
+HEAD = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == SUBMISSIONS_HEAD)
 HEAD_FOR_UPDATE = HEAD.with_for_update()
+EVENTS_HEAD_ROW = sa.select(chain.c.last_id, chain.c.last_hash).where(chain.c.singleton == EVENTS_HEAD)
+EVENTS_HEAD_FOR_UPDATE = EVENTS_HEAD_ROW.with_for_update()
 INSERT_ENTRY = submissions.insert()
-MOVE_HEAD = chain.update().where(chain.c.singleton == 1).values(last_id=sa.bindparam("last_id"),
+MOVE_HEAD = chain.update().where(chain.c.singleton == SUBMISSIONS_HEAD).values(last_id=sa.bindparam("last_id"),
                                                                   last_hash=sa.bindparam("last_hash"))
 
 
@@ -177,6 +234,11 @@ class Entry:
     links: tuple[tuple[str, int], ...] = ()
     """The links this submission made: (other team, differing holdout rows), in order."""
 
+    @property
+    def day(self) -> str:
+        """The UTC day of the submission's time (ISO 8601), which the daily caps count."""
+        return utc_day(self.submitted_at_us)
+
     def expected_hash(self) -> str:
         """The hash this entry must carry: SHA-256 of its fields (floats as exact hex), its links
         and the previous entry's hash."""
@@ -199,6 +261,79 @@ def entry_hash(submission_id: int, team: str, team_sequence: int, submitted_at_u
 def genesis_hash(challenge_identity: str) -> str:
     """The hash the first entry links to: the challenge's identity."""
     return hashlib.sha256(f"ladderlab serve {challenge_identity}".encode()).hexdigest()
+
+
+def events_genesis_hash(challenge_identity: str) -> str:
+    """The hash the first event links to: the challenge's identity."""
+    return hashlib.sha256(f"ladderlab serve events {challenge_identity}".encode()).hexdigest()
+
+
+def event_hash(event_id: int, kind: str, name: str, value: str, at_us: int, previous_hash: str) -> str:
+    return hashlib.sha256(json.dumps([event_id, kind, name, value, at_us, previous_hash],
+                                     separators=(",", ":")).encode()).hexdigest()
+
+
+def utc_day(microseconds: int) -> str:
+    """The UTC day (ISO 8601) of a time in microseconds since the epoch."""
+    return (EPOCH + timedelta(microseconds=microseconds)).date().isoformat()
+
+
+def day_bounds(day: str) -> tuple[int, int]:
+    """The first microsecond of the UTC day ``day`` and of the next, since the epoch."""
+    start = datetime.combine(date.fromisoformat(day), datetime.min.time(), timezone.utc)
+    first = (start - EPOCH) // timedelta(microseconds=1)
+    return first, first + 86_400_000_000
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def microseconds(when: datetime) -> int:
+    """A time with a zone as µs since the epoch (the log's times)."""
+    return (when - EPOCH) // timedelta(microseconds=1)
+
+
+def moment(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of the events chain, as the service wrote it."""
+
+    event_id: int
+    kind: str
+    name: str
+    value: str
+    at_us: int
+
+
+@dataclass
+class Recorded:
+    """What the events add up to: every name's token hash, each team's selections, the closing time."""
+
+    tokens: dict[str, str]
+    selections: dict[str, set[int]]
+    closed_at: str | None
+    migrated: str | None
+    """The schema version the events began from by a migration (None: they began with the log)."""
+
+    def apply(self, kind: str, name: str, value: str, number: int) -> None:
+        if kind in (TOKEN, REGISTER):
+            self.tokens[name] = value
+        elif kind == SEAL and self.closed_at is not None:
+            pass
+        elif kind in (SELECT, UNSELECT) and value.isdigit():
+            chosen = self.selections.setdefault(name, set())
+            chosen.add(int(value)) if kind == SELECT else chosen.discard(int(value))
+            if not chosen:
+                del self.selections[name]
+        elif kind == CLOSE and self.closed_at is None:
+            self.closed_at = value
+        elif kind == MIGRATED and number == 1:
+            self.migrated = value
+        else:
+            raise StorageError(f"event {number} is {kind} {name} {value!r}, which the service never writes")
 
 
 def prediction_sha256(row: NDArray[np.float64]) -> str:
@@ -326,21 +461,30 @@ class Storage:
     def take_upload(self, connection: sa.Connection, team: str, now_us: int, rate: float, burst: int) -> float:
         """Count one upload in the team's token bucket and return 0, or return the seconds to
         wait before one is allowed (counting nothing). Call it holding the team's lock."""
-        stored = connection.execute(RATE_BUCKET, {"team": team}).first()
-        level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
-        level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
-        if not wait:
-            values = {"team": team, "level": level, "updated_us": now_us}
-            if stored is None:
-                connection.execute(rate_buckets.insert(), values)
-            else:
-                connection.execute(rate_buckets.update().where(rate_buckets.c.team == team), values)
-        return wait
+        return _take(connection, rate_buckets.c.team, team, now_us, rate, burst)
+
+    def take_attempt(self, connection: sa.Connection, address: str, now_us: int, rate: float, burst: int) -> float:
+        """:meth:`take_upload` for a registration attempt from a client address (in a write
+        transaction); buckets that have refilled are dropped, so that addresses do not pile up."""
+        connection.execute(address_buckets.delete().where(
+            address_buckets.c.updated_us < now_us - int(burst / rate * 1e6)))
+        return _take(connection, address_buckets.c.address, address[:64], now_us, rate, burst)
+
+    def lock_all_teams(self, connection: sa.Connection) -> None:
+        """Hold every team's row until the transaction ends, in name order (SQLite: already held):
+        a submission in progress holds its team's row until it is logged, so this waits for them."""
+        if not self.is_sqlite:
+            connection.execute(LOCK_TEAMS).all()
 
     def length(self) -> int:
         """The number of entries in the log (the chain head's id)."""
+        return self.chain_head()[0]
+
+    def chain_head(self) -> tuple[int, str]:
+        """The submissions chain's last id and hash, as they are now (not locked)."""
         with self.reading() as connection:
-            return int(connection.execute(HEAD).one()[0])
+            last_id, last_hash = connection.execute(HEAD).one()
+        return int(last_id), str(last_hash)
 
     def head(self, connection: sa.Connection) -> tuple[int, str]:
         """The chain's last id and hash, locked until the transaction ends."""
@@ -349,9 +493,10 @@ class Storage:
 
     # --- setting up ---------------------------------------------------------------------
 
-    def initialise(self, identity: str, secret_fingerprint: str, organiser_token_hash: str) -> bool:
+    def initialise(self, identity: str, secret_fingerprint: str, organiser_token_hash: str, at_us: int = 0) -> bool:
         """Create the tables for a new log (True), or check that the existing one belongs to this
-        challenge and secret (False); raise :class:`StorageError` if not."""
+        challenge and secret (False), migrating an older schema (:data:`MIGRATIONS`); raise
+        :class:`StorageError` if not. ``at_us``: the time of the events written now."""
         metadata.create_all(self.engine)
         with self.transaction() as connection:
             stored = dict(connection.execute(sa.select(meta.c.key, meta.c.value)).all())
@@ -362,12 +507,13 @@ class Storage:
                     {"key": "secret_fingerprint", "value": secret_fingerprint},
                     {"key": "organiser_token_hash", "value": organiser_token_hash},
                 ])
-                connection.execute(chain.insert().values(singleton=1, last_id=0, last_hash=genesis_hash(identity)))
+                connection.execute(chain.insert(), [
+                    {"singleton": SUBMISSIONS_HEAD, "last_id": 0, "last_hash": genesis_hash(identity)},
+                    {"singleton": EVENTS_HEAD, "last_id": 0, "last_hash": events_genesis_hash(identity)}])
+                self._record(connection, [(TOKEN, ORGANISER, organiser_token_hash)], at_us)
                 return True
-            if stored.get("schema_version") in MIGRATIONS:
-                connection.execute(meta.update().where(meta.c.key == "schema_version").values(
-                    value=MIGRATIONS[stored["schema_version"]]))
-                stored["schema_version"] = MIGRATIONS[stored["schema_version"]]
+            if stored.get("schema_version") in MIGRATIONS and stored.get("challenge_identity") == identity:
+                self._migrate(connection, stored, identity, at_us)
         self._check_schema(stored.get("schema_version"))
         if stored.get("challenge_identity") != identity:
             raise StorageError(f"{self.display_url()} holds the log of another challenge (or of this one with other "
@@ -378,14 +524,51 @@ class Storage:
                                "started with (--secret)")
         return False
 
+    def _migrate(self, connection: sa.Connection, stored: dict[str, str], identity: str, at_us: int) -> None:
+        """Bring a log of an older schema to this one: the events chain begins with a ``migrated``
+        event and the tokens, selections and close the log holds now, which it cannot vouch for."""
+        connection.execute(chain.insert().values(singleton=EVENTS_HEAD, last_id=0,
+                                                 last_hash=events_genesis_hash(identity)))
+        tokens = dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash).order_by(teams.c.name)).all())
+        chosen = connection.execute(sa.select(selections.c.team, selections.c.submission_id)
+                                    .order_by(selections.c.team, selections.c.submission_id)).all()
+        made = [(MIGRATED, ORGANISER, stored["schema_version"]),
+                *[(TOKEN, name, stored[f"{name}_token_hash"]) for name in CREDENTIALS if f"{name}_token_hash" in stored],
+                *[(TOKEN, name, digest) for name, digest in tokens.items()],
+                *[(SELECT, team, str(submission_id)) for team, submission_id in chosen]]
+        if stored.get("closed_at") is not None:
+            made.append((CLOSE, ORGANISER, stored["closed_at"]))
+        self._record(connection, made, at_us)
+        connection.execute(meta.update().where(meta.c.key == "schema_version").values(value=SCHEMA_VERSION))
+        stored["schema_version"] = SCHEMA_VERSION
+
+    def _record(self, connection: sa.Connection, made: list[tuple[str, str, str]], at_us: int) -> None:
+        """Append events (kind, name, value) at ``at_us`` to the events chain, holding its head."""
+        last_id, last_hash = connection.execute(EVENTS_HEAD_ROW if self.is_sqlite else EVENTS_HEAD_FOR_UPDATE).one()
+        rows = []
+        for kind, name, value in made:
+            last_id += 1
+            digest = event_hash(last_id, kind, name, value, at_us, last_hash)
+            rows.append({"event_id": last_id, "kind": kind, "name": name, "value": value, "at_us": at_us,
+                         "previous_hash": last_hash, "event_hash": digest})
+            last_hash = digest
+        if rows:
+            connection.execute(events.insert(), rows)
+            connection.execute(chain.update().where(chain.c.singleton == EVENTS_HEAD).values(
+                last_id=last_id, last_hash=last_hash))
+
     def _check_schema(self, version: str | None) -> None:
         if version != SCHEMA_VERSION:
             raise StorageError(f"{self.display_url()}: log schema version {version!r}, "
                                f"this ladderlab reads and writes {SCHEMA_VERSION!r}")
 
+    def has_table(self, name: str) -> bool:
+        return sa.inspect(self.engine).has_table(name)
+
     def has_log(self) -> bool:
         """Whether the database holds a log (its metadata table), without creating anything."""
-        return sa.inspect(self.engine).has_table(meta.name)
+        with self.readable():
+            return sa.inspect(self.engine).has_table(meta.name)
 
     def display_url(self) -> str:
         return sa.make_url(self.url).render_as_string(hide_password=True)
@@ -397,24 +580,101 @@ class Storage:
                 return reader.execute(query).scalar_one_or_none()
         return connection.execute(query).scalar_one_or_none()
 
-    def set_meta(self, key: str, value: str) -> None:
-        with self.transaction() as connection:
-            if connection.execute(sa.select(meta.c.key).where(meta.c.key == key)).first():
-                connection.execute(meta.update().where(meta.c.key == key).values(value=value))
-            else:
-                connection.execute(meta.insert().values(key=key, value=value))
+    def set_meta(self, key: str, value: str, connection: sa.Connection | None = None) -> None:
+        if connection is None:
+            with self.transaction() as writing:
+                self.set_meta(key, value, writing)
+            return
+        if connection.execute(sa.select(meta.c.key).where(meta.c.key == key)).first():
+            connection.execute(meta.update().where(meta.c.key == key).values(value=value))
+        else:
+            connection.execute(meta.insert().values(key=key, value=value))
 
-    def team_hashes(self) -> dict[str, str]:
+    def team_hashes(self, connection: sa.Connection | None = None) -> dict[str, str]:
+        """Every team's token hash, by name."""
+        if connection is None:
+            with self.reading() as reader:
+                return self.team_hashes(reader)
+        return dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
+
+    def team_count(self) -> int:
         with self.reading() as connection:
-            return dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
+            return int(connection.execute(sa.select(sa.func.count()).select_from(teams)).scalar_one())
 
-    def add_team(self, name: str, token_hash: str) -> None:
+    def add_team(self, name: str, token_hash: str, at_us: int) -> None:
         with self.transaction() as connection:
             connection.execute(teams.insert().values(name=name, token_hash=token_hash))
+            self._record(connection, [(TOKEN, name, token_hash)], at_us)
 
-    def set_token_hash(self, name: str, token_hash: str) -> None:
+    def hold_events(self, connection: sa.Connection) -> None:
+        """Hold the events chain's head until the transaction ends (SQLite: already held): actions
+        that check what earlier ones recorded (registrations: the names taken) go one at a time."""
+        if not self.is_sqlite:
+            connection.execute(EVENTS_HEAD_FOR_UPDATE).one()
+
+    def register_team(self, connection: sa.Connection, name: str, token_hash: str, at_us: int) -> None:
+        """Add a team that registered itself (in ``connection``'s transaction), recorded as such."""
+        connection.execute(teams.insert().values(name=name, token_hash=token_hash))
+        self._record(connection, [(REGISTER, name, token_hash)], at_us)
+
+    def registered_teams(self, connection: sa.Connection | None = None) -> list[str]:
+        """The teams that registered themselves, in the order they did."""
+        return [event.name for event in self.events(connection) if event.kind == REGISTER]
+
+    def events(self, connection: sa.Connection | None = None) -> list[Event]:
+        """The events in order (none in a log of an older schema)."""
+        query = sa.select(events.c.event_id, events.c.kind, events.c.name, events.c.value,
+                          events.c.at_us).order_by(events.c.event_id)
+        if connection is None:
+            with self.reading() as reader:
+                return self.events(reader)
+        if not sa.inspect(connection).has_table(events.name):
+            return []
+        return [Event(*row) for row in connection.execute(query)]
+
+    def add_session(self, session_hash: str, holder: str, token_hash: str, expires_us: int, now_us: int) -> None:
+        """Record a signed-in browser (its cookie's hash), dropping the sessions that have expired."""
         with self.transaction() as connection:
-            connection.execute(teams.update().where(teams.c.name == name).values(token_hash=token_hash))
+            connection.execute(sessions.delete().where(sessions.c.expires_us <= now_us))
+            connection.execute(sessions.insert().values(session_hash=session_hash, holder=holder, token_hash=token_hash,
+                                                        expires_us=expires_us))
+
+    def session(self, session_hash: str) -> tuple[str, str, int] | None:
+        """Who holds the session of this cookie hash, with the token hash it signed in with and
+        when it expires (µs), or None."""
+        query = sa.select(sessions.c.holder, sessions.c.token_hash, sessions.c.expires_us).where(
+            sessions.c.session_hash == session_hash)
+        with self.reading() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else (str(row[0]), str(row[1]), int(row[2]))
+
+    def drop_session(self, session_hash: str) -> None:
+        with self.transaction() as connection:
+            connection.execute(sessions.delete().where(sessions.c.session_hash == session_hash))
+
+    def set_token_hash(self, name: str, token_hash: str, at_us: int) -> None:
+        """Give a team (or :data:`ORGANISER`, or :data:`SCORER`) a new token hash; the old token stops working."""
+        with self.transaction() as connection:
+            if name in CREDENTIALS:
+                self.set_meta(f"{name}_token_hash", token_hash, connection)
+            else:
+                connection.execute(teams.update().where(teams.c.name == name).values(token_hash=token_hash))
+            self._record(connection, [(TOKEN, name, token_hash)], at_us)
+
+    def close_challenge(self, closed_at: str, at_us: int) -> str:
+        """Record the close at ``closed_at`` (ISO 8601) unless the log has one; return the one it has.
+        It waits for the submissions in progress (:meth:`lock_all_teams`), and records with it the
+        submissions chain's head (``seal``): none may come after it."""
+        with self.transaction() as connection:
+            self.lock_all_teams(connection)
+            recorded = self.meta_value("closed_at", connection)
+            if recorded is not None:
+                return recorded
+            self.set_meta("closed_at", closed_at, connection)
+            last_id, last_hash = self.head(connection)
+            self._record(connection, [(CLOSE, ORGANISER, closed_at), (SEAL, ORGANISER, f"{last_id}:{last_hash}")],
+                         at_us)
+            return closed_at
 
     # --- the log ------------------------------------------------------------------------
 
@@ -434,10 +694,13 @@ class Storage:
         state = self.submission_state(connection, team, utc_day)
         return state.total, state.today
 
-    def submission_state(self, connection: sa.Connection, team: str, utc_day: str) -> SubmissionState:
-        """What a submission of ``team`` on ``utc_day`` checks, in one query: the team's
-        submissions in total (its last sequence number) and on that day, and the closing time."""
-        total, today, closed_at = connection.execute(SUBMISSION_STATE, {"team": team, "day": utc_day}).one()
+    def submission_state(self, connection: sa.Connection, team: str, day: str) -> SubmissionState:
+        """What a submission of ``team`` on the UTC day ``day`` checks, in one query: the team's
+        submissions in total (its last sequence number) and on that day (by their chained times,
+        not the ``utc_day`` column), and the closing time."""
+        start, end = day_bounds(day)
+        total, today, closed_at = connection.execute(SUBMISSION_STATE, {"team": team, "day_start": start,
+                                                                        "day_end": end}).one()
         return SubmissionState(int(total), int(today), closed_at)
 
     def team_entries_after(self, connection: sa.Connection, team: str, sequence: int) -> list[Entry]:
@@ -477,7 +740,13 @@ class Storage:
                 rows = reader.execute(query).all()
         else:
             rows = connection.execute(query).all()
-        loaded = {digest: decode_prediction(layout, data) for digest, layout, data in rows}
+        loaded = {}
+        for digest, layout, data in rows:
+            try:
+                loaded[digest] = decode_prediction(layout, data)
+            except (zlib.error, ValueError, TypeError, KeyError) as error:
+                raise StorageError(f"the prediction stored under {digest} cannot be read ({type(error).__name__}: "
+                                   f"{str(error)[:120]}): the table 'predictions' was changed") from None
         for digest, row in loaded.items():
             if prediction_sha256(row) != digest:
                 raise StorageError(f"the prediction stored under {digest} was changed after it was written "
@@ -508,6 +777,13 @@ class Storage:
         connection.execute(MOVE_HEAD, {"last_id": last_id, "last_hash": last_hash})
         return entries
 
+    def submission_counts(self) -> dict[str, tuple[int, int]]:
+        """Per team with submissions: how many (refused ones included), and the time of the last (µs)."""
+        query = sa.select(submissions.c.team, sa.func.count(), sa.func.max(submissions.c.submitted_at_us)).group_by(
+            submissions.c.team)
+        with self.reading() as connection:
+            return {team: (int(count), int(last_us)) for team, count, last_us in connection.execute(query)}
+
     def team_summaries(self) -> dict[str, tuple[int, int, float, float, float]]:
         """Per team with submissions the mechanism answered (not ``refused``): their count, the time
         of the last (µs), the lowest, highest and last release."""
@@ -535,9 +811,14 @@ class Storage:
             chosen.setdefault(team, set()).add(int(submission_id))
         return chosen
 
-    def select(self, connection: sa.Connection, team: str, submission_id: int, selected: bool) -> None:
+    def select(self, connection: sa.Connection, team: str, submission_id: int, selected: bool, at_us: int) -> None:
+        """Select (or unselect) a submission of ``team``, recorded as an event if it changes anything."""
         where = (selections.c.team == team) & (selections.c.submission_id == submission_id)
-        connection.execute(selections.delete().where(where))
+        if connection.execute(selections.delete().where(where)).rowcount:
+            if not selected:
+                self._record(connection, [(UNSELECT, team, str(submission_id))], at_us)
+        elif selected:
+            self._record(connection, [(SELECT, team, str(submission_id))], at_us)
         if selected:
             connection.execute(selections.insert().values(team=team, submission_id=submission_id))
 
@@ -557,32 +838,136 @@ class Storage:
 
     def verify_chain(self, identity: str) -> list[Entry]:
         """Every entry, after checking that ids are gapless from 1, each hash is the hash of its
-        entry and links to the one before, the head is the last entry, and every prediction is
-        stored under its hash; :class:`StorageError` names the first entry that is not (or a log
-        of another schema version)."""
-        version = self.meta_value("schema_version")
-        if version not in MIGRATIONS:  # a log not opened since its migration is checked as it was written
-            self._check_schema(version)
-        with self.reading() as connection:
-            entries = self.entries(connection)
-            if entries and version == SCHEMA_VERSION:
-                entries = self._with_links(connection, entries, 0)
-        previous = genesis_hash(identity)
-        for number, entry in enumerate(entries, start=1):
-            if entry.submission_id != number:
-                raise StorageError(f"the log skips from submission {number - 1} to {entry.submission_id}")
-            if entry.previous_hash != previous:
-                raise StorageError(f"submission {entry.submission_id} does not link to the entry before it")
-            if entry.expected_hash() != entry.entry_hash:
-                raise StorageError(f"submission {entry.submission_id} was changed after it was written "
-                                   "(its hash does not match its contents)")
-            previous = entry.entry_hash
-        with self.reading() as connection:
-            last_id, last_hash = connection.execute(sa.select(chain.c.last_id, chain.c.last_hash)).one()
-        if (int(last_id), last_hash) != (len(entries), previous):
-            raise StorageError(f"the chain's head names submission {last_id}, but the log ends at {len(entries)}: "
-                               "entries were removed")
+        entry and links to the one before, each entry's ``utc_day`` is the day of its time, the head
+        is the last entry, and every prediction is stored under its hash; then the events chain
+        likewise, and that the teams' token hashes, the organiser's, the selections and the closing
+        time are what its events add up to. :class:`StorageError` names the first that is not (or a
+        log of another schema version, or a database that cannot be read)."""
+        with self.readable():
+            version = self.meta_value("schema_version")
+            if version not in MIGRATIONS:  # a log not opened since its migration is checked as it was written
+                self._check_schema(version)
+            with self.reading() as connection:
+                entries = self.entries(connection)
+                if entries and version != "2":
+                    entries = self._with_links(connection, entries, 0)
+                head = connection.execute(HEAD).one_or_none()
+            previous = genesis_hash(identity)
+            for number, entry in enumerate(entries, start=1):
+                if entry.submission_id != number:
+                    raise StorageError(f"the log skips from submission {number - 1} to {entry.submission_id}")
+                if entry.previous_hash != previous:
+                    raise StorageError(f"submission {entry.submission_id} does not link to the entry before it")
+                if entry.expected_hash() != entry.entry_hash:
+                    raise StorageError(f"submission {entry.submission_id} was changed after it was written "
+                                       "(its hash does not match its contents)")
+                if entry.utc_day != entry.day:
+                    raise StorageError(f"submission {entry.submission_id}: its utc_day {entry.utc_day!r} is not the "
+                                       f"UTC day of its time ({entry.day}), which the chain holds: the row was changed")
+                previous = entry.entry_hash
+            self._check_head("submission", head, len(entries), previous)
+            if version == SCHEMA_VERSION:
+                self._verify_events(identity)
         return entries
+
+    def _check_head(self, what: str, head: Any, length: int, last_hash: str) -> None:
+        """Refuse a chain whose head row is missing or does not name its last element and hash."""
+        if head is None:
+            raise StorageError(f"the chain has no head row for its {what}s: the table 'chain' was changed")
+        last_id, recorded = head
+        if not isinstance(last_id, int) or isinstance(last_id, bool):
+            raise StorageError(f"the chain's head names {what} {last_id!r}, not a number: the table 'chain' was changed")
+        if last_id > length:
+            raise StorageError(f"the chain's head names {what} {last_id}, but the log ends at {length}: "
+                               "entries were removed")
+        if last_id < length:
+            raise StorageError(f"the chain's head names {what} {last_id}, but the log goes on to {length}: "
+                               "the head was moved back, or rows were added without it")
+        if recorded != last_hash:
+            raise StorageError(f"the chain's head names {what} {last_id} with the hash {str(recorded)[:80]!r}, but "
+                               f"that {what}'s hash is {last_hash}: the head or the entries were changed")
+
+    def _verify_events(self, identity: str) -> Recorded:
+        """Check the events chain and that the tables of what it records agree with it."""
+        with self.reading() as connection:
+            rows = connection.execute(sa.select(*events.c).order_by(events.c.event_id)).all()
+            head = connection.execute(EVENTS_HEAD_ROW).one_or_none()
+            team_rows = dict(connection.execute(sa.select(teams.c.name, teams.c.token_hash)).all())
+            chosen_rows = connection.execute(sa.select(selections.c.team, selections.c.submission_id)).all()
+            stored = dict(connection.execute(sa.select(meta.c.key, meta.c.value)).all())
+        previous = events_genesis_hash(identity)
+        recorded = Recorded({}, {}, None, None)
+        for number, row in enumerate(rows, start=1):
+            if row.event_id != number:
+                raise StorageError(f"the log's events skip from event {number - 1} to {row.event_id}")
+            if row.previous_hash != previous:
+                raise StorageError(f"event {row.event_id} does not link to the event before it")
+            if event_hash(row.event_id, row.kind, row.name, row.value, row.at_us, row.previous_hash) != row.event_hash:
+                raise StorageError(f"event {row.event_id} ({row.kind} {row.name}) was changed after it was written "
+                                   "(its hash does not match its contents)")
+            recorded.apply(row.kind, row.name, row.value, number)
+            previous = row.event_hash
+        self._check_head("event", head, len(rows), previous)
+        for name in CREDENTIALS:
+            if stored.get(f"{name}_token_hash") != recorded.tokens.pop(name, None):
+                raise StorageError(f"the {name}'s token hash is not the one its events gave it: the table 'meta' was "
+                                   f"changed (--reissue {name} gives it one the chain records)")
+        for name in sorted(set(team_rows) | set(recorded.tokens)):
+            if team_rows.get(name) != recorded.tokens.get(name):
+                change = ("was added without an event" if name not in recorded.tokens else
+                          "was removed" if name not in team_rows else "has a token hash no event gave it")
+                raise StorageError(f"team {name!r} {change}: the table 'teams' was changed")
+        chosen: dict[str, set[int]] = {}
+        for team, submission_id in chosen_rows:
+            chosen.setdefault(team, set()).add(int(submission_id))
+        for team in sorted(set(chosen) | set(recorded.selections)):
+            if chosen.get(team, set()) != recorded.selections.get(team, set()):
+                raise StorageError(f"team {team!r} has the selections {sorted(chosen.get(team, set()))}, but its "
+                                   f"events select {sorted(recorded.selections.get(team, set()))}: the table "
+                                   "'selections' was changed")
+        if stored.get("closed_at") != recorded.closed_at:
+            raise StorageError(f"the log's closing time is {stored.get('closed_at')!r}, but its events close it at "
+                               f"{recorded.closed_at!r}: the table 'meta' was changed")
+        return recorded
+
+    def events_migrated_from(self) -> str | None:
+        """The schema version a log's events began from by a migration (None: with the log, or no events)."""
+        with self.reading() as connection:
+            return connection.execute(sa.select(events.c.value).where(events.c.kind == MIGRATED)).scalar()
+
+    @contextmanager
+    def readable(self) -> Iterator[None]:
+        """Turn what a damaged database raises (a file that is not a database, a table dropped, a
+        column of another type, an unreadable stored value) into one :class:`StorageError` line."""
+        try:
+            yield
+        except StorageError:
+            raise
+        except sa.exc.DBAPIError as error:
+            detail = str(error.orig).splitlines()[0] if error.orig is not None else type(error).__name__
+            raise StorageError(f"the database cannot be read as a ladderlab log ({detail}): restore it from a "
+                               "backup") from None
+        except (sa.exc.NoResultFound, sa.exc.MultipleResultsFound, sa.exc.StatementError, ValueError, TypeError,
+                KeyError, zlib.error) as error:
+            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise StorageError(f"the log holds a value it could not have written ({type(error).__name__}: "
+                               f"{detail[:200]}): restore it from a backup") from None
+
+
+def _take(connection: sa.Connection, key_column: sa.Column, key: str, now_us: int, rate: float, burst: int) -> float:
+    """Count one request in the token bucket of ``key`` (a row of ``key_column``'s table) and return 0,
+    or return the seconds to wait before one is allowed (counting nothing)."""
+    table = key_column.table
+    stored = connection.execute(sa.select(table.c.level, table.c.updated_us).where(key_column == key)).first()
+    level, then = (float(burst), now_us) if stored is None else (float(stored[0]), int(stored[1]))
+    level, wait = token_bucket(level, (now_us - then) / 1e6, rate, burst)
+    if not wait:
+        values = {key_column.name: key, "level": level, "updated_us": now_us}
+        if stored is None:
+            connection.execute(table.insert(), values)
+        else:
+            connection.execute(table.update().where(key_column == key), values)
+    return wait
 
 
 def _sqlite_pragmas(connection: Any, synchronous: str, autocheckpoint: bool) -> None:

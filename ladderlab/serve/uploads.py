@@ -85,13 +85,26 @@ class UploadReader:
                              "@submission.csv -H 'Content-Type: text/csv'" if form else ""), status=415)
 
     def read(self, data: bytes, fmt: str) -> NDArray[np.float64]:
-        """The predictions of an upload as rows (a batch for ``.npy``, else one row)."""
+        """The predictions of an upload as rows (a batch for ``.npy``, else one row). Whatever a
+        parser raises on bytes it cannot read is an :class:`UploadError` naming the format, never a
+        500: the parsers' own exceptions are many and not all are ``ValueError``."""
         if not data:
             raise UploadError("the upload is empty")
-        if fmt == "npy":
-            return self._rows(data)
-        table = self._table(data, fmt)
-        return self._by_id(table)[None]
+        try:
+            if fmt == "npy":
+                return self._rows(data)
+            return self._by_id(self._table(data, fmt))[None]
+        except UploadError:
+            raise
+        except MemoryError:
+            raise UploadError(f"the {fmt.upper()} upload would take more memory than the server has to read it",
+                              status=413) from None
+        except RecursionError:
+            raise UploadError(f"cannot read the upload as {fmt.upper()}: it is nested too deeply") from None
+        except Exception as error:  # noqa: BLE001 - a parser's error on hostile bytes
+            detail = str(error).splitlines()[0][:200] if str(error) else ""
+            raise UploadError(f"cannot read the upload as {fmt.upper()}: {type(error).__name__}"
+                              f"{': ' + detail if detail else ''}") from None
 
     def _rows(self, data: bytes) -> NDArray[np.float64]:
         stream = io.BytesIO(data)
@@ -127,8 +140,9 @@ class UploadReader:
             if read_header is None:
                 raise ValueError(f"format version {major} (send version 1 or 2, what numpy.save writes)")
             shape, _, dtype = read_header(stream)
-        except (ValueError, OSError, EOFError, SyntaxError) as error:
-            raise UploadError(f"not a .npy array: {error}") from None
+        except Exception as error:  # noqa: BLE001 - numpy parses the header with Python's tokenizer
+            raise UploadError(f"not a .npy array: its header cannot be read ({type(error).__name__}: "
+                              f"{str(error).splitlines()[0][:200] if str(error) else ''})") from None
         if dtype.kind not in "biuf" or dtype.fields is not None:
             raise UploadError(f"a .npy upload holds numbers, got dtype {dtype}")
         return tuple(shape), dtype
@@ -166,12 +180,23 @@ class UploadReader:
         """A JSON upload, parsed, after its width (and, as records, its length) is checked: 9,000
         records with a key each made pandas a 9,000 × 9,000 table (5 s, 1 GB) from 107 kB."""
         parsed = json.loads(data)
+        shapes = ('an object of columns {"id": [...], "prediction": [...]} or a list of records '
+                  '[{"id": ..., "prediction": ...}, ...]')
         if isinstance(parsed, dict):
+            for key, value in parsed.items():
+                if not isinstance(value, list):
+                    raise UploadError(f"a JSON upload is {shapes}: its key {str(key)[:40]!r} holds "
+                                      f"{_json_kind(value)}, not a list (an object keyed by id is not read)")
             self._check_width(len(parsed))
         elif isinstance(parsed, list):
             if len(parsed) > self.ids.size:
                 raise UploadError(f"the upload has {len(parsed)} records, more than the {self.ids.size} holdout ids")
-            self._check_width(len(set().union(*(record for record in parsed if isinstance(record, dict)))))
+            for position, record in enumerate(parsed):
+                if not isinstance(record, dict):
+                    raise UploadError(f"a JSON upload is {shapes}: record {position + 1} is {_json_kind(record)}")
+            self._check_width(len(set().union(*parsed)))
+        else:
+            raise UploadError(f"a JSON upload is {shapes}, got {_json_kind(parsed)}")
         return parsed
 
     def _parquet(self, data: bytes) -> pd.DataFrame:
@@ -244,6 +269,17 @@ class UploadReader:
 
     def id_at(self, position: int) -> str:
         return str(self.ids[position])
+
+
+def _json_kind(value: object) -> str:
+    """What a parsed JSON value is, for a message (``the value '0.5'``, ``the text 'a'``, ``a list``)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return f"the {'text' if isinstance(value, str) else 'value'} {str(value)[:40]!r}"
 
 
 def _columns(table: pd.DataFrame) -> str:

@@ -6,6 +6,10 @@ them into the installed package, but Python started in the checkout imports the 
 ``ladderlab/`` first, where they are absent, and fails with ``No module named
 'ladderlab.mechanisms'``. :func:`find_plugin_folders` reads those mappings from the checkout's
 pyproject.toml and :class:`SourceTreeFinder` resolves them there, as an editable install does.
+
+A new interpreter that must run the code this process runs (the sandbox of isolated attacks) gets
+:func:`import_prologue`: it imports ladderlab and its plugin packages from the folders this process
+imported them from (:func:`package_folders`), whatever its own ``sys.path`` would find first.
 """
 
 from __future__ import annotations
@@ -46,6 +50,36 @@ def find_plugin_folders(package_folder: Path) -> dict[str, Path]:
     return {name: folder for name, folder in folders.items()
             if name.startswith(f"{package_folder.name}.") and (folder / "__init__.py").is_file()
             and folder.resolve() != (package_folder / name.rpartition(".")[2]).resolve()}
+
+
+PLUGIN_PACKAGES = ("ladderlab.mechanisms", "ladderlab.attacks", "ladderlab.scenarios")
+
+
+def package_folders() -> dict[str, list[str]]:
+    """The folders this process imports ``ladderlab`` and each of :data:`PLUGIN_PACKAGES` from."""
+    import importlib
+
+    return {name: [str(Path(folder).resolve()) for folder in importlib.import_module(name).__path__]
+            for name in ("ladderlab", *PLUGIN_PACKAGES)}
+
+
+def import_prologue(folders: dict[str, list[str]]) -> str:
+    """Statements (one line, for ``python -c``) that make a new interpreter import ``ladderlab`` from
+    ``folders["ladderlab"]`` and every other package of ``folders`` from its own: the new interpreter
+    then runs the code of the process that gave ``folders`` (:func:`package_folders`), even where its
+    ``sys.path`` finds another ``ladderlab`` first, such as a source checkout's beside an installed copy."""
+    core = folders["ladderlab"]
+    others = {name: paths[0] for name, paths in folders.items() if name != "ladderlab"}
+    return ("import importlib.util as _util, sys as _sys; "
+            f"_spec = _util.spec_from_file_location('ladderlab', {str(Path(core[0]) / '__init__.py')!r}, "
+            f"submodule_search_locations={core!r}); "
+            "_sys.modules['ladderlab'] = _util.module_from_spec(_spec); _spec.loader.exec_module(_sys.modules['ladderlab']); "
+            f"from ladderlab.utils import source_tree as _tree; _tree.pin({others!r})")
+
+
+def pin(folders: dict[str, str]) -> None:
+    """Import each package of ``folders`` from its folder, before any other finder looks."""
+    sys.meta_path.insert(0, SourceTreeFinder({name: Path(folder) for name, folder in folders.items()}))
 
 
 def install(package_folder: Path) -> None:
