@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ladderlab.dev import (
+    arena_benchmark,
     benchmark,
     certify_speed,
     competition_benchmark,
@@ -30,6 +31,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     certify_speed.add_subcommand(tools)
     plan_speed.add_subcommand(tools)
     proofs_page.add_subcommand(tools)
+    arena_benchmark.add_subcommand(tools)
     isolation_benchmark.add_subcommand(tools, count(1))
     competition_benchmark.add_subcommand(tools)
     serve_bench.add_subcommand(tools)

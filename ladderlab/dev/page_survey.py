@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ladderlab.arena.registry  # noqa: F401  (registers the arena's plugin families, whose plugins stamps name)
 from ladderlab.runs.page_stamps import current_token, current_version, stamps_in
 
 LEGACY_VERSIONS = re.compile(r"versions: (\{[^\n]*\})\s*$", re.MULTILINE)
