@@ -55,10 +55,14 @@ SMALL_RUNS: dict[str, list[list[str]]] = {
                for platform in ("codabench", "evalai", "hf-competitions")],
     "audit": [["codabench", "codabench/competition.yaml", "--challenge", "EXAMPLES/breast-cancer/challenge.toml"]],
     "bench": [["--n", "50", "--seconds", "0.02"]],
+    "arena list": [[]],
+    "simulate": [["--out", "battles.csv", "--family", "pairwise(models=12, battles=2000)"]],
+    "rate": [["battles.csv", "--bootstrap", "20"]],
+    "robustness": [["battles.csv"]],
     "pages": [["--root", str(ROOT)]],
     "dev results check": [["--folder", str(ROOT / "docs" / "results")]],
 }
-PREPARED = {"report": "run", "audit": "export"}
+PREPARED = {"report": "run", "audit": "export", "rate": "simulate", "robustness": "simulate"}
 """Commands that read what another's small runs wrote (in the same folder)."""
 
 ELSEWHERE = {
@@ -69,6 +73,11 @@ ELSEWHERE = {
     "bench-isolation": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
     "bench-competitions": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
     "bench-serve": "test_the_maintainers_benchmarks_print_lines_that_fit (slow: it starts a server)",
+    "bench-arena": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
+    "bench-proofs": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
+    "bench-plan": "its two fixed plans take minutes of CPU; it prints its page's table, as bench-certify does",
+    "sweep": "test_the_maintainers_benchmarks_print_lines_that_fit (slow: seasons of a whole arena)",
+    "plan": "test_the_maintainers_benchmarks_print_lines_that_fit (slow: a plan certifies at several sizes)",
     "realism": "test_the_maintainers_benchmarks_print_lines_that_fit (slow)",
 }
 """Commands whose output another test here checks, and why."""
@@ -80,6 +89,11 @@ SLOW_RUNS: dict[str, list[str]] = {
     "bench-serve": ["--n", "200", "--clients", "1", "--mechanisms", "ladder", "--databases", "sqlite", "--linking", "off",
                     "--seconds", "0.5"],
     "realism": ["shakeup", "--out", "shakeup.md", "--replications", "1"],
+    "bench-arena": ["--battles", "2000", "--models", "12", "--jobs", "1"],
+    "bench-proofs": ["--n", "100", "--k", "20", "--replications", "2"],
+    "sweep": ["leaderboard-illusion", "--replications", "1", "--jobs", "1"],
+    "plan": ["--task", "random-labels(n_public=200, n_holdout=1000)", "--mechanism", "kaggle", "--replications", "20",
+             "--field-replications", "0", "--budget", "50", "--jobs", "1", "--run-dir", "plan"],
 }
 
 
@@ -115,9 +129,9 @@ def _printed(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str
 
 def _too_wide(text: str, page_tables: bool = False) -> list[str]:
     """The lines of ``text`` wider than the terminal (with ``page_tables``, rows of a Markdown table
-    are let through: a page's table cannot be wrapped)."""
+    and a page's stamp are let through: neither can be wrapped)."""
     return [line for line in text.splitlines()
-            if len(line) > WIDTH and not (page_tables and line.startswith("|"))]
+            if len(line) > WIDTH and not (page_tables and line.startswith(("|", "<!-- ladderlab-page")))]
 
 
 def test_the_walk_finds_nested_commands():
@@ -200,8 +214,22 @@ def test_a_server_and_an_attack_on_it_print_lines_that_fit(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SLOW_RUNS))
 def test_the_maintainers_benchmarks_print_lines_that_fit(name, tmp_path, monkeypatch):
-    """The benchmarks print the page they write: its tables' rows may be as wide as they are."""
+    """The benchmarks (and a whole plan or arena sweep) print the page they write: its tables' rows
+    and its stamp may be as wide as they are."""
     monkeypatch.chdir(tmp_path)
     code, text = _printed([*_words_of(name), *SLOW_RUNS[name]], monkeypatch)
     assert code == 0, text[-2000:]
     assert _too_wide(text, page_tables=True) == []
+
+
+def test_a_printed_page_wraps_its_prose_and_keeps_its_tables_code_and_stamp():
+    from ladderlab.utils.terminal import wrapped_markdown
+
+    prose, item = " ".join(["words"] * 40), "- " + " ".join(["item"] * 40)
+    table, stamp = "| " + " | ".join(["cell"] * 40) + " |", "<!-- ladderlab-page {" + "x" * 200 + "} -->"
+    code = "```\n" + "y " * 100 + "\n```"
+    shown = wrapped_markdown("\n\n".join([prose, item, table, stamp, code]) + "\n")
+    assert _too_wide(shown, page_tables=True) == ["y " * 100] and shown.endswith("\n")  # code is kept
+    assert table in shown.splitlines() and stamp in shown.splitlines() and code in shown
+    assert " ".join(shown.split("\n\n")[0].split()) == prose  # the same paragraph, on several lines
+    assert all(line.startswith("  item") for line in shown.split("\n\n")[1].splitlines()[1:])  # under its item

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ladderlab.naming import plugin_label
-from ladderlab.params import describe
-from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.runs.arguments import ArgumentError
 from ladderlab.utils.terminal import wrapped
 
@@ -21,25 +19,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_list)
 
 
-def _describe(registry: Registry, plugin_ids: list[str] | None = None) -> str:
-    """The registry's plugins (or those named) with their parameters, declarations and references."""
-    lines = []
-    for plugin_id in registry.ids() if plugin_ids is None else plugin_ids:
-        cls = registry.get(plugin_id)
-        defaults = cls.parameter_defaults()
-        params = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "no parameters"
-        declared = getattr(cls, "_parameter_constraints", {})
-        label = plugin_label(plugin_id, {})
-        column = " " * (2 + max(22, len(label)) + 1)
-        lines.append(wrapped(f"{label:<22} {cls.summary()}", indent="  ", hanging=column[2:]))
-        lines.append(wrapped(f"parameters: {params}", indent=column, hanging="  "))
-        for name in defaults:
-            constraint = describe(declared[name]) if name in declared else "not declared"
-            lines.append(wrapped(f"  {name}: {constraint}", indent=column, hanging="    "))
-        lines.append(wrapped(f"reference: {cls.reference}", indent=column, hanging="  "))
-    return "\n".join(lines)
-
-
 def _describe_plugin(name: str) -> str:
     """A plugin named by path or module (``file.py:Class``), described as its family lists it."""
     reasons = []
@@ -49,7 +28,7 @@ def _describe_plugin(name: str) -> str:
         except ValueError as error:
             reasons.append(str(error))
             continue
-        return f"{registry.kind}:\n{_describe(registry, [name])}"
+        return f"{registry.kind}:\n{registry.describe([name])}"
     if all(reason.startswith(f"{name!r} is not a") for reason in reasons):
         raise ArgumentError(f"{name}: not a mechanism, an attack or a task")
     raise ArgumentError(reasons[0])
@@ -93,7 +72,7 @@ def _list(args: argparse.Namespace) -> int:
     described = [_describe_plugin(name) for name in plugins]
     for name in plurals or ([] if plugins else LIST_FAMILIES):
         print(f"{name}:")
-        print(_describe_scenarios() if name == "scenarios" else _describe(families[name]))
+        print(_describe_scenarios() if name == "scenarios" else families[name].describe())
     for text in described:
         print(text)
     return 0

@@ -21,3 +21,17 @@ def wrapped_command(command: str, indent: str = "", width: int = WIDTH) -> str:
     lines = textwrap.wrap(command, width - 2, initial_indent=indent, subsequent_indent=indent + "  ",
                           break_long_words=False, break_on_hyphens=False)
     return " \\\n".join(lines) or command
+
+
+def wrapped_markdown(page: str, width: int = WIDTH) -> str:
+    """A Markdown page as a terminal shows it: its paragraphs and list items wrapped to ``width``
+    (the same Markdown once joined); table rows, code blocks and HTML comments (a page's stamp)
+    are kept as they are, since breaking them would change them."""
+    lines, fenced = [], False
+    for line in page.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        kept = fenced or len(line) <= width or line.lstrip().startswith(("|", "<!--", "```", "~~~", "    "))
+        item = len(line) - len(line.lstrip("-*0123456789. ")) if line.lstrip()[:2] in ("- ", "* ") else 0
+        lines.append(line if kept else wrapped(line, width=width, hanging=" " * item))
+    return "\n".join(lines)
