@@ -125,12 +125,16 @@ def test_the_organiser_s_linked_policy_is_the_public_board_s(tmp_path):
         upload(server.url, tokens["gamma"], (1 - labels)[None])
         status, _, answer = request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=sideways")
         assert status == 400 and "linked must be one of flag, merge, disqualify" in answer["error"]
-        request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=disqualify")
+        closed = request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=disqualify")[2]
         board = request(server.url, "", "GET", "/api/final-leaderboard")[2]
         page = page_request(server.url, "GET", "/")[2]
+        again = request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=flag")[2]
+        flagged = request(server.url, "", "GET", "/api/final-leaderboard")[2]
     assert board["linked"] == "disqualify" and board["disqualified"] == ["alpha", "beta"]
     assert [row["team"] for row in board["teams"]] == ["gamma"]
     assert b"Not ranked (linked accounts): alpha, beta." in page
+    assert again == closed, "closing again changes only the public board's policy"
+    assert flagged["linked"] == "flag" and sorted(row["team"] for row in flagged["teams"]) == ["alpha", "beta", "gamma"]
 
 
 def test_a_metric_that_does_not_split_into_samples_gets_intervals_and_no_removal_search(tmp_path):
