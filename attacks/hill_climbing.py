@@ -89,8 +89,10 @@ class HillClimbing(Attack):
         return super().incompatibility(data)
 
     def check_params_for(self, data: PublicData) -> None:
+        """A ``block`` given beyond the holdout's rows is refused; the default (a size for holdouts of
+        thousands of rows) plays every row of a smaller one."""
         rows = data.X_holdout.shape[0]
-        if self.block > rows:
+        if self.block > rows and self.block != self.parameter_defaults()["block"]:
             raise ValueError(f"{self.id}: parameter 'block' = {self.block} is more than the {rows} holdout rows "
                              f"it perturbs; give at most {rows}")
 
@@ -105,7 +107,7 @@ class HillClimbing(Attack):
         if k < self.repeats:
             return current
         self._start_climb(self._risk(board, current, scorer.sign))
-        block = self.block
+        block = min(self.block, board.holdout_size)  # the default on a small holdout: check_params_for
         self.accepted_steps_ = 0
         for _ in range(k // self.repeats - 1):
             rows = self._candidate_rows(board.holdout_size, block, rng)

@@ -94,9 +94,9 @@ def read_secret_seed(path: str | Path) -> int:
         mode = path.stat().st_mode & 0o777
     except OSError as error:
         raise ValueError(f"{path}: cannot read the secret seed file: {error.strerror}") from None
+    if not re.fullmatch(rb"[0-9]+", text):
+        raise ValueError(f"{path}: a secret seed file holds one whole number in decimal, got {text[:20]!r}")
     if mode & 0o077:
         print(f"ladderlab: warning: {path}: the secret seed file can be read by other users (mode {mode:04o}), who "
               f"could then regenerate what it hides: chmod 600 {shlex.quote(str(path))}", file=sys.stderr)
-    if not re.fullmatch(rb"[0-9]+", text):
-        raise ValueError(f"{path}: a secret seed file holds one whole number in decimal, got {text[:20]!r}")
     return int(text)

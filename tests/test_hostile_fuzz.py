@@ -137,6 +137,35 @@ def test_over_http_no_generated_upload_is_a_server_error(served):
                 assert status < 500, (fmt, status, answer)
 
 
+header_values = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=255, blacklist_characters="\x7f"),
+                        max_size=60)
+
+
+def test_over_http_requests_with_generated_headers_are_answered_without_a_server_error(served):
+    """Authorization, Content-Type, Content-Length, Idempotency-Key and Cookie of any printable text."""
+    service, tokens, _ = served
+    body = _valid_bodies(service)["csv"]
+    with ThreadServer(service) as server:
+
+        @FUZZ
+        @given(st.fixed_dictionaries({}, optional={
+            "Authorization": st.one_of(header_values, header_values.map(lambda text: "Bearer " + text),
+                                       st.just("Bearer " + tokens["alpha"])),
+            "Content-Type": st.one_of(header_values, st.sampled_from(["text/csv", "application/x-npy", "text/csv;;",
+                                                                      "multipart/form-data; boundary="])),
+            "Idempotency-Key": header_values,
+            "Cookie": header_values,
+            "Accept-Encoding": header_values}),
+            st.sampled_from(["/api/submissions", "/api/me", "/login", "/upload", "/api/submissions/1/selection"]),
+            st.sampled_from(["GET", "POST", "PUT", "DELETE"]))
+        def check(headers, path, method):
+            status, _, answer = request(server.url, "", method, path, body if method == "POST" else None,
+                                        {name: value.strip() for name, value in headers.items()})
+            assert status < 500, (method, path, headers, status, answer)
+
+        check()
+
+
 # --- challenge files and scenario files ------------------------------------------------------
 
 toml_literals = st.one_of(

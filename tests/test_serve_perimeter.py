@@ -15,7 +15,7 @@ import pytest
 from ladderlab.serve.launch import ServerProcess
 from ladderlab.serve.storage import sqlite_url
 from tests.helpers import CHROMIUM, launch_chromium
-from tests.serve_helpers import ThreadServer, open_service, request, sign_in, upload, write_challenge
+from tests.serve_helpers import Browser, ThreadServer, open_service, request, sign_in, upload, write_challenge
 
 
 def _connect(url: str) -> socket.socket:
@@ -137,6 +137,7 @@ def test_requests_without_a_token_cannot_take_the_places_kept_for_teams(tmp_path
     with ServerProcess(path, "--uncertified", "--state", str(tmp_path / "state"), "--quiet-access",
                        "--max-requests", "4", "--per-address", "8") as server:
         host = server.url.removeprefix("http://").rstrip("/")
+        browser = sign_in(server.url, server.tokens["beta"])  # a team on the page: its session is a team's
         slow = []
         for _ in range(3):  # sign-in forms whose bodies have not arrived: requests in progress, no token in a header
             sock = _connect(server.url)
@@ -149,11 +150,14 @@ def test_requests_without_a_token_cannot_take_the_places_kept_for_teams(tmp_path
         guessed = request(server.url, "ll_guess", "GET", "/api/me")
         team = request(server.url, server.tokens["alpha"], "GET", "/api/me")
         organiser = request(server.url, server.tokens["organiser"], "GET", "/api/organiser/links")
+        page = browser.get("/team")
+        stranger = Browser(server.url).get("/team")
         for sock in slow:
             sock.close()
     assert anonymous[0] == 503 and anonymous[2]["reason"] == "busy" and anonymous[1]["retry-after"] == "1"
     assert guessed[0] == 503, "a wrong token takes no kept place"
     assert team[0] == 200 and organiser[0] == 200
+    assert page[0] == 200 and stranger[0] == 503, "a signed-in browser takes a kept place, a stranger's does not"
 
 
 def test_no_token_reaches_any_line_the_server_writes_wherever_the_client_puts_it(tmp_path):

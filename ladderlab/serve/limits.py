@@ -208,11 +208,11 @@ def bearer_token(scope: Any) -> str | None:
 
 
 class RequestLimit:
-    """ASGI middleware: at most ``limit`` requests of ``app`` in progress, of which those without a token
-    that ``known`` accepts take at most ``limit - reserved``, and at most ``per_address`` from one client
-    address; one more gets 503 ``busy``."""
+    """ASGI middleware: at most ``limit`` requests of ``app`` in progress, of which those that ``known``
+    does not accept (a request's ASGI scope: a team's token or session) take at most ``limit - reserved``,
+    and at most ``per_address`` from one client address; one more gets 503 ``busy``."""
 
-    def __init__(self, app: Any, limit: int, known: Callable[[str], bool] = lambda token: False,
+    def __init__(self, app: Any, limit: int, known: Callable[[Any], bool] = lambda scope: False,
                  reserved: int = 0, per_address: int | None = None):
         self.app = app
         self.limit = limit
@@ -236,8 +236,7 @@ class RequestLimit:
         if self.active >= self.limit:
             await self._refuse(send, self.headers, self.body)
             return
-        token = bearer_token(scope)
-        anonymous = token is None or not self.known(token)
+        anonymous = not self.known(scope)
         address = (scope.get("client") or ("",))[0]
         if anonymous and (self.anonymous >= self.limit - self.reserved
                           or self.anonymous_by_address.get(address, 0) >= self.per_address):

@@ -31,16 +31,26 @@ HEADERS = [
 access_log = logging.getLogger("ladderlab.serve.access")
 
 
-class SecurityHeaders:
-    """ASGI middleware adding :data:`HEADERS` and ``Cache-Control`` to every HTTP answer of ``app``."""
+class _HttpMiddleware:
+    """ASGI middleware around ``app`` that handles HTTP requests (:meth:`http`) and passes the rest on."""
 
     def __init__(self, app: Any):
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "http":
+            await self.http(scope, receive, send)
+        else:
             await self.app(scope, receive, send)
-            return
+
+    async def http(self, scope: Any, receive: Any, send: Any) -> None:
+        raise NotImplementedError
+
+
+class SecurityHeaders(_HttpMiddleware):
+    """ASGI middleware adding :data:`HEADERS` and ``Cache-Control`` to every HTTP answer of ``app``."""
+
+    async def http(self, scope: Any, receive: Any, send: Any) -> None:
         cache = STATIC_CACHE if scope.get("path", "").startswith(STATIC_PREFIX) else b"no-store"
 
         async def send_with_headers(message: Any) -> None:
@@ -53,17 +63,11 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-class AccessLog:
+class AccessLog(_HttpMiddleware):
     """ASGI middleware logging each HTTP request of ``app`` as the client's address, the method, the
     route template it matched (``-`` for none) and the status, at INFO on :data:`access_log`."""
 
-    def __init__(self, app: Any):
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Any, receive: Any, send: Any) -> None:
         status = 0
 
         async def recording(message: Any) -> None:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import functools
 import socket
 from typing import Any
 
-from ladderlab.serve.limits import ConnectionLimits, RequestLimit
+from ladderlab.serve.limits import ConnectionLimits, RequestLimit, bearer_token
 from ladderlab.serve.perimeter import AccessLog, access_log
 from ladderlab.serve.service import Service
 
@@ -24,6 +25,22 @@ def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
         raise ValueError(f"--host {host} --port {port}: cannot listen there: {error.strerror or error}") from None
     sock.listen(backlog)
     return sock
+
+
+def _known(service: Service, scope: Any) -> bool:
+    """Whether a request comes from a team or the organiser: its ``Authorization`` token, or the
+    page's session cookie, is one the service knows."""
+    from starlette.requests import cookie_parser
+
+    from ladderlab.serve.sessions import cookie_name, signed_in
+
+    token = bearer_token(scope)
+    if token is not None:
+        return service.knows(token)
+    cookies = next((value for name, value in scope.get("headers", ()) if name == b"cookie"), None)
+    if cookies is None:
+        return False
+    return signed_in(service, cookie_parser(cookies.decode("latin-1")).get(cookie_name(service))) is not None
 
 
 def _print_access_log() -> None:
@@ -48,8 +65,8 @@ def run(service: Service, sock: socket.socket, limits: ConnectionLimits, access_
 
     from ladderlab.serve.app import create_app
 
-    app: Any = RequestLimit(create_app(service), limits.requests, service.knows, limits.reserved_requests,
-                            limits.per_address)
+    app: Any = RequestLimit(create_app(service), limits.requests, functools.partial(_known, service),
+                            limits.reserved_requests, limits.per_address)
     if access_log:
         app = AccessLog(app)
         _print_access_log()

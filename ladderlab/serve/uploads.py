@@ -272,7 +272,7 @@ class UploadReader:
 
 
 def _json_kind(value: object) -> str:
-    """What a parsed JSON value is, for a message (``the number 0.5``, ``a list``, ``an object``)."""
+    """What a parsed JSON value is, for a message (``the value '0.5'``, ``the text 'a'``, ``a list``)."""
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
