@@ -71,6 +71,12 @@ class Mechanism(Plugin):
     state for all teams); False gives each account its own bound copy, as Ladder.jl's Kaggle
     replay keeps one Ladder per team and Sage's bootLadderBoot one lead per submitter
     (:mod:`ladderlab.competition`). Duels have one participant and ignore it."""
+    stateless: ClassVar[bool] = False
+    """True when a release is a function of the submission alone (its exact score, its prediction
+    and a key fixed at ``bind``), never of earlier submissions: the rule is
+    :meth:`release_recipe`, computed by :func:`ladderlab.engines.stateless.release`. Only such a
+    mechanism deploys where the scorer has no identity and no memory (a Kaggle custom metric,
+    ``ladderlab export kaggle``); ``ladderlab.testing`` checks the declaration."""
 
     def resampled_values(self, n_public: int, scorer: Scorer | None = None) -> int:
         """How many loss values the bootstrap resamples of one submission weigh, at most (B · n
@@ -231,6 +237,13 @@ class Mechanism(Plugin):
             raise ValueError(f"release_scores takes a vector of scores, got an array of shape {scores.shape}")
         require_finite_scores(f"{self.id} replayed", scores)
         return self.submit_validated(np.empty((scores.size, 0)), scores=scores)
+
+    def release_recipe(self) -> dict[str, Any]:
+        """The rule of a bound :attr:`stateless` mechanism, for
+        :func:`ladderlab.engines.stateless.release`: ``noise`` (None or a kind), ``scale``, ``key``
+        (hex) and ``step`` (None: no rounding), in the scorer's units."""
+        raise TypeError(f"mechanism {self.id!r} is not stateless: its releases depend on earlier submissions "
+                        "or on a random stream they advance")
 
     def _release_given_scores(self, rows: FloatArray, scores: FloatArray | None, repeats: int = 1) -> FloatArray:
         """``_release`` (or ``_release_repeated``) of ``rows``, during which ``_scores(rows)`` is

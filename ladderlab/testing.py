@@ -139,10 +139,13 @@ def check_leaves_global_rng_alone(plugin: Mechanism | Attack | Task) -> None:
     The plugin runs twice, from two different global states that this check sets (and
     restores afterwards): each global state must be untouched after the run, and the two
     runs must give the same releases. A plugin that reseeds the global generator, draws
-    from it, or depends on it is caught whatever ran before this check.
+    from it, or depends on it is caught whatever ran before this check. A first, unchecked run
+    lets the plugin import what it imports lazily: importing scikit-learn draws from Python's
+    global generator, which is the library's doing, not the plugin's.
     """
     saved_numpy, saved_python = np.random.get_state(), random.getstate()
     try:
+        _run_plugin(plugin)
         runs = []
         for seed in GLOBAL_SEEDS:
             np.random.seed(seed)
@@ -223,6 +226,25 @@ def check_releases_from_scores(mechanism: Mechanism) -> None:
     except Exception as error:
         raise ConformanceError(f"{mechanism.id}: rule '{rule}' broken: release_scores raised {error!r}") from error
     _same_releases(mechanism, rule, replayed, _bound(mechanism).submit_many(predictions), "from its score")
+
+
+def check_stateless(mechanism: Mechanism) -> None:
+    """A mechanism that declares ``stateless`` releases the same value for a prediction whatever
+    came before it (the standard submissions, then again in reverse order after them), and that
+    value is its :meth:`~ladderlab.mechanism.Mechanism.release_recipe` applied to the exact score
+    (:func:`ladderlab.engines.stateless.release`): what an export to a scorer without memory computes."""
+    from ladderlab.engines.stateless import release
+
+    predictions = _submissions()
+    bound = _bound(mechanism)
+    first = bound.submit_many(predictions)
+    again = bound.submit_many(predictions[::-1])[::-1]
+    _same_releases(mechanism, "stateless: a prediction gets the same release whatever came before", again, first,
+                   "after the others")
+    recipe = bound.release_recipe()
+    scores = get_scorer("squared").score_many(_labels(), predictions)
+    _same_releases(mechanism, "stateless: the release is the release recipe's", release(scores, predictions, recipe),
+                   first, "by its recipe")
 
 
 BAD_SUBMISSIONS = {
@@ -604,6 +626,8 @@ def plugin_checks(plugin: Mechanism | Attack | Task) -> Iterator[tuple[str, Chec
                 TASK_CHECKS if isinstance(plugin, Task) else ATTACK_CHECKS).items()
     if isinstance(plugin, Mechanism) and plugin.scores_only:
         yield "releases_from_scores", check_releases_from_scores
+    if isinstance(plugin, Mechanism) and plugin.stateless:
+        yield "stateless", check_stateless
 
 
 def expected_failure(plugin: Mechanism | Attack | Task, name: str) -> str | None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
@@ -17,6 +18,7 @@ class Kaggle(Mechanism):
     id = "kaggle"
     reference = "Blum & Hardt 2015, Fig. 7"
     scores_only = True
+    stateless = True
     _parameter_constraints = {"alpha": [Interval(float, 0, 1, closed="right")]}
     """α is the rounding step in units of the loss bound B: above 1 every score in [0, B] rounds to 0 or
     to the step itself, and the board shows nothing."""
@@ -31,6 +33,9 @@ class Kaggle(Mechanism):
 
     def release_step(self, unit: float) -> float:
         return self.alpha * unit
+
+    def release_recipe(self) -> dict[str, Any]:
+        return {"noise": None, "step": self.release_step(self.unit_)}
 
     def _release(self, P: FloatArray) -> FloatArray:
         return round_to_multiple(self._scores(P), self.release_step(self.unit_))

@@ -60,6 +60,7 @@ class KnownFlawKaggle(GlobalRandomKaggle):
         "picklable": "the global draws make its copy diverge",
         "bad_input_changes_nothing": "the global draws make later releases differ",
         "releases_from_scores": "the global draws make the replay from scores diverge",
+        "stateless": "the global draws make a release depend on what came before",
     }
 
 

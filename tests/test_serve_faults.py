@@ -171,7 +171,7 @@ def test_the_demo_takes_an_attack_and_a_kill_9_and_serves_the_same_leaderboard_a
 
     state = tmp_path / "demo"
     server = ServerProcess("--demo", "--state", str(state))
-    assert set(server.tokens) == {"organiser", "team-a", "team-b", "team-c"}
+    assert set(server.tokens) == {"organiser", "scorer", "team-a", "team-b", "team-c"}
     board, _ = play_remote(server.url, server.tokens["team-a"], ATTACKS.make("hill-climbing", block=32), 60, seed=0)
     connection = Connection(server.url, "")
     before = connection.request("GET", "/api/leaderboard")[2]

@@ -192,7 +192,7 @@ def test_no_token_reaches_any_line_the_server_writes_wherever_the_client_puts_it
         assert request(server.url, team, "GET", "/api/me")[0] == 200
     issued = [line for line in server.output if line.startswith("  ") and ": ll_" in line]  # shown once, at start
     lines = [line for line in server.output if line not in issued]
-    assert len(issued) == 5 and any('"GET /api/me HTTP/1.1" 200' in line for line in lines), "the access log is on"
+    assert len(issued) == 6 and any('"GET /api/me HTTP/1.1" 200' in line for line in lines), "the access log is on"
     for token in (team, organiser, foreign):
         for form in (token, urllib.parse.quote(token, safe=""), token[3:], token[-20:]):
             assert not [line for line in lines if form in line], form

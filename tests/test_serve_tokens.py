@@ -23,10 +23,10 @@ def test_the_tokens_go_to_a_file_only_the_organiser_can_read_and_a_team_submits_
         status, answer = upload(server.url, tokens["beta"], np.zeros((1, 100)))
         assert status == 201 and answer["team"] == "beta"
         assert request(server.url, tokens["organiser"], "POST", "/api/organiser/close")[0] == 200
-    assert sorted(tokens) == sorted(["organiser", *TEAMS])
+    assert sorted(tokens) == sorted(["organiser", "scorer", *TEAMS])
     assert tokens_file.stat().st_mode & 0o777 == 0o600
     output = "".join(server.output)
-    assert not any(token in output for token in tokens.values()) and f"tokens of the organiser and 4 team(s) written to {tokens_file}" in output
+    assert not any(token in output for token in tokens.values()) and f"tokens of the organiser, the scorer and 4 team(s) written to {tokens_file}" in output
     again = tmp_path / "again.csv"
     with ServerProcess(path, "--uncertified", "--state", str(tmp_path / "state"), "--tokens", str(again)) as server:
         pass

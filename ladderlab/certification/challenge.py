@@ -106,8 +106,8 @@ LINK_PARAMETERS = ("min_disagreement", "tolerance")
 """The :class:`~ladderlab.engines.linking.LinkRule` parameters the rules (``link_min_disagreement``, …) and a certificate give."""
 SPLIT_VALUES = ("public", "final")
 SELECTION_RULES = ("last", "best-public")
-RESERVED_TEAM_NAMES = ("organiser",)
-"""Names a team cannot take: the organiser's token is issued and reissued under this name."""
+RESERVED_TEAM_NAMES = ("organiser", "scorer")
+"""Names a team cannot take: the organiser's and the platforms' scorer's tokens are issued and reissued under them."""
 NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 TEAM_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?$"
 """A letter or digit first, no space last, at most 64 characters: what the log's team column holds."""
@@ -275,7 +275,8 @@ def check_team_name(name: str) -> str:
         raise ValueError(f"team name {shown!r}: use 1 to {MAX_TEAM_NAME} letters, digits, spaces, '_', '.' or '-', "
                          "beginning with a letter or digit and not ending with a space")
     if name.casefold() in RESERVED_TEAM_NAMES:
-        raise ValueError(f"team name {name!r} is the organiser's name (its token is issued under it); choose another")
+        raise ValueError(f"team name {name!r} is the {name.casefold()}'s name (its token is issued under it); choose "
+                         "another")
     return name
 
 

@@ -31,6 +31,7 @@ from ladderlab.isolation.layout import restart_with_fixed_layout
 from ladderlab.isolation.protocol import ISOLATION_MODES
 from ladderlab.isolation.untrusted import sandboxed_if
 from ladderlab.params import describe
+from ladderlab.platforms import cli as platforms_cli
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.runs import arguments
 from ladderlab.runs.arguments import ArgumentError
@@ -688,6 +689,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_subcommand(commands)
     rank_certificate.add_subcommand(commands)
     serve_cli.add_subcommands(commands)
+    platforms_cli.add_subcommands(commands)
     return parser
 
 

@@ -21,6 +21,10 @@ The organiser (``Bearer ORGANISER-TOKEN``): ``POST /api/organiser/close``, ``GET
 ``GET /api/organiser/private-losses?linked=…``. These ``GET`` requests also take the organiser's
 session of the page instead of the token (they change nothing).
 
+A platform's scoring program (``Bearer SCORER-TOKEN``, :mod:`ladderlab.platforms.relay`): ``POST
+/api/scorer/submissions`` for the team of ``X-Ladderlab-Team-Token``, or the platform's team
+``X-Ladderlab-Team`` (:meth:`~ladderlab.serve.service.Service.scored_team`), answered as that team's upload.
+
 Every refusal is a 4xx JSON ``{"error": …, "reason": …}`` that names the problem and
 changes nothing; ``Retry-After`` says when a cap or the rate limit allows again. A database that
 does not answer (restarting, down, its disk full) is a 503 ``database`` with ``Retry-After``, not a 500.
@@ -136,13 +140,22 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/api/submissions", status_code=201, summary="Upload a prediction, or rows of them (.npy)")
     async def submit(request: Request) -> JSONResponse:
-        team = service.team_of(bearer(request))
+        return await uploaded(request, service.team_of(bearer(request)))
+
+    async def uploaded(request: Request, team: str) -> JSONResponse:
+        """Read, score and log the body of an upload for ``team``: 201, or 200 for a retry."""
         fmt = reader.format_of(request.headers.get("content-type"))
         key = request.headers.get("idempotency-key")
         check_idempotency_key(key)
         data = await body(request, max_bytes)
         accepted = await run_in_threadpool(upload, team, data, fmt, key)
         return JSONResponse(_accepted_json(team, accepted), status_code=200 if accepted.repeated else 201)
+
+    @app.post("/api/scorer/submissions", status_code=201,
+              summary="A platform's scoring program uploads a prediction for a team (the scorer credential)")
+    async def scorer_submit(request: Request) -> JSONResponse:
+        return await uploaded(request, service.scored_team(bearer(request), request.headers.get("x-ladderlab-team-token"),
+                                                           request.headers.get("x-ladderlab-team")))
 
     @app.get("/api/submissions", summary="The team's own submissions (released values only)")
     def own(request: Request) -> dict[str, Any]:
@@ -178,6 +191,9 @@ def create_app(service: Service) -> FastAPI:
         return JSONResponse(describe()).body
 
     def describe() -> dict[str, Any]:
+        from ladderlab.certification.challenge import certificate_problems
+
+        certified = not certificate_problems(challenge)
         spec = challenge.spec
         rules = spec.rules
         public = split.public
@@ -190,7 +206,7 @@ def create_app(service: Service) -> FastAPI:
             "prediction_range": None if public.prediction_range is None else list(public.prediction_range),
             "holdout_size": int(challenge.ids.size), "id_column": spec.labels.id_column,
             "ids": challenge.ids.tolist(),
-            "mechanism": {"id": mechanism.id, "params": spec.mechanism.params},
+            "mechanism": {"id": mechanism.id, "params": spec.mechanism.params}, "certified": certified,
             "rules": {"per_day": rules.per_day, "total": rules.total,
                       "start": None if rules.start is None else rules.start.isoformat(),
                       "end": None if rules.end is None else rules.end.isoformat(),

@@ -243,8 +243,10 @@ def _write_tokens(path: Path, issued: dict[str, str]) -> None:
               "hashes are stored):", file=sys.stderr)
         print(text, end="")
         return
-    teams = len(issued) - ("organiser" in issued)
-    whose = " and ".join((["the organiser"] if "organiser" in issued else []) + ([f"{teams} team(s)"] if teams else []))
+    roles = [role for role in ("organiser", "scorer") if role in issued]
+    teams = len(issued) - len(roles)
+    holders = [f"the {role}" for role in roles] + ([f"{teams} team(s)"] if teams else [])
+    whose = ", ".join(holders[:-1]) + " and " + holders[-1] if len(holders) > 1 else holders[0]
     print(f"tokens of {whose} written to {path} (shown nowhere else; only their hashes are stored)")
 
 

@@ -75,6 +75,7 @@ from ladderlab.serve.replay import SHARED, MechanismState
 from ladderlab.serve.security import holder, new_token, token_hash
 from ladderlab.serve.storage import (
     ORGANISER,
+    SCORER,
     REFUSED,
     Entry,
     Storage,
@@ -89,6 +90,9 @@ if TYPE_CHECKING:
     from ladderlab.final_rankings.private_samples import PrivateSamples
 
 log = logging.getLogger("ladderlab.serve")
+PLATFORM_TEAM = ":"
+"""What a team a platform names has in its name (``evalai:42``, ``hf:…``): a challenge file's team
+cannot have it (its pattern refuses ``:``), so a platform's team never takes a file's team's name."""
 MAX_IDEMPOTENCY_KEY = 128
 TOKEN_REFRESH_SECONDS = 5.0
 INVITE_CODE_HASH = "invite_code_hash"
@@ -142,6 +146,7 @@ class Service:
         self._write_lock = threading.Lock() if storage.is_sqlite else None
         self._hashes: dict[str, str] = {}
         self._organiser_hash = ""
+        self._scorer_hash = ""
         self._hashes_read = -math.inf
         self._teams_stored = 0
         self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
@@ -163,6 +168,8 @@ class Service:
         now_us = microseconds(self.clock())
         if self.storage.initialise(identity, secret_fingerprint(self.secret_seed) or "", token_hash(organiser), now_us):
             issued[ORGANISER] = organiser
+        if self.storage.meta_value("scorer_token_hash") is None:
+            issued[SCORER] = self.reissue(SCORER)
         known = self.storage.team_hashes()
         names = [team.name for team in self.challenge.spec.teams]
         registered = self.storage.registered_teams()
@@ -171,7 +178,7 @@ class Service:
             if clash is not None:
                 raise StorageError(f"team {name!r} of {self.challenge.path} has the name of a team that registered "
                                    f"itself ({clash!r}; names are compared ignoring case): rename it in the file")
-        dropped = sorted(set(known) - set(names) - set(registered))
+        dropped = sorted(name for name in set(known) - set(names) - set(registered) if PLATFORM_TEAM not in name)
         logged = {entry.team for entry in self.storage.entries()} if dropped else set()
         if set(dropped) & logged:
             raise StorageError(f"team {sorted(set(dropped) & logged)[0]!r} has submissions in the log but is not in "
@@ -211,13 +218,15 @@ class Service:
             self.storage.set_meta("link_rule", link_record(self.challenge))
 
     def reissue(self, name: str) -> str:
-        """A new token for a team (of the challenge file, or registered) or the organiser; the old one
-        stops working, and so do the page's sessions signed in with it."""
+        """A new token for a team (of the challenge file, registered, or a platform's enrolled team), the
+        organiser or the scorer; the old one stops working, and so do the page's sessions signed in with it."""
         token = new_token()
-        if name != ORGANISER and name not in self.team_names():
+        if name not in (ORGANISER, SCORER) and name not in self.team_names() and not (
+                PLATFORM_TEAM in name and name in self.storage.team_hashes()):
             raise ValueError(f"--reissue {name}: no such team in {self.challenge.path}, none registered with that "
                              f"name (or '{ORGANISER}')")
         self.storage.set_token_hash(name, token_hash(token), microseconds(self.clock()))
+        self._hashes_read = -math.inf  # in this process at once (others within TOKEN_REFRESH_SECONDS)
         return token
 
     # --- who is asking ----------------------------------------------------------------------
@@ -237,8 +246,9 @@ class Service:
             names = {team.name for team in self.challenge.spec.teams} | set(self._registered)
             stored = self.storage.team_hashes()
             self._teams_stored = len(stored)
-            self._hashes = {name: digest for name, digest in stored.items() if name in names}
+            self._hashes = {name: digest for name, digest in stored.items() if name in names or PLATFORM_TEAM in name}
             self._organiser_hash = self.storage.meta_value("organiser_token_hash") or ""
+            self._scorer_hash = self.storage.meta_value("scorer_token_hash") or ""
             self._hashes_read = now
         return self._hashes, self._organiser_hash
 
@@ -276,6 +286,35 @@ class Service:
     def check_organiser(self, token: str) -> None:
         if holder(token, {ORGANISER: self._token_hashes()[1]}) is None:
             raise ServiceError(401, "unauthorized", "this needs the organiser's token")
+
+    def scored_team(self, scorer_token: str, team_token: str | None, platform_team: str | None) -> str:
+        """The team a platform's scorer uploads for: the holder of ``team_token`` (a participant put
+        it in the submission: Codabench), or ``platform_team``, a name the platform vouches for
+        (``evalai:42``), enrolled at its first upload with a token nobody holds. 401 without the
+        scorer credential; 400 unless exactly one of the two is given, or for a name without
+        :data:`PLATFORM_TEAM`, longer than 64 characters or not printable."""
+        self._token_hashes()
+        if holder(scorer_token, {SCORER: self._scorer_hash}) is None:
+            raise ServiceError(401, "unauthorized", "this needs the scorer credential")
+        if (team_token is None) == (platform_team is None):
+            raise ServiceError(400, "invalid", "name the team by its token (X-Ladderlab-Team-Token) or as the platform "
+                                               "knows it (X-Ladderlab-Team), one of the two")
+        if team_token is not None:
+            return self.team_of(team_token)
+        name = str(platform_team)
+        if PLATFORM_TEAM not in name or not 2 < len(name) <= 64 or not name.isprintable():
+            raise ServiceError(400, "invalid", f"a platform's team is named PLATFORM{PLATFORM_TEAM}ID in at most 64 "
+                                               f"printable characters, got {name[:80]!r}")
+        if name not in self._token_hashes()[0]:
+            from sqlalchemy.exc import IntegrityError
+
+            try:
+                self.storage.add_team(name, token_hash(new_token()), microseconds(self.clock()))
+                log.info("team %s enrolled by the platform's scorer", name)
+            except IntegrityError:  # another process enrolled it at the same moment: its row is there now
+                pass
+            self._hashes_read = -math.inf
+        return name
 
     # --- submitting -------------------------------------------------------------------------
 

@@ -73,7 +73,11 @@ TOKEN, REGISTER, SELECT, UNSELECT, CLOSE, SEAL, MIGRATED = (
 itself with its token hash, a selection and an unselection, the close, the submissions' head at the
 close (``ID:HASH``, recorded with it: no submission comes after it), and the migration that began
 the events of an older log."""
-ORGANISER = "organiser"
+ORGANISER, SCORER = "organiser", "scorer"
+CREDENTIALS = (ORGANISER, SCORER)
+"""The tokens that are no team's (their hashes are kept in ``meta``): the organiser's, and the scorer
+credential of a platform's scoring program (ladderlab export), which uploads for a team it names and
+sees what the team would see."""
 CHECKPOINT_SECONDS = 0.5
 REFUSED = "refused"
 """The decision of a submission beyond its linked group's budget: logged (it counts in its team's
@@ -529,7 +533,7 @@ class Storage:
         chosen = connection.execute(sa.select(selections.c.team, selections.c.submission_id)
                                     .order_by(selections.c.team, selections.c.submission_id)).all()
         made = [(MIGRATED, ORGANISER, stored["schema_version"]),
-                (TOKEN, ORGANISER, stored.get("organiser_token_hash", "")),
+                *[(TOKEN, name, stored[f"{name}_token_hash"]) for name in CREDENTIALS if f"{name}_token_hash" in stored],
                 *[(TOKEN, name, digest) for name, digest in tokens.items()],
                 *[(SELECT, team, str(submission_id)) for team, submission_id in chosen]]
         if stored.get("closed_at") is not None:
@@ -649,10 +653,10 @@ class Storage:
             connection.execute(sessions.delete().where(sessions.c.session_hash == session_hash))
 
     def set_token_hash(self, name: str, token_hash: str, at_us: int) -> None:
-        """Give a team (or :data:`ORGANISER`) a new token hash; the old token stops working."""
+        """Give a team (or :data:`ORGANISER`, or :data:`SCORER`) a new token hash; the old token stops working."""
         with self.transaction() as connection:
-            if name == ORGANISER:
-                self.set_meta("organiser_token_hash", token_hash, connection)
+            if name in CREDENTIALS:
+                self.set_meta(f"{name}_token_hash", token_hash, connection)
             else:
                 connection.execute(teams.update().where(teams.c.name == name).values(token_hash=token_hash))
             self._record(connection, [(TOKEN, name, token_hash)], at_us)
@@ -904,10 +908,10 @@ class Storage:
             recorded.apply(row.kind, row.name, row.value, number)
             previous = row.event_hash
         self._check_head("event", head, len(rows), previous)
-        organiser = recorded.tokens.pop(ORGANISER, None)
-        if stored.get("organiser_token_hash") != organiser:
-            raise StorageError("the organiser's token hash is not the one its events gave it: the table 'meta' was "
-                               "changed (reissue the organiser's token to give it one the chain records)")
+        for name in CREDENTIALS:
+            if stored.get(f"{name}_token_hash") != recorded.tokens.pop(name, None):
+                raise StorageError(f"the {name}'s token hash is not the one its events gave it: the table 'meta' was "
+                                   f"changed (--reissue {name} gives it one the chain records)")
         for name in sorted(set(team_rows) | set(recorded.tokens)):
             if team_rows.get(name) != recorded.tokens.get(name):
                 change = ("was added without an event" if name not in recorded.tokens else
