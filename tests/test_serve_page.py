@@ -167,9 +167,9 @@ def test_the_challenge_s_whole_life_on_the_page(tmp_path):
         assert token not in cookie["value"]
     assert [cookie["name"] for cookie in after_logout] == ["ladderlab-form-test"], "the session's cookie is cleared"
     assert [line.split("\t") for line in teams_table.splitlines()[1:]] == [
-        ["Gamma Rays", "2", service.own_submissions("Gamma Rays")[-1]["submitted_at"], "1", "yes"],
-        ["alpha", "1", service.own_submissions("alpha")[0]["submitted_at"], "0", ""],
-        ["beta", "1", service.own_submissions("beta")[0]["submitted_at"], "0", ""]]
+        ["Gamma Rays", "2", service.own_submissions("Gamma Rays")[-1]["submitted_at"], "1", "registration"],
+        ["alpha", "1", service.own_submissions("alpha")[0]["submitted_at"], "0", "the challenge file"],
+        ["beta", "1", service.own_submissions("beta")[0]["submitted_at"], "0", "the challenge file"]]
     assert closed.startswith("The challenge closed at")
     assert len(exported) == 4 and exported.selected[exported.team == "Gamma Rays"].tolist() == [False, True]
     rows = [line.split("\t") for line in final.splitlines()[1:]]

@@ -20,6 +20,8 @@ from ladderlab.serve.events import text_time
 from ladderlab.serve.service import ORGANISER, Service
 
 environment = Environment(loader=PackageLoader("ladderlab.serve", "templates"), autoescape=select_autoescape())
+TEAM_SOURCES = {"file": "the challenge file", "registration": "registration", "platform": "a platform"}
+"""How the organiser's page says where a team comes from (:meth:`Service.overview`)."""
 MAX_LISTED_TEAMS = 1000
 """The most teams the organiser's page lists (those with the most submissions first)."""
 
@@ -130,7 +132,7 @@ def organiser_page(service: Service, csrf: str, message: str | None = None, ok: 
 
     teams = service.overview()
     submitted = sum(1 for row in teams if row["submissions"])
-    registered = sum(1 for row in teams if row["registered"])
+    registered = sum(1 for row in teams if row["source"] == "registration")
     closed = service.closed_at()
     end = service.challenge.spec.rules.end
     status = (f"Closed at {text_time(closed)}." if closed is not None else
@@ -151,7 +153,7 @@ def organiser_page(service: Service, csrf: str, message: str | None = None, ok: 
                    teams=listed, team_summary=summary, registration_text=registration_text,
                    registration_possible=registration_possible, linking=service.linking,
                    policies=LINKED_POLICIES if service.linking else LINKED_POLICIES[:1],
-                   per_sample=isinstance(service.scorer, LossScorer))
+                   per_sample=isinstance(service.scorer, LossScorer), sources=TEAM_SOURCES)
 
 
 def register_page(service: Service, csrf: str, message: str | None = None, ok: bool = True) -> str:

@@ -152,7 +152,7 @@ class Service:
         self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
         self.linking = challenge.spec.rules.link
         self._linked: LinkedStates | None = None
-        self._registered: list[str] = []
+        self._others: list[str] = []
         self._final_lock = threading.Lock()
         self._final_board: dict[str, Any] | None = None
 
@@ -232,9 +232,18 @@ class Service:
     # --- who is asking ----------------------------------------------------------------------
 
     def team_names(self) -> list[str]:
-        """Every team: the challenge file's, then those that registered, in the order they did."""
+        """Every team: the challenge file's, then those that registered (in the order they did) and
+        those a platform's scorer enrolled (:meth:`other_teams`)."""
         self._token_hashes()
-        return [team.name for team in self.challenge.spec.teams] + self._registered
+        return [team.name for team in self.challenge.spec.teams] + self._others
+
+    def other_teams(self, connection: Any = None) -> list[str]:
+        """The teams not in the challenge file: those that registered, in the order they did, then
+        those a platform's scorer enrolled (:data:`PLATFORM_TEAM` in their names), by name."""
+        registered = self.storage.registered_teams(connection)
+        enrolled = sorted(name for name in self.storage.team_hashes(connection)
+                          if PLATFORM_TEAM in name and name not in registered)
+        return registered + enrolled
 
     def _token_hashes(self) -> tuple[dict[str, str], str]:
         """The teams' and the organiser's token hashes, read again from the log's database every
@@ -242,11 +251,11 @@ class Service:
         effect here too."""
         now = time.monotonic()
         if now - self._hashes_read > TOKEN_REFRESH_SECONDS:
-            self._registered = self.storage.registered_teams()
-            names = {team.name for team in self.challenge.spec.teams} | set(self._registered)
+            self._others = self.other_teams()
+            names = {team.name for team in self.challenge.spec.teams} | set(self._others)
             stored = self.storage.team_hashes()
             self._teams_stored = len(stored)
-            self._hashes = {name: digest for name, digest in stored.items() if name in names or PLATFORM_TEAM in name}
+            self._hashes = {name: digest for name, digest in stored.items() if name in names}
             self._organiser_hash = self.storage.meta_value("organiser_token_hash") or ""
             self._scorer_hash = self.storage.meta_value("scorer_token_hash") or ""
             self._hashes_read = now
@@ -441,7 +450,7 @@ class Service:
                 self._linked = None
         if self._linked is None:
             entries = self.storage.entries_after(connection, 0, with_links=True)
-            teams = [each.name for each in self.challenge.spec.teams] + self.storage.registered_teams(connection)
+            teams = [each.name for each in self.challenge.spec.teams] + self.other_teams(connection)
             self._linked = LinkedStates(self.challenge, self.secret_seed, teams)
         if entries:
             self._linked.apply(entries, self.storage, connection)
@@ -678,13 +687,16 @@ class Service:
 
     def overview(self) -> list[dict[str, Any]]:
         """Every team with its submissions (refused ones included), the last one's time, the
-        submissions it selected, and whether it registered itself: for the organiser's page."""
+        submissions it selected, and where it comes from (``file``, ``registration`` or
+        ``platform``): for the organiser's page."""
         counts = self.storage.submission_counts()
         chosen = self.storage.selected()
-        registered = set(self.team_names()) - {team.name for team in self.challenge.spec.teams}
+        registered = set(self.storage.registered_teams())
+        file_teams = {team.name for team in self.challenge.spec.teams}
         rows = [{"team": team, "submissions": counts.get(team, (0, 0))[0],
                  "last_submission": _text(moment(counts[team][1])) if team in counts else None,
-                 "selected": len(chosen.get(team, ())), "registered": team in registered}
+                 "selected": len(chosen.get(team, ())),
+                 "source": "file" if team in file_teams else "registration" if team in registered else "platform"}
                 for team in self.team_names()]
         rows.sort(key=lambda row: (-row["submissions"], row["team"]))
         return rows
