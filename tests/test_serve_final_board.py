@@ -75,7 +75,8 @@ def test_the_board_is_the_final_ranking_with_the_intervals_rank_certificate_give
     for (_, _, private, low, high, ranks, p_best), row in zip(shown, board["teams"]):
         assert float(private) == pytest.approx(row["private"], abs=5e-5)
         assert float(low) == pytest.approx(row["low"], abs=5e-5) and float(high) == pytest.approx(row["high"], abs=5e-5)
-        assert ranks.split("–") == [str(row["rank_low"])] + ([str(row["rank_high"])] if row["rank_high"] != row["rank_low"] else [])
+        shown_range = [str(row["rank_low"])] + ([str(row["rank_high"])] if row["rank_high"] != row["rank_low"] else [])
+        assert ranks.split("–") == shown_range
         assert p_best == f"{row['p_best']:.3f}"
 
 

@@ -176,7 +176,8 @@ def test_the_challenge_s_whole_life_on_the_page(tmp_path):
     assert [row[1] for row in rows] == [entry["team"] for entry in board["teams"]]
     winner = board["teams"][0]
     assert winner["team"] == "Gamma Rays" and rows[0][4] == (
-        str(winner["rank_low"]) if winner["rank_low"] == winner["rank_high"] else f"{winner['rank_low']}–{winner['rank_high']}")
+        str(winner["rank_low"]) if winner["rank_low"] == winner["rank_high"]
+        else f"{winner['rank_low']}–{winner['rank_high']}")
     assert rows[0][5] == f"{winner['p_best']:.3f}" and f"{board['certificate']['p_winner_best']:.3f}" in certificate
     assert all(row[3].startswith("[") for row in rows), "every team has its interval"
     for secret in (token, tokens["organiser"], tokens["alpha"]):

@@ -86,7 +86,8 @@ def _certificate_text(board: dict[str, Any] | None) -> str:
     if certificate is None:
         return ""
     text = (f"Probability that the winner, {certificate['winner']}, is best: {certificate['p_winner_best']:.3f} "
-            f"(the share of {certificate['replicates']} bootstrap resamples of the private rows in which it scores best).")
+            f"(the share of {certificate['replicates']} bootstrap resamples of the private rows in which it scores "
+            "best).")
     removal = certificate["fewest_removals"]
     if removal["count"] is not None:
         text += (f" Removing {removal['count']} of the {board['private_rows']} private rows would let "
@@ -140,7 +141,8 @@ def organiser_page(service: Service, csrf: str, message: str | None = None, ok: 
     source = service.invite_source()
     registration_possible = service.challenge.spec.registration is not None
     registration_text = (
-        "This challenge has no [registration] table: the organiser gives each team its token." if not registration_possible
+        "This challenge has no [registration] table: the organiser gives each team its token."
+        if not registration_possible
         else "Teams may register with the invite code of the challenge file." if source == "file"
         else "Teams may register with the invite code set on this page." if source == "organiser"
         else "Registration is closed: set an invite code to open it.")

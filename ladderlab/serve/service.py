@@ -656,7 +656,8 @@ class Service:
         token = new_token()
         with self._writing(), self.storage.transaction() as connection:
             self.storage.hold_events(connection)  # registrations one at a time: each checks the names before it
-            check_not_closed(self._closing(self.storage.meta_value("closed_at", connection)), "teams no longer register")
+            closed = self._closing(self.storage.meta_value("closed_at", connection))
+            check_not_closed(closed, "teams no longer register")
             registered = self.storage.registered_teams(connection)
             if len(registered) >= registration.max_teams:
                 raise ServiceError(403, "full", f"{len(registered)} teams have registered, the most this challenge "
@@ -815,8 +816,9 @@ class Service:
         final_rows = self.challenge.split.final_rows
         predictions = (np.stack([stored[digest][final_rows] for digest in digests]) if rows
                        else np.empty((0, final_rows.size)))
-        samples = PrivateSamples([row["team"] for row in rows], [str(sample) for sample in self.challenge.ids[final_rows]],
-                                 predictions=predictions, labels=self.challenge.split.y_holdout[final_rows],
+        sample_ids = [str(sample) for sample in self.challenge.ids[final_rows]]
+        samples = PrivateSamples([row["team"] for row in rows], sample_ids, predictions=predictions,
+                                 labels=self.challenge.split.y_holdout[final_rows],
                                  scorer=self.scorer.within(self.challenge.split.public.prediction_range),
                                  source=f"the final ranking of {self.challenge.name}")
         return final, samples

@@ -107,7 +107,7 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             token = str((await form(request, TOKEN_FORM_BYTES)).get("token") or "").strip()
             value, holder = await run_in_threadpool(sign_in, service, token)
         except (ServiceError, UploadError) as error:
-            return refused(request, error, None)
+            return await run_in_threadpool(refused, request, error, None)
         response = RedirectResponse("organiser" if holder == ORGANISER else "team", status_code=303)
         _set_cookie(response, request, session_cookie, value, SESSION_SECONDS)
         return response
@@ -117,9 +117,9 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         try:
             await form(request, TOKEN_FORM_BYTES)
         except (ServiceError, UploadError) as error:
-            return refused(request, error, who(request))
-        sign_out(service, request.cookies.get(session_cookie))
-        response = page(request, lambda csrf: pages.message_page(
+            return await run_in_threadpool(refused, request, error, await run_in_threadpool(who, request))
+        await run_in_threadpool(sign_out, service, request.cookies.get(session_cookie))
+        response = await run_in_threadpool(page, request, lambda csrf: pages.message_page(
             service, csrf, "Signed out: this browser holds no session of the leaderboard.", True))
         response.delete_cookie(session_cookie, path="/", secure=request.url.scheme == "https", httponly=True,
                                samesite="strict")
@@ -140,11 +140,11 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         holder's page with the reason and its status."""
         holder = None
         try:
-            holder = required(request, wanted)
+            holder = await run_in_threadpool(required, request, wanted)
             render = await done(holder, await form(request, limit, files))
         except (ServiceError, UploadError) as error:
-            return refused(request, error, holder)
-        return page(request, render, status)
+            return await run_in_threadpool(refused, request, error, holder)
+        return await run_in_threadpool(page, request, render, status)
 
     def team_view(team: str, message: str) -> Render:
         return lambda csrf: pages.team_page(service, team, value_columns, csrf, message)
@@ -195,8 +195,10 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             value, _ = await run_in_threadpool(sign_in, service, token)
         except (ServiceError, UploadError) as error:
             message = str(error)
-            return page(request, lambda csrf: pages.register_page(service, csrf, message, False), error.status)
-        response = page(request, lambda csrf: pages.team_page(service, name, value_columns, csrf, token=token), 201)
+            return await run_in_threadpool(
+                page, request, lambda csrf: pages.register_page(service, csrf, message, False), error.status)
+        response = await run_in_threadpool(
+            page, request, lambda csrf: pages.team_page(service, name, value_columns, csrf, token=token), 201)
         _set_cookie(response, request, session_cookie, value, SESSION_SECONDS)
         return response
 
@@ -228,9 +230,9 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
     async def invite(request: Request) -> HTMLResponse:
         async def invited(_holder: str, fields: FormData) -> Render:
             if fields.get("action") == "stop":
-                service.stop_registration()
+                await run_in_threadpool(service.stop_registration)
                 return organiser_view("Registration is closed: no team can register now.")
-            code = service.set_invite(str(fields.get("code") or "") or None)
+            code = await run_in_threadpool(service.set_invite, str(fields.get("code") or "") or None)
             return organiser_view("The invite code is set; the earlier one no longer works.", code)
 
         return await act(request, ORGANISER, TOKEN_FORM_BYTES, invited)
