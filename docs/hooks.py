@@ -40,6 +40,7 @@ def schema_tables() -> str:
 
     models = [model for module in (scenario, competition_scenario, extrapolation_scenario) for model in vars(module).values()
               if isinstance(model, type) and issubclass(model, StrictModel) and model.__module__ == module.__name__]
+    models[models.index(scenario.BaseScenario)] = scenario.Scenario  # with every registered kind's tables
     parts = []
     for model in models:
         rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]

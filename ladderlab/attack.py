@@ -7,6 +7,7 @@ public leaderboard and on the final set. An attack never sees holdout labels.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -14,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ladderlab.board import Board
+from ladderlab.naming import unknown_name_error
 from ladderlab.plugin import Plugin
 from ladderlab.scoring import PredictionKind
 from ladderlab.tasks import PublicData, TaskType
@@ -105,6 +107,37 @@ class Attack(Plugin):
         worst case over them. Each entry includes what ``budget_params`` gives. By
         default the one setting of ``budget_params``."""
         return [cls.budget_params(budget)]
+
+    @classmethod
+    def checked_strength_grid(cls, budget: int, n: int) -> list[dict[str, Any]]:
+        """:meth:`strength_grid` at ``budget`` and ``n``, checked: a non-empty list of parameter dicts, each
+        naming parameters of the attack with values it admits (``_parameter_constraints`` and its own
+        checks), no setting twice (defaults included); else a ``ValueError`` naming the attack, the call
+        and the entry."""
+        call = f"attack {cls.id!r}: strength_grid({budget}, {n})"
+        grid = cls.strength_grid(budget, n)
+        if not isinstance(grid, list) or not all(isinstance(point, dict) for point in grid):
+            got = type(grid).__name__ if not isinstance(grid, list) else "a list holding " + ", ".join(
+                sorted({type(point).__name__ for point in grid if not isinstance(point, dict)}))
+            raise ValueError(f"{call} must return a list of parameter dicts, got {got}")
+        if not grid:
+            raise ValueError(f"{call} is empty: it must give at least one setting")
+        known = cls.parameter_defaults()
+        seen: dict[str, int] = {}
+        for index, point in enumerate(grid):
+            unknown = sorted(name for name in point if name not in known)
+            if unknown:
+                raise ValueError(f"{call}[{index}]: {unknown_name_error(f'parameter of attack {cls.id!r}', unknown[0], known)}")
+            try:
+                cls(**point).validate_params()
+            except ValueError as error:
+                raise ValueError(f"{call}[{index}]: {error}") from None
+            setting = json.dumps({**known, **point}, sort_keys=True, default=repr)
+            if setting in seen:
+                raise ValueError(f"{call} lists one setting twice, entries {seen[setting]} and {index} ({point!r}, "
+                                 "defaults included): list each setting once")
+            seen[setting] = index
+        return grid
 
     def cohort(self, data: PublicData, rngs: list[np.random.Generator]) -> Cohort | None:
         """Many teams playing this attack (with these parameters) in lockstep, member i with the

@@ -137,6 +137,14 @@ class Mechanism(Plugin):
         prediction range (the path duels, competitions and a deployed leaderboard share)."""
         return self.bind(labels, data.scorer, rng, classes=data.classes, prediction_range=data.prediction_range)
 
+    def releasing(self, improvement: float) -> dict[str, Any]:
+        """The values of the parameters that set how fine this mechanism's releases are, in units of B,
+        at which an honest improvement of ``improvement`` (in units of B) of the public score is released;
+        {} when no parameter does (full disclosure; the Ladders whose test scales with the spread of the
+        losses). ``ladderlab certify`` sets them from its tolerance where the organiser did not, so
+        that a parameter in units of B keeps its meaning while the certificate's default suits the scorer."""
+        return {}
+
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound | None:
         """The theory's bound on the leaderboard error after ``k`` submissions on ``n``
         holdout points, in units of the loss bound B, where there is one (None by default)."""

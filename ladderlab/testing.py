@@ -383,6 +383,20 @@ def check_attack_respects_the_budget(attack: Attack) -> None:
         raise ConformanceError(f"{attack.id}: made {released.size - 1} submissions on a budget of 7")
 
 
+STRENGTH_GRID_CALLS = tuple((budget, n) for budget in (1, 10, 100, 1000) for n in (20, 200, 4000))
+"""The budgets and public sizes at which :func:`check_attack_strength_grid` asks for the strength grid."""
+
+
+def check_attack_strength_grid(attack: Attack) -> None:
+    """At every budget and size of :data:`STRENGTH_GRID_CALLS`, ``strength_grid`` gives a non-empty list of
+    parameter dicts, each a valid setting of the attack, none twice (``Attack.checked_strength_grid``)."""
+    for budget, n in STRENGTH_GRID_CALLS:
+        try:
+            type(attack).checked_strength_grid(budget, n)
+        except ValueError as error:
+            raise ConformanceError(str(error)) from None
+
+
 def check_attack_never_holds_labels(attack: Attack) -> None:
     """No array reachable from the attack, or from anything it was given, is or equals the
     holdout labels."""
@@ -612,6 +626,7 @@ ATTACK_CHECKS: dict[str, Check] = {
     "leaves_global_rng_alone": check_leaves_global_rng_alone,
     "same_seed_same_transcript": check_attack_same_seed_same_transcript,
     "respects_the_budget": check_attack_respects_the_budget,
+    "strength_grid": check_attack_strength_grid,
     "keeps_to_the_public_board": check_attack_keeps_to_the_public_board,
     "never_holds_labels": check_attack_never_holds_labels,
     "private_score_at_chance": check_attack_private_score_at_chance,

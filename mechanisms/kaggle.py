@@ -31,6 +31,11 @@ class Kaggle(Mechanism):
         """Theorem 5.1's Ω(√(k/n)) against boosting, which needs α ≤ 1/√n."""
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
 
+    def releasing(self, improvement: float) -> dict[str, float]:
+        """α = improvement: scores ``improvement`` apart round to multiples of α at least one step apart
+        once α ≤ ``improvement``."""
+        return {"alpha": improvement}
+
     def release_step(self, unit: float) -> float:
         return self.alpha * unit
 

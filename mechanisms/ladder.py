@@ -27,6 +27,11 @@ class FixedLadder(Ladder):
     def __init__(self, eta: float = 0.01):
         self.eta = eta
 
+    def releasing(self, improvement: float) -> dict[str, float]:
+        """η = improvement / 2: a release is [R]_η, within η/2 of the risk it stands for, and the next
+        is accepted below it by η, so any improvement beyond 1.5·η is released."""
+        return {"eta": improvement / 2}
+
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound:
         """Theorem 3.1 at this η."""
         return ladder_error_bound(n, k, self.eta)

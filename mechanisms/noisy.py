@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ladderlab.engines.noise import NOISE_KINDS, draw_noise
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
@@ -40,6 +41,12 @@ class Noisy(Mechanism):
 
     def _start(self) -> None:
         self.scale_ = self.unit_ * (1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale))
+
+    def releasing(self, improvement: float) -> dict[str, Any]:
+        """scale = improvement / 3: two releases ``improvement`` apart keep their order with probability
+        Φ(3/√2) ≈ 0.98 under Gaussian noise; a rounding, where there is one, at most the improvement."""
+        rounding = {} if self.rounding is None else {"rounding": improvement}
+        return {"scale": improvement / 3, **rounding}
 
     def release_step(self, unit: float) -> float | None:
         return None if self.rounding is None else self.rounding * unit

@@ -96,6 +96,12 @@ class SparseVectorLadder(Ladder):
         alpha, sigma = sparse_vector_defaults(n, self.k, self.delta)
         return (alpha if self.eta is None else self.eta), (sigma if self.sigma is None else self.sigma)
 
+    def releasing(self, improvement: float) -> dict[str, float]:
+        """η = improvement / 2 as for the fixed Ladder, and σ in the ratio of its defaults, η / (4 ln k):
+        the comparison noise Lap(4σ) = Lap(η / ln k) then rarely hides the other half of the improvement."""
+        eta = improvement / 2
+        return {"eta": eta, "sigma": eta / (4.0 * math.log(self.k))}
+
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound | None:
         """Theorem 3.1 of Blum & Hardt when σ = 0 and releases are rounded (the fixed Ladder);
         the n^−0.4 rate of the randomised version has no known constants, so no bound otherwise."""

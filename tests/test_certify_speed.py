@@ -1,4 +1,4 @@
-"""``ladderlab bench-certify``: certificates timed from an empty battery, written between the page's markers."""
+"""``ladderlab dev bench-certify``: certificates timed from an empty battery, written between the page's markers."""
 
 from ladderlab.cli.commands import main
 from ladderlab.dev import certify_speed
@@ -9,7 +9,7 @@ TINY = certify_speed.Setting("tiny", 20, (5,))
 def test_a_page_without_the_markers_is_refused_before_any_certificate_runs(tmp_path, capsys):
     page = tmp_path / "speed.md"
     page.write_text("# no markers\n")
-    assert main(["bench-certify", "--mechanism", "kaggle", "--write", str(page)]) == 2
+    assert main(["dev", "bench-certify", "--mechanism", "kaggle", "--write", str(page)]) == 2
     assert "has no <!-- certify-speed --> marker" in capsys.readouterr().err
     assert page.read_text() == "# no markers\n"
 
@@ -30,7 +30,7 @@ def test_a_timed_certificate_says_where_its_time_went_and_lands_between_the_mark
 
 
 def test_an_unknown_setting_is_refused(capsys):
-    assert main(["bench-certify", "--setting", "huge"]) == 2
+    assert main(["dev", "bench-certify", "--setting", "huge"]) == 2
     assert "--setting: invalid choice: 'huge'" in capsys.readouterr().err
 
 
@@ -42,7 +42,7 @@ def test_the_families_are_every_built_in_mechanism_but_the_reference():
 
 
 OLD_SECTION = f"""{certify_speed.BEGIN}
-Measured by `ladderlab bench-certify --replications 100 --seed 0` on 2026-11-20: Linux x, 2 processors, load average 1.5 at the end, Python 3.11.7.
+Measured by `ladderlab dev bench-certify --replications 100 --seed 0` on 2026-11-20: Linux x, 2 processors, load average 1.5 at the end, Python 3.11.7.
 
 | mechanism | setting | jobs | CPU s | wall s | replications used | safe budget | where the time goes |
 | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |
@@ -73,7 +73,7 @@ def test_a_run_of_some_families_replaces_their_rows_and_keeps_the_others_dated(t
 def test_a_page_measured_with_other_replications_is_refused_before_any_certificate_runs(tmp_path, capsys):
     page = tmp_path / "speed.md"
     page.write_text(OLD_SECTION)
-    assert main(["bench-certify", "--mechanism", "kaggle", "--replications", "5", "--write", str(page)]) == 2
+    assert main(["dev", "bench-certify", "--mechanism", "kaggle", "--replications", "5", "--write", str(page)]) == 2
     err = capsys.readouterr().err
     assert "its table was measured with --replications 100 --seed 0, not --replications 5 --seed 0" in err
     assert len(err.strip().splitlines()) == 1 and page.read_text() == OLD_SECTION

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ladderlab.certification import certify
+from ladderlab.certification import certificate_text, certify
 from ladderlab.certification import challenge as challenges
 from ladderlab.certification.challenge_certify import certify_challenge
 from ladderlab.certification.challenge_certify import (
@@ -42,9 +42,11 @@ from tests.serve_helpers import write_challenge
 SMALL = {"correlated-feature-selection": {"n": 100, "d": 50}}
 """Parameters that keep a built-in task's conformance checks to milliseconds."""
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "breast-cancer" / "challenge.toml"
-PASSING = {"attacks": ["boosting"], "default_battery": False, "replications": 30, "tau": 0.25, "epsilon": 0.25,
+PASSING = {"attacks": ["boosting"], "default_battery": False, "replications": 100, "tau": 0.5, "epsilon": 0.5,
            "honest_replications": 2}
-"""A battery the Ladder passes quickly at a budget of 3: one attack, wide thresholds."""
+"""A battery the Ladder passes quickly at a budget of 3: one attack, wide thresholds (half the constant
+prediction's loss: on 100 public rows the sampling noise of three guesses alone reaches a quarter of it
+in more than a tenth of contests)."""
 
 
 def _scenario_file(folder: Path, challenge: str, replications: int = 2) -> Path:
@@ -66,7 +68,7 @@ def _example_with_total(folder: Path, total: int) -> Path:
     """A copy of the shipped example whose teams may submit ``total`` times (its data unchanged)."""
     copy = shutil.copytree(EXAMPLE.parent, folder / "breast-cancer")
     path = copy / "challenge.toml"
-    path.write_text(path.read_text().replace("\ntotal = 10 ", f"\ntotal = {total} "))
+    path.write_text(path.read_text().replace("\ntotal = 30 ", f"\ntotal = {total} "))
     assert load_challenge(path)[0].per_team_budget() == total
     return path
 
@@ -214,7 +216,7 @@ def tiny_certificate(tmp_path_factory):
     path = write_challenge(folder, n=200, rules="total = 3")
     out = folder / "ladder.json"
     assert main(["--quiet", "certify", "ladder", "--challenge", str(path), "--attack", "boosting", "--only",
-                 "--tau", "0.25", "--epsilon", "0.25", "--replications", "30", "--run-dir", str(folder / "battery"),
+                 "--tau", "0.5", "--epsilon", "0.5", "--replications", "100", "--run-dir", str(folder / "battery"),
                  "--out", str(out)]) == 0
     return path, json.loads(out.read_text())
 
@@ -250,7 +252,7 @@ def test_the_shipped_example_is_a_public_data_set_with_its_sizes():
     public = loaded.split.public
     assert (loaded.split.public_rows.size, loaded.split.final_rows.size, public.X_train.shape, public.X_holdout.shape) == (
         200, 200, (169, 30), (400, 30))
-    assert loaded.per_team_budget() == 10 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
+    assert loaded.per_team_budget() == 30 and "CC BY 4.0" in (EXAMPLE.parent / "README.md").read_text()
 
 
 def test_the_shipped_certificate_covers_the_shipped_example():
@@ -270,39 +272,54 @@ def test_what_an_organiser_copies_from_the_example_allows_what_its_certificate_f
 
 
 def test_certify_on_the_shipped_example_uses_its_n_budget_and_scorer(tmp_path):
-    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
+    certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, replications=8,
                                     honest_replications=1, run_dir=tmp_path)
-    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [10])
+    assert (certificate["mechanism"], certificate["n"], certificate["budgets"]) == ("ladder", 200, [30])
     assert certificate["challenge"]["task_identity"] == load_challenge(EXAMPLE)[1]
     assert certificate["families"]["honest"]["task"] == "challenge"
 
 
+def _fixed(families: dict[str, dict]) -> dict[str, dict]:
+    """The challenge's families without resampling: every replication plays the organiser's data."""
+    return {name: {**entry, "params": {**entry["params"], "resample": "none"}} if entry["id"] == ChallengeTask.id
+            else entry for name, entry in families.items()}
+
+
 def test_the_deterministic_honest_play_of_a_challenge_is_measured_once_with_the_values_of_twenty(tmp_path):
     """The version-1 certificate of the example (then 30 submissions a team) replayed the honest
-    participant 20 times on the fixed data; one play gives the same numbers, bit for bit, and the
-    certificate says it measured them once."""
+    participant 20 times on the fixed data; on the same fixed data (a certificate now resamples them),
+    one play gives the same numbers, bit for bit, and the certificate says it measured them once."""
     thirty = _example_with_total(tmp_path, 30)
-    certificate = certify_challenge(thirty, attacks=["boosting(k=30)"], default_battery=False, replications=8,
-                                    run_dir=tmp_path / "battery")
+    challenge, identity = load_challenge(thirty)
+    families = _fixed(challenge_families(challenge, identity, thirty, [certify.default_honest()]))
+    certificate = certify.certify("ladder", {"eta": 0.01}, n=200, budgets=[30], attacks=["boosting(k=30)"],
+                                  default_battery=False, replications=8, task_families=families,
+                                  honest=["improving(days=30)"], run_dir=tmp_path / "battery")
     shipped = json.loads(VERSION_1_CERTIFICATE.read_text())["honest"]  # a version-1 certificate's one entry
     [honest] = certificate["honest"]
     assert honest["participant"] == shipped["participant"] == "improving(days=30)"
     assert (honest["replications"], honest["deterministic"], shipped["replications"]) == (1, True, 20)
-    assert {key: honest[key] for key in certify.HONEST_MEASURES} == {key: shipped[key] for key in certify.HONEST_MEASURES}
+    ranks = ("rank_correlation", "rank_correlation_full_disclosure", "cost")
+    assert {key: honest[key] for key in ranks} == {key: shipped[key] for key in ranks}
+    unit = certificate["families"]["honest"]["unit_value"]  # the version-1 error is in units of B = 1
+    for key in ("lberr", "lberr_full_disclosure"):
+        assert honest[key]["median"] * unit == pytest.approx(shipped[key]["median"], rel=1e-12)
     assert "measured once" in certify.markdown(certificate)
 
 
 @pytest.mark.parametrize(("mechanism", "draws"), [("ladder", False), ("noisy", True), ("ladder-boot", True)])
 def test_the_honest_play_counts_as_random_when_the_mechanism_draws(mechanism, draws):
     """Noise (a draw) and LadderBoot's bootstrap (a derived stream) make the honest play random on
-    fixed data too; full disclosure beside them draws nothing."""
+    fixed data too; full disclosure beside them draws nothing. A certificate resamples the data, so there
+    every honest play is random."""
     challenge, identity = load_challenge(EXAMPLE)
-    families = challenge_families(challenge, identity, EXAMPLE, [certify.default_honest()])
+    resampled = challenge_families(challenge, identity, EXAMPLE, [certify.default_honest()])
     specs = [certify.parse_attack("boosting(k=30)")]
-    battery = certify.battery_scenario(mechanism, {}, 200, [30], specs, 2, 0, families)
-    honest = certify._sorted_battery(battery, mechanism, specs, [30], 200, families).honest
-    assert {cell.mechanism[0]: certify._draws_random(cell) for cell in honest} == {mechanism: draws,
-                                                                                  "full-disclosure": False}
+    for families, expected in ((_fixed(resampled), {mechanism: draws, "full-disclosure": False}),
+                               (resampled, {mechanism: True, "full-disclosure": True})):
+        battery = certify.battery_scenario(mechanism, {}, 200, [30], specs, 2, 0, families)
+        honest = certify._sorted_battery(battery, mechanism, specs, [30], 200, families).honest
+        assert {cell.mechanism[0]: certify._draws_random(cell) for cell in honest} == expected
 
 
 @pytest.mark.parametrize(("change", "words"), [
@@ -347,15 +364,15 @@ def test_the_battery_directory_holds_the_certificate_about_the_challenge_and_its
     assert stored["challenge"] == returned["challenge"] and stored["families"] == returned["families"]
     assert stored["families"]["challenge"]["scorer"] == "zero-one"
     assert main(["report", str(tmp_path / "battery"), "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 0
-    assert "challenge: the challenge breast-cancer scored by zero-one" in (tmp_path / "r.md").read_text()
+    assert "| challenge | the challenge breast-cancer scored by zero-one" in (tmp_path / "r.md").read_text()
 
 
 def test_certify_and_serve_read_class_names_alike_and_a_renaming_voids_the_certificate(tmp_path):
-    path = write_challenge(tmp_path, n=100, rules="total = 3")
+    path = write_challenge(tmp_path, n=400, rules="total = 3")
     labels = pd.read_csv(tmp_path / "labels.csv")
     labels.assign(label=labels.label.map({0.0: "dog", 1.0: "cat"})).to_csv(tmp_path / "labels.csv", index=False)
-    certificate = certify_challenge(path, attacks=["boosting(k=10)"], default_battery=False, replications=30,
-                                    honest_replications=1, tau=0.25, epsilon=0.25, run_dir=tmp_path / "battery")
+    certificate = certify_challenge(path, attacks=["boosting(k=10)"], default_battery=False, replications=100,
+                                    honest_replications=1, tau=0.5, epsilon=0.5, run_dir=tmp_path / "battery")
     assert certificate["challenge"]["class_names"] == ["cat", "dog"] == list(challenges.load(path).class_names)
     (tmp_path / "ladder.json").write_text(json.dumps(certificate))
     path.write_text(path.read_text().replace("[mechanism]", '[mechanism]\ncertificate = "ladder.json"'))
@@ -365,9 +382,9 @@ def test_certify_and_serve_read_class_names_alike_and_a_renaming_voids_the_certi
 
 
 def test_an_honest_participant_beyond_a_teams_budget_is_refused_before_the_battery(tmp_path):
-    with pytest.raises(ValueError, match=r"--honest improving\(days=11\): makes 11 submissions, more than a team's "
-                                         "budget of 10"):
-        certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, honest=["improving(days=11)"],
+    with pytest.raises(ValueError, match=r"--honest improving\(days=31\): makes 31 submissions, more than a team's "
+                                         "budget of 30"):
+        certify_challenge(EXAMPLE, attacks=["boosting(k=30)"], default_battery=False, honest=["improving(days=31)"],
                           run_dir=tmp_path / "battery")
     assert not (tmp_path / "battery").exists()
 
@@ -382,21 +399,21 @@ def test_an_honest_participant_of_the_challenge_file_beyond_a_teams_budget_is_re
 
 def test_a_certificate_of_another_honest_participant_does_not_cover_the_challenge(tmp_path):
     """Certified with --honest improving(days=5): the example's own (a submission a day up to its
-    budget of 10) is not what the certificate measured, so serve's check names it; the certificate
+    budget of 30) is not what the certificate measured, so serve's check names it; the certificate
     records its participant."""
     certificate = certify_challenge(EXAMPLE, attacks=["boosting(k=10)"], default_battery=False, replications=8,
                                     honest=["improving(days=5)"], run_dir=tmp_path / "battery")
     [honest] = certificate["honest"]
     assert (honest["participant"], honest["params"]["days"], certificate["honest"][0]["deterministic"]) == (
-        "improving(days=5)", 5, True)
+        "improving(days=5)", 5, False)
     [shipped] = json.loads((EXAMPLE.parent / "ladder.json").read_text())["honest"]
-    assert shipped["participant"] == "improving(days=10)"
-    assert honest["rank_correlation"] != shipped["rank_correlation"]  # five days rank otherwise than ten
+    assert shipped["participant"] == "improving(days=30)"
+    assert honest["rank_correlation"] != shipped["rank_correlation"]  # five days rank otherwise than thirty
     certify.write_certificate(certificate, tmp_path / "ladder.json")
     challenge_file = tmp_path / "challenge.toml"
     challenge_file.write_text(EXAMPLE.read_text().replace('file = "labels.csv"', f'file = "{EXAMPLE.parent}/labels.csv"')
                               .replace('"train.csv"', f'"{EXAMPLE.parent}/train.csv"')
                               .replace('"holdout.csv"', f'"{EXAMPLE.parent}/holdout.csv"'))
     problems = challenges.certificate_problems(challenges.load(challenge_file))
-    assert ["with improving(days=5); this challenge's are improving(days=10) (the default for its schedule)" in problem
+    assert ["with improving(days=5); this challenge's are improving(days=30) (the default for its schedule)" in problem
             for problem in problems].count(True) == 1

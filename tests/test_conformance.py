@@ -197,3 +197,57 @@ def test_an_attack_that_peeks_at_labels_is_caught():
         check_attack_never_holds_labels(Peeking())
     with pytest.raises(ConformanceError, match=re.escape("reads the board's private attributes ['_leaderboard']")):
         check_attack(Peeking())  # the first failure names what the attack read
+
+
+GRID_PLUGIN = '''
+from ladderlab.attacks.boosting import Boosting
+
+
+class TwiceBoosting(Boosting):
+    """Lists one setting twice: k = the budget, then the same with the default variant spelt out."""
+
+    id = "twice-boosting"
+
+    @classmethod
+    def strength_grid(cls, budget, n):
+        return [cls.budget_params(budget), {**cls.budget_params(budget), "variant": "kaggle"}]
+
+
+class ZeroBoosting(Boosting):
+    """A grid point the attack refuses: k = 0."""
+
+    id = "zero-boosting"
+
+    @classmethod
+    def strength_grid(cls, budget, n):
+        return [{"k": 0}]
+
+
+class TupleBoosting(Boosting):
+    """A tuple where a list of parameter dicts is due."""
+
+    id = "tuple-boosting"
+
+    @classmethod
+    def strength_grid(cls, budget, n):
+        return ({"k": budget},)
+'''
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("TwiceBoosting", "attack 'twice-boosting': strength_grid(1, 20) lists one setting twice, entries 0 and 1"),
+    ("ZeroBoosting", "attack 'zero-boosting': strength_grid(1, 20)[0]: zero-boosting: parameter 'k' = 0 is invalid"),
+    ("TupleBoosting", "attack 'tuple-boosting': strength_grid(1, 20) must return a list of parameter dicts, got tuple"),
+])
+def test_check_attack_names_a_bad_strength_grid_and_certify_refuses_it_in_one_line(tmp_path, capsys, name, message):
+    from ladderlab.cli.commands import main
+
+    path = tmp_path / "grids.py"
+    path.write_text(GRID_PLUGIN)
+    with pytest.raises(ConformanceError, match=re.escape(message)):
+        check_attack(ATTACKS.make(f"{path}:{name}"), quiet=True)
+    code = main(["certify", "kaggle", "--only", "--attack", f"{path}:{name}", "--n", "20", "--budgets", "1",
+                 "--replications", "1", "--run-dir", str(tmp_path / "battery")])
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and error[-1].startswith("ladderlab: error: ") and message.split(": ", 1)[1] in error[-1]
+    assert not any("validation error" in line for line in error)

@@ -55,7 +55,7 @@ def test_built_in_scenarios_table_gives_each_scenarios_cells_and_replications() 
 def test_statistics_page_quotes_what_sota_prints(workdir: Path) -> None:
     page = (ROOT / "docs" / "statistics.md").read_text()
     quoted = re.search(r"the first command gives mean\s+(\S+), sd (\S+) and upper limit (\S+) \(Table 1\)", page)
-    printed = dict(line.split(maxsplit=1) for line in output("ladderlab sota --m 1000 --n 3000 --theta 0.9", workdir).splitlines())
+    printed = dict(line.split(maxsplit=1) for line in output("ladderlab stats sota --m 1000 --n 3000 --theta 0.9", workdir).splitlines())
     for key, shown in zip(("mean", "sd", "upper"), quoted.groups(), strict=True):
         assert f"{float(printed[key]):#.4g}" == shown, (key, printed[key], shown)
 
@@ -64,7 +64,7 @@ def test_extrapolation_page_quotes_the_spread_extrapolate_prints(workdir: Path) 
     page = (ROOT / "docs" / "extrapolation.md").read_text()
     quoted = re.search(r"the methods predict between about (\S+)\s+\(CONS\) and (\S+) \(EXP\) at K = 200", page)
     printed = dict(line.split()[:2] for line in output(
-        "ladderlab extrapolate examples/extrapolation/ranks.txt --from 20 --to 200", workdir).splitlines()[3:8])
+        "ladderlab stats extrapolate examples/extrapolation/ranks.txt --from 20 --to 200", workdir).splitlines()[3:8])
     assert (f"{float(printed['cons']):.2f}", f"{float(printed['exp']):.2f}") == quoted.groups()
 
 
@@ -77,7 +77,7 @@ def test_extrapolation_page_quotes_cons_and_mple_and_the_authors_convention(work
     page = " ".join((ROOT / "docs" / "extrapolation.md").read_text().split())
     quoted = re.search(r"yet predict (\S+) and (\S+)\. .*? \(`--convention authors`, point masses on a 51-point grid\) "
                        r"moves it to about (\S+)\.", page)
-    command = "ladderlab extrapolate examples/extrapolation/ranks.txt --from 20 --to 200"
+    command = "ladderlab stats extrapolate examples/extrapolation/ranks.txt --from 20 --to 200"
     ours, authors = _predictions(command, workdir), _predictions(command + " --convention authors", workdir)
     assert quoted.groups() == (f"{float(ours['cons']):.2f}", f"{float(ours['mple']):.2f}", f"{float(authors['cons']):.2f}")
 

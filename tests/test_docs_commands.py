@@ -15,7 +15,8 @@ import shlex
 
 import pytest
 
-from ladderlab.cli.commands import LIST_FAMILIES, build_parser
+from ladderlab.cli.commands import build_parser
+from ladderlab.runs.cli import LIST_FAMILIES
 from ladderlab.registry import ATTACKS, MECHANISMS
 from tests.docs_helpers import ANY_FENCE, PAGES, RESULTS_PAGES, subcommands
 
@@ -71,8 +72,8 @@ NAMED_VALUES = {("ladderlab run", "scenario"): _builtin_scenario,
                 ("ladderlab list", "what"): _listed_family,
                 ("ladderlab certify", "mechanism"): MECHANISMS.parse,
                 ("ladderlab certify", "attack"): ATTACKS.parse,
-                ("ladderlab attack", "attack"): ATTACKS.parse,
-                ("ladderlab replay", "mechanism"): MECHANISMS.parse}
+                ("ladderlab serve attack", "attack"): ATTACKS.parse,
+                ("ladderlab stats replay", "mechanism"): MECHANISMS.parse}
 """Values that name a plugin (with parameters) or a built-in scenario, and the check of each."""
 
 

@@ -67,7 +67,7 @@ def test_serve_page_shows_what_the_demo_and_an_attack_on_it_print(tmp_path: Path
     from ladderlab.serve.launch import ServerProcess
 
     shown = console_block("serve.md", "$ ladderlab serve --demo")
-    attack_shown = console_block("serve.md", "$ ladderlab attack")
+    attack_shown = console_block("serve.md", "$ ladderlab serve attack")
     monkeypatch.chdir(tmp_path)
     with ServerProcess("--demo") as server:
         assert _server_lines(_started(server.output)) == _server_lines(shown[1:])
@@ -116,13 +116,13 @@ def test_extrapolation_page_gives_the_synopsis_of_the_parser() -> None:
     from ladderlab.cli.commands import build_parser
     from tests.docs_helpers import subcommands
 
-    synopsis = "\n".join(console_block("extrapolation.md", "ladderlab extrapolate FILE"))
-    parser = subcommands(build_parser())["extrapolate"]
+    synopsis = "\n".join(console_block("extrapolation.md", "ladderlab stats extrapolate FILE"))
+    parser = subcommands(subcommands(build_parser())["stats"])["extrapolate"]
     real = {option: list(action.choices or []) for action in parser._actions for option in action.option_strings
             if option.startswith("--") and option != "--help"}
     assert _options(synopsis) == real
     positionals = [action.dest.upper() for action in parser._actions if not action.option_strings]
-    assert synopsis.split()[2:2 + len(positionals)] == positionals
+    assert synopsis.split()[3:3 + len(positionals)] == positionals
 
 
 def test_run_directories_page_shows_the_error_a_second_run_into_a_locked_directory_gets(workdir: Path) -> None:  # noqa: F811
@@ -211,7 +211,7 @@ def test_the_deploying_pages_backup_and_close_commands_run_against_a_served_chal
     verified = [text for command, text in printed.items() if command.startswith("ladderlab serve verify")]
     assert all("2 submissions" in text and "the chain is intact" in text for text in verified) and len(verified) == 2
     assert [row["team"] for row in json.loads((example / "final.json").read_text())["teams"]] != []
-    assert "winner:" in printed["ladderlab rank-certificate losses.parquet --top 10"]
+    assert "winner:" in printed["ladderlab stats rank-certificate losses.parquet --top 10"]
 
 
 def test_the_honest_participants_own_challenge_shows_fit_the_examples_budget(tmp_path: Path) -> None:

@@ -65,3 +65,16 @@ def test_an_old_name_is_the_module_at_its_new_place():
     with pytest.warns(DeprecationWarning, match="ladderlab.ladder moved to ladderlab.engines.ladder"):
         old = importlib.import_module("ladderlab.ladder")
     assert old is ladderlab.engines.ladder
+
+
+def test_an_old_name_leaves_the_module_its_own_spec():
+    """Importing a module by its old name must not give the module the old name's spec: its spec names
+    its file, which find_spec and the page stamps' hashes of core modules read."""
+    import subprocess
+    import sys
+
+    probe = ("import warnings, importlib.util; warnings.simplefilter('ignore'); import ladderlab.runs.duel as duel; "
+             "import ladderlab.duel; from ladderlab.runs.page_stamps import core_token; "
+             "print(duel.__spec__.name, duel.__spec__.origin == duel.__file__, core_token('ladderlab.runs.duel') is not None)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["ladderlab.runs.duel", "True", "True"], result.stderr

@@ -1,4 +1,4 @@
-"""``ladderlab extrapolate``: the shipped examples, the output formats, and one-line errors for bad files."""
+"""``ladderlab stats extrapolate``: the shipped examples, the output formats, and one-line errors for bad files."""
 
 import json
 import sys
@@ -16,7 +16,7 @@ RANKS, SCORES = EXAMPLES / "ranks.txt", EXAMPLES / "scores.csv"
 
 
 def run_json(capsys, *arguments: str) -> dict:
-    assert main(["extrapolate", *arguments, "--format", "json"]) == 0
+    assert main(["stats", "extrapolate", *arguments, "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -47,7 +47,7 @@ def test_shipped_score_matrix_gives_the_same_counts_as_its_ranks(capsys):
 
 
 def test_text_output_names_each_method_and_its_prediction(capsys):
-    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "100", "--method", "exp"]) == 0
+    assert main(["stats", "extrapolate", str(RANKS), "--from", "20", "--to", "100", "--method", "exp"]) == 0
     out = capsys.readouterr().out
     assert "observed accuracy at k = 20" in out
     assert "exp" in out and "predicted accuracy at K = 100" in out
@@ -80,7 +80,7 @@ def write(tmp_path: Path, name: str, text: str) -> str:
 ])
 def test_bad_input_is_a_one_line_error_naming_the_problem(capsys, tmp_path, name, text, arguments, message):
     path = write(tmp_path, name, text)
-    argv = ["extrapolate", path, *arguments]
+    argv = ["stats", "extrapolate", path, *arguments]
     if "--to" not in arguments:
         argv += ["--to", "50"]
     assert main(argv) == 2
@@ -94,13 +94,13 @@ def test_missing_or_unreadable_file_is_named_in_the_error(capsys, tmp_path, cont
     path = tmp_path / "absent.txt"
     if content is not None:
         path.write_bytes(content)
-    assert main(["extrapolate", str(path), "--from", "5", "--to", "10"]) == 2
+    assert main(["stats", "extrapolate", str(path), "--from", "5", "--to", "10"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ladderlab: error: ") and str(path) in err
 
 
 def test_a_plot_into_a_missing_folder_is_refused_before_any_work(capsys, tmp_path):
-    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40",
+    assert main(["stats", "extrapolate", str(RANKS), "--from", "20", "--to", "40",
                  "--plot", str(tmp_path / "no" / "such" / "curve.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -127,7 +127,7 @@ def test_the_authors_convention_is_their_code_from_the_command_line(capsys):
 
 
 def test_bins_with_the_authors_convention_is_refused_before_any_work(capsys):
-    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40", "--convention", "authors", "--bins", "400"]) == 2
+    assert main(["stats", "extrapolate", str(RANKS), "--from", "20", "--to", "40", "--convention", "authors", "--bins", "400"]) == 2
     assert "--bins 400: the authors' convention has its own grid" in capsys.readouterr().err
 
 
@@ -138,7 +138,7 @@ def without_cvxpy(monkeypatch):
 
 
 def test_cons_without_cvxpy_is_a_one_line_error_naming_the_extra(capsys, without_cvxpy):
-    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "40", "--method", "cons"]) == 2
+    assert main(["stats", "extrapolate", str(RANKS), "--from", "20", "--to", "40", "--method", "cons"]) == 2
     error = capsys.readouterr().err
     assert "--method cons" in error and "pip install 'ladderlab[extrapolation]'" in error
     assert error.count("\n") == 1
@@ -204,7 +204,7 @@ def test_extrapolate_bootstrap_gives_each_method_an_interval_reproducibly(capsys
 
 
 def test_text_output_says_how_far_apart_the_methods_are(capsys):
-    assert main(["extrapolate", str(RANKS), "--from", "20", "--to", "60", "--bins", "200"]) == 0
+    assert main(["stats", "extrapolate", str(RANKS), "--from", "20", "--to", "60", "--bins", "200"]) == 0
     out = capsys.readouterr().out
     result = run_json(capsys, str(RANKS), "--from", "20", "--to", "60", "--bins", "200")
     values = {m: p["accuracy"] for m, p in result["predictions"].items() if p["accuracy"] is not None}

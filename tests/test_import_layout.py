@@ -40,3 +40,19 @@ def test_a_lower_area_importing_a_higher_one_breaks_the_contract(tmp_path):
 def test_every_area_of_the_core_is_a_layer_of_the_contract():
     """exhaustive: a new package or module in ladderlab/ that no layer names breaks the contract."""
     assert contract()["contracts"][0]["exhaustive"] is True
+
+
+def test_the_sandbox_importing_the_organisers_side_breaks_the_isolation_contract(tmp_path):
+    """Inside ladderlab.isolation the organiser's side (protocol) imports the sandbox, which imports only the
+    attack's side and the wire: the same layers with protocol below the sandbox (the old circle's edge) break."""
+    config = contract()
+    isolation = next(c for c in config["contracts"] if c["containers"] == ["ladderlab.isolation"])
+    assert isolation["exhaustive"] is True
+    layers = isolation["layers"]
+    layers.insert(layers.index("sandbox") + 1, layers.pop(layers.index("protocol")))
+    lines = [f'[importlinter]\nroot_package = {config["root_package"]}\n\n[importlinter:contract:isolation]\n',
+             'name = swapped\ntype = layers\ncontainers = ladderlab.isolation\n',
+             "layers =\n" + "".join(f"    {layer}\n" for layer in layers)]
+    (tmp_path / "swapped.ini").write_text("".join(lines))
+    result = lint_imports(tmp_path / "swapped.ini")
+    assert result.returncode != 0 and "ladderlab.isolation.protocol -> ladderlab.isolation.sandbox" in result.stdout

@@ -23,13 +23,8 @@ from ladderlab.board import BudgetExceeded
 from ladderlab.competition import Rules, TeamSpec, compete
 from ladderlab.competition.results import load_competition_results
 from ladderlab.isolation import sandbox
-from ladderlab.isolation.protocol import (
-    RELEASED_TAG,
-    SUBMIT_TAG,
-    AttackProcessError,
-    AttackRef,
-    Channel,
-)
+from ladderlab.isolation.protocol import AttackRef
+from ladderlab.isolation.wire import RELEASED_TAG, SUBMIT_TAG, AttackProcessError, Channel
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.runs import runner
 from ladderlab.runs.duel import duel

@@ -1,4 +1,4 @@
-"""``ladderlab bench-isolation``: the table it writes and the page it writes it into."""
+"""``ladderlab dev bench-isolation``: the table it writes and the page it writes it into."""
 
 import pytest
 
@@ -29,7 +29,7 @@ def test_the_table_replaces_only_the_section_between_the_markers(tmp_path):
 def test_a_page_without_markers_is_refused_before_any_run(tmp_path, capsys):
     page = tmp_path / "notes.md"
     page.write_text("# Notes\n")
-    assert main(["bench-isolation", "--rounds", "1", "--write", str(page)]) == 2
+    assert main(["dev", "bench-isolation", "--rounds", "1", "--write", str(page)]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and f"--write {page}" in error and BEGIN in error
     assert page.read_text() == "# Notes\n"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ladderlab.isolation.multiplexing import WINDOW
-from ladderlab.isolation.protocol import PARTS_TAG, AttackProcessError, Channel
+from ladderlab.isolation.wire import PARTS_TAG, AttackProcessError, Channel
 from ladderlab.runs import runner
 
 HOSTILE = Path(__file__).parent / "data" / "hostile_attacks.py"

@@ -1,4 +1,4 @@
-"""``ladderlab pages``: every generated page says how to regenerate it and records the code its
+"""``ladderlab dev pages``: every generated page says how to regenerate it and records the code its
 numbers depend on, so that a page made before that code changed is named stale. Whether the
 repository's pages are current is not tested here: pages are regenerated on idle machines."""
 
@@ -17,17 +17,17 @@ from ladderlab.runs import page_stamps
 from tests.docs_helpers import ROOT, environment
 
 NOT_YET_STAMPED = {  # pages whose command does not stamp them yet, or that were written before it did
-    "docs/competition-speed.md": "ladderlab bench-competitions writes no stamp yet",
-    "docs/isolation.md": "ladderlab bench-isolation writes no stamp yet",
-    "docs/serve-bench.txt": "ladderlab serve bench writes no stamp yet",
-    "docs/kaggle-realistic.md": "ladderlab realism writes no stamp yet",
-    "docs/roelofs-2019.md": "ladderlab realism writes no stamp yet",
-    "docs/figures/accounts.txt": "ladderlab bench --accounts writes no stamp yet",
-    "docs/figures/rank-certificate-competition.txt": "ladderlab rank-certificate writes no stamp yet",
-    "docs/figures/rank-certificate-synthetic.txt": "ladderlab rank-certificate writes no stamp yet",
-    "docs/figures/replay-champs.txt": "ladderlab replay writes no stamp yet",
-    "docs/figures/replay-competition.txt": "ladderlab replay writes no stamp yet",
-    "docs/figures/replay-synthetic.txt": "ladderlab replay writes no stamp yet",
+    "docs/competition-speed.md": "ladderlab dev bench-competitions writes no stamp yet",
+    "docs/isolation.md": "ladderlab dev bench-isolation writes no stamp yet",
+    "docs/serve-bench.txt": "ladderlab dev bench-serve writes no stamp yet",
+    "docs/kaggle-realistic.md": "ladderlab dev realism writes no stamp yet",
+    "docs/roelofs-2019.md": "ladderlab dev realism writes no stamp yet",
+    "docs/figures/accounts.txt": "ladderlab dev bench --accounts writes no stamp yet",
+    "docs/figures/rank-certificate-competition.txt": "ladderlab stats rank-certificate writes no stamp yet",
+    "docs/figures/rank-certificate-synthetic.txt": "ladderlab stats rank-certificate writes no stamp yet",
+    "docs/figures/replay-champs.txt": "ladderlab stats replay writes no stamp yet",
+    "docs/figures/replay-competition.txt": "ladderlab stats replay writes no stamp yet",
+    "docs/figures/replay-synthetic.txt": "ladderlab stats replay writes no stamp yet",
     "docs/certify-speed.md": "rows measured before bench-certify stamped its rows",
     "docs/results/dwork-science-published.md": "a page of published values, built without a run",
     "docs/results/thresholdout.md": "built from an experiment's output, which records no plugins",
@@ -47,9 +47,9 @@ def test_every_generated_page_records_its_code_but_those_listed_as_not_yet_stamp
 
 
 def _pages(root: Path) -> subprocess.CompletedProcess[str]:
-    """``ladderlab pages --all`` in a fresh process, as the lead runs it (one process fingerprints
+    """``ladderlab dev pages --all`` in a fresh process, as the lead runs it (one process fingerprints
     the code it loaded once)."""
-    return subprocess.run([sys.executable, "-m", "ladderlab", "pages", "--all"], cwd=root, env=environment(),
+    return subprocess.run([sys.executable, "-m", "ladderlab", "dev", "pages", "--all"], cwd=root, env=environment(),
                           capture_output=True, text=True, timeout=300)
 
 
@@ -107,7 +107,7 @@ def test_each_certify_speed_row_is_stamped_with_its_load_and_code_and_kept_when_
     ladder_row = states["ladder --n 200 --budgets 100 300 1000 2000 --jobs 2"]
     assert (kaggle_row.state, kaggle_row.changed) == ("current", [])
     assert (ladder_row.state, ladder_row.changed) == ("stale", ["mechanism:ladder"])
-    assert ladder_row.command == ("ladderlab bench-certify --mechanism ladder --setting default --jobs 2 "
+    assert ladder_row.command == ("ladderlab dev bench-certify --mechanism ladder --setting default --jobs 2 "
                                   "--write docs/certify-speed.md")
     assert len(states) == len(certify_speed.expected_rows())
     assert {state.state for part, state in states.items() if state not in (kaggle_row, ladder_row)} == {"missing"}
@@ -139,6 +139,6 @@ def test_an_unstamped_page_is_checked_by_the_versions_it_records_and_its_documen
 
 
 def test_pages_outside_a_repository_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["pages", "--root", str(tmp_path)]) == 2
+    assert main(["dev", "pages", "--root", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (f"ladderlab: error: --root {tmp_path}: no docs/ folder there "
                                                "(give the repository's root)")

@@ -35,7 +35,7 @@ def test_bench_prints_every_measurement_as_a_table_row(monkeypatch, capsys):
 
     monkeypatch.setattr(benchmark, "run", fixed_run)
     monkeypatch.setattr(benchmark, "time_duels", lambda: iter([benchmark.DuelTiming("boosting vs kaggle", 401, 0.25)]))
-    assert cli.main(["bench", "--n", "200", "4000", "--seconds", "0.1"]) == 0
+    assert cli.main(["dev", "bench", "--n", "200", "4000", "--seconds", "0.1"]) == 0
     printed = capsys.readouterr()
     rows = [line.split() for line in printed.out.splitlines() if line.startswith("kaggle")]
     assert [row[:3] for row in rows] == [["kaggle", "200", "2,000"], ["kaggle", "4000", "2,000"]]
@@ -51,7 +51,7 @@ def test_bench_times_a_certificate_with_its_workers_cpu(monkeypatch, capsys):
     monkeypatch.setattr(benchmark, "README_CERTIFICATE", {"mechanism": "kaggle", "n": 60, "budgets": [10],
                                                           "replications": 8, "scorer": "zero-one",
                                                           "attacks": ["boosting"], "default_battery": False})
-    assert cli.main(["--quiet", "bench", "--certify", "--jobs", "2"]) == 0
+    assert cli.main(["--quiet", "dev", "bench", "--certify", "--jobs", "2"]) == 0
     line = capsys.readouterr().out
     assert "--jobs 2" in line and "safe budget 0" in line and "workers included" in line
 

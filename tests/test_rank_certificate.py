@@ -1,4 +1,4 @@
-"""``ladderlab rank-certificate``: rankings whose answers are known (two teams differing on known
+"""``ladderlab stats rank-certificate``: rankings whose answers are known (two teams differing on known
 samples, identical teams, a winner ahead by construction), the fewest removals against brute
 force, and per-sample data from files and from a competition run played again."""
 
@@ -289,7 +289,7 @@ def test_the_command_certifies_a_competition_run_and_a_file(tmp_path, capsys):
 
     run_tiny_scenario(tmp_path)
     row = load_competition_results(tmp_path / "run", teams=True).iloc[0]
-    code, out, err = run(["rank-certificate", str(tmp_path / "run"), "--cell", row.cell, "--replicates", "200",
+    code, out, err = run(["stats", "rank-certificate", str(tmp_path / "run"), "--cell", row.cell, "--replicates", "200",
                           "--format", "json"], capsys)
     assert code == 0, err
     certificate = json.loads(out)
@@ -298,7 +298,7 @@ def test_the_command_certifies_a_competition_run_and_a_file(tmp_path, capsys):
     board = from_competition_row(row)
     assert [scores[team] for team in board.teams] == board.private.tolist()   # the run's private scores, replayed
     long_form(two_teams(n=40, a=3, b=2, common=5)).to_csv(tmp_path / "losses.csv", index=False)
-    code, out, _ = run(["rank-certificate", str(tmp_path / "losses.csv"), "--replicates", "100"], capsys)
+    code, out, _ = run(["stats", "rank-certificate", str(tmp_path / "losses.csv"), "--replicates", "100"], capsys)
     assert code == 0 and max(map(len, out.splitlines())) <= 100 and "exactly 2, after which C scores better" in out
-    code, _, err = run(["rank-certificate", str(tmp_path / "run"), "--cell", row.cell, "--scorer", "zero-one"], capsys)
+    code, _, err = run(["stats", "rank-certificate", str(tmp_path / "run"), "--cell", row.cell, "--scorer", "zero-one"], capsys)
     assert code == 2 and "gives its own labels and scorer" in err

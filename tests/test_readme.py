@@ -72,7 +72,7 @@ def test_a_figure_edited_in_the_readme_fails_the_check(tmp_path):
     cells[2] = " 0.1 " if cells[2] != " 0.1 " else " 0.2 "
     readme.write_text(text.replace(row, "|".join(cells)))
     assert check(results, nav=None) == [f"{readme}: its benchmark figures differ from what data/bench.json gives; "
-                                        "run 'ladderlab results build bench', not an edit of the README"]
+                                        "run 'ladderlab dev results build bench', not an edit of the README"]
 
 
 def test_building_the_pages_writes_the_readmes_figures(tmp_path):

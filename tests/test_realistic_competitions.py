@@ -188,17 +188,17 @@ def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the
     runner.run(path, tmp_path / "run")
     results = load_competition_results(tmp_path / "run", teams=True)
     honest = results[results.mix == "honest"]
-    shakeup = shakeup_page(honest, "ladderlab realism shakeup --out page.md")
+    shakeup = shakeup_page(honest, "ladderlab dev realism shakeup --out page.md")
     assert all(real.title in shakeup for real in REAL_LEADERBOARDS)
     assert "kaggle-realistic, full-disclosure (2 replications)" in shakeup and "ladder-free" in shakeup
-    roelofs = roelofs_page(results[results.mechanism == "full-disclosure"], "ladderlab realism roelofs --out page.md")
+    roelofs = roelofs_page(results[results.mechanism == "full-disclosure"], "ladderlab dev realism roelofs --out page.md")
     assert "| honest-and-hill-climbing |" in roelofs and "With hill-climbing among them" in roelofs
     assert "nan" not in roelofs.lower()
     disclosure = results[results.mechanism == "full-disclosure"]
     cheaters_first = disclosure.sort_values("mix", key=lambda mix: mix != "honest-and-hill-climbing", kind="stable")
     honest_within = disclosure[disclosure.mix == "honest"].gap_top_within_noise
     headline = f"sampling noise alone) | {np.median(honest_within):.2f} ["
-    assert headline in roelofs_page(cheaters_first, "ladderlab realism roelofs --out page.md"), \
+    assert headline in roelofs_page(cheaters_first, "ladderlab dev realism roelofs --out page.md"), \
         "the headline is the honest population's, whatever the order of the rows"
 
 

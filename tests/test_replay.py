@@ -1,4 +1,4 @@
-"""``ladderlab replay``: logs read and validated, final leaderboards and measures that can be
+"""``ladderlab stats replay``: logs read and validated, final leaderboards and measures that can be
 computed by hand, mechanisms replayed from scores, and the shipped CHAMPS log."""
 
 import json
@@ -277,7 +277,7 @@ def run(args: list[str], capsys) -> tuple[int, str, str]:
 
 
 def test_the_text_report_fits_a_100_column_terminal(capsys):
-    code, out, _ = run(["replay", str(CHAMPS), "--smaller-is-better", "--mechanism", "kaggle(alpha=0.001)",
+    code, out, _ = run(["stats", "replay", str(CHAMPS), "--smaller-is-better", "--mechanism", "kaggle(alpha=0.001)",
                         "--mechanism", "ladder(eta=0.01)"], capsys)
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= 100
@@ -286,10 +286,10 @@ def test_the_text_report_fits_a_100_column_terminal(capsys):
 
 def test_json_and_csv_outputs_carry_the_same_measures(tmp_path, capsys):
     path = write_csv(tmp_path, ladderlab_log(FOUR_TEAMS))
-    assert run(["replay", str(path), "--smaller-is-better", "--format", "json", "--out", str(tmp_path / "r.json")], capsys)[0] == 0
+    assert run(["stats", "replay", str(path), "--smaller-is-better", "--format", "json", "--out", str(tmp_path / "r.json")], capsys)[0] == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["leaderboards"][0]["measures"]["kendall"] == pytest.approx(-1 / np.sqrt(30))
-    code, out, _ = run(["replay", str(path), "--smaller-is-better", "--format", "csv"], capsys)
+    code, out, _ = run(["stats", "replay", str(path), "--smaller-is-better", "--format", "csv"], capsys)
     table = pd.read_csv(pd.io.common.StringIO(out))
     assert table.kendall.iloc[0] == pytest.approx(-1 / np.sqrt(30))
 
@@ -297,11 +297,11 @@ def test_json_and_csv_outputs_carry_the_same_measures(tmp_path, capsys):
 def test_command_line_errors_are_one_line_and_exit_2(tmp_path, capsys):
     path = write_csv(tmp_path, ladderlab_log(FOUR_TEAMS))
     for args, message in [
-        (["replay", str(path)], "which scores are better is not stated"),
-        (["replay", str(path), "--smaller-is-better", "--mechanism", "ladder-t"], "needs the predictions"),
-        (["replay", str(path), "--smaller-is-better", "--selection", "first"], "--selection 'first'"),
-        (["replay", str(tmp_path / "missing.csv"), "--smaller-is-better"], "no such file"),
-        (["replay", str(path), "--smaller-is-better", "--out", str(tmp_path)], "is a directory"),
+        (["stats", "replay", str(path)], "which scores are better is not stated"),
+        (["stats", "replay", str(path), "--smaller-is-better", "--mechanism", "ladder-t"], "needs the predictions"),
+        (["stats", "replay", str(path), "--smaller-is-better", "--selection", "first"], "--selection 'first'"),
+        (["stats", "replay", str(tmp_path / "missing.csv"), "--smaller-is-better"], "no such file"),
+        (["stats", "replay", str(path), "--smaller-is-better", "--out", str(tmp_path)], "is a directory"),
     ]:
         code, out, err = run(args, capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and message in err, (args, err)
@@ -317,7 +317,7 @@ def test_a_competition_run_goes_through_the_same_measures_as_the_competition(com
 
     rows = load_competition_results(competition_run, teams=True)
     row = rows[(rows.mechanism == "ladder") & (rows.replication == 1)].iloc[0]
-    code, out, _ = run(["replay", str(competition_run), "--cell", row.cell[:6], "--replication", "1",
+    code, out, _ = run(["stats", "replay", str(competition_run), "--cell", row.cell[:6], "--replication", "1",
                         "--format", "json"], capsys)
     assert code == 0
     measures = json.loads(out)["leaderboards"][0]["measures"]
@@ -326,11 +326,11 @@ def test_a_competition_run_goes_through_the_same_measures_as_the_competition(com
 
 
 def test_a_run_with_several_cells_needs_a_cell_and_no_mechanism(competition_run, capsys):
-    code, _, err = run(["replay", str(competition_run)], capsys)
+    code, _, err = run(["stats", "replay", str(competition_run)], capsys)
     assert code == 2 and "has 3 competition cells: choose one with --cell" in err
-    code, _, err = run(["replay", str(competition_run), "--mechanism", "kaggle"], capsys)
+    code, _, err = run(["stats", "replay", str(competition_run), "--mechanism", "kaggle"], capsys)
     assert code == 2 and "records final leaderboards, not submissions" in err
-    code, _, err = run(["replay", str(competition_run), "--cell", "zzz"], capsys)
+    code, _, err = run(["stats", "replay", str(competition_run), "--cell", "zzz"], capsys)
     assert code == 2 and "--cell zzz" in err
 
 
@@ -365,7 +365,7 @@ def test_the_docs_figures_are_what_their_commands_write(tmp_path, monkeypatch, c
 
 def test_a_log_with_per_sample_data_gets_the_ranking_certificate(capsys):
     logs = ROOT / "examples" / "logs"
-    code, out, err = run(["replay", str(logs / "synthetic-log.csv"), "--scorer", "zero-one", "--samples",
+    code, out, err = run(["stats", "replay", str(logs / "synthetic-log.csv"), "--scorer", "zero-one", "--samples",
                           str(logs / "synthetic-private-losses.parquet"), "--format", "json"], capsys)
     assert code == 0, err
     report = json.loads(out)
@@ -373,14 +373,14 @@ def test_a_log_with_per_sample_data_gets_the_ranking_certificate(capsys):
              .table().to_dict(orient="records")}
     scores = {row["team"]: row["score"] for row in report["rank_certificate"]["ranking"]}
     assert scores == pytest.approx(board)   # the per-sample losses are those of each team's counted submission
-    code, _, err = run(["replay", str(logs / "synthetic-log.csv"), "--scorer", "zero-one", "--rank-certificate"], capsys)
+    code, _, err = run(["stats", "replay", str(logs / "synthetic-log.csv"), "--scorer", "zero-one", "--rank-certificate"], capsys)
     assert code == 2 and "give --samples FILE" in err
 
 
 def test_per_sample_data_of_teams_the_log_does_not_have_are_refused(tmp_path, capsys):
     pd.DataFrame({"team": ["A", "A", "Z", "Z"], "sample": [1, 2, 1, 2], "loss": [0, 1, 1, 1]}).to_csv(tmp_path / "s.csv", index=False)
     path = write_csv(tmp_path, ladderlab_log(FOUR_TEAMS))
-    code, _, err = run(["replay", str(path), "--smaller-is-better", "--samples", str(tmp_path / "s.csv")], capsys)
+    code, _, err = run(["stats", "replay", str(path), "--smaller-is-better", "--samples", str(tmp_path / "s.csv")], capsys)
     assert code == 2 and "team 'Z' is not in the log" in err
 
 

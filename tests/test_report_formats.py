@@ -153,7 +153,7 @@ def test_a_certify_run_directory_reports_its_certificate_in_every_format(tmp_pat
     assert (row.attack_label, row.verdict) == ('boosting(k=20, variant=kaggle)', issued["battery"][0]["verdict"])
     assert row.delta_median == issued["battery"][0]["delta"]["median"]
     for form in ("text", "markdown"):
-        assert "Safe submission budget" in report_formats.render(run, form)
+        assert "Not safe at any budget tested (30)" in report_formats.render(run, form)
     assert "Certificate" in report_html.html_page(run)
 
 

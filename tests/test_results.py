@@ -71,7 +71,7 @@ def test_a_clone_elsewhere_checks_the_shipped_pages(tmp_path, monkeypatch):
     shutil.copytree(FOLDER, tmp_path / "clone" / "docs" / "results")
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "clone")
     monkeypatch.chdir(tmp_path / "clone")
-    assert main(["results", "check"]) == 0
+    assert main(["dev", "results", "check"]) == 0
     assert all(not PurePath(spec.run).is_absolute() for spec in load_pages(FOLDER))
     (tmp_path / "pages.toml").write_text('[[page]]\nname = "a"\ntitle = "A"\ncommand = "c"\nrun = "/home/me/runs/a"\n')
     with pytest.raises(ValueError, match=r"pages\.toml: page\.0\.run: .*'/home/me/runs/a'"):

@@ -39,7 +39,7 @@ def _count(service) -> int:
 
 
 def test_no_token_looks_like_a_command_line_option():
-    """``ladderlab attack URL --token TOKEN`` takes any issued token: none starts with '-' (a bare
+    """``ladderlab serve attack URL --token TOKEN`` takes any issued token: none starts with '-' (a bare
     URL-safe token did, one in 64, and argparse refused it; 2,000 draws find that with
     probability 1 − 2·10⁻¹⁴)."""
     tokens = [new_token() for _ in range(2000)]
@@ -353,7 +353,7 @@ def test_the_exported_log_gives_replay_the_holdout_sizes_so_it_needs_no_size_opt
     (tmp_path / "export.parquet").write_bytes(exported)
     log = read_log(tmp_path / "export.parquet")
     assert (log.public_size, log.private_size) == (150, 150)
-    assert main(["replay", str(tmp_path / "export.parquet"), "--format", "json",
+    assert main(["stats", "replay", str(tmp_path / "export.parquet"), "--format", "json",
                  "--mechanism", "noisy"]) == 0, "the noise scale is derived from the public size"
     report = json.loads(capsys.readouterr().out)
     assert report["unavailable"] == [] and report["state_of_the_art"]
@@ -384,7 +384,7 @@ def test_the_private_losses_of_each_counted_submission_average_to_its_private_sc
     private = {row["team"]: row["private"] for row in final["teams"]}
     assert samples.teams == list(private) and samples.size == service.challenge.split.final_rows.size
     assert samples.losses.mean(axis=1) == pytest.approx([private[team] for team in samples.teams], abs=1e-12)
-    assert main(["rank-certificate", str(tmp_path / "losses.parquet"), "--format", "json", "--replicates", "50"]) == 0
+    assert main(["stats", "rank-certificate", str(tmp_path / "losses.parquet"), "--format", "json", "--replicates", "50"]) == 0
     assert json.loads(capsys.readouterr().out)["winner"] == final["teams"][0]["team"]
 
 

@@ -1,5 +1,5 @@
 """The final leaderboard the page shows after the close: none before it, then every team's private
-score with the rank certificate's intervals and P(best), exactly what ``ladderlab rank-certificate``
+score with the rank certificate's intervals and P(best), exactly what ``ladderlab stats rank-certificate``
 gives on the organiser's private losses; computed once and kept, again when the log moves on; under
 the organiser's linked-teams policy; for a metric that does not split into samples too."""
 
@@ -56,7 +56,7 @@ def test_the_board_is_the_final_ranking_with_the_intervals_rank_certificate_give
     assert [row["private"] for row in board["teams"]] == [row["private"] for row in final["teams"]]
     assert [row["rank"] for row in board["teams"]] == [row["private_rank"] for row in final["teams"]]
     assert [row["public_rank"] for row in board["teams"]] == [row["public_rank"] for row in final["teams"]]
-    assert main(["rank-certificate", str(tmp_path / "losses.parquet"), "--format", "json"]) == 0
+    assert main(["stats", "rank-certificate", str(tmp_path / "losses.parquet"), "--format", "json"]) == 0
     certified = json.loads(capsys.readouterr().out)
     by_team = {row["team"]: row for row in certified["ranking"]}
     for row in board["teams"]:

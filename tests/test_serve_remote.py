@@ -1,5 +1,5 @@
 """Attacks against a live server: the same transcript as in process, value for value; and the
-``ladderlab serve`` and ``ladderlab attack`` commands."""
+``ladderlab serve`` and ``ladderlab serve attack`` commands."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_the_attack_command_says_when_the_caps_left_it_nothing_to_submit(tmp_pat
     path = write_challenge(tmp_path, n=40, rules="per_day = 2", limits=FAST)
     service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"), SECRET)
     with ThreadServer(service) as server:
-        command = ["attack", server.url, "--token", tokens["alpha"], "--attack", "boosting(k=2)"]
+        command = ["serve", "attack", server.url, "--token", tokens["alpha"], "--attack", "boosting(k=2)"]
         assert main(command) == 0
         played = capsys.readouterr()
         assert played.out.startswith("boosting: 2 submissions") and "warning" not in played.err
@@ -109,11 +109,11 @@ def test_the_attack_command_says_when_the_caps_cut_its_budget_short(tmp_path, ca
     path = write_challenge(tmp_path, n=40, rules="per_day = 2", limits=FAST)
     service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"), SECRET)
     with ThreadServer(service) as server:
-        assert main(["attack", server.url, "--token", tokens["alpha"], "--attack", "hill-climbing", "--budget", "5"]) == 0
+        assert main(["serve", "attack", server.url, "--token", tokens["alpha"], "--attack", "hill-climbing", "--budget", "5"]) == 0
         played = capsys.readouterr()
         assert played.out.startswith("hill-climbing: 2 submissions")
         assert "warning: the server's caps stopped the attack after 2 submissions of the 5 asked" in played.err
-        assert main(["attack", server.url, "--token", tokens["beta"], "--attack", "boosting(k=1)", "--budget", "1"]) == 0
+        assert main(["serve", "attack", server.url, "--token", tokens["beta"], "--attack", "boosting(k=1)", "--budget", "1"]) == 0
         exact = capsys.readouterr()
         assert exact.out.startswith("boosting: 1 submission;") and "warning" not in exact.err
 

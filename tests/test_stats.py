@@ -156,7 +156,7 @@ def test_cropping_recovers_the_true_state_of_the_art_of_identical_teams():
 
 
 def test_cli_distribution_round_trips_through_json(capsys):
-    assert main(["sota", "--m", "1000", "--n", "3000", "--theta", "0.9", "--format", "json"]) == 0
+    assert main(["stats", "sota", "--m", "1000", "--n", "3000", "--theta", "0.9", "--format", "json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     distribution = best_of_m(0.9, 3000, 1000)
     assert printed["mean"] == distribution.mean and printed["sd"] == distribution.sd
@@ -166,11 +166,11 @@ def test_cli_distribution_round_trips_through_json(capsys):
 def test_cli_reads_a_file_of_thetas_and_a_file_of_scores(tmp_path, capsys):
     thetas = tmp_path / "thetas.txt"
     thetas.write_text("\n".join(str(t) for t in np.linspace(0.875, 0.9, 1000)))
-    assert main(["sota", "--thetas", str(thetas), "--n", "3000", "--format", "json"]) == 0
+    assert main(["stats", "sota", "--thetas", str(thetas), "--n", "3000", "--format", "json"]) == 0
     assert round(json.loads(capsys.readouterr().out)["upper"], 4) == 0.9177
     scores = tmp_path / "scores.csv"
     scores.write_text(", ".join(str(s) for s in np.random.default_rng(1).binomial(1000, 0.7, 50) / 1000))
-    assert main(["sota", "--scores", str(scores), "--n", "1000", "--repetitions", "200", "--bootstrap", "4",
+    assert main(["stats", "sota", "--scores", str(scores), "--n", "1000", "--repetitions", "200", "--bootstrap", "4",
                  "--format", "json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert {"estimate", "interval", "observed_max", "expected_max"} <= set(printed)
@@ -189,7 +189,7 @@ def test_bad_input_gets_a_clear_error(arguments, message, tmp_path, capsys):
     scores = tmp_path / "scores.txt"
     scores.write_text("0.8\n0.9x\n")
     arguments = [str(scores) if a == "SCORES" else a for a in arguments]
-    assert main(["sota", *arguments]) == 2
+    assert main(["stats", "sota", *arguments]) == 2
     assert message in capsys.readouterr().err
 
 

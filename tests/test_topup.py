@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from ladderlab.cli.commands import main
+from ladderlab.competition import results as competition_results
 from ladderlab.extrapolation import scenario as extrapolation_scenario
 from ladderlab.reports import report
 from ladderlab.runs import rundir, runner
@@ -60,8 +61,8 @@ def computed_replications(monkeypatch) -> Counter:
         return wrapped
 
     monkeypatch.setattr(runner, "run_replication", counting(runner.run_replication, lambda cell, *_: cell.key))
-    monkeypatch.setattr(runner, "play_competition_replication",
-                        counting(runner.play_competition_replication, lambda cell, *_: cell.key))
+    monkeypatch.setattr(competition_results, "run_replication",
+                        counting(competition_results.run_replication, lambda cell, *_: cell.key))
     monkeypatch.setattr(extrapolation_scenario, "run_replication",
                         counting(extrapolation_scenario.run_replication, lambda design, classifier, *_: classifier))
     return counts
@@ -70,7 +71,7 @@ def computed_replications(monkeypatch) -> Counter:
 def stored(out) -> dict[str, list[float]]:
     """Per finished cell file: the time each of its rows took, which no two computations share."""
     times = {}
-    for folder in rundir.CELL_FOLDERS:
+    for folder in rundir.cell_folders():
         for path in sorted((out / folder).glob("*.parquet")):
             frame = pd.read_parquet(path)
             times[path.stem] = frame[next(name for name in TIMES if name in frame)].tolist()
@@ -253,7 +254,7 @@ def test_certify_reuses_its_stored_pieces_for_more_replications_and_recomputes_a
     from ladderlab.certification import certify
 
     options = dict(n=100, budgets=[20], attacks=["boosting(k=10)"], default_battery=False, honest_replications=1,
-                   seed=1)
+                   seed=1, tau=1.0, epsilon=1.0)  # wide: boosting's points stay undecided at 8 replications
     certify.certify("kaggle", replications=8, run_dir=tmp_path / "battery", **options)
     pieces = {path: path.stat().st_mtime_ns for path in (tmp_path / "battery" / "chunks").rglob("*.parquet")}
     larger = certify.certify("kaggle", replications=24, run_dir=tmp_path / "battery", **options)

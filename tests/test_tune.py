@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ladderlab.certification import battery, certify, tune
+from ladderlab.certification import battery, certify, challenge_certify, tune
 from ladderlab.cli.commands import main
 from ladderlab.registry import MECHANISMS
 from ladderlab.runs import page_stamps
@@ -30,6 +30,20 @@ def test_a_real_valued_scorer_searches_the_prediction_range_too():
     assert {str(prediction_range) for _, prediction_range in found} == {str(r) for r in tune.PREDICTION_RANGES}
 
 
+def test_the_releases_resolution_is_searched_in_fractions_of_the_tolerance_on_every_scorer():
+    """The Ladder's η is searched where an honest improvement of τ·U is released, whatever B: on the squared
+    error of labels clipped into [−3, 3] (B = 36) as on the 0/1 loss (B = 1), in the same fractions of τ;
+    the B-unit values of its search space would release no improvement of τ = 0.1·U on the first."""
+    for scorer, prediction_range, bound in (("squared", (-3.0, 3.0), 36.0), ("zero-one", "training", 1.0)):
+        improvement = certify.tolerance_improvement(certify.families(200, scorer, prediction_range))
+        etas = [point["eta"] for point, _ in tune.settings("ladder", {}, scorer, improvement=lambda r: improvement)
+                if _ == "training" or scorer == "squared"]
+        assert etas[:len(tune.TOLERANCE_FRACTIONS)] == [fraction * improvement / 2 for fraction in tune.TOLERANCE_FRACTIONS]
+        assert 1.5 * max(etas) < improvement
+    squared = certify.tolerance_improvement(certify.families(200, "squared", (-3.0, 3.0)))
+    assert min(MECHANISMS.get("ladder")._search_space["eta"]) > squared
+
+
 def test_a_mechanism_with_nothing_to_search_is_refused_by_name():
     with pytest.raises(ValueError, match="ladder-free.*nothing to search"):
         tune.settings("ladder-free", {}, "zero-one")
@@ -41,7 +55,7 @@ def test_tune_recommends_the_certified_setting_with_the_best_honest_utility(tmp_
     certified setting is recommended; the table, the plot and the certificate go beside --out."""
     out = tmp_path / "tuned.json"
     assert main(["--quiet", "certify", f"{KNOWN_DELTA}:Shifted", "--tune", "--n", "1000", "--budgets", "1", "--only",
-                 "--attack", f"{KNOWN_DELTA}:Guess", "--replications", "30", "--epsilon", "1", "--out", str(out)]) == 0
+                 "--attack", f"{KNOWN_DELTA}:Guess", "--replications", "150", "--epsilon", "1", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     certified = [row["certified"] for row in result["settings"]]
     assert certified == [False, True, True]
@@ -71,7 +85,7 @@ def test_full_disclosure_plays_once_for_the_whole_search_with_the_same_results(t
 
     monkeypatch.setattr(battery, "play_replications", counting)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    options = dict(n=1000, budget=1, attacks=[f"{KNOWN_DELTA}:Guess"], default_battery=False, replications=30,
+    options = dict(n=1000, budget=1, attacks=[f"{KNOWN_DELTA}:Guess"], default_battery=False, replications=150,
                    epsilon=1.0, seed=3)
     result = tune.tune(f"{KNOWN_DELTA}:Shifted", **options)
     shared = sum(mechanism == "full-disclosure" for mechanism, _ in played)
@@ -79,7 +93,7 @@ def test_full_disclosure_plays_once_for_the_whole_search_with_the_same_results(t
     for number, row in enumerate(result["settings"]):
         played.clear()
         certificate = certify.certify(f"{KNOWN_DELTA}:Shifted", row["params"], n=1000, budgets=[1], scorer="zero-one",
-                                      attacks=options["attacks"], default_battery=False, replications=30, epsilon=1.0,
+                                      attacks=options["attacks"], default_battery=False, replications=150, epsilon=1.0,
                                       seed=3, run_dir=tmp_path / f"alone-{number}")
         assert _without_run(certificate) == _without_run(row["certificate"])
         alone.append(sum(mechanism == "full-disclosure" for mechanism, _ in played))
@@ -95,10 +109,11 @@ def test_tune_on_a_challenge_certifies_each_setting_on_its_data_and_serve_accept
     path = write_challenge(tmp_path, n=400, rules="total = 20")
     out = tmp_path / "certs" / "tuned.json"
     assert main(["--quiet", "certify", "ladder", "--challenge", str(path), "--tune", "--only", "--attack",
-                 "boosting(k=20)", "--replications", "8", "--tau", "1", "--epsilon", "1", "--out", str(out)]) == 0
+                 "boosting(k=20)", "--replications", "80", "--tau", "1", "--epsilon", "1", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert (result["challenge"], result["n"], result["budget"]) == (str(path), 200, 20)
-    searched = MECHANISMS.get("ladder")._search_space["eta"]
+    improvement = certify.tolerance_improvement(challenge_certify.challenge_families(path, budgets=[20]), tau=1.0)
+    searched = [fraction * improvement / 2 for fraction in tune.TOLERANCE_FRACTIONS]
     assert [row["params"]["eta"] for row in result["settings"]] == searched
     identities = {row["certificate"]["challenge"]["task_identity"] for row in result["settings"]}
     assert len(identities) == 1 and all(row["certified"] for row in result["settings"])
@@ -118,7 +133,7 @@ def test_tune_at_a_budget_below_the_files_says_to_lower_the_total_and_serve_then
     path = write_challenge(tmp_path, n=400, rules="total = 50")
     out = tmp_path / "certs" / "tuned.json"
     assert main(["--quiet", "certify", "ladder", "--challenge", str(path), "--tune", "--budgets", "20", "--only",
-                 "--attack", "boosting(k=20)", "--replications", "8", "--tau", "1", "--epsilon", "1", "--out", str(out)]) == 0
+                 "--attack", "boosting(k=20)", "--replications", "80", "--tau", "1", "--epsilon", "1", "--out", str(out)]) == 0
     recommended = json.loads(out.read_text())["settings"][json.loads(out.read_text())["recommended"]]["params"]
     advice = capsys.readouterr().err.splitlines()[-1]
     assert advice.endswith('certificate = "certs/tuned-recommended.json", and [rules] total = 20 (the budget certified; '

@@ -147,7 +147,7 @@ def test_the_extrapolation_estimate_is_within_a_factor_of_the_cpu_time_with_the_
 
     if set(methods) & set(pseudolikelihood.NEEDS_SOLVER) and pseudolikelihood.solver_missing():
         pytest.skip(pseudolikelihood.solver_missing())
-    arguments = ["extrapolate", str(EXTRAPOLATION_RANKS), "--from", "20", "--method", method, "--format", "json"]
+    arguments = ["stats", "extrapolate", str(EXTRAPOLATION_RANKS), "--from", "20", "--method", method, "--format", "json"]
     assert main([*arguments, "--to", "30", "--bootstrap", "2"]) == 0  # imports (cvxpy takes seconds) and caches
     start = cpu_seconds()
     assert main([*arguments, "--to", "100", "--bootstrap", str(bootstrap)]) == 0

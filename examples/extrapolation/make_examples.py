@@ -1,4 +1,4 @@
-"""Regenerate the example inputs of ``ladderlab extrapolate`` (see docs/extrapolation.md).
+"""Regenerate the example inputs of ``ladderlab stats extrapolate`` (see docs/extrapolation.md).
 
 A population of 200 Gaussian classes in 20 dimensions (means drawn at random, each
 estimated from 5 training points); a nearest-class-mean classifier scores every test
@@ -28,7 +28,7 @@ own = scores[rows, labels[rows]]
 ranks = 1 + np.sum(scores[rows][:, :k] > own[:, None], axis=1)
 lines = [" ".join(map(str, ranks[labels[rows] == c])) for c in range(k)]
 header = (f"# correct-label ranks among k = {k} classes (1 = top), one line per class\n"
-          f"# run: ladderlab extrapolate examples/extrapolation/ranks.txt --from {k} --to {K}\n")
+          f"# run: ladderlab stats extrapolate examples/extrapolation/ranks.txt --from {k} --to {K}\n")
 (HERE / "ranks.txt").write_text(header + "\n".join(lines) + "\n")
 
 k, per_class = 10, 15

@@ -12,28 +12,40 @@ The battery (docs/certification.md):
   error, its predictions clipped into the training labels' range (B = that range's
   width squared); random labels scored with the log loss of probabilities clipped into
   [0.01, 0.99] (B ≈ 4.6). Each family has n public points. A loss that is unbounded
-  without a declared range is refused, with how to declare one: every number of a
-  certificate is in units of the loss bound B, the unit of Blum & Hardt's theorems;
+  without a declared range is refused, with how to declare one;
 - the honest participants (``--honest``; by default ``improving``: a model fitted on more
   training data every day, never looking at the leaderboard) on a Gaussian regression with
   real signal, for the cost to honest participants: how well the released scores track each
   one's real progress;
 - full disclosure, the reference, at each attack's worst point.
 
-Measures (:mod:`ladderlab.runs.duel`): Δ = R_k − the final-set score of the submission the
-leaderboard reports (Blum & Hardt Def. 2.1's R_k and the submission it stands for) and
-the leaderboard error of Def. 2.1, both divided by B.
+Units (:mod:`ladderlab.certification.units`). τ and ε are stated in a unit that means the same on
+every scorer, by default the loss of the best constant prediction on each family's public labels
+(U: the variance for the squared error, the minority rate for the 0/1 loss, the label entropy for
+the log loss); B is printed beside. A tolerance larger than U is refused. Mechanism parameters stay
+in units of B; those that set how fine the releases are (the Ladder's η, noise scales), where the
+organiser leaves them and their default would hide an honest improvement of τ, are set to the
+coarsest values that release it (:func:`tolerance_defaults`).
 
-Verdicts with a stated error (:mod:`ladderlab.stats.sequential`). Each grid point is
-replicated sequentially, its replications looked at one by one, until anytime-valid
-confidence sequences (Robbins 1970) decide at the stated confidence whether the
-median Δ lies above −τ and the median leaderboard error below ε (it *passes*) or
-either does not (it *fails*); undecided at the maximum number of replications, it is
-*inconclusive*, which is not a pass. A point that made no submission (one step of the
-attack needs more than the budget) or could not run *did not play*: no evidence either
-way. An attack's verdict at a budget is its worst point's: fails if one fails, else
-inconclusive if one is, else passes. The safe budget is the largest budget up to which,
-at every budget, some attack played and every attack that played passes.
+Measures (:mod:`ladderlab.runs.duel`): Δ = R_k − the final-set score of the submission the
+leaderboard reports (Blum & Hardt Def. 2.1's R_k and the submission it stands for), and the
+leaderboard error of Def. 2.1 split into its optimism (the leaderboard showed better than true:
+overfitting) and its lag (it showed worse: an honest cost, reported, never counted against safety).
+
+The tail criterion with a stated error (:mod:`ladderlab.stats.sequential`). Each grid point is
+replicated sequentially, its replications looked at one by one, until anytime-valid confidence
+sequences (Robbins 1970) decide whether P(Δ < −τ) and P(optimism > ε) both lie below β (it
+*passes*) or either lies above (it *fails*); undecided at the maximum number of replications, it is
+*inconclusive*, which is not a pass. The error 1 − confidence is split over every sequence of
+every grid point (Bonferroni), so the certificate's verdicts hold together. A replication in
+which the attack raised is counted with what it submitted before (:class:`ladderlab.runs.duel.AttackCrashed`),
+never dropped. A point that made no submission (one step of the attack needs more than the
+budget) or could not run *did not play*: no evidence either way. On fixed data (a task that draws
+nothing) a point whose attack and mechanism draw nothing plays one duel however often it is
+replicated: it counts once. An attack's verdict at a budget is its worst point's: fails if one
+fails, else inconclusive if one is, else passes. The safe budget is the largest budget up to which,
+at every budget, some attack played and every attack that played passes; the certificate's verdict
+(:func:`verdict`) says besides whether honest participants keep anything useful.
 
 The battery is kept in a directory (``--run-dir``, or a cache named by its identity)
 that a run of the same battery resumes (:mod:`ladderlab.certification.battery`); when it finishes it
@@ -42,6 +54,7 @@ is a run directory that ``ladderlab report`` reads.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -58,6 +71,26 @@ from scipy import stats
 
 import ladderlab
 from ladderlab.certification import battery
+from ladderlab.certification.certificate_text import (
+    DID_NOT_PLAY,
+    NOT_SAFE,
+    ONE_DUEL,
+    SAFE,
+    USELESS,
+    markdown,
+)
+from ladderlab.certification.challenge_task import RESAMPLING
+from ladderlab.certification.units import (
+    DEFAULT_BETA,
+    DEFAULT_REPLICATIONS,
+    DEFAULT_TOLERANCE,
+    DEFAULT_UNIT,
+    UNITS,
+    USEFUL,
+    Unit,
+    check_tolerances,
+    unit_of,
+)
 from ladderlab.competition.accounts import probe_budget
 from ladderlab.engines.linking import LinkRule
 from ladderlab.isolation.protocol import check_isolation
@@ -67,18 +100,18 @@ from ladderlab.plugin import fingerprint, fingerprint_token
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.registry import parse_honest as parse_honest_participant
 from ladderlab.runs import page_stamps, rundir, runner, workload
-from ladderlab.runs.duel import play
-from ladderlab.runs.scenario import CHALLENGE_TASK, Cell, Scenario, cells, preflight
+from ladderlab.runs.duel import leaderboard_deviations, play
+from ladderlab.runs.scenario import Cell, Scenario, cells, preflight
 from ladderlab.scoring import PredictionKind, get_scorer
 from ladderlab.seeding import sealed_stream, secret_fingerprint
 from ladderlab.stats.sequential import (
     FAILS,
     INCONCLUSIVE,
-    MOST_REPLICATIONS_ESTIMATED,
     PASSES,
     Verdict,
     first_decision,
     median_interval,
+    per_sequence_error,
     replications_to_decide,
     stopping_verdict,
 )
@@ -93,20 +126,25 @@ REFERENCE = "full-disclosure"
 REGRESSION_FEATURES = 300
 PROBABILITY_RANGE = (0.01, 0.99)
 """The log-loss family's declared probability range: B = log(0.99/0.01) − … ≈ 4.6."""
-DID_NOT_PLAY = "did not play"
 CERTIFICATE_FILE = "certificate.json"
 """The certificate's copy in the battery's run directory, which ``ladderlab report`` reads."""
 DID_NOT_PLAY_AFTER = 8
 """Replications after which a point that made no submission (or could not run) stops: it did not play."""
 HONEST_REPLICATIONS = 20
-HONEST_MEASURES = ("rank_correlation", "rank_correlation_full_disclosure", "cost", "lberr", "lberr_full_disclosure")
+DEFAULT_BUDGETS = [100, 300, 1000, 2000]
 HONEST_DAYS = 30
 """The default honest participant's days on the synthetic families (``improving``: one submission
 a day, on a growing share of the training data); a challenge's default follows its schedule
 (:func:`ladderlab.certification.challenge_certify.default_honest`)."""
-CERTIFICATE_VERSION = 2
-"""2: ``honest`` is a list, one entry per honest participant (``--honest``); 1 (no
-``certificate_version``): one honest participant, ``honest`` its entry (:func:`honest_entries`)."""
+CERTIFICATE_VERSION = 3
+"""3: τ and ε in the certificate's ``unit`` (by default the best constant prediction's loss; each family
+records it with B and the raw tolerances), the tail criterion at ``beta`` on Δ and the leaderboard's
+optimism (``p_optimism``; the error's ``lag`` apart) with verdicts that hold together at ``confidence``
+(``per_sequence_error``), crashed replications counted (``n_crashed``), what each family resampled, the
+``verdict`` with the honest ``utility`` and ``budget_verdicts``, and the parameters set from the tolerance
+(``tolerance_params``). 2: ``honest`` is a list, one entry per honest participant (``--honest``); medians of
+Δ/B and of the error/B against τ and ε in units of B. 1 (no ``certificate_version``): one honest participant,
+``honest`` its entry (:func:`honest_entries`)."""
 CPU_TIME_COUNTS = "of this process and of those it started (workers, sandboxed attack processes)"
 """What ``cpu_time_seconds`` counts (:func:`ladderlab.utils.cpu_time.tree_seconds`); a certificate
 without it counted this process alone."""
@@ -129,10 +167,7 @@ class AttackSpec:
         cls = ATTACKS.get(self.id)
         if self.pinned is not None:
             return [{**cls.budget_params(budget), **self.pinned}]
-        grid = cls.strength_grid(budget, n)
-        if not grid:
-            raise ValueError(f"attack {self.id!r}: strength_grid({budget}, {n}) is empty")
-        return [dict(point) for point in grid]
+        return [dict(point) for point in cls.checked_strength_grid(budget, n)]
 
 
 def parse_attack(text: str, option: str = "--attack") -> AttackSpec:
@@ -187,18 +222,6 @@ def honest_plays(specs: list[AttackSpec], family: dict[str, Any], most: int | No
         plays.append({"id": spec.id, **({"params": _as_scenario_params(spec.pinned)} if spec.pinned else {}),
                       "budget": budget})
     return plays
-
-
-def honest_entries(certificate: dict[str, Any]) -> list[dict[str, Any]]:
-    """A certificate's honest participants' entries, of any :data:`CERTIFICATE_VERSION` (a version-1
-    certificate's one ``honest`` entry as a list of one)."""
-    honest = certificate.get("honest")
-    if isinstance(honest, dict):
-        return [honest]
-    if isinstance(honest, list) and all(isinstance(entry, dict) for entry in honest):
-        return honest
-    raise ValueError(f"the certificate's 'honest' is {type(honest).__name__}, not a list of honest participants' "
-                     "entries: it was not written by 'ladderlab certify'")
 
 
 FAMILY_SCORERS = {"classification": "zero-one", "regression": "squared", "probability": "log-loss"}
@@ -282,9 +305,68 @@ def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> tu
     if bound is None:
         raise ValueError(
             f"the {family} family's scorer {data.scorer!r} is unbounded without a declared prediction range, and "
-            "a certificate is stated in units of the loss bound: declare one with --prediction-range LOW HIGH "
+            "a certificate needs a bounded loss (its B): declare one with --prediction-range LOW HIGH "
             "(or --prediction-range training, the training labels' range)")
     return get_scorer(data.scorer).name, bound
+
+
+def family_unit(entry: dict[str, Any], unit: str, bound: float, force: bool = False) -> Unit:
+    """The certificate's ``unit`` on a family (:func:`ladderlab.certification.units.unit_of`), measured on the
+    public labels of its split at a fixed seed, as the task holds them before any resampling (a challenge's
+    own labels and split, not a bootstrap of them)."""
+    held = {name: value for name, value in entry["params"].items() if name != "resample"}
+    split = workload.task_data(entry["id"], held, force)[1]
+    return unit_of(unit, split.public, split.y_public, bound)
+
+
+def measured_families(task_families: dict[str, dict[str, Any]], unit: str = DEFAULT_UNIT, force: bool = False,
+                      ) -> tuple[dict[str, tuple[str, float]], dict[str, Unit]]:
+    """Each family's scorer and B (:func:`check_bounded`), and its :class:`~ladderlab.certification.units.Unit`."""
+    scored = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
+    return scored, {name: family_unit(entry, unit, scored[name][1], force) for name, entry in task_families.items()}
+
+
+def releasing_improvement(family_units: dict[str, Unit], tau: float) -> float:
+    """τ in units of B on the family where that is least (honest participants' included): the
+    improvement a mechanism must release on every family for its releases to mean τ."""
+    return min(family.raw(tau) / family.bound for family in family_units.values())
+
+
+def tolerance_improvement(task_families: dict[str, dict[str, Any]], tau: float = DEFAULT_TOLERANCE,
+                          unit: str = DEFAULT_UNIT, force: bool = False) -> float:
+    """:func:`releasing_improvement` of the given families (as :func:`certify` measures them)."""
+    return releasing_improvement(measured_families(task_families, unit, force)[1], tau)
+
+
+def tolerance_defaults(mechanism: str, params: dict[str, Any], improvement: float) -> dict[str, Any]:
+    """The parameters a certificate sets from its tolerance: those of the mechanism's
+    :meth:`~ladderlab.mechanism.Mechanism.releasing` that ``params`` leaves out and whose default is
+    coarser than the coarsest value that releases ``improvement`` (in units of B) or is None (derived
+    from n). A default that already releases it is kept: ``kaggle``'s α = 10⁻⁵, the Ladder's η = 0.01
+    on the 0/1 loss of balanced labels."""
+    made = MECHANISMS.make(mechanism, **params)
+    current = made.get_params()
+    return {name: value for name, value in made.releasing(improvement).items()
+            if name not in params and (current.get(name) is None or current[name] > value)}
+
+
+def _task_draws(entry: dict[str, Any]) -> bool:
+    """Whether a task draws its data from its random stream (a sealed stream shows any draw)."""
+    rng = sealed_stream()
+    before = rng.bit_generator.state
+    try:
+        TASKS.make(entry["id"], **entry["params"]).split(rng)
+    except Exception:  # a task that fails here fails in the battery too, which reports it
+        return True
+    return rng.bit_generator.state != before
+
+
+def resampling(entry: dict[str, Any]) -> str:
+    """What a family's replications draw afresh, besides the attack's and the mechanism's streams."""
+    resample = entry["params"].get("resample")
+    if resample is not None:
+        return RESAMPLING[resample]
+    return "the task's data, drawn afresh" if _task_draws(entry) else "nothing: the task's data are fixed"
 
 
 def _as_scenario_params(point: dict[str, Any]) -> dict[str, Any]:
@@ -357,6 +439,49 @@ def safe_budget(battery_rows: list[dict[str, Any]], budgets: list[int]) -> int:
     return safe
 
 
+def honest_utility(honest: list[dict[str, Any]], useful: float = USEFUL) -> dict[str, Any]:
+    """What honest participants keep: each one's Spearman correlation between its released and final
+    scores under the mechanism and under full disclosure (their intervals), and whether it is *useless*
+    (the mechanism's interval lies wholly below ``useful`` while full disclosure's reaches it: the
+    releases lost what the leaderboard could tell) or *unmeasured* (full disclosure's interval lies below
+    ``useful`` too: the participant's progress does not rank even when every score is shown).
+    ``releases_nothing``: some participant's utility is measured and every measured one is useless."""
+    participants = []
+    for entry in honest:
+        mine, full = entry["rank_correlation"], entry["rank_correlation_full_disclosure"]
+        measured = full.get("hi") is not None and full["hi"] >= useful
+        useless = measured and mine.get("hi") is not None and mine["hi"] < useful
+        participants.append({"participant": entry["participant"], "rank_correlation": mine,
+                             "rank_correlation_full_disclosure": full, "measured": measured, "useless": useless})
+    measured = [entry for entry in participants if entry["measured"]]
+    return {"useful": useful, "participants": participants,
+            "releases_nothing": bool(measured) and all(entry["useless"] for entry in measured)}
+
+
+def verdict(safe: int, utility: dict[str, Any]) -> str:
+    """The certificate's verdict: *not safe* when no budget is safe; *safe only because it releases
+    nothing* when a budget is safe and the honest participants keep nothing useful (:func:`honest_utility`);
+    else *safe*."""
+    if not safe:
+        return NOT_SAFE
+    return USELESS if utility["releases_nothing"] else SAFE
+
+
+def budget_verdicts(battery_rows: list[dict[str, Any]], budgets: list[int]) -> list[dict[str, Any]]:
+    """Per budget, what the battery says (``battery``: ``safe`` when every attack that played passes,
+    else ``fails`` or ``inconclusive`` after its worst row, or ``no attack played``) and the worst row's
+    attack; ``statements`` is the place for what else is known at that budget (a proven bound)."""
+    found = []
+    for budget in sorted(budgets):
+        played = [row for row in battery_rows if row["budget"] == budget and row["verdict"] != DID_NOT_PLAY]
+        worst = max(played, key=lambda row: (VERDICT_ORDER[row["verdict"]], row.get("severity") or 0.0), default=None)
+        said = ("no attack played" if worst is None else "safe" if all(row["passes"] for row in played)
+                else worst["verdict"])
+        found.append({"budget": budget, "battery": said, "worst": None if worst is None else worst["attack_label"],
+                      "statements": []})
+    return found
+
+
 def default_directory(key: str) -> Path:
     """Where a battery is kept unless ``--run-dir`` says: the user's cache, by the battery's identity."""
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -382,7 +507,7 @@ def battery_key(scenario: Scenario, secret_seed: int | None) -> str:
 @dataclass(frozen=True)
 class Decision:
     """A grid point's verdict (None while undecided) and the replications it uses, with the
-    sequential test and its indicators (per finished replication) where the point played."""
+    sequential test and its indicators (per counted replication) where the point played."""
 
     verdict: str | None
     replications: int | None
@@ -393,18 +518,67 @@ class Decision:
 
 @dataclass(frozen=True)
 class Criterion:
-    """The verdict's thresholds (in units of B), its confidence and the most replications a point may use."""
+    """The tail criterion of a grid point, in the scorer's units: it **passes** once P(Δ < −``tau``) and
+    P(optimism > ``epsilon``) are both shown to lie below ``level`` (β) by confidence sequences at error
+    ``delta`` each, **fails** once either is shown above it, and is inconclusive if neither happened
+    within ``maximum`` replications (:mod:`ladderlab.stats.sequential`).
+
+    A replication counts when it finished, or when the attack raised (:class:`ladderlab.runs.duel.AttackCrashed`):
+    then what it submitted before is its transcript, and one that raised before its first submission
+    overfitted nothing. A replication that failed otherwise (the task or the mechanism raised) is no
+    evidence and is shown, never counted.
+    """
 
     tau: float
     epsilon: float
-    confidence: float
-    maximum: int
+    delta: float
+    level: float = DEFAULT_BETA
+    maximum: int = DEFAULT_REPLICATIONS
+    sign: float = 1.0
+    """The scorer's orientation: +1 when smaller is better."""
+    releases_best: bool = True
+    """Whether the mechanism's release is its best so far (the leaderboard's value is the running best otherwise)."""
+    cap: float = math.inf
+    """The risk beyond which the leaderboard's error is not measured (:meth:`ladderlab.certification.units.Unit.cap`)."""
 
     def indicators(self, rows: list[dict[str, Any]]) -> tuple[list[int], np.ndarray, np.ndarray]:
-        """The positions of the finished replications, and per finished replication 1{Δ/B < −τ} and 1{error/B > ε}."""
-        finished = [i for i, row in enumerate(rows) if row["status"] == "ok"]
-        delta, error = _in_units(rows, finished)
-        return finished, delta < -self.tau, error > self.epsilon
+        """The positions of the counted replications, and per counted replication 1{Δ < −τ} and 1{optimism > ε}."""
+        counted = [i for i, row in enumerate(rows) if _counted(row)]
+        delta, optimism, _ = self.sides(rows, counted)
+        return counted, delta < -self.tau, optimism > self.epsilon
+
+    def deviations(self, row: dict[str, Any]) -> tuple[float, float]:
+        """A measured replication's leaderboard error, optimism and lag (:func:`ladderlab.runs.duel.leaderboard_deviations`),
+        on scores capped at :attr:`cap`; a row without its submissions' scores gives its recorded sides."""
+        released = row.get("released")
+        if released is None or len(released) == 0:
+            side, lag = row.get("leaderboard_optimism"), row.get("leaderboard_lag")
+            optimism = row["leaderboard_error"] if side is None or not math.isfinite(side) else side
+            return optimism, math.nan if lag is None else lag
+        final, population = np.asarray(row["final"], dtype=float), row.get("population")
+        true = final if population is None or not math.isfinite(population) else np.full(final.size, population)
+        return leaderboard_deviations(np.asarray(released, dtype=float), true, self.sign, self.releases_best, self.cap)
+
+    def overstatement(self, row: dict[str, Any]) -> float:
+        """A measured replication's Δ oriented as a risk (negative: the leaderboard shows the reported submission
+        better than its final score, whatever the scorer's orientation), on scores capped at :attr:`cap`; a
+        row without its submissions' scores gives its recorded Δ, oriented."""
+        released, reported = row.get("released"), row.get("reported")
+        if released is None or len(released) == 0 or reported is None:
+            return self.sign * row["delta"]
+        shown = released[-1] if self.releases_best else released[reported]
+        return float(min(self.sign * shown, self.cap) - min(self.sign * row["final"][reported], self.cap))
+
+    def sides(self, rows: list[dict[str, Any]], positions: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Δ (:meth:`overstatement`), the leaderboard's optimism and its lag (:meth:`deviations`) of the given
+        replications, in the scorer's units: 0, 0 and NaN for a crash before the first submission (nothing was
+        released to overfit)."""
+        delta, optimism, lag = np.zeros(len(positions)), np.zeros(len(positions)), np.full(len(positions), math.nan)
+        for number, i in enumerate(positions):
+            if _measured(rows[i]):
+                delta[number] = self.overstatement(rows[i])
+                optimism[number], lag[number] = self.deviations(rows[i])
+        return delta, optimism, lag
 
     def needed(self, rows: list[dict[str, Any]]) -> int | None:
         """A grid point's stop rule: how many replications it uses, or None while undecided."""
@@ -412,69 +586,78 @@ class Criterion:
 
     def decision(self, rows: list[dict[str, Any]]) -> Decision:
         """A grid point's verdict and the replications it uses (None, None while undecided), and
-        the sequential test on its finished replications where it played."""
+        the sequential test on its counted replications where it played."""
         if not rows:
             return Decision(None, None)
         if all(row["status"] == "skipped" for row in rows):
             return Decision(DID_NOT_PLAY, 1)  # an incompatible pair is skipped in every replication
-        if not _played(rows):
-            return (Decision(DID_NOT_PLAY, len(rows)) if len(rows) >= min(DID_NOT_PLAY_AFTER, self.maximum)
+        if not _played(rows):  # one that raised may submit in a later replication: it goes on to the maximum
+            crashed = any(row.get("crashed") for row in rows)
+            return (Decision(DID_NOT_PLAY, len(rows)) if len(rows) >= (self.maximum if crashed else
+                                                                         min(DID_NOT_PLAY_AFTER, self.maximum))
                     else Decision(None, None))
-        finished, beyond_tau, beyond_epsilon = self.indicators(rows)
+        counted, beyond_tau, beyond_epsilon = self.indicators(rows)
         final = len(rows) >= self.maximum
-        test = stopping_verdict(beyond_tau, beyond_epsilon, self.confidence, len(finished) if final else math.inf)
+        test = stopping_verdict(beyond_tau, beyond_epsilon, self.delta, self.level, len(counted) if final else math.inf)
         if test.verdict in (PASSES, FAILS):
-            return Decision(test.verdict, finished[test.replications - 1] + 1, test, beyond_tau, beyond_epsilon)
+            return Decision(test.verdict, counted[test.replications - 1] + 1, test, beyond_tau, beyond_epsilon)
         if final:
             return Decision(INCONCLUSIVE, len(rows), test, beyond_tau, beyond_epsilon)
         return Decision(None, None, test, beyond_tau, beyond_epsilon)
 
-    def stop_rule(self, group: list[Cell]) -> battery.StopRule:
-        """A group is done when all its cells are; it uses as many replications as the most demanding."""
 
-        def needed(rows: battery.Rows) -> int | None:
-            counts = [self.needed(rows[cell.key]) for cell in group]
-            return None if None in counts else max(counts)
+def point_stop_rule(group: list[Cell], criterion_of: Callable[[Cell], Criterion]) -> battery.StopRule:
+    """A group is done when all its cells are; it uses as many replications as the most demanding."""
 
-        return needed
+    def needed(rows: battery.Rows) -> int | None:
+        counts = [criterion_of(cell).needed(rows[cell.key]) for cell in group]
+        return None if None in counts else max(counts)
 
-    def pruner(self, budgets: dict[str, int]) -> Callable[[dict[str, battery.Rows], set[str]], set[str]]:
-        """Between rounds: the undecided groups whose budget is at or above one where a point already
-        fails. The safe budget lies below it whatever they show, so they stop (``--complete`` does not
-        prune). ``budgets``: each group's budget, by group key."""
+    return needed
 
-        def prune(rows: dict[str, battery.Rows], undecided: set[str]) -> set[str]:
-            failing = [budgets[key] for key, group_rows in rows.items() if key not in undecided
-                       and any(self.decision(cell_rows).verdict == FAILS for cell_rows in group_rows.values())]
-            lowest = min(failing, default=math.inf)
-            return {key for key in undecided if budgets[key] >= lowest}
 
-        return prune
+def pruner(budgets: dict[str, int], criterion_of: Callable[[Cell], Criterion], cells_of: dict[str, list[Cell]],
+           ) -> Callable[[dict[str, battery.Rows], set[str]], set[str]]:
+    """Between rounds: the undecided groups whose budget is at or above one where a point already
+    fails. The safe budget lies below it whatever they show, so they stop (``--complete`` does not
+    prune). ``budgets`` and ``cells_of``: each group's budget and cells, by group key."""
+
+    def prune(rows: dict[str, battery.Rows], undecided: set[str]) -> set[str]:
+        failing = [budgets[key] for key, group_rows in rows.items() if key not in undecided
+                   and any(criterion_of(cell).decision(group_rows[cell.key]).verdict == FAILS for cell in cells_of[key])]
+        lowest = min(failing, default=math.inf)
+        return {key for key in undecided if budgets[key] >= lowest}
+
+    return prune
+
+
+def _counted(row: dict[str, Any]) -> bool:
+    """A replication that is evidence: it finished, or the attack raised (a crash is counted as played)."""
+    return row["status"] == "ok" or (row["status"] == "failed" and bool(row.get("crashed")))
+
+
+def _measured(row: dict[str, Any]) -> bool:
+    """A counted replication with a transcript to measure: at least one submission."""
+    return _counted(row) and (row.get("submissions") or 0) > 0 and row.get("delta") is not None
 
 
 def _played(rows: list[dict[str, Any]]) -> bool:
-    return any(row["status"] == "ok" and (row.get("submissions") or 0) > 0 for row in rows)
-
-
-def _in_units(rows: list[dict[str, Any]], positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Δ and the leaderboard error of the given replications, divided by their loss bound B."""
-    units = np.array([rows[i].get("loss_bound") or 1.0 for i in positions])
-    delta = np.array([rows[i]["delta"] for i in positions], dtype=float) / units
-    error = np.array([rows[i]["leaderboard_error"] for i in positions], dtype=float) / units
-    return delta, error
-
-
-def _raw(rows: list[dict[str, Any]], positions: list[int], column: str) -> np.ndarray:
-    return np.array([rows[i][column] for i in positions], dtype=float)
+    return any(_measured(row) for row in rows)
 
 
 def _interval(values: np.ndarray, confidence: float) -> dict[str, float | None]:
-    median, low, high = median_interval(values, confidence)
+    values = np.asarray(values, dtype=float)
+    median, low, high = median_interval(values[~np.isnan(values)], confidence)
     return {"median": _finite(median), "lo": _finite(low), "hi": _finite(high)}
 
 
 def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
+
+
+def _tail(values: np.ndarray, level: float) -> float | None:
+    """The ``level``-quantile of ``values`` (the smallest value at or above which a share 1 − ``level`` lies)."""
+    return _finite(float(np.quantile(values, level, method="inverted_cdf"))) if len(values) else None
 
 
 @dataclass
@@ -501,40 +684,62 @@ class _Point:
                 "severity": None if math.isnan(self.severity) else self.severity, **self.measures}
 
 
-def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criterion, stopped: bool = False) -> _Point:
-    """A grid point's verdict and measures from the replications it used (``stopped``: it was
-    stopped undecided, see :meth:`Criterion.pruner`)."""
+def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A point's replications by what became of them: finished, crashed (the attack raised; of them,
+    before its first submission), failed otherwise, skipped; and the crashes' distinct errors."""
+    crashed = [row for row in rows if row["status"] == "failed" and row.get("crashed")]
+    return {"n_ok": sum(row["status"] == "ok" for row in rows), "n_crashed": len(crashed),
+            "n_crashed_unsubmitted": sum(not _measured(row) for row in crashed),
+            "n_failed": sum(row["status"] == "failed" and not row.get("crashed") for row in rows),
+            "n_skipped": sum(row["status"] == "skipped" for row in rows),
+            "crash_errors": sorted({row.get("error") or "" for row in crashed})[:3]}
+
+
+def judge(cell: Cell, family: str, rows: list[dict[str, Any]], criterion: Criterion, unit: float = 1.0,
+          confidence: float = 0.95, stopped: bool = False) -> _Point:
+    """A grid point's verdict and measures from the replications it used, under ``criterion``; its
+    figures in ``unit`` (the certificate's unit of the family, in the scorer's units) with the raw
+    ones beside, intervals at ``confidence`` (``stopped``: it was stopped undecided, see :func:`pruner`)."""
     label = f"{plugin_label(cell.attack[0], cell.attack[1])} on {cell.task[0]}"
-    counts = {f"n_{status}": sum(row["status"] == status for row in rows) for status in ("ok", "failed", "skipped")}
-    finished = [i for i, row in enumerate(rows) if row["status"] == "ok"]
-    used = [rows[i]["submissions"] for i in finished]
+    counted = [i for i, row in enumerate(rows) if _counted(row)]
+    used = [rows[i]["submissions"] or 0 for i in counted]
     submissions = float(np.median(used)) if used else None
-    measures: dict[str, Any] = {**counts, "submissions_used": int(submissions) if submissions is not None and
+    measures: dict[str, Any] = {**_counts(rows), "submissions_used": int(submissions) if submissions is not None and
                                 submissions.is_integer() else submissions}
-    if not finished:
+    if not counted:
         errors = sorted({row["error"] for row in rows if row.get("error")})
         reason = f"{label} could not run at a budget of {cell.budget}: {'; '.join(errors) or 'no replication finished'}"
         return _Point(cell, family, DID_NOT_PLAY, len(rows), reason, math.nan, {**measures, "errors": errors})
     if not _played(rows):
-        reason = (f"{label} made no submission in any of its {len(finished)} replications at a budget of "
-                  f"{cell.budget}: one step of it needs more submissions than the budget allows, or it submits nothing here")
+        crashes = measures["n_crashed"]
+        why = (f"it raised before its first submission in {crashes} of them ({'; '.join(measures['crash_errors'])})"
+               if crashes else "one step of it needs more submissions than the budget allows, or it submits nothing here")
+        reason = (f"{label} made no submission in any of its {len(counted)} replications at a budget of "
+                  f"{cell.budget}: {why}")
         return _Point(cell, family, DID_NOT_PLAY, len(rows), reason, math.nan, measures)
     decision = criterion.decision(rows)
     assert decision.test is not None and decision.beyond_tau is not None and decision.beyond_epsilon is not None
     verdict = decision.verdict or INCONCLUSIVE  # undecided: stopped before its maximum (see ``stopped``)
     beyond_tau, beyond_epsilon, decided = decision.beyond_tau, decision.beyond_epsilon, decision.test
-    delta, error = _in_units(rows, finished)
+    delta, optimism, lag = criterion.sides(rows, counted)
+    measured = [i for i in counted if _measured(rows[i])]
+    error = np.array([rows[i]["leaderboard_error"] for i in measured], dtype=float)
     measures.update(
-        delta=_interval(delta, criterion.confidence), lberr=_interval(error, criterion.confidence),
-        delta_raw=_interval(_raw(rows, finished, "delta"), criterion.confidence),
-        lberr_raw=_interval(_raw(rows, finished, "leaderboard_error"), criterion.confidence),
+        unit_value=unit,
+        delta=_interval(delta / unit, confidence), delta_raw=_interval(delta, confidence),
+        delta_tail=_tail(delta / unit, criterion.level),
+        optimism=_interval(optimism / unit, confidence), optimism_raw=_interval(optimism, confidence),
+        optimism_tail=_tail(optimism / unit, 1 - criterion.level),
+        lag=_interval(lag / unit, confidence),
+        lberr=_interval(error / unit, confidence), lberr_raw=_interval(error, confidence),
         p_delta=dict(zip(("estimate", "lo", "hi"), (float(beyond_tau.mean()), *decided.p_delta))),
-        p_lberr=dict(zip(("estimate", "lo", "hi"), (float(beyond_epsilon.mean()), *decided.p_error))),
-        loss_bound=_interval(np.array([rows[i].get("loss_bound") or 1.0 for i in finished]), criterion.confidence)["median"],
+        p_optimism=dict(zip(("estimate", "lo", "hi"), (float(beyond_epsilon.mean()), *decided.p_error))),
+        loss_bound=_interval(np.array([rows[i].get("loss_bound") or 1.0 for i in measured]), confidence)["median"],
     )
     if verdict == INCONCLUSIVE:
-        measures["outlook"] = _outlook(measures, criterion.confidence)
-    severity = max(-float(np.median(delta)) / criterion.tau, float(np.median(error)) / criterion.epsilon)
+        measures["outlook"] = _outlook(measures, criterion)
+    severity = max(-float(np.quantile(delta, criterion.level)) / criterion.tau,
+                   float(np.quantile(optimism, 1 - criterion.level)) / criterion.epsilon)
     return _Point(cell, family, verdict, len(rows), None, severity, measures, stopped and verdict == INCONCLUSIVE)
 
 
@@ -566,6 +771,10 @@ def _row(spec: AttackSpec, budget: int, points: list[_Point], worst: _Point | No
             "kind": bound.kind, "value": bound.value, "statement": bound.statement, "reference": bound.reference},
         "grid": [point.as_dict() for point in points],
     }
+    counts = {key: sum(point.measures.get(key, 0) for point in points) for key in ("n_ok", "n_crashed", "n_failed")}
+    row["crash_share"] = counts["n_crashed"] / max(1, counts["n_ok"] + counts["n_crashed"])
+    row["failed_share"] = counts["n_failed"] / max(1, sum(point.replications for point in points))
+    row["one_duel"] = any(point.reason == ONE_DUEL for point in played)
     if worst:
         row.update({key: value for key, value in worst.measures.items()})
     else:
@@ -605,14 +814,18 @@ def _broken_by(rows: list[dict[str, Any]], safe: int, budgets: list[int]) -> lis
 
 
 def _honest(participant: tuple[str, dict[str, Any]], rows_by_mechanism: dict[str, list[dict[str, Any]]], mechanism: str,
-            confidence: float, fixed: bool = False) -> dict[str, Any]:
+            confidence: float, fixed: bool = False, unit: float = 1.0,
+            criteria: dict[str, Criterion] | None = None) -> dict[str, Any]:
     """How well the released scores of an honest participant's submissions (``participant``: its id and
-    parameters as the scenario gives them) rank their final-set
-    scores (Spearman's ρ per replication; 0 where the releases do not vary: a frozen leaderboard
-    tells an honest team nothing) under the mechanism and under full disclosure, the paired cost
-    (full disclosure's ρ minus the mechanism's), and its leaderboard error in units of B.
+    parameters as the scenario gives them) rank their final-set scores (Spearman's ρ per replication; 0
+    where the releases do not vary: a frozen leaderboard tells an honest team nothing) under the
+    mechanism and under full disclosure, the paired cost (full disclosure's ρ minus the mechanism's),
+    and its leaderboard error with its two sides, in ``unit`` (the certificate's unit on the honest
+    participant's task): the lag (its improvements released late, or never) is the honest cost, the
+    optimism what the leaderboard overstated.
     ``fixed``: the play draws nothing (:func:`_draws_random`), so its one replication is every
-    replication's value, an interval of zero width."""
+    replication's value, an interval of zero width. ``criteria``: by mechanism, how its error's sides are
+    measured (:meth:`Criterion.deviations`; the recorded sides without)."""
     def summary(values: Any) -> dict[str, float | None]:
         values = np.asarray(values, dtype=float)
         if fixed and values.size:
@@ -620,27 +833,40 @@ def _honest(participant: tuple[str, dict[str, Any]], rows_by_mechanism: dict[str
             return {"median": value, "lo": value, "hi": value}
         return _interval(values, confidence)
 
+    def measured(rows: list[dict[str, Any]], column: str) -> np.ndarray:
+        values = [row.get(column) for row in rows if row["status"] == "ok"]
+        return np.array([math.nan if value is None else value for value in values], dtype=float) / unit
+
+    def sides(name: str) -> np.ndarray:
+        rows = [row for row in rows_by_mechanism.get(name, []) if row["status"] == "ok"]
+        if criteria is None:
+            return np.array([[row.get("leaderboard_optimism"), row.get("leaderboard_lag")] for row in rows],
+                            dtype=float).reshape(-1, 2) / unit
+        return np.array([criteria[name].deviations(row) for row in rows], dtype=float).reshape(-1, 2) / unit
+
     correlation = {name: _agreements(rows) for name, rows in rows_by_mechanism.items()}
     mine, reference = correlation.get(mechanism, []), correlation.get(REFERENCE, [])
-    errors = {name: _in_units(rows, [i for i, row in enumerate(rows) if row["status"] == "ok"])[1]
-              for name, rows in rows_by_mechanism.items()}
     attack_id, params = participant
+    own, full = rows_by_mechanism.get(mechanism, []), rows_by_mechanism.get(REFERENCE, [])
     return {
         "participant": plugin_label(attack_id, params),
         "id": attack_id,
         "params": ATTACKS.make(attack_id, **params).get_params(),
         "replications": max((len(rows) for rows in rows_by_mechanism.values()), default=0),
+        "n_failed": sum(row["status"] != "ok" for rows in rows_by_mechanism.values() for row in rows),
         "deterministic": fixed,
         "rank_correlation": summary(mine),
         "rank_correlation_full_disclosure": summary(reference),
         "cost": summary([r - m for m, r in zip(mine, reference)]),
-        "lberr": summary(errors.get(mechanism, np.empty(0))),
-        "lberr_full_disclosure": summary(errors.get(REFERENCE, np.empty(0))),
+        "lberr": summary(measured(own, "leaderboard_error")),
+        "lberr_full_disclosure": summary(measured(full, "leaderboard_error")),
+        "lag": summary(sides(mechanism)[:, 1]),
+        "optimism": summary(sides(mechanism)[:, 0]),
     }
 
 
 def _draws_random(cell: Cell) -> bool:
-    """Whether the honest participant's play in ``cell`` draws from a random stream: it plays once on
+    """Whether the play in ``cell`` draws from a random stream: it plays once on
     sealed streams (:func:`ladderlab.seeding.sealed_stream`), and any draw, spawn or derived stream
     (or any failure) counts. False: every replication plays the same duel, so one is all of them."""
     task_rng, mechanism_rng, attack_rng = streams = [sealed_stream() for _ in range(3)]
@@ -717,10 +943,10 @@ def certify(
     n: int = 200,
     budgets: list[int] | None = None,
     attacks: list[str | AttackSpec] | None = None,
-    replications: int = 100,
+    replications: int = DEFAULT_REPLICATIONS,
     seed: int = 0,
-    tau: float = 0.05,
-    epsilon: float = 0.05,
+    tau: float = DEFAULT_TOLERANCE,
+    epsilon: float = DEFAULT_TOLERANCE,
     confidence: float = 0.95,
     jobs: int = 1,
     run_dir: str | Path | None = None,
@@ -740,15 +966,25 @@ def certify(
     amend: Callable[[dict[str, Any]], None] | None = None,
     reference_store: str | Path | None = None,
     honest: list[str | AttackSpec] | None = None,
+    beta: float = DEFAULT_BETA,
+    unit: str = DEFAULT_UNIT,
+    useful: float = USEFUL,
 ) -> dict[str, Any]:
     """Run the battery and return the certificate (a JSON-ready dict).
 
     ``attacks`` are added to the battery of every registered attack that is not honest (or, with
     ``default_battery=False``, replace it); each is an id, ``file.py:Class``, or either with
     pinned parameters (see :func:`parse_attack`). ``replications`` is the most any grid point
-    uses; ``confidence`` that of every verdict; ``tau`` and ``epsilon`` are in units of the loss
-    bound B. ``scorer`` and ``prediction_range`` choose the families (:func:`families`), unless
-    ``task_families`` gives them (by name, each ``{"id", "params"}``, ``honest`` the honest
+    uses. A point passes when P(Δ < −τ) ≤ ``beta`` and P(optimism > ε) ≤ ``beta`` are shown, and the
+    certificate's verdicts hold together at ``confidence`` (every point's two sequences at
+    :func:`ladderlab.stats.sequential.per_sequence_error`). ``tau`` and ``epsilon`` are in ``unit``
+    (:mod:`ladderlab.certification.units`: by default the loss of the best constant prediction on each
+    family's public labels); one larger than that loss is refused. Mechanism parameters that set how
+    fine its releases are and that ``params`` leaves out are set so that an honest improvement of τ is
+    released on every family (:func:`tolerance_defaults`). ``useful``: the honest participants'
+    Spearman correlation below which a safe mechanism is *safe only because it releases nothing*
+    (:func:`verdict`). ``scorer`` and ``prediction_range`` choose the families (:func:`families`),
+    unless ``task_families`` gives them (by name, each ``{"id", "params"}``, ``honest`` the honest
     participant's; :mod:`ladderlab.certification.challenge_certify`); ``amend`` completes the certificate
     before it is written (the challenge it was made for).
     ``run_dir`` keeps the battery (default: :func:`default_directory`); a run of the same
@@ -768,8 +1004,8 @@ def certify(
     participants whose cost the certificate measures (:func:`parse_honest`; default
     :func:`default_honest`), each on the ``honest`` family, with the budget of its own submissions.
     """
-    params = params or {}
-    budgets = list(budgets or [100, 300, 1000, 2000])
+    explicit = dict(params or {})
+    budgets = list(budgets or DEFAULT_BUDGETS)
     repeated = sorted({budget for budget in budgets if budgets.count(budget) > 1})
     if repeated:
         raise ValueError(f"budgets: {', '.join(map(str, repeated))} given twice; give each budget once")
@@ -779,13 +1015,23 @@ def certify(
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     if not 0.5 < confidence < 1:
         raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
+    if not (isinstance(beta, (int, float)) and 0 < beta < 1):
+        raise ValueError(f"beta must lie in (0, 1), got {beta!r}")
+    if not (isinstance(useful, (int, float)) and -1 <= useful <= 1):
+        raise ValueError(f"useful must lie in [-1, 1] (a Spearman correlation), got {useful!r}")
     if replications < 1 or honest_replications < 1:
         raise ValueError(f"replications must be at least 1, got {replications} and {honest_replications}")
     if isinstance(accounts, bool) or not isinstance(accounts, int) or accounts < 1:
         raise ValueError(f"accounts must be a whole number ≥ 1, got {accounts!r}")
     specs = _unique(_battery_specs(attacks or [], default_battery))
     task_families = task_families or families(n, scorer, prediction_range)
-    scored = {name: check_bounded(name, entry, force) for name, entry in task_families.items()}
+    scored, family_units = measured_families(task_families, unit, force)
+    for name, family in family_units.items():
+        if name != "honest":
+            check_tolerances(tau, epsilon, family, name)
+    improvement = releasing_improvement(family_units, tau)
+    defaults = tolerance_defaults(mechanism, explicit, improvement)
+    params = {**defaults, **explicit}
     honest_specs = [spec if isinstance(spec, AttackSpec) else parse_honest(spec) for spec in honest or [default_honest()]]
     scenario = battery_scenario(mechanism, params, n, budgets, specs, replications, seed, task_families, force, accounts,
                                 link, honest_plays(honest_specs, task_families["honest"], force=force))
@@ -802,25 +1048,40 @@ def certify(
     honest_fixed = {participant: not any(map(_draws_random, group)) for participant, group in participants.items()}
     honest_counts = {participant: 1 if fixed else min(replications, honest_replications)
                      for participant, fixed in honest_fixed.items()}
-    criterion = Criterion(tau, epsilon, confidence, replications)
+    delta = per_sequence_error(confidence, max(1, len(layout.points)))
+    criteria = {(name, mechanism_id): Criterion(family.raw(tau), family.raw(epsilon), delta, beta, replications,
+                                                family.sign, MECHANISMS.get(mechanism_id).releases_best,
+                                                family.cap(epsilon))
+                for name, family in family_units.items() for mechanism_id in {mechanism, REFERENCE}}
+    point_cells = [cell for cell in cells(scenario) if cell.key in layout.points]
+    fixed_families = {name for name, entry in task_families.items() if not _task_draws(entry)}
+    one_duel = {cell.key for cell in point_cells if layout.points[cell.key][2] in fixed_families and not _draws_random(cell)}
+
+    def criterion_of(cell: Cell) -> Criterion:
+        criterion = criteria[layout.points[cell.key][2], mechanism]
+        return dataclasses.replace(criterion, maximum=1) if cell.key in one_duel else criterion
+
     start, cpu_start = time.perf_counter(), cpu_time.tree_seconds()
     with rundir.RunLock(directory, command="ladderlab certify"):
         store = battery.Store(directory, seed)
         say(f"battery kept in {directory} (interrupt and run the same command again to resume)")
-        point_cells = [cell for cell in cells(scenario) if cell.key in layout.points]
-        groups = _groups(point_cells, criterion.stop_rule)
+        groups = _groups(point_cells, lambda group: point_stop_rule(group, criterion_of))
         rows, used, pruned = battery.replicate(
             groups, seed, replications, store, jobs, isolation, secret_seed, progress,
-            announce=lambda estimate: say(estimate.text()), first_look=first_decision(confidence),
-            prune=None if complete else criterion.pruner({group.key: group.cells[0].budget for group in groups}),
+            announce=lambda estimate: say(estimate.text()), first_look=first_decision(delta, beta),
+            prune=None if complete else pruner({group.key: group.cells[0].budget for group in groups}, criterion_of,
+                                               {group.key: group.cells for group in groups}),
             desc="grid points")
         verdicts = {}
         for group in groups:
             for cell in group.cells:
+                criterion, family = criterion_of(cell), layout.points[cell.key][2]
                 cell_rows = rows[cell.key][: used[group.key]]
                 cell_rows = cell_rows[: criterion.needed(cell_rows) or len(cell_rows)]
-                verdicts[cell.key] = judge(cell, layout.points[cell.key][2], cell_rows, criterion,
+                verdicts[cell.key] = judge(cell, family, cell_rows, criterion, family_units[family].value, confidence,
                                            stopped=group.key in pruned)
+                if cell.key in one_duel:
+                    verdicts[cell.key].reason = ONE_DUEL
         certified = MECHANISMS.make(mechanism, **params)
         grids = [(spec, budget, [verdicts[key] for key, (s, b, _) in layout.points.items() if s == spec and b == budget])
                  for spec in specs for budget in budgets]
@@ -840,35 +1101,49 @@ def certify(
                 rows.update(battery.replicate([group for group, kept in zip(second, shared) if kept], seed,
                                               replications, battery.Store(Path(reference_store), seed), jobs,
                                               isolation, secret_seed, progress, desc="full disclosure")[0])
-        _attach_reference(battery_rows, worsts, layout, rows, confidence)
+        _attach_reference(battery_rows, worsts, layout, rows, confidence, criteria, tau)
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
     honest = [_honest(json.loads(participant), {cell.mechanism[0]: rows[cell.key][:honest_counts[participant]]
-                                                for cell in group}, mechanism, confidence, honest_fixed[participant])
+                                                for cell in group}, mechanism, confidence, honest_fixed[participant],
+                      family_units["honest"].value, {name: criteria["honest", name] for name in (mechanism, REFERENCE)})
               for participant, group in participants.items()]
+    utility = honest_utility(honest, useful)
     issued = {
         "certificate_version": CERTIFICATE_VERSION,
         "mechanism": mechanism,
         "params": certified.get_params(),
+        "tolerance_params": defaults,
+        "releasing_improvement": improvement,
         "n": n,
         "budgets": budgets,
         "accounts": accounts,
         **({"link": _link_text(), "link_rule": LinkRule().record()} if link else {}),
         "replications": replications,
         "confidence": confidence,
+        "points": len(layout.points),
+        "per_sequence_error": delta,
         "seed": seed,
         "tau": tau,
         "epsilon": epsilon,
-        "units": "loss bound B",
+        "beta": beta,
+        "unit": unit,
+        "units": UNITS[unit],
+        "useful": useful,
         "families": {name: {"task": entry["id"], "params": entry["params"], "scorer": scored[name][0],
-                            "loss_bound": scored[name][1]}
+                            "loss_bound": scored[name][1], **family_units[name].record(tau, epsilon),
+                            "resampled": resampling(entry), **({"one_duel": True} if name in fixed_families else {})}
                      for name, entry in task_families.items()},
         "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
         "safe_budget": safe,
+        "verdict": verdict(safe, utility),
+        "budget_verdicts": budget_verdicts(battery_rows, budgets),
+        "utility": utility,
         "broken_by": [{"attack": row["attack_label"], "budget": row["budget"], "verdict": row["verdict"],
                        "worst_params": row["worst_params"], "worst_task": row["worst_task"],
-                       "delta_median": row["delta"]["median"], "lberr_median": row["lberr"]["median"]}
+                       "p_delta": row["p_delta"]["estimate"], "p_optimism": row["p_optimism"]["estimate"],
+                       "delta_tail": row["delta_tail"], "optimism_tail": row["optimism_tail"]}
                       for row in _broken_by(battery_rows, safe, budgets)],
         "battery": battery_rows,
         "honest": honest,
@@ -940,15 +1215,19 @@ def _second_phase(layout: _Battery, worsts: list[_Point | None], honest_replicat
 
 
 def _attach_reference(battery_rows: list[dict[str, Any]], worsts: list[_Point | None], layout: _Battery,
-                      rows: battery.Rows, confidence: float) -> None:
-    """Full disclosure's Δ (units of B) at each row's worst point (``worsts``, row by row), over as many replications."""
+                      rows: battery.Rows, confidence: float, criteria: dict[tuple[str, str], Criterion],
+                      tau_in_unit: float) -> None:
+    """Full disclosure's Δ (:meth:`Criterion.overstatement`, in the certificate's unit: τ there is
+    ``tau_in_unit``) at each row's worst point (``worsts``, row by row), over as many replications."""
     for row, worst in zip(battery_rows, worsts):
         if worst is None:
             row["reference_delta"] = None
             continue
         reference_rows = rows[layout.reference[_duel_key(worst.cell)].key][: worst.replications]
-        finished = [i for i, r in enumerate(reference_rows) if r["status"] == "ok"]
-        row["reference_delta"] = _interval(_in_units(reference_rows, finished)[0], confidence) if finished else None
+        counted = [i for i, r in enumerate(reference_rows) if _counted(r)]
+        reference = criteria[worst.family, REFERENCE]
+        row["reference_delta"] = (_interval(reference.sides(reference_rows, counted)[0] / reference.tau * tau_in_unit,
+                                            confidence) if counted else None)
 
 
 def _ran_scenario(scenario: Scenario, worsts: list[_Point | None], mechanism: str, task_families: dict[str, dict[str, Any]],
@@ -1044,200 +1323,12 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     return [out, out.with_suffix(".md")]
 
 
-def markdown(certificate: dict[str, Any]) -> str:
-    """The certificate for people."""
-    c = certificate
-    safe = c["safe_budget"]
-    confidence = f"{100 * c['confidence']:g}%"
-    headline = f"**Safe submission budget: {safe if safe else 'none of the budgets tested'}**"
-    lines = [
-        f"# Certificate: {plugin_label(c['mechanism'], c['params'])} on n = {c['n']} holdout points",
-        "",
-        (f"{headline} (the largest budget up to which every attack that plays keeps, at its worst parameters, "
-         f"median Δ > −{c['tau']:g}·B and median leaderboard error < {c['epsilon']:g}·B, each verdict at "
-         f"{confidence} confidence; budgets tested: {', '.join(map(str, c['budgets']))}; every grid point replicated "
-         f"until decided, at most {c['replications']} times; seed {c['seed']})."),
-        "",
-        "B is the bound of the per-sample loss, the unit of Blum & Hardt's theorems: "
-        + "; ".join(f"{name}: {_family_text(family, c.get('challenge'))}" for name, family in c["families"].items()
-                    if name != "honest") + ".",
-    ]
-    attacks = list(dict.fromkeys(row["attack_label"] for row in c["battery"]))
-    played_somewhere = {row["attack_label"] for row in c["battery"] if row["verdict"] != DID_NOT_PLAY}
-    if len(played_somewhere) < len(attacks):
-        played = [attack for attack in attacks if attack in played_somewhere]
-        lines += ["", f"**{len(played)} of the battery's {len(attacks)} attacks played** "
-                  f"({', '.join(played) or 'none'}); the others cannot play {'this task' if c.get('challenge') else 'any family'} "
-                  "(see *Did not play*). A safe budget says that the attacks that played did not overfit the leaderboard, "
-                  "nothing about the others."]
-    if c.get("accounts", 1) > 1:
-        lines += ["", f"Every attacker holds {c['accounts']} accounts, each with the budget and its own mechanism state: "
-                  f"it probes on {c['accounts'] - 1} of them and submits its final prediction on a fresh one, whose "
-                  "release Δ measures."]
-        if c.get("link"):
-            lines += ["", f"The accounts play under the linking wrapper: {c['link']}"]
-    if c.get("challenge"):
-        lines += ["", _challenge_text(c["challenge"])]
-    broken = "; ".join(
-        f"{row['attack']} with {_params_text(row['worst_params'])} on {row['worst_task']} ({row['verdict']}: Δ/B median "
-        f"{_float(row['delta_median'])}, lb error/B median {_float(row['lberr_median'])})" for row in c.get("broken_by", []))
-    if broken:
-        lines += ["", f"Not safe at budget {c['broken_by'][0]['budget']}: {broken}."]
-    lines += [
-        "",
-        f"| attack | budget | verdict | worst parameters | replications | Δ/B median [{confidence} CI] | Δ raw median "
-        f"| P(Δ/B < −τ) [{confidence} CS] | lb error/B median [{confidence} CI] | lb error raw "
-        f"| P(lb error/B > ε) [{confidence} CS] | full disclosure Δ/B | bound |",
-        "| --- | ---: | --- | --- | ---: | --- | ---: | --- | --- | ---: | --- | ---: | --- |",
-    ]
-    not_played = []
-    for row in c["battery"]:
-        played = row["verdict"] != DID_NOT_PLAY
-        if not played:
-            not_played.append(f"- {row['did_not_play']}")
-            if row["attack_label"] not in played_somewhere:
-                continue
-            lines.append(f"| {row['attack_label']} | {row['budget']} | did not play | – | {row['replications']} "
-                         "| – | – | – | – | – | – | – | – |")
-            continue
-        bound = row["theoretical_bound"]
-        bound_text = "–" if bound is None else f"{bound['kind']} {bound['value']:.3g}"
-        verdict = {PASSES: "passes", FAILS: "**fails**"}.get(
-            row["verdict"], "*inconclusive (stopped)*" if row["stopped"] else "*inconclusive*")
-        reference = row.get("reference_delta")
-        lines.append(
-            f"| {row['attack_label']} | {row['budget']} | {verdict} | {_params_text(row['worst_params'])} on "
-            f"{row['worst_task']} | {row['replications']} | {_interval_text(row['delta'])} | "
-            f"{_float(row['delta_raw']['median'])} | {_probability_text(row['p_delta'])} | {_interval_text(row['lberr'])} | "
-            f"{_float(row['lberr_raw']['median'])} | {_probability_text(row['p_lberr'])} | "
-            f"{_float(reference['median']) if reference else '–'} | "
-            f"{bound_text} |")
-    if not_played:
-        lines += ["", "## Did not play", "", "An attack that did not play is no evidence of safety; "
-                  "it is left out of the verdict at that budget, and out of the table above where it played at "
-                  "no budget.", "", *dict.fromkeys(not_played)]
-    inconclusive = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
-    stopped = [row for row in c["battery"] if row["verdict"] == INCONCLUSIVE and row["stopped"]]
-    if inconclusive or stopped:
-        lines += ["", "## Inconclusive", ""]
-    if inconclusive:
-        lines += [f"{len(inconclusive)} attack × budget rows were not decided within {c['replications']} "
-                  f"replications: their median sits too close to a threshold to tell at {confidence} confidence. "
-                  "Inconclusive is not a pass; more replications (--replications) may decide them. If the rates "
-                  "observed so far held (an estimate: the rates' own intervals are in the table):", "",
-                  *(_outlook_text(row, c["tau"], c["epsilon"], c["confidence"]) for row in inconclusive)]
-    if stopped:
-        lines += [("" if not inconclusive else "\n") + f"{len(stopped)} attack × budget rows were stopped undecided "
-                  "(*stopped*) because an attack had already failed at their budget or a smaller one: the safe budget "
-                  "lies below it whatever they show. --complete decides them too."]
-    lines += ["", "## Cost to honest participants", ""]
-    for honest in honest_entries(c):
-        lines += [_honest_text(honest, c["families"]["honest"]["task"], confidence), ""]
-    lines.pop()
-    bounds = {row["theoretical_bound"]["reference"]: row["theoretical_bound"] for row in c["battery"] if row["theoretical_bound"]}
-    if bounds:
-        lines += ["", "## Theory", ""]
-        lines += [f"- {reference}: {bound['statement']} (in units of B, at the largest budget"
-                  + ("; above 1, so it says nothing here: a leaderboard error never exceeds B)"
-                     if bound["kind"] == "upper" and bound["value"] >= 1 else ")")
-                  for reference, bound in bounds.items()]
-    lines += ["", "## Run", "",
-              f"- {c['replications_used']} replications of the grid points (each at most {c['replications']}); "
-              f"battery kept in {c['run_dir']}",
-              f"- wall time {c['wall_time_seconds']:.0f} s, CPU time {c.get('cpu_time_counts', 'of this process')} "
-              f"{c['cpu_time_seconds']:.0f} s; "
-              f"versions: {json.dumps(c['versions'])}"]
-    return "\n".join(lines) + "\n"
-
-
-def _honest_text(honest: dict[str, Any], task: str, confidence: str) -> str:
-    """One honest participant's cost (an entry of :func:`honest_entries`): how well the released scores
-    rank its submissions' final-set scores under the mechanism and under full disclosure."""
-    participant = honest["participant"]
-    attack_id = honest.get("id") or participant.partition("(")[0]
-    summary = ATTACKS.get(attack_id).summary().rstrip(".") if attack_id in ATTACKS.ids() else ""
-    described = f" ({summary[:1].lower()}{summary[1:]})" if summary else ""
-    measured = ("measured once (every replication plays the same: see below)" if honest.get("deterministic")
-                else f"median over {honest['replications']} replications [{confidence} CI]")
-    text = (f"Honest participant **{participant}**{described}, on {task}. Spearman correlation between the released "
-            f"and the final-set scores of its submissions, {measured}: "
-            f"{_interval_text(honest['rank_correlation'])} under the mechanism, "
-            f"{_interval_text(honest['rank_correlation_full_disclosure'])} under full disclosure (paired cost "
-            f"{_interval_text(honest['cost'])}); its leaderboard error/B {_interval_text(honest['lberr'])} "
-            f"(full disclosure {_interval_text(honest['lberr_full_disclosure'])}).")
-    if honest.get("deterministic"):
-        text += (" Nothing in this play is random (the task's data are fixed, as a challenge's are, and neither the "
-                 "participant nor the mechanisms drew from their streams), so every replication gives these values: "
-                 "they were measured once.")
-    elif honest["replications"] > 1 and all(honest[key]["lo"] == honest[key]["hi"] for key in HONEST_MEASURES):
-        text += (f" All {honest['replications']} replications gave the same values: nothing in this play is "
-                 "random (the task's data are fixed, as a challenge's are), so these are one measurement, "
-                 "not intervals over replications.")
-    return text
-
-
-def _outlook(measures: dict[str, Any], confidence: float) -> dict[str, Any]:
+def _outlook(measures: dict[str, Any], criterion: Criterion) -> dict[str, Any]:
     """An inconclusive point's outlook (:func:`replications_to_decide`) from its measures: the shares
-    of its ``n_ok`` finished replications beyond τ and ε."""
-    outlook = replications_to_decide(measures["p_delta"]["estimate"], measures["p_lberr"]["estimate"],
-                                     measures["n_ok"], confidence)
+    of its counted replications (finished or crashed) beyond τ and ε."""
+    outlook = replications_to_decide(measures["p_delta"]["estimate"], measures["p_optimism"]["estimate"],
+                                     measures["n_ok"] + measures["n_crashed"], criterion.delta, criterion.level)
     return {"verdict": outlook.verdict, "replications": outlook.replications}
-
-
-def _outlook_text(row: dict[str, Any], tau: float, epsilon: float, confidence: float) -> str:
-    """An inconclusive row's rates and how many replications would likely decide it (:func:`_outlook`)."""
-    rates = (f"P(Δ/B < −{tau:g}) {_probability_text(row['p_delta'])}, "
-             f"P(lb error/B > {epsilon:g}) {_probability_text(row['p_lberr'])} after {row['replications']}")
-    outlook = _outlook(row, confidence)
-    if outlook["verdict"] is None:
-        return (f"- {row['attack_label']} at {row['budget']} ({rates}): at these rates no number of replications "
-                f"up to {MOST_REPLICATIONS_ESTIMATED:,} would decide it; its median lies on the threshold")
-    would = {PASSES: "pass", FAILS: "fail"}[outlook["verdict"]]
-    return (f"- {row['attack_label']} at {row['budget']} ({rates}): would {would} after about "
-            f"{outlook['replications']} replications (--replications {outlook['replications']})")
-
-
-def _challenge_text(challenge: dict[str, Any]) -> str:
-    """The challenge a certificate was made for (``certify --challenge``)."""
-    declared = challenge["prediction_range"]
-    where = "" if declared is None else f", predictions clipped into [{declared[0]:g}, {declared[1]:g}]"
-    names = challenge.get("class_names")
-    classes = "" if names is None else " of the classes " + ", ".join(f"{name} ({index})" for index, name in enumerate(names))
-    return (f"For the challenge **{challenge['name']}** ({challenge['file']}): {challenge['task_type']}{classes}, "
-            f"scored by {challenge['scorer']}{where}, {challenge['n']} public and {challenge['n_final']} final holdout rows, "
-            f"a per-team budget of {challenge['per_team_budget']}; data hash {challenge['task_identity'][:16]}… "
-            "('ladderlab serve' accepts this certificate only for these data).")
-
-
-def _family_text(family: dict[str, Any], challenge: dict[str, Any] | None = None) -> str:
-    """The task of a family, by the challenge's name for ``certify --challenge``, with its scorer and B."""
-    params = family["params"]
-    scorer = family.get("scorer") or params.get("scorer") or get_scorer(TASKS.get(family["task"]).default_scorer).name
-    declared = params.get("prediction_range")
-    where = "" if declared is None else (" clipped into the training labels' range" if declared == TRAINING_RANGE
-                                         else f" clipped into [{declared[0]:g}, {declared[1]:g}]")
-    task = f"the challenge {challenge['name']}" if challenge and family["task"] == CHALLENGE_TASK else family["task"]
-    return f"{task} scored by {scorer}{where}, B = {family['loss_bound']:.4g}"
-
-
-def _params_text(params: dict[str, Any] | None) -> str:
-    if not params:
-        return "–"
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-
-
-def _float(value: float | None) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
-
-
-def _interval_text(interval: dict[str, float | None] | None) -> str:
-    if not interval or interval.get("median") is None:
-        return "–"
-    return f"{_float(interval['median'])} [{_float(interval['lo'])}, {_float(interval['hi'])}]"
-
-
-def _probability_text(probability: dict[str, float]) -> str:
-    return f"{probability['estimate']:.2f} [{probability['lo']:.2f}, {probability['hi']:.2f}]"
 
 
 def _link_text() -> str:

@@ -5,7 +5,9 @@ The battery (:mod:`ladderlab.certification.certify`) plays on one task family, t
 challenge's n (its public holdout size), its per-team budget (its rules' ``total``, or
 ``per_day`` times the days from ``start`` to ``end``; ``--budgets`` overrides), its scorer
 and its prediction range, with every attack that can play it (the others are listed as not
-playing, with their reason). The honest participants (``--honest``, else the challenge's
+playing, with their reason). Its replications resample what is random in practice
+(:func:`resampled_by`): the public/final split when the organiser draws it, and a bootstrap of the
+public and of the final rows, besides the attacks' and the mechanism's randomness. The honest participants (``--honest``, else the challenge's
 ``[certify] honest``, else ``improving`` with one submission a day over the challenge's days, at
 most a team's budget) play the challenge too when every one of them can (it publishes training
 data with features), else certify's synthetic honest task for the challenge's scorer; one that
@@ -50,7 +52,8 @@ def task_families(challenge: Challenge, identity: str, path: str | Path,
     """The battery's task families: the challenge (at ``path`` as the organiser named it, anchored at
     the working directory: :mod:`ladderlab.utils.locations`), and the honest participants' task (the
     challenge if every one of ``honest`` can play it, else certify's for the challenge's scorer)."""
-    entry = {"id": ChallengeTask.id, "params": {"path": anchored(Path.cwd(), str(path)), "sha256": identity}}
+    entry = {"id": ChallengeTask.id, "params": {"path": anchored(Path.cwd(), str(path)), "sha256": identity,
+                                                "resample": resampled_by(challenge)}}
     if all(ATTACKS.make(spec.id, **(spec.pinned or {})).incompatibility(challenge.split.public) is None
            for spec in honest):
         return {FAMILY: entry, "honest": entry}
@@ -60,6 +63,13 @@ def task_families(challenge: Challenge, identity: str, path: str | Path,
     except ValueError:  # a scorer no synthetic family plays (class-probability rows): a 0/1 task
         synthetic = certify.families(n)
     return {FAMILY: entry, "honest": synthetic["honest"]}
+
+
+def resampled_by(challenge: Challenge) -> str:
+    """What a certificate's replications of the challenge resample (:data:`ladderlab.certification.challenge_task.RESAMPLING`):
+    the split as well when the organiser draws it (``split.public_fraction``), else a bootstrap within the
+    organiser's split; never nothing, or a deterministic attack would play one duel in every replication."""
+    return "split" if challenge.spec.split.public_fraction is not None else "bootstrap"
 
 
 def challenge_budgets(challenge: Challenge, budgets: list[int] | None) -> list[int]:
@@ -78,7 +88,7 @@ def check_certifiable(challenge: Challenge, mechanism: str, params: dict[str, An
     prediction range, or when the mechanism cannot use the scorer."""
     if certify.loss_bound(challenge.split.public) is None:
         raise ValueError(f"{challenge.path}: prediction_range: the scorer {challenge.split.public.scorer!r} is unbounded without a "
-                         "declared prediction range, and a certificate is stated in units of the loss bound; set "
+                         "declared prediction range, and a certificate needs a bounded loss (its B); set "
                          "prediction_range = [low, high] in the challenge file")
     reason = incompatibility(challenge.split, MECHANISMS.make(mechanism, **params), None)
     if reason:
@@ -102,6 +112,15 @@ def record(challenge: Challenge, identity: str, budgets: list[int], path: str | 
         "per_team_budget": challenge.per_team_budget(),
         "budgets": budgets,
     }
+
+
+def challenge_families(path: str | Path, honest: list[certify.AttackSpec] | None = None,
+                       budgets: list[int] | None = None) -> dict[str, dict[str, Any]]:
+    """The battery's task families for the challenge at ``path`` (:func:`task_families`), with its honest
+    participants (:func:`honest_participants`)."""
+    challenge, identity = load_challenge(path)
+    specs = honest_participants(challenge, honest or [], challenge_budgets(challenge, budgets))
+    return task_families(challenge, identity, path, specs)
 
 
 def certify_challenge(path: str | Path, mechanism: str | None = None, params: dict[str, Any] | None = None,

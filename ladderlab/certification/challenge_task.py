@@ -4,9 +4,15 @@ public data of a challenge file (:mod:`ladderlab.certification.challenge`), play
 ``challenge(path = "my-challenge.toml")`` reads the file with :func:`ladderlab.certification.challenge.load`,
 the reader ``ladderlab serve`` uses, so an organiser writes the file once and every check
 (one line naming the file, the key and the value) is the same. The data are the organiser's,
-fixed: every replication plays the same labels and the same public/final split, and what
-varies between replications is the mechanism's and the attacks' randomness (the question a
-certificate answers is about *these* labels, not about a fresh draw; docs/decisions.md).
+fixed: by default every replication plays the same labels and the same public/final split.
+A certificate asks what is random in practice to vary between its replications, or a
+deterministic attack would give the same duel in every one of them and identical copies
+would count as evidence (``resample``, docs/decisions.md#challenge-resampling): ``bootstrap``
+draws the public rows with replacement from the public rows and the final rows from the final
+rows, at their positions, in every replication; ``split`` first draws the public/final split
+afresh (as many public rows as the organiser's), for a challenge whose organiser draws it
+(``split.public_fraction``). Each replication's data are a function of the task's random
+stream alone, as a synthetic task's are.
 
 Identity: the task's random streams and its fingerprint are derived from
 :meth:`~ladderlab.certification.challenge.Challenge.task_identity`, a hash of the data the task gives a duel,
@@ -17,6 +23,7 @@ run directory's finished cells become stale instead of being reused silently.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tomllib
@@ -25,11 +32,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ladderlab.params import InstanceOf
+from ladderlab.params import InstanceOf, Options
 from ladderlab.tasks import Split, Task, TaskType
 
 if TYPE_CHECKING:  # the challenge module (pandas, the scenario tables) is imported when a challenge is read
     from ladderlab.certification.challenge import Challenge
+
+RESAMPLING = {
+    "none": "nothing: every replication plays the organiser's labels and split",
+    "bootstrap": "a bootstrap of the public rows and of the final rows, within the organiser's split",
+    "split": "the public/final split, drawn afresh as the organiser drew it, then a bootstrap within it",
+}
+"""What a challenge task's ``resample`` varies between replications."""
 
 _LOADED: dict[tuple[Any, ...], tuple[Challenge, str]] = {}
 _LOADED_LIMIT = 8
@@ -87,16 +101,19 @@ class ChallengeTask(Task):
     relative to the scenario file). Binary, multiclass and regression labels; the public
     data are the challenge's: its training rows and holdout inputs if it declares them, the
     label set, the scorer and the prediction range, never the labels or which holdout rows
-    are public. The data are fixed: the random draw of a replication is not used.
+    are public. ``resample``: ``none`` (the data are fixed: the random draw of a replication
+    is not used), ``bootstrap`` or ``split`` (see the module docstring).
     """
 
     id = "challenge"
     reference = "the organiser's challenge file (ladderlab.certification.challenge; docs/own-challenge.md)"
-    _parameter_constraints = {"path": [InstanceOf(str)], "sha256": [InstanceOf(str), None]}
+    _parameter_constraints = {"path": [InstanceOf(str)], "sha256": [InstanceOf(str), None],
+                              "resample": [Options(set(RESAMPLING))]}
 
-    def __init__(self, path: str = "challenge.toml", sha256: str | None = None):
+    def __init__(self, path: str = "challenge.toml", sha256: str | None = None, resample: str = "none"):
         self.path = path
         self.sha256 = sha256
+        self.resample = resample
 
     @property
     def challenge(self) -> Challenge:
@@ -129,8 +146,8 @@ class ChallengeTask(Task):
             raise ValueError(f"{self.id}: parameter 'path': {error}") from None
 
     def identity_params(self) -> dict[str, Any]:
-        """The challenge's data hash in place of its path (see the module docstring)."""
-        return {"task_identity": self.data_fingerprint()}
+        """The challenge's data hash in place of its path (see the module docstring), and how it resamples."""
+        return {"task_identity": self.data_fingerprint(), **({"resample": self.resample} if self.resample != "none" else {})}
 
     def data_shape(self) -> tuple[int, int]:
         public = self.challenge.split.public
@@ -138,4 +155,21 @@ class ChallengeTask(Task):
 
     def split(self, rng: np.random.Generator) -> Split:
         self.data_fingerprint()
-        return self.challenge.split
+        return resampled(self.challenge.split, self.resample, rng)
+
+
+def resampled(split: Split, resample: str, rng: np.random.Generator) -> Split:
+    """``split`` as replication ``rng`` plays it under ``resample`` (:data:`RESAMPLING`): the holdout rows
+    at the public (final) positions are drawn with replacement from the public (final) rows, after the
+    positions are redrawn for ``split``; the training data, label set, scorer and range are the organiser's."""
+    if resample == "none":
+        return split
+    public_rows, final_rows = split.public_rows, split.final_rows
+    if resample == "split":
+        order = rng.permutation(public_rows.size + final_rows.size)
+        public_rows, final_rows = np.sort(order[: public_rows.size]), np.sort(order[public_rows.size:])
+    source = np.empty(public_rows.size + final_rows.size, dtype=np.int64)
+    source[public_rows] = rng.choice(public_rows, public_rows.size)
+    source[final_rows] = rng.choice(final_rows, final_rows.size)
+    public = dataclasses.replace(split.public, X_holdout=split.public.X_holdout[source])
+    return Split(public, public_rows, final_rows, split.y_holdout[source], split.population_score)

@@ -4,12 +4,17 @@ For the organiser's holdout size n, budget and scorer, every setting of the mech
 search space (``Mechanism._search_space``: every combination of its values, the other
 parameters as given) and, for a real-valued scorer, of the declared prediction range
 (``PREDICTION_RANGES``) is certified (:func:`ladderlab.certification.certify.certify`, one family: the
-scorer's). A setting is *certified* when the budget is safe; its *honest utility* is how
-well the released scores rank an honest participant's real progress (the median Spearman
-correlation of :mod:`ladderlab.certification.certify`'s honest section; 1 is perfect, 0 a frozen
-leaderboard). The recommendation is the certified setting with the best utility (the
-first in the search order among equals); none when no setting is certified. The
-trade-off is written beside the result as a table and a plot.
+scorer's). The parameters that set how fine the releases are (:meth:`ladderlab.mechanism.Mechanism.releasing`:
+the Ladder's η, a noise scale, Kaggle's rounding) are searched in the certificate's units, not in
+units of B: at the coarsest values that still release an honest improvement of τ, and at
+``TOLERANCE_FRACTIONS`` of that improvement, so that every setting tried can release what the
+tolerance calls an improvement, on any scorer. A setting is *certified* when the budget is safe
+and the certificate's verdict is *safe* (not *safe only because it releases nothing*); its
+*honest utility* is how well the released scores rank an honest participant's real progress (the
+median Spearman correlation of :mod:`ladderlab.certification.certify`'s honest section; 1 is perfect,
+0 a frozen leaderboard). The recommendation is the certified setting with the best utility (the
+first in the search order among equals); none when no setting is certified. The trade-off is
+written beside the result as a table and a plot.
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ladderlab.certification import certify as certification
+from ladderlab.certification.certificate_text import DID_NOT_PLAY, SAFE, USELESS, WIDTH, interval_text
 from ladderlab.naming import plugin_label
 from ladderlab.registry import MECHANISMS
 from ladderlab.scoring import PredictionKind, get_scorer
@@ -30,29 +37,46 @@ from ladderlab.tasks import TRAINING_RANGE
 PREDICTION_RANGES: list[str | tuple[float, float]] = [TRAINING_RANGE, (-2.0, 2.0), (-1.0, 1.0)]
 """Declared ranges tried for a real-valued scorer, on the battery's standardised labels: the training
 labels' range, and two narrower ones (a smaller B, a coarser clip of honest predictions)."""
+TOLERANCE_FRACTIONS = (0.125, 0.25, 0.5, 1.0)
+"""The improvements a searched setting releases, as fractions of τ (finest first): 1 is the coarsest
+setting that releases an honest improvement of τ."""
 
 
-def settings(mechanism: str, params: dict[str, Any], scorer: str, search_ranges: bool = True
-             ) -> list[tuple[dict[str, Any], Any]]:
+def settings(mechanism: str, params: dict[str, Any], scorer: str, search_ranges: bool = True,
+             improvement: Callable[[Any], float] | None = None) -> list[tuple[dict[str, Any], Any]]:
     """Every (parameters, prediction range) of the search, in order; ``ValueError`` for a mechanism
     that declares no search space. ``search_ranges=False`` (a challenge, whose file declares its
-    range): the range is None, not searched."""
+    range): the range is None, not searched. ``improvement``: τ in units of B under a prediction range
+    (:func:`ladderlab.certification.certify.releasing_improvement`); the parameters the mechanism's
+    ``releasing`` sets are then searched at :data:`TOLERANCE_FRACTIONS` of it instead of their values in B."""
     cls = MECHANISMS.get(mechanism)
     space = cls._search_space
-    names = sorted(space)
-    for name in names:
+    releasing = set(MECHANISMS.make(mechanism, **params).releasing(1.0)) if improvement is not None else set()
+    for name in sorted(set(space) | releasing):
         if name in params:
-            raise ValueError(f"--param {name}={params[name]}: the search sets {name} (to each of "
-                             f"{', '.join(map(str, space[name]))}); leave it out, or certify one setting without --tune")
+            values = (f"at {', '.join(map(str, TOLERANCE_FRACTIONS))} of the improvement τ" if name in releasing
+                      else ", ".join(map(str, space[name])))
+            raise ValueError(f"--param {name}={params[name]}: the search sets {name} ({values}); leave it out, or "
+                             "certify one setting without --tune")
+    names = sorted(name for name in space if name not in releasing)
     grid = [{**params, **dict(zip(names, values))} for values in itertools.product(*(space[name] for name in names))]
     real = get_scorer(scorer).prediction_kind is PredictionKind.REAL
     ranges = (PREDICTION_RANGES if real else [TRAINING_RANGE]) if search_ranges else [None]
-    if len(grid) * len(ranges) < 2:
+    found = []
+    for prediction_range in ranges:
+        steps = ([MECHANISMS.make(mechanism, **params).releasing(fraction * improvement(prediction_range))
+                  for fraction in TOLERANCE_FRACTIONS] if releasing else [{}])
+        for point in grid:
+            for step in steps:
+                setting = ({**point, **step}, prediction_range)
+                if setting not in found:
+                    found.append(setting)
+    if len(found) < 2:
         raise ValueError(f"mechanism {mechanism!r} declares no parameter to tune (_search_space is empty) and "
                          f"{scorer!r} has no prediction range to choose: there is nothing to search")
-    for point in grid:
+    for point, _ in found:
         MECHANISMS.checked(mechanism, point, f"search setting {plugin_label(mechanism, point)}")
-    return [(point, prediction_range) for point in grid for prediction_range in ranges]
+    return found
 
 
 def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, budget: int | None = 1000,
@@ -69,6 +93,7 @@ def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, bud
         from ladderlab.certification.challenge_certify import (
             certify_challenge,
             challenge_budgets,
+            challenge_families,
         )
         from ladderlab.certification.challenge_task import load_challenge
 
@@ -77,7 +102,14 @@ def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, bud
         budget = max(challenge_budgets(loaded, None if budget is None else [budget]))
     if budget is None:
         raise ValueError("tune: give a budget, or a challenge whose rules bound a team's submissions")
-    candidates = settings(mechanism, params or {}, scorer, search_ranges=challenge is None)
+    tolerance = {key: options[key] for key in ("tau", "unit", "force") if key in options}
+
+    def improvement(prediction_range: Any) -> float:
+        if challenge is not None:
+            return certification.tolerance_improvement(challenge_families(challenge, budgets=[budget]), **tolerance)
+        return certification.tolerance_improvement(certification.families(n, scorer, prediction_range), **tolerance)
+
+    candidates = settings(mechanism, params or {}, scorer, search_ranges=challenge is None, improvement=improvement)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ladderlab-tune-") as full_disclosure:  # what no setting changes
         certificates = []
@@ -95,9 +127,10 @@ def tune(mechanism: str, params: dict[str, Any] | None = None, n: int = 200, bud
         rows.append({
             "params": certificate["params"], "prediction_range": _jsonable(prediction_range), "label": label,
             "short": _short_label(point, MECHANISMS.get(mechanism)._search_space, prediction_range, scorer),
-            "certified": certificate["safe_budget"] >= budget,
+            "certified": certificate["safe_budget"] >= budget and certificate["verdict"] == SAFE,
+            "verdict": certificate["verdict"],
             "verdicts": {verdict: sum(row["verdict"] == verdict for row in certificate["battery"])
-                         for verdict in ("passes", "fails", "inconclusive", certification.DID_NOT_PLAY)},
+                         for verdict in ("passes", "fails", "inconclusive", DID_NOT_PLAY)},
             "utility": certificate["honest"][0]["rank_correlation"],
             "utility_full_disclosure": certificate["honest"][0]["rank_correlation_full_disclosure"],
             "certificate": certificate,
@@ -138,8 +171,9 @@ def markdown(result: dict[str, Any]) -> str:
              f"scored by {result['scorer']}", ""]
     recommended = result["recommended"]
     if recommended is None:
-        lines.append(f"**No setting of the search is certified** at this budget ({100 * confidence:g}% confidence per "
-                     "verdict): choose a smaller budget, a larger holdout or another mechanism.")
+        lines.append(f"**No setting of the search is certified** at this budget ({100 * confidence:g}% confidence for "
+                     "each setting's certificate; a setting safe only because it releases nothing is not certified): "
+                     "choose a smaller budget, a larger holdout or another mechanism.")
     else:
         row = result["settings"][recommended]
         lines.append(f"**Recommended: {row['label']}**, the certified setting whose released scores rank an honest "
@@ -150,9 +184,25 @@ def markdown(result: dict[str, Any]) -> str:
     for index, row in enumerate(result["settings"]):
         verdicts = row["verdicts"]
         mark = " (recommended)" if index == recommended else ""
-        lines.append(f"| {row['label']}{mark} | {'yes' if row['certified'] else 'no'} | {verdicts['passes']} / "
-                     f"{verdicts['fails']} / {verdicts['inconclusive']} / {verdicts[certification.DID_NOT_PLAY]} | "
-                     f"{certification._interval_text(row['utility'])} |")
+        certified = "yes" if row["certified"] else f"no ({row['verdict']})" if row.get("verdict") == USELESS else "no"
+        lines.append(f"| {row['label']}{mark} | {certified} | {verdicts['passes']} / "
+                     f"{verdicts['fails']} / {verdicts['inconclusive']} / {verdicts[DID_NOT_PLAY]} | "
+                     f"{interval_text(row['utility'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def summary(result: dict[str, Any], width: int = WIDTH) -> str:
+    """What ``certify --tune`` prints: the recommendation and a line per setting, at most ``width`` columns."""
+    text = markdown(result).split("\n")
+    lines = [*textwrap.wrap(text[0].lstrip("# "), width), *textwrap.wrap(text[2].replace("**", ""), width), "",
+             f"{'setting':<48} {'certified':<12} {'pass/fail/inc./none':<20} honest Spearman [CI]"]
+    for index, row in enumerate(result["settings"]):
+        verdicts = row["verdicts"]
+        counts = "/".join(str(verdicts[key]) for key in ("passes", "fails", "inconclusive", DID_NOT_PLAY))
+        label = row["label"] + (" *" if index == result["recommended"] else "")
+        label = label if len(label) <= 48 else label[:47] + "…"
+        certified = "yes" if row["certified"] else "no, useless" if row.get("verdict") == USELESS else "no"
+        lines.append(f"{label:<48} {certified:<12} {counts:<20} {interval_text(row['utility'], 3)}")
     return "\n".join(lines) + "\n"
 
 
@@ -233,10 +283,11 @@ def run_command(args: Any, attacks: list[Any], out: Path | None) -> int:
     result = tune(args.mechanism, parse_params(args.param), n=args.n, budget=budget, challenge=challenge,
                   scorer=args.scorer or "zero-one", announce=announce, attacks=attacks, replications=args.replications,
                   seed=args.seed, tau=args.tau, epsilon=args.epsilon, confidence=args.confidence, jobs=args.jobs,
+                  beta=args.beta, unit=args.unit, useful=args.useful,
                   default_battery=not args.only, isolation=args.isolation, complete=args.complete,
                   secret_seed=read_secret_seed(args.secret_seed) if args.secret_seed else None,
                   progress=args.progress, force=args.force)
-    print(markdown(result))
+    print(summary(result), end="")
     if out:
         written = write(result, out, args.command_line)
         print(f"tuning written to {', '.join(map(str, written))}", file=sys.stderr)

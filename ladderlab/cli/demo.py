@@ -84,13 +84,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_subcommand(commands: Any, count: Any, isolation_modes: tuple[str, ...]) -> None:
-    """``ladderlab demo``; ``count`` is the command line's whole-number type."""
+def register(commands: Any) -> None:
+    """``ladderlab demo``."""
+    from ladderlab.isolation.protocol import ISOLATION_MODES
+
+    count = arguments.count
     demo = commands.add_parser("demo", help="the boosting attack against kaggle and ladder-free")
     demo.add_argument("--k", type=count(1), default=400, help="number of attack submissions (default 400)")
     demo.add_argument("--n", type=count(2), default=4000, help="public holdout size (default 4000; the final set is twice as large)")
     demo.add_argument("--seed", type=count(0), default=0, help="root seed of the duels (default 0)")
-    demo.add_argument("--isolation", type=arguments.isolation_mode, choices=isolation_modes, default="none",
+    demo.add_argument("--isolation", type=arguments.isolation_mode, choices=ISOLATION_MODES, default="none",
                       help="'process': play each attack in a sandboxed process of its own (see docs/isolation.md)")
     workload.add_force_option(demo)
     demo.set_defaults(handler=run)

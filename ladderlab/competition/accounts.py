@@ -20,15 +20,16 @@ account): the submissions still come from A − 1 budgets. ``link`` (a
 :class:`~ladderlab.engines.linking.LinkRule`) plays the accounts under the linking wrapper instead: accounts
 whose submissions are near-identical are linked as they submit and answered by one state from then
 on (:mod:`ladderlab.engines.linking`).
+
+Such a duel is a kind of cell of its own (:class:`SybilDuels`, :mod:`ladderlab.runs.cell_kinds`): a
+``[[matrix]]`` attack entry with ``accounts`` ≥ 2 makes it, and the runner plays it through this module.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,12 +39,14 @@ from ladderlab.engines.linking import LinkRule
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs import runner
 from ladderlab.runs.duel import DuelResult, duel, spec
+from ladderlab.runs.duels import DuelKind
+from ladderlab.runs.scenario import Cell
 from ladderlab.scoring import get_scorer
 from ladderlab.seeding import stream
 from ladderlab.stats.sequential import median_interval
 from ladderlab.tasks import Task
-from ladderlab.utils.atomic import write_atomically
 from ladderlab.utils.progress import progress_bar
 
 
@@ -87,6 +90,26 @@ def duel_with_accounts(task: Task, mechanism: Mechanism, attack: Attack, seed: i
         reported=0,
         loss_bound=result.loss_bound,
     )
+
+
+class SybilDuels(DuelKind):
+    """Duels whose attacker holds several accounts (``accounts`` ≥ 2 in a ``[[matrix]]`` attack entry):
+    a duel cell in every respect but how a replication is played, :func:`duel_with_accounts`."""
+
+    name: ClassVar[str] = "sybil-duel"
+    table_key: ClassVar[str | None] = None
+
+    def play(self, cell: Cell, seed: int, replication: int, isolation: str = "none", secret_seed: int | None = None,
+             isolated: Any = None) -> dict[str, Any]:
+        def with_accounts(task: Task, mechanism: Mechanism, attack: Attack) -> DuelResult:
+            return duel_with_accounts(task, mechanism, attack, seed, replication, cell.budget, cell.accounts,
+                                      link=LinkRule() if cell.link else None)
+
+        return runner.run_replication(cell, seed, replication, isolation, secret_seed, isolated, play=with_accounts)
+
+
+SYBIL_DUELS = SybilDuels()
+"""The kind of the duels with several accounts (entry point ``sybil-duel``)."""
 
 
 SYBIL_ATTACKS: tuple[tuple[str, dict[str, Any]], ...] = (("boosting", {"variant": "kaggle"}), ("boosting", {"variant": "ladder"}))
@@ -138,7 +161,7 @@ def accounts_table(n: int = 200, budget: int = 100, accounts: int = 5, replicati
 
 
 def table_text(rows: list[AccountsRow], n: int, budget: int, replications: int, confidence: float) -> str:
-    """The accounts table as text (``ladderlab bench --accounts``'s output)."""
+    """The accounts table as text (``ladderlab dev bench --accounts``'s output)."""
     names = list(rows[0].delta)
     lines = [f"median Δ/B [{100 * confidence:g}% CI] of the worse of "
              f"{', '.join(plugin_label(a, p) for a, p in SYBIL_ATTACKS)} (k = every probe), random labels, n = {n}, "
@@ -150,14 +173,3 @@ def table_text(rows: list[AccountsRow], n: int, budget: int, replications: int, 
         lines.append(f"{row.mechanism:<22}" + "".join(
             f"{f'{m:+.3f} [{lo:+.3f}, {hi:+.3f}]':>28}" for m, lo, hi in (row.delta[name] for name in names)))
     return "\n".join(lines) + "\n"
-
-
-def bench_command(args: argparse.Namespace) -> int:
-    """``ladderlab bench --accounts [--out FILE]``: print the accounts table (and write it to FILE)."""
-    out = Path(args.out) if args.out else None  # checked by the command line (arguments.output_file)
-    settings = {"n": 200, "budget": 100, "replications": 10, "confidence": 0.95}
-    text = table_text(accounts_table(**settings, progress=args.progress, wrapper=True), **settings)
-    print(text, end="")
-    if out is not None:
-        write_atomically(out, text)
-    return 0

@@ -20,22 +20,28 @@ timings made under the same load even when the machine's speed drifts.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import math
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import ladderlab
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+from ladderlab.runs import arguments, workload
 from ladderlab.runs.duel import duel
-from ladderlab.runs.rundir import machine
+from ladderlab.runs.rundir import machine, write_atomically
+from ladderlab.runs.workload import add_force_option, check_work
 from ladderlab.utils import cpu_time
+from ladderlab.utils.progress import progress_bar
 
 FloatArray = np.ndarray
 BENCHMARK_PARAMS = {"ladder-boot": {"b": 1000}, "bayesboot-ladder": {"B": 1000}, "bayesboot-ladderboot": {"B": 1000, "b": 1000}}
@@ -319,7 +325,7 @@ def time_certify(jobs: int = 2, **overrides: Any) -> CertifyTiming:
 
 
 def document(throughputs: list[Throughput], duels: list[DuelTiming], command: str) -> dict[str, object]:
-    """A bench run as JSON-ready data (``ladderlab bench --out``): every measurement with its
+    """A bench run as JSON-ready data (``ladderlab dev bench --out``): every measurement with its
     ratios, the parameters, the command, the date, the version and the machine."""
     rows = [{**dataclasses.asdict(result), "batched_over_loop": result.batched_over_loop,
              "single_over_loop": result.single_over_loop,
@@ -327,3 +333,84 @@ def document(throughputs: list[Throughput], duels: list[DuelTiming], command: st
     return {"kind": "bench", "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "versions": {"ladderlab": ladderlab.__version__}, "machine": machine(),
             "parameters": BENCHMARK_PARAMS, "throughput": rows, "duels": [dataclasses.asdict(t) for t in duels]}
+
+
+def add_subcommand(commands: argparse._SubParsersAction) -> None:
+    """``ladderlab dev bench``: parser and handler."""
+    bench = commands.add_parser("bench", help="submissions per second of every mechanism")
+    bench.add_argument("--n", type=arguments.count(2), nargs="+", default=[200, 4000], help="holdout sizes (default: 200 4000)")
+    bench.add_argument("--certify", action="store_true",
+                       help="instead: time the README's certify example from an empty battery directory")
+    bench.add_argument("--jobs", type=arguments.count(1), default=2, help="workers of --certify (default 2)")
+    bench.add_argument("--accounts", action="store_true", help="instead: what several accounts buy an attacker "
+                       "against each built-in mechanism at n = 200 (--out writes the table)")
+    bench.add_argument("--seconds", type=arguments.positive, default=1.0,
+                       help="time per mechanism and n, its references included (default: 1)")
+    bench.add_argument("--out", help="also write the measurements, machine and date as JSON to this file "
+                                     "(the bench results page is built from it)")
+    add_force_option(bench)
+    bench.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    arguments.output_file("--out", args.out)
+    if args.accounts:
+        return _accounts_table(args)
+    if args.certify:
+        timing = time_certify(args.jobs)
+        print(f"README certificate ({', '.join(f'{k}={v}' for k, v in README_CERTIFICATE.items())}), "
+              f"--jobs {timing.jobs}: wall {timing.wall_seconds:.1f} s, CPU {timing.cpu_seconds:.1f} s "
+              f"(workers included), {timing.replications} replications of the grid points, safe budget {timing.safe_budget}")
+        return 0
+
+    def ratio(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}×"
+
+    print("submissions per second; ratios to a plain per-submission numpy loop and to the bare 0/1 loss, same process")
+    parameters = "; ".join(f"{mechanism_id} {', '.join(f'{k}={v}' for k, v in params.items())}"
+                           for mechanism_id, params in BENCHMARK_PARAMS.items())
+    print(f"parameters: {parameters}; others at their defaults; '-': no plain loop for that mechanism")
+    print(
+        f"{'mechanism':<22} {'n':>5} {'batched /s':>11} {'one at a time /s':>17} {'plain loop /s':>14} "
+        f"{'batched ÷ loop':>15} {'single ÷ loop':>14} {'batched cost ÷ bare loss':>25}"
+    )
+    measurements = len(MECHANISMS.ids()) * len(args.n) + len(DUELS)
+    check_work(workload.benchmark_work(args.n, measurements, args.seconds), args.force, "a smaller --n needs less")
+    bar = progress_bar(progress=args.progress, total=measurements, desc="bench", unit="measurement")
+    throughputs, duels = [], []
+    for result in run(tuple(args.n), args.seconds):
+        throughputs.append(result)
+        bar.update()
+        bar.write(
+            f"{result.mechanism:<22} {result.n:>5} {result.batched_per_second:>11,.0f} "
+            f"{result.single_per_second:>17,.0f} "
+            f"{'-' if result.loop_per_second is None else f'{result.loop_per_second:,.0f}':>14} "
+            f"{ratio(result.batched_over_loop):>15} {ratio(result.single_over_loop):>14} "
+            f"{ratio(result.batched_cost_over_bare_loss):>25}"
+        )
+    bar.write(f"\n{'duel (one replication)':<110} {'submissions':>11} {'wall s':>8}")
+    for timing in time_duels():
+        duels.append(timing)
+        bar.update()
+        bar.write(f"{timing.description:<110} {timing.submissions:>11} {timing.seconds_per_replication:>8.3f}")
+    bar.close()
+    if args.out:
+        command = " ".join(["ladderlab dev bench", "--n", *map(str, args.n), "--seconds", f"{args.seconds:g}",
+                            "--out", args.out])
+        text = json.dumps(document(throughputs, duels, command), indent=1) + "\n"
+        write_atomically(Path(args.out), text.encode())
+    return 0
+
+
+def _accounts_table(args: argparse.Namespace) -> int:
+    """``ladderlab dev bench --accounts [--out FILE]``: print the accounts table
+    (:func:`ladderlab.competition.accounts.accounts_table`), and write it to FILE."""
+    from ladderlab.competition.accounts import accounts_table, table_text
+
+    out = Path(args.out) if args.out else None  # checked by the command line (arguments.output_file)
+    settings = {"n": 200, "budget": 100, "replications": 10, "confidence": 0.95}
+    text = table_text(accounts_table(**settings, progress=args.progress, wrapper=True), **settings)
+    print(text, end="")
+    if out is not None:
+        write_atomically(out, text)
+    return 0

@@ -1,4 +1,4 @@
-"""``ladderlab bench-certify``: how long ``ladderlab certify`` takes for every built-in mechanism
+"""``ladderlab dev bench-certify``: how long ``ladderlab certify`` takes for every built-in mechanism
 family, serial and on two workers, and where the time goes (docs/certify-speed.md).
 
 Each certificate runs from an empty battery directory (:func:`ladderlab.dev.benchmark.time_certify`):
@@ -90,7 +90,7 @@ def table(timings: list[tuple[str, Setting, CertifyTiming]], replications: int, 
                                           row_part(key))
     lines = [
         BEGIN,
-        f"Measured by `ladderlab bench-certify --replications {replications} --seed {seed}`, each row on the "
+        f"Measured by `ladderlab dev bench-certify --replications {replications} --seed {seed}`, each row on the "
         f"day and at the load average (one minute, before → after) it gives (rows of several runs, merged by "
         f"`--write`; the last on {time.strftime('%Y-%m-%d')}: Linux {platform.release()}, {os.cpu_count()} "
         f"processors, Python {platform.python_version()}), on a machine shared with other work (the wall times "
@@ -120,7 +120,7 @@ def row_command(key: tuple[str, str, str], page: str = "docs/certify-speed.md", 
     setting = next((name for name, setting in SETTINGS.items() if f"`{setting.flags()}`" == flags), None)
     chosen = f"--setting {setting}" if setting else f"(setting {flags.strip('`')})"
     options = "" if (replications, seed) == (100, 0) else f" --replications {replications} --seed {seed}"
-    return f"ladderlab bench-certify --mechanism {mechanism} {chosen} --jobs {jobs}{options} --write {page}"
+    return f"ladderlab dev bench-certify --mechanism {mechanism} {chosen} --jobs {jobs}{options} --write {page}"
 
 
 def expected_rows(jobs: tuple[int, ...] = (1, 2)) -> list[tuple[str, str, str]]:
@@ -154,7 +154,7 @@ def kept_rows(section: str) -> dict[tuple[str, str, str], str]:
 
 def measured_with(section: str) -> tuple[int, int] | None:
     """The ``--replications`` and ``--seed`` of the table in ``section`` (None: it names none)."""
-    match = re.search(r"`ladderlab bench-certify --replications (\d+) --seed (\d+)`", section)
+    match = re.search(r"`ladderlab dev bench-certify --replications (\d+) --seed (\d+)`", section)
     return None if match is None else (int(match[1]), int(match[2]))
 
 
@@ -182,7 +182,7 @@ def write_section(page: Path, section: str) -> None:
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
-    """``ladderlab bench-certify``: parser and handler."""
+    """``ladderlab dev bench-certify``: parser and handler."""
     parser = commands.add_parser("bench-certify", help="CPU and wall time of 'ladderlab certify' for every built-in "
                                  "mechanism family, and where the time goes")
     parser.add_argument("--mechanism", action="append", choices=FAMILIES,

@@ -1,4 +1,4 @@
-"""``ladderlab bench-competitions``: one replication of every competition cell of some scenarios, timed.
+"""``ladderlab dev bench-competitions``: one replication of every competition cell of some scenarios, timed.
 
 Each cell plays one replication in a fresh process (so that its peak memory is its own), with
 the runner's settings (one BLAS thread, freed memory kept, :func:`ladderlab.runs.runner.cell_worker`),
@@ -146,7 +146,7 @@ How the engine gets there, and why none of it changes a transcript:
 
 
 def add_subcommand(commands: Any) -> None:
-    """``ladderlab bench-competitions``."""
+    """``ladderlab dev bench-competitions``."""
     bench = commands.add_parser(
         "bench-competitions", help="time one replication of every competition cell against the bare cost of scoring",
         description="One replication of every [[competition]] cell of the scenarios, each in a fresh process: CPU and "
@@ -172,7 +172,7 @@ def _handle(args: argparse.Namespace) -> int:
     print(table(rows))
     from ladderlab.runs.rundir import write_atomically
 
-    command = "ladderlab bench-competitions " + " ".join(
+    command = "ladderlab dev bench-competitions " + " ".join(
         [*args.scenarios] + ([f"--cells '{args.cells}'"] if args.cells else []) + ([f"--jobs {args.jobs}"] if args.jobs > 1 else []))
     if args.out:
         write_atomically(Path(args.out), page(rows, command, load_before, os.getloadavg()).encode())

@@ -1,4 +1,4 @@
-"""What isolation costs: ``ladderlab bench-isolation`` times the same runs with and without it.
+"""What isolation costs: ``ladderlab dev bench-isolation`` times the same runs with and without it.
 
 Each workload is a whole ``ladderlab`` command, run in turn without isolation, with
 ``--isolation process``, with ``--isolation process`` but ``LADDERLAB_PIN=0`` (the
@@ -142,7 +142,7 @@ def table(measured: dict[str, dict[str, list[Timing]]], rounds: int, mode: str) 
     load = os.getloadavg()[0]
     lines = [
         BEGIN,
-        f"Measured by `ladderlab bench-isolation --rounds {rounds}` on {time.strftime('%Y-%m-%d')}: Linux "
+        f"Measured by `ladderlab dev bench-isolation --rounds {rounds}` on {time.strftime('%Y-%m-%d')}: Linux "
         f"{platform.release()}, {os.cpu_count()} processors, load average {load:.1f} at the end, Python "
         f"{platform.python_version()}, sandbox mode `{mode}`, a machine shared with other work. Each row: "
         f"{rounds} round{'s' if rounds != 1 else ''} of whole commands, unisolated, isolated, isolated "
@@ -203,7 +203,7 @@ def write_section(page: Path, section: str) -> None:
 
 
 def add_subcommand(commands: argparse._SubParsersAction, count: type) -> None:
-    """``ladderlab bench-isolation``: parser and handler."""
+    """``ladderlab dev bench-isolation``: parser and handler."""
     parser = commands.add_parser("bench-isolation", help="CPU and wall time of runs with and without --isolation process")
     parser.add_argument("--rounds", type=count, default=3, help="rounds of runs per workload (default 3)")
     parser.add_argument("--only", choices=[workload.name for workload in WORKLOADS], action="append",

@@ -1,4 +1,4 @@
-"""Which generated pages are current: ``ladderlab pages``.
+"""Which generated pages are current: ``ladderlab dev pages``.
 
 Every page (or part of a page) a command writes (:data:`GENERATED`) is listed with the command
 that regenerates it and its state: current while every fingerprint its stamp records
@@ -32,7 +32,7 @@ GENERATED = (
 
 RESULTS_INDEX = "docs/results/index.md"
 
-WRITTEN_INTO = {"docs/isolation.md": "ladderlab bench-isolation --write docs/isolation.md"}
+WRITTEN_INTO = {"docs/isolation.md": "ladderlab dev bench-isolation --write docs/isolation.md"}
 """Pages with a part a command writes whose docs give the command only in words."""
 
 
@@ -120,7 +120,7 @@ def _markdown_page(root: Path, page: str) -> list[PageState]:
 
 def _results_page(root: Path, page: str) -> list[PageState]:
     data_file = root / "docs/results/data" / f"{Path(page).stem}.json"
-    build = f"ladderlab results build {Path(page).stem}"
+    build = f"ladderlab dev results build {Path(page).stem}"
     if not data_file.is_file():
         return [PageState(page, None, build, "unrecorded")]
     data = json.loads(data_file.read_text(encoding="utf-8"))
@@ -195,7 +195,7 @@ def format_states(states: list[PageState], counted: list[PageState] | None = Non
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
-    """``ladderlab pages``: parser and handler."""
+    """``ladderlab dev pages``: parser and handler."""
     parser = commands.add_parser("pages", help="list every generated page under docs/ with the command that "
                                  "regenerates it and whether it is current (the code it records has not changed)")
     parser.add_argument("--root", default=".", help="the repository's root (default: the working directory, where "

@@ -1,4 +1,4 @@
-"""Simulated competitions against real ones: ``ladderlab realism shakeup|roelofs``.
+"""Simulated competitions against real ones: ``ladderlab dev realism shakeup|roelofs``.
 
 Each runs its scenario into a run directory (resumable, like ``ladderlab run``) and writes a
 Markdown page from the results, so the numbers on the page are those of the run that wrote it:
@@ -298,7 +298,7 @@ def _top_tenth(row: pd.Series) -> np.ndarray:
 
 
 def add_subcommand(commands: Any) -> None:
-    """``ladderlab realism shakeup|roelofs``."""
+    """``ladderlab dev realism shakeup|roelofs``."""
     realism = commands.add_parser(
         "realism", help="run kaggle-realistic or roelofs-2019 and write its page (shake-up beside real competitions, "
                         "or Roelofs et al.'s gaps against sampling noise)",
@@ -310,7 +310,7 @@ def add_subcommand(commands: Any) -> None:
     realism.add_argument("--run-dir", help="where the scenario runs (default runs/<scenario>)")
     realism.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
     realism.add_argument("--replications", type=int, help="override the scenario's replication count")
-    realism.set_defaults(handler=_handle)
+    realism.set_defaults(handler=_handle, resumable=True)
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -322,7 +322,7 @@ def _handle(args: argparse.Namespace) -> int:
     if args.jobs < 1 and args.jobs != -1:
         raise ValueError(f"--jobs must be at least 1 (or -1, every core), got {args.jobs}")
     results = run(args.page, args.run_dir, args.jobs, args.replications)
-    command = f"ladderlab realism {args.page} --out {args.out}" + (
+    command = f"ladderlab dev realism {args.page} --out {args.out}" + (
         f" --replications {args.replications}" if args.replications else "")
     text = shakeup_page(results, command) if args.page == "shakeup" else roelofs_page(results, command)
     write_atomically(out, text.encode())

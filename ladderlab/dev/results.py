@@ -1,4 +1,4 @@
-"""``ladderlab results``: the results pages of ``docs/results`` regenerated from their runs
+"""``ladderlab dev results``: the results pages of ``docs/results`` regenerated from their runs
 (:mod:`ladderlab.dev.results_pages`). This module is the command line's part and imports the
 rest when the command runs, so that ``ladderlab --help`` stays fast."""
 
@@ -28,7 +28,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def add_subcommand(commands: Any) -> None:
-    """``ladderlab results build|check``."""
+    """``ladderlab dev results build|check``."""
     results = commands.add_parser("results", help="regenerate the results pages (docs/results) from their runs")
     actions = results.add_subparsers(dest="action", required=True, metavar="ACTION")
     build_parser = actions.add_parser("build", help="regenerate the pages whose run directory exists, and the index")

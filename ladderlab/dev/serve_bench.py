@@ -1,4 +1,4 @@
-"""``ladderlab serve bench``: the server measured over loopback, against scoring in process.
+"""``ladderlab dev bench-serve``: the server measured over loopback, against scoring in process.
 
 For every database (SQLite; PostgreSQL in a throwaway cluster), mechanism and linking
 setting (``[rules] link``: off, or on, where every submission is compared with every other
@@ -35,9 +35,12 @@ MAX_CLIENTS = 256
 """The most concurrent clients: each is a thread here and a keep-alive connection to the server."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_subcommand(commands: argparse._SubParsersAction) -> None:
+    """``ladderlab dev bench-serve``: parser and handler."""
     from ladderlab.runs.arguments import count, positive
 
+    parser = commands.add_parser("bench-serve", help="submissions per second and latency of 'ladderlab serve' over "
+                                 "loopback", description="Submissions per second and latency of the server over loopback.")
     parser.add_argument("--n", type=count(2), default=10_000, help="holdout size, the length of a prediction (default 10000)")
     parser.add_argument("--clients", type=count(1), nargs="+", default=[1, 8, 32], help="concurrent clients (default 1 8 32)")
     parser.add_argument("--mechanisms", nargs="+", default=list(BENCH_MECHANISMS), choices=list(BENCH_MECHANISMS),

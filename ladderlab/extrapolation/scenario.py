@@ -5,7 +5,7 @@ Zheng, Achanta & Benjamini's Figure 3 (arXiv:1606.05228, Sec. 5;
 of a ``mixture`` key spans a grid) with the classifiers; each cell computes, replication
 by replication, every prediction of acc⁽ᴷ⁾ at every subset size k in every convention
 listed, and writes one Parquet file under ``extrapolations/`` (resumed, verified and
-reported like duel and competition cells).
+reported like duel and competition cells: :mod:`ladderlab.extrapolation.cell_kind`).
 
 ```toml
 [[extrapolation]]
@@ -145,29 +145,25 @@ SCHEMA = pa.schema(
 )
 
 
-def cell_table(cell: ExtrapolationCell, seed: int, replications: int, first: int = 0) -> pa.Table:
-    """Replications ``first`` … ``replications`` − 1 of an extrapolation cell: one row per replication ×
-    k × convention (one row with status ``failed`` and the error for a replication that raised)."""
+def replication_table(cell: ExtrapolationCell, seed: int, replication: int) -> pa.Table:
+    """Replication ``replication`` of an extrapolation cell: one row per k × convention (one row with
+    status ``failed`` and the error for a replication that raised)."""
     design = cell.design
-    sizes = design.subset_sizes(cell.smallest, cell.step)
-    frames = []
-    for replication in range(first, replications):
-        start = time.process_time()
-        try:
-            frame = run_replication(design, cell.classifier, replication, seed, sizes, cell.conventions)
-            frame["status"], frame["error"] = "ok", None
-        except Exception as error:  # a failing replication is recorded, and the run goes on
-            frame = pd.DataFrame([{"replication": replication, "status": "failed",
-                                   "error": "".join(traceback.format_exception_only(error)).strip()}])
-        frame["cpu_time"] = time.process_time() - start
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
-    table["cell"], table["classifier"], table["seed"] = cell.key, cell.classifier, seed
-    table["mixture"] = json.dumps(cell.mixture, sort_keys=True)
+    start = time.process_time()
+    try:
+        frame = run_replication(design, cell.classifier, replication, seed, design.subset_sizes(cell.smallest, cell.step),
+                                cell.conventions)
+        frame["status"], frame["error"] = "ok", None
+    except Exception as error:  # a failing replication is recorded, and the run goes on
+        frame = pd.DataFrame([{"replication": replication, "status": "failed",
+                               "error": "".join(traceback.format_exception_only(error)).strip()}])
+    frame["cpu_time"] = time.process_time() - start
+    frame["cell"], frame["classifier"], frame["seed"] = cell.key, cell.classifier, seed
+    frame["mixture"] = json.dumps(cell.mixture, sort_keys=True)
     for name in SCHEMA.names:
-        if name not in table:
-            table[name] = None
-    return pa.Table.from_pandas(table[SCHEMA.names], schema=SCHEMA, preserve_index=False)
+        if name not in frame:
+            frame[name] = None
+    return pa.Table.from_pandas(frame[SCHEMA.names], schema=SCHEMA, preserve_index=False)
 
 
 def read_files(files: list[Path]) -> pd.DataFrame:

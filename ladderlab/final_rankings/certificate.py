@@ -156,7 +156,7 @@ def certify_ranking(samples: PrivateSamples, rng: np.random.Generator, replicate
 
 
 def certificate_stream(seed: int, samples: PrivateSamples) -> np.random.Generator:
-    """The bootstrap's random stream for ``samples`` under ``seed``: ``ladderlab rank-certificate``'s
+    """The bootstrap's random stream for ``samples`` under ``seed``: ``ladderlab stats rank-certificate``'s
     (``--seed``), and the served final board's (seed 0), so that the command run on the board's
     private losses gives back its intervals."""
     return stream(seed, "rank-certificate", samples.teams, samples.size)

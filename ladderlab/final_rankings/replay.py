@@ -1,4 +1,4 @@
-"""``ladderlab replay``: its command-line parser and handler (the report is
+"""``ladderlab stats replay``: its command-line parser and handler (the report is
 :mod:`ladderlab.final_rankings.replay_report`, imported when the command runs)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
-    """``ladderlab replay``: the parser and its handler."""
+    """``ladderlab stats replay``: the parser and its handler."""
     from ladderlab.runs.arguments import count
 
     parser = commands.add_parser(
@@ -37,7 +37,7 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                                                                     "log's metadata)")
     parser.add_argument("--seed", type=count(0), default=0, help="root seed of mechanism noise and simulations (default 0)")
     parser.add_argument("--top", type=count(1), default=10, help="teams listed per leaderboard (default 10)")
-    parser.add_argument("--samples", help="per-sample private data of the log's teams (see 'ladderlab rank-certificate'): "
+    parser.add_argument("--samples", help="per-sample private data of the log's teams (see 'ladderlab stats rank-certificate'): "
                                           "adds the ranking certificate")
     parser.add_argument("--labels", help="with --samples of predictions: the private labels (columns sample, label)")
     parser.add_argument("--rank-certificate", action="store_true",

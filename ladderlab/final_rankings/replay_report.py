@@ -1,4 +1,4 @@
-"""The report of ``ladderlab replay``: a real challenge's submissions log through the competition
+"""The report of ``ladderlab stats replay``: a real challenge's submissions log through the competition
 measures, and what a mechanism would have released had it run.
 
 The report of a log (:mod:`ladderlab.final_rankings.submission_log`) or of one replication of a competition

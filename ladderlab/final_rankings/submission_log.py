@@ -166,7 +166,7 @@ def read_log(path: str | Path, format: str = "auto", greater_is_better: bool | N
     if scorer is not None:
         scorer_option(scorer)
     if not path.is_file():
-        raise ValueError(f"{path}: no such file" + ("; a run directory is read by 'ladderlab replay RUN_DIR'" if path.is_dir() else ""))
+        raise ValueError(f"{path}: no such file" + ("; a run directory is read by 'ladderlab stats replay RUN_DIR'" if path.is_dir() else ""))
     refuse_if_too_large(file_reading_work(path), force, hint="a log of fewer submissions needs less")
     metadata: dict[bytes, bytes] = {}
     if path.suffix.lower() in PARQUET_SUFFIXES:

@@ -40,7 +40,7 @@ Posted = tuple[int, dict[str, Any], dict[str, np.ndarray]]
 
 class SlotChannel:
     """One duel's end of a channel that several duels share (the interface of
-    :class:`ladderlab.isolation.protocol.Channel` that a duel uses)."""
+    :class:`ladderlab.isolation.wire.Channel` that a duel uses)."""
 
     __slots__ = ("_hub", "slot")
 

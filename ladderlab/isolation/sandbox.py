@@ -21,12 +21,13 @@ and ``ptrace`` fail even for a process of the same user outside the sandbox. Wit
 is missing: isolation never runs with less than it promises.
 
 The server is the sandbox's PID 1 (no process of the sandbox can signal it) and a fork
-server: it imports NumPy and ladderlab's side of the protocol at start, and a built-in
-attack with every module it imports before it forks the first process for that attack
-(once: its processes then share those pages and start warm); it holds one BLAS thread,
+server: it imports NumPy and the attack's side of the protocol (:mod:`ladderlab.isolation.attack_process`)
+at start, and a built-in attack with every module it imports before it forks the first process for that
+attack (once: its processes then share those pages and start warm); it holds one BLAS thread,
 never holds a label, and forks an attack process when the organiser asks. An attack
 process gets one socket, the end of a socket pair whose other end the organiser keeps
-(:mod:`ladderlab.isolation.protocol` speaks the leaderboard protocol over it); every other
+(:mod:`ladderlab.isolation.attack_process` speaks the leaderboard protocol over it with the organiser's
+:mod:`ladderlab.isolation.protocol`); every other
 descriptor is closed, and its standard streams are ``/dev/null``. The organiser keeps an
 attack process that finished a duel cleanly for the next duel of code from the same
 source, after the server killed whatever it started; it has the server end one that failed.
@@ -59,6 +60,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ladderlab.isolation import layout
+from ladderlab.isolation.attack_process import attack_process
 from ladderlab.isolation.colocation import unpinned
 from ladderlab.utils import source_tree
 from ladderlab.utils.determinism import single_threaded
@@ -444,7 +446,6 @@ def serve(control_fd: int, mode: SandboxMode, same_layout: bool = False) -> None
     os.closerange(control_fd + 1, 1 << 16)
     control = socket.socket(fileno=control_fd)
     try:
-        import ladderlab.isolation.protocol  # noqa: F401  (the attack's side of the protocol)
         make_non_dumpable()
     except BaseException as error:
         sys.stderr.write(f"{type(error).__name__}: {error}\n")
@@ -552,8 +553,6 @@ def _become_attack_process(fd: int, control: socket.socket, user: int | None, sa
         if same_layout and layout.fix_for_new_programs():
             os.set_inheritable(fd, True)
             os.execv(sys.executable, [sys.executable, "-I", "-B", "-c", layout.attack_bootstrap(_imports_as_here(), fd)])
-        from ladderlab.isolation.protocol import attack_process
-
         attack_process(socket.socket(fileno=fd))
         code = 0
     finally:
@@ -565,8 +564,6 @@ def restarted_attack_process(fd: int) -> None:
     (:func:`serve` with ``same_layout``): non-dumpable first, then one BLAS thread and joblib's
     sequential backend, as in the server's forked children, and the protocol on ``fd``."""
     make_non_dumpable()
-    from ladderlab.isolation.protocol import attack_process
-
     with single_threaded():
         attack_process(socket.socket(fileno=fd))
 

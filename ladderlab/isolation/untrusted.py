@@ -31,15 +31,9 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ladderlab.attack import Attack
-from ladderlab.isolation.protocol import (
-    AttackProcessError,
-    AttackRef,
-    _data_message,
-    _relayed,
-    lent_attack_process,
-    snapshot_fingerprint,
-)
+from ladderlab.isolation.protocol import AttackRef, lent_attack_process, snapshot_fingerprint
 from ladderlab.isolation.sandbox import View, sandbox_for
+from ladderlab.isolation.wire import AttackProcessError, data_message, relayed
 from ladderlab.params import ParameterError
 from ladderlab.tasks import PublicData
 
@@ -104,7 +98,7 @@ class UntrustedAttack(Attack):
         return most
 
     def _ask_about(self, data: PublicData, kind: str) -> Any:
-        fields, arrays = _data_message(data)
+        fields, arrays = data_message(data)
         return _ask(type(self), {"kind": kind, "params": self.get_params(deep=False), "data": fields}, arrays)["value"]
 
     def run(self, board: Any, data: PublicData, rng: np.random.Generator) -> Any:
@@ -187,7 +181,7 @@ def _ask(klass: type[UntrustedAttack], header: dict[str, Any], arrays: dict[str,
     if reply["kind"] == "error":
         if reply.get("type") == "ParameterError":
             raise ParameterError(str(reply.get("message")), str(reply.get("parameter")))
-        raise _relayed(reply, AttackProcessError)
+        raise relayed(reply, AttackProcessError)
     if reply["kind"] != "answer":
         raise AttackProcessError(f"the attack process broke the protocol: unexpected message {reply['kind']!r}")
     return reply

@@ -11,8 +11,8 @@ RELAYED = ("codabench", "evalai", "hf-competitions")
 """The platforms whose scoring program relays to the organiser's ``ladderlab serve``."""
 
 
-def add_subcommands(commands: argparse._SubParsersAction) -> None:
-    """Register ``export`` and ``audit``."""
+def register(commands: argparse._SubParsersAction) -> None:
+    """``ladderlab export`` and ``ladderlab audit``."""
     export = commands.add_parser(
         "export", help="write a platform's files that run a challenge's certified mechanism (see docs/deploying.md)",
         description="Write what PLATFORM needs to score CHALLENGE with its certified mechanism: for codabench, evalai "

@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from ladderlab.certification import certify
+from ladderlab.certification import certificate_text, certify
 from ladderlab.competition import results as competition_results
 from ladderlab.naming import plugin_label
 from ladderlab.reports import extrapolation as extrapolation_report
@@ -134,8 +134,9 @@ def sections(run: Run) -> list[Section]:
     found += _extrapolation_sections(run)
     issued = certificate(run)
     if issued is not None:
-        headline = (f"Safe submission budget: {issued.get('safe_budget') or 'none of the budgets tested'}. "
-                    "One row per attack × budget, at the attack's worst parameters.")
+        said = (certificate_text.headline(issued) if issued.get("certificate_version", 1) >= 3 else
+                f"Safe submission budget: {issued.get('safe_budget') or 'none of the budgets tested'}")
+        headline = f"{said}. One row per attack × budget, at the attack's worst parameters."
         found.append(Section("certificate", "Certificate", headline, _battery_frame(issued.get("battery", []))))
     compared = _paper_values(run, duels, competitions)
     if not compared.empty:

@@ -1,6 +1,6 @@
-"""Argument types and checks shared by the command line's subcommands (:mod:`ladderlab.cli.commands` and
-the subcommands that live beside their features): each refuses a bad value with a message that
-names the option and the value, before any work starts."""
+"""Argument types and checks shared by the command line's subcommands, which live beside their features
+(each area's ``cli`` module; :mod:`ladderlab.cli.commands` lists them): each refuses a bad value with a
+message that names the option and the value, before any work starts."""
 
 from __future__ import annotations
 
@@ -113,3 +113,30 @@ def port(text: str) -> int:
     if not (text.isdigit() and int(text) <= 65535):
         raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {text!r}")
     return int(text)
+
+
+def figure_file(option: str, value: str | None) -> None:
+    """Refuse an image path that cannot be written or whose suffix names no format matplotlib writes."""
+    if value is None:
+        return
+    output_file(option, value)
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(value).suffix.lstrip(".").lower()
+    if suffix not in formats:
+        raise ArgumentError(f"{option} {value}: {'.' + suffix if suffix else 'no suffix'} is not an image format "
+                            f"matplotlib writes; end the name with one of {', '.join('.' + f for f in sorted(formats))}")
+
+
+def add_trust_options(parser: argparse.ArgumentParser) -> None:
+    """A command's ``--isolation`` and ``--secret-seed``: what attack code and whoever knows the seed cannot reach."""
+    from ladderlab.isolation.protocol import ISOLATION_MODES
+
+    parser.add_argument("--isolation", type=isolation_mode, choices=ISOLATION_MODES, default="none",
+                        help="'process': play each attack (and competition team) in a sandboxed process of its "
+                             "own, another user or a user namespace, which sees no labels, seeds, secret or run "
+                             "directory; needs Linux and bubblewrap (see docs/isolation.md)")
+    parser.add_argument("--secret-seed", metavar="FILE",
+                        help="derive simulated tasks' data and the mechanisms' coins also from the secret in FILE "
+                             "(created with 128 random bits if missing), so the public seed cannot regenerate labels")

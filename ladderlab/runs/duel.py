@@ -22,13 +22,30 @@ scores) and the two measures of the papers:
   either orientation. The final submission's own released and final scores are kept
   beside (``final_released``, ``final_final``).
 
+The leaderboard error has two sides (:func:`leaderboard_deviations`): its **optimism**, the
+most the leaderboard ever showed a better score than the best submitted so far truly has
+(the overfitting a leaderboard must not show), and its **lag**, the most it ever showed a
+worse one (an honest improvement not yet released: a cost to honest participants, not a
+danger). The error is the larger of the two.
+
+An attack that raises while it plays is *crashed*, not lost, where a caller asks for it
+(:func:`keeping_crashes`, as the runner does): the submissions it made are scored as its
+transcript (the leaderboard reports what it was sent; the final prediction it never returned is
+not submitted), and :class:`AttackCrashed` carries that result, or None when it raised before its
+first submission. Dropping such replications would keep only those in which the attack did not
+raise, which an attack can choose. Elsewhere the attack's own exception propagates.
+
 Both measures are in the scorer's units; ``loss_bound`` is the bound B of the bound
 scorer (None when unbounded), the unit in which a certificate states them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+import math
+import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +70,18 @@ from ladderlab.utils.determinism import single_threaded
 
 class Incompatible(Exception):
     """This mechanism and attack cannot play on this task; the message says why."""
+
+
+class AttackCrashed(Exception):
+    """The attack raised while it played (the message is its error): ``partial`` is the duel of the
+    submissions it made before (None: it made none)."""
+
+    def __init__(self, error: str, partial: DuelResult | None):
+        super().__init__(error)
+        self.partial = partial
+
+    def __reduce__(self) -> tuple[type, tuple[str, DuelResult | None]]:
+        return type(self), (str(self), self.partial)
 
 
 def incompatibility(split: Split, mechanism: Mechanism, attack: Attack | None) -> str | None:
@@ -94,6 +123,10 @@ class DuelResult:
     """The attack's named submission indices (see :meth:`Attack.marks`)."""
     attack_fingerprint: dict[str, Any] = field(default_factory=dict)
     """Under process isolation: the version and source hash of the attack code that ran."""
+    leaderboard_optimism: float | None = None
+    """The optimistic side of the leaderboard error (:func:`leaderboard_deviations`); None: not split."""
+    leaderboard_lag: float | None = None
+    """The lagging side of the leaderboard error; None: not split."""
 
 
 def reported_submission(released: FloatArray, sign: float, mechanism: Mechanism) -> int:
@@ -106,15 +139,26 @@ def reported_submission(released: FloatArray, sign: float, mechanism: Mechanism)
     return int(np.argmin(sign * released))
 
 
-def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, releases_best: bool) -> float:
-    """Blum & Hardt Definition 2.1 for scores oriented by ``sign`` (+1: smaller is better)."""
+def leaderboard_deviations(released: FloatArray, true: FloatArray, sign: float, releases_best: bool,
+                           cap: float = math.inf) -> tuple[float, float]:
+    """The two sides of Blum & Hardt's Definition 2.1 for scores oriented by ``sign`` (+1: smaller is
+    better): (optimism, lag) = the largest amount by which the leaderboard's value R_t showed a better,
+    and a worse, score than min_{i≤t} R_true(f_i); each 0 where it never did. NaN, NaN without a release.
+    ``cap`` (oriented like the scores): both sides are taken on scores no worse than it, so that how
+    precisely the board shows scores beyond it does not count (a certificate caps just beyond what a
+    constant prediction scores: :mod:`ladderlab.certification.units`)."""
     if released.size == 0:
-        return float("nan")
-    estimate = sign * released
+        return float("nan"), float("nan")
+    estimate = np.minimum(sign * np.asarray(released, dtype=float), cap)
     if not releases_best:
         estimate = np.minimum.accumulate(estimate)
-    best_true = np.minimum.accumulate(sign * true)
-    return float(np.max(np.abs(best_true - estimate)))
+    gap = np.minimum(np.minimum.accumulate(sign * np.asarray(true, dtype=float)), cap) - estimate
+    return float(max(np.max(gap), 0.0)) + 0.0, float(max(np.max(-gap), 0.0)) + 0.0  # + 0.0: never −0.0
+
+
+def leaderboard_error(released: FloatArray, true: FloatArray, sign: float, releases_best: bool) -> float:
+    """Blum & Hardt Definition 2.1: the larger of :func:`leaderboard_deviations`."""
+    return max(leaderboard_deviations(released, true, sign, releases_best))
 
 
 @single_threaded()
@@ -152,8 +196,13 @@ def play(
         board = open_board(split, mechanism, mechanism_rng, budget, oracle)
         try:
             outcome = run_attack(ref, board, data, attack_rng)
+            board._leaderboard.check(outcome.prediction)
         except AttackIncompatible as declined:
             raise Incompatible(str(declined)) from None
+        except Exception as error:  # the attack raised: its submissions so far are its transcript
+            if not _KEEPING_CRASHES.get():
+                raise
+            raise crashed(split, board._leaderboard, board.submissions, error) from error
         final_prediction, marks, fingerprint = outcome.prediction, outcome.marks, outcome.fingerprint
     else:
         if isinstance(attack, AttackRef):
@@ -163,14 +212,55 @@ def play(
             raise Incompatible(reason)
         attack.validate_params()
         board = open_board(split, mechanism, mechanism_rng, budget, oracle)
+        with _crashes_kept(split, board._leaderboard, lambda: board.submissions, attack):
+            if record is not None and isinstance(attack, FinalChoiceAttack):
+                state = attack.play(board, data, attack_rng)
+            else:
+                final_prediction = attack.run(board, data, attack_rng)
         if record is not None and isinstance(attack, FinalChoiceAttack):
-            state = attack.play(board, data, attack_rng)
             record(board._leaderboard, state, attack.marks(), board.submissions)
-            final_prediction = attack.final_prediction(state, data)
-        else:
-            final_prediction = attack.run(board, data, attack_rng)
+            with _crashes_kept(split, board._leaderboard, lambda: board.submissions, attack):
+                final_prediction = attack.final_prediction(state, data)
+        with _crashes_kept(split, board._leaderboard, lambda: board.submissions, attack):
+            board._leaderboard.check(final_prediction)
         marks, fingerprint = attack.marks(), {}
     return _score(split, board._leaderboard, board.submissions, final_prediction, marks, fingerprint)
+
+
+@contextlib.contextmanager
+def _crashes_kept(split: Split, leaderboard: Leaderboard, submissions: Callable[[], int], attack: Attack
+                  ) -> Iterator[None]:
+    """Turn an exception the attack raises into :class:`AttackCrashed`, its transcript so far scored."""
+    try:
+        yield
+    except Exception as error:
+        if not _KEEPING_CRASHES.get():
+            raise
+        raise crashed(split, leaderboard, submissions(), error, attack.marks()) from error
+
+
+_KEEPING_CRASHES: contextvars.ContextVar[bool] = contextvars.ContextVar("keeping_crashes", default=False)
+
+
+@contextlib.contextmanager
+def keeping_crashes() -> Iterator[None]:
+    """Within it, an attack that raises in a duel raises :class:`AttackCrashed` with its transcript so far."""
+    token = _KEEPING_CRASHES.set(True)
+    try:
+        yield
+    finally:
+        _KEEPING_CRASHES.reset(token)
+
+
+def crashed(split: Split, leaderboard: Leaderboard, submissions: int, error: Exception,
+            marks: dict[str, list[int]] | None = None) -> AttackCrashed:
+    """The crash of an attack that raised ``error`` after ``submissions`` submissions to ``leaderboard``: its
+    transcript so far scored (:class:`AttackCrashed`; no final prediction is submitted), or none before its
+    first submission."""
+    text = "".join(traceback.format_exception_only(error)).strip()
+    if submissions == 0:
+        return AttackCrashed(text, None)
+    return AttackCrashed(text, _score(split, leaderboard, submissions, None, marks or {}, {}))
 
 
 def replay(transcript: Transcript, attack: FinalChoiceAttack) -> DuelResult:
@@ -181,7 +271,9 @@ def replay(transcript: Transcript, attack: FinalChoiceAttack) -> DuelResult:
     reason = incompatibility(transcript.split, leaderboard.mechanism, attack)
     if reason:
         raise Incompatible(reason)
-    prediction = attack.final_prediction(state, transcript.split.public)
+    with _crashes_kept(transcript.split, leaderboard, lambda: submissions, attack):
+        prediction = attack.final_prediction(state, transcript.split.public)
+        leaderboard.check(prediction)
     return _score(transcript.split, leaderboard, submissions, prediction, marks, {})
 
 
@@ -198,19 +290,21 @@ def open_board(split: Split, mechanism: Mechanism, rng: np.random.Generator, bud
 def _score(split: Split, leaderboard: Leaderboard, submissions: int, final_prediction: Any,
            marks: dict[str, list[int]], fingerprint: dict[str, Any]) -> DuelResult:
     mechanism = leaderboard.mechanism
-    leaderboard.submit_many(leaderboard.check(final_prediction))
+    if final_prediction is not None:  # None: a crashed attack's transcript, without a final prediction
+        leaderboard.submit_many(leaderboard.check(final_prediction))
     records = leaderboard.records()
     scorer = get_scorer(split.public.scorer)
     true = records["final"] if split.population_score is None else np.full(records["final"].size, split.population_score)
     final_released, final_final = records["released"][-1], records["final"][-1]
     reported = reported_submission(records["released"], scorer.sign, mechanism)
     shown = records["released"][-1] if mechanism.releases_best else records["released"][reported]
+    deviations = leaderboard_deviations(records["released"], true, scorer.sign, mechanism.releases_best)
     return DuelResult(
         released=records["released"],
         public=records["public"],
         final=records["final"],
         population=split.population_score,
-        leaderboard_error=leaderboard_error(records["released"], true, scorer.sign, mechanism.releases_best),
+        leaderboard_error=max(deviations),
         final_released=float(final_released),
         final_public=float(records["public"][-1]),
         final_final=float(final_final),
@@ -221,6 +315,8 @@ def _score(split: Split, leaderboard: Leaderboard, submissions: int, final_predi
         loss_bound=mechanism.loss_bound_,
         marks=marks,
         attack_fingerprint=fingerprint,
+        leaderboard_optimism=deviations[0],
+        leaderboard_lag=deviations[1],
     )
 
 

@@ -6,7 +6,7 @@ the command that regenerates it and the fingerprints of the code its numbers dep
 plugin's version and source hash, the token a run directory's manifest keeps for it
 (:func:`ladderlab.plugin.fingerprint_token`, docs/run-directories.md), and a SHA-256 of each
 core module that decides them (:data:`CORE`). :mod:`ladderlab.dev.page_survey` checks stamps
-against the code (``ladderlab pages``).
+against the code (``ladderlab dev pages``).
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ STAMP = re.compile(r"<!-- ladderlab-page (\{.*?\}) -->")
 
 CORE = {
     "certificate": ("ladderlab.certification.certify", "ladderlab.certification.battery", "ladderlab.stats.sequential", "ladderlab.runs.duel",
-                    "ladderlab.scoring", "ladderlab.seeding", "ladderlab.tasks"),
+                    "ladderlab.scoring", "ladderlab.seeding", "ladderlab.tasks", "ladderlab.certification.units",
+                    "ladderlab.certification.certificate_text", "ladderlab.certification.challenge_task"),
     "run": (),
 }
 """The core modules whose source decides a kind of page's numbers, besides its plugins: for a
-certificate, the verdict and stopping rules, the duel loop, the losses, the random streams and
-the tasks' data. A results page is built after its run, from the plugins' fingerprints its run
-directory recorded while it ran (docs/run-directories.md), which name no core module: hashing
-the core when the page is built would vouch for code the run may not have used."""
+certificate, the verdict and stopping rules, the duel loop, the losses, the random streams, the
+tasks' data (a challenge's resampling among them), the units of its tolerances and its words. A
+results page is built after its run, from the plugins' fingerprints its run directory recorded
+while it ran (docs/run-directories.md), which name no core module: hashing the core when the page
+is built would vouch for code the run may not have used."""
 
 # --- fingerprints -------------------------------------------------------------------------------
 

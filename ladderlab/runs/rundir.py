@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ladderlab.runs.cell_kinds import kinds
 from ladderlab.utils.atomic import write_atomically
 from ladderlab.utils.checksums import sha256_file
 
@@ -37,8 +38,12 @@ log = logging.getLogger("ladderlab.run")
 
 LOCK_NAME = "lock"
 QUARANTINE = "quarantine"
-CELL_FOLDERS = ("cells", "competitions", "extrapolations")
-"""Where cell files live: duel cells, and competition cells."""
+
+
+def cell_folders() -> tuple[str, ...]:
+    """Where cell files live: the folder of each kind of cell (:mod:`ladderlab.runs.cell_kinds`; duels'
+    ``cells``, ``competitions``, ``extrapolations``)."""
+    return tuple(dict.fromkeys(kind.directory for kind in kinds().values()))
 
 
 class RunDirectoryError(ValueError):
@@ -189,10 +194,10 @@ def damage(path: Path, record: dict[str, Any] | None, recorder: str = "the manif
 
 
 def damaged_cells(directory: Path, completed: dict[str, dict[str, Any]],
-                  folders: tuple[str, ...] = CELL_FOLDERS) -> dict[Path, str]:
-    """Every cell file in ``folders`` that cannot be trusted, with the reason."""
+                  folders: tuple[str, ...] | None = None) -> dict[Path, str]:
+    """Every cell file in ``folders`` (default: every kind's) that cannot be trusted, with the reason."""
     found = {}
-    for folder in folders:
+    for folder in cell_folders() if folders is None else folders:
         for path in cell_files(directory, folder):
             reason = damage(path, completed.get(path.stem))
             if reason:
@@ -225,6 +230,6 @@ def quarantine(directory: Path, path: Path, reason: str, name: str | None = None
 
 def remove_temporary_files(directory: Path) -> None:
     """Delete half-written files left by a killed run (only ever called under the lock)."""
-    for folder in (directory, *(directory / name for name in CELL_FOLDERS)):
+    for folder in (directory, *(directory / name for name in cell_folders())):
         for path in folder.glob(".*.tmp"):
             path.unlink(missing_ok=True)

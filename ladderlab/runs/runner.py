@@ -46,7 +46,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,15 +60,6 @@ import pyarrow.parquet as pq
 
 import ladderlab
 from ladderlab.attack import Attack
-from ladderlab.competition.accounts import duel_with_accounts
-from ladderlab.competition.results import rows_table as competition_table
-from ladderlab.competition.results import (
-    run_replication as play_competition_replication,
-)
-from ladderlab.competition.scenario import CompetitionCell
-from ladderlab.engines.linking import LinkRule
-from ladderlab.extrapolation.scenario import ExtrapolationCell
-from ladderlab.extrapolation.scenario import cell_table as extrapolation_cell_table
 from ladderlab.isolation.multiplexing import WINDOW
 from ladderlab.isolation.protocol import (
     AttackRef,
@@ -78,14 +69,15 @@ from ladderlab.isolation.protocol import (
 )
 from ladderlab.isolation.untrusted import sandboxed_when_isolated
 from ladderlab.naming import plugin_label
-from ladderlab.plugin import fingerprint, fingerprint_token
+from ladderlab.plugin import fingerprint
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
 from ladderlab.runs import rundir, workload
-from ladderlab.runs.duel import Incompatible, duel
+from ladderlab.runs.cell_kinds import kind_of
+from ladderlab.runs.duel import AttackCrashed, DuelResult, Incompatible, duel, keeping_crashes
 from ladderlab.runs.rundir import RunDirectoryError
 from ladderlab.runs.scenario import (
+    BaseScenario,
     Cell,
-    Scenario,
     cells,
     identity_of,
     load,
@@ -108,6 +100,9 @@ from ladderlab.utils.sources import LOCAL_MODULE_PREFIX
 log = logging.getLogger("ladderlab.run")
 
 SUBMISSION_COLUMNS = ("released", "public", "final")
+CRASH_AND_SIDES = ("leaderboard_optimism", "leaderboard_lag", "crashed")
+"""The sides of the leaderboard error (:func:`ladderlab.runs.duel.leaderboard_deviations`) and whether the attack
+raised (a ``failed`` row that carries what it submitted before: :class:`ladderlab.runs.duel.AttackCrashed`)."""
 
 
 @contextmanager
@@ -118,37 +113,26 @@ def cell_worker() -> Iterator[None]:
         yield
 
 
-def _versions(scenario: Scenario) -> dict[str, str]:
+def _versions(scenario: BaseScenario) -> dict[str, str]:
     versions = {"ladderlab": ladderlab.__version__}
     for cell in cells(scenario):
-        if not isinstance(cell, Cell):
-            versions.update({f"{registry.kind}:{location_free(plugin_id)}": registry.get(plugin_id).version
-                             for registry, plugin_id in cell.plugin_ids()})
-            continue
-        for registry, (plugin_id, _) in ((TASKS, cell.task), (MECHANISMS, cell.mechanism), (ATTACKS, cell.attack)):
-            versions[f"{registry.kind}:{location_free(plugin_id)}"] = registry.get(plugin_id).version
+        versions.update({f"{registry.kind}:{location_free(plugin_id)}": registry.get(plugin_id).version
+                         for registry, plugin_id in cell.plugin_ids()})
     return versions
 
 
-def _plugin_fingerprints(scenario: Scenario) -> dict[str, dict[str, Any]]:
+def _plugin_fingerprints(scenario: BaseScenario) -> dict[str, dict[str, Any]]:
     """The current fingerprint (version, source hash) of every plugin the scenario uses."""
     return {f"{registry.kind}:{location_free(plugin_id)}": fingerprint(registry.get(plugin_id))
             for cell in cells(scenario) for _, registry, plugin_id in _cell_plugins(cell)}
 
 
-def _cell_plugins(cell: Cell | CompetitionCell | ExtrapolationCell) -> list[tuple[str, Any, str]]:
-    """(role, registry, id) of every plugin a cell runs: task, mechanism, and the attack
-    or each distinct team policy (role ``team <id>``); none for an extrapolation cell."""
-    if isinstance(cell, ExtrapolationCell):
-        return []
-    roles = [("task", TASKS, cell.task[0]), ("mechanism", MECHANISMS, cell.mechanism[0])]
-    if isinstance(cell, CompetitionCell):
-        policies = sorted({t["policy"] for t in cell.teams})
-        return roles + [(f"team {location_free(policy)}", ATTACKS, policy) for policy in policies]
-    return roles + [("attack", ATTACKS, cell.attack[0])]
+def _cell_plugins(cell: Any) -> list[tuple[str, Any, str]]:
+    """(role, registry, id) of every plugin a cell runs (:meth:`ladderlab.runs.cell_kinds.CellKind.plugin_roles`)."""
+    return kind_of(cell).plugin_roles(cell)
 
 
-def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> None:
+def prepare(scenario: BaseScenario, out: Path, secret_seed: int | None = None) -> None:
     """Create ``out`` with its manifest, or check that it belongs to this scenario (and secret)."""
     manifest_path = out / "manifest.json"
     secret = secret_fingerprint(secret_seed)
@@ -188,7 +172,7 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
             manifest["scenario"] = dump
             _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
         return
-    for folder in rundir.CELL_FOLDERS:
+    for folder in rundir.cell_folders():
         (out / folder).mkdir(parents=True, exist_ok=True)
     manifest = {
         "layout": LAYOUT,
@@ -206,7 +190,7 @@ def prepare(scenario: Scenario, out: Path, secret_seed: int | None = None) -> No
     _write_atomically(manifest_path, json.dumps(manifest, indent=2).encode())
 
 
-def grows(manifest: dict[str, Any], scenario: Scenario, secret: str | None) -> bool:
+def grows(manifest: dict[str, Any], scenario: BaseScenario, secret: str | None) -> bool:
     """Whether ``scenario`` keeps every cell of the run directory's (``manifest``) with the same seed and
     secret, and only adds cells or replications: a cell's replication depends on its own plugins, the
     seed and its index alone (every stream is derived from their identity, :mod:`ladderlab.seeding`,
@@ -219,7 +203,7 @@ def grows(manifest: dict[str, Any], scenario: Scenario, secret: str | None) -> b
             and {record["key"] for record in manifest.get("cells", [])} <= keys)
 
 
-def _grow(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+def _grow(scenario: BaseScenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """The manifest of ``out`` rewritten for ``scenario``, which :func:`grows` it; its finished cells kept,
     each recording the replications its file holds (the rest are computed by the run: :func:`pending_cells`)."""
     before, held = len(manifest.get("cells", [])), manifest["scenario"]["replications"]
@@ -288,7 +272,7 @@ LAYOUT = 2
 as the scenario wrote them (:mod:`ladderlab.utils.locations`); 1 (no ``layout``) named them by absolute path."""
 
 
-def migrate(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+def migrate(scenario: BaseScenario, out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """Bring a layout-1 run directory of ``scenario`` to layout 2, wherever the folder it was made in
     lies now: find where the scenario's local files lay then (the folder whose absolute names give the
     recorded hash), write each finished cell's rows again under its location-free key and names, replace
@@ -319,8 +303,9 @@ def migrate(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str
         if rundir.damage(source, completed[former.key]) is not None:
             continue
         record = completed.pop(former.key)
-        rows = pq.read_table(source).to_pylist()
-        table = (competition_table if isinstance(cell, CompetitionCell) else cell_table)(cell, rows[0]["seed"], rows)
+        stored = pq.read_table(source)
+        rows = kind_of(cell).stored_rows(stored)
+        table = kind_of(cell).result_table(cell, stored.column("seed")[0].as_py(), rows)
         written = _write_cell(cell, table, str(out), {renamed(role, " "): token
                                                       for role, token in record.get("plugins", {}).items()}, len(rows))
         completed[cell.key] = {**record, **{name: written[name] for name in ("key", "file", "sha256", "bytes")}}
@@ -338,7 +323,7 @@ def migrate(scenario: Scenario, out: Path, manifest: dict[str, Any]) -> dict[str
     return manifest
 
 
-def cell_records(scenario: Scenario) -> list[dict[str, Any]]:
+def cell_records(scenario: BaseScenario) -> list[dict[str, Any]]:
     """Every cell of ``scenario`` as plain data (key, task, mechanism, attack, budget, oracle),
     as the manifest lists them."""
     return [{"key": cell.key, **location_free(dataclasses.asdict(cell))} for cell in cells(scenario)]
@@ -347,7 +332,7 @@ def cell_records(scenario: Scenario) -> list[dict[str, Any]]:
 _write_atomically = rundir.write_atomically
 
 
-def check_accounts(scenario: Scenario, isolation: Isolation, secret_seed: int | None) -> None:
+def check_accounts(scenario: BaseScenario, isolation: Isolation, secret_seed: int | None) -> None:
     """Refuse a scenario whose attackers hold several accounts under process isolation or a secret
     seed: their duels are competitions (:mod:`ladderlab.competition.accounts`), played in this process from the public seed."""
     several = next((cell for cell in cells(scenario) if isinstance(cell, Cell) and cell.accounts > 1), None)
@@ -359,11 +344,13 @@ def check_accounts(scenario: Scenario, isolation: Isolation, secret_seed: int | 
 
 def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolation = "none",
                     secret_seed: int | None = None, attack_identity: tuple[str, dict[str, Any]] | None = None,
-                    ) -> dict[str, Any]:
+                    play: Callable[[Any, Any, Any], DuelResult] | None = None) -> dict[str, Any]:
     """One replication of a cell: a row of the cell's table (status ok, failed or skipped).
 
     Under ``isolation="process"`` the attack's code is never loaded here: it is named by
-    reference (``attack_identity``, its id and full parameters, names its random stream)."""
+    reference (``attack_identity``, its id and full parameters, names its random stream).
+    ``play(task, mechanism, attack)`` plays the duel in place of :func:`ladderlab.runs.duel.duel`
+    (a kind of duel of its own: :class:`ladderlab.competition.accounts.SybilDuels`)."""
     task = TASKS.make(cell.task[0], **cell.task[1])
     mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
     if isolation == "process":
@@ -373,37 +360,49 @@ def run_replication(cell: Cell, seed: int, replication: int, isolation: Isolatio
     row: dict[str, Any] = {"replication": replication, "status": "ok", "error": None}
     start = time.perf_counter()
     try:
-        if cell.accounts > 1:
-            result = duel_with_accounts(task, mechanism, attack, seed, replication, cell.budget, cell.accounts,
-                                        link=LinkRule() if cell.link else None)
+        if play is not None:
+            result = play(task, mechanism, attack)
         else:
-            result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
-                          isolation=isolation, secret_seed=secret_seed)
+            with keeping_crashes():
+                result = duel(task, mechanism, attack, seed, replication, budget=cell.budget, oracle=cell.oracle,
+                              isolation=isolation, secret_seed=secret_seed)
     except Incompatible as reason:
         row.update(status="skipped", error=str(reason))
+    except AttackCrashed as crash:  # failed, with what the attack submitted before it raised
+        row.update(status="failed", error=str(crash), crashed=True, submissions=0)
+        if crash.partial is not None:
+            row.update(_measures(crash.partial))
     except Exception as error:  # a failing cell is recorded, and the run goes on
         row.update(status="failed", error="".join(traceback.format_exception_only(error)).strip())
     else:
-        row.update(
-            submissions=result.submissions,
-            leaderboard_error=result.leaderboard_error,
-            final_released=result.final_released,
-            final_public=result.final_public,
-            final_final=result.final_final,
-            delta=result.delta,
-            optimism=result.optimism,
-            reported=result.reported,
-            loss_bound=result.loss_bound,
-            population=result.population,
-            released=result.released,
-            public=result.public,
-            final=result.final,
-            marks=json.dumps(result.marks),
-        )
-        if result.attack_fingerprint:
-            row["attack_fingerprint"] = result.attack_fingerprint
+        row.update(_measures(result))
     row["wall_time"] = time.perf_counter() - start
     return row
+
+
+def _measures(result: DuelResult) -> dict[str, Any]:
+    """A duel's measures as a row's columns."""
+    measures = dict(
+        submissions=result.submissions,
+        leaderboard_error=result.leaderboard_error,
+        leaderboard_optimism=result.leaderboard_optimism,
+        leaderboard_lag=result.leaderboard_lag,
+        final_released=result.final_released,
+        final_public=result.final_public,
+        final_final=result.final_final,
+        delta=result.delta,
+        optimism=result.optimism,
+        reported=result.reported,
+        loss_bound=result.loss_bound,
+        population=result.population,
+        released=result.released,
+        public=result.public,
+        final=result.final,
+        marks=json.dumps(result.marks),
+    )
+    if result.attack_fingerprint:
+        measures["attack_fingerprint"] = result.attack_fingerprint
+    return measures
 
 
 def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
@@ -421,7 +420,8 @@ def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
         "seed": [seed] * len(rows),
     }
     for name in ("replication", "status", "error", "marks", "wall_time", "submissions", "reported", "leaderboard_error",
-                 "final_released", "final_public", "final_final", "delta", "optimism", "loss_bound", "population"):
+                 "final_released", "final_public", "final_final", "delta", "optimism", "loss_bound", "population",
+                 *CRASH_AND_SIDES):
         columns[name] = [row.get(name) for row in rows]
     for name in SUBMISSION_COLUMNS:
         columns[name] = [None if row.get(name) is None else np.asarray(row[name]).tolist() for row in rows]
@@ -433,6 +433,7 @@ def cell_table(cell: Cell, seed: int, rows: list[dict[str, Any]]) -> pa.Table:
         + [(name, pa.float64()) for name in ("leaderboard_error", "final_released", "final_public", "final_final",
                                              "delta", "optimism", "loss_bound", "population")]
         + [(name, pa.list_(pa.float64())) for name in SUBMISSION_COLUMNS]
+        + [("leaderboard_optimism", pa.float64()), ("leaderboard_lag", pa.float64()), ("crashed", pa.bool_())]
     )
     return pa.table(columns, schema=schema)
 
@@ -446,22 +447,11 @@ def run_cell(cell: Cell, seed: int, replications: int, out: str, isolation: Isol
     return run_cells([cell], seed, replications, out, isolation, secret_seed, identities)[0]
 
 
-@dataclasses.dataclass(frozen=True)
-class IsolatedTeams:
-    """What an isolated run hands the process that plays a competition cell, so that it never
-    loads the teams' code: each team's identity and honest flag, and the cell's plugin tokens."""
-
-    teams: list[dict[str, Any]]
-    tokens: dict[str, str | None]
-
-
-def isolated_cell(cell: Cell | CompetitionCell) -> tuple[str, dict[str, Any]] | IsolatedTeams:
+def isolated_cell(cell: Any) -> Any:
     """What an isolated run computes of a cell's attack code in its own process (from the
     stand-ins of :mod:`ladderlab.isolation.untrusted`, which checked the scenario): a duel's attack
-    identity, or a competition's teams."""
-    if isinstance(cell, CompetitionCell):
-        return IsolatedTeams(cell.resolved_teams(), plugin_tokens(cell))
-    return ATTACKS.make(cell.attack[0], **cell.attack[1]).identity()
+    identity, or a competition's teams (:meth:`ladderlab.runs.cell_kinds.CellKind.isolated`; None: nothing)."""
+    return kind_of(cell).isolated(cell)
 
 
 @sandboxed_when_isolated
@@ -479,18 +469,11 @@ def run_cells(
     """Run the cells of a transcript group single-threaded, replication by replication (each
     replication's cells together, so they share its transcript); write each cell's file
     atomically; return what the manifest records of each (file, SHA-256, size, plugin
-    fingerprints, replications). An extrapolation cell is alone in its group, a competition
-    cell alone in its group; their files are under ``extrapolations/`` and ``competitions/``. ``identities`` holds
+    fingerprints, replications). A cell of another kind than a duel (a competition, an
+    extrapolation) is alone in its group; its files are under its kind's folder. ``identities`` holds
     :func:`isolated_cell` of each cell under isolation. ``progress`` shows a bar over the group's
     replications (a run in this process: the run's own bar moves per group). Replications
     before ``start`` are those the cells' files hold already (a top-up): kept, not computed."""
-    if isinstance(group[0], ExtrapolationCell):
-        (cell,) = group
-        with cell_worker():
-            table = extrapolation_cell_table(cell, seed, replications, start)
-        if start:
-            table = pa.concat_tables([pq.read_table(Path(out) / cell.directory / f"{cell.key}.parquet"), table])
-        return [_write_cell(cell, table, out, plugin_tokens(cell), replications)]
     rows = play_replications(group, seed, range(start, replications), isolation, secret_seed, identities,
                              progress=progress)
     rows = {cell.key: stored_rows(cell, out, start) + rows[cell.key] for cell in group}
@@ -507,24 +490,23 @@ def play_replications(
     first_rows: dict[str, dict[str, Any]] | None = None,
     progress: bool | None = False,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The rows of ``replications`` of every cell of a transcript group (or of one competition
-    cell), by cell key, single-threaded (``progress``: a bar over the cells' replications, below the run's).
+    """The rows of ``replications`` of every cell of a transcript group (or of one cell of another
+    kind), by cell key, single-threaded (``progress``: a bar over the cells' replications, below the run's),
+    each played by its kind (:meth:`ladderlab.runs.cell_kinds.CellKind.play`).
 
     Isolated duels of the same attack are played a window at a time
     (:func:`ladderlab.isolation.protocol.play_together`), with the same results; the duels of a window
     share its wall time evenly."""
     identities = identities or {}
     first_rows = first_rows or {}
+    kind = kind_of(group[0])
 
-    def play(cell: Cell, replication: int) -> dict[str, Any]:
-        if isinstance(cell, CompetitionCell):
-            teams = identities[cell.key].teams if cell.key in identities else None
-            return play_competition_replication(cell, seed, replication, isolation, secret_seed, teams)
-        return run_replication(cell, seed, replication, isolation, secret_seed, identities.get(cell.key))
+    def play(cell: Any, replication: int) -> Any:
+        return kind.play(cell, seed, replication, isolation, secret_seed, identities.get(cell.key))
 
     plays = [(cell, replication) for replication in replications for cell in group
              if not (replication == replications.start and cell.key in first_rows)]
-    together = isolation == "process" and not isinstance(group[0], CompetitionCell)
+    together = isolation == "process" and kind.plays_together
     if together:  # a window plays one attack's code
         plays.sort(key=lambda pair: str(pair[0].attack[0]))
     windows = [plays[start:start + WINDOW] for start in range(0, len(plays), WINDOW)] if together else [[pair] for pair in plays]
@@ -546,16 +528,14 @@ def play_replications(
             for cell in group}
 
 
-def write_cells(group: list[Cell], seed: int, rows: dict[str, list[dict[str, Any]]], out: str,
+def write_cells(group: list[Any], seed: int, rows: dict[str, list[Any]], out: str,
                 isolation: Isolation = "none", identities: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Write each cell of a group from its rows (every replication, in order); return the manifest
-    records. An isolated competition's plugin tokens are those its run computed (``identities``)."""
-    if isinstance(group[0], CompetitionCell):
-        (cell,) = group
-        resolved = (identities or {}).get(cell.key)
-        tokens = resolved.tokens if resolved else plugin_tokens(cell)
-        return [_write_cell(cell, competition_table(cell, seed, rows[cell.key]), out, tokens, len(rows[cell.key]))]
-    return [_write_cell(cell, cell_table(cell, seed, rows[cell.key]), out, plugin_tokens(cell, rows[cell.key], isolation),
+    """Write each cell of a group from its rows (every replication, in order: its kind's
+    :meth:`~ladderlab.runs.cell_kinds.CellKind.result_table`); return the manifest records. Under
+    isolation, the plugin tokens come from what the run computed of each cell (``identities``)."""
+    kind = kind_of(group[0])
+    return [_write_cell(cell, kind.result_table(cell, seed, rows[cell.key]), out,
+                        plugin_tokens(cell, rows[cell.key], isolation, (identities or {}).get(cell.key)),
                         len(rows[cell.key])) for cell in group]
 
 
@@ -585,25 +565,16 @@ def write_table(path: Path, table: pa.Table) -> bytes:
     return data
 
 
-def plugin_tokens(cell: Cell | CompetitionCell, rows: Sequence[dict[str, Any]] = (), isolation: Isolation = "none",
+def plugin_tokens(cell: Any, rows: Sequence[Any] = (), isolation: Isolation = "none", isolated: Any = None,
                   ) -> dict[str, str | None]:
-    """The fingerprint tokens of the plugins that computed a cell, by role. An attack played in
-    its own process has the fingerprint of the snapshot its sandbox showed, hashed by this
-    process (:func:`ladderlab.isolation.protocol.snapshot_fingerprint`), which never loaded its code."""
-    tokens: dict[str, str | None] = {}
-    for role, registry, plugin_id in _cell_plugins(cell):
-        if role == "attack" and isolation == "process":
-            prints = [row["attack_fingerprint"] for row in rows if row.get("attack_fingerprint")]
-            tokens[role] = fingerprint_token(prints[0]) if prints else None
-        else:
-            tokens[role] = fingerprint_token(fingerprint(registry.get(plugin_id)))
-    data = None if isinstance(cell, ExtrapolationCell) else TASKS.make(cell.task[0], **cell.task[1]).data_fingerprint()
-    if data is not None:
-        tokens["task"] = f"{tokens['task']}:data {data[:16]}"
-    return tokens
+    """The fingerprint tokens of the plugins that computed a cell, by role (its kind's
+    :meth:`~ladderlab.runs.cell_kinds.CellKind.tokens`). An attack played in its own process has the
+    fingerprint of the snapshot its sandbox showed, hashed by this process
+    (:func:`ladderlab.isolation.protocol.snapshot_fingerprint`), which never loaded its code."""
+    return kind_of(cell).tokens(cell, rows, isolation, isolated)
 
 
-def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins: dict[str, str | None],
+def _write_cell(cell: Any, table: pa.Table, out: str, plugins: dict[str, str | None],
                 replications: int) -> dict[str, Any]:
     """Write a cell's table atomically; return its manifest record (file, SHA-256, size, plugin tokens,
     and how many replications, 0 on, the file holds)."""
@@ -614,7 +585,7 @@ def _write_cell(cell: Cell | CompetitionCell, table: pa.Table, out: str, plugins
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def first_replication(group: list[Cell], seed: int, secret_seed: int | None, start: int = 0,
+def first_replication(group: list[Any], seed: int, secret_seed: int | None, start: int = 0,
                       ) -> tuple[float, dict[str, dict[str, Any]]]:
     """Replication ``start`` (the first the group lacks) of every cell of a group, single-threaded:
     its CPU seconds, and the rows, by cell key."""
@@ -656,14 +627,14 @@ def replication_ranges(costs: Sequence[float], replications: int, workers: int,
     return sorted(jobs, key=lambda job: -costs[job[0]] * (job[2] - job[1]))
 
 
-def estimate(scenario: Scenario, out: Path, jobs: int = 1, force: bool = False) -> workload.Estimate:
+def estimate(scenario: BaseScenario, out: Path, jobs: int = 1, force: bool = False) -> workload.Estimate:
     """The work left of ``scenario`` run into ``out`` (:func:`ladderlab.runs.workload.scenario_work`):
     the cells ``out`` holds already are not estimated again, and the estimate says how many they are."""
     pending = {cell.key for cell in pending_cells(scenario, out)}
     return workload.scenario_work(scenario, jobs, force, finished={cell.key for cell in cells(scenario)} - pending)
 
 
-def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]:
+def pending_cells(scenario: BaseScenario, out: Path) -> list[Any]:
     """The scenario's cells that have no verified result file yet, or one with fewer replications
     than the scenario's (a run whose replications were raised: :func:`grows`)."""
     manifest = rundir.read_manifest(out) if (out / "manifest.json").exists() else {}
@@ -672,9 +643,10 @@ def pending_cells(scenario: Scenario, out: Path) -> list[Cell | CompetitionCell]
             if held.get(cell.key, 0) < scenario.replications or not (out / cell.directory / f"{cell.key}.parquet").exists()]
 
 
-def stored_rows(cell: Cell | CompetitionCell, out: str | Path, count: int) -> list[dict[str, Any]]:
-    """The rows of replications 0 … ``count`` − 1 that a finished cell's file holds (checked by :func:`verify`)."""
-    return pq.read_table(Path(out) / cell.directory / f"{cell.key}.parquet").to_pylist() if count else []
+def stored_rows(cell: Any, out: str | Path, count: int) -> list[Any]:
+    """The rows of replications 0 … ``count`` − 1 that a finished cell's file holds (checked by :func:`verify`),
+    as its kind played them (:meth:`~ladderlab.runs.cell_kinds.CellKind.stored_rows`)."""
+    return kind_of(cell).stored_rows(pq.read_table(Path(out) / cell.directory / f"{cell.key}.parquet")) if count else []
 
 
 def _stored_replications(path: Path) -> list[int]:
@@ -682,12 +654,12 @@ def _stored_replications(path: Path) -> list[int]:
     return list(dict.fromkeys(pq.read_table(path, columns=["replication"]).column("replication").to_pylist()))
 
 
-def _current_tokens(scenario: Scenario) -> dict[str, dict[str, str | None]]:
+def _current_tokens(scenario: BaseScenario) -> dict[str, dict[str, str | None]]:
     """Per cell key: the fingerprint tokens its plugins have now."""
     return {cell.key: plugin_tokens(cell) for cell in cells(scenario)}
 
 
-def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str, Any]:
+def verify(scenario: BaseScenario, out: Path, rerun_stale: bool = False) -> dict[str, Any]:
     """Check every finished cell of ``out`` before a run resumes (call it under the lock).
 
     A damaged cell file (unreadable, not matching its checksum, or without one) is moved
@@ -749,14 +721,14 @@ def verify(scenario: Scenario, out: Path, rerun_stale: bool = False) -> dict[str
     return manifest
 
 
-def _label(cell: Cell | CompetitionCell | ExtrapolationCell) -> str:
+def _label(cell: Any) -> str:
     if not isinstance(cell, Cell):
         return cell.label
     return " × ".join(plugin_label(plugin_id, json.dumps(params, sort_keys=True))
                       for plugin_id, params in (cell.task, cell.mechanism, cell.attack))
 
 
-def _changed_plugin(scenario: Scenario, key: str, role: str) -> str:
+def _changed_plugin(scenario: BaseScenario, key: str, role: str) -> str:
     cell = next(cell for cell in cells(scenario) if cell.key == key)
     plugin_id = next(plugin_id for name, _, plugin_id in _cell_plugins(cell) if name == role)
     return f"{role.split()[0]} {location_free(plugin_id)!r}"
@@ -764,7 +736,7 @@ def _changed_plugin(scenario: Scenario, key: str, role: str) -> str:
 
 @sandboxed_when_isolated
 def run(
-    scenario: Scenario | str | Path,
+    scenario: BaseScenario | str | Path,
     out: str | Path | None = None,
     jobs: int = 1,
     backend: str = "loky",
@@ -790,7 +762,7 @@ def run(
     plugin changed; ``secret_seed`` (:func:`ladderlab.seeding.read_secret_seed`) hides the
     simulated data from anyone who knows only the scenario's seed.
     """
-    if not isinstance(scenario, Scenario):
+    if not isinstance(scenario, BaseScenario):
         scenario = load(scenario, replications)
     elif replications is not None:
         scenario = scenario.model_copy(update={"replications": replications})
@@ -811,20 +783,13 @@ def run(
         groups = [[cell for cell in group if held.get(cell.key, 0) == count]
                   for group in transcript_groups(todo) for count in sorted({held.get(cell.key, 0) for cell in group})]
         starts = [held.get(group[0].key, 0) for group in groups]
-        identities = {cell.key: isolated_cell(cell) for cell in todo
-                      if not isinstance(cell, ExtrapolationCell)} if isolation == "process" else {}
+        isolated = {cell.key: isolated_cell(cell) for cell in todo} if isolation == "process" else {}
+        identities = {key: value for key, value in isolated.items() if value is not None}
         jobs_to_run: list[Any] = []
         pieces_of: dict[int, int] = {}
-        split_groups = [group for group in groups if not isinstance(group[0], ExtrapolationCell)]
         fresh_workers = isolation == "process" and (jobs != 1 or loaded_foreign_attack_code())
-        if backend == "loky" and isolation == "none" and jobs != 1 and split_groups:
-            starts_of_split = [start for group, start in zip(groups, starts) if not isinstance(group[0], ExtrapolationCell)]
-            pieces, first_rows = longest_first(split_groups, scenario.seed, scenario.replications, jobs, secret_seed,
-                                               starts_of_split)
-            jobs_to_run = [joblib.delayed(run_cells)(group, scenario.seed, scenario.replications, str(out), isolation,
-                                                     secret_seed, start=start)
-                           for group, start in zip(groups, starts) if isinstance(group[0], ExtrapolationCell)]
-            groups, starts = split_groups, starts_of_split
+        if backend == "loky" and isolation == "none" and jobs != 1 and groups:
+            pieces, first_rows = longest_first(groups, scenario.seed, scenario.replications, jobs, secret_seed, starts)
             for index, start, stop in pieces:
                 pieces_of[index] = pieces_of.get(index, 0) + 1
                 group = groups[index]
@@ -948,7 +913,10 @@ def read_cell_files(files: list[Path], submissions: bool = False) -> pd.DataFram
     """The rows of the given cell files, sorted by cell and replication."""
     if not files:
         return pd.DataFrame()
-    names = pq.read_schema(files[0]).names
-    columns = names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
-    frames = [pq.read_table(f, columns=columns).to_pandas() for f in files]
+
+    def columns(path: Path) -> list[str]:  # a cell written before a column was added lacks it
+        names = pq.read_schema(path).names
+        return names if submissions else [name for name in names if name not in SUBMISSION_COLUMNS]
+
+    frames = [pq.read_table(f, columns=columns(f)).to_pandas() for f in files]
     return pd.concat(frames, ignore_index=True).sort_values(["cell", "replication"], ignore_index=True)

@@ -35,9 +35,11 @@ public size), its ``params`` added to every grid point; a matrix with
 regression attack on a classification task) instead of recording them as
 skipped. The ``zoo`` scenario uses both.
 
-``[[competition]]`` tables (:mod:`ladderlab.competition.scenario`) and ``[[extrapolation]]``
-tables (:mod:`ladderlab.extrapolation.scenario`: Zheng et al.'s Figure 3 experiment) have cells
-of their own, listed after the duels'.
+Other tables belong to the kinds of cells that other packages register
+(:mod:`ladderlab.runs.cell_kinds`): ``[[competition]]`` (:mod:`ladderlab.competition.scenario`) and
+``[[extrapolation]]`` (:mod:`ladderlab.extrapolation.scenario`: Zheng et al.'s Figure 3 experiment)
+have cells of their own, listed after the duels'. :data:`Scenario` is the model of a scenario file
+with every registered kind's table key; it is built the first time it is used.
 
 """
 
@@ -61,28 +63,17 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    create_model,
     model_validator,
 )
 
 from ladderlab.attack import shared_identity
-from ladderlab.competition import Rules, public_rows
-from ladderlab.competition.scenario import KEYS as COMPETITION_KEYS
-from ladderlab.competition.scenario import (
-    CompetitionCell,
-    CompetitionMatrix,
-    competition_cells,
-)
 from ladderlab.engines.linking import LinkRule
-from ladderlab.extrapolation.scenario import KEYS as EXTRAPOLATION_KEYS
-from ladderlab.extrapolation.scenario import (
-    ExtrapolationCell,
-    ExtrapolationTable,
-    extrapolation_cells,
-)
 from ladderlab.naming import plugin_label, unknown_name_error
 from ladderlab.params import INT64_LIMIT, ParameterError
 from ladderlab.plugin import Plugin
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
+from ladderlab.runs.cell_kinds import kind_of, table_kinds
 from ladderlab.runs.duel import incompatibility, spec
 from ladderlab.runs.grid import expand, grid_values
 from ladderlab.runs.paper_values import PaperValue, locate
@@ -150,8 +141,9 @@ class Matrix(StrictModel):
     )
 
 
-class Scenario(StrictModel):
-    """A scenario file: duel matrices and competition tables, replicated with one seed."""
+class BaseScenario(StrictModel):
+    """A scenario file: `[[matrix]]` tables of duels, and the tables of every other registered kind of
+    cell (:data:`Scenario` adds them), replicated with one seed."""
 
     schema_version: Literal[1] = Field(description="the file format's version")
     name: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the run directory's default name")
@@ -160,31 +152,20 @@ class Scenario(StrictModel):
     replications: StrictInt = Field(ge=1, lt=INT64_LIMIT, description="replications of every cell")
     seed: StrictInt = Field(default=0, ge=0, lt=INT64_LIMIT, description="the root of every random stream (results store it as a 64-bit integer)")
     matrix: list[Matrix] = Field(default_factory=list, description="`[[matrix]]` tables of duels")
-    competition: list[CompetitionMatrix] = Field(default_factory=list, description="`[[competition]]` tables")
-    extrapolation: list[ExtrapolationTable] = Field(
-        default_factory=list, description="`[[extrapolation]]` tables (Zheng et al.'s Figure 3 experiment)")
     paper_values: list[PaperValue] = Field(default_factory=list, description="`[[paper_values]]`: the papers' "
                                            "values for cells of this scenario, shown beside ours in its reports")
     _source: str = PrivateAttr(default="scenario")
 
     @model_validator(mode="after")
-    def _valid_cells(self) -> Scenario:
-        if not self.matrix and not self.competition and not self.extrapolation:
-            raise ValueError("a scenario needs at least one [[matrix]], [[competition]] or [[extrapolation]] table")
-        for i, matrix in enumerate(self.matrix):
-            for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
-                for j, entry in enumerate(getattr(matrix, key)):
-                    _check_entry(entry, registry, f"matrix[{i}].{key}[{j}]")
-        for i, table in enumerate(self.competition):
-            for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS)):
-                for j, entry in enumerate(getattr(table, key)):
-                    _check_entry(entry, registry, f"competition[{i}].{key}[{j}]")
-            for m, mix in enumerate(table.mixes):
-                for j, team in enumerate(mix.teams):
-                    _check_entry(team, ATTACKS, f"competition[{i}].mixes[{m}].teams[{j}]", id_key="policy")
-        _check_duplicates(self)
-        competition_cells(self.competition)
-        extrapolation_cells(self.extrapolation)
+    def _valid_cells(self) -> BaseScenario:
+        kinds = table_kinds()
+        if not any(tables(self, kind) for kind in kinds):
+            keys = [f"[[{kind.table_key}]]" for kind in kinds]
+            raise ValueError(f"a scenario needs at least one {', '.join(keys[:-1])} or {keys[-1]} table")
+        for kind in kinds:
+            kind.check_entries(tables(self, kind))
+        for kind in kinds:
+            kind.check_cells(tables(self, kind))
         expanded = cells(self) if self.paper_values else []
         records = [dataclasses.asdict(cell) for cell in expanded]
         labels = {id(record): cell.label for record, cell in zip(records, expanded)}
@@ -201,13 +182,40 @@ class Scenario(StrictModel):
         return identity_of(location_free(self.model_dump(mode="json")))
 
 
+def tables(scenario: BaseScenario, kind: Any) -> list[Any]:
+    """The scenario's tables of a kind of cell."""
+    return getattr(scenario, kind.table_key)
+
+
+@functools.cache
+def scenario_model() -> type[BaseScenario]:
+    """The model of a scenario file: :class:`BaseScenario` with a list of tables for every registered
+    kind of cell (:func:`ladderlab.runs.cell_kinds.table_kinds`) under its table key."""
+    fields: dict[str, Any] = {kind.table_key: (list[kind.table], Field(default_factory=list, description=kind.description))
+                              for kind in table_kinds() if kind.table_key not in BaseScenario.model_fields}
+    return create_model("Scenario", __base__=BaseScenario, __module__=__name__, __doc__=BaseScenario.__doc__, **fields)
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`Scenario`, built when first used (PEP 562): the kinds of cells register after this module loads."""
+    if name == "Scenario":
+        return scenario_model()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+Scenario: type[BaseScenario]
+"""The model of a scenario file (:func:`scenario_model`): ``Scenario.model_validate(data)``, or :func:`load`."""
+
+
 def identity_of(dump: dict[str, Any]) -> str:
     """The hash of a scenario's data. The options added after the first release (``strength_grid``,
-    ``playable_only``, ``accounts``, ``extrapolation``) count only when set, so a scenario without
-    them keeps the hash of its existing run directories; the papers' values do not count."""
+    ``playable_only``, ``accounts``, the tables of kinds of cells such as ``extrapolation``) count
+    only when set, so a scenario without them keeps the hash of its existing run directories; the
+    papers' values do not count."""
     dump = json.loads(json.dumps(dump))
-    if not dump["extrapolation"]:
-        del dump["extrapolation"]
+    for kind in table_kinds():
+        if not kind.hashed_when_empty and not dump.get(kind.table_key):
+            dump.pop(kind.table_key, None)
     for matrix in dump["matrix"]:
         if not matrix["playable_only"]:
             del matrix["playable_only"]
@@ -223,7 +231,11 @@ def identity_of(dump: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_KEYS = {name for model in (Scenario, Matrix, AttackEntry, PaperValue) for name in model.model_fields} | COMPETITION_KEYS | EXTRAPOLATION_KEYS
+@functools.cache
+def known_keys() -> set[str]:
+    """Every key a scenario file may hold, in any table, for "did you mean" suggestions."""
+    return {name for model in (BaseScenario, PaperValue) for name in model.model_fields} | {
+        kind.table_key for kind in table_kinds()} | {key for kind in table_kinds() for key in kind.keys()}
 
 
 def _check_entry(entry: Any, registry: Registry, where: str, id_key: str = "id") -> None:
@@ -262,9 +274,18 @@ def _identity(cell: Cell) -> str:
     return json.dumps([parts, cell.budget, cell.oracle, cell.accounts, cell.link], sort_keys=True, default=repr)
 
 
-def _check_duplicates(scenario: Scenario) -> None:
+def check_matrices(matrices: list[Matrix]) -> None:
+    """Every entry of every ``[[matrix]]`` table can be used (:func:`_check_entry`)."""
+    for i, matrix in enumerate(matrices):
+        for key, registry in (("tasks", TASKS), ("mechanisms", MECHANISMS), ("attacks", ATTACKS)):
+            for j, entry in enumerate(getattr(matrix, key)):
+                _check_entry(entry, registry, f"matrix[{i}].{key}[{j}]")
+
+
+def check_duplicates(matrices: list[Matrix]) -> None:
+    """No duel is listed twice in ``[[matrix]]`` tables (the same plugins and parameters, defaults included)."""
     first_seen: dict[str, str] = {}
-    for where, cell in _located_cells(scenario):
+    for where, cell in located_duels(matrices):
         identity = _identity(cell)
         if identity in first_seen:
             raise ValueError(
@@ -291,6 +312,16 @@ class Cell:
     """The run directory's folder for the cell's results."""
 
     @property
+    def kind(self) -> str:
+        """The kind of cell that plays it (:mod:`ladderlab.runs.cell_kinds`): a duel, or, for an attacker
+        with several accounts, a duel the competition engine plays (:mod:`ladderlab.competition.accounts`)."""
+        return "duel" if self.accounts == 1 else "sybil-duel"
+
+    def plugin_ids(self) -> list[tuple[Registry, str]]:
+        """(registry, id) of every plugin the cell uses."""
+        return [(TASKS, self.task[0]), (MECHANISMS, self.mechanism[0]), (ATTACKS, self.attack[0])]
+
+    @property
     def label(self) -> str:
         """``task × mechanism × attack`` with parameters (and the budget, and the accounts beyond one)."""
         text = " × ".join(plugin_label(plugin_id, params) for plugin_id, params in (self.task, self.mechanism, self.attack))
@@ -311,10 +342,10 @@ class Cell:
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
-    """Every cell of every matrix in file order, with the matrix it comes from."""
+def located_duels(matrices: list[Matrix]) -> list[tuple[str, Cell]]:
+    """Every cell of every ``[[matrix]]`` table in file order, with the table it comes from."""
     located = []
-    for i, matrix in enumerate(scenario.matrix):
+    for i, matrix in enumerate(matrices):
         for task, mechanism, attack in itertools.product(matrix.tasks, matrix.mechanisms, matrix.attacks):
             for tp, mp in itertools.product(expand(task.params, TASKS.get(task.id)),
                                             expand(mechanism.params, MECHANISMS.get(mechanism.id))):
@@ -327,23 +358,29 @@ def _located_cells(scenario: Scenario) -> list[tuple[str, Cell]]:
     return located
 
 
-def cells(scenario: Scenario) -> list[Cell | CompetitionCell | ExtrapolationCell]:
-    """Every cell of every matrix, in file order (a valid scenario lists each cell once);
-    competition cells, then extrapolation cells, last."""
+def duels(matrices: list[Matrix]) -> list[Cell]:
+    """Every cell of every ``[[matrix]]`` table, in file order (a valid scenario lists each cell once)."""
     found: dict[str, Cell] = {}
-    for _, cell in _located_cells(scenario):
+    for _, cell in located_duels(matrices):
         found.setdefault(cell.key, cell)
-    return [*found.values(), *competition_cells(scenario.competition), *extrapolation_cells(scenario.extrapolation)]
+    return list(found.values())
 
 
-def preflight(scenario: Scenario) -> dict[str, str]:
+def cells(scenario: BaseScenario) -> list[Any]:
+    """Every cell of the scenario in file order: the duels of its ``[[matrix]]`` tables, then the cells
+    of the other kinds' tables (:func:`ladderlab.runs.cell_kinds.table_kinds`: competitions, extrapolations)."""
+    return [cell for kind in table_kinds() for cell in kind.cells(tables(scenario, kind))]
+
+
+def preflight(scenario: BaseScenario) -> dict[str, str]:
     """Check every cell against data before any replication runs; return the cells that
     cannot play, by key, with the reason (the runner records them as skipped).
 
     Each task draws its first replication (the same draw the run makes); every cell's
     mechanism is bound to its public labels, which checks the parameters that relate
-    to the data (e.g. the length of an initial prediction). A failure raises
-    :class:`ScenarioError` naming the file, the matrix and the cell.
+    to the data (e.g. the length of an initial prediction): its kind's
+    :meth:`~ladderlab.runs.cell_kinds.CellKind.preflight`. A failure raises
+    :class:`ScenarioError` naming the file, the table and the cell.
     """
     splits: dict[str, Any] = {}
     skipped: dict[str, str] = {}
@@ -354,27 +391,23 @@ def preflight(scenario: Scenario) -> dict[str, str]:
             splits[task_key] = task.split(stream(scenario.seed, "task", spec(task), 0))
         return splits[task_key]
 
-    located: list[tuple[str, Cell | CompetitionCell]] = list(_located_cells(scenario))
-    located += [(f"competition[{i}]", cell) for i, table in enumerate(scenario.competition)
-                for cell in competition_cells([table])]
-    for where, cell in located:
+    for where, cell in [located for kind in table_kinds() for located in kind.located(tables(scenario, kind))]:
         try:
-            split = first_split(TASKS.make(cell.task[0], **cell.task[1]))
-            mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-            if isinstance(cell, CompetitionCell):  # every team's policy must play, or the competition is skipped
-                attacks = [ATTACKS.make(team["policy"], **team["params"]) for team in cell.teams]
-                if cell.rules["public_fraction"] is not None:
-                    public_rows(Rules(**cell.rules), split.y_holdout.size)
-            else:
-                attacks = [ATTACKS.make(cell.attack[0], **cell.attack[1])]
-            reason = next(filter(None, (incompatibility(split, mechanism, attack) for attack in attacks)), None)
-            if reason:
-                skipped[cell.key] = reason
-                continue
-            mechanism.bind_to(split.public, split.y_public, np.random.default_rng(0))
+            reason = kind_of(cell).preflight(cell, first_split)
         except ValueError as error:
             raise ScenarioError(f"{scenario._source}: {where}: cell {cell.label}: {error}") from None
+        if reason:
+            skipped[cell.key] = reason
     return skipped
+
+
+def playable(split: Split, mechanism: Any, attacks: list[Any]) -> str | None:
+    """Why ``attacks`` cannot play against ``mechanism`` on ``split`` (the first reason), or None once the
+    mechanism is bound to the split's public labels (``ValueError`` for parameters the data refuse)."""
+    reason = next(filter(None, (incompatibility(split, mechanism, attack) for attack in attacks)), None)
+    if reason is None:
+        mechanism.bind_to(split.public, split.y_public, np.random.default_rng(0))
+    return reason
 
 
 def _attack_settings(attack: AttackEntry, task_id: str, task_params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -383,7 +416,7 @@ def _attack_settings(attack: AttackEntry, task_id: str, task_params: dict[str, A
         return expand(attack.params, ATTACKS.get(attack.id))
     assert attack.budget is not None
     n = drawn_split(task_id, json.dumps(task_params, sort_keys=True)).public_rows.size
-    grid = ATTACKS.get(attack.id).strength_grid(attack.budget, n)
+    grid = ATTACKS.get(attack.id).checked_strength_grid(attack.budget, n)
     return [{**setting, **extra} for setting in grid for extra in expand(attack.params, ATTACKS.get(attack.id))]
 
 
@@ -401,23 +434,28 @@ def _playable(cell: Cell) -> bool:
     return incompatibility(split, mechanism, attack) is None
 
 
+def raw_entries(tables: Any, keys: tuple[str, ...]) -> list[Any]:
+    """The entries under ``keys`` of raw tables (as read from TOML, not yet validated), in order;
+    whatever is not a list of tables is skipped (validation names it)."""
+    found = []
+    for table in tables if isinstance(tables, list) else []:
+        for key in keys:
+            if isinstance(table, dict) and isinstance(table.get(key), list):
+                found += table[key]
+    return found
+
+
+def matrix_plugin_entries(matrices: Any) -> list[tuple[Any, str]]:
+    """The raw ``[[matrix]]`` entries that name a plugin (tasks, mechanisms, attacks), with the key naming it."""
+    return [(entry, "id") for entry in raw_entries(matrices, ("tasks", "mechanisms", "attacks"))]
+
+
 def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
-    """Anchor every ``file.py:Class`` plugin id at the scenario's folder (in ``[[matrix]]`` tables,
-    and in ``[[competition]]`` tables and their teams' policies), and the ``path`` of every
-    ``challenge`` task (:mod:`ladderlab.certification.challenge_task`): absolute where they are opened, as
-    written where they identify results (:mod:`ladderlab.utils.locations`)."""
-
-    def entries(tables: Any, keys: tuple[str, ...]) -> list[Any]:
-        found = []
-        for table in tables if isinstance(tables, list) else []:
-            for key in keys:
-                if isinstance(table, dict) and isinstance(table.get(key), list):
-                    found += table[key]
-        return found
-
-    located = [(entry, "id") for entry in entries(raw.get("matrix"), ("tasks", "mechanisms", "attacks"))]
-    located += [(entry, "id") for entry in entries(raw.get("competition"), ("tasks", "mechanisms"))]
-    located += [(team, "policy") for team in entries(entries(raw.get("competition"), ("mixes",)), ("teams",))]
+    """Anchor every ``file.py:Class`` plugin id at the scenario's folder (in every table, as each kind
+    of cell names its entries: :meth:`~ladderlab.runs.cell_kinds.CellKind.plugin_entries`), and the
+    ``path`` of every ``challenge`` task (:mod:`ladderlab.certification.challenge_task`): absolute where
+    they are opened, as written where they identify results (:mod:`ladderlab.utils.locations`)."""
+    located = [located for kind in table_kinds() for located in kind.plugin_entries(raw.get(kind.table_key))]
     for entry, key in located:
         plugin_id = entry.get(key) if isinstance(entry, dict) else None
         if isinstance(plugin_id, str) and plugin_reference(plugin_id):
@@ -431,7 +469,7 @@ def _resolve_local_plugins(raw: dict[str, Any], folder: Path) -> None:
                 entry["params"]["path"] = [anchored(folder, p) if isinstance(p, str) else p for p in paths]
 
 
-def load(source: str | Path, replications: int | None = None) -> Scenario:
+def load(source: str | Path, replications: int | None = None) -> BaseScenario:
     """Read and validate a scenario from a path or a built-in name; ``replications`` overrides."""
     path = Path(source)
     if not path.is_file():  # a directory of that name (a run directory, say) does not hide a built-in
@@ -456,18 +494,18 @@ def load(source: str | Path, replications: int | None = None) -> Scenario:
     return loaded
 
 
-def validate(raw: dict[str, Any], source: str = "scenario") -> Scenario:
-    """A :class:`Scenario` from plain data, or :class:`ScenarioError` with one line per problem,
+def validate(raw: dict[str, Any], source: str = "scenario") -> BaseScenario:
+    """A :data:`Scenario` from plain data, or :class:`ScenarioError` with one line per problem,
     each naming ``source``, the location, the problem and the value given."""
     try:
-        scenario = Scenario.model_validate(raw)
+        scenario = scenario_model().model_validate(raw)
     except ValidationError as error:
-        raise ScenarioError(problem_lines(error, source, _KEYS)) from None
+        raise ScenarioError(problem_lines(error, source, known_keys())) from None
     scenario._source = source
     return scenario
 
 
-def transcript_groups(todo: list[Cell]) -> list[list[Cell]]:
+def transcript_groups(todo: list[Any]) -> list[list[Any]]:
     """The cells grouped by shared transcript (equal but for the attack's ``final_only_params``), in order;
     a competition, an extrapolation or a Sybil duel (which plays as a competition) is a group of its own."""
     groups: dict[str, list[Cell]] = {}

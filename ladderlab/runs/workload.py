@@ -33,7 +33,6 @@ physical memory.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import resource
 import sys
@@ -179,14 +178,14 @@ def duel_cells(label: str, n_holdout: int, data: int, submissions: int | None, r
 
 
 def competition_cell(label: str, n_holdout: int, n_public: int, data: int, teams: int, accounts: int,
-                     account_submissions: float, rules: Any, replications: int, resampled_values: int = 0) -> Estimate:
-    """One competition cell: ``teams`` teams with ``accounts`` accounts in all, which make
-    ``account_submissions`` submissions together under ``rules``, each submission weighing
-    ``resampled_values`` bootstrap values in the mechanism."""
-    from ladderlab.competition.engine import WAVE_ELEMENTS
-
+                     account_submissions: float, rules: Any, replications: int, resampled_values: int,
+                     wave_elements: int) -> Estimate:
+    """One competition cell (:mod:`ladderlab.competition.cell_kind`): ``teams`` teams with ``accounts``
+    accounts in all, which make ``account_submissions`` submissions together under ``rules``, each
+    submission weighing ``resampled_values`` bootstrap values in the mechanism, and waves of at most
+    ``wave_elements`` prediction values scored at once."""
     submissions = round(account_submissions) + teams
-    wave = min(accounts * rules.per_round * n_holdout, WAVE_ELEMENTS)
+    wave = min(accounts * rules.per_round * n_holdout, wave_elements)
     live = (WORKING_BYTES + data + teams * (BYTES_PER_TEAM_ROW * n_holdout + 8 * rules.rounds)
             + accounts * (BYTES_PER_ACCOUNT_ROW * n_public + BYTES_PER_ACCOUNT)
             + submissions * BYTES_PER_COMPETITION_SUBMISSION + wave * BYTES_PER_WAVE_ELEMENT)
@@ -248,61 +247,19 @@ def _duration(seconds: float) -> str:
 def scenario_work(scenario: Any, jobs: int = 1, force: bool = False, finished: Collection[str] = ()) -> Estimate:
     """The work of every cell of ``scenario`` (:class:`ladderlab.runs.scenario.Scenario`) run ``jobs``
     at a time, but for the cells whose keys are ``finished`` (a resumed run directory's): the
-    estimate is of what is left, and says how much is done. A task whose declared data alone
-    cannot fit is refused before it is drawn (:class:`TooLarge`, unless ``force``); the others are
-    drawn once, at a fixed seed, to measure them and to ask each attack how many submissions it makes."""
-    from ladderlab.competition import Rules, public_rows
-    from ladderlab.competition.scenario import CompetitionCell
-    from ladderlab.extrapolation.scenario import ExtrapolationCell
-    from ladderlab.registry import ATTACKS, MECHANISMS
+    estimate is of what is left, and says how much is done. Each group of cells that play together
+    is estimated by its kind (:meth:`ladderlab.runs.cell_kinds.CellKind.estimate`). A task whose
+    declared data alone cannot fit is refused before it is drawn (:class:`TooLarge`, unless
+    ``force``); the others are drawn once, at a fixed seed, to measure them and to ask each attack
+    how many submissions it makes."""
+    from ladderlab.runs.cell_kinds import kind_of
     from ladderlab.runs.scenario import cells, transcript_groups
-    from ladderlab.scoring import get_scorer
 
     every = cells(scenario)
     left = [cell for cell in every if cell.key not in finished]
-    parts = []
-    for group in transcript_groups(left):
-        cell = group[0]
-        if isinstance(cell, ExtrapolationCell):
-            parts.append(extrapolation_cell(cell, scenario.replications))
-            continue
-        data, split = task_data(*cell.task, force=force)
-        n_holdout = int(split.y_holdout.size)
-        mechanism = MECHANISMS.make(cell.mechanism[0], **cell.mechanism[1])
-        if isinstance(cell, CompetitionCell):
-            rules = Rules(**cell.rules)
-            n_public = int(split.public_rows.size)
-            if rules.public_fraction is not None:
-                try:
-                    n_public = public_rows(rules, n_holdout)
-                except ValueError:  # the preflight refuses it, in its words
-                    n_public = n_holdout
-            teams = sum(team["count"] for team in cell.teams)
-            accounts = sum(team["count"] * team["accounts"] for team in cell.teams)
-            submitted = sum(team["count"] * team["accounts"] * _account_submissions(team, rules) for team in cell.teams)
-            parts.append(competition_cell(cell.label, n_holdout, n_public, data, teams, accounts, submitted,
-                                          rules, scenario.replications, mechanism.resampled_values(n_public)))
-            continue
-        planned = ATTACKS.make(cell.attack[0], **cell.attack[1]).max_submissions(split.public)
-        budget = None if cell.budget is None else cell.budget * max(1, cell.accounts - 1)  # a Sybil probes on A − 1 accounts
-        submissions = planned if budget is None else min(budget, budget if planned is None else planned)
-        estimate = duel_cells(cell.label, n_holdout, data, submissions, scenario.replications, len(group),
-                              mechanism.resampled_values(int(split.public_rows.size), get_scorer(split.public.scorer)))
-        if cell.accounts > 1:  # a Sybil duel plays as a one-team competition: a mechanism state per account
-            states = cell.accounts * (BYTES_PER_ACCOUNT_ROW * int(split.public_rows.size) + BYTES_PER_ACCOUNT)
-            estimate = dataclasses.replace(estimate, peak_bytes=estimate.peak_bytes + states)
-        parts.append(estimate)
+    parts = [kind_of(group[0]).estimate(group, scenario.replications, force) for group in transcript_groups(left)]
     done = f" (resumed, {len(every) - len(left)} of {len(every)} cells done: what is left)" if len(left) < len(every) else ""
     return combined(f"scenario {scenario.name}{done}", parts, jobs)
-
-
-def _account_submissions(team: dict[str, Any], rules: Any) -> float:
-    """What one account of a team entry submits: the rules' cap, or the mean of its activity profile."""
-    from ladderlab.competition.kaggle_calibration import mean_submissions
-
-    if team.get("activity") is None:
-        return rules.cap
-    return mean_submissions(team["activity"], rules.rounds, rules.per_round, rules.cap)
 
 
 def task_data(task_id: str, params: dict[str, Any], force: bool = False) -> tuple[int, Any]:
@@ -349,7 +306,7 @@ SIMULATION_CHUNK_BYTES = 4_000_000 * 8 * 3
 def extrapolation_work(k: int, K: int, methods: list[str], bins: int, points: int, bootstrap: int = 0) -> Estimate:
     """Predicting the accuracy at t = 1 … K classes from ``points`` test points on k classes, and
     with ``bootstrap`` = B the prediction at K again on each of B resamples of the test points
-    (``ladderlab extrapolate --bootstrap B``): EXP, CONS and MPLE cost on a resample what their
+    (``ladderlab stats extrapolate --bootstrap B``): EXP, CONS and MPLE cost on a resample what their
     curve costs, HD one quadrature's worth (:data:`SECONDS_PER_HD_RESAMPLE`)."""
     peak = WORKING_BYTES + 8 * points + BYTES_PER_CURVE_VALUE * K * len(methods)
     seconds = 0.0
@@ -392,7 +349,7 @@ def announce(estimate: Estimate, threshold: float = 5.0) -> None:
 
 
 def serve_bench_work(n: int, clients: list[int], settings: int, seconds: float, rows_per_client: int) -> Estimate:
-    """``ladderlab serve bench``: every client keeps its uploads (``rows_per_client`` predictions of
+    """``ladderlab dev bench-serve``: every client keeps its uploads (``rows_per_client`` predictions of
     ``n`` float64 values, about twice over as arrays and ``.npy`` bodies) and the server the
     challenge's data; each of the ``settings`` (databases × mechanisms) runs every client count
     for ``seconds`` after a warm-up of up to a second, on about two cores."""
@@ -427,7 +384,7 @@ def file_reading_work(path: Any) -> Estimate:
 
 
 def ranking_certificate_work(teams: int, samples: int, replicates: int) -> Estimate:
-    """``ladderlab rank-certificate``: the replicates × teams bootstrap scores, about five copies
+    """``ladderlab stats rank-certificate``: the replicates × teams bootstrap scores, about five copies
     over (scores, risks, ranks, ties, quantiles), the teams × samples matrix thrice, and the count
     matrices drawn in chunks; CPU about one element cost per replicate, sample and team."""
     from ladderlab.engines.bootstrap import CHUNK_ELEMENTS
@@ -439,7 +396,7 @@ def ranking_certificate_work(teams: int, samples: int, replicates: int) -> Estim
 
 
 def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: int = 1000) -> Estimate:
-    """``ladderlab bench``: each measurement holds a batch of ``batch`` predictions of the largest
+    """``ladderlab dev bench``: each measurement holds a batch of ``batch`` predictions of the largest
     size, three copies over (integers, floats, the mechanism's view), for about 6 × ``seconds``."""
     return Estimate("the benchmark", None, WORKING_BYTES + 24 * batch * max(sizes), 6 * seconds * measurements)
 

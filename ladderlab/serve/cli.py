@@ -1,10 +1,10 @@
-"""The ``ladderlab serve`` and ``ladderlab attack`` commands.
+"""The ``ladderlab serve`` command.
 
 ``ladderlab serve CHALLENGE.toml`` (or ``--demo``) starts the server;
 ``ladderlab serve verify CHALLENGE.toml`` checks the log's chain and replays it, links included;
 ``ladderlab serve links CHALLENGE.toml`` lists the linked groups of a verified log;
-``ladderlab serve bench`` measures the server; ``ladderlab attack URL --token T
---attack SPEC`` plays an attack plugin against a running server.
+``ladderlab serve attack URL --token T --attack SPEC`` plays an attack plugin against a running server.
+(The server's benchmark is a maintainers' command: ``ladderlab dev bench-serve``, :mod:`ladderlab.dev.serve_bench`.)
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 from ladderlab.runs.display import described_release_step, score_text
 from ladderlab.utils.atomic import write_atomically
 
-SUBCOMMANDS = ("verify", "links", "bench")
+SUBCOMMANDS = ("verify", "links", "attack")
 DATABASE_RECORD = "database"
 """The file of the state folder naming the log's database, when a start gave ``--database``."""
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """``serve verify …``, ``serve links …`` and ``serve bench …`` go to their own parsers; any
+    """``serve verify …``, ``serve links …`` and ``serve attack …`` go to their own parsers; any
     other first word is the challenge file of ``serve`` itself, and what follows it ``serve``'s options."""
     if args.target in SUBCOMMANDS:
         sub_args = args.subcommands[args.target].parse_args(args.rest)
@@ -49,16 +49,16 @@ def _add_state_options(parser: argparse.ArgumentParser, creates_secret: bool) ->
                                          f"{made})")
 
 
-def add_subcommands(commands: argparse._SubParsersAction) -> None:
-    """Register ``serve`` (with ``verify`` and ``bench``) and ``attack``."""
+def register(commands: argparse._SubParsersAction) -> None:
+    """``ladderlab serve``, with ``verify``, ``links`` and ``attack``."""
     from ladderlab.runs.arguments import count, port
 
     serve = commands.add_parser(
         "serve", help="run a challenge's certified mechanism as a leaderboard service (see docs/serve.md)",
         description="Start the leaderboard server of CHALLENGE (a challenge TOML file), or of the demo challenge "
                     "(--demo). 'ladderlab serve verify CHALLENGE' checks the log; 'ladderlab serve links CHALLENGE' "
-                    "lists its linked accounts; 'ladderlab serve bench' measures.")
-    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | links | bench",
+                    "lists its linked accounts; 'ladderlab serve attack URL' plays an attack against a running server.")
+    serve.add_argument("target", nargs="?", metavar="CHALLENGE | verify | links | attack",
                        help="the challenge file, or a subcommand (see 'ladderlab serve verify --help')")
     serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     serve.add_argument("--demo", action="store_true", help="serve a demo challenge on built-in data (written to --state, "
@@ -96,17 +96,10 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     _add_state_options(links, creates_secret=False)
     links.add_argument("--out", metavar="FILE", help="also write them to FILE: JSON, or Parquet if it ends in .parquet")
     links.set_defaults(handler=_links, anchor=None)
-    from ladderlab.dev.serve_bench import add_arguments
-
-    bench = type(serve)(prog="ladderlab serve bench",
-                        description="Submissions per second and latency of the server over loopback.")
-    add_arguments(bench)
-    serve.set_defaults(handler=_dispatch, serve_parser=serve,
-                       subcommands={"verify": verify, "links": links, "bench": bench})
-
-    attack = commands.add_parser("attack", help="play an attack plugin against a running 'ladderlab serve'",
-                                 description="Red-team a live leaderboard: the attack holds a RemoteBoard and the "
-                                             "challenge's public data, nothing else.")
+    attack = type(serve)(prog="ladderlab serve attack",
+                         description="Play an attack plugin against a running 'ladderlab serve' (red-team a live "
+                                     "leaderboard): the attack holds a RemoteBoard and the challenge's public data, "
+                                     "nothing else.")
     attack.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
     attack.add_argument("--token", required=True, help="the team's token")
     attack.add_argument("--attack", required=True, help="an attack id with parameters, e.g. 'hill-climbing(block=32)'")
@@ -115,6 +108,8 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     attack.add_argument("--final-out", metavar="FILE", help="write the attack's final prediction here (CSV by id)")
     attack.add_argument("--submit-final", action="store_true", help="submit the final prediction too (counts against the caps)")
     attack.set_defaults(handler=_attack)
+    serve.set_defaults(handler=_dispatch, serve_parser=serve,
+                       subcommands={"verify": verify, "links": links, "attack": attack})
 
 
 def _state(args: argparse.Namespace, challenge: Any, create: bool = True) -> tuple[Path, str, int]:

@@ -7,7 +7,7 @@ it from the teams' counted submissions on the private rows: the 95% bootstrap in
 score and of its rank, its rank as Chatbot Arena reports it, and the probability that it is best
 (P(winner is best) for the first), from :data:`REPLICATES` resamples of the private rows drawn
 from :func:`~ladderlab.final_rankings.certificate.certificate_stream` with seed 0: what
-``ladderlab rank-certificate`` gives on the organiser's private losses with its defaults. The
+``ladderlab stats rank-certificate`` gives on the organiser's private losses with its defaults. The
 fewest private rows whose removal changes the winner are given where one sort per team finds
 them exactly (a mean of per-sample risks); for other metrics (ROC AUC, correlations) the page
 leaves them to the command, whose search can take long.

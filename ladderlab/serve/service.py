@@ -779,7 +779,7 @@ class Service:
                              for name, value in shake_up.items()}}
 
     def private_losses(self, linked: str = DEFAULT_LINKED_POLICY) -> bytes:
-        """Per-sample data for ``ladderlab rank-certificate``, as Parquet in long form: ``team``,
+        """Per-sample data for ``ladderlab stats rank-certificate``, as Parquet in long form: ``team``,
         ``sample`` (the holdout id) and ``loss``, the per-sample loss of each entry's counted
         submission (the one ``final(linked)`` ranks it by, so that the certificate is of the
         ranking published) on every final-set row, in the published order; the mean of an entry's
@@ -849,7 +849,7 @@ class Service:
         return board
 
     def export(self) -> bytes:
-        """The log as Parquet: the columns ``ladderlab replay`` reads (team, submission_id, team_sequence, submitted_at, public_score, private_score,
+        """The log as Parquet: the columns ``ladderlab stats replay`` reads (team, submission_id, team_sequence, submitted_at, public_score, private_score,
         released, selected), then the log's own (decision, prediction_sha256, hashes); its metadata
         states the scorer, the mechanism and the public and private holdout sizes."""
         self._require_closed()

@@ -15,7 +15,7 @@ METHOD_COLORS = {"un": "0.5", "exp": "#1f77b4", "cons": "#d62728", "mple": "#ff7
 
 def curve_figure(result: Mapping[str, Any]) -> Figure:
     """Each method's p̂ᵗ for t = 2…K, the unbiased estimates p̂ᵗ_UN for t = 2…k as the observed
-    points, and the observed accuracy at k marked; ``result`` is ``ladderlab extrapolate``'s JSON."""
+    points, and the observed accuracy at k marked; ``result`` is ``ladderlab stats extrapolate``'s JSON."""
     k, K = result["k"], result["K"]
     fig = Figure(figsize=(6.0, 4.0))
     ax = fig.subplots()

@@ -33,7 +33,7 @@ def interval(resampled: ArrayLike) -> dict[str, Any]:
 def verdict(predictions: dict[str, dict[str, Any]], k: int, K: int, bootstrap: int | None) -> list[str]:
     """Lines that say how far apart the methods' predictions at K are and, with bootstrap
     intervals, which of them sampling error cannot separate; computed from ``predictions``
-    (``ladderlab extrapolate``'s JSON ``predictions``)."""
+    (``ladderlab stats extrapolate``'s JSON ``predictions``)."""
     values = {method: p["accuracy"] for method, p in predictions.items() if p.get("accuracy") is not None}
     if K <= k or len(values) < 2:
         return []

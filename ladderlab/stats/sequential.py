@@ -14,23 +14,27 @@ Robbins 1970; Howard, Ramdas, McAuliffe & Sekhon 2021, §3). Each CS_t is an int
 around S_t/t (−log of the denominator is convex in p). The prior is Jeffreys',
 Beta(½, ½): with unanimous indicators a sequence at δ = 0.025 excludes ½ after 8.
 
-A grid point's verdict concerns two medians, of Δ (in units of B) against −τ and of the
-leaderboard error against ε, through p_Δ = P(Δ < −τ) and p_E = P(error > ε): the median
-of Δ is below −τ exactly when p_Δ > ½. With confidence 1 − α, each probability gets a
-sequence at δ = α/2 (a union bound), and the point
+A grid point's verdict concerns two tails, of Δ against −τ and of the leaderboard's
+optimism against ε, through p_Δ = P(Δ < −τ) and p_E = P(optimism > ε), against a level β
+(the *tail criterion*; β = ½ is the old criterion on the medians: the median of Δ is below
+−τ exactly when p_Δ > ½). Each probability gets a sequence at a per-sequence error δ that
+the caller chooses (a certificate splits its error 1 − confidence over all its sequences,
+a Bonferroni union: :func:`per_sequence_error`), and the point
 
-- **fails** as soon as either sequence lies above ½;
-- **passes** as soon as both lie below ½;
+- **fails** as soon as either sequence lies above β;
+- **passes** as soon as both lie below β;
 - is **inconclusive** if neither happened by the largest number of replications.
 
-Whatever the truth, a decided verdict is wrong with probability at most α: a wrong
-"passes" needs a sequence below ½ that should contain a p ≥ ½ (δ), a wrong "fails" one
-above ½ that should contain a p ≤ ½ (δ for each of two). A point whose median sits at
-the threshold stays inconclusive with probability at least 1 − α.
+Whatever the truth, a decided verdict is wrong with probability at most 2δ: a wrong
+"passes" needs a sequence below β that should contain a p ≥ β (δ), a wrong "fails" one
+above β that should contain a p ≤ β (δ for each of two). A point whose p sits at β stays
+inconclusive with probability at least 1 − 2δ.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +46,8 @@ from scipy import optimize, special, stats
 PRIOR = (0.5, 0.5)
 """Jeffreys' Beta(½, ½) mixing distribution."""
 PASSES, FAILS, UNDECIDED, INCONCLUSIVE = "passes", "fails", "undecided", "inconclusive"
+MEDIAN = 0.5
+"""The level of the criterion on the medians (certificates before version 3)."""
 
 
 def log_mixture_martingale(successes: ArrayLike, trials: ArrayLike, p: float,
@@ -68,35 +74,64 @@ def confidence_sequence(successes: int, trials: int, delta: float,
     return float(low), float(high)
 
 
-def excludes_half(successes: int, trials: int, delta: float) -> int:
-    """+1 when the sequence lies above ½, −1 when below, 0 when it contains ½."""
-    if trials == 0 or log_mixture_martingale(successes, trials, 0.5) < -math.log(delta):
+def excludes(successes: int, trials: int, delta: float, level: float = MEDIAN) -> int:
+    """+1 when the sequence lies above ``level``, −1 when below, 0 when it contains it."""
+    if trials == 0 or log_mixture_martingale(successes, trials, level) < -math.log(delta):
         return 0
-    return 1 if 2 * successes > trials else -1
+    return 1 if successes > level * trials else -1
+
+
+def per_sequence_error(confidence: float, points: int) -> float:
+    """δ of each of the 2·``points`` sequences of a certificate whose verdicts hold together at
+    ``confidence`` (Bonferroni: every decided verdict of every point is right at once with
+    probability at least ``confidence``)."""
+    if not 0 < confidence < 1 or points < 1:
+        raise ValueError(f"need 0 < confidence < 1 and at least one point, got {confidence} and {points}")
+    return (1.0 - confidence) / (2 * points)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A grid point's verdict after ``replications`` replications, with both probabilities' intervals."""
+    """A grid point's verdict after ``replications`` replications, with the counts of indicators set and the
+    per-sequence error; both probabilities' confidence sequences are computed when asked for."""
 
     verdict: str
     replications: int
-    p_delta: tuple[float, float]
-    p_error: tuple[float, float]
+    beyond_tau: int
+    beyond_epsilon: int
+    delta: float
+
+    @functools.cached_property
+    def p_delta(self) -> tuple[float, float]:
+        """The confidence sequence of P(Δ < −τ) at this time."""
+        return confidence_sequence(self.beyond_tau, self.replications, self.delta)
+
+    @functools.cached_property
+    def p_error(self) -> tuple[float, float]:
+        """The confidence sequence of P(optimism > ε) at this time."""
+        return confidence_sequence(self.beyond_epsilon, self.replications, self.delta)
 
 
-def verdict_at(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, confidence: float) -> Verdict:
-    """The verdict after the given indicators (1{Δ < −τ} and 1{error > ε} per replication, in order):
-    ``passes``, ``fails`` or ``undecided``."""
-    delta = (1.0 - confidence) / 2.0
+def verdict_at(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, delta: float, level: float = MEDIAN) -> Verdict:
+    """The verdict after the given indicators (1{Δ < −τ} and 1{optimism > ε} per replication, in
+    order), each sequence at error ``delta`` against ``level``: ``passes``, ``fails`` or ``undecided``."""
     x, y = np.asarray(beyond_tau, dtype=bool), np.asarray(beyond_epsilon, dtype=bool)
     t, s_delta, s_error = x.size, int(x.sum()), int(y.sum())
-    sides = excludes_half(s_delta, t, delta), excludes_half(s_error, t, delta)
+    sides = excludes(s_delta, t, delta, level), excludes(s_error, t, delta, level)
     verdict = FAILS if 1 in sides else PASSES if sides == (-1, -1) else UNDECIDED
-    return Verdict(verdict, t, confidence_sequence(s_delta, t, delta), confidence_sequence(s_error, t, delta))
+    return Verdict(verdict, t, s_delta, s_error, delta)
 
 
-def stopping_verdict(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, confidence: float,
+def _sides(indicators: np.ndarray, delta: float, level: float) -> np.ndarray:
+    """After each replication t: +1 when the sequence of the first t indicators lies above ``level``,
+    −1 below, 0 when it contains it (:func:`excludes`, for every t at once)."""
+    successes = np.cumsum(indicators)
+    trials = np.arange(1, indicators.size + 1)
+    excluded = log_mixture_martingale(successes, trials, level) >= -math.log(delta)
+    return np.where(excluded, np.where(successes > level * trials, 1, -1), 0)
+
+
+def stopping_verdict(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, delta: float, level: float = MEDIAN,
                      maximum: float = math.inf) -> Verdict:
     """The verdict at the first t at which it is decided (looking after every replication), or
     at the last t: ``inconclusive`` once ``maximum`` indicators were given, else ``undecided``.
@@ -104,21 +139,19 @@ def stopping_verdict(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, confidenc
     what follows the stop is ignored, so the verdict and the replications it used do not
     depend on how the replications were chunked."""
     x, y = np.asarray(beyond_tau, dtype=bool), np.asarray(beyond_epsilon, dtype=bool)
-    delta = (1.0 - confidence) / 2.0
-    cumulative_x, cumulative_y = np.cumsum(x), np.cumsum(y)
-    for t in range(1, x.size + 1):
-        sides = excludes_half(int(cumulative_x[t - 1]), t, delta), excludes_half(int(cumulative_y[t - 1]), t, delta)
-        if 1 in sides or sides == (-1, -1):
-            return verdict_at(x[:t], y[:t], confidence)
-    final = verdict_at(x, y, confidence)
-    return Verdict(INCONCLUSIVE, x.size, final.p_delta, final.p_error) if x.size >= maximum else final
+    if x.size:
+        sides_x, sides_y = _sides(x, delta, level), _sides(y, delta, level)
+        decided = np.flatnonzero((sides_x == 1) | (sides_y == 1) | ((sides_x == -1) & (sides_y == -1)))
+        if decided.size:
+            return verdict_at(x[: decided[0] + 1], y[: decided[0] + 1], delta, level)
+    final = verdict_at(x, y, delta, level)
+    return dataclasses.replace(final, verdict=INCONCLUSIVE) if x.size >= maximum else final
 
 
-def first_decision(confidence: float) -> int:
-    """The fewest replications that can decide a verdict: unanimous indicators."""
-    delta = (1.0 - confidence) / 2.0
+def first_decision(delta: float, level: float = MEDIAN) -> int:
+    """The fewest replications that can decide a pass: no indicator set in any of them."""
     t = 1
-    while log_mixture_martingale(0, t, 0.5) < -math.log(delta):
+    while log_mixture_martingale(0, t, level) < -math.log(delta):
         t += 1
     return t
 
@@ -152,33 +185,33 @@ class Outlook:
     replications: int | None
 
 
-def replications_to_decide(rate_tau: float, rate_epsilon: float, observed: int, confidence: float) -> Outlook:
+def replications_to_decide(rate_tau: float, rate_epsilon: float, observed: int, delta: float,
+                           level: float = MEDIAN) -> Outlook:
     """The plug-in outlook of a point undecided after ``observed`` replications, with shares
-    ``rate_tau`` of Δ < −τ and ``rate_epsilon`` of error > ε: with each share held (S_t = rate·t),
-    the first t at which its sequence excludes ½. It fails at the first t at which a share above ½
-    is excluded from below, passes at the first t at which both shares, below ½, are; a share of
-    exactly ½ (or an estimate beyond ``MOST_REPLICATIONS_ESTIMATED``) decides never. The count is at
-    least ``observed`` + 1. An estimate, not a bound: the shares themselves are uncertain (their
-    confidence sequences say how much)."""
-    delta = (1.0 - confidence) / 2.0
+    ``rate_tau`` of Δ < −τ and ``rate_epsilon`` of optimism > ε: with each share held (S_t = rate·t),
+    the first t at which its sequence (error ``delta``) excludes ``level``. It fails at the first t
+    at which a share above the level is excluded from below, passes at the first t at which both
+    shares, below it, are; a share exactly at the level (or an estimate beyond
+    ``MOST_REPLICATIONS_ESTIMATED``) decides never. The count is at least ``observed`` + 1. An
+    estimate, not a bound: the shares themselves are uncertain (their confidence sequences say how much)."""
     rates = (rate_tau, rate_epsilon)
-    times = [_first_exclusion(rate, delta, observed + 1) for rate in rates]
-    failing = [t for rate, t in zip(rates, times) if rate > 0.5 and t is not None]
+    times = [_first_exclusion(rate, delta, level, observed + 1) for rate in rates]
+    failing = [t for rate, t in zip(rates, times) if rate > level and t is not None]
     if failing:
         return Outlook(FAILS, min(failing))
-    if all(rate < 0.5 for rate in rates) and None not in times:
+    if all(rate < level for rate in rates) and None not in times:
         return Outlook(PASSES, max(t for t in times if t is not None))
     return Outlook(None, None)
 
 
-def _first_exclusion(rate: float, delta: float, start: int = 1) -> int | None:
-    """The first t ≥ ``start`` at which S_t = rate·t puts ½ outside the sequence (None: none up to the most
-    estimated)."""
-    if rate == 0.5:
+def _first_exclusion(rate: float, delta: float, level: float, start: int = 1) -> int | None:
+    """The first t ≥ ``start`` at which S_t = rate·t puts ``level`` outside the sequence (None: none up to
+    the most estimated)."""
+    if rate == level:
         return None
     while start <= MOST_REPLICATIONS_ESTIMATED:
         t = np.arange(start, min(4 * start, MOST_REPLICATIONS_ESTIMATED + 1))
-        excluded = np.flatnonzero(log_mixture_martingale(rate * t, t, 0.5) >= -math.log(delta))
+        excluded = np.flatnonzero(log_mixture_martingale(rate * t, t, level) >= -math.log(delta))
         if excluded.size:
             return int(t[excluded[0]])
         start = 4 * start

@@ -108,13 +108,22 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
 
+    def __init__(self) -> None:
+        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
+        """The module's own spec, by old name, between ``create_module`` and ``exec_module``."""
+
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         new = "ladderlab." + MOVED[spec.name[len("ladderlab."):]]
         warnings.warn(f"{spec.name} moved to {new}; import it from there", DeprecationWarning, stacklevel=2)
-        return importlib.import_module(new)
+        module = importlib.import_module(new)
+        self._specs[spec.name] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """The module at its new place has run already."""
+        """The module at its new place has run already. The import machinery has just set the old
+        name's spec on it (it does so on whatever ``create_module`` returns): it gets its own back, so
+        that its spec still names its file (``importlib.util.find_spec``, the page stamps' hashes)."""
+        module.__spec__ = self._specs.pop(module.__spec__.name)
 
 
 def install() -> None:
