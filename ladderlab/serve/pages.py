@@ -127,8 +127,8 @@ def team_page(service: Service, team: str, value_columns: str, csrf: str, messag
 
 def organiser_page(service: Service, csrf: str, message: str | None = None, ok: bool = True,
                    invite: str | None = None) -> str:
-    """The organiser's page: the challenge's state, the close, the downloads, the invite code and
-    every team's submissions."""
+    """The organiser's page: the challenge's state, the close (and after it the downloads and the
+    public board's linked-teams policy), the invite code and every team's submissions."""
     from ladderlab.scoring import LossScorer
 
     teams = service.overview()
@@ -155,7 +155,8 @@ def organiser_page(service: Service, csrf: str, message: str | None = None, ok: 
                    teams=listed, team_summary=summary, registration_text=registration_text,
                    registration_possible=registration_possible, linking=service.linking,
                    policies=LINKED_POLICIES if service.linking else LINKED_POLICIES[:1],
-                   per_sample=isinstance(service.scorer, LossScorer), sources=TEAM_SOURCES)
+                   per_sample=isinstance(service.scorer, LossScorer), sources=TEAM_SOURCES,
+                   public_linked=service.public_linked())
 
 
 def register_page(service: Service, csrf: str, message: str | None = None, ok: bool = True) -> str:

@@ -686,6 +686,19 @@ class Service:
             log.info("the challenge was closed by the organiser")
         return closed
 
+    def public_linked(self) -> str:
+        """The public final board's linked-teams policy: the organiser's choice at the close (or
+        since), else ``flag``."""
+        return self.storage.meta_value(PUBLIC_LINKED) or DEFAULT_LINKED_POLICY
+
+    def change_public_linked(self, linked: str) -> None:
+        """After the close, a new linked-teams policy for the public final board (what closing again
+        with ``linked`` does, without the risk of closing an open challenge)."""
+        if self.closed_at() is None:
+            raise ServiceError(409, "open", "the challenge is still open: choose the public board's linked-teams "
+                                            "policy when you close it")
+        self.close(linked)
+
     def overview(self) -> list[dict[str, Any]]:
         """Every team with its submissions (refused ones included), the last one's time, the
         submissions it selected, and where it comes from (``file``, ``registration`` or
@@ -832,7 +845,7 @@ class Service:
         if self.closed_at() is None:
             return None
         head = "{}:{}".format(*self.storage.chain_head())
-        linked = self.storage.meta_value(PUBLIC_LINKED) or DEFAULT_LINKED_POLICY
+        linked = self.public_linked()
         current = self._final_board
         if current is not None and (current["head"], current["linked"]) == (head, linked):
             return current

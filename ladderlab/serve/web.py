@@ -1,5 +1,6 @@
 """The page's routes: the leaderboard, signing in and out, a team's page (upload, final selection),
-registration with an invite code, and the organiser's page (close, invite code, downloads).
+registration with an invite code, and the organiser's page (close, the public board's linked-teams
+policy after it, invite code, downloads).
 
 Everything a route does goes through the service's own functions, the ones the API calls
 (:mod:`ladderlab.serve.app`): the page has no rule of its own. Who is asking is the session of the
@@ -215,16 +216,22 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         async def closed(_holder: str, fields: FormData) -> Render:
             if fields.get("confirm") != "yes":
                 raise ServiceError(422, "invalid", "tick the box that confirms the close")
-            try:
-                linked = check_linked_policy(str(fields.get("linked") or DEFAULT_LINKED_POLICY))
-            except ValueError as error:
-                raise ServiceError(422, "invalid", str(error)) from None
-            when = await run_in_threadpool(service.close, linked)
+            when = await run_in_threadpool(service.close, linked_field(fields))
             await run_in_threadpool(service.public_final)
             return organiser_view(f"The challenge closed at {text_time(when)}: the leaderboard now shows everyone "
                                   "the final ranking with its rank certificate.")
 
         return await act(request, ORGANISER, TOKEN_FORM_BYTES, closed)
+
+    @router.post("/public-linked", response_class=HTMLResponse)
+    async def public_linked(request: Request) -> HTMLResponse:
+        async def changed(_holder: str, fields: FormData) -> Render:
+            linked = linked_field(fields)
+            await run_in_threadpool(service.change_public_linked, linked)
+            await run_in_threadpool(service.public_final)
+            return organiser_view(f"The public final board now ranks linked teams under the policy {linked}.")
+
+        return await act(request, ORGANISER, TOKEN_FORM_BYTES, changed)
 
     @router.post("/invite", response_class=HTMLResponse)
     async def invite(request: Request) -> HTMLResponse:
@@ -238,6 +245,14 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         return await act(request, ORGANISER, TOKEN_FORM_BYTES, invited)
 
     return router
+
+
+def linked_field(fields: FormData) -> str:
+    """The form's linked-teams policy of the public final board (``flag`` when it has none)."""
+    try:
+        return check_linked_policy(str(fields.get("linked") or DEFAULT_LINKED_POLICY))
+    except ValueError as error:
+        raise ServiceError(422, "invalid", str(error)) from None
 
 
 def organiser_session(service: Service, request: Request) -> bool:
