@@ -59,11 +59,7 @@ class Boosting(Attack):
         return [{**cls.budget_params(budget), "variant": variant} for variant in ("kaggle", "ladder")]
 
     def incompatibility(self, data: PublicData) -> str | None:
-        if (why := LabelCode.incompatibility(data)) is not None:
-            return f"boosting: {why}"
-        if not data.binary_labels:
-            return "boosting needs binary labels {0, 1}"
-        return super().incompatibility(data)
+        return LabelCode.binary_incompatibility(data, "boosting") or super().incompatibility(data)
 
     def max_submissions(self, data: PublicData) -> int:
         return self.k

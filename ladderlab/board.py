@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.holdout import holdout_scores
-from ladderlab.mechanism import FloatArray, Mechanism, check_repeats, columns
+from ladderlab.mechanism import FloatArray, Mechanism, check_guesses, check_repeats, columns
 from ladderlab.scoring import PredictionKind, scores_by_block
 from ladderlab.validation import check_prediction_matrix, rows_per_block
 
@@ -81,9 +81,10 @@ class Leaderboard:
             self.mechanism.classes_,
         )
 
-    def submit_many(self, P: FloatArray, repeats: int = 1) -> FloatArray:
+    def submit_many(self, P: FloatArray, repeats: int = 1, guesses: FloatArray | None = None) -> FloatArray:
         """Score whole-holdout predictions validated by ``check``, each ``repeats`` times in a
-        row; return the released scores (the copies of a row together).
+        row; return the released scores (the copies of a row together). ``guesses`` (checked by
+        :func:`ladderlab.mechanism.check_guesses`) go to the mechanism with their rows.
 
         The rows go through in cache-sized blocks, each gathered once per pass: the exact
         public and final scores of every row first (a score that is not finite raises
@@ -94,7 +95,8 @@ class Leaderboard:
         mechanism = self.mechanism
         public_scores, final_scores = self.exact_scores(P)
         released = _joined([mechanism.submit_validated(columns(P[start : start + step], self._public_columns), repeats,
-                                                       public_scores[start : start + step])
+                                                       public_scores[start : start + step],
+                                                       None if guesses is None else guesses[start : start + step])
                             for start in range(0, P.shape[0], step)])
         self._public.append(np.repeat(public_scores, repeats))
         self._final.append(np.repeat(final_scores, repeats))
@@ -188,32 +190,38 @@ class Board:
             if index >= since and index > 0 and released[index] != released[index - 1]
         )
 
-    def submit(self, prediction: ArrayLike) -> float:
-        """Submit one whole-holdout prediction vector; return its released score."""
+    def submit(self, prediction: ArrayLike, guess: float | None = None) -> float:
+        """Submit one whole-holdout prediction vector, with your own estimate of its score if you have
+        one (``guess``, for a mechanism that checks guesses); return its released score."""
         prediction = np.asarray(prediction)
         if prediction.ndim != self.prediction_ndim:
             hint = "; use submit_many for several" if prediction.ndim > self.prediction_ndim else ""
             raise ValueError(f"submit takes one prediction vector, got an array of shape {prediction.shape}{hint}")
-        return float(self.submit_many(prediction[None, :])[0])
+        return float(self.submit_many(prediction[None, :], guesses=None if guess is None else [guess])[0])
 
-    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1,
+                    guesses: ArrayLike | None = None) -> NDArray[np.float64]:
         """Submit the rows of a matrix in order, each ``repeats`` times in a row; same result
         as ``submit`` on each row, ``repeats`` times.
 
         ``repeats`` > 1 is the repeated-submission attack's move (Chaibub Neto et al.,
         Discussion): m·repeats submissions count against the budget and m·repeats released
         scores come back, the copies of a row together. Where the mechanism's decisions
-        allow, copies are answered without being scored again. The batch is validated and
-        checked against the budget first; if any of that fails, nothing is submitted.
+        allow, copies are answered without being scored again. ``guesses``: your own estimate
+        of each row's score (NaN: none), which a mechanism that checks guesses (guess and
+        check) releases when its holdout confirms it; others ignore them. The batch is
+        validated and checked against the budget first; if any of that fails, nothing is
+        submitted.
         """
         check_repeats(repeats)
         P = self._leaderboard.check(predictions)
+        guesses = check_guesses(guesses, P.shape[0])
         if self.remaining is not None and P.shape[0] * repeats > self.remaining:
             raise BudgetExceeded(
                 f"{P.shape[0] * repeats} submissions would exceed the budget of {self.budget} "
                 f"({self.remaining} left)"
             )
-        released = self._leaderboard.submit_many(P, repeats)
+        released = self._leaderboard.submit_many(P, repeats, guesses)
         self._transcript.extend(released.tolist())
         return released.copy()
 

@@ -30,7 +30,7 @@ from ladderlab.scoring import (
     require_finite_scores,
     scores_by_block,
 )
-from ladderlab.stats.bounds import TheoreticalBound
+from ladderlab.stats.bounds import ProvenBound, TheoreticalBound
 from ladderlab.tasks import PublicData
 from ladderlab.validation import (
     check_prediction_matrix,
@@ -66,6 +66,9 @@ class Mechanism(Plugin):
     holdout (besides the mechanism's state and random stream): such a mechanism releases from
     a log of exact scores (:meth:`release_scores`), as Blum & Hardt (2015, §6) replayed a Kaggle
     competition's submissions; ``ladderlab.testing`` checks the declaration."""
+    takes_guesses: ClassVar[bool] = False
+    """True when a release depends on the participant's own estimate of its score, passed as
+    ``guesses`` beside the predictions (guess and check); other mechanisms ignore guesses."""
     shared_state: ClassVar[bool] = False
     """True when one bound mechanism answers every account of a competition (one leaderboard
     state for all teams); False gives each account its own bound copy, as Ladder.jl's Kaggle
@@ -150,7 +153,14 @@ class Mechanism(Plugin):
         holdout points, in units of the loss bound B, where there is one (None by default)."""
         return None
 
-    def submit(self, prediction: ArrayLike) -> float:
+    def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound | None:
+        """The leaderboard error that this mechanism's theorem guarantees, with probability ≥ 1 − δ,
+        against any adaptive participant making ``k`` submissions on ``n`` points, in units of the
+        loss bound B (for a loss that is a mean over the points); ``zero_one``: the loss is the 0/1
+        loss, whose exact binomial tails may replace Hoeffding's. None: no theorem (the default)."""
+        return None
+
+    def submit(self, prediction: ArrayLike, guess: float | None = None) -> float:
         """Score one prediction vector and return the released score.
 
         A float64 vector that passes the quick check of its kind skips the general
@@ -158,7 +168,8 @@ class Mechanism(Plugin):
         else takes the path of ``submit_many``, with its errors.
         """
         if (
-            type(prediction) is np.ndarray
+            guess is None
+            and type(prediction) is np.ndarray
             and prediction.dtype is FLOAT64
             and prediction.shape == getattr(self, "row_shape_", None)
         ):
@@ -180,15 +191,17 @@ class Mechanism(Plugin):
                 f"submit takes one prediction vector of length {getattr(self, 'n_', 'n')}, got "
                 + (f"an array of shape {vector.shape}; use submit_many" if vector.ndim > 1 else f"{prediction!r}")
             )
-        return float(self.submit_many(vector[None, :])[0])
+        return float(self.submit_many(vector[None, :], guesses=None if guess is None else [guess])[0])
 
-    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> FloatArray:
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1, guesses: ArrayLike | None = None) -> FloatArray:
         """Score the rows of ``predictions`` in order, each ``repeats`` times in a row; return
         their released scores (the copies of a row together).
 
         The same as ``submit`` called ``repeats`` times on each row. The whole batch is
         validated before any of it is scored: a bad row raises ``ValueError`` and changes
-        nothing.
+        nothing. ``guesses``: the participant's own estimate of each row's score, in the
+        scorer's units (NaN: none), for a mechanism that checks guesses (``takes_guesses``);
+        every other mechanism ignores them.
         """
         if not hasattr(self, "labels_"):
             raise RuntimeError(f"mechanism {self.id!r} is not bound: call bind(labels, scorer, rng)")
@@ -196,11 +209,14 @@ class Mechanism(Plugin):
         scored: list[FloatArray] = []
         score_in_passing = (lambda block: scored.append(self.holdout_.scores(block))) if self.holdout_.scores_in_passing else None
         P = check_prediction_matrix(predictions, self.n_, self.scorer_.prediction_kind, self.classes_, score_in_passing)
-        return self.submit_validated(P, repeats, np.concatenate(scored) if scored else None)
+        return self.submit_validated(P, repeats, np.concatenate(scored) if scored else None,
+                                     check_guesses(guesses, P.shape[0]))
 
-    def submit_validated(self, P: FloatArray, repeats: int = 1, scores: FloatArray | None = None) -> FloatArray:
+    def submit_validated(self, P: FloatArray, repeats: int = 1, scores: FloatArray | None = None,
+                         guesses: FloatArray | None = None) -> FloatArray:
         """``submit_many`` for an m × n float matrix that ``check_prediction_matrix`` has accepted;
-        ``scores``, when the caller has them, are the rows' exact scores (``_scores``).
+        ``scores``, when the caller has them, are the rows' exact scores (``_scores``); ``guesses``
+        the rows' guesses that :func:`check_guesses` has accepted.
 
         The rows go to ``_release`` (``_release_repeated`` for ``repeats`` > 1) in
         cache-sized blocks, in order: a batch streams through memory once, and
@@ -218,12 +234,26 @@ class Mechanism(Plugin):
         blocks = []
         for start in range(0, P.shape[0], step):
             rows = P[start : start + step]
-            block = self._release_given_scores(rows, None if scores is None else scores[start : start + step], repeats)
+            self._pending_guesses_ = None if guesses is None else np.repeat(guesses[start : start + step], repeats)
+            try:
+                block = self._release_given_scores(rows, None if scores is None else scores[start : start + step],
+                                                   repeats)
+            finally:
+                self._pending_guesses_ = None
             if not np.isfinite(block).all():
                 require_finite_scores(f"{self.id} release", block, start)
             self.released_.extend(block.tolist())
             blocks.append(block)
         return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+    def _next_guesses(self, rows: int) -> FloatArray:
+        """The guesses of the next ``rows`` submissions being released, in order (NaN where a row has
+        none): for a mechanism that ``takes_guesses``, to call once per row from ``_release``."""
+        pending = getattr(self, "_pending_guesses_", None)
+        if pending is None:
+            return np.full(rows, np.nan)
+        self._pending_guesses_ = pending[rows:]
+        return pending[:rows]
 
     def release_step(self, unit: float) -> float | None:
         """The grid this mechanism's releases lie on (every release a multiple of it) when it binds
@@ -320,6 +350,21 @@ def check_repeats(repeats: int) -> int:
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise ValueError(f"repeats must be a whole number ≥ 1, got {repeats!r}")
     return int(repeats)
+
+
+def check_guesses(guesses: ArrayLike | None, rows: int) -> FloatArray | None:
+    """``guesses`` as a float vector of one value per row (NaN: no guess), or ``ValueError``."""
+    if guesses is None:
+        return None
+    try:
+        values = np.asarray(guesses, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"guesses must be numbers, got {guesses!r}") from None
+    if values.shape != (rows,):
+        raise ValueError(f"guesses: one value per submitted row ({rows}), got an array of shape {values.shape}")
+    if np.isinf(values).any():
+        raise ValueError("guesses must be finite numbers or NaN (no guess)")
+    return values
 
 
 def _label_set(classes: ArrayLike, labels: FloatArray) -> FloatArray:

@@ -34,11 +34,16 @@ from typing import Any, Generic, TypeVar
 from ladderlab.attack import Attack
 from ladderlab.mechanism import Mechanism
 from ladderlab.naming import unknown_name_error
+from ladderlab.params import describe
 from ladderlab.plugin import Plugin
 from ladderlab.tasks import Task
 from ladderlab.utils.sources import LOCAL_MODULE_PREFIX, plugin_file_sources
 
 P = TypeVar("P", bound=Plugin)
+
+FAMILIES: dict[str, Registry[Any]] = {}
+"""Every plugin family by its kind (``"mechanism"``, ``"arena policy"``, …): each registry registers
+itself when it is made, so that an area above this one (the arena's) adds its families here."""
 
 
 class Registry(Generic[P]):
@@ -51,6 +56,7 @@ class Registry(Generic[P]):
         self.group = group
         self.modules = modules
         """Further built-in modules, beside ``package`` (imported when the built-ins are first listed)."""
+        FAMILIES[kind] = self
         self.stand_in: Callable[[str], type[P]] | None = None
         """When set (:func:`ladderlab.isolation.untrusted.sandboxed_attacks`), ``get`` returns ``stand_in(spec)``
         for every plugin that is not built in, and never loads its code."""
@@ -85,6 +91,23 @@ class Registry(Generic[P]):
     def ids(self) -> list[str]:
         """Every id that ``get`` accepts without a path: built-in and third-party."""
         return sorted({*self.builtins(), *self.third_party()})
+
+    def describe(self, plugin_ids: list[str] | None = None) -> str:
+        """The family's plugins (or those named) with their parameters, declarations and references,
+        as ``ladderlab list`` prints them."""
+        lines = []
+        for plugin_id in self.ids() if plugin_ids is None else plugin_ids:
+            cls = self.get(plugin_id)
+            defaults = cls.parameter_defaults()
+            params = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "no parameters"
+            declared = getattr(cls, "_parameter_constraints", {})
+            lines.append(f"  {plugin_id:<22} {cls.summary()}")
+            lines.append(f"  {'':<22} parameters: {params}")
+            for name in defaults:
+                constraint = describe(declared[name]) if name in declared else "not declared"
+                lines.append(f"  {'':<22}   {name}: {constraint}")
+            lines.append(f"  {'':<22} reference: {cls.reference}")
+        return "\n".join(lines)
 
     def get(self, spec: str) -> type[P]:
         """The plugin class named by ``spec`` (an id, ``file.py:Class`` or ``module:Class``)."""
@@ -297,7 +320,8 @@ MECHANISMS: Registry[Mechanism] = Registry(
 
 
 ATTACKS: Registry[Attack] = Registry("attack", Attack, "ladderlab.attacks", "ladderlab.attacks")
-TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks", modules=("ladderlab.certification.challenge_task",))
+TASKS: Registry[Task] = Registry("task", Task, "ladderlab.tasks", "ladderlab.tasks", modules=(
+    "ladderlab.certification.challenge_task", "ladderlab.certification.public_size"))
 
 
 def make_mechanism(spec: str, **params: Any) -> Mechanism:

@@ -5,7 +5,9 @@ from typing import Any
 
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
-from ladderlab.stats.bounds import TheoreticalBound, kaggle_boosting_order
+from ladderlab.stats.bounds import ProvenBound, TheoreticalBound, kaggle_boosting_order
+from ladderlab.stats.leaderboard_proofs import rounding_bound
+from ladderlab.stats.transcripts import grid_values
 
 
 class Kaggle(Mechanism):
@@ -30,6 +32,13 @@ class Kaggle(Mechanism):
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound | None:
         """Theorem 5.1's Ω(√(k/n)) against boosting, which needs α ≤ 1/√n."""
         return kaggle_boosting_order(n, k) if self.alpha <= 1 / math.sqrt(n) else None
+
+    def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound:
+        """Blum & Hardt's transcript count for a release of one of the multiples of α in [0, 1] after
+        every submission (at most n + 1 of them for a 0/1 risk), plus α/2 of rounding: the upper
+        bound beside Theorem 5.1's Ω(√(k/n)) lower bound."""
+        return rounding_bound(n, k, delta, grid_values(self.alpha, n if zero_one else None), self.alpha / 2,
+                              "binomial" if zero_one else "hoeffding", f"Kaggle's rounding to α = {self.alpha:g}")
 
     def releasing(self, improvement: float) -> dict[str, float]:
         """α = improvement: scores ``improvement`` apart round to multiples of α at least one step apart

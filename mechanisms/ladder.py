@@ -3,7 +3,9 @@ from __future__ import annotations
 from ladderlab.engines.ladder import Ladder
 from ladderlab.mechanism import FloatArray, round_to_multiple
 from ladderlab.params import Interval
-from ladderlab.stats.bounds import TheoreticalBound, ladder_error_bound
+from ladderlab.stats.bounds import ProvenBound, TheoreticalBound, ladder_error_bound
+from ladderlab.stats.leaderboard_proofs import ladder_bound
+from ladderlab.stats.transcripts import grid_values
 
 
 class FixedLadder(Ladder):
@@ -35,6 +37,12 @@ class FixedLadder(Ladder):
     def leaderboard_error_bound(self, n: int, k: int) -> TheoreticalBound:
         """Theorem 3.1 at this η."""
         return ladder_error_bound(n, k, self.eta)
+
+    def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound:
+        """Theorem 3.1's ε + η with its transcripts counted exactly: releases are strictly
+        decreasing multiples of η in [0, 1] (at most n + 1 of them for a 0/1 risk)."""
+        return ladder_bound(n, k, delta, grid_values(self.eta, n if zero_one else None), self.eta,
+                            "binomial" if zero_one else "hoeffding", f"the Ladder with step η = {self.eta:g}")
 
     def _margins(self, loss_rows: FloatArray | None, rows: int) -> float:
         return self.eta * self.unit_

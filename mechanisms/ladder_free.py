@@ -20,3 +20,6 @@ class ParameterFreeLadder(PairedTTestLadder):
 
     def _critical_value(self) -> float:
         return 1.0
+
+    def _largest_critical_value(self, n: int) -> float:
+        return 1.0

@@ -6,6 +6,8 @@ from typing import Any
 from ladderlab.engines.noise import NOISE_KINDS, draw_noise
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval, Options
+from ladderlab.stats.bounds import ProvenBound
+from ladderlab.stats.leaderboard_proofs import noisy_release_bound
 
 
 class Noisy(Mechanism):
@@ -40,7 +42,20 @@ class Noisy(Mechanism):
         self.rounding = rounding
 
     def _start(self) -> None:
-        self.scale_ = self.unit_ * (1.0 / math.sqrt(self.n_) if self.scale is None else float(self.scale))
+        self.scale_ = self.unit_ * self._scale(self.n_)
+
+    def _scale(self, n: int) -> float:
+        """The noise scale on n points, in units of B."""
+        return 1.0 / math.sqrt(n) if self.scale is None else float(self.scale)
+
+    def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound | None:
+        """Each release is differentially private (Laplace: ε₀ = 1/(n·scale); Gaussian: ρ₀ = 1/(2(n·scale)²));
+        k of them compose, and the transfer theorem bounds every release's population error
+        (:func:`ladderlab.stats.leaderboard_proofs.noisy_release_bound`). None without noise."""
+        scale = self._scale(n)
+        if scale == 0:
+            return None
+        return noisy_release_bound(n, k, delta, self.noise, scale, self.rounding or 0.0)
 
     def releasing(self, improvement: float) -> dict[str, Any]:
         """scale = improvement / 3: two releases ``improvement`` apart keep their order with probability

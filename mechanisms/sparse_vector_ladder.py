@@ -7,7 +7,8 @@ import numpy as np
 from ladderlab.engines.ladder import Ladder
 from ladderlab.mechanism import FloatArray, round_to_multiple
 from ladderlab.params import Boolean, Interval
-from ladderlab.stats.bounds import TheoreticalBound, ladder_error_bound
+from ladderlab.stats.bounds import ProvenBound, TheoreticalBound, ladder_error_bound
+from ladderlab.stats.leaderboard_proofs import sparse_vector_ladder_bound
 
 
 def sparse_vector_defaults(n: int, k: int, delta: float) -> tuple[float, float]:
@@ -107,6 +108,16 @@ class SparseVectorLadder(Ladder):
         the n^−0.4 rate of the randomised version has no known constants, so no bound otherwise."""
         eta, sigma = self.effective_parameters(n)
         return ladder_error_bound(n, k, eta) if sigma == 0 and self.rounding else None
+
+    def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound | None:
+        """[R] our bound (:func:`ladderlab.stats.leaderboard_proofs.sparse_vector_ladder_bound`): while every
+        noise draw stays below u the release tracks the best empirical risk within η + 2u, and either
+        the rounded releases' transcripts are counted (``rounding``) or the mechanism's privacy
+        bounds the participant's information. The Ladder's exact bound when σ = 0 and ``rounding``."""
+        eta, sigma = self.effective_parameters(n)
+        return sparse_vector_ladder_bound(n, k, delta, eta, sigma,
+                                          (self.threshold_scale, self.comparison_scale, self.release_scale),
+                                          self.rounding, "binomial" if zero_one else "hoeffding")
 
     def _start(self) -> None:
         super()._start()

@@ -7,6 +7,8 @@ import numpy as np
 from ladderlab.engines.noise import NOISE_KINDS, draw_noise
 from ladderlab.mechanism import FloatArray, Mechanism
 from ladderlab.params import Interval, Options
+from ladderlab.stats.bounds import ProvenBound
+from ladderlab.stats.leaderboard_proofs import thresholdout_bound
 
 NOISE_SCALES = {"nips": (2.0, 4.0, 1.0), "science": (0.0, 1.0, 1.0)}
 """Per variant, the threshold, comparison and release noise as multiples of σ."""
@@ -92,6 +94,21 @@ class Thresholdout(Mechanism):
         self.guard_fraction = guard_fraction
         self.variant = variant
         self.split = split
+
+    def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound | None:
+        """The NIPS algorithm's privacy with respect to the guard part, composed over the budget B, and
+        the transfer theorem (:func:`ladderlab.stats.leaderboard_proofs.thresholdout_bound`): every
+        answer before the budget is spent is accurate for the population. None without a budget
+        (B = None never runs out, and the privacy loss has no bound), for the Science variant (no
+        threshold noise) and for Gaussian noise."""
+        if self.B is None or self.variant != "nips" or self.noise != "laplace":
+            return None
+        guard = round(self.guard_fraction * n)
+        threshold = 4.0 / math.sqrt(n) if self.T is None else float(self.T)
+        sigma = 0.25 / math.sqrt(n) if self.sigma is None else float(self.sigma)
+        if sigma == 0:
+            return None
+        return thresholdout_bound(guard, k, delta, threshold, sigma, self.B)
 
     def _start(self) -> None:
         guard = round(self.guard_fraction * self.n_)

@@ -10,8 +10,8 @@ from ladderlab.cli.commands import build_parser
 from tests.docs_helpers import subcommands
 
 ROOT = Path(__file__).resolve().parent.parent
-MAINTAINERS = {"bench", "bench-certify", "bench-isolation", "bench-competitions", "bench-serve", "realism", "results",
-               "pages"}
+MAINTAINERS = {"bench", "bench-certify", "bench-isolation", "bench-competitions", "bench-serve", "bench-plan",
+               "bench-proofs", "bench-arena", "realism", "results", "pages"}
 
 
 def test_help_lists_at_most_twelve_commands():

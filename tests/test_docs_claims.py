@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ladderlab.arena.registry import ARENA_ATTACKS, ARENA_POLICIES
 from ladderlab.cli.commands import build_parser
 from ladderlab.registry import ATTACKS, MECHANISMS, TASKS, Registry
 from ladderlab.runs.scenario import load
@@ -32,7 +33,8 @@ def _table_ids(page: str, heading: str) -> set[str]:
     return {name for row in _table_rows(page, heading) for name in re.findall(r"`([^`]+)`", row[0])}
 
 
-@pytest.mark.parametrize(("heading", "registry"), [("Mechanisms", MECHANISMS), ("Attacks", ATTACKS), ("Tasks", TASKS)])
+@pytest.mark.parametrize(("heading", "registry"), [("Mechanisms", MECHANISMS), ("Attacks", ATTACKS), ("Tasks", TASKS),
+                                                   ("Arena policies", ARENA_POLICIES), ("Arena attacks", ARENA_ATTACKS)])
 def test_built_in_plugins_page_lists_the_registry(heading: str, registry: Registry) -> None:
     assert _table_ids("built-ins.md", heading) == set(registry.builtins())
 

@@ -15,6 +15,7 @@ import shlex
 
 import pytest
 
+from ladderlab.arena.registry import ARENA_ATTACKS, ARENA_POLICIES
 from ladderlab.cli.commands import build_parser
 from ladderlab.runs.cli import LIST_FAMILIES
 from ladderlab.registry import ATTACKS, MECHANISMS
@@ -68,10 +69,24 @@ def _listed_family(name: str) -> None:
     assert name in LIST_FAMILIES or f"{name}s" in LIST_FAMILIES, f"'ladderlab list' has no family {name!r}"
 
 
+def _either(*parses):
+    """A check that passes when one of ``parses`` accepts the value (a mechanism or an arena policy)."""
+    def check(value: str) -> None:
+        errors = []
+        for parse in parses:
+            try:
+                parse(value)
+                return
+            except ValueError as error:
+                errors.append(str(error))
+        raise ValueError("; ".join(errors))
+    return check
+
+
 NAMED_VALUES = {("ladderlab run", "scenario"): _builtin_scenario,
                 ("ladderlab list", "what"): _listed_family,
-                ("ladderlab certify", "mechanism"): MECHANISMS.parse,
-                ("ladderlab certify", "attack"): ATTACKS.parse,
+                ("ladderlab certify", "mechanism"): _either(MECHANISMS.parse, ARENA_POLICIES.parse),
+                ("ladderlab certify", "attack"): _either(ATTACKS.parse, ARENA_ATTACKS.parse),
                 ("ladderlab serve attack", "attack"): ATTACKS.parse,
                 ("ladderlab stats replay", "mechanism"): MECHANISMS.parse}
 """Values that name a plugin (with parameters) or a built-in scenario, and the check of each."""

@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from ladderlab.certification.proofs import proven_headline, proven_text
 from ladderlab.naming import plugin_label
 from ladderlab.registry import ATTACKS, TASKS
 from ladderlab.runs.scenario import CHALLENGE_TASK
@@ -70,6 +71,8 @@ def markdown(certificate: dict[str, Any]) -> str:
         also = f" {'; '.join(statement['text'] for statement in entry['statements']) or '–'} |" if statements else ""
         lines.append(f"| {entry['budget']} | {entry['battery']} | {entry['worst'] or '–'} |{also}")
     lines += ["", _criterion_text(c, confidence), "", _units_table(c)]
+    if c.get("proven"):
+        lines += ["", proven_text(c["proven"], c["n"])]
     if c.get("tolerance_params"):
         lines += ["", f"Parameters set from the tolerance: {_params_text(c['tolerance_params'])} (in units of B: the "
                   f"coarsest values that release an honest improvement of τ, {c['releasing_improvement']:.3g}·B, on every "
@@ -114,6 +117,10 @@ def markdown(certificate: dict[str, Any]) -> str:
                                f" (in the unit, {c['unit']})"), ""]
     lines.pop()
     lines += _theory_lines(c)
+    if c.get("field"):
+        from ladderlab.certification.field import markdown as field_markdown
+
+        lines += ["", field_markdown(c["field"]).rstrip("\n")]
     lines += ["", "## Run", "",
               f"- {c['replications_used']} replications of the {c['points']} grid points (each at most "
               f"{c['replications']}); battery kept in {c['run_dir']}",
@@ -128,13 +135,14 @@ def headline(certificate: dict[str, Any]) -> str:
     budgets = ", ".join(map(str, c["budgets"]))
     kept = _utility_text(c["utility"])
     if c["verdict"] == NOT_SAFE:
-        return f"Not safe at any budget tested ({budgets}); honest participants keep {kept}"
+        return (f"Not safe at any budget tested ({budgets}){proven_headline(c.get('proven'))}; honest participants "
+                f"keep {kept}")
     if c["verdict"] == USELESS:
         return (f"Safe at {c['safe_budget']} submissions only because it releases nothing: honest participants keep "
                 f"{kept}, below a useful {c['utility']['useful']:g}")
     above = [budget for budget in c["budgets"] if budget > c["safe_budget"]]
     return (f"Safe at {c['safe_budget']} submissions per participant" + (f" (not at {above[0]})" if above else "")
-            + f"; honest participants keep {kept}")
+            + proven_headline(c.get("proven")) + f"; honest participants keep {kept}")
 
 
 def _utility_text(utility: dict[str, Any]) -> str:
@@ -297,6 +305,10 @@ def summary(certificate: dict[str, Any], width: int = WIDTH) -> str:
                  if row["verdict"] == INCONCLUSIVE and not row["stopped"]]
     if undecided:
         notes.append(f"inconclusive within {c['replications']} replications: {', '.join(undecided)}")
+    if c.get("field"):
+        from ladderlab.certification.field import summary_line
+
+        notes.append(summary_line(c["field"]))
     if notes:
         lines.append("")
     for note in notes:

@@ -71,6 +71,7 @@ from scipy import stats
 
 import ladderlab
 from ladderlab.certification import battery
+from ladderlab.certification.proofs import proven_side, proven_statements, zero_one_families
 from ladderlab.certification.certificate_text import (
     DID_NOT_PLAY,
     NOT_SAFE,
@@ -80,6 +81,7 @@ from ladderlab.certification.certificate_text import (
     markdown,
 )
 from ladderlab.certification.challenge_task import RESAMPLING
+from ladderlab.certification.public_size import PublicSize
 from ladderlab.certification.units import (
     DEFAULT_BETA,
     DEFAULT_REPLICATIONS,
@@ -313,8 +315,10 @@ def check_bounded(family: str, entry: dict[str, Any], force: bool = False) -> tu
 def family_unit(entry: dict[str, Any], unit: str, bound: float, force: bool = False) -> Unit:
     """The certificate's ``unit`` on a family (:func:`ladderlab.certification.units.unit_of`), measured on the
     public labels of its split at a fixed seed, as the task holds them before any resampling (a challenge's
-    own labels and split, not a bootstrap of them)."""
+    own labels and split, not a bootstrap of them; for ``public-size``, its public rows drawn from those labels)."""
     held = {name: value for name, value in entry["params"].items() if name != "resample"}
+    if entry["id"] == PublicSize.id and held.get("task_params"):
+        held["task_params"] = {name: value for name, value in held["task_params"].items() if name != "resample"}
     split = workload.task_data(entry["id"], held, force)[1]
     return unit_of(unit, split.public, split.y_public, bound)
 
@@ -363,6 +367,9 @@ def _task_draws(entry: dict[str, Any]) -> bool:
 
 def resampling(entry: dict[str, Any]) -> str:
     """What a family's replications draw afresh, besides the attack's and the mechanism's streams."""
+    if entry["id"] == PublicSize.id:
+        inner = {"id": entry["params"]["task"], "params": entry["params"].get("task_params") or {}}
+        return f"{resampling(inner)}; then which {entry['params']['n_public']} holdout rows are public, drawn afresh"
     resample = entry["params"].get("resample")
     if resample is not None:
         return RESAMPLING[resample]
@@ -1105,6 +1112,10 @@ def certify(
         ran = _ran_scenario(scenario, worsts, mechanism, task_families, replications, seed)
         _write_run_directory(directory, ran, rows, verdicts, seed, secret_seed)
     safe = safe_budget(battery_rows, budgets)
+    attacked = [name for name in task_families if name != "honest"]
+    proven = proven_side(certified, n, budgets, beta, zero_one_families([scored[name][0] for name in attacked]),
+                         min(min(family_units[name].raw(tau), family_units[name].raw(epsilon)) / family_units[name].bound
+                             for name in attacked))
     honest = [_honest(json.loads(participant), {cell.mechanism[0]: rows[cell.key][:honest_counts[participant]]
                                                 for cell in group}, mechanism, confidence, honest_fixed[participant],
                       family_units["honest"].value, {name: criteria["honest", name] for name in (mechanism, REFERENCE)})
@@ -1137,8 +1148,9 @@ def certify(
                      for name, entry in task_families.items()},
         "attacks": [{"attack": spec.id, "pinned": spec.pinned} for spec in specs],
         "safe_budget": safe,
+        "proven": proven,
         "verdict": verdict(safe, utility),
-        "budget_verdicts": budget_verdicts(battery_rows, budgets),
+        "budget_verdicts": proven_statements(budget_verdicts(battery_rows, budgets), proven),
         "utility": utility,
         "broken_by": [{"attack": row["attack_label"], "budget": row["budget"], "verdict": row["verdict"],
                        "worst_params": row["worst_params"], "worst_task": row["worst_task"],
@@ -1294,7 +1306,7 @@ def write_certificate(certificate: dict[str, Any], out: str | Path, text_for_peo
     """Write the certificate as JSON to ``out`` and as Markdown beside it (``text_for_people``,
     by default :func:`markdown` of the certificate); return the paths. Given the ``command`` that
     made it, the Markdown ends with its stamp (:mod:`ladderlab.runs.page_stamps`): that command and the
-    fingerprints of the code the certificate depends on, so ``ladderlab pages`` can tell when a
+    fingerprints of the code the certificate depends on, so ``ladderlab dev pages`` can tell when a
     page that includes it is stale.
 
     The two files are written all or nothing (:mod:`ladderlab.utils.atomic`): if writing fails

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from ladderlab.certification import field, plan_cli
 from ladderlab.certification.units import (
     DEFAULT_BETA,
     DEFAULT_REPLICATIONS,
@@ -23,10 +25,23 @@ from ladderlab.seeding import read_secret_seed
 from ladderlab.tasks import TRAINING_RANGE
 
 
-def register(commands: argparse._SubParsersAction) -> None:
-    """``ladderlab certify``."""
+@dataclass(frozen=True)
+class CertifySubject:
+    """Something besides a mechanism that ``ladderlab certify`` certifies, handed in by a higher area
+    (the arena's policies: :mod:`ladderlab.arena.cli`): whether the command's first argument ``names``
+    one, its handler, its own options, and how the first argument's help names it."""
+
+    names: Callable[[str], bool]
+    certify: Callable[[argparse.Namespace], int]
+    add_options: Callable[[argparse.ArgumentParser], None]
+    described_as: str
+
+
+def register(commands: argparse._SubParsersAction, subjects: Sequence[CertifySubject] = ()) -> None:
+    """``ladderlab certify`` (of a mechanism, or of one of the ``subjects``) and ``ladderlab plan``."""
     cert = commands.add_parser("certify", help="attack battery, safe submission budget and honest cost of a mechanism")
-    cert.add_argument("mechanism", help="a mechanism id, or file.py:Class")
+    cert.add_argument("mechanism", help="; or ".join(["a mechanism id, or file.py:Class",
+                                                       *(subject.described_as for subject in subjects)]))
     cert.add_argument("--param", action="append", default=[], help="mechanism parameter KEY=VALUE (repeatable)")
     cert.add_argument("--n", type=arguments.count(10), help="public holdout size (default 200)")
     cert.add_argument("--budgets", type=arguments.count(1), nargs="+",
@@ -42,14 +57,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "honest, else a submission a day over its schedule)")
     cert.add_argument("--only", action="store_true",
                       help="run only the attacks given with --attack, not the default battery of every attack")
-    cert.add_argument("--replications", type=arguments.count(1), default=DEFAULT_REPLICATIONS,
+    cert.add_argument("--replications", type=arguments.count(1),
                       help="the most replications a grid point uses; each stops once its verdict is decided "
-                           f"(default {DEFAULT_REPLICATIONS})")
+                           f"(default {DEFAULT_REPLICATIONS}; for an arena policy, seasons, default 1000)")
     cert.add_argument("--confidence", type=float, default=0.95,
                       help="confidence of the whole certificate: all its verdicts hold together (default 0.95)")
     cert.add_argument("--beta", type=float, default=DEFAULT_BETA,
                       help="the tail: a point passes when at most this share of contests overfits past τ or "
-                           f"overstates past ε (default {DEFAULT_BETA:g})")
+                           f"overstates past ε (an arena policy: inflates past τ) (default {DEFAULT_BETA:g})")
     cert.add_argument("--unit", choices=list(UNITS), default=DEFAULT_UNIT,
                       help="the unit of --tau and --epsilon: 'constant', the loss of the best constant prediction on the "
                            "public labels (default); 'bound', the loss bound B; 'score', the scorer's own units")
@@ -70,10 +85,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="the range real-valued predictions are clipped into, bounding the loss: LOW HIGH, or "
                            "'training' for the training labels' range (default)")
     cert.add_argument("--seed", type=arguments.count(0), default=0, help="root seed of the battery (default 0)")
-    cert.add_argument("--tau", type=arguments.positive, default=DEFAULT_TOLERANCE,
+    cert.add_argument("--tau", type=arguments.positive,
                       help=f"the overfitting -Δ tolerated in all but a share β of contests, in --unit (default "
-                           f"{DEFAULT_TOLERANCE:g}: a tenth of the best constant prediction's loss)")
-    cert.add_argument("--epsilon", type=arguments.positive, default=DEFAULT_TOLERANCE,
+                           f"{DEFAULT_TOLERANCE:g}: a tenth of the best constant prediction's loss); for an arena policy, "
+                           "the inflation of a published rating tolerated, Elo points (default 20)")
+    cert.add_argument("--epsilon", type=arguments.positive,
                       help="the leaderboard's optimism (released better than true) tolerated in all but a share β of "
                            f"contests, in --unit (default {DEFAULT_TOLERANCE:g})")
     cert.add_argument("--jobs", type=arguments.count(1, every_core=True), default=1, help="parallel cells (-1: every core)")
@@ -83,14 +99,24 @@ def register(commands: argparse._SubParsersAction) -> None:
     arguments.add_trust_options(cert)
     cert.add_argument("--competition", help="a scenario file with [[competition]] tables: add the competition view "
                       "(shake-up, best team wins, winner's delta, honest utility) under its rules and team mix")
+    field.add_options(cert)
+    for subject in subjects:
+        subject.add_options(cert)
     add_force_option(cert)
-    cert.set_defaults(handler=_certify, resumable=True)
+    cert.set_defaults(handler=_certify, resumable=True, subjects=tuple(subjects))
+    plan_cli.add_subcommand(commands)
 
 
 def _certify(args: argparse.Namespace) -> int:
+    for subject in args.subjects:
+        if subject.names(args.mechanism):
+            return subject.certify(args)
     from ladderlab.certification import certify
     from ladderlab.registry import MECHANISMS
 
+    args.tau = DEFAULT_TOLERANCE if args.tau is None else args.tau
+    args.epsilon = DEFAULT_TOLERANCE if args.epsilon is None else args.epsilon
+    args.replications = args.replications or DEFAULT_REPLICATIONS
     arguments.output_folder("--run-dir", args.run_dir)
     MECHANISMS.checked(args.mechanism, arguments.parse_params(args.param),
                        " ".join(f"--param {pair}" for pair in args.param) or None)
@@ -119,8 +145,10 @@ def _certify(args: argparse.Namespace) -> int:
 
             challenge_certify.refuse_decided_options(args)
             return tune.run_command(args, attacks, out)
-        return _write_certificate(challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options),
-                                  out, certify.markdown, args.command_line)
+        field.check_options(args)
+        result = challenge_certify.run_command(args, attacks, out, arguments.parse_params(args.param), **options)
+        field.attach(result, args, options["announce"])
+        return _write_certificate(result, out, certify.markdown, args.command_line)
     args.n, args.budgets = args.n or 200, args.budgets or [100, 300, 1000, 2000]
     args.prediction_range = args.prediction_range or [TRAINING_RANGE]
     if args.tune:
@@ -138,11 +166,13 @@ def _certify(args: argparse.Namespace) -> int:
                                                                         args.competition)
         except ValueError as error:
             raise ValueError(f"--competition: {error}") from None
+    field.check_options(args)
     result = certify.certify(
         args.mechanism, arguments.parse_params(args.param), n=args.n, budgets=args.budgets, attacks=attacks,
         honest=[certify.parse_honest(text) for text in args.honest], scorer=args.scorer,
         prediction_range=certify.parse_prediction_range(args.prediction_range), **options)
     _note_tolerance_params(result)
+    field.attach(result, args, options["announce"])
     text = certify.markdown(result)
     if args.competition:
         result["competition"] = competition_certificate.competition_view(

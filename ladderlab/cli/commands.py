@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from ladderlab import __version__
+from ladderlab.arena import cli as arena_cli
 from ladderlab.certification import cli as certification_cli
 from ladderlab.cli import demo
 from ladderlab.dev import cli as dev_cli
@@ -62,11 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     runs_cli.register(commands)  # list
     reports_cli.register(commands)  # run, report
     demo.register(commands)  # demo
-    certification_cli.register(commands)  # certify
-    # plan (issue 43)
+    certification_cli.register(commands, subjects=[arena_cli.CERTIFY_SUBJECT])  # certify, plan
     serve_cli.register(commands)  # serve (verify, links, attack)
     platforms_cli.register(commands)  # export, audit
-    # arena (issue 46)
+    arena_cli.register(commands)  # arena
     stats = commands.add_parser("stats", help=STATS, description=STATS[0].upper() + STATS[1:] + ".")
     statistics = stats.add_subparsers(dest="stats_command", required=True, metavar="COMMAND")
     final_rankings_cli.register(statistics)  # rank-certificate, replay, sota

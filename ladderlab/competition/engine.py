@@ -361,7 +361,10 @@ class CompetitionBoard(Board):
     def oracle_jumps(self, since: int) -> int:
         raise PermissionError("competition boards have no oracle")
 
-    def submit_many(self, predictions: Any, repeats: int = 1) -> NDArray[np.float64]:
+    def submit_many(self, predictions: Any, repeats: int = 1, guesses: Any = None) -> NDArray[np.float64]:
+        if guesses is not None:
+            raise ValueError("a competition's accounts do not carry guesses: guess and check plays in duels and "
+                             "certificates, where each participant has its own leaderboard")
         P = self._team.check(predictions)
         if check_repeats(repeats) > 1:  # copies may fall on different accounts and days: submitted one by one
             P = np.repeat(P, repeats, axis=0)

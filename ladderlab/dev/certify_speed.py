@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from ladderlab.dev.benchmark import CertifyTiming
 
 FAMILIES = ("kaggle", "ladder", "ladder-free", "ladder-t", "ladder-boot", "bayesboot-ladder", "bayesboot-ladderboot",
-            "sage-bootladderboot", "sparse-vector-ladder", "thresholdout", "noisy", "keyed-noisy")
+            "sage-bootladderboot", "sparse-vector-ladder", "thresholdout", "noisy", "keyed-noisy", "subsample",
+            "guess-and-check")
 """Every built-in mechanism but full disclosure, the reference (named here, not
 read from the registry, so that the parser does not import every mechanism; a test holds them equal)."""
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 
 from ladderlab.dev import (
+    arena_benchmark,
     benchmark,
     certify_speed,
     competition_benchmark,
     isolation_benchmark,
     page_survey,
+    plan_speed,
+    proofs_page,
     realism,
     results,
     serve_bench,
@@ -26,6 +29,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     tools = dev.add_subparsers(dest="dev_command", required=True, metavar="COMMAND")
     benchmark.add_subcommand(tools)
     certify_speed.add_subcommand(tools)
+    plan_speed.add_subcommand(tools)
+    proofs_page.add_subcommand(tools)
+    arena_benchmark.add_subcommand(tools)
     isolation_benchmark.add_subcommand(tools, count(1))
     competition_benchmark.add_subcommand(tools)
     serve_bench.add_subcommand(tools)

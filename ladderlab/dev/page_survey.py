@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ladderlab.arena.registry  # noqa: F401  (registers the arena's plugin families, whose plugins stamps name)
 from ladderlab.runs.page_stamps import current_token, current_version, stamps_in
 
 LEGACY_VERSIONS = re.compile(r"versions: (\{[^\n]*\})\s*$", re.MULTILINE)
@@ -26,7 +27,7 @@ LEGACY_VERSIONS = re.compile(r"versions: (\{[^\n]*\})\s*$", re.MULTILINE)
 GENERATED = (
     "docs/figures/*.md", "docs/figures/*.txt", "docs/results/*.md", "docs/certify-speed.md",
     "docs/competition-speed.md", "docs/isolation.md", "docs/serve-bench.txt", "docs/kaggle-realistic.md",
-    "docs/roelofs-2019.md",
+    "docs/roelofs-2019.md", "docs/proofs.md",
 )
 """Every page (or page with a part) that a command writes, relative to the repository's root."""
 
@@ -150,6 +151,26 @@ def _certify_speed_page(root: Path, page: str) -> list[PageState]:
     return states
 
 
+def _plan_speed_rows(root: Path, page: str) -> list[PageState]:
+    """The rows of ``ladderlab dev bench-plan``'s table in ``page``: one per plan it times."""
+    from ladderlab.dev import plan_speed
+    from ladderlab.utils.markdown import marked_section
+
+    section = marked_section((root / page).read_text(encoding="utf-8"), plan_speed.BEGIN, plan_speed.END)
+    if section is None:
+        return []
+    rows, _ = plan_speed.kept(section)
+    stamped = {record.get("part"): record for record in stamps_in(section)}
+    states = []
+    for name, jobs in plan_speed.expected_parts():
+        part, command = plan_speed.row_part(name, jobs), plan_speed.row_command(name, jobs, page)
+        if part in stamped:
+            states.append(check_code(page, stamped[part]["command"], stamped[part]["code"], part))
+        else:
+            states.append(PageState(page, part, command, "unrecorded" if part in rows else "missing"))
+    return states
+
+
 def survey(root: Path = Path(".")) -> list[PageState]:
     """Every generated page under ``root`` (the repository) and whether it is current."""
     states: list[PageState] = []
@@ -160,7 +181,7 @@ def survey(root: Path = Path(".")) -> list[PageState]:
                 continue
             seen.add(name)
             if name == "docs/certify-speed.md":
-                states += _certify_speed_page(root, name)
+                states += _certify_speed_page(root, name) + _plan_speed_rows(root, name)
             elif name.startswith("docs/results/"):
                 states += _results_page(root, name)
             elif name.endswith(".md"):

@@ -54,6 +54,16 @@ class LabelCode:
         return None
 
     @classmethod
+    def binary_incompatibility(cls, data: PublicData, who: str) -> str | None:
+        """Why an attack (``who``, as its messages name it) that submits binary label vectors cannot play
+        ``data``: a scorer it cannot code them for, or labels that are not {0, 1}; None if it can."""
+        if (why := cls.incompatibility(data)) is not None:
+            return f"{who}: {why}"
+        if not data.binary_labels:
+            return f"{who} needs binary labels {{0, 1}}"
+        return None
+
+    @classmethod
     def of(cls, data: PublicData) -> LabelCode:
         """The code for ``data``'s scorer under its declared prediction range; ``ValueError`` saying
         why when label vectors cannot be played on it."""

@@ -30,6 +30,8 @@ from numpy.typing import NDArray
 
 from ladderlab.mechanism import FloatArray, Mechanism, round_to_multiple
 from ladderlab.params import Interval
+from ladderlab.stats.bounds import ProvenBound
+from ladderlab.stats.leaderboard_proofs import ladder_bound
 
 _FIRST_BLOCK = 16
 _BLOCK_ELEMENTS = 1 << 21
@@ -242,6 +244,28 @@ class PairedTTestLadder(Ladder):
     def _critical_value(self) -> float:
         """c from the ``alpha`` and ``critical_value`` parameters."""
         return t_critical_value(self._level(), self._given_critical_value(), self.n_)
+
+    def _largest_critical_value(self, n: int) -> float | None:
+        """The largest c this Ladder can use on n points (None: unknown, as for a c that depends on
+        the state, when a subclass overrides ``_critical_value``)."""
+        if type(self)._critical_value is not PairedTTestLadder._critical_value:
+            return None
+        return t_critical_value(self._level(), self._given_critical_value(), n)
+
+    def proven_bound(self, n: int, k: int, delta: float = 0.05, zero_one: bool = False) -> ProvenBound | None:
+        """For a 0/1 loss, Blum & Hardt's transcript count (releases strictly decreasing multiples of
+        1/n: n + 1 values), and the release within the largest margin c·sd/√n ≤ c/√(n − 1) of the
+        best empirical risk (a rejected submission's risk is at least the release minus its margin;
+        the sd of differences of 0/1 losses is at most √(n/(n − 1))). None for other losses (the
+        1/n grid is then not one of the loss bound), for a Ladder that compares with its unrounded
+        best or draws its decisions or releases, and for a c that depends on the state. [R]: Blum
+        & Hardt prove no bound for the parameter-free Ladder; this one is ours."""
+        critical = self._largest_critical_value(n)
+        if not zero_one or critical is None or not self.compares_with_release or not self.decides_deterministically \
+                or type(self)._accepted_release is not PairedTTestLadder._accepted_release:
+            return None
+        margin = critical / math.sqrt(n - 1) + TIE_TOLERANCE
+        return ladder_bound(n, k, delta, n + 1, margin, "binomial", f"{self.id} with c = {critical:.4g}")
 
     def _margins(self, loss_rows: FloatArray | None, rows: int) -> FloatArray:
         assert loss_rows is not None

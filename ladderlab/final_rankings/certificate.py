@@ -48,6 +48,7 @@ from ladderlab.engines.bootstrap import CHUNK_ELEMENTS, bootstrap_counts
 from ladderlab.engines.ladder import TIE_TOLERANCE
 from ladderlab.final_rankings.private_samples import PrivateSamples
 from ladderlab.seeding import stream
+from ladderlab.stats.interval_ranks import interval_rank
 from ladderlab.utils.progress import progress_bar
 
 FloatArray = NDArray[np.float64]
@@ -143,14 +144,14 @@ def certify_ranking(samples: PrivateSamples, rng: np.random.Generator, replicate
     rank_low, rank_high = (np.quantile(ranks, q, axis=0, method="inverted_cdf").astype(np.int64)
                            for q in (alpha / 2, 1 - alpha / 2))
     risk_low, risk_high = np.minimum(sign * low, sign * high), np.maximum(sign * low, sign * high)
-    arena = 1 + (risk_high[None, :] < risk_low[:, None]).sum(axis=1)
+    arena = interval_rank(-risk_high, -risk_low)
     observed_risk = sign * scores
     return RankingCertificate(
         source=samples.source, score_name=samples.score_name, sign=sign, teams=list(samples.teams),
         n_samples=samples.size, replicates=replicates, undefined=int((~defined).sum()), level=level,
         scores=scores, score_low=low, score_high=high,
         rank=stats.rankdata(observed_risk, method="min").astype(np.int64), rank_low=rank_low, rank_high=rank_high,
-        arena_rank=arena.astype(np.int64), p_best=p_best, winner=int(np.argmin(observed_risk)),
+        arena_rank=arena, p_best=p_best, winner=int(np.argmin(observed_risk)),
         removal=fewest_removals(samples, challengers, exhaustive_limit, search),
     )
 

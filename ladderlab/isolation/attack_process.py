@@ -66,12 +66,17 @@ class BoardClient:
             raise relayed(reply, RuntimeError)
         return reply, arrays
 
-    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1,
+                    guesses: ArrayLike | None = None) -> NDArray[np.float64]:
         """Submit the rows of a matrix in order (one message); same as ``Board.submit_many``."""
         array = np.asarray(predictions)
         if array.dtype.hasobject:
             raise ValueError(f"predictions must be numeric, got an array of dtype {array.dtype}")
-        self._channel.send_submission(array, check_repeats(repeats))
+        if guesses is None:
+            self._channel.send_submission(array, check_repeats(repeats))
+        else:
+            self._channel.send({"kind": "submit_many", "repeats": check_repeats(repeats)},
+                               {"predictions": array, "guesses": np.asarray(guesses, dtype=float)})
         reply, arrays = self._reply()
         released = arrays["released"]  # a new array of this message's own
         self._transcript.extend(released.tolist())

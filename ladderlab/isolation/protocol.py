@@ -235,7 +235,7 @@ def _serve(channel: Channel, board: Board, view: View) -> AttackOutcome:
         kind = header["kind"]
         if kind == "submit_many" and "predictions" in arrays:
             try:
-                released = board.submit_many(arrays["predictions"], header.get("repeats", 1))
+                released = board.submit_many(arrays["predictions"], header.get("repeats", 1), arrays.get("guesses"))
             except Exception as error:
                 channel.send(error_message(error))
             else:

@@ -252,6 +252,8 @@ def _lean(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[Fields
     array, or None if the message is not one or cannot have one."""
     kind = header["kind"]
     if kind == "submit_many":
+        if set(arrays) != {"predictions"}:  # a submission with guesses goes as a described message
+            return None
         array, repeats = np.ascontiguousarray(arrays["predictions"]), header["repeats"]
         code = _LEAN_CODES.get(array.dtype)
         if code is None or not 1 <= array.ndim <= 3 or type(repeats) is not int or not 0 < repeats < 1 << 63:

@@ -27,13 +27,22 @@ CORE = {
                     "ladderlab.scoring", "ladderlab.seeding", "ladderlab.tasks", "ladderlab.certification.units",
                     "ladderlab.certification.certificate_text", "ladderlab.certification.challenge_task"),
     "run": (),
+    "proofs": ("ladderlab.stats.transcripts", "ladderlab.stats.privacy", "ladderlab.stats.guess_check",
+               "ladderlab.stats.leaderboard_proofs", "ladderlab.runs.duel", "ladderlab.scoring", "ladderlab.seeding",
+               "ladderlab.tasks"),
+    "plan": ("ladderlab.certification.plan", "ladderlab.certification.public_size", "ladderlab.certification.field"),
+    "arena": ("ladderlab.arena.certificate", "ladderlab.arena.season", "ladderlab.arena.family",
+              "ladderlab.arena.bradley_terry", "ladderlab.stats.sequential", "ladderlab.seeding"),
 }
 """The core modules whose source decides a kind of page's numbers, besides its plugins: for a
 certificate, the verdict and stopping rules, the duel loop, the losses, the random streams, the
-tasks' data (a challenge's resampling among them), the units of its tolerances and its words. A
-results page is built after its run, from the plugins' fingerprints its run directory recorded
-while it ran (docs/run-directories.md), which name no core module: hashing the core when the page
-is built would vouch for code the run may not have used."""
+tasks' data (a challenge's resampling among them), the units of its tolerances and its words; for a plan
+(``ladderlab plan``), its search, its task and the field, beside its certificates' (each certificate's own
+record); for the proofs page, the bounds' arithmetic besides the duel loop; for an arena certificate or sweep, its
+certificate, seasons, family and fit. A results page is built after its
+run, from the plugins' fingerprints its run
+directory recorded while it ran (docs/run-directories.md), which name no core module: hashing
+the core when the page is built would vouch for code the run may not have used."""
 
 # --- fingerprints -------------------------------------------------------------------------------
 
@@ -57,10 +66,10 @@ def code_record(plugin_prints: Mapping[str, Mapping[str, Any]], kind: str) -> di
 
 @cache
 def _plugin_class(key: str) -> type | None:
-    from ladderlab.registry import ATTACKS, MECHANISMS, TASKS
+    from ladderlab.registry import FAMILIES
 
     kind, _, plugin_id = key.partition(":")
-    registry = {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}.get(kind)
+    registry = FAMILIES.get(kind)
     if registry is None:
         return None
     try:

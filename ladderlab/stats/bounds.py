@@ -1,4 +1,4 @@
-"""Theoretical leaderboard-error bounds of Blum & Hardt 2015, for certificates and tests.
+"""Leaderboard-error bounds: the orders Blum & Hardt 2015 state, and the proven bounds mechanisms compute.
 
 - Theorem 3.1 (the fixed Ladder, step η, n holdout points, adaptive analysts): for every
   t ≤ k and ε > 0, P(|min_{i≤t} R_D(f_i) − R_t| > ε + η) ≤ exp(−2ε²n + (1/η + 2)·log(4t/η) + 1).
@@ -48,3 +48,34 @@ def kaggle_boosting_order(n: int, k: int) -> TheoreticalBound:
         f"the boosting attack forces leaderboard error Ω(√(k/n)) = Ω({order:.4g}) with probability 2/3",
         "Blum & Hardt 2015, Theorem 5.1 and Corollary 5.2",
     )
+
+
+EVERY_SUBMISSION = "every submission"
+
+
+@dataclass(frozen=True)
+class ProvenBound:
+    """What a mechanism's theorem guarantees against any adaptive participant: with probability
+    ≥ 1 − ``delta``, the leaderboard error max_{t≤k} |min_{i≤t} R_D(f_i) − R_t| is at most
+    ``epsilon`` (in units of the loss bound B), for the submissions ``holds`` names."""
+
+    epsilon: float
+    delta: float
+    statement: str
+    source: str
+    holds: str = EVERY_SUBMISSION
+
+    @property
+    def vacuous(self) -> bool:
+        """True when ε ≥ 1: a loss in [0, B] can be off by no more, so the theorem says nothing."""
+        return not self.epsilon < 1.0
+
+    def text(self) -> str:
+        """One line for people: the bound, or that it is vacuous, and its source."""
+        what = "vacuous (ε ≥ 1)" if self.vacuous else f"ε = {self.epsilon:.3g}"
+        return f"{what} with probability ≥ {1 - self.delta:g}, {self.holds}; {self.source}"
+
+    def record(self) -> dict[str, object]:
+        """The bound as a JSON-ready mapping."""
+        return {"epsilon": float(self.epsilon), "delta": float(self.delta), "vacuous": self.vacuous, "statement": self.statement,
+                "source": self.source, "holds": self.holds}

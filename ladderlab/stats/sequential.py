@@ -81,13 +81,13 @@ def excludes(successes: int, trials: int, delta: float, level: float = MEDIAN) -
     return 1 if successes > level * trials else -1
 
 
-def per_sequence_error(confidence: float, points: int) -> float:
-    """δ of each of the 2·``points`` sequences of a certificate whose verdicts hold together at
-    ``confidence`` (Bonferroni: every decided verdict of every point is right at once with
-    probability at least ``confidence``)."""
+def per_sequence_error(confidence: float, points: int, sequences: int = 2) -> float:
+    """δ of each of the ``sequences``·``points`` sequences of a certificate whose verdicts hold together at
+    ``confidence`` (Bonferroni: every decided verdict of every point is right at once with probability at
+    least ``confidence``); a holdout certificate's point has two sequences, an arena certificate's one."""
     if not 0 < confidence < 1 or points < 1:
         raise ValueError(f"need 0 < confidence < 1 and at least one point, got {confidence} and {points}")
-    return (1.0 - confidence) / (2 * points)
+    return (1.0 - confidence) / (sequences * points)
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def verdict_at(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, delta: float, l
     return Verdict(verdict, t, s_delta, s_error, delta)
 
 
-def _sides(indicators: np.ndarray, delta: float, level: float) -> np.ndarray:
+def sides(indicators: np.ndarray, delta: float, level: float = MEDIAN) -> np.ndarray:
     """After each replication t: +1 when the sequence of the first t indicators lies above ``level``,
     −1 below, 0 when it contains it (:func:`excludes`, for every t at once)."""
     successes = np.cumsum(indicators)
@@ -140,7 +140,7 @@ def stopping_verdict(beyond_tau: ArrayLike, beyond_epsilon: ArrayLike, delta: fl
     depend on how the replications were chunked."""
     x, y = np.asarray(beyond_tau, dtype=bool), np.asarray(beyond_epsilon, dtype=bool)
     if x.size:
-        sides_x, sides_y = _sides(x, delta, level), _sides(y, delta, level)
+        sides_x, sides_y = sides(x, delta, level), sides(y, delta, level)
         decided = np.flatnonzero((sides_x == 1) | (sides_y == 1) | ((sides_x == -1) & (sides_y == -1)))
         if decided.size:
             return verdict_at(x[: decided[0] + 1], y[: decided[0] + 1], delta, level)

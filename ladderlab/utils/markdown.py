@@ -28,6 +28,17 @@ def marked_section(text: str, begin: str, end: str) -> str | None:
     return None if stop < 0 else text[start:stop + len(end)]
 
 
+def page_to_write(write: str | None, begin: str, end: str) -> Path | None:
+    """The page a command's ``--write PAGE`` names (None without one), or ``ValueError`` before any work
+    unless it exists and has the section between the markers."""
+    if write is None:
+        return None
+    page = Path(write)
+    if not page.is_file() or marked_section(page.read_text(), begin, end) is None:
+        raise ValueError(f"--write {page}: the page does not exist or has no {begin} marker")
+    return page
+
+
 def replace_marked_section(text: str, begin: str, end: str, section: str, where: str) -> str:
     """``text`` with its part between the markers (both included) replaced by ``section``; a
     ``ValueError`` naming ``where`` (the page) when the text lacks a marker."""
