@@ -16,6 +16,7 @@ from ladderlab.serve import final_board
 from ladderlab.serve.storage import sqlite_url
 from tests.serve_helpers import (
     TEAMS,
+    Browser,
     ThreadServer,
     open_service,
     page_request,
@@ -75,7 +76,8 @@ def test_the_board_is_the_final_ranking_with_the_intervals_rank_certificate_give
     for (_, _, private, low, high, ranks, p_best), row in zip(shown, board["teams"]):
         assert float(private) == pytest.approx(row["private"], abs=5e-5)
         assert float(low) == pytest.approx(row["low"], abs=5e-5) and float(high) == pytest.approx(row["high"], abs=5e-5)
-        assert ranks.split("–") == [str(row["rank_low"])] + ([str(row["rank_high"])] if row["rank_high"] != row["rank_low"] else [])
+        shown_range = [str(row["rank_low"])] + ([str(row["rank_high"])] if row["rank_high"] != row["rank_low"] else [])
+        assert ranks.split("–") == shown_range
         assert p_best == f"{row['p_best']:.3f}"
 
 
@@ -125,12 +127,44 @@ def test_the_organiser_s_linked_policy_is_the_public_board_s(tmp_path):
         upload(server.url, tokens["gamma"], (1 - labels)[None])
         status, _, answer = request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=sideways")
         assert status == 400 and "linked must be one of flag, merge, disqualify" in answer["error"]
-        request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=disqualify")
+        closed = request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=disqualify")[2]
         board = request(server.url, "", "GET", "/api/final-leaderboard")[2]
         page = page_request(server.url, "GET", "/")[2]
+        again = request(server.url, tokens["organiser"], "POST", "/api/organiser/close?linked=flag")[2]
+        flagged = request(server.url, "", "GET", "/api/final-leaderboard")[2]
     assert board["linked"] == "disqualify" and board["disqualified"] == ["alpha", "beta"]
     assert [row["team"] for row in board["teams"]] == ["gamma"]
     assert b"Not ranked (linked accounts): alpha, beta." in page
+    assert again == closed, "closing again changes only the public board's policy"
+    assert flagged["linked"] == "flag" and sorted(row["team"] for row in flagged["teams"]) == ["alpha", "beta", "gamma"]
+
+
+def test_the_organiser_changes_the_public_board_s_linked_policy_on_the_page_only_after_the_close(tmp_path):
+    """A challenge the clock closed, or one closed under the wrong policy: the organiser's page
+    changes the public board's policy, and never closes an open challenge doing so."""
+    path = write_challenge(tmp_path, n=200, rules="per_day = 1000\naccounts = 2\nlink = true")
+    service, tokens = open_service(path, sqlite_url(tmp_path / "log.sqlite"))
+    labels = service.challenge.split.y_holdout
+    with ThreadServer(service) as server:
+        for team in ("alpha", "beta"):
+            upload(server.url, tokens[team], labels[None])
+        upload(server.url, tokens["gamma"], (1 - labels)[None])
+        organiser = Browser(server.url).sign_in(tokens["organiser"])
+        early = organiser.post("/public-linked", {"linked": "disqualify"})
+        still_open = service.closed_at()
+        assert organiser.post("/close", {"confirm": "yes", "linked": "disqualify"})[0] == 200
+        closed_at = service.closed_at()
+        page = organiser.get("/organiser")[2]
+        sideways = organiser.post("/public-linked", {"linked": "sideways"})
+        merged = organiser.post("/public-linked", {"linked": "merge"})
+        board = request(server.url, "", "GET", "/api/final-leaderboard")[2]
+        team = Browser(server.url).sign_in(tokens["gamma"]).post("/public-linked", {"linked": "flag"})
+    assert early[0] == 409 and b"the challenge is still open" in early[2] and still_open is None
+    assert re.search(rb'id="public-policy">disqualify<', page)
+    assert sideways[0] == 422 and b"linked must be one of flag, merge, disqualify" in sideways[2]
+    assert merged[0] == 200 and re.search(rb'id="public-policy">merge<', merged[2])
+    assert board["linked"] == "merge" and board["disqualified"] == [] and service.closed_at() == closed_at
+    assert team[0] == 401 and service.public_linked() == "merge"
 
 
 def test_a_metric_that_does_not_split_into_samples_gets_intervals_and_no_removal_search(tmp_path):

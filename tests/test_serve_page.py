@@ -167,16 +167,17 @@ def test_the_challenge_s_whole_life_on_the_page(tmp_path):
         assert token not in cookie["value"]
     assert [cookie["name"] for cookie in after_logout] == ["ladderlab-form-test"], "the session's cookie is cleared"
     assert [line.split("\t") for line in teams_table.splitlines()[1:]] == [
-        ["Gamma Rays", "2", service.own_submissions("Gamma Rays")[-1]["submitted_at"], "1", "yes"],
-        ["alpha", "1", service.own_submissions("alpha")[0]["submitted_at"], "0", ""],
-        ["beta", "1", service.own_submissions("beta")[0]["submitted_at"], "0", ""]]
+        ["Gamma Rays", "2", service.own_submissions("Gamma Rays")[-1]["submitted_at"], "1", "registration"],
+        ["alpha", "1", service.own_submissions("alpha")[0]["submitted_at"], "0", "the challenge file"],
+        ["beta", "1", service.own_submissions("beta")[0]["submitted_at"], "0", "the challenge file"]]
     assert closed.startswith("The challenge closed at")
     assert len(exported) == 4 and exported.selected[exported.team == "Gamma Rays"].tolist() == [False, True]
     rows = [line.split("\t") for line in final.splitlines()[1:]]
     assert [row[1] for row in rows] == [entry["team"] for entry in board["teams"]]
     winner = board["teams"][0]
     assert winner["team"] == "Gamma Rays" and rows[0][4] == (
-        str(winner["rank_low"]) if winner["rank_low"] == winner["rank_high"] else f"{winner['rank_low']}–{winner['rank_high']}")
+        str(winner["rank_low"]) if winner["rank_low"] == winner["rank_high"]
+        else f"{winner['rank_low']}–{winner['rank_high']}")
     assert rows[0][5] == f"{winner['p_best']:.3f}" and f"{board['certificate']['p_winner_best']:.3f}" in certificate
     assert all(row[3].startswith("[") for row in rows), "every team has its interval"
     for secret in (token, tokens["organiser"], tokens["alpha"]):

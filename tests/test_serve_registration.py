@@ -164,3 +164,20 @@ def test_under_the_link_rule_a_team_registered_with_another_server_process_links
     assert [group["teams"] for group in links] == [["Sybil", "alpha"]]
     reopened, _ = open_service(path, database)
     assert reopened.replay_log()[1] == 4 and reopened.links() == second.links()
+
+
+def test_under_the_link_rule_a_team_a_platform_enrolled_links_and_replays(tmp_path):
+    """A platform's scorer enrols its teams by name (``evalai:7``): the linker counts them among the
+    accounts, as it counts the registered ones, live and on replay."""
+    path = write_challenge(tmp_path, n=200, rules="per_day = 1000\ntotal = 3\naccounts = 2\nlink = true")
+    url = sqlite_url(tmp_path / "log.sqlite")
+    service, tokens = open_service(path, url)
+    row = np.random.default_rng(4).integers(0, 2, 200).astype(float)[None]
+    service.submit("alpha", row)
+    enrolled = service.scored_team(tokens["scorer"], None, "evalai:7")
+    service.submit(enrolled, row)
+    assert [group["teams"] for group in service.links()["groups"]] == [["alpha", "evalai:7"]]
+    assert "evalai:7" in service.team_names()
+    assert {row["team"]: row["source"] for row in service.overview()}["evalai:7"] == "platform"
+    reopened, _ = open_service(path, url)
+    assert reopened.replay_log()[1] == 2 and reopened.links() == service.links()

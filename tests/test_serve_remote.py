@@ -56,7 +56,10 @@ def test_remote_board_caps_and_refusals_are_the_boards_exceptions(tmp_path):
         assert (board.holdout_size, board.remaining, board.classes.tolist(), board.prediction_ndim) == (50, 3, [0.0, 1.0], 1)
         with pytest.raises(ValueError, match="not one of the task's labels"):
             board.submit(np.full(50, 3.0))
-        assert board.submit_many(np.zeros((2, 50))).size == 2 and board.remaining == 1
+        with pytest.raises(ValueError, match="a served leaderboard takes predictions only"):
+            board.submit(np.zeros(50), guess=0.5)
+        assert board.remaining == 3, "a refused guess submits nothing"
+        assert board.submit_many(np.zeros((2, 50)), guesses=[np.nan, np.nan]).size == 2 and board.remaining == 1
         with pytest.raises(BudgetExceeded):
             board.submit_many(np.zeros((2, 50)))
         board.close()

@@ -82,6 +82,7 @@ def test_a_state_changing_request_without_the_session_or_the_page_s_form_field_i
         before = _state(service)
         forms = [("/select", {"submission_id": "1", "selected": "yes"}, team),
                  ("/close", {"confirm": "yes"}, organiser),
+                 ("/public-linked", {"linked": "merge"}, organiser),
                  ("/invite", {"action": "set", "code": "a-new-code-123"}, organiser),
                  ("/logout", {}, team)]
         other = Browser(url)

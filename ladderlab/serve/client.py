@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ladderlab.attack import Attack
 from ladderlab.board import Board, BudgetExceeded
-from ladderlab.mechanism import check_repeats
+from ladderlab.mechanism import check_guesses, check_repeats
 from ladderlab.seeding import stream
 from ladderlab.tasks import PublicData
 
@@ -157,12 +157,18 @@ class RemoteBoard:
     def oracle_jumps(self, since: int) -> int:
         raise PermissionError("a remote leaderboard has no oracle")
 
-    def submit_many(self, predictions: ArrayLike, repeats: int = 1) -> NDArray[np.float64]:
-        """Submit the rows of a matrix in order, each ``repeats`` times in a row (one request)."""
+    def submit_many(self, predictions: ArrayLike, repeats: int = 1,
+                    guesses: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Submit the rows of a matrix in order, each ``repeats`` times in a row (one request).
+        The service's API carries predictions only: ``guesses`` may be given (as :class:`Board`
+        takes them) but must all be NaN (no guess)."""
         check_repeats(repeats)
         array = np.asarray(predictions, dtype=np.float64)
         if array.ndim == self.prediction_ndim:
             array = array[None]
+        given = check_guesses(guesses, array.shape[0])
+        if given is not None and not np.isnan(given).all():
+            raise ValueError("guesses: a served leaderboard takes predictions only, not your estimates of their scores")
         if repeats > 1:
             array = np.repeat(array, repeats, axis=0)
         left = self.remaining

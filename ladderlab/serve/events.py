@@ -149,8 +149,10 @@ def _sealed(event: Event, entries: list[Entry], challenge: Challenge) -> int:
     against the entry it names."""
     number, _, digest = event.value.partition(":")
     last = int(number)
-    expected = genesis_hash(challenge.identity()) if last == 0 else (
-        entries[last - 1].entry_hash if last <= len(entries) else None)
+    if last > len(entries):
+        raise ServiceError(409, "conflict", f"the close sealed the log at submission {last}, but it ends at "
+                                            f"{len(entries)}: entries were removed")
+    expected = genesis_hash(challenge.identity()) if last == 0 else entries[last - 1].entry_hash
     if digest != expected:
         raise ServiceError(409, "conflict", f"the close sealed the log at submission {last} with the hash {digest}, "
                                             "which that submission does not have now")

@@ -20,6 +20,8 @@ from ladderlab.serve.events import text_time
 from ladderlab.serve.service import ORGANISER, Service
 
 environment = Environment(loader=PackageLoader("ladderlab.serve", "templates"), autoescape=select_autoescape())
+TEAM_SOURCES = {"file": "the challenge file", "registration": "registration", "platform": "a platform"}
+"""How the organiser's page says where a team comes from (:meth:`Service.overview`)."""
 MAX_LISTED_TEAMS = 1000
 """The most teams the organiser's page lists (those with the most submissions first)."""
 
@@ -84,7 +86,8 @@ def _certificate_text(board: dict[str, Any] | None) -> str:
     if certificate is None:
         return ""
     text = (f"Probability that the winner, {certificate['winner']}, is best: {certificate['p_winner_best']:.3f} "
-            f"(the share of {certificate['replicates']} bootstrap resamples of the private rows in which it scores best).")
+            f"(the share of {certificate['replicates']} bootstrap resamples of the private rows in which it scores "
+            "best).")
     removal = certificate["fewest_removals"]
     if removal["count"] is not None:
         text += (f" Removing {removal['count']} of the {board['private_rows']} private rows would let "
@@ -124,13 +127,13 @@ def team_page(service: Service, team: str, value_columns: str, csrf: str, messag
 
 def organiser_page(service: Service, csrf: str, message: str | None = None, ok: bool = True,
                    invite: str | None = None) -> str:
-    """The organiser's page: the challenge's state, the close, the downloads, the invite code and
-    every team's submissions."""
+    """The organiser's page: the challenge's state, the close (and after it the downloads and the
+    public board's linked-teams policy), the invite code and every team's submissions."""
     from ladderlab.scoring import LossScorer
 
     teams = service.overview()
     submitted = sum(1 for row in teams if row["submissions"])
-    registered = sum(1 for row in teams if row["registered"])
+    registered = sum(1 for row in teams if row["source"] == "registration")
     closed = service.closed_at()
     end = service.challenge.spec.rules.end
     status = (f"Closed at {text_time(closed)}." if closed is not None else
@@ -138,7 +141,8 @@ def organiser_page(service: Service, csrf: str, message: str | None = None, ok: 
     source = service.invite_source()
     registration_possible = service.challenge.spec.registration is not None
     registration_text = (
-        "This challenge has no [registration] table: the organiser gives each team its token." if not registration_possible
+        "This challenge has no [registration] table: the organiser gives each team its token."
+        if not registration_possible
         else "Teams may register with the invite code of the challenge file." if source == "file"
         else "Teams may register with the invite code set on this page." if source == "organiser"
         else "Registration is closed: set an invite code to open it.")
@@ -151,7 +155,8 @@ def organiser_page(service: Service, csrf: str, message: str | None = None, ok: 
                    teams=listed, team_summary=summary, registration_text=registration_text,
                    registration_possible=registration_possible, linking=service.linking,
                    policies=LINKED_POLICIES if service.linking else LINKED_POLICIES[:1],
-                   per_sample=isinstance(service.scorer, LossScorer))
+                   per_sample=isinstance(service.scorer, LossScorer), sources=TEAM_SOURCES,
+                   public_linked=service.public_linked())
 
 
 def register_page(service: Service, csrf: str, message: str | None = None, ok: bool = True) -> str:

@@ -152,7 +152,7 @@ class Service:
         self._validator = replay.fresh_state(challenge, secret_seed, SHARED).leaderboard
         self.linking = challenge.spec.rules.link
         self._linked: LinkedStates | None = None
-        self._registered: list[str] = []
+        self._others: list[str] = []
         self._final_lock = threading.Lock()
         self._final_board: dict[str, Any] | None = None
 
@@ -232,9 +232,18 @@ class Service:
     # --- who is asking ----------------------------------------------------------------------
 
     def team_names(self) -> list[str]:
-        """Every team: the challenge file's, then those that registered, in the order they did."""
+        """Every team: the challenge file's, then those that registered (in the order they did) and
+        those a platform's scorer enrolled (:meth:`other_teams`)."""
         self._token_hashes()
-        return [team.name for team in self.challenge.spec.teams] + self._registered
+        return [team.name for team in self.challenge.spec.teams] + self._others
+
+    def other_teams(self, connection: Any = None) -> list[str]:
+        """The teams not in the challenge file: those that registered, in the order they did, then
+        those a platform's scorer enrolled (:data:`PLATFORM_TEAM` in their names), by name."""
+        registered = self.storage.registered_teams(connection)
+        enrolled = sorted(name for name in self.storage.team_hashes(connection)
+                          if PLATFORM_TEAM in name and name not in registered)
+        return registered + enrolled
 
     def _token_hashes(self) -> tuple[dict[str, str], str]:
         """The teams' and the organiser's token hashes, read again from the log's database every
@@ -242,11 +251,11 @@ class Service:
         effect here too."""
         now = time.monotonic()
         if now - self._hashes_read > TOKEN_REFRESH_SECONDS:
-            self._registered = self.storage.registered_teams()
-            names = {team.name for team in self.challenge.spec.teams} | set(self._registered)
+            self._others = self.other_teams()
+            names = {team.name for team in self.challenge.spec.teams} | set(self._others)
             stored = self.storage.team_hashes()
             self._teams_stored = len(stored)
-            self._hashes = {name: digest for name, digest in stored.items() if name in names or PLATFORM_TEAM in name}
+            self._hashes = {name: digest for name, digest in stored.items() if name in names}
             self._organiser_hash = self.storage.meta_value("organiser_token_hash") or ""
             self._scorer_hash = self.storage.meta_value("scorer_token_hash") or ""
             self._hashes_read = now
@@ -441,7 +450,7 @@ class Service:
                 self._linked = None
         if self._linked is None:
             entries = self.storage.entries_after(connection, 0, with_links=True)
-            teams = [each.name for each in self.challenge.spec.teams] + self.storage.registered_teams(connection)
+            teams = [each.name for each in self.challenge.spec.teams] + self.other_teams(connection)
             self._linked = LinkedStates(self.challenge, self.secret_seed, teams)
         if entries:
             self._linked.apply(entries, self.storage, connection)
@@ -647,7 +656,8 @@ class Service:
         token = new_token()
         with self._writing(), self.storage.transaction() as connection:
             self.storage.hold_events(connection)  # registrations one at a time: each checks the names before it
-            check_not_closed(self._closing(self.storage.meta_value("closed_at", connection)), "teams no longer register")
+            closed = self._closing(self.storage.meta_value("closed_at", connection))
+            check_not_closed(closed, "teams no longer register")
             registered = self.storage.registered_teams(connection)
             if len(registered) >= registration.max_teams:
                 raise ServiceError(403, "full", f"{len(registered)} teams have registered, the most this challenge "
@@ -676,15 +686,31 @@ class Service:
             log.info("the challenge was closed by the organiser")
         return closed
 
+    def public_linked(self) -> str:
+        """The public final board's linked-teams policy: the organiser's choice at the close (or
+        since), else ``flag``."""
+        return self.storage.meta_value(PUBLIC_LINKED) or DEFAULT_LINKED_POLICY
+
+    def change_public_linked(self, linked: str) -> None:
+        """After the close, a new linked-teams policy for the public final board (what closing again
+        with ``linked`` does, without the risk of closing an open challenge)."""
+        if self.closed_at() is None:
+            raise ServiceError(409, "open", "the challenge is still open: choose the public board's linked-teams "
+                                            "policy when you close it")
+        self.close(linked)
+
     def overview(self) -> list[dict[str, Any]]:
         """Every team with its submissions (refused ones included), the last one's time, the
-        submissions it selected, and whether it registered itself: for the organiser's page."""
+        submissions it selected, and where it comes from (``file``, ``registration`` or
+        ``platform``): for the organiser's page."""
         counts = self.storage.submission_counts()
         chosen = self.storage.selected()
-        registered = set(self.team_names()) - {team.name for team in self.challenge.spec.teams}
+        registered = set(self.storage.registered_teams())
+        file_teams = {team.name for team in self.challenge.spec.teams}
         rows = [{"team": team, "submissions": counts.get(team, (0, 0))[0],
                  "last_submission": _text(moment(counts[team][1])) if team in counts else None,
-                 "selected": len(chosen.get(team, ())), "registered": team in registered}
+                 "selected": len(chosen.get(team, ())),
+                 "source": "file" if team in file_teams else "registration" if team in registered else "platform"}
                 for team in self.team_names()]
         rows.sort(key=lambda row: (-row["submissions"], row["team"]))
         return rows
@@ -803,8 +829,9 @@ class Service:
         final_rows = self.challenge.split.final_rows
         predictions = (np.stack([stored[digest][final_rows] for digest in digests]) if rows
                        else np.empty((0, final_rows.size)))
-        samples = PrivateSamples([row["team"] for row in rows], [str(sample) for sample in self.challenge.ids[final_rows]],
-                                 predictions=predictions, labels=self.challenge.split.y_holdout[final_rows],
+        sample_ids = [str(sample) for sample in self.challenge.ids[final_rows]]
+        samples = PrivateSamples([row["team"] for row in rows], sample_ids, predictions=predictions,
+                                 labels=self.challenge.split.y_holdout[final_rows],
                                  scorer=self.scorer.within(self.challenge.split.public.prediction_range),
                                  source=f"the final ranking of {self.challenge.name}")
         return final, samples
@@ -818,7 +845,7 @@ class Service:
         if self.closed_at() is None:
             return None
         head = "{}:{}".format(*self.storage.chain_head())
-        linked = self.storage.meta_value(PUBLIC_LINKED) or DEFAULT_LINKED_POLICY
+        linked = self.public_linked()
         current = self._final_board
         if current is not None and (current["head"], current["linked"]) == (head, linked):
             return current

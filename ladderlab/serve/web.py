@@ -1,5 +1,6 @@
 """The page's routes: the leaderboard, signing in and out, a team's page (upload, final selection),
-registration with an invite code, and the organiser's page (close, invite code, downloads).
+registration with an invite code, and the organiser's page (close, the public board's linked-teams
+policy after it, invite code, downloads).
 
 Everything a route does goes through the service's own functions, the ones the API calls
 (:mod:`ladderlab.serve.app`): the page has no rule of its own. Who is asking is the session of the
@@ -107,7 +108,7 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             token = str((await form(request, TOKEN_FORM_BYTES)).get("token") or "").strip()
             value, holder = await run_in_threadpool(sign_in, service, token)
         except (ServiceError, UploadError) as error:
-            return refused(request, error, None)
+            return await run_in_threadpool(refused, request, error, None)
         response = RedirectResponse("organiser" if holder == ORGANISER else "team", status_code=303)
         _set_cookie(response, request, session_cookie, value, SESSION_SECONDS)
         return response
@@ -117,9 +118,9 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         try:
             await form(request, TOKEN_FORM_BYTES)
         except (ServiceError, UploadError) as error:
-            return refused(request, error, who(request))
-        sign_out(service, request.cookies.get(session_cookie))
-        response = page(request, lambda csrf: pages.message_page(
+            return await run_in_threadpool(refused, request, error, await run_in_threadpool(who, request))
+        await run_in_threadpool(sign_out, service, request.cookies.get(session_cookie))
+        response = await run_in_threadpool(page, request, lambda csrf: pages.message_page(
             service, csrf, "Signed out: this browser holds no session of the leaderboard.", True))
         response.delete_cookie(session_cookie, path="/", secure=request.url.scheme == "https", httponly=True,
                                samesite="strict")
@@ -140,11 +141,11 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         holder's page with the reason and its status."""
         holder = None
         try:
-            holder = required(request, wanted)
+            holder = await run_in_threadpool(required, request, wanted)
             render = await done(holder, await form(request, limit, files))
         except (ServiceError, UploadError) as error:
-            return refused(request, error, holder)
-        return page(request, render, status)
+            return await run_in_threadpool(refused, request, error, holder)
+        return await run_in_threadpool(page, request, render, status)
 
     def team_view(team: str, message: str) -> Render:
         return lambda csrf: pages.team_page(service, team, value_columns, csrf, message)
@@ -195,8 +196,10 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
             value, _ = await run_in_threadpool(sign_in, service, token)
         except (ServiceError, UploadError) as error:
             message = str(error)
-            return page(request, lambda csrf: pages.register_page(service, csrf, message, False), error.status)
-        response = page(request, lambda csrf: pages.team_page(service, name, value_columns, csrf, token=token), 201)
+            return await run_in_threadpool(
+                page, request, lambda csrf: pages.register_page(service, csrf, message, False), error.status)
+        response = await run_in_threadpool(
+            page, request, lambda csrf: pages.team_page(service, name, value_columns, csrf, token=token), 201)
         _set_cookie(response, request, session_cookie, value, SESSION_SECONDS)
         return response
 
@@ -213,29 +216,43 @@ def page_routes(service: Service, reader: UploadReader, upload: Upload, value_co
         async def closed(_holder: str, fields: FormData) -> Render:
             if fields.get("confirm") != "yes":
                 raise ServiceError(422, "invalid", "tick the box that confirms the close")
-            try:
-                linked = check_linked_policy(str(fields.get("linked") or DEFAULT_LINKED_POLICY))
-            except ValueError as error:
-                raise ServiceError(422, "invalid", str(error)) from None
-            when = await run_in_threadpool(service.close, linked)
+            when = await run_in_threadpool(service.close, linked_field(fields))
             await run_in_threadpool(service.public_final)
             return organiser_view(f"The challenge closed at {text_time(when)}: the leaderboard now shows everyone "
                                   "the final ranking with its rank certificate.")
 
         return await act(request, ORGANISER, TOKEN_FORM_BYTES, closed)
 
+    @router.post("/public-linked", response_class=HTMLResponse)
+    async def public_linked(request: Request) -> HTMLResponse:
+        async def changed(_holder: str, fields: FormData) -> Render:
+            linked = linked_field(fields)
+            await run_in_threadpool(service.change_public_linked, linked)
+            await run_in_threadpool(service.public_final)
+            return organiser_view(f"The public final board now ranks linked teams under the policy {linked}.")
+
+        return await act(request, ORGANISER, TOKEN_FORM_BYTES, changed)
+
     @router.post("/invite", response_class=HTMLResponse)
     async def invite(request: Request) -> HTMLResponse:
         async def invited(_holder: str, fields: FormData) -> Render:
             if fields.get("action") == "stop":
-                service.stop_registration()
+                await run_in_threadpool(service.stop_registration)
                 return organiser_view("Registration is closed: no team can register now.")
-            code = service.set_invite(str(fields.get("code") or "") or None)
+            code = await run_in_threadpool(service.set_invite, str(fields.get("code") or "") or None)
             return organiser_view("The invite code is set; the earlier one no longer works.", code)
 
         return await act(request, ORGANISER, TOKEN_FORM_BYTES, invited)
 
     return router
+
+
+def linked_field(fields: FormData) -> str:
+    """The form's linked-teams policy of the public final board (``flag`` when it has none)."""
+    try:
+        return check_linked_policy(str(fields.get("linked") or DEFAULT_LINKED_POLICY))
+    except ValueError as error:
+        raise ServiceError(422, "invalid", str(error)) from None
 
 
 def organiser_session(service: Service, request: Request) -> bool:
