@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ladderlab.arena.builtin_sweeps import builtin_sweeps
 from ladderlab.certification.cli import CertifySubject
 from ladderlab.certification.units import DEFAULT_UNIT, USEFUL
 from ladderlab.runs.arguments import ArgumentError, count, output_file
@@ -82,9 +83,23 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing.add_argument("what", nargs="*", metavar="FAMILY", help="policies, attacks or families (default all)")
     listing.set_defaults(handler=_list)
 
+    sweep = commands_.add_parser("sweep", help="run an arena sweep (a built-in name or a TOML file) and print or write "
+                                               "its page",
+                                 description=f"Runs an arena sweep: policies against attack settings over many seasons "
+                                             f"(built-in: {', '.join(builtin_sweeps())}). --write writes its page, stamped, "
+                                             "with a figure beside it.")
+    sweep.add_argument("sweep", help="a built-in sweep's name or a TOML sweep file")
+    sweep.add_argument("--write", help="write the page (Markdown) here, and its figure beside it (.png)")
+    sweep.add_argument("--replications", type=count(1), help="seasons per cell (default: the sweep's)")
+    sweep.add_argument("--jobs", type=count(1, every_core=True), default=1, help="parallel workers (-1: every core)")
+    sweep.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what to print without --write")
+    sweep.set_defaults(handler=_sweep)
+
+
+def _sweep(args: argparse.Namespace) -> int:
     from ladderlab.arena import sweep
 
-    sweep.add_subcommand(commands_)
+    return sweep.run_command(args)
 
 
 def _battles_argument(parser: argparse.ArgumentParser) -> None:

@@ -52,6 +52,7 @@ from joblib import Parallel, delayed
 from scipy import integrate, stats
 from threadpoolctl import threadpool_limits
 
+from ladderlab.arena.builtin_sweeps import builtin_sweeps
 from ladderlab.arena.family import PairwiseArena
 from ladderlab.arena.registry import ARENA_ATTACKS, ARENA_FAMILIES, ARENA_POLICIES
 from ladderlab.arena.robustness import fewest_removals
@@ -59,11 +60,10 @@ from ladderlab.arena.season import Season
 from ladderlab.naming import plugin_label
 from ladderlab.plugin import fingerprint
 from ladderlab.runs import page_stamps
-from ladderlab.runs.arguments import ArgumentError, count, output_file
+from ladderlab.runs.arguments import ArgumentError, output_file
 from ladderlab.utils.progress import progress_bar
 from ladderlab.utils.terminal import wrapped_markdown
 
-BUILT_IN = Path(__file__).parent / "scenarios"
 KEYS = {"name", "source", "replications", "seed", "tau", "newcomer_gap", "family", "table", "paper"}
 TABLE_KEYS = {"title", "policies", "attack", "robustness", "newcomer_gap"}
 
@@ -95,10 +95,6 @@ class Sweep:
     def cells(self) -> list[tuple[int, str, dict[str, Any], dict[str, Any]]]:
         return [(number, policy, params, point) for number, table in enumerate(self.tables)
                 for policy, params in table.policies for point in table.grid]
-
-
-def builtin_sweeps() -> dict[str, Path]:
-    return {path.stem: path for path in sorted(BUILT_IN.glob("*.toml"))}
 
 
 def load(name_or_path: str) -> Sweep:
@@ -349,22 +345,8 @@ def figure(sweep: Sweep, results: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def add_subcommand(commands: argparse._SubParsersAction) -> None:
-    """``ladderlab arena sweep``."""
-    parser = commands.add_parser("sweep", help="run an arena sweep (a built-in name or a TOML file) and print or write "
-                                               "its page",
-                                 description=f"Runs an arena sweep: policies against attack settings over many seasons "
-                                             f"(built-in: {', '.join(builtin_sweeps())}). --write writes its page, stamped, "
-                                             "with a figure beside it.")
-    parser.add_argument("sweep", help="a built-in sweep's name or a TOML sweep file")
-    parser.add_argument("--write", help="write the page (Markdown) here, and its figure beside it (.png)")
-    parser.add_argument("--replications", type=count(1), help="seasons per cell (default: the sweep's)")
-    parser.add_argument("--jobs", type=count(1, every_core=True), default=1, help="parallel workers (-1: every core)")
-    parser.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what to print without --write")
-    parser.set_defaults(handler=_handle)
-
-
-def _handle(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
+    """``ladderlab arena sweep`` (its parser: :mod:`ladderlab.arena.cli`)."""
     import sys
 
     from ladderlab.utils.atomic import write_atomically

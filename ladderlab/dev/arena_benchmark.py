@@ -22,14 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import optimize
-from scipy.special import expit
-from threadpoolctl import threadpool_limits
 
-from ladderlab.arena.battles import PairCounts, read_battles, to_frame
-from ladderlab.arena.bradley_terry import ALPHA, fit_exact, fit_fastchat
-from ladderlab.arena.family import PairwiseArena
-from ladderlab.arena.rating import REPLICATES, bootstrap_fits
 from ladderlab.plugin import fingerprint
 from ladderlab.runs import page_stamps
 from ladderlab.runs.arguments import count, output_file
@@ -54,6 +47,11 @@ class _Clock:
 
 def _rows_fit(a: np.ndarray, b: np.ndarray, y: np.ndarray, w: np.ndarray, models: int) -> None:
     """FastChat's loss over rows (one per cell, or per battle with weight 1) through L-BFGS-B: the plain loop."""
+    from scipy import optimize
+    from scipy.special import expit
+
+    from ladderlab.arena.bradley_terry import ALPHA
+
     def loss(r: np.ndarray) -> tuple[float, np.ndarray]:
         p = expit(ALPHA * (r[a] - r[b]))
         value = -(w * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum()
@@ -65,6 +63,13 @@ def _rows_fit(a: np.ndarray, b: np.ndarray, y: np.ndarray, w: np.ndarray, models
 
 def measure(battles: int, models: int, jobs: int, seed: int = 0) -> dict[str, Any]:
     """Time every step of rating ``battles`` battles over ``models`` models (see the module docstring)."""
+    from threadpoolctl import threadpool_limits
+
+    from ladderlab.arena.battles import read_battles, to_frame
+    from ladderlab.arena.bradley_terry import fit_exact, fit_fastchat
+    from ladderlab.arena.family import PairwiseArena
+    from ladderlab.arena.rating import REPLICATES, bootstrap_fits
+
     family = PairwiseArena(models=models, battles=battles)
     rng = np.random.default_rng(seed)
     drawn, _ = family.battles_of(rng, family.pool(rng))
@@ -88,7 +93,7 @@ def measure(battles: int, models: int, jobs: int, seed: int = 0) -> dict[str, An
             cells.a, cells.b, cells.outcome / 2.0, cells.count, models))
         plain.time("one fit, a row per battle", lambda: _rows_fit(read.a, read.b, read.outcome / 2.0, np.ones(len(read)),
                                                                  models))
-    pairs: PairCounts = cells.pairs
+    pairs = cells.pairs
     return {"battles": battles, "models": models, "jobs": jobs, "file_megabytes": size / 1e6, "cells": int(cells.count.size),
             "pairs": int(pairs.i.size), "rows": clock.rows, "total_wall": total, "plain": plain.rows,
             "pair_fit": next(row for row in clock.rows if row[0].startswith("FastChat's fit"))}
@@ -96,6 +101,8 @@ def measure(battles: int, models: int, jobs: int, seed: int = 0) -> dict[str, An
 
 def page(result: dict[str, Any], command: str, load: tuple[float, float]) -> str:
     """The benchmark's page: each step's wall and CPU seconds, the total against the target, the plain loop."""
+    from ladderlab.arena.family import PairwiseArena
+
     lines = [f"Written by `{command}`: {result['battles']:,} battles over {result['models']} models "
              f"({result['file_megabytes']:.0f} MB of CSV; {result['cells']:,} cells, {result['pairs']:,} pairs), "
              f"{os.cpu_count()} cores of a {platform.machine()} machine (Linux {platform.release()}, Python "

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import ladderlab.arena.registry  # noqa: F401  (registers the arena's plugin families, whose plugins stamps name)
 from ladderlab.runs.page_stamps import current_token, current_version, stamps_in
 from ladderlab.utils.terminal import wrapped, wrapped_command
 
@@ -189,6 +188,8 @@ def _plan_speed_rows(root: Path, page: str) -> list[PageState]:
 
 def survey(root: Path = Path(".")) -> list[PageState]:
     """Every generated page under ``root`` (the repository) and whether it is current."""
+    import ladderlab.arena.registry  # noqa: F401  (registers the arena's plugin families, whose plugins stamps name)
+
     states: list[PageState] = []
     seen: set[str] = set()
     for pattern in GENERATED:
