@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ladderlab.runs import arguments
+from ladderlab.utils.terminal import wrapped_markdown
 
 if TYPE_CHECKING:
     from ladderlab.dev.benchmark import CertifyTiming
@@ -226,5 +227,5 @@ def _handle(args: argparse.Namespace) -> int:
 
     timings = measure(mechanisms, [SETTINGS[name] for name in args.setting or SETTINGS], args.jobs or [1, 2],
                       args.replications, args.seed, say=lambda line: print(line, file=sys.stderr), measured=written)
-    print(table(timings, args.replications, args.seed))
+    print(wrapped_markdown(table(timings, args.replications, args.seed)))
     return 0

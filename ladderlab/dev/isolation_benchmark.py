@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ladderlab.isolation import colocation, layout
+from ladderlab.utils.terminal import wrapped_markdown
 
 BEGIN, END = "<!-- isolation-benchmark -->", "<!-- /isolation-benchmark -->"
 
@@ -228,5 +229,5 @@ def _handle(args: argparse.Namespace) -> int:
     section = table(measured, args.rounds, mode)
     if page is not None:
         write_section(page, section)
-    print(section)
+    print(wrapped_markdown(section))
     return 0
