@@ -56,7 +56,7 @@ class GuessAndCheck(Mechanism):
         "tau": [Interval(float, 0, 1, closed="neither"), None],
         "beta": [Interval(float, 0, 1, closed="neither")],
         "check_fraction": [Interval(float, 0, 1, closed="neither")],
-        "k": [Interval(int, 1, None)],
+        "k": [Interval(int, 1, 10**9)],
     }
     _search_space = {"tau": [None, 0.05, 0.1, 0.2]}
 

@@ -34,7 +34,7 @@ class Subsample(Mechanism):
     id = "subsample"
     reference = "After Blanc 2023, arXiv:2302.08661 (reconstruction)"
     _parameter_constraints = {
-        "size": [Interval(int, 1, None)],
+        "size": [Interval(int, 1, 10**9)],
         "step": [Interval(float, 0, 1, closed="right"), None],
         "replace": [Boolean()],
     }

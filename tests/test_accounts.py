@@ -17,7 +17,7 @@ from ladderlab.competition.accounts import duel_with_accounts, probe_budget
 from ladderlab.registry import MECHANISMS, TASKS
 from ladderlab.runs.duel import spec
 from ladderlab.runs.runner import check_accounts
-from ladderlab.runs.scenario import Cell, Scenario, cells
+from ladderlab.runs.scenario import Scenario, cells
 from ladderlab.seeding import stream
 
 seeds = st.integers(0, 2**32 - 1)

@@ -173,7 +173,7 @@ def test_a_model_that_never_lost_has_no_maximum_likelihood_rating_and_says_so():
 def test_a_winner_the_battles_do_not_know_is_refused_with_its_row(winner, tmp_path):
     path = tmp_path / "b.csv"
     path.write_text(f"model_a,model_b,winner\nx,y,model_a\nx,y,{winner}\n")
-    with pytest.raises(ValueError, match=rf"b.csv: row 2: winner .* is none of"):
+    with pytest.raises(ValueError, match=r"b.csv: row 2: winner .* is none of"):
         read_battles(path)
 
 

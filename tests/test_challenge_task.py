@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ladderlab.certification import certificate_text, certify
+from ladderlab.certification import certify
 from ladderlab.certification import challenge as challenges
 from ladderlab.certification.challenge_certify import certify_challenge
 from ladderlab.certification.challenge_certify import (

@@ -12,13 +12,14 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
 from ladderlab.arena.registry import ARENA_ATTACKS, ARENA_POLICIES
 from ladderlab.cli.commands import build_parser
-from ladderlab.runs.cli import LIST_FAMILIES
 from ladderlab.registry import ATTACKS, MECHANISMS
+from ladderlab.runs.cli import LIST_FAMILIES
 from tests.docs_helpers import ANY_FENCE, PAGES, RESULTS_PAGES, subcommands
 
 INLINE_COMMAND = re.compile(r"`(?P<command>ladderlab [^`]+)`")

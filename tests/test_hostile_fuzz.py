@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from ladderlab.certification import challenge as challenges
 from ladderlab.cli.commands import main
 from ladderlab.serve.storage import sqlite_url
-from ladderlab.serve.uploads import UploadError, UploadReader
+from ladderlab.serve.uploads import UploadReader
 from tests.helpers import files_in
 from tests.serve_helpers import ThreadServer, open_service, request, write_challenge, write_secret
 

@@ -30,7 +30,7 @@ def test_a_lower_area_importing_a_higher_one_breaks_the_contract(tmp_path):
     layers = config["contracts"][0]["layers"]
     layers.insert(layers.index("cli"), layers.pop(layers.index("runs")))
     lines = [f'[importlinter]\nroot_package = {config["root_package"]}\n\n[importlinter:contract:areas]\n',
-             f'name = swapped\ntype = layers\ncontainers = ladderlab\n',
+             'name = swapped\ntype = layers\ncontainers = ladderlab\n',
              "layers =\n" + "".join(f"    {layer}\n" for layer in layers)]
     (tmp_path / "swapped.ini").write_text("".join(lines))
     result = lint_imports(tmp_path / "swapped.ini")

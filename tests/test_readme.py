@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-from pathlib import Path
 
 from ladderlab.cli.commands import build_parser
 from ladderlab.dev import benchmark

@@ -176,7 +176,6 @@ def test_the_orientation_must_be_stated_once_or_consistently(tmp_path):
 
 @pytest.mark.parametrize("value", ["-3", "many", "0"])
 def test_a_holdout_size_in_the_metadata_is_a_whole_number_or_the_log_is_refused(tmp_path, value):
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     write_log(ladderlab_log(FOUR_TEAMS), tmp_path / "log.parquet", greater_is_better=False)

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from ladderlab.cli.commands import main
 from ladderlab.serve.security import new_token, token_hash
-from ladderlab.serve.storage import chain, events, meta, predictions, selections, submissions, teams
+from ladderlab.serve.storage import chain, events, meta, selections, submissions, teams
 from tests.serve_helpers import ThreadServer, open_service, request, upload, write_challenge, write_secret
 
 SECRET = 1234

@@ -9,6 +9,7 @@ import numpy as np
 
 from ladderlab.mechanism import Mechanism
 from ladderlab.params import Interval
+from ladderlab.stats.bounds import ProvenBound
 
 
 class SafeAbove(Mechanism):
@@ -33,4 +34,4 @@ class ProvenRoot(SafeAbove):
     id = "proven-root"
 
     def proven_bound(self, n, k, delta=0.05, zero_one=False):
-        return float(np.sqrt(k / n) * np.log(1 / delta))
+        return ProvenBound(float(np.sqrt(k / n) * np.log(1 / delta)), delta, "√(k/n)·log(1/δ)", "test stand-in")

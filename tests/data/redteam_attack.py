@@ -254,9 +254,10 @@ class RedTeam(Attack):
                         break
         for text in texts:
             seeds |= {int(value) for value in re.findall(r"--seed[= ](\d+)", text)}
-        public = Path(ladderlab.scenarios.__file__).parent  # the built-in scenarios: public, like the code
+        # the built-in scenarios and the package's own files (the arena's built-in sweeps): public, like the code
+        public = (Path(ladderlab.scenarios.__file__).parent, Path(ladderlab.__file__).parent)
         for path in candidates[:FILES_LIMIT]:
-            if path == Path(__file__) or path.is_relative_to(public) or seen > FILES_LIMIT:
+            if path == Path(__file__) or any(map(path.is_relative_to, public)) or seen > FILES_LIMIT:
                 continue
             seen += 1
             try:
