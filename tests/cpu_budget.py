@@ -99,7 +99,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not by_file:
         return
     whole = cpu_time.tree_seconds()
-    config.cache.set(CACHE_KEY, {"tree_seconds": whole, "files": dict(by_file)})
+    if getattr(config, "cache", None) is not None:  # absent under -p no:cacheprovider
+        config.cache.set(CACHE_KEY, {"tree_seconds": whole, "files": dict(by_file)})
     line = f"CPU: {whole:.0f} s for the process tree, {sum(by_file.values()):.0f} s in {len(by_file)} test files"
     if _whole_default_suite(config):
         line += f" (budget for the default suite: {BUDGET_SECONDS:.0f} s)"
