@@ -58,6 +58,7 @@ interpreter with these loaded would (an interpreter's start and these imports ar
 
 def _example(code: str, folder: str, error_file: str) -> None:
     """Run an example as ``python -c`` would, in ``folder``, its standard error into ``error_file``."""
+    import multiprocessing
     import os
     import traceback
     import types
@@ -76,6 +77,11 @@ def _example(code: str, folder: str, error_file: str) -> None:
             traceback.print_exc()
             error.flush()
             os._exit(1)
+    # A returning multiprocessing child joins its children, and joblib's reusable workers idle for
+    # 300 s before they leave; an interpreter running the example as a script stops them at exit.
+    for child in multiprocessing.active_children():
+        child.terminate()
+    os._exit(0)
 
 
 @pytest.fixture(scope="module")
