@@ -41,6 +41,7 @@ def test_the_fewest_seasons_to_pass_are_those_of_no_inflation_at_all():
     assert tail_side(np.zeros(t - 1, dtype=bool), 0.01, 0.1) == (t - 1, 0)
 
 
+@pytest.mark.slow
 def test_the_plain_board_fails_at_many_variants_and_fresh_votes_pass_them():
     plain = certify_policy("plain-board", attacks=[BEST_OF], budgets=[1, 27], family=SMALL, tau=20.0, replications=400,
                            jobs=1)
@@ -58,6 +59,7 @@ def test_an_attack_pinned_with_its_budget_is_refused():
         parse_attack("best-of-n-variants(n_variants=3)")
 
 
+@pytest.mark.slow
 def test_ladderlab_certify_issues_an_arena_certificate_with_its_stamp(tmp_path, capsys):
     out = tmp_path / "arena.json"
     code = main(["certify", "variant-cap", "--param", "max_variants=2", "--attack", "best-of-n-variants(battles_per_variant=400)",

@@ -74,6 +74,7 @@ def test_a_pair_of_files_changes_together_or_not_at_all(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_report_written_over_an_old_one_on_a_full_disk_leaves_the_old_one(tmp_path):
     path = scenario_file(tmp_path, mechanisms='{ id = "kaggle" }')
     assert main(["--quiet", "run", str(path), "--out", str(tmp_path / "run")]) == 0

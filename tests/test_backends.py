@@ -41,6 +41,7 @@ def everything_but_time(results: pd.DataFrame) -> pd.DataFrame:
     return results.drop(columns=["wall_time"]).sort_values(["cell", "replication"], ignore_index=True)
 
 
+@pytest.mark.slow
 def test_serial_loky_and_dask_agree_value_for_value(tmp_path, dask_scheduler):
     path = tmp_path / "backends.toml"
     path.write_text(EVERY_FAMILY)
@@ -102,6 +103,7 @@ teams = [
 """
 
 
+@pytest.mark.slow
 def test_competitions_agree_value_for_value_on_every_backend(tmp_path, dask_scheduler):
     """Every measure and every team's scores, serially, with loky (which splits a cell's replications
     into ranges played by different workers) and on a Dask cluster of two worker processes."""

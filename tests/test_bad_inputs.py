@@ -387,6 +387,7 @@ def test_a_closed_pipe_ends_quietly():
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_real_process_prints_one_line_and_exits_with_2(tmp_path):
     plugin = tmp_path / "syntax_error.py"
     plugin.write_text(SYNTAX_ERROR_PLUGIN)

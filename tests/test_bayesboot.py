@@ -18,6 +18,7 @@ from tests.helpers import bound
 seeds = st.integers(0, 2**32 - 1)
 
 
+@pytest.mark.slow
 @given(seed=seeds, effect=st.floats(-0.3, 0.3))
 def test_posterior_probability_is_one_minus_the_paired_bootstrap_p_value(seed, effect):
     """For a mean loss, P(H₁|D) under Dirichlet weights and 1 − p of the one-sided paired

@@ -72,6 +72,7 @@ def test_the_built_in_kinds_register_through_the_entry_point_group():
     assert keys[0] == "matrix" and keys[1:] == sorted(keys[1:]) and {"competition", "extrapolation"} <= set(keys)
 
 
+@pytest.mark.slow
 def test_every_kind_plays_alike_from_python_the_command_line_loky_and_dask(tmp_path):
     distributed = pytest.importorskip("distributed")
     path = tmp_path / "every-kind.toml"
@@ -91,6 +92,7 @@ def test_every_kind_plays_alike_from_python_the_command_line_loky_and_dask(tmp_p
         assert_same_values(tmp_path / "python", tmp_path / other)
 
 
+@pytest.mark.slow
 def test_an_isolated_run_plays_every_kind_in_fresh_workers_alike(tmp_path):
     """Under isolation the cells play in fresh worker processes (spawned), which load the kinds themselves."""
     from ladderlab.isolation import sandbox
@@ -168,6 +170,7 @@ COINS = CoinKind()
 '''
 
 
+@pytest.mark.slow
 def test_a_third_party_package_adds_a_kind_of_cell_with_a_table_of_its_own(tmp_path):
     """A package advertising a kind under the entry-point group: its table is a scenario key (with
     "did you mean" for a typo), its cells are played, written, resumed and listed in the manifest."""

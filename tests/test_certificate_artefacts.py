@@ -73,6 +73,7 @@ IMPROVING = {"id": "gaussian-regression", "params": {"n_samples": 3000, "n_featu
                                                      "prediction_range": "training"}}
 
 
+@pytest.mark.slow
 def test_a_participant_who_never_looks_and_improves_shows_lag_not_optimism_and_passes(tmp_path):
     """An attack that submits ever better models without reading the board (``improving`` as an attack), against
     the sparse-vector Ladder with a step of 0.02·B that hides its improvements and little noise: over 30 days the
@@ -146,6 +147,7 @@ def clear_safe_budgets(seeds: range, directory: Path) -> set[int]:
             for seed in seeds}
 
 
+@pytest.mark.slow
 def test_a_clear_mechanisms_safe_budget_is_the_same_on_several_seeds(tmp_path):
     assert clear_safe_budgets(range(5), tmp_path) == {10}
 

@@ -28,6 +28,7 @@ def kaggle_certificate():
     return certify.certify("kaggle", n=100, budgets=[20, 200], attacks=[], replications=12, seed=1)
 
 
+@pytest.mark.slow
 def test_certificate_has_the_documented_keys(kaggle_certificate):
     assert {"mechanism", "params", "n", "safe_budget", "battery", "versions", "seed", "broken_by", "confidence",
             "families", "honest", "run_dir", "verdict", "utility", "budget_verdicts", "unit", "beta", "points",
@@ -214,6 +215,7 @@ def test_a_bad_mechanism_parameter_is_refused_before_running(capsys):
 
 # Theorem 3.1: the fixed Ladder against adaptive analysts.
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), eta=st.sampled_from([0.1, 0.2]), variant=st.sampled_from(["ladder", "kaggle"]))
 def test_theorem_3_1_bounds_the_ladders_error_against_adaptive_boosting(seed, eta, variant):
@@ -284,6 +286,7 @@ def block_certificate():
                            replications=100, seed=2, default_battery=False, complete=True)
 
 
+@pytest.mark.slow
 def test_a_grid_point_that_breaks_the_mechanism_fails_the_attack_though_the_default_passes(block_certificate):
     (row,) = block_certificate["battery"]
     by_block = {point["params"]["block"]: point for point in row["grid"] if point["task"] == "random-labels"}
@@ -297,6 +300,7 @@ def test_a_grid_point_that_breaks_the_mechanism_fails_the_attack_though_the_defa
     assert f"block={row['worst_params']['block']}" in certify.markdown(block_certificate)
 
 
+@pytest.mark.slow
 def test_pinned_parameters_are_run_exactly_without_a_grid():
     certificate = certify.certify("kaggle", n=2000, budgets=[100], attacks=[f"{BLOCK_ATTACK}:BlockAttack(block=2)"],
                                   replications=100, seed=2, default_battery=False, scorer="zero-one")
@@ -433,6 +437,7 @@ def test_a_garbage_final_prediction_or_a_lone_huge_probe_moves_no_measure(mechan
         assert result.leaderboard_error / result.loss_bound < 0.05
 
 
+@pytest.mark.slow
 def test_a_certificate_against_the_artefacts_passes_full_disclosure(tmp_path):
     """At n = 2000: on fewer rows the sampling noise of one ordinary submission alone reaches τ = 0.1 of the
     labels' variance in about a tenth of contests (the sd of its public minus final MSE is √2·sqrt(1/n + 1/2n) of
@@ -446,6 +451,7 @@ def test_a_certificate_against_the_artefacts_passes_full_disclosure(tmp_path):
 
 # Nothing lost on interruption (issue 34).
 
+@pytest.mark.slow
 def test_an_interrupted_certify_resumes_where_it_stopped(tmp_path):
     """A real Ctrl-C: the command gets SIGINT in the middle of its battery, exits with 130 and keeps
     every piece it finished; the same command again computes only what is missing and writes the
@@ -547,6 +553,7 @@ def test_an_honest_participant_given_twice_or_unable_to_play_is_refused():
         {"id": "conservative-analyst", "params": {"submissions": 50}, "budget": 50}]
 
 
+@pytest.mark.slow
 def test_a_parallel_battery_leaves_its_workers_usable_by_a_parallel_run(tmp_path):
     """The battery's workers are joblib's pool: a parallel run in the same process reuses them
     (with loky's bare pool, joblib failed: '_ReusablePoolExecutor' has no '_temp_folder_manager')."""

@@ -1,5 +1,7 @@
 """``ladderlab dev bench-certify``: certificates timed from an empty battery, written between the page's markers."""
 
+import pytest
+
 from ladderlab.cli.commands import main
 from ladderlab.dev import certify_speed
 
@@ -14,6 +16,7 @@ def test_a_page_without_the_markers_is_refused_before_any_certificate_runs(tmp_p
     assert page.read_text() == "# no markers\n"
 
 
+@pytest.mark.slow
 def test_a_timed_certificate_says_where_its_time_went_and_lands_between_the_markers(tmp_path):
     timings = certify_speed.measure(["kaggle"], [TINY], [1], replications=1, seed=0)
     ((mechanism, setting, timing),) = timings

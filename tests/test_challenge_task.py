@@ -221,6 +221,7 @@ def tiny_certificate(tmp_path_factory):
     return path, json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_a_certificate_made_for_a_challenge_is_about_its_data(tiny_certificate):
     path, certificate = tiny_certificate
     loaded = challenges.load(path)

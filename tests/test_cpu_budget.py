@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ORPHAN_SECONDS = 2.0
@@ -28,6 +30,7 @@ def test_starts_a_process_that_outlives_it():
 """
 
 
+@pytest.mark.slow
 def test_the_cpu_of_a_process_that_left_the_tree_is_counted(tmp_path):
     (tmp_path / "test_orphan.py").write_text(LEAVES_AN_ORPHAN)
     measured = subprocess.run([sys.executable, str(ROOT / "tests" / "cpu_budget.py"), "-q", "-p", "no:cacheprovider"],

@@ -62,6 +62,7 @@ def test_statistics_page_quotes_what_sota_prints(workdir: Path) -> None:
         assert f"{float(printed[key]):#.4g}" == shown, (key, printed[key], shown)
 
 
+@pytest.mark.slow
 def test_extrapolation_page_quotes_the_spread_extrapolate_prints(workdir: Path) -> None:
     page = (ROOT / "docs" / "extrapolation.md").read_text()
     quoted = re.search(r"the methods predict between about (\S+)\s+\(CONS\) and (\S+) \(EXP\) at K = 200", page)
@@ -75,6 +76,7 @@ def _predictions(command: str, folder: Path) -> dict[str, str]:
     return dict(line.split()[:2] for line in output(command, folder).splitlines()[3:8])
 
 
+@pytest.mark.slow
 def test_extrapolation_page_quotes_cons_and_mple_and_the_authors_convention(workdir: Path) -> None:
     page = " ".join((ROOT / "docs" / "extrapolation.md").read_text().split())
     quoted = re.search(r"yet predict (\S+) and (\S+)\. .*? \(`--convention authors`, point masses on a 51-point grid\) "

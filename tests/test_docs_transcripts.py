@@ -34,6 +34,7 @@ def test_own_challenge_page_shows_the_head_of_the_example_labels() -> None:
     assert block[1:] == (ROOT / "examples" / "breast-cancer" / "labels.csv").read_text().splitlines()[:3]
 
 
+@pytest.mark.slow
 def test_sizes_page_shows_the_error_an_oversized_competition_gets(workdir: Path) -> None:  # noqa: F811
     shown = console_block("sizes.md", "ladderlab: error: scenario contest")
     scenario = re.search(r"^```toml\n(schema_version = 1\nname = \"contest\".*?)```", (DOCS / "sizes.md").read_text(), re.S | re.M)
@@ -63,6 +64,7 @@ def _started(server_output: list[str]) -> list[str]:
     return server_output[: end + 1]
 
 
+@pytest.mark.slow
 def test_serve_page_shows_what_the_demo_and_an_attack_on_it_print(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ladderlab.serve.launch import ServerProcess
 
@@ -90,6 +92,7 @@ def _commands_and_output(block: list[str]) -> tuple[str, list[str]]:
     return "\n".join(commands), printed
 
 
+@pytest.mark.slow
 def test_the_served_example_prints_and_answers_an_upload_as_the_pages_show(tmp_path: Path) -> None:
     from ladderlab.serve.launch import ServerProcess
 
@@ -125,6 +128,7 @@ def test_extrapolation_page_gives_the_synopsis_of_the_parser() -> None:
     assert synopsis.split()[3:3 + len(positionals)] == positionals
 
 
+@pytest.mark.slow
 def test_run_directories_page_shows_the_error_a_second_run_into_a_locked_directory_gets(workdir: Path) -> None:  # noqa: F811
     from ladderlab.runs.rundir import RunLock
 
@@ -149,6 +153,7 @@ def _stderr(command: list[str], folder: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_run_directories_page_shows_the_warning_a_damaged_cell_file_gets(workdir: Path) -> None:  # noqa: F811
     shown = console_block("run-directories.md", "ladderlab: cell diabetes × kaggle × honest")
     command = _study(workdir, '{ id = "diabetes" }', '{ id = "kaggle" }', '{ id = "honest" }')
@@ -164,6 +169,7 @@ def test_run_directories_page_shows_the_warning_a_damaged_cell_file_gets(workdir
     assert [varying(line) for line in warned] == [varying(line) for line in shown]
 
 
+@pytest.mark.slow
 def test_run_directories_page_shows_the_error_finished_cells_of_a_changed_plugin_get(workdir: Path) -> None:  # noqa: F811
     shown = console_block("run-directories.md", "ladderlab: error: runs/study: 2 finished cells")
     plugin = workdir / "my_mech.py"
@@ -186,6 +192,7 @@ def _sh_block(page: str, first_line: str) -> list[str]:
     raise AssertionError(f"{page} has no sh block starting with {first_line!r}")
 
 
+@pytest.mark.slow
 def test_the_deploying_pages_backup_and_close_commands_run_against_a_served_challenge(tmp_path: Path) -> None:
     from ladderlab.serve.launch import ServerProcess
 

@@ -72,6 +72,7 @@ def test_the_papers_statements_are_decided_by_their_numbers():
         assert held == [i != number for i in range(4)]
 
 
+@pytest.mark.slow
 def test_a_small_figure_3_runs_resumes_and_reports(tmp_path, capsys):
     scenario = validate(small_scenario())
     out = tmp_path / "run"

@@ -71,6 +71,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin"
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_an_installed_ladderlab_isolates_the_built_in_attacks_from_the_repository_root(installed, tmp_path):
     out = tmp_path / "run"

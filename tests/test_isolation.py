@@ -174,6 +174,7 @@ teams = [
 """
 
 
+@pytest.mark.slow
 def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_the_red_team(tmp_path):
     """The whole command: its arguments name the scenario, the secret-seed file and the run
     directory, all readable by its user; the red team, run by it in duels and as two teams of
@@ -191,6 +192,7 @@ def test_an_isolated_run_keeps_the_seed_the_secret_and_the_run_directory_from_th
     assert_every_private_loss_at_chance(tmp_path / "run", ":RedTeam")
 
 
+@pytest.mark.slow
 def test_run_in_process_the_red_team_reads_the_secret_through_its_arguments(tmp_path):
     """The same command without isolation: the red team reads the secret-seed file named in
     its process's arguments and the run's manifest, and re-derives the labels."""
@@ -333,6 +335,7 @@ def test_an_isolated_competition_equals_the_in_process_one():
         np.testing.assert_array_equal(getattr(plain, name), getattr(isolated, name))
 
 
+@pytest.mark.slow
 def test_an_isolated_run_equals_the_in_process_run(tmp_path):
     path = tmp_path / "small.toml"
     path.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }, { id = "ladder" }'))
@@ -358,6 +361,7 @@ def test_an_isolated_certification_battery_equals_the_in_process_one(tmp_path):
 BURN_SECONDS = 0.3
 
 
+@pytest.mark.slow
 def test_an_isolated_certificate_counts_the_cpu_time_of_its_attack_processes(tmp_path):
     """The attacks play in sandboxed processes of the workers (--jobs), which outlive their duels; the certificate's CPU time counts them: every duel of the stand-in
     burns BURN_SECONDS there, more than the organiser's process spends on it."""
@@ -373,6 +377,7 @@ def test_an_isolated_certificate_counts_the_cpu_time_of_its_attack_processes(tmp
         certify.markdown(certificate))
 
 
+@pytest.mark.slow
 def test_an_isolated_run_of_ladderlabs_own_attacks_plays_in_the_organisers_process(tmp_path):
     """No attack code but ladderlab's was loaded: one job needs no fresh worker (the run
     fails if it starts one), and the numbers are those of the unisolated run."""
@@ -522,6 +527,7 @@ def test_the_organiser_never_unpickles_what_the_attack_sends(tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
+@pytest.mark.slow
 def test_check_attack_flags_reading_the_boards_private_attributes():
     with pytest.raises(ConformanceError, match=r"private attributes \['_leaderboard'\]"):
         check_attack_keeps_to_the_public_board(red_team())

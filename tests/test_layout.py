@@ -51,6 +51,7 @@ def probes_addresses(tmp_path: Path, environment: dict[str, str]) -> dict[str, l
     return json.loads(load_results(out).marks[0])
 
 
+@pytest.mark.slow
 @needs_root
 def test_an_isolated_commands_attack_process_maps_its_code_where_the_organiser_does(tmp_path):
     expected = organisers_addresses()
@@ -138,6 +139,7 @@ print(sandbox.same_layout, any("sklearn" in m for m in maps))
 which only the server's preloading of the attack module's imports brings in before a duel starts."""
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_sandbox_whose_attack_processes_start_anew_preloads_nothing_for_them():
     def preloaded(environment: dict[str, str]) -> list[str]:

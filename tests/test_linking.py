@@ -335,6 +335,7 @@ def honest_populations_linked(rule: LinkRule, populations: int) -> int:
                for replication in range(populations))
 
 
+@pytest.mark.slow
 def test_independently_trained_honest_teams_are_not_linked():
     """Adaptive honest teams are outside the theorem's reach only where two of their submissions
     come within ⌈p₀N⌉ rows; these never do: no population of 100 has a link, an exact upper bound

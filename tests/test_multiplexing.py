@@ -45,6 +45,7 @@ def played(path: Path, isolation: str) -> pd.DataFrame:
     return runner.run(path, path.parent / f"run-{isolation}", isolation=isolation).drop(columns="wall_time")
 
 
+@pytest.mark.slow
 def test_duels_played_together_equal_the_duels_played_in_process(tmp_path):
     path = scenario(tmp_path, '{ id = "hill-climbing", params = { k = [5, 30] } }, { id = "boosting", params = { k = 20 } }',
                     '{ id = "kaggle" }, { id = "ladder" }', replications=WINDOW + 3)
@@ -53,6 +54,7 @@ def test_duels_played_together_equal_the_duels_played_in_process(tmp_path):
     pd.testing.assert_frame_equal(plain, together)
 
 
+@pytest.mark.slow
 def test_a_window_of_duels_makes_one_round_trip_per_round(tmp_path, monkeypatch):
     """Eight duels of 20 one-row submissions: 21 round trips and the start, not 8 × 21."""
     received = []
@@ -64,6 +66,7 @@ def test_a_window_of_duels_makes_one_round_trip_per_round(tmp_path, monkeypatch)
     assert len(received) <= 21 + 2
 
 
+@pytest.mark.slow
 def test_an_attacks_error_fails_only_its_own_duel(tmp_path):
     path = scenario(tmp_path, f'{{ id = "{HOSTILE}:Unlucky", params = {{ k = 10 }} }}', replications=12)
     plain, together = played(path, "none"), played(path, "process")
@@ -72,6 +75,7 @@ def test_an_attacks_error_fails_only_its_own_duel(tmp_path):
     assert set(together.error.dropna()) == {"ValueError: an unlucky stream"}
 
 
+@pytest.mark.slow
 def test_an_attack_process_that_breaks_a_round_fails_its_window_and_the_next_window_plays(tmp_path):
     path = scenario(tmp_path, f'{{ id = "{HOSTILE}:DoubleSpeaker", params = {{ k = 10 }} }}', replications=3)
     rows = played(path, "process")

@@ -195,6 +195,7 @@ def test_a_line_too_wide_is_found(tmp_path, monkeypatch):
     assert max(map(len, text.splitlines())) <= WIDTH
 
 
+@pytest.mark.slow
 def test_a_server_and_an_attack_on_it_print_lines_that_fit(monkeypatch):
     """In a short folder: the server names its log by its path, which is the organiser's own."""
     from ladderlab.serve.launch import ServerProcess

@@ -56,6 +56,7 @@ def _pages(root: Path) -> subprocess.CompletedProcess[str]:
     return completed
 
 
+@pytest.mark.slow
 def test_a_certificate_page_is_current_until_a_byte_of_its_mechanisms_source_changes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "docs" / "figures").mkdir(parents=True)

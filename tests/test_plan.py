@@ -33,6 +33,7 @@ def planted(tmp_path_factory):
                          min_utility=-1.0, **{**QUICK, "attacks": ["boosting", "hill-climbing"]})
 
 
+@pytest.mark.slow
 def test_a_mechanism_safe_exactly_from_n_star_on_is_found_within_the_bisection_s_resolution(planted):
     row = planted["mechanisms"][0]
     assert row["certified_at_organiser_n"]

@@ -79,6 +79,7 @@ def test_releases_have_the_law_of_the_multinomial_releases(name, n, b, draws, se
     assert squared_deviation_is_its_expectation(poissonized(loss, b, seed + 1, 40_000), loss, b)
 
 
+@pytest.mark.slow
 def test_the_checks_reject_counts_without_completion():
     """A plausible slip, every row Poisson(N/n) and no completion (the total itself random), adds
     l̄²/N to the variance: both checks of the test above fail on it."""

@@ -1,6 +1,7 @@
 """Progress bars: shown on request or on a terminal, never in a pipe or a log."""
 
 import numpy as np
+import pytest
 
 from ladderlab.stats import estimate_sota
 from ladderlab.utils.progress import progress_bar
@@ -43,6 +44,7 @@ def test_bench_prints_every_measurement_as_a_table_row(monkeypatch, capsys):
     assert [line.split(":")[1] for line in printed.err.splitlines()] == [" estimated the benchmark"]  # no bar: not a terminal
 
 
+@pytest.mark.slow
 def test_bench_times_a_certificate_with_its_workers_cpu(monkeypatch, capsys):
     """``bench --certify`` times the README's certificate from an empty directory (here a small one)."""
     from ladderlab.cli import commands as cli

@@ -231,6 +231,7 @@ def test_a_bound_off_by_a_constant_factor_fails_the_test(errors, mechanism, para
     assert not all(exceeds_at_most_delta(errors[mechanism, number], wrong, DELTA) for number in range(len(ATTACK_GRID)))
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(200, 600), k=st.integers(10, 60), eta=st.floats(0.02, 0.2), alpha=st.floats(0.002, 0.1))
 def test_the_ladders_and_kaggles_bounds_hold_over_their_parameters(n, k, eta, alpha):

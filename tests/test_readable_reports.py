@@ -93,11 +93,13 @@ def _report_figures(run) -> list[plots.ReportFigure]:
             + extrapolation_report.report_figures(run.extrapolations))
 
 
+@pytest.mark.slow
 def test_a_run_of_every_kind_gives_every_kind_of_report_figure(every_kind):
     kinds = {re.split(r"[:,]", figure.title)[0] for figure in _report_figures(every_kind)}
     assert {"zoo", "scores", "delta", "submissions", "trace", "Competition shake-up", "Zheng et al. Figure 3"} <= kinds
 
 
+@pytest.mark.slow
 def test_no_text_of_a_report_figure_collides_or_is_cut(every_kind):
     found = {figure.title: problems(figure.figure) for figure in _report_figures(every_kind)}
     assert {title: found for title, found in found.items() if found} == {}
@@ -169,6 +171,7 @@ TABLE_WIDTHS = """() => Array.from(document.querySelectorAll('table')).map(table
 """Each table's drawn width (its scroll width: what it would need) and the width of the box that holds it."""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_every_table_of_the_html_report_fits_a_1280_pixel_window(every_kind, tmp_path):
     """Measured in Chromium, with a screenshot of the whole page: no table needs more width than

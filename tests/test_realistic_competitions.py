@@ -202,6 +202,7 @@ def test_the_pages_put_the_simulation_beside_every_real_leaderboard_and_name_the
         "the headline is the honest population's, whatever the order of the rows"
 
 
+@pytest.mark.slow
 def test_the_competition_benchmark_times_a_cell_against_the_floor(tmp_path):
     from ladderlab.dev.competition_benchmark import run, table
 

@@ -137,6 +137,7 @@ def test_plots_name_mechanism_and_parameters(finished_run):
         assert figure.png().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_html_report_renders_every_plot_in_a_headless_browser(tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")

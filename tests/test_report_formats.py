@@ -251,6 +251,7 @@ def test_the_compact_report_sets_the_papers_values_beside_ours(mixed_run):
 # --- the competition report --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_a_competition_only_report_reads_like_one_in_a_browser(tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")

@@ -46,6 +46,7 @@ def test_rerun_skips_completed_cells(tmp_path):
     assert [f.stat().st_mtime_ns for f in files] == stamps
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
     path = scenario_file(tmp_path)
     serial = runner.run(path, tmp_path / "serial", jobs=1)
@@ -83,6 +84,7 @@ def test_incompatible_pairs_are_skipped_with_the_reason(tmp_path):
     assert table.set_index("mechanism").loc["ladder-t", "n_skipped"] == 3
 
 
+@pytest.mark.slow
 def test_dask_backend_equals_the_serial_run(tmp_path):
     distributed = pytest.importorskip("distributed")
     path = scenario_file(tmp_path)

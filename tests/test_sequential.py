@@ -198,6 +198,7 @@ def test_certify_decides_a_mechanism_that_overstates_in_a_known_share_of_contest
     assert row["p_delta"]["estimate"] == row["p_optimism"]["estimate"]  # the two sides overstate together here
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_certificate_whatever_the_number_of_workers(tmp_path):
     runs = [certify.certify("kaggle", n=100, budgets=[20], attacks=["hill-climbing(block=4, repeats=1)"],
                             default_battery=False, replications=12, seed=4, jobs=jobs, scorer="zero-one",

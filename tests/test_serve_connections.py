@@ -120,6 +120,7 @@ def _trickle(sock: socket.socket, head: bytes, every: float = 0.25, patience: fl
     return answer, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_bodies_that_trickle_in_get_408_and_free_their_places_in_time(bounded_server):
     """Uploads on every request place, trickling a byte every quarter second: each is answered 408
     and closed within the body time (not when its 10⁵ bytes would have come), and the team then

@@ -166,6 +166,7 @@ def test_kill_9_under_load_then_restart_loses_and_changes_nothing(tmp_path, seed
     storage.close()
 
 
+@pytest.mark.slow
 def test_the_demo_takes_an_attack_and_a_kill_9_and_serves_the_same_leaderboard_after_a_restart(tmp_path):
     from ladderlab.cli.commands import main
     from ladderlab.registry import ATTACKS

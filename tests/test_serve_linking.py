@@ -163,6 +163,7 @@ def test_a_log_written_under_the_old_link_rule_on_public_rows_is_refused_with_th
     assert "\n" not in error and error.startswith("ladderlab: error: ") and message in error, error
 
 
+@pytest.mark.slow
 def test_a_restart_after_kill_9_keeps_the_groups(tmp_path):
     path = write_challenge(tmp_path, rules=LINKED, limits="uploads_per_second = 1000\nburst = 1000")
     options = ("--uncertified", "--state", str(tmp_path / "state"), "--quiet-access")

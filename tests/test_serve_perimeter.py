@@ -102,6 +102,7 @@ def test_in_chromium_the_page_is_styled_breaks_no_policy_and_refuses_to_be_frame
 PARTIAL = b"GET /api/leaderboard HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Waiting: "
 
 
+@pytest.mark.slow
 def test_sockets_of_half_a_request_from_one_address_cannot_keep_a_team_out(tmp_path):
     """One client opened partial-header sockets on all 72 places and every team got 503 until they
     timed out. Now one address holds at most --per-address such sockets: the next closes its oldest."""

@@ -184,6 +184,7 @@ def test_remote_board_fails_fast_naming_an_address_no_server_ever_answered_at():
     assert time.monotonic() - start < 5, "a dead address is not retried like a restarting server"
 
 
+@pytest.mark.slow
 def test_a_server_whose_rules_allow_more_or_unlinked_accounts_than_certified_does_not_start(tmp_path):
     from ladderlab.serve.launch import ServerProcess
 

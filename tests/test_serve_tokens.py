@@ -15,6 +15,7 @@ from tests.serve_helpers import TEAMS, request, upload, write_challenge
 pytest.importorskip("uvicorn")
 
 
+@pytest.mark.slow
 def test_the_tokens_go_to_a_file_only_the_organiser_can_read_and_a_team_submits_with_its_own(tmp_path):
     path = write_challenge(tmp_path, n=100)
     tokens_file = tmp_path / "tokens.csv"
@@ -46,6 +47,7 @@ def test_an_existing_tokens_file_is_refused_before_any_token_is_issued(tmp_path)
     assert tokens_file.read_text() == "team,token\nalpha,ll_earlier\n" and not (tmp_path / "state").exists()
 
 
+@pytest.mark.slow
 def test_a_start_that_forgets_the_database_it_was_served_from_is_refused_instead_of_issuing_new_tokens(tmp_path):
     path = write_challenge(tmp_path, n=100)
     state, log = tmp_path / "state", tmp_path / "elsewhere.sqlite"

@@ -3,6 +3,7 @@
 account does."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +60,7 @@ def test_the_linking_wrapper_never_links_the_disguised_accounts(seed):
         assert linked.delta == own.delta and linked.submissions == own.submissions
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 2**32 - 1))
 @settings(max_examples=1, deadline=None)
 def test_two_disguised_accounts_climb_the_t_test_ladder_further_than_one_account(seed):

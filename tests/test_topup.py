@@ -78,6 +78,7 @@ def stored(out) -> dict[str, list[float]]:
     return times
 
 
+@pytest.mark.slow
 def test_raising_the_replications_computes_only_the_new_ones_and_equals_a_fresh_run(tmp_path, monkeypatch, caplog):
     """2 → 4 replications of duels, competitions and an extrapolation, serially: every cell computes
     replications 2 and 3 only, keeps its stored rows as they were, and the directory then holds a
@@ -103,6 +104,7 @@ def test_raising_the_replications_computes_only_the_new_ones_and_equals_a_fresh_
     assert not counts, "a run directory that holds every replication computes none"
 
 
+@pytest.mark.slow
 def test_a_parallel_top_up_equals_a_fresh_serial_run(tmp_path):
     """With two loky workers (which play the first missing replication of every cell first, and split
     a costly cell's missing replications into ranges), 2 → 5 replications keep the stored rows."""
@@ -216,6 +218,7 @@ class Slow(Kaggle):
 '''
 
 
+@pytest.mark.slow
 def test_a_top_up_killed_on_the_way_resumes_to_a_fresh_runs_values(tmp_path):
     """``kill -9`` while a top-up runs (one cell topped up, the other not yet): the report says which
     cell rests on fewer replications, and the same command finishes what the fresh run gives."""

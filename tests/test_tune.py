@@ -49,6 +49,7 @@ def test_a_mechanism_with_nothing_to_search_is_refused_by_name():
         tune.settings("ladder-free", {}, "zero-one")
 
 
+@pytest.mark.slow
 def test_tune_recommends_the_certified_setting_with_the_best_honest_utility(tmp_path):
     """A release shifted by −0.1·B fails (Δ ≈ −0.1 < −τ); shifts 0 and −0.02 pass. A constant shift
     does not reorder the honest participant's releases, so their utilities tie and the first
@@ -73,6 +74,7 @@ def _without_run(certificate: dict) -> dict:
             if key not in ("run_dir", "wall_time_seconds", "cpu_time_seconds")}
 
 
+@pytest.mark.slow
 def test_full_disclosure_plays_once_for_the_whole_search_with_the_same_results(tmp_path, monkeypatch):
     """Full disclosure's duels (reference and honest participant) do not depend on the setting: the
     search plays them once, and every certificate (so the table, the figure and the recommendation)
@@ -101,6 +103,7 @@ def test_full_disclosure_plays_once_for_the_whole_search_with_the_same_results(t
     assert result["recommended"] == 1  # the table and the figure are read from these certificates alone
 
 
+@pytest.mark.slow
 def test_tune_on_a_challenge_certifies_each_setting_on_its_data_and_serve_accepts_the_recommended_certificate(
         tmp_path, capsys):
     from ladderlab.certification import challenge as challenges
@@ -126,6 +129,7 @@ def test_tune_on_a_challenge_certifies_each_setting_on_its_data_and_serve_accept
     assert challenges.certificate_problems(challenges.load(path)) == []
 
 
+@pytest.mark.slow
 def test_tune_at_a_budget_below_the_files_says_to_lower_the_total_and_serve_then_accepts_its_certificate(tmp_path, capsys):
     from ladderlab.certification import challenge as challenges
     from tests.serve_helpers import write_challenge

@@ -82,6 +82,7 @@ def test_a_hostile_plugin_imported_by_an_isolated_run_steals_and_writes_nothing(
     assert_every_private_loss_at_chance(tmp_path / "run", ":HostileImport", duels=3)
 
 
+@pytest.mark.slow
 def test_a_hostile_plugin_certified_in_isolation_steals_and_writes_nothing(hostile, tmp_path):
     """``ladderlab certify --attack file.py:Class --isolation process --secret-seed FILE``."""
     run_dir = tmp_path / "certificate-run"
@@ -100,6 +101,7 @@ def test_a_hostile_plugin_certified_in_isolation_steals_and_writes_nothing(hosti
         assert_at_chance(loss)
 
 
+@pytest.mark.slow
 def test_a_hostile_plugin_certified_for_a_challenge_in_isolation_never_reads_its_labels(hostile, tmp_path):
     """``ladderlab certify --challenge FILE --attack file.py:Class --isolation process``: the
     challenge file on the command line names the organiser's labels file."""
@@ -139,6 +141,7 @@ def test_the_organiser_learns_a_plugin_from_its_sandbox_with_the_same_answers_an
     assert ATTACKS.get(plugin) is loaded
 
 
+@pytest.mark.slow
 def test_a_bad_parameter_of_an_untrusted_plugin_is_the_same_one_line_error_before_any_work(hostile, tmp_path):
     scenario = tmp_path / "bad.toml"
     scenario.write_text(SMALL.replace("MECHANISMS", '{ id = "kaggle" }').replace(

@@ -61,6 +61,7 @@ def test_a_strength_grid_needs_a_budget(tmp_path):
         load(path)
 
 
+@pytest.mark.slow
 def test_the_zoo_report_shows_the_worst_setting_of_each_attack_in_a_heat_map(tmp_path):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_ZOO)
