@@ -41,6 +41,7 @@ def leftovers(folder) -> list[str]:
     return sorted(path.name for path in folder.iterdir() if path.name.endswith(".tmp"))
 
 
+@pytest.mark.slow
 def test_a_certificate_written_over_an_old_one_on_a_full_disk_leaves_the_old_one(tmp_path):
     old = {"mechanism": "kaggle", "safe_budget": 300}
     out = tmp_path / "cert.json"

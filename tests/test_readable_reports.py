@@ -105,6 +105,7 @@ def test_no_text_of_a_report_figure_collides_or_is_cut(every_kind):
     assert {title: found for title, found in found.items() if found} == {}
 
 
+@pytest.mark.slow
 def test_competition_figures_with_long_labels_read():
     """Eight cells whose labels name the mechanism, the task and the mix, as in kaggle-like's report."""
     for figure in competition_report.report_figures(_long_label_competition_rows()):

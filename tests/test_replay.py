@@ -344,6 +344,7 @@ def figure_commands() -> list[str]:
     return commands
 
 
+@pytest.mark.slow
 def test_the_docs_figures_are_what_their_commands_write(tmp_path, monkeypatch, capsys):
     import shlex
 

@@ -121,6 +121,7 @@ def test_the_report_command_writes_every_format(mixed_run, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["competitions"]
 
 
+@pytest.mark.slow
 def test_the_quickstart_table_says_which_sign_of_delta_is_overfitting(quickstart_run):
     """Every quickstart Δ is negative: the footer must say that this, on a loss, is overfitting."""
     assert "below 0 on a loss, above 0 on a score: the leaderboard flattered it" in " ".join(

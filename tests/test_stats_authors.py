@@ -79,6 +79,7 @@ def test_mple_reaches_at_least_the_authors_pseudolikelihood(case):
     assert ours >= case["mple_loglik"] - 1e-4 * abs(case["mple_loglik"])
 
 
+@pytest.mark.slow
 def test_the_default_convention_departs_from_the_authors_code():
     """ladderlab's default (Binomial(k − 1, U), 1000 bins, wider grids) is not the authors' code:
     on their own Figure 3 data its CONS differs by up to 0.4 (docs/extrapolation.md)."""
