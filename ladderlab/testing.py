@@ -22,7 +22,7 @@ import copy
 import dataclasses
 import pickle
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -668,9 +668,16 @@ class ConformanceReport:
 def _check_all(plugin: Mechanism | Attack | Task, kind: type, quiet: bool) -> ConformanceReport:
     if not isinstance(plugin, kind):
         raise TypeError(f"expected {kind.__name__}, got {type(plugin).__name__}")
+    return run_checks(plugin, plugin_checks(plugin), lambda name: expected_failure(plugin, name), quiet)
+
+
+def run_checks(plugin: Any, checks: Iterable[tuple[str, Callable[[Any], None]]],
+               expected_failure: Callable[[str], str | None], quiet: bool) -> ConformanceReport:
+    """Run each named check on ``plugin`` but those ``expected_failure`` gives a reason for (skipped, with it);
+    raise the first failure; print (unless ``quiet``) and return what passed."""
     passed, skipped = [], []
-    for name, check in plugin_checks(plugin):
-        reason = expected_failure(plugin, name)
+    for name, check in checks:
+        reason = expected_failure(name)
         if reason is None:
             check(plugin)
             passed.append(name)

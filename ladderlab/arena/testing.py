@@ -31,6 +31,7 @@ from ladderlab.testing import (
     check_get_params_round_trip,
     check_parameters_declared,
     reachable_arrays,
+    run_checks,
 )
 
 Check = Callable[[Any], None]
@@ -157,18 +158,7 @@ def arena_checks(plugin: ArenaPolicy | ArenaAttack) -> Iterator[tuple[str, Check
 
 
 def _check_all(plugin: ArenaPolicy | ArenaAttack, quiet: bool) -> ConformanceReport:
-    passed, skipped = [], []
-    for name, check in arena_checks(plugin):
-        reason = plugin.expected_check_failures.get(name)
-        if reason is None:
-            check(plugin)
-            passed.append(name)
-        else:
-            skipped.append((name, reason))
-    report = ConformanceReport(repr(plugin), tuple(passed), tuple(skipped))
-    if not quiet:
-        print(report)
-    return report
+    return run_checks(plugin, arena_checks(plugin), plugin.expected_check_failures.get, quiet)
 
 
 def check_arena_policy(policy: ArenaPolicy, quiet: bool = False) -> ConformanceReport:
