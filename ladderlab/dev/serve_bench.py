@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ladderlab.runs.workload import add_force_option
 from ladderlab.utils.terminal import wrapped
 
 BENCH_MECHANISMS = {"ladder": {"eta": 0.01}, "ladder-boot": {"b": 100}}
@@ -52,7 +53,7 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--linking", nargs="+", default=["off", "on"], choices=["off", "on"],
                         help="serve without and with [rules] link = true (default: both)")
     parser.add_argument("--seconds", type=positive, default=5.0, help="measured time per setting (default 5)")
-    parser.add_argument("--force", action="store_true", help="run even when the estimated memory does not fit")
+    add_force_option(parser)
     parser.add_argument("--out", help="also write the results as a Markdown table to this file (docs/serve-bench.txt)")
     parser.set_defaults(handler=_run)
 

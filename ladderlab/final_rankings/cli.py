@@ -71,7 +71,7 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--top", type=count(1), help="teams listed in the text output (default: all)")
     parser.add_argument("--format", choices=["text", "json", "csv"], default="text",
                         help="output format (csv: one row per team)")
-    parser.add_argument("--force", action="store_true", help="run even when the estimated memory does not fit")
+    add_force_option(parser)
     parser.add_argument("--out", help="write the certificate to this file instead of the terminal")
     parser.set_defaults(handler=_handle)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ladderlab.runs.workload import add_force_option
+
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
     """``ladderlab stats replay``: the parser and its handler."""
@@ -45,8 +47,7 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--cell", help="a competition run: the cell (its key, or a prefix of it)")
     parser.add_argument("--replication", type=count(0), default=0, help="a competition run: the replication (default 0)")
     parser.add_argument("--format", choices=["text", "json", "csv"], default="text", help="output format")
-    parser.add_argument("--force", action="store_true", help="read a log or samples file even when its estimated "
-                                                             "memory does not fit")
+    add_force_option(parser, "read a log or samples file")
     parser.add_argument("--out", help="write the report to this file instead of the terminal")
     parser.set_defaults(handler=_handle)
 

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ladderlab.runs.workload import add_force_option
+
 EXPORT_PLATFORMS = ("codabench", "evalai", "hf-competitions", "kaggle")
 RELAYED = ("codabench", "evalai", "hf-competitions")
 """The platforms whose scoring program relays to the organiser's ``ladderlab serve``."""
@@ -32,8 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--secret", help="kaggle: the secret seed file (default: <state>/secret; created if missing)")
     export.add_argument("--uncertified", action="store_true",
                         help="export even where the certificate does not cover the challenge (each problem is named)")
-    export.add_argument("--force", action="store_true", help="load the challenge even when its estimated memory "
-                                                             "does not fit")
+    add_force_option(export, "load the challenge")
     export.set_defaults(handler=_export)
     audit = commands.add_parser(
         "audit", help="say where a platform's configuration lets raw scores reach participants",

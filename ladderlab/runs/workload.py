@@ -409,10 +409,10 @@ def benchmark_work(sizes: list[int], measurements: int, seconds: float, batch: i
     return Estimate("the benchmark", None, WORKING_BYTES + 24 * batch * max(sizes), 6 * seconds * measurements)
 
 
-def add_force_option(parser: Any) -> None:
-    """A command's ``--force``: run work the estimate refuses (:func:`refuse_if_too_large`)."""
+def add_force_option(parser: Any, doing: str = "run") -> None:
+    """A command's ``--force``: do (``doing``) work the estimate refuses (:func:`refuse_if_too_large`)."""
     parser.add_argument("--force", action="store_true",
-                        help="run even when the estimated memory exceeds what is available (see docs/run-directories.md)")
+                        help=f"{doing} even when the estimated memory exceeds what is available (see docs/sizes.md)")
 
 
 def check_work(work: Any, force: bool, hint: str) -> None:

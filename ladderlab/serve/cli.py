@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ladderlab.runs.display import described_release_step, score_text
+from ladderlab.runs.workload import add_force_option
 from ladderlab.utils.atomic import write_atomically
 from ladderlab.utils.terminal import wrapped
 
@@ -43,8 +44,7 @@ def _add_state_options(parser: argparse.ArgumentParser, creates_secret: bool) ->
     parser.add_argument("--state", help="folder of the secret and the SQLite log (default: <challenge folder>/<name>-state)")
     parser.add_argument("--database", help="SQLAlchemy URL of the log, e.g. postgresql+psycopg://user@host/db "
                                            "(default: SQLite in the state folder)")
-    parser.add_argument("--force", action="store_true", help="load the challenge even when its estimated memory "
-                                                             "does not fit")
+    add_force_option(parser, "load the challenge")
     made = "created with 128 random bits if missing" if creates_secret else "the one the log was started with"
     parser.add_argument("--secret", help=f"file of the secret seed of the mechanisms' streams (default: <state>/secret; "
                                          f"{made})")
